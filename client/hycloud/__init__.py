@@ -1,0 +1,1 @@
+"""HyCloud client: SDK and `hycloud` CLI."""
