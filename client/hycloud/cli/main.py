@@ -1,0 +1,155 @@
+"""`hycloud` command line: thin commands over the SDK; errors become stable exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from hycloud_core.errors import HyCloudError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .. import admin as admin_ops
+from ..config import ClientConfig, endpoint_from_outputs
+from ..sdk import HyCloud
+from . import exit_codes
+
+app = typer.Typer(help="HyCloud: a filesystem on S3 + EFS.", no_args_is_help=True, add_completion=False)
+admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
+app.add_typer(admin, name="admin")
+out = Console()
+err = Console(stderr=True)
+STATE = {"json": False}
+
+
+@app.callback()
+def _options(json_output: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False):
+    STATE["json"] = json_output
+
+
+def _emit(data: object, human: str | None = None) -> None:
+    if STATE["json"]:
+        out.print_json(json.dumps(data))
+    elif human is not None:
+        out.print(human, highlight=False)
+
+
+def _client() -> HyCloud:
+    return HyCloud.from_config()
+
+
+@app.command()
+def configure(
+    endpoint: Annotated[str | None, typer.Option(help="API URL.")] = None,
+    outputs: Annotated[
+        Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON to take the URL from.")
+    ] = None,
+    key: Annotated[str, typer.Option(help="API key.", prompt=True, hide_input=True)] = ...,
+) -> None:
+    """Save the endpoint and API key."""
+    url = endpoint or (endpoint_from_outputs(outputs) if outputs else None)
+    if not url:
+        raise HyCloudError("give --endpoint or --outputs", code="bad-usage", status=400)
+    path = ClientConfig(endpoint=url, api_key=key).save()
+    _emit({"config": str(path), "endpoint": url}, f"saved {path}")
+
+
+@app.command()
+def whoami() -> None:
+    """Show the user the key belongs to."""
+    user = _client().whoami()
+    _emit({"user": user}, user)
+
+
+@app.command()
+def mkdir(path: str, parents: Annotated[bool, typer.Option("-p", "--parents")] = False) -> None:
+    """Create a directory."""
+    entry = _client().mkdir(path, parents=parents)
+    _emit(entry, f"created {entry['path']}")
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command()
+def ls(path: Annotated[str, typer.Argument()] = "/") -> None:
+    """List a directory."""
+    entries = _client().ls(path)
+    if STATE["json"]:
+        return _emit(entries)
+    table = Table(box=None, show_header=True)
+    for col in ("type", "size", "modified (UTC)", "name"):
+        table.add_column(col, justify="right" if col == "size" else "left")
+    for e in entries:
+        name = e["name"] + ("/" if e["type"] == "dir" else "")
+        table.add_row(e["type"], "" if e["type"] == "dir" else str(e["size"]), _when(e["mtime"]), name)
+    out.print(table)
+
+
+@app.command()
+def stat(path: str) -> None:
+    """Show a file's or directory's metadata."""
+    entry = _client().stat(path)
+    _emit(entry, "\n".join(f"{k}: {v}" for k, v in entry.items()))
+
+
+@app.command()
+def put(local: Path, remote: str, parents: Annotated[bool, typer.Option("-p", "--parents")] = False) -> None:
+    """Upload a file."""
+    if not local.is_file():
+        raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
+    entry = _client().put(local, remote, parents=parents)
+    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes)")
+
+
+@app.command()
+def get(remote: str, local: Path) -> None:
+    """Download a file."""
+    if local.is_dir():
+        local = local / remote.rstrip("/").rsplit("/", 1)[-1]
+    path = _client().get(remote, local)
+    _emit({"path": str(path), "size": path.stat().st_size}, f"downloaded {remote} -> {path}")
+
+
+@admin.command("create-user")
+def create_user(
+    user: str,
+    table: Annotated[str | None, typer.Option(help="DynamoDB table name.")] = None,
+    outputs: Annotated[Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON.")] = None,
+) -> None:
+    """Create a user and print its API key (shown once; only its hash is stored)."""
+    if not table and outputs:
+        table = next(o["TableName"] for o in json.loads(outputs.read_text()).values() if "TableName" in o)
+    if not table:
+        raise HyCloudError("give --table or --outputs", code="bad-usage", status=400)
+    token = admin_ops.create_user(table, user)
+    _emit({"user": user, "api_key": token}, token)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except HyCloudError as e:
+        err.print(f"[red]error[/red] {escape(f'[{e.code}]')}: {escape(e.message)}", highlight=False)
+        sys.exit(exit_codes.BY_CODE.get(e.code) or exit_codes.BY_STATUS.get(e.status, exit_codes.ERROR))
+    except KeyboardInterrupt:
+        sys.exit(exit_codes.INTERRUPTED)
+    except (typer.Abort, typer.Exit) as e:
+        sys.exit(getattr(e, "exit_code", 1))
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(exit_codes.USAGE)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""The HyCloud SDK: `HyCloud` has one method per filesystem operation."""
+
+from .client import HyCloud
+
+__all__ = ["HyCloud"]

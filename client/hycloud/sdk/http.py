@@ -1,0 +1,42 @@
+"""HTTP plumbing: one session with retries on transient failures, and errors mapped to exceptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+from hycloud_core.errors import HyCloudError, error_from_body
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+TRANSIENT = (429, 502, 503, 504)
+
+
+class Http:
+    def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
+        self.base = endpoint.rstrip("/")
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {api_key}"
+        retry = Retry(total=4, backoff_factor=0.3, status_forcelist=TRANSIENT, allowed_methods=None)
+        self.session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=16))
+        self.session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=16))
+
+    def request(self, method: str, route: str, **kwargs: Any) -> requests.Response:
+        try:
+            response = self.session.request(method, self.base + route, timeout=self.timeout, **kwargs)
+        except requests.ConnectionError as err:
+            raise HyCloudError(f"cannot reach {self.base}: {err}", code="unreachable", status=503) from err
+        if response.status_code >= 400:
+            raise error_from_body(response.status_code, _json_or_none(response))
+        return response
+
+    def json(self, method: str, route: str, **kwargs: Any) -> Any:
+        return self.request(method, route, **kwargs).json()
+
+
+def _json_or_none(response: requests.Response) -> dict | None:
+    try:
+        return response.json()
+    except ValueError:
+        return {"error": {"code": "http-error", "message": response.text[:200] or response.reason}}

@@ -1,0 +1,32 @@
+"""S3 bucket for large-file content and the single DynamoDB table (key design: hycloud_core.store.records)."""
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+
+class DataStores(Construct):
+    def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
+        super().__init__(scope, id)
+        self.bucket = s3.Bucket(
+            self,
+            "Content",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            versioned=False,  # content keys are immutable; old versions are kept by explicit retention
+            removal_policy=removal_policy,
+            lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
+        )
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=removal_policy,
+        )

@@ -1,0 +1,59 @@
+"""The EFS file system holding namespaces, relay cache and staging, and the VPC it lives in.
+
+The VPC has isolated subnets only (no NAT): functions reach S3 and DynamoDB through gateway
+endpoints, which cost nothing, and Step Functions through one interface endpoint.
+"""
+
+from typing import Any
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_efs as efs
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+MOUNT_PATH = "/mnt/efs"
+
+
+class EfsVolume(Construct):
+    def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
+        super().__init__(scope, id)
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+                "DynamoDB": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
+            },
+        )
+        self.vpc.add_interface_endpoint(
+            "StepFunctions", service=ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS
+        )
+        self.file_system = efs.FileSystem(
+            self,
+            "FileSystem",
+            vpc=self.vpc,
+            encrypted=True,
+            performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
+            throughput_mode=efs.ThroughputMode.ELASTIC,
+            removal_policy=removal_policy,
+        )
+        self.access_point = self.file_system.add_access_point(
+            "AccessPoint",
+            path="/hycloud",
+            create_acl=efs.Acl(owner_uid="1001", owner_gid="1001", permissions="750"),
+            posix_user=efs.PosixUser(uid="1001", gid="1001"),
+        )
+
+    def mount(self) -> dict[str, Any]:
+        """Function properties that mount the volume at MOUNT_PATH."""
+        return {
+            "vpc": self.vpc,
+            "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+            "filesystem": lambda_.FileSystem.from_efs_access_point(self.access_point, MOUNT_PATH),
+        }

@@ -1,0 +1,83 @@
+"""One HyCloud instance: storage (S3, EFS, DynamoDB), the controller API and the relay workflow."""
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from constructs import Construct
+from hycloud_core import constants as c
+
+from ..constructs.api_to_controller import ApiToController
+from ..constructs.core_layer import CoreLayer
+from ..constructs.data_stores import DataStores
+from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.python_function import python_function
+from ..constructs.sfn_from_asl import SfnFromAsl
+
+
+class InstanceStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        functions_dir: Path,
+        statemachines_dir: Path,
+        layer_dir: Path,
+        **kwargs,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        ctx = self.node.try_get_context
+        removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
+        layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
+        stores = DataStores(self, "Stores", removal_policy=removal)
+        volume = EfsVolume(self, "Efs", removal_policy=removal)
+        env = {
+            c.ENV_BUCKET: stores.bucket.bucket_name,
+            c.ENV_TABLE: stores.table.table_name,
+            c.ENV_EFS_ROOT: MOUNT_PATH,
+            c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
+            c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
+        }
+
+        relay_fn = python_function(
+            self,
+            "RelayFetch",
+            code_dir=functions_dir / "relay",
+            layer=layer,
+            environment=env,
+            timeout_s=900,
+            memory_mb=1769,
+            **volume.mount(),
+        )
+        stores.bucket.grant_read(relay_fn)
+        relay = SfnFromAsl(
+            self,
+            "Relay",
+            asl_file=statemachines_dir / "relay_fetch.asl.json",
+            substitutions={"RelayFetchFunctionArn": relay_fn.function_arn},
+        ).state_machine
+        relay_fn.grant_invoke(relay)
+
+        controller = python_function(
+            self,
+            "Controller",
+            code_dir=functions_dir / "controller",
+            layer=layer,
+            environment={**env, c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn},
+            **volume.mount(),
+        )
+        stores.table.grant_read_write_data(controller)
+        stores.bucket.grant_read_write(controller)
+        relay.grant_start_execution(controller)
+        relay.grant_read(controller)
+        api = ApiToController(self, "Api", controller=controller).api
+
+        for name, value in {
+            "ApiUrl": api.url,
+            "BucketName": stores.bucket.bucket_name,
+            "TableName": stores.table.table_name,
+            "RelayStateMachineArn": relay.state_machine_arn,
+            "AccessPointId": volume.access_point.access_point_id,
+            "FileSystemId": volume.file_system.file_system_id,
+        }.items():
+            CfnOutput(self, name, value=value)

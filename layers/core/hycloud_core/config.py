@@ -1,0 +1,37 @@
+"""Deployment settings with documented defaults: explicit argument > environment variable > default."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from . import constants as c
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+@dataclass(frozen=True)
+class InstanceConfig:
+    """What a cloud function needs to know about its instance; read once at import time."""
+
+    bucket: str = field(default_factory=lambda: os.environ.get(c.ENV_BUCKET, ""))
+    table: str = field(default_factory=lambda: os.environ.get(c.ENV_TABLE, ""))
+    efs_root: str = field(default_factory=lambda: os.environ.get(c.ENV_EFS_ROOT, "/mnt/efs"))
+    relay_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_RELAY_STATE_MACHINE, ""))
+    small_file_threshold: int = field(default_factory=lambda: _env_int(c.ENV_SMALL_FILE_THRESHOLD, 2 * c.MiB))
+    relay_cache_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_CACHE_BYTES, 1 * c.GiB))
+
+    @property
+    def namespaces_dir(self) -> str:
+        return os.path.join(self.efs_root, "ns")
+
+    @property
+    def cache_dir(self) -> str:
+        return os.path.join(self.efs_root, "cache")
+
+    @property
+    def staging_dir(self) -> str:
+        return os.path.join(self.efs_root, "staging")

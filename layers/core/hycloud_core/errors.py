@@ -1,0 +1,72 @@
+"""Errors shared by client and cloud.
+
+Every error that reaches the API carries an HTTP status and a stable, kebab-case code, so the
+controller turns it into a JSON body in one place and the client maps it back to an exception
+and an exit code without parsing messages.
+"""
+
+from __future__ import annotations
+
+
+class HyCloudError(Exception):
+    status: int = 500
+    code: str = "internal-error"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+
+    def to_body(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class BadRequestError(HyCloudError):
+    status, code = 400, "bad-request"
+
+
+class InvalidPathError(BadRequestError):
+    code = "invalid-path"
+
+
+class UnauthorizedError(HyCloudError):
+    status, code = 401, "unauthorized"
+
+
+class ForbiddenError(HyCloudError):
+    status, code = 403, "forbidden"
+
+
+class NotFoundError(HyCloudError):
+    status, code = 404, "not-found"
+
+
+class ConflictError(HyCloudError):
+    status, code = 409, "conflict"
+
+
+class PayloadTooLargeError(HyCloudError):
+    status, code = 413, "payload-too-large"
+
+
+_BY_STATUS: dict[int, type[HyCloudError]] = {
+    cls.status: cls
+    for cls in (
+        BadRequestError,
+        UnauthorizedError,
+        ForbiddenError,
+        NotFoundError,
+        ConflictError,
+        PayloadTooLargeError,
+    )
+}
+
+
+def error_from_body(status: int, body: dict | None) -> HyCloudError:
+    """Rebuild the error a response body describes (client side)."""
+    info = (body or {}).get("error", {}) if isinstance(body, dict) else {}
+    cls = _BY_STATUS.get(status, HyCloudError)
+    return cls(info.get("message", f"HTTP {status}"), code=info.get("code"), status=status)

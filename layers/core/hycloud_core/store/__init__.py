@@ -1,0 +1,1 @@
+"""DynamoDB records (single table)."""

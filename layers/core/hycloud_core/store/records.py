@@ -1,0 +1,88 @@
+"""The single DynamoDB table and its key design.
+
+One table keeps every record so that a user's whole state is one partition query and the
+deployment has one thing to back up and replicate to a standby region:
+
+| record | pk | sk | attributes |
+| --- | --- | --- | --- |
+| user | `USER#<user>` | `PROFILE` | created |
+| API key | `KEY#<key id>` | `KEY` | user, secret_hash, created |
+| file in a namespace | `NS#<user>` | `F#<path>` | kind (small/large), size, sha256, mtime |
+| large-file object | `OBJ#<sha256>` | `OBJ` | size, refs, s3_key |
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from boto3.dynamodb.conditions import Key
+
+from ..errors import ConflictError
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    """DynamoDB returns Decimal; callers want int/float."""
+    out = {}
+    for k, v in item.items():
+        if isinstance(v, Decimal):
+            out[k] = int(v) if v == int(v) else float(v)
+        else:
+            out[k] = v
+    return out
+
+
+class Records:
+    def __init__(self, table_name: str, resource: Any | None = None) -> None:
+        self.table = (resource or boto3.resource("dynamodb")).Table(table_name)
+
+    # users and keys
+    def create_user(self, user: str, key_id: str, secret_hash: str) -> None:
+        now = int(time.time())
+        try:
+            self.table.put_item(
+                Item={"pk": f"USER#{user}", "sk": "PROFILE", "created": now},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            raise ConflictError(f"user {user} already exists", code="user-exists") from None
+        self.add_key(user, key_id, secret_hash)
+
+    def add_key(self, user: str, key_id: str, secret_hash: str) -> None:
+        self.table.put_item(
+            Item={
+                "pk": f"KEY#{key_id}",
+                "sk": "KEY",
+                "user": user,
+                "secret_hash": secret_hash,
+                "created": int(time.time()),
+            },
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def get_key(self, key_id: str) -> dict | None:
+        item = self.table.get_item(Key={"pk": f"KEY#{key_id}", "sk": "KEY"}).get("Item")
+        return _plain(item) if item else None
+
+    # files
+    def put_file(self, user: str, path: str, **attrs: Any) -> None:
+        self.table.put_item(Item={"pk": f"NS#{user}", "sk": f"F#{path}", "mtime": int(time.time()), **attrs})
+
+    def get_file(self, user: str, path: str) -> dict | None:
+        item = self.table.get_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"}).get("Item")
+        return _plain(item) if item else None
+
+    def delete_file(self, user: str, path: str) -> None:
+        self.table.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
+
+    def list_files(self, user: str, prefix: str = "/") -> list[dict]:
+        cond = Key("pk").eq(f"NS#{user}") & Key("sk").begins_with(f"F#{prefix}")
+        items, kwargs = [], {"KeyConditionExpression": cond}
+        while True:
+            page = self.table.query(**kwargs)
+            items += [_plain(i) for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,78 @@
+"""Shared fixtures: load a function folder as Lambda would, and build API Gateway events."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTION_MODULES = ("handler", "context", "routes")
+
+
+def load_function(name: str):
+    """Import functions/<name>/handler.py fresh, the way the Lambda runtime does (its folder on sys.path)."""
+    for mod in list(sys.modules):
+        if mod.split(".")[0] in FUNCTION_MODULES:
+            del sys.modules[mod]
+    sys.path.insert(0, str(ROOT / "functions" / name))
+    try:
+        return importlib.import_module("handler")
+    finally:
+        sys.path.pop(0)
+
+
+def api_event(
+    method: str,
+    path: str,
+    *,
+    query: dict | None = None,
+    body: bytes | str | dict | None = None,
+    headers: dict | None = None,
+    binary: bool = False,
+) -> dict:
+    """An API Gateway REST (v1) proxy event as the controller receives it."""
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    encoded = False
+    if isinstance(body, bytes):
+        body, encoded = base64.b64encode(body).decode(), True
+    elif binary and body is not None:
+        body, encoded = base64.b64encode(body.encode()).decode(), True
+    return {
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method,
+        "headers": headers or {},
+        "multiValueHeaders": {k: [v] for k, v in (headers or {}).items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": {"proxy": path.lstrip("/")},
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "path": f"/v1{path}",
+            "stage": "v1",
+            "requestId": "test",
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": body,
+        "isBase64Encoded": encoded,
+    }
+
+
+class LambdaContext:
+    function_name = "test"
+    memory_limit_in_mb = 128
+    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:test"
+    aws_request_id = "test"
+
+
+@pytest.fixture
+def lambda_context():
+    return LambdaContext()
