@@ -10,7 +10,6 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
-
 from hycloud_infra.constructs.sfn_from_asl import placeholders
 from hycloud_infra.stacks.instance_stack import InstanceStack
 
@@ -23,8 +22,13 @@ def template(tmp_path_factory) -> Template:
     (layer / "python").mkdir()
     (layer / "python" / "placeholder.py").write_text("")
     app = cdk.App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
-    stack = InstanceStack(app, "Test", functions_dir=ROOT / "functions",
-                          statemachines_dir=ROOT / "statemachines", layer_dir=layer)
+    stack = InstanceStack(
+        app,
+        "Test",
+        functions_dir=ROOT / "functions",
+        statemachines_dir=ROOT / "statemachines",
+        layer_dir=layer,
+    )
     return Template.from_stack(stack)
 
 
@@ -39,22 +43,38 @@ def test_functions_mount_efs_at_mnt_efs(template):
 
 
 def test_access_point_and_storage(template):
-    template.has_resource_properties("AWS::EFS::AccessPoint", {"RootDirectory": Match.object_like({"Path": "/hycloud"})})
+    template.has_resource_properties(
+        "AWS::EFS::AccessPoint", {"RootDirectory": Match.object_like({"Path": "/hycloud"})}
+    )
     template.has_resource_properties("AWS::EFS::FileSystem", {"Encrypted": True})
-    template.has_resource_properties("AWS::S3::Bucket", {
-        "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
-                                           "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
-        "BucketEncryption": Match.any_value(),
-    })
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "BillingMode": "PAY_PER_REQUEST",
-    })
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "BucketEncryption": Match.any_value(),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
 
 
 def test_rest_api_takes_binary_bodies(template):
-    template.has_resource_properties("AWS::ApiGateway::RestApi",
-                                     {"BinaryMediaTypes": ["application/octet-stream"]})
+    template.has_resource_properties(
+        "AWS::ApiGateway::RestApi", {"BinaryMediaTypes": ["application/octet-stream"]}
+    )
 
 
 def test_every_asl_placeholder_is_substituted(template):
@@ -72,5 +92,7 @@ def test_template_passes_cfn_lint(template, tmp_path):
     path.write_text(json.dumps(template.to_json()))
     # W3005: CDK adds DependsOn on a role that a GetAtt already orders; redundant, harmless.
     cfn_lint = str(Path(sys.executable).parent / "cfn-lint")
-    result = subprocess.run([cfn_lint, "--ignore-checks", "W3005", "--", str(path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [cfn_lint, "--ignore-checks", "W3005", "--", str(path)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,7 +1,6 @@
 """API key format and verification."""
 
 import pytest
-
 from hycloud_core import auth
 from hycloud_core.errors import UnauthorizedError
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 
 import pytest
+from hycloud_core import paths
+from hycloud_core.errors import InvalidPathError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core import paths
-from hycloud_core.errors import InvalidPathError
-
-component = st.text(st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"), min_size=1,
-                    max_size=20)
+component = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"), min_size=1, max_size=20
+)
 
 
 @given(st.lists(st.one_of(component, st.just(""), st.just("."), st.just("..")), max_size=8))
@@ -27,8 +27,23 @@ def test_normal_form_is_idempotent_and_never_escapes(parts):
     assert ".." not in norm.split("/") and "." not in norm.split("/") and "//" not in norm
 
 
-@pytest.mark.parametrize("bad", ["", "..", "/a/..", "../x", "/a/./b", "a\\b", "a\x00b", "a%2E%2e/x", "%2f", "x%5cy",
-                                 "/" + "a" * 256, "\x7f"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "..",
+        "/a/..",
+        "../x",
+        "/a/./b",
+        "a\\b",
+        "a\x00b",
+        "a%2E%2e/x",
+        "%2f",
+        "x%5cy",
+        "/" + "a" * 256,
+        "\x7f",
+    ],
+)
 def test_refused(bad):
     with pytest.raises(InvalidPathError):
         paths.normalize(bad)

@@ -1,0 +1,37 @@
+# Entry points. `make demo` runs the whole system locally; `make test` runs every test.
+SHELL := /bin/bash
+PYTHON312 ?= $(shell command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python3.12)
+PY := .venv/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+
+.PHONY: setup demo test unit e2e up down lint synth
+
+setup: .venv/.installed
+
+.venv/.installed: requirements.txt layers/core/pyproject.toml client/pyproject.toml
+	test -x $(PY) || $(PYTHON312) -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -e layers/core -e client
+	touch $@
+
+demo: setup
+	$(PY) infra/local/demo.py
+
+test: setup
+	$(PY) infra/local/localcloud.py install
+	$(PY) -m pytest
+
+unit: setup
+	$(PY) -m pytest tests/unit tests/infra
+
+up: setup
+	$(PY) infra/local/deploy.py
+
+down:
+	$(PY) infra/local/localcloud.py stop
+
+lint: setup
+	.venv/bin/ruff check .
+
+synth: setup
+	PATH=$(CURDIR)/.venv/bin:$$PATH .localcloud/node/node_modules/.bin/cdk synth --quiet

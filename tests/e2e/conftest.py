@@ -1,0 +1,114 @@
+"""The deployed local cloud, shared by all end-to-end tests of a run.
+
+The session starts the local cloud unless one is already running (and then stops only what it
+started), deploys the real CDK app with cdklocal, and hands tests the stack outputs, AWS
+clients aimed at it, and users with API keys made by the real admin command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+from infra.local import deploy as local
+
+ROOT = Path(__file__).resolve().parents[2]
+HYCLOUD = str(Path(sys.executable).parent / "hycloud")
+
+
+@dataclass
+class Deployment:
+    outputs: dict[str, str]
+    env: dict[str, str]
+
+    @property
+    def api_url(self) -> str:
+        return self.outputs["LocalApiUrl"]
+
+    def client(self, service: str):
+        return boto3.client(
+            service,
+            endpoint_url=self.env["AWS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+
+    def efs_root(self) -> Path:
+        """Local folder behind the functions' /mnt/efs (the access point's root)."""
+        mapping = json.loads((ROOT / ".localcloud" / "efs" / "map.json").read_text())
+        ap = self.outputs["AccessPointId"]
+        for arn, folder in mapping.items():
+            if arn.endswith(ap):
+                return Path(folder)
+        raise KeyError(f"access point {ap} not in {mapping}")
+
+
+@pytest.fixture(scope="session")
+def deployment():
+    started = local.start()
+    try:
+        env = local.cloud_env()
+        outputs = local.deploy()
+        yield Deployment(outputs, env)
+    finally:
+        if started:
+            local.stop()
+
+
+@dataclass
+class User:
+    name: str
+    key: str
+    deployment: Deployment
+
+    def sdk(self):
+        from hycloud.sdk import HyCloud
+
+        return HyCloud(self.deployment.api_url, self.key)
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = {
+            **os.environ,
+            "HYCLOUD_ENDPOINT": self.deployment.api_url,
+            "HYCLOUD_API_KEY": self.key,
+            "HYCLOUD_CONFIG": "/nonexistent/config.json",
+        }
+        result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=120)
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"hycloud {' '.join(args)} -> {result.returncode}\n{result.stdout}{result.stderr}"
+            )
+        return result
+
+
+def _make_user(deployment: Deployment, prefix: str) -> User:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, **deployment.env}
+    result = subprocess.run(
+        [HYCLOUD, "--json", "admin", "create-user", name, "--table", deployment.outputs["TableName"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return User(name, json.loads(result.stdout)["api_key"], deployment)
+
+
+@pytest.fixture(scope="session")
+def alice(deployment) -> User:
+    return _make_user(deployment, "alice")
+
+
+@pytest.fixture(scope="session")
+def bob(deployment) -> User:
+    return _make_user(deployment, "bob")
