@@ -1,4 +1,4 @@
-"""Per-request context: configuration, clients and the authenticated user."""
+"""Per-request context: configuration, clients, the authenticated user and request parsing."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import base64
 import hashlib
 from functools import cache
 
+import boto3
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from botocore.config import Config
 from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError, ForbiddenError
-from hycloud_core.fs import Namespace
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
@@ -20,6 +23,19 @@ CONFIG = InstanceConfig()
 @cache
 def records() -> Records:
     return Records(CONFIG.table)
+
+
+@cache
+def s3():
+    # Presigned part URLs carry the client's SHA-256 checksum; no extra checksums of our own.
+    return boto3.client(
+        "s3",
+        config=Config(
+            signature_version="s3v4",
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+        ),
+    )
 
 
 def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
@@ -42,6 +58,17 @@ def namespace(app: APIGatewayRestResolver) -> Namespace:
     return Namespace(CONFIG.namespaces_dir, user(app))
 
 
+def filesystem(app: APIGatewayRestResolver) -> FileSystem:
+    return FileSystem(
+        user(app),
+        namespace(app),
+        records(),
+        Objects(records().table, s3(), CONFIG.bucket),
+        s3(),
+        CONFIG.bucket,
+    )
+
+
 def query(app: APIGatewayRestResolver, name: str, default: str | None = None) -> str:
     value = app.current_event.get_query_string_value(name, default)
     if value is None:
@@ -50,7 +77,10 @@ def query(app: APIGatewayRestResolver, name: str, default: str | None = None) ->
 
 
 def flag(app: APIGatewayRestResolver, name: str) -> bool:
-    return query(app, name, "false").lower() in ("1", "true", "yes")
+    value = query(app, name, "false").lower()
+    if value not in ("true", "false", "1", "0"):
+        raise BadRequestError(f"query parameter '{name}' must be true or false", code="bad-parameter")
+    return value in ("true", "1")
 
 
 def raw_body(app: APIGatewayRestResolver) -> bytes:
@@ -64,14 +94,20 @@ def raw_body(app: APIGatewayRestResolver) -> bytes:
     return body.encode("utf-8")
 
 
-def json_body(app: APIGatewayRestResolver) -> dict:
-    """The request body as a JSON object, or a 400 that says why not."""
+def json_body(app: APIGatewayRestResolver, **fields: type | tuple[type, ...]) -> dict:
+    """The request body as a JSON object whose named fields have the given types, or a 400."""
     try:
         body = app.current_event.json_body if app.current_event.body else None
     except ValueError:
         body = None
     if not isinstance(body, dict):
         raise BadRequestError("body must be a JSON object", code="bad-body")
+    for name, kind in fields.items():
+        optional = isinstance(kind, tuple) and type(None) in kind
+        if name not in body and optional:
+            continue
+        if not isinstance(body.get(name), kind) or (kind is int and isinstance(body.get(name), bool)):
+            raise BadRequestError(f"field '{name}' is missing or of the wrong type", code="bad-body")
     return body
 
 
@@ -82,3 +118,7 @@ def check_sha256(app: APIGatewayRestResolver, data: bytes) -> str:
     if declared and declared.lower() != digest:
         raise BadRequestError("body does not match its x-hycloud-sha256", code="hash-mismatch")
     return digest
+
+
+def ok(body: dict | list, status: int = 200) -> Response:
+    return Response(status_code=status, content_type="application/json", body=body)

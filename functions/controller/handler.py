@@ -7,12 +7,12 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from context import authenticate
 from hycloud_core.errors import HyCloudError
-from routes import dirs, files, meta
+from routes import dirs, files, meta, ops, uploads
 
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver()
 app.use(middlewares=[authenticate])
-for module in (files, dirs, meta):
+for module in (files, dirs, meta, ops, uploads):
     app.include_router(module.router)
 
 

@@ -1,40 +1,94 @@
-"""HyCloud SDK: the filesystem operations, each one call on the REST API."""
+"""HyCloud SDK: the filesystem operations, each one call on the REST API (large files straight to S3)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from hycloud_core import paths
-from hycloud_core.errors import HyCloudError
+from hycloud_core.constants import MiB
+from hycloud_core.errors import HyCloudError, PayloadTooLargeError
 
 from ..config import ClientConfig
+from ..transfer import Progress, download_large, upload_large
 from .http import Http
 
 OCTET = "application/octet-stream"
+LINK_TYPE = "application/vnd.hycloud.link+json"
 
 
 class HyCloud:
     def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
         self.http = Http(endpoint, api_key, timeout)
+        self._threshold: int | None = None
 
     @classmethod
     def from_config(cls) -> HyCloud:
         cfg = ClientConfig.load()
         return cls(cfg.endpoint, cfg.api_key)
 
+    # --- metadata ------------------------------------------------------------------------------
+    def info(self) -> dict:
+        info = self.http.json("GET", "/v1/whoami")
+        self._threshold = info["small_file_threshold"]
+        return info
+
     def whoami(self) -> str:
-        return self.http.json("GET", "/v1/whoami")["user"]
+        return self.info()["user"]
 
-    def mkdir(self, path: str, parents: bool = False) -> dict:
-        return self.http.json("POST", "/v1/dirs", json={"path": paths.normalize(path), "parents": parents})
-
-    def ls(self, path: str = "/") -> list[dict]:
-        return self.http.json("GET", "/v1/dirs", params={"path": paths.normalize(path)})["entries"]
+    @property
+    def small_file_threshold(self) -> int:
+        return (
+            self._threshold
+            if self._threshold is not None
+            else self.info().get("small_file_threshold", 2 * MiB)
+        )
 
     def stat(self, path: str) -> dict:
         return self.http.json("GET", "/v1/stat", params={"path": paths.normalize(path)})
 
+    def ls(self, path: str = "/", page_size: int = 1000) -> list[dict]:
+        return list(self.iter_dir(path, page_size))
+
+    def iter_dir(self, path: str = "/", page_size: int = 1000) -> Iterator[dict]:
+        cursor = None
+        while True:
+            params = {
+                "path": paths.normalize(path),
+                "limit": page_size,
+                **({"cursor": cursor} if cursor else {}),
+            }
+            page = self.http.json("GET", "/v1/dirs", params=params)
+            yield from page["entries"]
+            cursor = page.get("cursor")
+            if not cursor:
+                return
+
+    # --- directories and namespace changes ---------------------------------------------------------
+    def mkdir(self, path: str, parents: bool = False) -> dict:
+        return self.http.json("POST", "/v1/dirs", json={"path": paths.normalize(path), "parents": parents})
+
+    def rmdir(self, path: str, recursive: bool = False) -> dict:
+        return self.http.json(
+            "DELETE", "/v1/dirs", params={"path": paths.normalize(path), "recursive": str(recursive).lower()}
+        )
+
+    def rm(self, path: str) -> dict:
+        return self.http.json("DELETE", "/v1/files", params={"path": paths.normalize(path)})
+
+    def mv(self, src: str, dst: str) -> dict:
+        return self.http.json(
+            "POST", "/v1/move", json={"src": paths.normalize(src), "dst": paths.normalize(dst)}
+        )
+
+    def cp(self, src: str, dst: str) -> dict:
+        return self.http.json(
+            "POST", "/v1/copy", json={"src": paths.normalize(src), "dst": paths.normalize(dst)}
+        )
+
+    # --- file transfer -------------------------------------------------------------------------
     def put_bytes(self, path: str, data: bytes, parents: bool = False) -> dict:
         digest = hashlib.sha256(data).hexdigest()
         return self.http.json(
@@ -45,22 +99,49 @@ class HyCloud:
             headers={"Content-Type": OCTET, "x-hycloud-sha256": digest},
         )
 
-    def get_bytes(self, path: str) -> bytes:
-        response = self.http.request(
-            "GET", "/v1/files", params={"path": paths.normalize(path)}, headers={"Accept": OCTET}
-        )
-        data = response.content
-        expected = response.headers.get("x-hycloud-sha256")
-        if expected and hashlib.sha256(data).hexdigest() != expected:
-            raise HyCloudError(f"download of {path} is corrupt (sha256 mismatch)", code="corrupt-download")
-        return data
-
-    def put(self, local: str | Path, remote: str, parents: bool = False) -> dict:
-        return self.put_bytes(remote, Path(local).read_bytes(), parents=parents)
-
-    def get(self, remote: str, local: str | Path) -> Path:
+    def put(
+        self, local: str | Path, remote: str, parents: bool = False, progress: Progress | None = None
+    ) -> dict:
+        """Upload a file: small ones through the API to EFS, large ones straight to S3."""
         local = Path(local)
+        if os.path.getsize(local) <= self.small_file_threshold:
+            try:
+                return self.put_bytes(remote, local.read_bytes(), parents=parents)
+            except PayloadTooLargeError:
+                pass  # the deployment's threshold is lower than we thought
+        return upload_large(self.http, local, paths.normalize(remote), parents=parents, progress=progress)
+
+    def _fetch(self, path: str):
+        return self.http.request(
+            "GET",
+            "/v1/files",
+            params={"path": paths.normalize(path)},
+            headers={"Accept": f"{OCTET}, {LINK_TYPE}"},
+        )
+
+    def get_bytes(self, path: str) -> bytes:
+        response = self._fetch(path)
+        if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            raise HyCloudError(
+                f"{path} is a large file; download it with get()", code="large-file", status=400
+            )
+        return _verified(path, response)
+
+    def get(self, remote: str, local: str | Path, progress: Progress | None = None) -> Path:
+        """Download a file to `local`, replacing it only once the content verified."""
+        local = Path(local)
+        response = self._fetch(remote)
+        if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            return download_large(response.json(), local, progress)
         tmp = local.with_name(local.name + ".hycloud-part")
-        tmp.write_bytes(self.get_bytes(remote))
+        tmp.write_bytes(_verified(remote, response))
         tmp.replace(local)
         return local
+
+
+def _verified(path: str, response) -> bytes:
+    data = response.content
+    expected = response.headers.get("x-hycloud-sha256")
+    if expected and hashlib.sha256(data).hexdigest() != expected:
+        raise HyCloudError(f"download of {path} is corrupt (sha256 mismatch)", code="corrupt-download")
+    return data

@@ -1,27 +1,39 @@
-"""Directories: create and list."""
+"""Directories: create, list (paginated), remove."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import json_body, namespace, query
+from context import filesystem, flag, json_body, namespace, ok, query
 from hycloud_core.errors import BadRequestError
 
 router = APIGatewayRouter()
+MAX_PAGE = 1000
 
 
 @router.post("/v1/dirs")
 def mkdir() -> Response:
-    body = json_body(router)
-    if not isinstance(body.get("path"), str):
-        raise BadRequestError('body must be JSON {"path": str, "parents": bool}', code="bad-body")
-    entry = namespace(router).mkdir(body["path"], parents=bool(body.get("parents", False)))
-    return Response(status_code=201, content_type="application/json", body=entry.to_dict())
+    body = json_body(router, path=str, parents=(bool, type(None)))
+    entry = namespace(router).mkdir(body["path"], parents=bool(body.get("parents")))
+    return ok(entry.to_dict(), 201)
 
 
 @router.get("/v1/dirs")
 def listdir() -> Response:
-    entries = namespace(router).listdir(query(router, "path", "/"))
-    return Response(
-        status_code=200, content_type="application/json", body={"entries": [e.to_dict() for e in entries]}
+    try:
+        limit = int(query(router, "limit", str(MAX_PAGE)))
+    except ValueError:
+        raise BadRequestError("limit must be an integer", code="bad-parameter") from None
+    if not 1 <= limit <= MAX_PAGE:
+        raise BadRequestError(f"limit must be between 1 and {MAX_PAGE}", code="bad-parameter")
+    entries, cursor = namespace(router).listdir(
+        query(router, "path", "/"), after=query(router, "cursor", "") or None, limit=limit
     )
+    return ok({"entries": [e.to_dict() for e in entries], "cursor": cursor})
+
+
+@router.delete("/v1/dirs")
+def rmdir() -> Response:
+    path = query(router, "path")
+    removed = filesystem(router).rmdir(path, recursive=flag(router, "recursive"))
+    return ok({"removed": path, "files": removed})

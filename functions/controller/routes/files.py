@@ -1,4 +1,4 @@
-"""Small files: upload to and download from the user's namespace on EFS."""
+"""Files: small-file upload and download on EFS; large files answer with where to fetch them."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import hashlib
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, check_sha256, flag, namespace, query, raw_body, records, user
+from context import CONFIG, check_sha256, filesystem, flag, namespace, ok, query, raw_body
 from hycloud_core import paths
 from hycloud_core.errors import PayloadTooLargeError
 
 router = APIGatewayRouter()
+LINK_TYPE = "application/vnd.hycloud.link+json"
 
 
 @router.put("/v1/files")
@@ -24,20 +25,27 @@ def upload() -> Response:
             code="too-large-for-small-file",
         )
     digest = check_sha256(router, data)
-    entry = namespace(router).write(path, data, parents=flag(router, "parents"))
-    records().put_file(user(router), path, kind="small", size=len(data), sha256=digest)
-    return Response(
-        status_code=201, content_type="application/json", body={**entry.to_dict(), "sha256": digest}
-    )
+    entry = filesystem(router).put_small(path, data, digest, parents=flag(router, "parents"))
+    return ok({**entry.to_dict(), "sha256": digest}, 201)
 
 
 @router.get("/v1/files")
 def download() -> Response:
     path = paths.normalize(query(router, "path"))
-    data = namespace(router).read(path)
+    ns = namespace(router)
+    if ns.stat(path).storage == "large":
+        return Response(status_code=200, content_type=LINK_TYPE, body=filesystem(router).download_link(path))
+    data = ns.read(path)
     return Response(
         status_code=200,
         content_type="application/octet-stream",
         body=data,
         headers={"x-hycloud-sha256": hashlib.sha256(data).hexdigest()},
     )
+
+
+@router.delete("/v1/files")
+def delete() -> Response:
+    path = paths.normalize(query(router, "path"))
+    filesystem(router).delete(path)
+    return ok({"deleted": path})

@@ -1,5 +1,6 @@
-"""The user namespace on EFS: small files, directories and (later) link files."""
+"""The user namespace on EFS and the filesystem operations over EFS, S3 and DynamoDB."""
 
 from .namespace import Entry, Namespace
+from .operations import FileSystem
 
-__all__ = ["Entry", "Namespace"]
+__all__ = ["Entry", "FileSystem", "Namespace"]

@@ -1,19 +1,26 @@
-"""One user's namespace as a directory tree on EFS.
+"""One user's namespace as a directory tree on EFS: small files, directories and link files.
 
 Writes go to a temporary file in the target directory and are renamed into place, so a reader
 never sees half a file and a failed upload leaves the previous version intact. Every host path
-goes through `paths.confine`, which refuses anything resolving outside the namespace.
+goes through `paths.confine`, which refuses anything resolving outside the namespace. Link
+files (large files) are reported with the size and time of the content they stand for; users
+never see them as such.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat as stat_mod
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from .. import paths
 from ..errors import ConflictError, NotFoundError
+from ..linkfile import LINK_MODE, LinkFile, is_link_mode
+
+TMP_PREFIX = ".hc-tmp-"
 
 
 @dataclass(frozen=True)
@@ -23,9 +30,11 @@ class Entry:
     type: str  # "file" | "dir"
     size: int
     mtime: float
+    storage: str | None = None  # "small" (EFS) | "large" (S3 behind a link file) | None for dirs
+    content_hash: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 class Namespace:
@@ -39,25 +48,31 @@ class Namespace:
     def _lstat(self, path: str) -> os.stat_result:
         try:
             st = os.lstat(self.host(path))
-        except FileNotFoundError:
-            raise NotFoundError(f"{paths.normalize(path)} does not exist") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotFoundError(f"{path} does not exist") from None
         if stat_mod.S_ISLNK(st.st_mode):
-            raise NotFoundError(f"{paths.normalize(path)} does not exist")
+            raise NotFoundError(f"{path} does not exist")
         return st
+
+    def exists(self, path: str) -> bool:
+        try:
+            self._lstat(paths.normalize(path))
+            return True
+        except NotFoundError:
+            return False
 
     def stat(self, path: str) -> Entry:
         path = paths.normalize(path)
         st = self._lstat(path)
-        kind = "dir" if stat_mod.S_ISDIR(st.st_mode) else "file"
-        return Entry(
-            name=path.rsplit("/", 1)[1] or "/",
-            path=path,
-            type=kind,
-            size=0 if kind == "dir" else st.st_size,
-            mtime=st.st_mtime,
-        )
+        name = path.rsplit("/", 1)[1] or "/"
+        if stat_mod.S_ISDIR(st.st_mode):
+            return Entry(name, path, "dir", 0, st.st_mtime)
+        if is_link_mode(st.st_mode):
+            link = self.read_link(path)
+            return Entry(name, path, "file", link.size, link.mtime, "large", link.content_hash)
+        return Entry(name, path, "file", st.st_size, st.st_mtime, "small")
 
-    def _require_dir(self, path: str) -> None:
+    def require_dir(self, path: str) -> None:
         if self.stat(path).type != "dir":
             raise ConflictError(f"{path} is not a directory", code="not-a-directory")
 
@@ -65,11 +80,10 @@ class Namespace:
         path = paths.normalize(path)
         if path == "/":
             return self.stat(path)
-        parent = paths.parent(path)
         if parents:
-            self.mkdir(parent, parents=True)
+            self.mkdir(paths.parent(path), parents=True)
         else:
-            self._require_dir(parent)
+            self.require_dir(paths.parent(path))
         try:
             os.mkdir(self.host(path))
         except FileExistsError:
@@ -77,16 +91,32 @@ class Namespace:
                 raise ConflictError(f"{path} exists and is a file", code="already-exists") from None
         return self.stat(path)
 
-    def listdir(self, path: str) -> list[Entry]:
+    def names(self, path: str) -> list[str]:
+        """Sorted names in a directory, without temporary files and symlinks."""
         path = paths.normalize(path)
-        self._require_dir(path)
-        entries = []
+        self.require_dir(path)
         with os.scandir(self.host(path)) as it:
-            for item in it:
-                if item.name.startswith(".hc-tmp-") or item.is_symlink():
-                    continue
-                entries.append(self.stat(f"{path.rstrip('/')}/{item.name}"))
-        return sorted(entries, key=lambda e: e.name)
+            return sorted(e.name for e in it if not e.name.startswith(TMP_PREFIX) and not e.is_symlink())
+
+    def listdir(
+        self, path: str, after: str | None = None, limit: int | None = None
+    ) -> tuple[list[Entry], str | None]:
+        """One page of a directory: entries whose name sorts after `after`, and the cursor for the next."""
+        path = paths.normalize(path)
+        names = [n for n in self.names(path) if after is None or n > after]
+        page = names[:limit] if limit else names
+        entries = [self.stat(f"{path.rstrip('/')}/{n}") for n in page]
+        more = limit is not None and len(names) > limit
+        return entries, (page[-1] if more else None)
+
+    def walk_files(self, path: str) -> Iterator[Entry]:
+        """Every file below a directory (or the file itself), depth first."""
+        entry = self.stat(path)
+        if entry.type == "file":
+            yield entry
+            return
+        for name in self.names(entry.path):
+            yield from self.walk_files(f"{entry.path.rstrip('/')}/{name}")
 
     def read(self, path: str) -> bytes:
         path = paths.normalize(path)
@@ -96,28 +126,73 @@ class Namespace:
         with os.fdopen(fd, "rb") as f:
             return f.read()
 
-    def write(self, path: str, data: bytes, parents: bool = False) -> Entry:
-        """Atomically create or replace a file."""
-        path = paths.normalize(path)
+    def read_link(self, path: str) -> LinkFile:
+        fd = os.open(self.host(path), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            return LinkFile.from_bytes(f.read())
+
+    def _target_for_write(self, path: str, parents: bool) -> str:
         if path == "/":
             raise ConflictError("/ is a directory", code="is-a-directory")
-        parent = paths.parent(path)
         if parents:
-            self.mkdir(parent, parents=True)
+            self.mkdir(paths.parent(path), parents=True)
         else:
-            self._require_dir(parent)
+            self.require_dir(paths.parent(path))
         target = self.host(path)
         if os.path.isdir(target):
             raise ConflictError(f"{path} is a directory", code="is-a-directory")
-        fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=os.path.dirname(target))
+        return target
+
+    def write(self, path: str, data: bytes, parents: bool = False, mode: int = 0o640) -> Entry:
+        """Atomically create or replace a file."""
+        path = paths.normalize(path)
+        target = self._target_for_write(path, parents)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(target))
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, mode)
             os.replace(tmp, target)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return self.stat(path)
+
+    def write_link(self, path: str, link: LinkFile, parents: bool = False) -> Entry:
+        return self.write(path, link.to_bytes(), parents=parents, mode=LINK_MODE)
+
+    def current_link(self, path: str) -> LinkFile | None:
+        """The link file at `path`, if that path is a large file now."""
+        try:
+            entry = self.stat(path)
+        except NotFoundError:
+            return None
+        return self.read_link(path) if entry.storage == "large" else None
+
+    def unlink(self, path: str) -> None:
+        path = paths.normalize(path)
+        if self.stat(path).type == "dir":
+            raise ConflictError(f"{path} is a directory", code="is-a-directory")
+        os.unlink(self.host(path))
+
+    def rmdir(self, path: str) -> None:
+        path = paths.normalize(path)
+        if path == "/":
+            raise ConflictError("cannot remove the root directory", code="is-root")
+        self.require_dir(path)
+        if self.names(path):
+            raise ConflictError(f"{path} is not empty", code="not-empty")
+        shutil.rmtree(self.host(path))  # only temporary files can be left in it
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(self.host(src), self.host(dst))
+
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy a small file's bytes or a link file as it is (the caller adds the reference)."""
+        mode = self._lstat(src).st_mode & 0o7777
+        fd = os.open(self.host(src), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            self.write(dst, f.read(), mode=mode)

@@ -8,7 +8,12 @@ deployment has one thing to back up and replicate to a standby region:
 | user | `USER#<user>` | `PROFILE` | created |
 | API key | `KEY#<key id>` | `KEY` | user, secret_hash, created |
 | file in a namespace | `NS#<user>` | `F#<path>` | kind (small/large), size, sha256, mtime |
-| large-file object | `OBJ#<sha256>` | `OBJ` | size, refs, s3_key |
+| large-file object | `OBJ#<content hash>` | `OBJ` | state, refs, size, s3_key (see objects.py) |
+| pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
+| path lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
+
+A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
+prefix `F#<path>/`: moves, copies and deletes of directories rewrite that range.
 """
 
 from __future__ import annotations
@@ -77,8 +82,7 @@ class Records:
     def delete_file(self, user: str, path: str) -> None:
         self.table.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
 
-    def list_files(self, user: str, prefix: str = "/") -> list[dict]:
-        cond = Key("pk").eq(f"NS#{user}") & Key("sk").begins_with(f"F#{prefix}")
+    def _query(self, cond) -> list[dict]:
         items, kwargs = [], {"KeyConditionExpression": cond}
         while True:
             page = self.table.query(**kwargs)
@@ -86,3 +90,38 @@ class Records:
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def files_under(self, user: str, path: str) -> list[dict]:
+        """Records of `path` itself and of everything below it."""
+        pk = Key("pk").eq(f"NS#{user}")
+        own = self.get_file(user, path)
+        below = self._query(pk & Key("sk").begins_with(f"F#{path.rstrip('/')}/"))
+        return ([own] if own else []) + below
+
+    def rewrite_subtree(self, user: str, src: str, dst: str | None, keep_src: bool = False) -> None:
+        """Move (or copy, with keep_src) the records under src to dst; dst None deletes them."""
+        items = self.files_under(user, src)
+        with self.table.batch_writer() as batch:
+            for item in items:
+                if dst is not None:
+                    new_path = (
+                        dst + item["sk"][2 + len(src.rstrip("/")) :] if src != "/" else dst + item["sk"][2:]
+                    )
+                    batch.put_item(Item={**item, "sk": f"F#{new_path}"})
+                if not keep_src:
+                    batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+
+    # pending uploads
+    def get_upload(self, user: str, content_hash: str) -> dict | None:
+        item = self.table.get_item(Key={"pk": f"UPLOAD#{user}", "sk": content_hash}, ConsistentRead=True).get(
+            "Item"
+        )
+        return _plain(item) if item else None
+
+    def put_upload(self, user: str, content_hash: str, **attrs: Any) -> None:
+        self.table.put_item(
+            Item={"pk": f"UPLOAD#{user}", "sk": content_hash, "created": int(time.time()), **attrs}
+        )
+
+    def delete_upload(self, user: str, content_hash: str) -> None:
+        self.table.delete_item(Key={"pk": f"UPLOAD#{user}", "sk": content_hash})

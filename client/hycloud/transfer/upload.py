@@ -1,0 +1,112 @@
+"""Large-file upload: hash, start or resume, PUT the missing parts in parallel, commit.
+
+Rerunning an interrupted upload of the same file resumes it: the controller keys pending
+uploads by content hash and reports which parts S3 already holds, so nothing is kept locally.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+from hycloud_core import content
+from hycloud_core.errors import ConflictError, HyCloudError
+
+from ..sdk.http import Http
+from .progress import Progress
+
+WORKERS = 8
+PART_TIMEOUT_S = 300
+
+
+def _read(path: Path, offset: int, length: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+def _put_part(session: requests.Session, url: str, data: bytes, digest: bytes) -> None:
+    for attempt in range(4):
+        try:
+            r = session.put(
+                url, data=data, headers={"x-amz-checksum-sha256": content.b64(digest)}, timeout=PART_TIMEOUT_S
+            )
+        except requests.RequestException:
+            if attempt == 3:
+                raise
+            continue
+        if r.status_code == 200:
+            return
+        if r.status_code < 500 or attempt == 3:
+            raise HyCloudError(
+                f"S3 refused a part ({r.status_code}): {r.text[:200]}", code="part-upload-failed"
+            )
+
+
+def _upload_parts(
+    http: Http, path: Path, size: int, state: dict, digests: list[bytes], progress: Progress
+) -> None:
+    progress.advance(sum(content.part_range(size, n)[1] for n in state["parts_done"]))
+    missing, urls = list(state["missing"]), dict(state["urls"])
+    session = requests.Session()
+
+    def send(n: int) -> None:
+        offset, length = content.part_range(size, n)
+        _put_part(session, urls[str(n)], _read(path, offset, length), digests[n - 1])
+        progress.advance(length)
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        while missing:
+            batch = [n for n in missing if str(n) in urls]
+            if not batch:
+                urls.update(
+                    http.json(
+                        "POST",
+                        "/v1/uploads/urls",
+                        json={"content_hash": state["content_hash"], "parts": missing[:1000]},
+                    )["urls"]
+                )
+                continue
+            list(pool.map(send, batch))
+            missing = [n for n in missing if n not in batch]
+
+
+def upload_large(
+    http: Http, local: str | Path, remote: str, parents: bool = False, progress: Progress | None = None
+) -> dict:
+    path, progress = Path(local), progress or Progress()
+    size = os.path.getsize(path)
+    progress.start(f"hash {path.name}", size)
+    content_hash, digests = content.hash_file(path)
+    for _ in range(3):
+        state = http.json(
+            "POST",
+            "/v1/uploads",
+            json={
+                "size": size,
+                "content_hash": content_hash,
+                "part_digests": [content.b64(d) for d in digests],
+            },
+        )
+        proof = None
+        progress.start(f"upload {path.name}", size)
+        if state["dedup"]:
+            ranges = state["challenge"]["ranges"]
+            proof = content.possession_proof(
+                state["challenge"]["nonce"], [_read(path, o, n) for o, n in ranges]
+            )
+            progress.advance(size)
+        else:
+            _upload_parts(http, path, size, state, digests, progress)
+        try:
+            return http.json(
+                "POST",
+                "/v1/uploads/commit",
+                json={"path": remote, "content_hash": content_hash, "proof": proof, "parents": parents},
+            )
+        except ConflictError as err:
+            if err.code not in ("upload-required", "upload-incomplete"):
+                raise
+    raise HyCloudError(f"upload of {path} did not complete after 3 attempts", code="upload-failed")

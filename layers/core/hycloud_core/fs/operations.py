@@ -1,0 +1,193 @@
+"""The filesystem operations of one user, over EFS (namespace), S3 (objects) and DynamoDB (records).
+
+Ordering rule: every mutating operation holds a lease on each path it changes (store/locks.py),
+then changes EFS with atomic renames, then records, then reference counts. New references are
+taken before the link file that needs them is written, and old ones dropped only after it is
+gone, so a crash can leak a reference (found by garbage collection) but never leaves a link
+file pointing at deleted content.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .. import content, paths
+from ..errors import BadRequestError, ConflictError, NotFoundError
+from ..linkfile import LinkFile
+from ..store.locks import path_leases
+from ..store.objects import Objects
+from ..store.records import Records
+from .namespace import Entry, Namespace
+from .uploads import Uploads
+
+DOWNLOAD_URL_TTL_S = 3600
+
+
+class FileSystem:
+    def __init__(
+        self, user: str, ns: Namespace, records: Records, objects: Objects, s3: Any, bucket: str
+    ) -> None:
+        self.user, self.ns, self.records, self.objects, self.s3, self.bucket = (
+            user,
+            ns,
+            records,
+            objects,
+            s3,
+            bucket,
+        )
+        self.uploads = Uploads(user, records, objects, s3, bucket)
+
+    def _leases(self, *changed: str):
+        return path_leases(self.records.table, self.user, list(changed))
+
+    # --- files -------------------------------------------------------------------------------
+    def put_small(self, path: str, data: bytes, sha256: str, parents: bool = False) -> Entry:
+        path = paths.normalize(path)
+        with self._leases(path):
+            old = self.ns.current_link(path)
+            entry = self.ns.write(path, data, parents=parents)
+            self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
+            if old:
+                self.objects.drop_ref(old.content_hash)
+        return entry
+
+    def commit_large(
+        self, path: str, content_hash: str, proof: str | None = None, parents: bool = False
+    ) -> Entry:
+        path = paths.normalize(path)
+        with self._leases(path):
+            if parents:
+                self.ns.mkdir(paths.parent(path), parents=True)
+            else:
+                self.ns.require_dir(paths.parent(path))
+            size = self.uploads.finish(content_hash, proof)
+            old = self.ns.current_link(path)
+            try:
+                entry = self.ns.write_link(
+                    path, LinkFile(content_hash=content_hash, size=size, mtime=time.time())
+                )
+            except BaseException:
+                self.objects.drop_ref(content_hash)
+                raise
+            self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
+            if old:
+                self.objects.drop_ref(old.content_hash)
+        return entry
+
+    def download_link(self, path: str) -> dict:
+        """Where and how to fetch a large file directly from S3."""
+        link = self.ns.read_link(paths.normalize(path))
+        url = self.s3.generate_presigned_url(
+            "get_object",
+            ExpiresIn=DOWNLOAD_URL_TTL_S,
+            Params={"Bucket": self.bucket, "Key": content.object_key(link.content_hash)},
+        )
+        return {
+            "path": paths.normalize(path),
+            "size": link.size,
+            "content_hash": link.content_hash,
+            "part_size": content.PART_SIZE,
+            "mtime": link.mtime,
+            "url": url,
+        }
+
+    def delete(self, path: str) -> None:
+        path = paths.normalize(path)
+        with self._leases(path):
+            entry = self.ns.stat(path)
+            if entry.type == "dir":
+                raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
+            self.ns.unlink(path)
+            self.records.delete_file(self.user, path)
+            if entry.storage == "large":
+                self.objects.drop_ref(entry.content_hash)
+
+    # --- directories ---------------------------------------------------------------------------
+    def rmdir(self, path: str, recursive: bool = False) -> int:
+        """Remove a directory (with `recursive`, everything in it); return how many files went."""
+        path = paths.normalize(path)
+        if path == "/":
+            raise ConflictError("cannot remove the root directory", code="is-root")
+        with self._leases(path):
+            self.ns.require_dir(path)
+            if not recursive:
+                self.ns.rmdir(path)
+                return 0
+            removed = self._remove_tree(path)
+            self.records.rewrite_subtree(self.user, path, None)
+            return removed
+
+    def _remove_tree(self, path: str) -> int:
+        removed = 0
+        for name in self.ns.names(path):
+            child = f"{path.rstrip('/')}/{name}"
+            entry = self.ns.stat(child)
+            if entry.type == "dir":
+                removed += self._remove_tree(child)
+                continue
+            self.ns.unlink(child)
+            removed += 1
+            if entry.storage == "large":
+                self.objects.drop_ref(entry.content_hash)
+        self.ns.rmdir(path)
+        return removed
+
+    # --- move and copy -------------------------------------------------------------------------
+    def _check_pair(self, src: str, dst: str) -> tuple[str, str, Entry]:
+        src, dst = paths.normalize(src), paths.normalize(dst)
+        if "/" in (src, dst):
+            raise BadRequestError("cannot move or copy the root directory", code="is-root")
+        if src == dst or dst.startswith(src + "/"):
+            raise BadRequestError("destination is the source or inside it", code="bad-destination")
+        entry = self.ns.stat(src)
+        self.ns.require_dir(paths.parent(dst))
+        if self.ns.exists(dst):
+            target = self.ns.stat(dst)
+            if entry.type == "dir" or target.type == "dir":
+                raise ConflictError(f"{dst} already exists", code="already-exists")
+        return src, dst, entry
+
+    def move(self, src: str, dst: str) -> Entry:
+        with self._leases(paths.normalize(src), paths.normalize(dst)):
+            src, dst, _ = self._check_pair(src, dst)
+            replaced = self.ns.current_link(dst)
+            self.ns.rename(src, dst)
+            self.records.rewrite_subtree(self.user, dst, None)
+            self.records.rewrite_subtree(self.user, src, dst)
+            if replaced:
+                self.objects.drop_ref(replaced.content_hash)
+            return self.ns.stat(dst)
+
+    def copy(self, src: str, dst: str) -> Entry:
+        with self._leases(paths.normalize(src), paths.normalize(dst)):
+            src, dst, entry = self._check_pair(src, dst)
+            replaced = self.ns.current_link(dst)
+            if entry.type == "dir":
+                self._copy_tree(src, dst)
+            else:
+                self._copy_file(entry, dst)
+            self.records.rewrite_subtree(self.user, src, dst, keep_src=True)
+            if replaced:
+                self.objects.drop_ref(replaced.content_hash)
+            return self.ns.stat(dst)
+
+    def _copy_file(self, entry: Entry, dst: str) -> None:
+        """Small files are copied; a large file gains a reference and a link file, and no data moves."""
+        if entry.storage == "large" and not self.objects.add_ref(entry.content_hash):
+            raise NotFoundError(f"content of {entry.path} is no longer stored", code="content-gone")
+        try:
+            self.ns.copy_file(entry.path, dst)
+        except BaseException:
+            if entry.storage == "large":
+                self.objects.drop_ref(entry.content_hash)
+            raise
+
+    def _copy_tree(self, src: str, dst: str) -> None:
+        self.ns.mkdir(dst)
+        for name in self.ns.names(src):
+            child = self.ns.stat(f"{src}/{name}")
+            if child.type == "dir":
+                self._copy_tree(child.path, f"{dst}/{name}")
+            else:
+                self._copy_file(child, f"{dst}/{name}")

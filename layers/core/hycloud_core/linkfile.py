@@ -1,0 +1,44 @@
+"""Link files: the EFS stand-in for a large file whose content lives in S3.
+
+A link file is a small JSON document at the file's own path. It is told apart from a small
+file by its mode: the sticky bit, which means nothing on a regular file, is set on link files
+only, so a listing knows without opening every file. The JSON carries a magic and version so
+that a stray sticky bit on user data is never mistaken for a link.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAGIC = "hycloud-link"
+VERSION = 1
+LINK_MODE = 0o640 | stat.S_ISVTX
+
+
+@dataclass
+class LinkFile:
+    content_hash: str
+    size: int
+    mtime: float
+    chunk_size: int | None = None  # chosen by adaptive delta encoding
+    chunk_probabilities: dict[str, float] = field(default_factory=dict)
+    signature_key: str | None = None  # checksum list location, when one is kept
+    erasure: dict[str, Any] | None = None  # n, k, block hashes and instances
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"magic": MAGIC, "version": VERSION, **asdict(self)}, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LinkFile:
+        doc = json.loads(data)
+        if doc.pop("magic", None) != MAGIC or doc.pop("version", None) != VERSION:
+            raise ValueError("not a HyCloud link file")
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in doc.items() if k in known})
+
+
+def is_link_mode(mode: int) -> bool:
+    return stat.S_ISREG(mode) and bool(mode & stat.S_ISVTX)

@@ -1,0 +1,169 @@
+"""Filesystem operations over EFS (a temp dir), S3 and DynamoDB (moto): references, dedup, move, copy."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import boto3
+import pytest
+from hycloud_core import content
+from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.store.objects import Objects
+from hycloud_core.store.records import Records
+from moto import mock_aws
+
+BUCKET, TABLE = "content", "table"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(content, "PART_SIZE", 5 * 1024 * 1024)  # S3's minimum, keeps tests light
+    with mock_aws():
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        boto3.client("dynamodb").create_table(
+            TableName=TABLE,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+        )
+        records = Records(TABLE)
+        objects = Objects(records.table, s3, BUCKET)
+
+        def fs(user: str) -> FileSystem:
+            return FileSystem(user, Namespace(str(tmp_path / "ns"), user), records, objects, s3, BUCKET)
+
+        yield fs, s3, objects, tmp_path
+
+
+def upload(fs: FileSystem, s3, data: bytes, path: str) -> dict:
+    """What the client does, with boto3 in place of presigned URLs."""
+    digests = [
+        hashlib.sha256(data[i : i + content.PART_SIZE]).digest()
+        for i in range(0, max(len(data), 1), content.PART_SIZE)
+    ]
+    h = content.hash_from_parts(digests)
+    state = fs.uploads.start(len(data), h, [content.b64(d) for d in digests])
+    proof = None
+    if state["dedup"]:
+        proof = content.possession_proof(
+            state["challenge"]["nonce"], [data[o : o + n] for o, n in state["challenge"]["ranges"]]
+        )
+    else:
+        upload_id = fs.records.get_upload(fs.user, h)["upload_id"]
+        for n in state["missing"]:
+            off, length = content.part_range(len(data), n)
+            s3.upload_part(
+                Bucket=BUCKET,
+                Key=content.object_key(h),
+                UploadId=upload_id,
+                PartNumber=n,
+                Body=data[off : off + length],
+                ChecksumSHA256=content.b64(digests[n - 1]),
+            )
+    fs.commit_large(path, h, proof)
+    return {"hash": h, "dedup": state["dedup"]}
+
+
+def stored(s3, h: str) -> bool:
+    return s3.list_objects_v2(Bucket=BUCKET, Prefix=content.object_key(h)).get("KeyCount", 0) == 1
+
+
+def test_large_file_references_copy_delete(env):
+    fs, s3, objects, _ = env
+    alice = fs("alice")
+    data = os.urandom(12 * 1024 * 1024 + 5)
+    h = upload(alice, s3, data, "/big.bin")["hash"]
+    entry = alice.ns.stat("/big.bin")
+    assert entry.storage == "large" and entry.size == len(data) and objects.get(h)["refs"] == 1
+    assert s3.get_object(Bucket=BUCKET, Key=content.object_key(h))["Body"].read() == data
+    alice.copy("/big.bin", "/copy.bin")
+    assert objects.get(h)["refs"] == 2
+    alice.move("/copy.bin", "/moved.bin")
+    assert not alice.ns.exists("/copy.bin") and objects.get(h)["refs"] == 2
+    alice.delete("/big.bin")
+    assert stored(s3, h) and objects.get(h)["refs"] == 1
+    alice.delete("/moved.bin")
+    assert not stored(s3, h) and objects.get(h) is None
+
+
+def test_dedup_across_users_needs_the_data(env):
+    fs, s3, objects, _ = env
+    data = os.urandom(6 * 1024 * 1024)
+    h = upload(fs("alice"), s3, data, "/a.bin")["hash"]
+    assert upload(fs("bob"), s3, data, "/b.bin")["dedup"] is True
+    assert objects.get(h)["refs"] == 2
+    assert [e.name for e in fs("bob").ns.listdir("/")[0]] == ["b.bin"]
+    # mallory knows the hash and digests, not the bytes
+    mallory = fs("mallory")
+    digests = [
+        hashlib.sha256(data[: content.PART_SIZE]).digest(),
+        hashlib.sha256(data[content.PART_SIZE :]).digest(),
+    ]
+    state = mallory.uploads.start(len(data), h, [content.b64(d) for d in digests])
+    with pytest.raises(BadRequestError):
+        mallory.commit_large("/stolen", h, content.possession_proof(state["challenge"]["nonce"], [b"guess"]))
+    assert not mallory.ns.exists("/stolen") and objects.get(h)["refs"] == 2
+
+
+def test_start_refuses_a_hash_that_does_not_match_digests(env):
+    fs, *_ = env
+    with pytest.raises(BadRequestError):
+        fs("alice").uploads.start(10, "0" * 64, [content.b64(hashlib.sha256(b"x").digest())])
+
+
+def test_commit_refuses_incomplete_upload(env):
+    fs, s3, objects, _ = env
+    alice = fs("alice")
+    data = os.urandom(11 * 1024 * 1024)
+    digests = [
+        hashlib.sha256(data[i : i + content.PART_SIZE]).digest()
+        for i in range(0, len(data), content.PART_SIZE)
+    ]
+    h = content.hash_from_parts(digests)
+    state = alice.uploads.start(len(data), h, [content.b64(d) for d in digests])
+    assert state["missing"] == [1, 2, 3]
+    with pytest.raises(ConflictError) as err:
+        alice.commit_large("/x", h)
+    assert err.value.code == "upload-incomplete" and not alice.ns.exists("/x") and objects.get(h) is None
+
+
+def test_overwrite_large_with_small_drops_reference(env):
+    fs, s3, objects, _ = env
+    alice = fs("alice")
+    h = upload(alice, s3, os.urandom(6 * 1024 * 1024), "/f")["hash"]
+    alice.put_small("/f", b"tiny", hashlib.sha256(b"tiny").hexdigest())
+    assert alice.ns.read("/f") == b"tiny" and objects.get(h) is None and not stored(s3, h)
+
+
+def test_directory_copy_move_rmdir(env):
+    fs, s3, objects, _ = env
+    alice = fs("alice")
+    alice.ns.mkdir("/d/e", parents=True)
+    alice.put_small("/d/e/s.txt", b"small", hashlib.sha256(b"small").hexdigest())
+    h = upload(alice, s3, os.urandom(5 * 1024 * 1024 + 1), "/d/big")["hash"]
+    alice.copy("/d", "/d2")
+    assert alice.ns.read("/d2/e/s.txt") == b"small" and objects.get(h)["refs"] == 2
+    with pytest.raises(BadRequestError):
+        alice.move("/d", "/d/inside")
+    with pytest.raises(ConflictError):
+        alice.rmdir("/d2")
+    assert alice.rmdir("/d2", recursive=True) == 2
+    assert objects.get(h)["refs"] == 1 and not alice.ns.exists("/d2")
+    alice.move("/d", "/renamed")
+    assert alice.ns.read("/renamed/e/s.txt") == b"small"
+    assert {r["sk"] for r in alice.records.files_under("alice", "/")} == {
+        "F#/renamed/e/s.txt",
+        "F#/renamed/big",
+    }
+    with pytest.raises(NotFoundError):
+        alice.delete("/d/big")
