@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import BinaryIO
 
@@ -91,19 +91,7 @@ def encode_chunk(data: bytes | memoryview, chunk_index: int, n: int, k: int) -> 
     parts, padding = _split(data, k)
     payloads = [parts[0]] * n if k == 1 else _encoder(k, n).encode(parts)
     header = BlockHeader(n, k, 0, chunk_index, len(data), padding, digest(data))
-    return [frame_block(_with_index(header, i), payload) for i, payload in enumerate(payloads)]
-
-
-def _with_index(header: BlockHeader, index: int) -> BlockHeader:
-    return BlockHeader(
-        header.n,
-        header.k,
-        index,
-        header.chunk_index,
-        header.chunk_length,
-        header.padding,
-        header.chunk_digest,
-    )
+    return [frame_block(replace(header, block_index=i), payload) for i, payload in enumerate(payloads)]
 
 
 @dataclass
