@@ -17,19 +17,25 @@ from rich.table import Table
 from .. import admin as admin_ops
 from ..config import ClientConfig, endpoint_from_outputs
 from ..sdk import HyCloud
-from . import exit_codes
+from . import exit_codes, tree
+from .progress_bar import RichProgress
 
 app = typer.Typer(help="HyCloud: a filesystem on S3 + EFS.", no_args_is_help=True, add_completion=False)
 admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
 app.add_typer(admin, name="admin")
 out = Console()
 err = Console(stderr=True)
-STATE = {"json": False}
+STATE = {"json": False, "progress": False}
 
 
 @app.callback()
-def _options(json_output: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False):
-    STATE["json"] = json_output
+def _options(
+    json_output: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress", help="Progress bars even when stderr is not a terminal.")
+    ] = False,
+):
+    STATE["json"], STATE["progress"] = json_output, progress
 
 
 def _emit(data: object, human: str | None = None) -> None:
@@ -99,22 +105,93 @@ def stat(path: str) -> None:
     _emit(entry, "\n".join(f"{k}: {v}" for k, v in entry.items()))
 
 
-@app.command()
-def put(local: Path, remote: str, parents: Annotated[bool, typer.Option("-p", "--parents")] = False) -> None:
-    """Upload a file."""
-    if not local.is_file():
-        raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
-    entry = _client().put(local, remote, parents=parents)
-    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes)")
+def _bar() -> RichProgress:
+    return RichProgress(enabled=not STATE["json"] and sys.stderr.isatty() or STATE["progress"])
 
 
 @app.command()
-def get(remote: str, local: Path) -> None:
-    """Download a file."""
-    if local.is_dir():
-        local = local / remote.rstrip("/").rsplit("/", 1)[-1]
-    path = _client().get(remote, local)
+def put(
+    local: Path,
+    remote: str,
+    parents: Annotated[
+        bool, typer.Option("-p", "--parents", help="Create missing parent directories.")
+    ] = False,
+    recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Upload a directory tree.")] = False,
+) -> None:
+    """Upload a file (or, with -r, a directory tree)."""
+    client, bar = _client(), _bar()
+    try:
+        if local.is_dir():
+            if not recursive:
+                raise HyCloudError(f"{local} is a directory (use -r)", code="is-a-directory", status=400)
+            results = tree.put_tree(client, local, remote, progress=bar)
+            _emit(results, f"uploaded {len(results)} files from {local} to {remote}")
+            return
+        if not local.is_file():
+            raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
+        entry = client.put(local, remote, parents=parents, progress=bar)
+    finally:
+        bar.close()
+    _emit(
+        entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {entry.get('storage', 'small')})"
+    )
+
+
+@app.command()
+def get(
+    remote: str,
+    local: Path,
+    recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Download a directory tree.")] = False,
+) -> None:
+    """Download a file (or, with -r, a directory tree)."""
+    client, bar = _client(), _bar()
+    try:
+        if recursive:
+            results = tree.get_tree(client, remote, local, progress=bar)
+            _emit(results, f"downloaded {len(results)} files from {remote} to {local}")
+            return
+        if local.is_dir():
+            local = local / remote.rstrip("/").rsplit("/", 1)[-1]
+        path = client.get(remote, local, progress=bar)
+    finally:
+        bar.close()
     _emit({"path": str(path), "size": path.stat().st_size}, f"downloaded {remote} -> {path}")
+
+
+@app.command()
+def rm(
+    path: str,
+    recursive: Annotated[
+        bool, typer.Option("-r", "--recursive", help="Remove a directory and its contents.")
+    ] = False,
+) -> None:
+    """Remove a file (or, with -r, a directory tree)."""
+    client = _client()
+    if recursive or client.stat(path)["type"] == "dir":
+        result = client.rmdir(path, recursive=recursive)
+        _emit(result, f"removed {path} ({result['files']} files)")
+    else:
+        _emit(client.rm(path), f"removed {path}")
+
+
+@app.command()
+def rmdir(path: str) -> None:
+    """Remove an empty directory."""
+    _emit(_client().rmdir(path), f"removed {path}")
+
+
+@app.command()
+def mv(src: str, dst: str) -> None:
+    """Move or rename a file or directory."""
+    entry = _client().mv(src, dst)
+    _emit(entry, f"moved {src} -> {entry['path']}")
+
+
+@app.command()
+def cp(src: str, dst: str) -> None:
+    """Copy a file or directory (large files are shared, not copied)."""
+    entry = _client().cp(src, dst)
+    _emit(entry, f"copied {src} -> {entry['path']}")
 
 
 @admin.command("create-user")

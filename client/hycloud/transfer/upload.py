@@ -90,7 +90,7 @@ def upload_large(
                 "part_digests": [content.b64(d) for d in digests],
             },
         )
-        proof = None
+        proof, sent = None, 0
         progress.start(f"upload {path.name}", size)
         if state["dedup"]:
             ranges = state["challenge"]["ranges"]

@@ -1,0 +1,52 @@
+"""Rich progress bars on stderr (stdout stays clean for --json and pipes), with rate and ETA."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from ..transfer import Progress as TransferProgress
+
+MIN_BYTES_FOR_BAR = 4 * 1024 * 1024
+
+
+class RichProgress(TransferProgress):
+    """One bar per transfer phase (hash, upload, download); hidden for small transfers."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        super().__init__()
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.enabled = enabled
+        self.task = None
+
+    def start(self, description: str, total: int) -> None:
+        super().start(description, total)
+        if not self.enabled or total < MIN_BYTES_FOR_BAR:
+            self.task = None
+            return
+        if not self.bars.live.is_started:
+            self.bars.start()
+        self.task = self.bars.add_task(description, total=total)
+
+    def update(self, done: int, total: int) -> None:
+        if self.task is not None:
+            self.bars.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bars.live.is_started:
+            self.bars.stop()
