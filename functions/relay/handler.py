@@ -1,7 +1,8 @@
 """Relay fetch: copy a large file's S3 object into the EFS relay cache (seed 000 §III-B).
 
-Run as a Step Functions task. The object is streamed to a temporary file and renamed into
-place, so a reader of the cache never sees a partial copy; a present, complete copy is a hit.
+Run as a Step Functions task. The object is streamed to a temporary file that is verified against
+the content hash and only then published, so a reader never sees a partial or wrong copy; a copy
+of the same content already there is a hit.
 """
 
 from __future__ import annotations
@@ -12,28 +13,33 @@ import tempfile
 
 import boto3
 from aws_lambda_powertools import Logger
+from hycloud_core import content
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError
 from hycloud_core.events import RelayFetchRequest
+from hycloud_core.fs.relay_cache import RelayCache
 
 logger = Logger(service="hycloud-relay")
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
-PIECE = 8 * 1024 * 1024
 
 
-def _copy(bucket: str, key: str, target: str) -> tuple[int, str, str]:
-    digest, size = hashlib.sha256(), 0
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=os.path.dirname(target))
+def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
+    """Stream the object to a temporary file; return it with its content hash and size."""
+    fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
+    digests, block, size = [], b"", 0
     try:
         with os.fdopen(fd, "wb") as out:
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"]
-            for piece in body.iter_chunks(PIECE):
-                digest.update(piece)
+            for piece in s3.get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(1024 * 1024):
                 out.write(piece)
                 size += len(piece)
-        return size, digest.hexdigest(), tmp
+                block += piece
+                if len(block) >= content.PART_SIZE:
+                    digests.append(hashlib.sha256(block[: content.PART_SIZE]).digest())
+                    block = block[content.PART_SIZE :]
+        if block or not digests:
+            digests.append(hashlib.sha256(block).digest())
+        return tmp, content.hash_from_parts(digests), size
     except BaseException:
         os.unlink(tmp)
         raise
@@ -42,14 +48,19 @@ def _copy(bucket: str, key: str, target: str) -> tuple[int, str, str]:
 @logger.inject_lambda_context
 def handler(event: dict, context: object) -> dict:
     request = RelayFetchRequest(event)
-    target = os.path.join(CONFIG.cache_dir, request.cache_name)
-    if os.path.exists(target) and (request.size is None or os.path.getsize(target) == request.size):
-        os.utime(target)  # LRU upkeep reads atime/mtime
-        return {"cache_name": request.cache_name, "hit": True, "size": os.path.getsize(target)}
-    size, digest, tmp = _copy(request.bucket or CONFIG.bucket, request.key, target)
-    if request.sha256 and digest != request.sha256:
+    cache = RelayCache(CONFIG.cache_dir)
+    if request.content_hash and cache.is_ready(request.cache_name, request.content_hash):
+        os.utime(cache.path(request.cache_name))
+        return {
+            "cache_name": request.cache_name,
+            "hit": True,
+            "size": os.path.getsize(cache.path(request.cache_name)),
+        }
+    key = request.key or content.object_key(request.content_hash)
+    tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir)
+    if request.content_hash and got != request.content_hash:
         os.unlink(tmp)
-        raise BadRequestError(f"object {request.key} has sha256 {digest}, expected {request.sha256}")
-    os.replace(tmp, target)
+        raise BadRequestError(f"object {key} has content hash {got}, expected {request.content_hash}")
+    cache.publish(request.cache_name, tmp, got)
     logger.info("cached", extra={"cache_name": request.cache_name, "size": size})
-    return {"cache_name": request.cache_name, "hit": False, "size": size, "sha256": digest}
+    return {"cache_name": request.cache_name, "hit": False, "size": size, "content_hash": got}

@@ -8,7 +8,6 @@ import os
 
 import pytest
 import requests
-
 from hycloud_core import content
 
 pytestmark = pytest.mark.e2e
@@ -20,15 +19,22 @@ def sha(path) -> str:
 
 
 def obj_record(deployment, content_hash: str) -> dict | None:
-    item = deployment.client("dynamodb").get_item(
-        TableName=deployment.outputs["TableName"], ConsistentRead=True,
-        Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}}).get("Item")
+    item = (
+        deployment.client("dynamodb")
+        .get_item(
+            TableName=deployment.outputs["TableName"],
+            ConsistentRead=True,
+            Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}},
+        )
+        .get("Item")
+    )
     return {k: list(v.values())[0] for k, v in item.items()} if item else None
 
 
 def in_s3(deployment, content_hash: str) -> bool:
-    listing = deployment.client("s3").list_objects_v2(Bucket=deployment.outputs["BucketName"],
-                                                      Prefix=content.object_key(content_hash))
+    listing = deployment.client("s3").list_objects_v2(
+        Bucket=deployment.outputs["BucketName"], Prefix=content.object_key(content_hash)
+    )
     return listing.get("KeyCount", 0) == 1
 
 
@@ -43,7 +49,11 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
     result = json.loads(alice.cli("--json", "put", "-p", str(big_file), "/large/fifty.bin").stdout)
     h = result["content_hash"]
     assert result["storage"] == "large" and result["size"] == 50 * MiB
-    assert h == content.hash_file(big_file)[0] and in_s3(deployment, h) and obj_record(deployment, h)["refs"] == "1"
+    assert (
+        h == content.hash_file(big_file)[0]
+        and in_s3(deployment, h)
+        and obj_record(deployment, h)["refs"] == "1"
+    )
     link = deployment.efs_root() / "ns" / alice.name / "large" / "fifty.bin"
     assert link.stat().st_size < 2048 and json.loads(link.read_bytes())["content_hash"] == h
 
@@ -143,15 +153,35 @@ def test_hostile_inputs_are_refused_and_nothing_changes(deployment, alice, bob):
     alice.sdk().put_bytes("/keep.txt", b"keep me")
     before = sorted(p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir())
     for path in ("/../x", "/a/../../etc/passwd", "%2e%2e/x", "/a\\b", "/" + "x" * 300):
-        r = _api(alice, "PUT", "/v1/files", params={"path": path}, data=b"x",
-                 headers={"Content-Type": "application/octet-stream"})
+        r = _api(
+            alice,
+            "PUT",
+            "/v1/files",
+            params={"path": path},
+            data=b"x",
+            headers={"Content-Type": "application/octet-stream"},
+        )
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid-path", (path, r.text)
-    r = _api(alice, "PUT", "/v1/files", params={"path": "/keep.txt"}, data=b"trunc",
-             headers={"Content-Type": "application/octet-stream",
-                      "x-hycloud-sha256": hashlib.sha256(b"truncated upload").hexdigest()})
+    r = _api(
+        alice,
+        "PUT",
+        "/v1/files",
+        params={"path": "/keep.txt"},
+        data=b"trunc",
+        headers={
+            "Content-Type": "application/octet-stream",
+            "x-hycloud-sha256": hashlib.sha256(b"truncated upload").hexdigest(),
+        },
+    )
     assert r.status_code == 400 and r.json()["error"]["code"] == "hash-mismatch"
-    r = _api(alice, "PUT", "/v1/files", params={"path": "/big"}, data=b"x" * (3 * MiB),
-             headers={"Content-Type": "application/octet-stream"})
+    r = _api(
+        alice,
+        "PUT",
+        "/v1/files",
+        params={"path": "/big"},
+        data=b"x" * (3 * MiB),
+        headers={"Content-Type": "application/octet-stream"},
+    )
     assert r.status_code == 413 and r.json()["error"]["code"] == "too-large-for-small-file"
     r = _api(alice, "POST", "/v1/dirs", data="{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad-body"
@@ -163,11 +193,16 @@ def test_commit_whose_data_does_not_match_its_hash_is_refused(deployment, alice)
     declared = os.urandom(3 * MiB)
     h = content.hash_bytes(declared)
     digest = hashlib.sha256(declared).digest()
-    start = _api(alice, "POST", "/v1/uploads", json={"size": len(declared), "content_hash": h,
-                                                    "part_digests": [content.b64(digest)]}).json()
+    start = _api(
+        alice,
+        "POST",
+        "/v1/uploads",
+        json={"size": len(declared), "content_hash": h, "part_digests": [content.b64(digest)]},
+    ).json()
     other = os.urandom(3 * MiB)
-    put = requests.put(start["urls"]["1"], data=other, headers={"x-amz-checksum-sha256": content.b64(digest)},
-                       timeout=60)
+    put = requests.put(
+        start["urls"]["1"], data=other, headers={"x-amz-checksum-sha256": content.b64(digest)}, timeout=60
+    )
     assert put.status_code >= 400  # S3 checks the part against the declared checksum
     r = _api(alice, "POST", "/v1/uploads/commit", json={"path": "/forged.bin", "content_hash": h})
     assert r.status_code == 409 and r.json()["error"]["code"] == "upload-incomplete"
@@ -181,11 +216,13 @@ def test_another_users_object_hash_gives_nothing(deployment, alice, bob, tmp_pat
     src.write_bytes(data)
     h = json.loads(alice.cli("--json", "put", str(src), "/secret.bin").stdout)["content_hash"]
     digests = [content.b64(d) for d in content.hash_file(src)[1]]
-    start = _api(bob, "POST", "/v1/uploads", json={"size": len(data), "content_hash": h,
-                                                  "part_digests": digests}).json()
+    start = _api(
+        bob, "POST", "/v1/uploads", json={"size": len(data), "content_hash": h, "part_digests": digests}
+    ).json()
     assert start["dedup"] is True
-    r = _api(bob, "POST", "/v1/uploads/commit", json={"path": "/stolen.bin", "content_hash": h,
-                                                     "proof": "0" * 64})
+    r = _api(
+        bob, "POST", "/v1/uploads/commit", json={"path": "/stolen.bin", "content_hash": h, "proof": "0" * 64}
+    )
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad-proof"
     assert _api(bob, "GET", "/v1/stat", params={"path": "/stolen.bin"}).status_code == 404
     assert obj_record(deployment, h)["refs"] == "1"

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import requests
+from hycloud_core import content
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +70,7 @@ def test_relay_state_machine_copies_s3_object_into_efs_cache(deployment):
     name = f"relaytest#{key.replace('/', '#')}"
     run = sfn.start_execution(
         stateMachineArn=deployment.outputs["RelayStateMachineArn"],
-        input=json.dumps({"key": key, "cache_name": name, "sha256": hashlib.sha256(data).hexdigest()}),
+        input=json.dumps({"key": key, "cache_name": name, "content_hash": content.hash_bytes(data)}),
     )
     deadline = time.monotonic() + 120
     while (desc := sfn.describe_execution(executionArn=run["executionArn"]))["status"] == "RUNNING":

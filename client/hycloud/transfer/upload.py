@@ -99,13 +99,15 @@ def upload_large(
             )
             progress.advance(size)
         else:
+            sent = size - sum(content.part_range(size, n)[1] for n in state["parts_done"])
             _upload_parts(http, path, size, state, digests, progress)
         try:
-            return http.json(
+            entry = http.json(
                 "POST",
                 "/v1/uploads/commit",
                 json={"path": remote, "content_hash": content_hash, "proof": proof, "parents": parents},
             )
+            return {**entry, "dedup": state["dedup"], "sent_bytes": sent}
         except ConflictError as err:
             if err.code not in ("upload-required", "upload-incomplete"):
                 raise

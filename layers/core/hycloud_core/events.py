@@ -37,8 +37,12 @@ class RelayFetchRequest(DictWrapper):
         return self.raw_event.get("bucket")
 
     @property
-    def key(self) -> str:
-        return self._required("key")
+    def key(self) -> str | None:
+        """S3 key; defaults to the content-addressed key of `content_hash`."""
+        key = self.raw_event.get("key")
+        if key is None and not self.content_hash:
+            raise BadRequestError("event needs 'key' or 'content_hash'")
+        return key
 
     @property
     def cache_name(self) -> str:
@@ -52,5 +56,5 @@ class RelayFetchRequest(DictWrapper):
         return self.raw_event.get("size")
 
     @property
-    def sha256(self) -> str | None:
-        return self.raw_event.get("sha256")
+    def content_hash(self) -> str | None:
+        return self.raw_event.get("content_hash")

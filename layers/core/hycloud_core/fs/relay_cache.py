@@ -1,0 +1,99 @@
+"""The relay cache on EFS (seed 000 §III-B): large files copied from S3 for fast, ranged reads.
+
+A cached file is named after its full path with '/' replaced by '#'; a sidecar `<name>.hcmeta`
+holds the content hash it was filled from, so a new version of the file is never served from
+an old copy. Every read refreshes the file's mtime, which is both the LRU order for eviction and
+the sign that a transfer is in progress (see `evict`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from ..errors import BadRequestError, ConflictError
+
+META_SUFFIX = ".hcmeta"
+IN_USE_S = 300  # a file read within this many seconds belongs to a transfer: never evicted
+MAX_PIECE = 4 * 1024 * 1024  # base64 of 4 MiB stays under Lambda's 6 MB response limit
+
+
+@dataclass
+class CacheEntry:
+    name: str
+    size: int
+    last_used: float
+
+
+class RelayCache:
+    def __init__(self, cache_dir: str) -> None:
+        self.dir = cache_dir
+        os.makedirs(cache_dir, exist_ok=True)
+
+    def path(self, name: str) -> str:
+        if not name or "/" in name or name.startswith(".") or name.endswith(META_SUFFIX):
+            raise BadRequestError("bad cache name", code="bad-cache-name")
+        return os.path.join(self.dir, name)
+
+    def content_hash(self, name: str) -> str | None:
+        try:
+            with open(self.path(name) + META_SUFFIX) as f:
+                return json.load(f)["content_hash"]
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+
+    def is_ready(self, name: str, content_hash: str) -> bool:
+        return os.path.exists(self.path(name)) and self.content_hash(name) == content_hash
+
+    def publish(self, name: str, tmp_file: str, content_hash: str) -> None:
+        """Move a fully written temporary file into place, then record what it holds."""
+        meta = self.path(name) + META_SUFFIX
+        if os.path.exists(meta):
+            os.unlink(meta)  # no reader may match the old hash against the new bytes
+        os.replace(tmp_file, self.path(name))
+        with open(meta + ".tmp", "w") as f:
+            json.dump({"content_hash": content_hash, "cached": time.time()}, f)
+        os.replace(meta + ".tmp", meta)
+
+    def read(self, name: str, content_hash: str, offset: int, length: int) -> bytes:
+        if not 0 < length <= MAX_PIECE or offset < 0:
+            raise BadRequestError(f"length must be 1..{MAX_PIECE} and offset ≥ 0", code="bad-range")
+        if not self.is_ready(name, content_hash):
+            raise ConflictError(
+                "the file is not in the relay cache; start a relay job", code="relay-not-ready"
+            )
+        path = self.path(name)
+        os.utime(path)
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
+    def entries(self) -> list[CacheEntry]:
+        out = []
+        with os.scandir(self.dir) as it:
+            for e in it:
+                if e.is_file() and not e.name.endswith(META_SUFFIX) and not e.name.startswith("."):
+                    st = e.stat()
+                    out.append(CacheEntry(e.name, st.st_size, st.st_mtime))
+        return out
+
+    def evict(self, budget: int, now: float | None = None) -> list[str]:
+        """Remove least-recently-used files until the cache fits `budget`, sparing files in use."""
+        now = time.time() if now is None else now
+        entries = sorted(self.entries(), key=lambda e: e.last_used)
+        total, evicted = sum(e.size for e in entries), []
+        for e in entries:
+            if total <= budget:
+                break
+            if now - e.last_used < IN_USE_S:
+                continue
+            for suffix in (META_SUFFIX, ""):
+                try:
+                    os.unlink(self.path(e.name) + suffix)
+                except FileNotFoundError:
+                    pass
+            total -= e.size
+            evicted.append(e.name)
+        return evicted
