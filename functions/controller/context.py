@@ -38,6 +38,11 @@ def s3():
     )
 
 
+@cache
+def sfn():
+    return boto3.client("stepfunctions")
+
+
 def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
     """Resolve the API key to a user before any route runs; refuse the request otherwise."""
     headers = app.current_event.headers or {}

@@ -142,8 +142,13 @@ def get(
     remote: str,
     local: Path,
     recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Download a directory tree.")] = False,
+    via: Annotated[
+        str, typer.Option(help="Large files: 'direct' from S3 or through the EFS 'relay'.")
+    ] = "direct",
 ) -> None:
     """Download a file (or, with -r, a directory tree)."""
+    if via not in ("direct", "relay"):
+        raise HyCloudError("--via is 'direct' or 'relay'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if recursive:
@@ -152,7 +157,7 @@ def get(
             return
         if local.is_dir():
             local = local / remote.rstrip("/").rsplit("/", 1)[-1]
-        path = client.get(remote, local, progress=bar)
+        path = client.get(remote, local, progress=bar, via=via)
     finally:
         bar.close()
     _emit({"path": str(path), "size": path.stat().st_size}, f"downloaded {remote} -> {path}")

@@ -12,7 +12,7 @@ from hycloud_core.constants import MiB
 from hycloud_core.errors import HyCloudError, PayloadTooLargeError
 
 from ..config import ClientConfig
-from ..transfer import Progress, download_large, upload_large
+from ..transfer import Progress, download_large, download_relay, upload_large
 from .http import Http
 
 OCTET = "application/octet-stream"
@@ -127,11 +127,18 @@ class HyCloud:
             )
         return _verified(path, response)
 
-    def get(self, remote: str, local: str | Path, progress: Progress | None = None) -> Path:
-        """Download a file to `local`, replacing it only once the content verified."""
+    def get(
+        self, remote: str, local: str | Path, progress: Progress | None = None, via: str = "direct"
+    ) -> Path:
+        """Download a file to `local`, replacing it only once the content verified.
+
+        Large files come straight from S3 (`via="direct"`) or through the EFS relay (`via="relay"`).
+        """
         local = Path(local)
         response = self._fetch(remote)
         if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            if via == "relay":
+                return download_relay(self.http, paths.normalize(remote), local, progress)
             return download_large(response.json(), local, progress)
         tmp = local.with_name(local.name + ".hycloud-part")
         tmp.write_bytes(_verified(remote, response))

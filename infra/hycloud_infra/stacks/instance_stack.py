@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 from hycloud_core import constants as c
 
@@ -58,6 +60,23 @@ class InstanceStack(Stack):
         ).state_machine
         relay_fn.grant_invoke(relay)
 
+        upkeep = python_function(
+            self,
+            "CacheUpkeep",
+            code_dir=functions_dir / "maintenance",
+            layer=layer,
+            environment=env,
+            timeout_s=300,
+            memory_mb=512,
+            **volume.mount(),
+        )
+        events.Rule(
+            self,
+            "CacheUpkeepSchedule",
+            schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(upkeep)],
+        )
+
         controller = python_function(
             self,
             "Controller",
@@ -79,5 +98,6 @@ class InstanceStack(Stack):
             "RelayStateMachineArn": relay.state_machine_arn,
             "AccessPointId": volume.access_point.access_point_id,
             "FileSystemId": volume.file_system.file_system_id,
+            "CacheUpkeepFunctionName": upkeep.function_name,
         }.items():
             CfnOutput(self, name, value=value)
