@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import importlib
 import json
 
 import boto3
 import pytest
-from hycloud_core import content
 from hycloud_core.cost import load_prices
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
@@ -17,6 +15,7 @@ from hycloud_core.store.records import Records
 from moto import mock_aws
 
 from tests.conftest import api_event, load_function
+from tests.unit.large_upload import upload_large
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
 BIG = b"large-file-content" * 200  # 3600 bytes; stored as a large file whatever its size
@@ -28,28 +27,6 @@ def controller_with_usage_route():
     if not hasattr(handler, "usage"):  # handler.py imports the route modules it includes
         handler.app.include_router(importlib.import_module("routes.usage").router)
     return handler
-
-
-def upload_large(fs: FileSystem, s3, data: bytes, path: str) -> None:
-    """What the client does for a large file, with boto3 in place of presigned URLs."""
-    digest = hashlib.sha256(data).digest()
-    h = content.hash_from_parts([digest])
-    state = fs.uploads.start(len(data), h, [content.b64(digest)])
-    proof = None
-    if state["dedup"]:
-        ranges = state["challenge"]["ranges"]
-        proof = content.possession_proof(state["challenge"]["nonce"], [data[o : o + n] for o, n in ranges])
-    else:
-        upload_id = fs.records.get_upload(fs.user, h)["upload_id"]
-        s3.upload_part(
-            Bucket=BUCKET,
-            Key=content.object_key(h),
-            UploadId=upload_id,
-            PartNumber=1,
-            Body=data,
-            ChecksumSHA256=content.b64(digest),
-        )
-    fs.commit_large(path, h, proof)
 
 
 @pytest.fixture
@@ -98,9 +75,9 @@ def test_usage_reports_efs_s3_dedup_and_shared_content(cloud):
     assert call("alice", "PUT", "/v1/files", query={"path": "/notes.txt"}, body=b"n" * 700)[0] == 201
     assert call("alice", "POST", "/v1/dirs", body={"path": "/d"})[0] == 201
     alice = fs("alice")
-    upload_large(alice, s3, BIG, "/d/big.bin")
+    upload_large(alice, s3, BUCKET, BIG, "/d/big.bin")
     alice.copy("/d/big.bin", "/d/copy.bin")
-    upload_large(fs("bob"), s3, BIG, "/mine.bin")  # same content: deduplicated across users
+    upload_large(fs("bob"), s3, BUCKET, BIG, "/mine.bin")  # same content: deduplicated across users
 
     status, body = call("alice", "GET", "/v1/usage")
     assert status == 200 and body["user"] == "alice"

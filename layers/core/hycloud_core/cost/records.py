@@ -15,6 +15,9 @@ from boto3.dynamodb.conditions import Attr
 
 from ..store.records import _plain
 from . import metering as m
+from .model import compare
+from .prices import Prices
+from .usage import Usage, UsageBuilder
 
 BATCH_GET_LIMIT = 100
 
@@ -36,65 +39,64 @@ def reference_counts(table: Any, hashes: Iterable[str]) -> dict[str, int]:
 
 
 @dataclass
-class UserTotals:
-    small_files: int = 0
-    small_bytes: int = 0
-    efs_metered_bytes: int = 0  # small files and link files; directories are not in the table
-    large_files: int = 0
-    large_bytes: int = 0
-    contents: set[str] = field(default_factory=set)
+class ObjectTotals:
+    """The bucket as billed: each content once, whoever references it (`OBJ#` records)."""
+
+    s3_objects: int = 0
+    s3_bytes: int = 0
+    s3_logical_bytes: int = 0  # size x references: what the users see
+    references: int = 0
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out["distinct_contents"] = len(out.pop("contents"))
-        return out
+        return {**asdict(self), "dedup_saved_bytes": self.s3_logical_bytes - self.s3_bytes}
 
 
 @dataclass
 class DeploymentUsage:
-    """S3 as billed once for everyone (from `OBJ#` records) and per-user file totals (`NS#`)."""
+    """Object totals plus usage rebuilt from file records, for everyone and per user.
 
-    s3_objects: int = 0
-    s3_bytes: int = 0  # each content once: what the bucket holds
-    s3_logical_bytes: int = 0  # size × references: what the users see
-    references: int = 0
-    users: dict[str, UserTotals] = field(default_factory=dict)
+    File records carry sizes and content hashes but not directories, so `efs_dirs` is zero here
+    and EFS is understated by 6 KiB per directory; link files are metered at their usual 6 KiB.
+    """
 
-    @property
-    def efs_metered_bytes(self) -> int:
-        return sum(u.efs_metered_bytes for u in self.users.values())
+    objects: ObjectTotals = field(default_factory=ObjectTotals)
+    everyone: UsageBuilder = field(default_factory=UsageBuilder)
+    users: dict[str, UsageBuilder] = field(default_factory=dict)
 
     def add(self, item: dict) -> None:
         pk = item["pk"]
         if pk.startswith("OBJ#") and item.get("state") == "live":
-            refs = int(item.get("refs", 0))
-            self.s3_objects += 1
-            self.s3_bytes += int(item["size"])
-            self.s3_logical_bytes += int(item["size"]) * refs
-            self.references += refs
+            refs, size = int(item.get("refs", 0)), int(item["size"])
+            self.objects.s3_objects += 1
+            self.objects.s3_bytes += size
+            self.objects.s3_logical_bytes += size * refs
+            self.objects.references += refs
         elif pk.startswith("NS#") and item["sk"].startswith("F#"):
-            totals = self.users.setdefault(pk.removeprefix("NS#"), UserTotals())
-            size = int(item.get("size", 0))
-            if item.get("kind") == "large":
-                totals.large_files += 1
-                totals.large_bytes += size
-                totals.contents.add(item.get("content_hash", ""))
-                totals.efs_metered_bytes += m.efs_file_bytes(m.LINK_FILE_BYTES_ESTIMATE)
-            else:
-                totals.small_files += 1
-                totals.small_bytes += size
-                totals.efs_metered_bytes += m.efs_file_bytes(size)
+            name, path = pk.removeprefix("NS#"), item["sk"].removeprefix("F#")
+            user = self.users.setdefault(name, UsageBuilder(user=name))
+            for builder in (user, self.everyone):
+                _add_record(builder, item, path, name)
 
-    def to_dict(self) -> dict:
+    def report(self, prices: Prices) -> dict:
+        def priced(usage: Usage) -> dict:
+            costs = compare(usage, prices)
+            return {"usage": usage.to_dict(), "costs": {k: c.to_dict(prices) for k, c in costs.items()}}
+
         return {
-            "s3_objects": self.s3_objects,
-            "s3_bytes": self.s3_bytes,
-            "s3_logical_bytes": self.s3_logical_bytes,
-            "references": self.references,
-            "dedup_saved_bytes": self.s3_logical_bytes - self.s3_bytes,
-            "efs_metered_bytes": self.efs_metered_bytes,
-            "users": {name: totals.to_dict() for name, totals in sorted(self.users.items())},
+            "objects": self.objects.to_dict(),
+            "all_users": priced(self.everyone.build()),
+            "users": {name: priced(b.build()) for name, b in sorted(self.users.items())},
+            "prices": {"region": prices.region, "date": prices.date},
         }
+
+
+def _add_record(builder: UsageBuilder, item: dict, path: str, user: str) -> None:
+    """A file record as a small file or a link file; its record bytes are estimated as the walk does."""
+    size = int(item.get("size", 0))
+    if item.get("kind") == "large":
+        builder.add_large(size, item.get("content_hash", ""), m.LINK_FILE_BYTES_ESTIMATE, path, user)
+    else:
+        builder.add_small(size, path, user)
 
 
 def deployment_usage(table: Any) -> DeploymentUsage:

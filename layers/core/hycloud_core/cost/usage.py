@@ -71,20 +71,22 @@ class UsageBuilder:
         self.counts["efs_dirs"] += 1
         self.counts["efs_metadata_metered_bytes"] += m.efs_dir_bytes()
 
-    def add_small(self, size: int, path: str = "") -> None:
+    def add_small(self, size: int, path: str = "", owner: str | None = None) -> None:
         self.counts["efs_files"] += 1
         self.counts["efs_bytes"] += size
         self.counts["efs_data_metered_bytes"] += m.efs_data_bytes(size)
         self.counts["efs_metadata_metered_bytes"] += m.EFS_METADATA_BYTES
-        self.counts["record_bytes"] += m.file_record_bytes(self.user, path)
+        self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
 
-    def add_large(self, size: int, content_hash: str, link_bytes: int, path: str = "") -> None:
+    def add_large(
+        self, size: int, content_hash: str, link_bytes: int, path: str = "", owner: str | None = None
+    ) -> None:
         self.counts["link_files"] += 1
         self.counts["link_file_bytes"] += link_bytes
         self.counts["efs_metadata_metered_bytes"] += m.efs_file_bytes(link_bytes)
         self.counts["s3_logical_bytes"] += size
         self.counts["large_efs_data_bytes"] += m.efs_data_bytes(size)
-        self.counts["record_bytes"] += m.file_record_bytes(self.user, path)
+        self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
         self.contents[content_hash] = size
         self.refs[content_hash] += 1
 
