@@ -6,12 +6,14 @@ from functools import cache
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok, records, user
+from context import namespace, ok, query, records, user
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.model import attributed_s3_cost
-from hycloud_core.cost.records import reference_counts
+from hycloud_core.cost.records import reference_counts, user_usage_from_records
+from hycloud_core.errors import BadRequestError
 
 router = APIGatewayRouter()
+SOURCES = ("walk", "records")
 
 
 @cache
@@ -21,14 +23,24 @@ def prices() -> Prices:
 
 @router.get("/v1/usage")
 def usage() -> Response:
-    """One walk of the namespace, one batched read of reference counts; no table scan."""
+    """`source=walk` (default) walks the namespace on EFS and counts directories; `source=records`
+    answers from one query of the user's file records, for namespaces too large to walk in time.
+    Either way shared content costs one batched read of reference counts, never a table scan.
+    """
+    source = query(router, "source", "walk")
+    if source not in SOURCES:
+        raise BadRequestError(f"source must be one of {', '.join(SOURCES)}", code="bad-parameter")
     name = user(router)
-    measured, builder = measure_namespace(namespace(router), name)
+    if source == "walk":
+        measured, builder = measure_namespace(namespace(router), name)
+    else:
+        measured, builder = user_usage_from_records(records(), name)
     shared = shares(builder, reference_counts(records().table, builder.contents))
     table = prices()
     return ok(
         {
             "user": name,
+            "source": source,
             "usage": measured.to_dict(),
             "shared": {
                 **shared.to_dict(),

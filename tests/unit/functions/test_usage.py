@@ -103,3 +103,18 @@ def test_usage_is_per_user_and_needs_a_key(cloud):
     assert status == 200 and body["usage"]["files"] == 0 and body["usage"]["efs_dirs"] == 1
     assert body["costs"]["all-s3"]["total"] == 0
     assert call(None, "GET", "/v1/usage")[0] == 401
+
+
+def test_records_source_agrees_with_the_walk_except_directories(cloud):
+    call, fs, s3 = cloud
+    call("alice", "PUT", "/v1/files", query={"path": "/d/notes.txt"}, body=b"n" * 700)
+    call("alice", "POST", "/v1/dirs", body={"path": "/d"})
+    call("alice", "PUT", "/v1/files", query={"path": "/d/notes.txt"}, body=b"n" * 700)
+    upload_large(fs("alice"), s3, BUCKET, BIG, "/d/big.bin")
+    walked = call("alice", "GET", "/v1/usage")[1]
+    status, recorded = call("alice", "GET", "/v1/usage", query={"source": "records"})
+    assert status == 200 and recorded["source"] == "records" and walked["source"] == "walk"
+    keys = ("files", "efs_bytes", "efs_data_metered_bytes", "s3_objects", "s3_bytes", "s3_logical_bytes")
+    assert {k: recorded["usage"][k] for k in keys} == {k: walked["usage"][k] for k in keys}
+    assert (walked["usage"]["efs_dirs"], recorded["usage"]["efs_dirs"]) == (2, 0)
+    assert call("alice", "GET", "/v1/usage", query={"source": "scan"})[0] == 400

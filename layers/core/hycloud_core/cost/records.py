@@ -1,6 +1,7 @@
 """Usage figures read from the DynamoDB table rather than from EFS.
 
-`reference_counts` is a handful of batched reads per request. `deployment_usage` scans the whole
+`reference_counts` is a handful of batched reads per request, and `user_usage_from_records` one
+query of the user's partition (fast where walking a large namespace on EFS is slow). `deployment_usage` scans the whole
 table, which reads (and bills) every item: it is for an operator's occasional report, not for
 the request path.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from ..store.records import _plain
+from ..store.records import Records, _plain
 from . import metering as m
 from .model import compare
 from .prices import Prices
@@ -97,6 +98,14 @@ def _add_record(builder: UsageBuilder, item: dict, path: str, user: str) -> None
         builder.add_large(size, item.get("content_hash", ""), m.LINK_FILE_BYTES_ESTIMATE, path, user)
     else:
         builder.add_small(size, path, user)
+
+
+def user_usage_from_records(records: Records, user: str) -> tuple[Usage, UsageBuilder]:
+    """A user's usage from their file records: one query, no EFS walk, directories not counted."""
+    builder = UsageBuilder(user=user)
+    for item in records.files_under(user, "/"):
+        _add_record(builder, item, item["sk"].removeprefix("F#"), user)
+    return builder.build(), builder
 
 
 def deployment_usage(table: Any) -> DeploymentUsage:

@@ -116,13 +116,20 @@ def _walk(host_dir: str, path: str, builder: UsageBuilder) -> None:
         child = f"{path}/{entry.name}"
         if stat_mod.S_ISDIR(st.st_mode):
             _walk(entry.path, child, builder)
-        elif is_link_mode(st.st_mode):
-            with open(entry.path, "rb") as f:
-                raw = f.read()
-            link = LinkFile.from_bytes(raw)
-            builder.add_large(link.size, link.content_hash, len(raw), child)
+        elif is_link_mode(st.st_mode) and (link := _read_link(entry.path)):
+            builder.add_large(link[0].size, link[0].content_hash, link[1], child)
         elif stat_mod.S_ISREG(st.st_mode):
             builder.add_small(st.st_size, child)
+
+
+def _read_link(host_path: str) -> tuple[LinkFile, int] | None:
+    """The link file and its byte count; None when a sticky file is not a link (it is then data)."""
+    with open(host_path, "rb") as f:
+        raw = f.read()
+    try:
+        return LinkFile.from_bytes(raw), len(raw)
+    except (ValueError, TypeError):
+        return None
 
 
 def usage_from_sizes(sizes: Iterable[int], threshold: int, dirs: int = 1) -> Usage:

@@ -60,3 +60,11 @@ def test_shares_split_content_by_references(ns):
 def test_empty_namespace_is_one_directory(tmp_path):
     usage, _ = measure_namespace(Namespace(str(tmp_path), "bob"), "bob")
     assert usage.efs_dirs == 1 and usage.files == 0 and usage.efs_metered_bytes == 6 * KiB
+
+
+def test_sticky_file_that_is_not_a_link_counts_as_data(tmp_path):
+    namespace = Namespace(str(tmp_path), "carol")
+    namespace.write("/odd", b'{"not": "a link"}')
+    os.chmod(namespace.host("/odd"), 0o640 | 0o1000)  # sticky, like a link file
+    usage, _ = measure_namespace(namespace, "carol")
+    assert (usage.efs_files, usage.efs_bytes, usage.link_files) == (1, 17, 0)
