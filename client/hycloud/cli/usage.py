@@ -42,7 +42,7 @@ def storage_table(usage: dict) -> Table:
         human_bytes(usage["efs_data_metered_bytes"]),
     )
     table.add_row(
-        "EFS directories, link files, inodes",
+        "EFS metadata: dirs, links, inodes",
         f"{usage['efs_dirs']} dirs, {usage['link_files']} links",
         human_bytes(usage["link_file_bytes"]),
         human_bytes(usage["efs_metadata_metered_bytes"]),
