@@ -20,7 +20,9 @@ OUT = ROOT / "build" / "layers" / "core"
 
 def _inputs_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted([CORE / "requirements.txt", *CORE.glob("hycloud_core/**/*.py")]):
+    for path in sorted(
+        [CORE / "requirements.txt", *CORE.glob("hycloud_core/**/*.py"), *CORE.glob("hycloud_core/**/*.json")]
+    ):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -1,0 +1,154 @@
+"""Storage cost of the hybrid layout beside all-S3 and all-EFS (seed 000 Table II), and cost per GB moved.
+
+The seed prices a one-day trace of 514,095 files from 5 KB to ~4 GB. That trace is not public,
+so the same count and range are drawn from synthetic size distributions (seeded, reproducible):
+
+- trace-range: log-uniform over 5 KB .. 4 GiB (half the files are below ~4.5 MiB);
+- small-heavy: 90% log-uniform 5 KB .. 2 MiB, 10% log-uniform 2 MiB .. 4 GiB;
+- tiny-heavy: 99% log-uniform 1 KB .. 64 KiB, 1% log-uniform 2 MiB .. 1 GiB.
+
+One directory per 100 files. Prices come from hycloud_core/cost/prices.json. A threshold
+sweep shows how the small/large split moves the bill, and a per-GB table shows what a download
+and an upload cost in each layout (EFS under Elastic throughput, where relaying through EFS is
+not free). All figures are arithmetic on list prices: nothing here depends on machine load.
+
+Run:  python bench/cost_bench.py [--files 514095] [--seed 1]
+Writes bench/results/cost.json and bench/results/cost.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "layers" / "core"))
+
+from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
+from hycloud_core.cost.model import operations_cost  # noqa: E402
+
+KB, KiB, MiB, GiB = 1000, 1024, 1024**2, 1024**3
+THRESHOLD = 2 * MiB
+RESULTS = ROOT / "bench" / "results"
+SEED_TABLE_II = {"all-s3": 0.02278, "all-efs": 0.3, "hybrid": 0.02279}  # $/GB-month, seed 000
+
+
+def log_uniform(rng: random.Random, lo: float, hi: float) -> int:
+    return int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+def distribution(name: str, n: int, seed: int) -> list[int]:
+    rng = random.Random(f"{name}-{seed}")
+    if name == "trace-range":
+        return [log_uniform(rng, 5 * KB, 4 * GiB) for _ in range(n)]
+    if name == "small-heavy":
+        return [
+            log_uniform(rng, 5 * KB, 2 * MiB) if rng.random() < 0.9 else log_uniform(rng, 2 * MiB, 4 * GiB)
+            for _ in range(n)
+        ]
+    if name == "tiny-heavy":
+        return [
+            log_uniform(rng, 1 * KB, 64 * KiB) if rng.random() < 0.99 else log_uniform(rng, 2 * MiB, 1 * GiB)
+            for _ in range(n)
+        ]
+    raise ValueError(name)
+
+
+def storage_rows(sizes: list[int], prices, threshold: int) -> dict:
+    usage = usage_from_sizes(sizes, threshold, dirs=max(1, len(sizes) // 100))
+    out = {"files": usage.files, "logical_gb": prices.gb(usage.logical_bytes), "small_files": usage.efs_files}
+    for layout, cost in compare(usage, prices).items():
+        out[layout] = {
+            "data": cost.data_cost,
+            "metadata": cost.metadata_cost,
+            "total": cost.total,
+            "unit": cost.unit_price(prices),
+        }
+    out["hybrid_over_s3_pct"] = 100 * (out["hybrid"]["unit"] / out["all-s3"]["unit"] - 1)
+    return out
+
+
+def per_gb_rows(prices) -> dict:
+    """Cost of moving 1 GiB as one large file (and as 1,000 small files of 1 MiB) in each layout."""
+    cases = {
+        "large download": Operations(large_downloads=1, large_download_bytes=GiB),
+        "large upload": Operations(large_uploads=1, large_upload_bytes=GiB),
+        "small downloads": Operations(small_downloads=1024, small_download_bytes=GiB),
+        "small uploads": Operations(small_uploads=1024, small_upload_bytes=GiB),
+    }
+    return {
+        case: {
+            layout: sum(operations_cost(ops, prices, layout).values())
+            for layout in ("hybrid", "all-s3", "all-efs")
+        }
+        for case, ops in cases.items()
+    }
+
+
+def markdown(report: dict) -> str:
+    p = report["prices"]
+    lines = [
+        f"# Storage cost: HyCloud vs all-S3 vs all-EFS ({p['region']} list prices, {p['date']})",
+        "",
+        f"{report['files']:,} synthetic files per distribution, threshold {THRESHOLD // MiB} MiB, "
+        "one directory per 100 files. Seed 000 Table II (real trace): "
+        f"S3 {SEED_TABLE_II['all-s3']}, EFS {SEED_TABLE_II['all-efs']}, HyCloud {SEED_TABLE_II['hybrid']} $/GB-month (+0.43%).",
+        "",
+        "| distribution | data (GiB) | small files | layout | file data $/mo | metadata $/mo | total $/mo | $/GB-month |",
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, row in report["distributions"].items():
+        for layout in ("all-s3", "all-efs", "hybrid"):
+            c = row[layout]
+            lines.append(
+                f"| {name} | {row['logical_gb']:,.0f} | {row['small_files']:,} | {layout} | {c['data']:,.2f} | "
+                f"{c['metadata']:,.4f} | {c['total']:,.2f} | {c['unit']:.5f} |"
+            )
+        lines.append(f"| {name} | | | hybrid over S3 | | | | +{row['hybrid_over_s3_pct']:.2f}% |")
+    lines += ["", "Threshold sweep (small-heavy): hybrid $/GB-month and increase over all-S3", ""]
+    lines += ["| threshold | small files | $/GB-month | over S3 |", "| ---: | ---: | ---: | ---: |"]
+    for t, row in report["threshold_sweep"].items():
+        lines.append(
+            f"| {t} | {row['small_files']:,} | {row['hybrid']['unit']:.5f} | +{row['hybrid_over_s3_pct']:.2f}% |"
+        )
+    lines += ["", "Cost of moving 1 GiB (requests, compute, EFS Elastic throughput, egress), USD", ""]
+    lines += ["| case | HyCloud | all-S3 | all-EFS |", "| --- | ---: | ---: | ---: |"]
+    for case, row in report["per_gib"].items():
+        lines.append(f"| {case} | {row['hybrid']:.4f} | {row['all-s3']:.4f} | {row['all-efs']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=514_095)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    prices = load_prices()
+    report = {
+        "prices": {"region": prices.region, "date": prices.date},
+        "files": args.files,
+        "seed": args.seed,
+        "distributions": {},
+        "threshold_sweep": {},
+    }
+    for name in ("trace-range", "small-heavy", "tiny-heavy"):
+        sizes = distribution(name, args.files, args.seed)
+        report["distributions"][name] = storage_rows(sizes, prices, THRESHOLD)
+        if name == "small-heavy":
+            for t in (256 * KiB, 1 * MiB, 2 * MiB, 8 * MiB, 64 * MiB):
+                label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
+                report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
+    report["per_gib"] = per_gb_rows(prices)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "cost.json").write_text(json.dumps(report, indent=2) + "\n")
+    text = markdown(report)
+    (RESULTS / "cost.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""`hycloud usage` and `hycloud admin usage`: what is stored where, and its monthly cost in three layouts."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+from hycloud_core.cost import load_prices
+from hycloud_core.cost.records import deployment_usage
+from rich.console import Console
+from rich.table import Table
+
+from ..sdk import HyCloud
+
+LAYOUT_TITLES = {"hybrid": "HyCloud (EFS + S3)", "all-s3": "all in S3", "all-efs": "all in EFS"}
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def dollars(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x < 0.01:
+        return f"${x:.6f}"
+    return f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def storage_table(usage: dict) -> Table:
+    table = Table(title="Where the data is", box=None)
+    for col in ("service", "objects", "logical bytes", "billed bytes"):
+        table.add_column(col, justify="left" if col == "service" else "right")
+    table.add_row(
+        "EFS small files",
+        str(usage["efs_files"]),
+        human_bytes(usage["efs_bytes"]),
+        human_bytes(usage["efs_data_metered_bytes"]),
+    )
+    table.add_row(
+        "EFS metadata: dirs, links, inodes",
+        f"{usage['efs_dirs']} dirs, {usage['link_files']} links",
+        human_bytes(usage["link_file_bytes"]),
+        human_bytes(usage["efs_metadata_metered_bytes"]),
+    )
+    table.add_row(
+        "S3 large-file contents",
+        str(usage["s3_objects"]),
+        human_bytes(usage["s3_logical_bytes"]),
+        human_bytes(usage["s3_bytes"]),
+    )
+    return table
+
+
+def cost_table(costs: dict, prices: dict) -> Table:
+    title = f"Monthly storage cost at {prices['region']} list prices ({prices['date']})"
+    table = Table(title=title, box=None)
+    for col in ("layout", "file data", "metadata", "total", "$/GB-month"):
+        table.add_column(col, justify="left" if col == "layout" else "right")
+    for layout, cost in costs.items():
+        table.add_row(
+            LAYOUT_TITLES.get(layout, layout),
+            dollars(cost["data_cost"]),
+            dollars(cost["metadata_cost"]),
+            dollars(cost["total"]),
+            "-" if cost["unit_price_gb_month"] is None else f"{cost['unit_price_gb_month']:.5f}",
+        )
+    return table
+
+
+def show_usage(report: dict, json_output: bool, console: Console | None = None) -> None:
+    console = console or Console()
+    if json_output:
+        console.print_json(json.dumps(report))
+        return
+    usage = report["usage"]
+    console.print(f"user {report['user']}: {usage['files']} files, {human_bytes(usage['logical_bytes'])}")
+    console.print(storage_table(usage))
+    if usage["dedup_saved_bytes"]:
+        console.print(f"duplicate large files share storage: {human_bytes(usage['dedup_saved_bytes'])} saved")
+    shared = report.get("shared") or {}
+    if shared.get("shared_objects"):
+        console.print(
+            f"{shared['shared_objects']} contents ({human_bytes(shared['shared_bytes'])}) are shared with "
+            f"other users; your share of S3: {human_bytes(shared['attributed_bytes'])}, "
+            f"{dollars(shared['attributed_s3_cost'])}/month"
+        )
+    console.print(cost_table(report["costs"], report["prices"]))
+
+
+def usage_command(json_output: bool, console: Console | None = None) -> None:
+    """Fetch and print the caller's usage report."""
+    show_usage(HyCloud.from_config().http.json("GET", "/v1/usage"), json_output, console)
+
+
+def show_deployment(report: dict, json_output: bool, console: Console | None = None) -> None:
+    console = console or Console()
+    if json_output:
+        console.print_json(json.dumps(report))
+        return
+    objects = report["objects"]
+    console.print(
+        f"S3 holds {objects['s3_objects']} contents, {human_bytes(objects['s3_bytes'])} "
+        f"for {objects['references']} references ({human_bytes(objects['dedup_saved_bytes'])} saved by dedup)"
+    )
+    table = Table(title="Per user (directories not counted)", box=None)
+    for col in ("user", "files", "EFS metered", "S3 distinct", "HyCloud", "all S3", "all EFS"):
+        table.add_column(col, justify="left" if col == "user" else "right")
+    for name, entry in report["users"].items():
+        u, c = entry["usage"], entry["costs"]
+        table.add_row(
+            name,
+            str(u["files"]),
+            human_bytes(u["efs_metered_bytes"]),
+            human_bytes(u["s3_bytes"]),
+            *(dollars(c[k]["total"]) for k in ("hybrid", "all-s3", "all-efs")),
+        )
+    console.print(table)
+    console.print(cost_table(report["all_users"]["costs"], report["prices"]))
+
+
+def admin_usage_command(table: str, json_output: bool, console: Console | None = None) -> None:
+    """Scan the deployment's table (AWS credentials needed; reads every item once)."""
+    usage = deployment_usage(boto3.resource("dynamodb").Table(table))
+    show_deployment(usage.report(load_prices()), json_output, console)

@@ -1,0 +1,52 @@
+"""Usage and cost report of the caller's namespace: EFS vs S3, and what it costs per month."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from context import namespace, ok, query, records, user
+from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
+from hycloud_core.cost.model import attributed_s3_cost
+from hycloud_core.cost.records import reference_counts, user_usage_from_records
+from hycloud_core.errors import BadRequestError
+
+router = APIGatewayRouter()
+SOURCES = ("walk", "records")
+
+
+@cache
+def prices() -> Prices:
+    return load_prices()
+
+
+@router.get("/v1/usage")
+def usage() -> Response:
+    """`source=walk` (default) walks the namespace on EFS and counts directories; `source=records`
+    answers from one query of the user's file records, for namespaces too large to walk in time.
+    Either way shared content costs one batched read of reference counts, never a table scan.
+    """
+    source = query(router, "source", "walk")
+    if source not in SOURCES:
+        raise BadRequestError(f"source must be one of {', '.join(SOURCES)}", code="bad-parameter")
+    name = user(router)
+    if source == "walk":
+        measured, builder = measure_namespace(namespace(router), name)
+    else:
+        measured, builder = user_usage_from_records(records(), name)
+    shared = shares(builder, reference_counts(records().table, builder.contents))
+    table = prices()
+    return ok(
+        {
+            "user": name,
+            "source": source,
+            "usage": measured.to_dict(),
+            "shared": {
+                **shared.to_dict(),
+                "attributed_s3_cost": round(attributed_s3_cost(shared.attributed_bytes, table), 6),
+            },
+            "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
+            "prices": {"region": table.region, "date": table.date},
+        }
+    )

@@ -1,0 +1,123 @@
+"""Usage figures read from the DynamoDB table rather than from EFS.
+
+`reference_counts` is a handful of batched reads per request, and `user_usage_from_records` one
+query of the user's partition (fast where walking a large namespace on EFS is slow). `deployment_usage` scans the whole
+table, which reads (and bills) every item: it is for an operator's occasional report, not for
+the request path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr
+
+from ..store.records import Records, _plain
+from . import metering as m
+from .model import compare
+from .prices import Prices
+from .usage import Usage, UsageBuilder
+
+BATCH_GET_LIMIT = 100
+
+
+def reference_counts(table: Any, hashes: Iterable[str]) -> dict[str, int]:
+    """Deployment-wide reference count of each live content among `hashes`."""
+    wanted = sorted(set(hashes))
+    client = table.meta.client
+    counts: dict[str, int] = {}
+    for i in range(0, len(wanted), BATCH_GET_LIMIT):
+        keys = [{"pk": f"OBJ#{h}", "sk": "OBJ"} for h in wanted[i : i + BATCH_GET_LIMIT]]
+        request = {table.name: {"Keys": keys, "ProjectionExpression": "pk, refs"}}
+        while request:
+            page = client.batch_get_item(RequestItems=request)
+            for item in page["Responses"].get(table.name, []):
+                counts[item["pk"].removeprefix("OBJ#")] = int(item["refs"])
+            request = page.get("UnprocessedKeys") or None
+    return counts
+
+
+@dataclass
+class ObjectTotals:
+    """The bucket as billed: each content once, whoever references it (`OBJ#` records)."""
+
+    s3_objects: int = 0
+    s3_bytes: int = 0
+    s3_logical_bytes: int = 0  # size x references: what the users see
+    references: int = 0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "dedup_saved_bytes": self.s3_logical_bytes - self.s3_bytes}
+
+
+@dataclass
+class DeploymentUsage:
+    """Object totals plus usage rebuilt from file records, for everyone and per user.
+
+    File records carry sizes and content hashes but not directories, so `efs_dirs` is zero here
+    and EFS is understated by 6 KiB per directory; link files are metered at their usual 6 KiB.
+    """
+
+    objects: ObjectTotals = field(default_factory=ObjectTotals)
+    everyone: UsageBuilder = field(default_factory=UsageBuilder)
+    users: dict[str, UsageBuilder] = field(default_factory=dict)
+
+    def add(self, item: dict) -> None:
+        pk = item["pk"]
+        if pk.startswith("OBJ#") and item.get("state") == "live":
+            refs, size = int(item.get("refs", 0)), int(item["size"])
+            self.objects.s3_objects += 1
+            self.objects.s3_bytes += size
+            self.objects.s3_logical_bytes += size * refs
+            self.objects.references += refs
+        elif pk.startswith("NS#") and item["sk"].startswith("F#"):
+            name, path = pk.removeprefix("NS#"), item["sk"].removeprefix("F#")
+            user = self.users.setdefault(name, UsageBuilder(user=name))
+            for builder in (user, self.everyone):
+                _add_record(builder, item, path, name)
+
+    def report(self, prices: Prices) -> dict:
+        def priced(usage: Usage) -> dict:
+            costs = compare(usage, prices)
+            return {"usage": usage.to_dict(), "costs": {k: c.to_dict(prices) for k, c in costs.items()}}
+
+        return {
+            "objects": self.objects.to_dict(),
+            "all_users": priced(self.everyone.build()),
+            "users": {name: priced(b.build()) for name, b in sorted(self.users.items())},
+            "prices": {"region": prices.region, "date": prices.date},
+        }
+
+
+def _add_record(builder: UsageBuilder, item: dict, path: str, user: str) -> None:
+    """A file record as a small file or a link file; its record bytes are estimated as the walk does."""
+    size = int(item.get("size", 0))
+    if item.get("kind") == "large":
+        builder.add_large(size, item.get("content_hash", ""), m.LINK_FILE_BYTES_ESTIMATE, path, user)
+    else:
+        builder.add_small(size, path, user)
+
+
+def user_usage_from_records(records: Records, user: str) -> tuple[Usage, UsageBuilder]:
+    """A user's usage from their file records: one query, no EFS walk, directories not counted."""
+    builder = UsageBuilder(user=user)
+    for item in records.files_under(user, "/"):
+        _add_record(builder, item, item["sk"].removeprefix("F#"), user)
+    return builder.build(), builder
+
+
+def deployment_usage(table: Any) -> DeploymentUsage:
+    """Scan the table once for object and file records."""
+    usage = DeploymentUsage()
+    kwargs: dict[str, Any] = {
+        "FilterExpression": Attr("pk").begins_with("OBJ#") | Attr("pk").begins_with("NS#")
+    }
+    while True:
+        page = table.scan(**kwargs)
+        for item in page["Items"]:
+            usage.add(_plain(item))
+        if "LastEvaluatedKey" not in page:
+            return usage
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

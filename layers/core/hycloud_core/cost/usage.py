@@ -1,0 +1,178 @@
+"""What a user's namespace occupies in EFS, S3 and DynamoDB, measured by walking it.
+
+Large files are measured from their link files: the size in the JSON, not the few hundred bytes
+on disk (those bytes are metered too, as EFS metadata). S3 bytes count each distinct content
+once per user (`s3_bytes`) beside the sum over paths (`s3_logical_bytes`), so copies and
+duplicate uploads show as savings. Content shared with other users is stored once for the whole
+deployment; `shares` (from the `OBJ#` reference counts) says how much of it is this user's.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from ..fs.namespace import TMP_PREFIX, Namespace
+from ..linkfile import LinkFile, is_link_mode
+from . import metering as m
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Counts and bytes of one namespace (or any set of files) by where they are kept."""
+
+    efs_files: int = 0  # small files stored in EFS
+    efs_dirs: int = 0  # directories, the namespace root included
+    efs_bytes: int = 0  # logical bytes of the small files
+    link_files: int = 0  # large files, one link file each
+    link_file_bytes: int = 0  # bytes of the link files' JSON
+    efs_data_metered_bytes: int = 0  # small files' data, rounded to 4 KiB blocks
+    efs_metadata_metered_bytes: int = 0  # inodes, directory blocks and link files
+    s3_objects: int = 0  # distinct contents behind the link files
+    s3_bytes: int = 0  # their bytes, each content once
+    s3_logical_bytes: int = 0  # sum of large file sizes over paths
+    large_efs_data_bytes: int = 0  # what the large files' data would meter in EFS
+    record_bytes: int = 0  # estimated DynamoDB bytes of file and object records
+
+    @property
+    def files(self) -> int:
+        return self.efs_files + self.link_files
+
+    @property
+    def logical_bytes(self) -> int:
+        return self.efs_bytes + self.s3_logical_bytes
+
+    @property
+    def efs_metered_bytes(self) -> int:
+        return self.efs_data_metered_bytes + self.efs_metadata_metered_bytes
+
+    @property
+    def dedup_saved_bytes(self) -> int:
+        return self.s3_logical_bytes - self.s3_bytes
+
+    def to_dict(self) -> dict:
+        derived = ("files", "logical_bytes", "efs_metered_bytes", "dedup_saved_bytes")
+        return {**asdict(self), **{name: getattr(self, name) for name in derived}}
+
+
+@dataclass
+class UsageBuilder:
+    """Accumulates files and directories one at a time; `build` freezes the totals."""
+
+    user: str = ""
+    counts: Counter = field(default_factory=Counter)
+    contents: dict[str, int] = field(default_factory=dict)  # content hash -> size
+    refs: Counter = field(default_factory=Counter)  # content hash -> link files of this user
+
+    def add_dir(self) -> None:
+        self.counts["efs_dirs"] += 1
+        self.counts["efs_metadata_metered_bytes"] += m.efs_dir_bytes()
+
+    def add_small(self, size: int, path: str = "", owner: str | None = None) -> None:
+        self.counts["efs_files"] += 1
+        self.counts["efs_bytes"] += size
+        self.counts["efs_data_metered_bytes"] += m.efs_data_bytes(size)
+        self.counts["efs_metadata_metered_bytes"] += m.EFS_METADATA_BYTES
+        self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
+
+    def add_large(
+        self, size: int, content_hash: str, link_bytes: int, path: str = "", owner: str | None = None
+    ) -> None:
+        self.counts["link_files"] += 1
+        self.counts["link_file_bytes"] += link_bytes
+        self.counts["efs_metadata_metered_bytes"] += m.efs_file_bytes(link_bytes)
+        self.counts["s3_logical_bytes"] += size
+        self.counts["large_efs_data_bytes"] += m.efs_data_bytes(size)
+        self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
+        self.contents[content_hash] = size
+        self.refs[content_hash] += 1
+
+    def build(self) -> Usage:
+        return Usage(
+            **self.counts,
+            s3_objects=len(self.contents),
+            s3_bytes=sum(self.contents.values()),
+        )
+
+
+def measure_namespace(ns: Namespace, user: str = "") -> tuple[Usage, UsageBuilder]:
+    """Walk a namespace on EFS. Returns the usage and the builder (its per-content references)."""
+    builder = UsageBuilder(user=user)
+    _walk(ns.root, "", builder)
+    return builder.build(), builder
+
+
+def _walk(host_dir: str, path: str, builder: UsageBuilder) -> None:
+    builder.add_dir()
+    with os.scandir(host_dir) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        if entry.name.startswith(TMP_PREFIX):
+            continue
+        st = entry.stat(follow_symlinks=False)
+        child = f"{path}/{entry.name}"
+        if stat_mod.S_ISDIR(st.st_mode):
+            _walk(entry.path, child, builder)
+        elif is_link_mode(st.st_mode) and (link := _read_link(entry.path)):
+            builder.add_large(link[0].size, link[0].content_hash, link[1], child)
+        elif stat_mod.S_ISREG(st.st_mode):
+            builder.add_small(st.st_size, child)
+
+
+def _read_link(host_path: str) -> tuple[LinkFile, int] | None:
+    """The link file and its byte count; None when a sticky file is not a link (it is then data)."""
+    with open(host_path, "rb") as f:
+        raw = f.read()
+    try:
+        return LinkFile.from_bytes(raw), len(raw)
+    except (ValueError, TypeError):
+        return None
+
+
+def usage_from_sizes(sizes: Iterable[int], threshold: int, dirs: int = 1) -> Usage:
+    """Usage of files with these sizes laid out by the size threshold, all contents distinct.
+
+    For models and benchmarks of a file-size distribution without building a filesystem.
+    """
+    builder = UsageBuilder()
+    for _ in range(dirs):
+        builder.add_dir()
+    for i, size in enumerate(sizes):
+        if size < threshold:
+            builder.add_small(size)
+        else:
+            builder.add_large(size, f"synthetic-{i}", m.LINK_FILE_BYTES_ESTIMATE)
+    return builder.build()
+
+
+@dataclass(frozen=True)
+class SharedContent:
+    """This user's part of contents that the deployment stores once for all their references."""
+
+    shared_objects: int  # contents also referenced outside this user's namespace
+    shared_bytes: int
+    attributed_bytes: float  # sum of size × (this user's refs / all refs)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def shares(builder: UsageBuilder, total_refs: dict[str, int]) -> SharedContent:
+    """Split each content's bytes by reference: what a fair bill would charge this user for S3.
+
+    `total_refs` maps content hash to the deployment-wide reference count (`OBJ#` refs); a hash
+    missing from it (record being deleted, or not yet committed) is attributed wholly to the user.
+    """
+    shared_objects = shared_bytes = 0
+    attributed = 0.0
+    for content_hash, size in builder.contents.items():
+        mine = builder.refs[content_hash]
+        total = max(mine, total_refs.get(content_hash, mine))
+        if total > mine:
+            shared_objects += 1
+            shared_bytes += size
+        attributed += size * mine / total
+    return SharedContent(shared_objects, shared_bytes, attributed)

@@ -1,0 +1,103 @@
+"""`hycloud usage` rendering: the report's figures reach the tables, and --json passes it through."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hycloud.cli import usage as cli
+from hycloud_core.cost import UsageBuilder, compare, load_prices
+from rich.console import Console
+
+P = load_prices()
+GiB = 1024**3
+
+
+def report() -> dict:
+    b = UsageBuilder(user="alice")
+    b.add_dir()
+    b.add_small(700, "/notes")
+    b.add_large(3 * GiB, "h1", 220, "/a")
+    b.add_large(3 * GiB, "h1", 220, "/b")
+    usage = b.build()
+    return {
+        "user": "alice",
+        "usage": usage.to_dict(),
+        "shared": {
+            "shared_objects": 1,
+            "shared_bytes": 3 * GiB,
+            "attributed_bytes": GiB,
+            "attributed_s3_cost": 0.023,
+        },
+        "costs": {k: c.to_dict(P) for k, c in compare(usage, P).items()},
+        "prices": {"region": P.region, "date": P.date},
+    }
+
+
+@pytest.fixture
+def fake_client(monkeypatch):
+    calls = []
+    data = report()
+
+    class FakeHttp:
+        def json(self, method, route, **kw):
+            calls.append((method, route))
+            return data
+
+    class FakeClient:
+        http = FakeHttp()
+
+    monkeypatch.setattr(cli.HyCloud, "from_config", classmethod(lambda cls: FakeClient()))
+    return calls, data
+
+
+def test_tables_show_usage_and_three_costs(fake_client):
+    calls, data = fake_client
+    console = Console(record=True, width=160)
+    cli.usage_command(False, console)
+    text = console.export_text()
+    assert calls == [("GET", "/v1/usage")]
+    for layout in ("HyCloud (EFS + S3)", "all in S3", "all in EFS"):
+        assert layout in text
+    for cost in data["costs"].values():
+        assert cli.dollars(cost["total"]) in text
+    assert "6.00 GiB" in text and "3.00 GiB" in text  # logical vs stored after dedup
+    assert "3.00 GiB saved" in text and "shared with other users" in text
+    assert P.date in text
+
+
+def test_json_output_is_the_report(fake_client):
+    _, data = fake_client
+    console = Console(record=True, width=200)
+    cli.usage_command(True, console)
+    assert json.loads(console.export_text()) == data
+
+
+@pytest.mark.parametrize(
+    ("n", "text"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.50 KiB"), (5 * GiB, "5.00 GiB")]
+)
+def test_human_bytes(n, text):
+    assert cli.human_bytes(n) == text
+
+
+def test_admin_report_lists_users_and_bucket_totals():
+    from hycloud_core.cost.records import DeploymentUsage
+
+    dep = DeploymentUsage()
+    items = [
+        {"pk": "OBJ#h1", "sk": "OBJ", "state": "live", "refs": 2, "size": GiB},
+        {"pk": "OBJ#h2", "sk": "OBJ", "state": "deleting", "refs": 0, "size": 5},
+        {"pk": "NS#alice", "sk": "F#/a", "kind": "large", "size": GiB, "content_hash": "h1"},
+        {"pk": "NS#bob", "sk": "F#/b", "kind": "large", "size": GiB, "content_hash": "h1"},
+        {"pk": "NS#bob", "sk": "F#/s", "kind": "small", "size": 10, "sha256": "x"},
+        {"pk": "USER#bob", "sk": "PROFILE"},
+    ]
+    for item in items:
+        dep.add(item)
+    data = dep.report(P)
+    console = Console(record=True, width=160)
+    cli.show_deployment(data, False, console)
+    text = console.export_text()
+    assert "S3 holds 1 contents, 1.00 GiB for 2 references (1.00 GiB saved by dedup)" in text
+    assert "alice" in text and "bob" in text
+    assert data["users"]["bob"]["usage"]["files"] == 2 and data["all_users"]["usage"]["s3_bytes"] == GiB
