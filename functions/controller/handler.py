@@ -7,12 +7,12 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from context import authenticate
 from hycloud_core.errors import HyCloudError
-from routes import dirs, files, meta, ops, relay, uploads
+from routes import dirs, files, meta, ops, relay, uploads, usage
 
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver()
 app.use(middlewares=[authenticate])
-for module in (files, dirs, meta, ops, relay, uploads):
+for module in (files, dirs, meta, ops, relay, uploads, usage):
     app.include_router(module.router)
 
 

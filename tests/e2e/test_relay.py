@@ -7,7 +7,6 @@ import os
 import threading
 
 import pytest
-
 from hycloud_core import paths
 
 pytestmark = pytest.mark.e2e
