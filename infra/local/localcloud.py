@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -128,6 +129,12 @@ def install_executor() -> None:
     shutil.rmtree(STATE / "cache" / "plux", ignore_errors=True)  # entry-point index of LocalStack's plugins
 
 
+def install_localstack_packages() -> None:
+    """Packages LocalStack would otherwise fetch on first use (kinesis-mock backs DynamoDB Streams)."""
+    code = "from localstack.services.kinesis.packages import kinesismock_package as p; p.install()"
+    run([str(LS_VENV / "bin" / "python"), "-c", code], env=localstack_env(4566), cwd=STATE)
+
+
 def install_runtime() -> None:
     make_venv(RUNTIME_VENV, find_python("12"))
     pip = [str(RUNTIME_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -225,6 +232,12 @@ def install() -> None:
         install_executor,
     )
     step(
+        "localstack-packages",
+        (STAMPS / "localstack").read_text(),
+        LIB_DIR / "kinesis-local",
+        install_localstack_packages,
+    )
+    step(
         "lambda-runtime",
         digest(HERE / "requirements-lambda-runtime.txt", extra=find_python("12")),
         RUNTIME_VENV / "bin" / "python",
@@ -274,12 +287,18 @@ def localstack_env(gw_port: int) -> dict[str, str]:
             "DYNAMODB_IN_MEMORY": "1",
             "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={STATE / 'tmp'}",
             "LAMBDA_RUNTIME_EXECUTOR": "local-process",
+            "NODE_OPTIONS": f"--require={HERE / 'listen-loopback.js'}",
             "SQS_ENDPOINT_STRATEGY": "path",
             "HYCLOUD_LOCALCLOUD": str(STATE),
             "HYCLOUD_LAMBDA_PYTHON": str(RUNTIME_VENV / "bin" / "python"),
         }
     )
     return env
+
+
+def port_in_use(number: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", number)) == 0
 
 
 def running_pid() -> int | None:
@@ -309,6 +328,8 @@ def start() -> None:
         stop()
     install()
     gw_port = int(os.environ.get("HYCLOUD_LOCAL_PORT", "4566"))
+    if port_in_use(gw_port):
+        sys.exit(f"[localcloud] port {gw_port} is taken by another process; set HYCLOUD_LOCAL_PORT")
     t0 = time.monotonic()
     with open(LOG_FILE, "wb") as out:
         proc = subprocess.Popen(

@@ -311,6 +311,75 @@ def test_step_functions_invokes_lambda(aws, name):
     assert json.loads(desc["output"]) == {"doubled": 42}
 
 
+SINK_HANDLER = """
+import json, os, uuid
+import boto3
+
+def handler(event, context):
+    records = event.get("Records") or [event]
+    s3 = boto3.client("s3")
+    for record in records:
+        if "body" in record:
+            key, body = "sqs/" + record["body"], record["body"]
+        elif "dynamodb" in record:
+            key, body = "ddb/" + record["dynamodb"]["Keys"]["pk"]["S"], record["eventName"]
+        else:
+            key, body = "async/" + record["tag"], record["tag"]
+        s3.put_object(Bucket=os.environ["BUCKET"], Key=key, Body=body.encode())
+"""
+
+
+def wait_for_keys(aws, bucket: str, expected: set[str], timeout: float = 60) -> set[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {o["Key"] for o in aws("s3").list_objects_v2(Bucket=bucket).get("Contents", [])}
+        if expected <= found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_async_invoke_and_event_sources(aws, name):
+    """Async invoke, an SQS queue and a DynamoDB stream each drive the same function."""
+    aws("s3").create_bucket(Bucket=name)
+    fn_arn = create_function(aws, name, SINK_HANDLER, Environment={"Variables": {"BUCKET": name}})
+    lam, sqs, ddb = aws("lambda"), aws("sqs"), aws("dynamodb")
+    lam.invoke(FunctionName=name, InvocationType="Event", Payload=json.dumps({"tag": "a1"}).encode())
+
+    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    lam.create_event_source_mapping(FunctionName=fn_arn, EventSourceArn=queue_arn, BatchSize=10)
+    for body in ("m1", "m2"):
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+
+    stream_arn = ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )["TableDescription"]["LatestStreamArn"]
+    ddb.get_waiter("table_exists").wait(TableName=name)
+    streams = aws("dynamodbstreams")
+    deadline = time.monotonic() + 30
+    while streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["StreamStatus"] != "ENABLED":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    mapping = lam.create_event_source_mapping(
+        FunctionName=fn_arn, EventSourceArn=stream_arn, StartingPosition="TRIM_HORIZON"
+    )
+    deadline = time.monotonic() + 30
+    while lam.get_event_source_mapping(UUID=mapping["UUID"])["State"] != "Enabled":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "k1"}})
+
+    expected = {"async/a1", "sqs/m1", "sqs/m2", "ddb/k1"}
+    assert wait_for_keys(aws, name, expected) == expected
+    assert aws("s3").get_object(Bucket=name, Key="ddb/k1")["Body"].read() == b"INSERT"
+
+
 def cfn_template(code: str) -> dict:
     ap_arn = {
         "Fn::Join": [

@@ -44,7 +44,9 @@ from hycloud_local_lambda import efs
 LOG = logging.getLogger(__name__)
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
-SUPPORTED_RUNTIMES = {"python3.12"}
+# python3.12 is the project's runtime; other python3.x functions (CDK's own custom-resource
+# handlers use python3.13) run on the same interpreter, which is close enough for them.
+RUNTIME_PREFIX = "python3."
 
 # Runs inside the new mount namespace: private /mnt and /tmp, one bind mount per access point.
 MOUNT_SCRIPT = """set -e
@@ -163,11 +165,12 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
     @classmethod
     def prepare_version(cls, function_version: FunctionVersion) -> None:
         runtime = function_version.config.runtime
-        if runtime not in SUPPORTED_RUNTIMES:
+        if not (runtime or "").startswith(RUNTIME_PREFIX):
             raise LambdaRuntimeException(
-                f"Runtime {runtime} is not supported by the local process executor "
-                f"(supported: {', '.join(sorted(SUPPORTED_RUNTIMES))})"
+                f"Runtime {runtime} is not supported by the local process executor (python3.x only)"
             )
+        if runtime != "python3.12":
+            LOG.warning("%s uses %s; it runs on Python 3.12 here", function_version.qualified_arn, runtime)
         if function_version.config.code:
             function_version.config.code.prepare_for_execution()
         for layer in function_version.config.layers:
@@ -198,7 +201,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             {
                 "LAMBDA_TASK_ROOT": code_dir,
                 "LAMBDA_RUNTIME_DIR": str(BOOTSTRAP.parent),
-                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+                "AWS_EXECUTION_ENV": f"AWS_Lambda_{version.config.runtime}",
                 "PATH": f"{Path(runtime_python()).parent}:/usr/local/bin:/usr/bin:/bin",
                 "LANG": "en_US.UTF-8",
                 "PYTHONUNBUFFERED": "1",
