@@ -57,8 +57,15 @@ def log(msg: str) -> None:
     print(f"[localcloud] {msg}", flush=True)
 
 
-def run(cmd: list[str], **kwargs) -> None:
-    subprocess.run(cmd, check=True, **kwargs)
+def run(cmd: list[str], quiet: bool = False, **kwargs) -> None:
+    """Run a step; a quiet one shows its output only when it fails."""
+    if not quiet:
+        subprocess.run(cmd, check=True, **kwargs)
+        return
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        print(done.stdout + done.stderr, file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, cmd)
 
 
 # ---------------------------------------------------------------- install
@@ -90,9 +97,10 @@ def digest(*paths: Path, extra: str = "") -> str:
     for path in paths:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for f in files:
-            if "__pycache__" in f.parts or f.suffix == ".pyc" or ".egg-info" in str(f) or "build" in f.parts:
+            rel = f.relative_to(HERE)
+            if f.suffix == ".pyc" or {"__pycache__", "build"} & set(rel.parts) or ".egg-info" in str(rel):
                 continue
-            h.update(str(f.relative_to(HERE)).encode())
+            h.update(str(rel).encode())
             h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -154,11 +162,14 @@ def install_dynamodb_local() -> None:
         sys.exit("mvn not found: install Maven (Debian: apt-get install maven)")
     deps = STATE / "build" / "dynamodb-local-deps"
     shutil.rmtree(deps, ignore_errors=True)
-    run([
-        "mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(DDB_POM_DIR / "pom.xml"),
-        f"-Dmaven.repo.local={STATE / 'm2'}",
-        "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={deps}",
-    ])  # fmt: skip
+    run(
+        [
+            "mvn", "-q", "-B", "-f", str(DDB_POM_DIR / "pom.xml"),
+            f"-Dmaven.repo.local={STATE / 'm2'}",
+            "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={deps}",
+        ],
+        quiet=True,
+    )  # fmt: skip
     shutil.rmtree(DDB_DIR, ignore_errors=True)
     lib = DDB_DIR / "DynamoDBLocal_lib"
     lib.mkdir(parents=True)
@@ -212,7 +223,7 @@ def install_cdk_cli() -> None:
     NODE_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
         shutil.copy2(NODE_PKG_DIR / name, NODE_DIR / name)
-    run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR)
+    run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], quiet=True, cwd=NODE_DIR)
 
 
 def install() -> None:
@@ -327,6 +338,7 @@ def start() -> None:
         log("a previous LocalStack process is not healthy; stopping it first")
         stop()
     install()
+    fresh_state()
     gw_port = int(os.environ.get("HYCLOUD_LOCAL_PORT", "4566"))
     if port_in_use(gw_port):
         sys.exit(f"[localcloud] port {gw_port} is taken by another process; set HYCLOUD_LOCAL_PORT")
@@ -351,6 +363,13 @@ def start() -> None:
             return
         time.sleep(0.25)
     fail(f"LocalStack did not answer {endpoint()}/_localstack/health within {HEALTH_TIMEOUT_S} s")
+
+
+def fresh_state() -> None:
+    """LocalStack keeps its state in memory, so a start is a new cloud: EFS folders start empty too."""
+    for name in ("efs", "lambda-envs", "tmp"):
+        shutil.rmtree(STATE / name, ignore_errors=True)
+        (STATE / name).mkdir(parents=True)
 
 
 def fail(msg: str) -> None:

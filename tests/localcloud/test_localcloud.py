@@ -282,6 +282,10 @@ def test_rest_api_lambda_proxy(aws, cloud, name):
         assert resp.status == 201
         body = json.loads(resp.read())
     assert body == {"path": "/files/a/b.txt", "method": "GET", "query": {"v": "1"}}
+    # the newer form of the same endpoint
+    url = f"{cloud['AWS_ENDPOINT_URL']}/_aws/execute-api/{api_id}/dev/files/c?v=2"
+    with urllib.request.urlopen(urllib.request.Request(url, method="POST", data=b"x"), timeout=30) as resp:
+        assert json.loads(resp.read()) == {"path": "/files/c", "method": "POST", "query": {"v": "2"}}
 
 
 def test_step_functions_invokes_lambda(aws, name):
