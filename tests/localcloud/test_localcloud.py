@@ -239,6 +239,17 @@ def test_lambda_error_and_logs(aws, name):
     assert "about to fail" in logs and "START RequestId" in logs and "REPORT RequestId" in logs
 
 
+def test_lambda_init_errors_are_reported(aws, name):
+    create_function(aws, name, "import not_a_module\n\ndef handler(event, context):\n    return 1\n")
+    out, error = invoke(aws, name, {})
+    assert error == "Unhandled"
+    assert out["errorType"] == "Runtime.ImportModuleError"
+    assert out["errorMessage"] == "Unable to import module 'app': No module named 'not_a_module'"
+    create_function(aws, name + "-h", "def other(event, context):\n    return 1\n")
+    out, error = invoke(aws, name + "-h", {})
+    assert (error, out["errorType"]) == ("Unhandled", "Runtime.HandlerNotFound")
+
+
 def test_lambda_timeout_then_recovers(aws, name):
     code = "import time\ndef handler(event, context):\n    time.sleep(event['sleep'])\n    return 'done'\n"
     create_function(aws, name, code, Timeout=1)
