@@ -52,7 +52,7 @@ RUNTIME_PREFIX = "python3."
 MOUNT_SCRIPT = """set -e
 tmp="$1"; py="$2"; boot="$3"; shift 3
 mount -t tmpfs -o mode=0755,size=1m hycloud-mnt /mnt
-mount --bind "$tmp" /tmp
+if [ -n "$tmp" ]; then mount --bind "$tmp" /tmp; fi
 while [ "$#" -ge 2 ]; do
   mkdir -p "$2"
   mount --bind "$1" "$2"
@@ -70,6 +70,9 @@ def runtime_python() -> str:
 def mount_namespace_available() -> bool:
     """True when ``unshare -m`` and bind mounts work here (root with CAP_SYS_ADMIN)."""
     if os.environ.get("HYCLOUD_LAMBDA_MOUNT_NAMESPACE", "1") == "0" or not shutil.which("unshare"):
+        return False
+    if _under("/mnt", efs.state_dir(), Path(runtime_python()).resolve()):
+        LOG.warning("The local cloud lives under /mnt; EFS paths are passed via environment instead")
         return False
     probe = "mount -t tmpfs -o size=1m hycloud-probe /mnt && mkdir -p /mnt/probe"
     try:
@@ -215,8 +218,9 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         env.update({k: str(v) for k, v in (version.config.environment or {}).items()})
         mounts = efs.mounts_for(version.id.account, version.id.region, version.id.function_name)
         env["HYCLOUD_EFS_MOUNTS"] = json.dumps({path: str(folder) for folder, path in mounts})
-        if not mount_namespace_available():
+        if not mount_namespace_available() or not private_tmp_possible():
             env["TMPDIR"] = str(self.env_dir / "tmp")
+        if not mount_namespace_available():
             env.update(_rewrite_mount_paths(env, mounts))
         return env
 
@@ -229,7 +233,8 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         return [
             "unshare", "-m", "--propagation", "private",
             "sh", "-c", MOUNT_SCRIPT, "hycloud-lambda",
-            str(self.env_dir / "tmp"), runtime_python(), str(BOOTSTRAP), *pairs,
+            str(self.env_dir / "tmp") if private_tmp_possible() else "",
+            runtime_python(), str(BOOTSTRAP), *pairs,
         ]  # fmt: skip
 
     def _spawn(self) -> None:
@@ -312,6 +317,15 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             future.set_result(result)
         except Exception:  # the response won the race
             pass
+
+
+def _under(top: str, *paths: Path) -> bool:
+    return any(Path(p).resolve().is_relative_to(top) for p in paths)
+
+
+def private_tmp_possible() -> bool:
+    """Binding /tmp would hide the code and interpreter if the local cloud itself lives there."""
+    return not _under("/tmp", efs.state_dir(), Path(runtime_python()).resolve())
 
 
 def _rewrite_mount_paths(env: dict[str, str], mounts: list[tuple[Path, str]]) -> dict[str, str]:
