@@ -1,0 +1,119 @@
+"""Stand-in CloudFormation providers for ``AWS::EFS::*`` (EFS is not in the free LocalStack).
+
+Without them LocalStack accepts these resources but gives every one the id
+``unknown``, so all access points would share one ARN and one folder. These
+providers hand out AWS-shaped ids and ARNs (``fs-…``, ``fsap-…``, ``fsmt-…``)
+so each access point gets its own folder via ``efs.py``; nothing else is
+emulated (no mount targets, policies or root-directory creation on a shared
+file system).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from localstack.services.cloudformation.resource_provider import (
+    CloudFormationResourceProviderPlugin,
+    OperationStatus,
+    ProgressEvent,
+    ResourceProvider,
+    ResourceRequest,
+)
+
+SCHEMAS = Path(__file__).with_name("schemas")
+
+
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"aws_efs_{name}.schema.json").read_text())
+
+
+def _hex_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(9)[:17]}"
+
+
+def _arn(request: ResourceRequest, kind: str, ident: str) -> str:
+    return f"arn:aws:elasticfilesystem:{request.region_name}:{request.account_id}:{kind}/{ident}"
+
+
+class _PlaceholderProvider(ResourceProvider[dict]):
+    """Creates a record with generated ids; updates keep them; deletes do nothing."""
+
+    ID_PROPERTY = ""
+
+    def fill(self, request: ResourceRequest, model: dict) -> None:
+        raise NotImplementedError
+
+    def create(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
+        model = request.desired_state
+        self.fill(request, model)
+        return ProgressEvent(status=OperationStatus.SUCCESS, resource_model=model)
+
+    def update(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
+        model = {**request.desired_state}
+        for key, value in (request.previous_state or {}).items():
+            if key == self.ID_PROPERTY or key in ("Arn", "FileSystemArn", "IpAddress"):
+                model[key] = value
+        return ProgressEvent(status=OperationStatus.SUCCESS, resource_model=model)
+
+    def delete(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
+        return ProgressEvent(status=OperationStatus.SUCCESS, resource_model={})
+
+    def read(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
+        return ProgressEvent(status=OperationStatus.SUCCESS, resource_model=request.desired_state)
+
+
+class FileSystemProvider(_PlaceholderProvider):
+    TYPE = "AWS::EFS::FileSystem"
+    SCHEMA = _schema("filesystem")
+    ID_PROPERTY = "FileSystemId"
+
+    def fill(self, request, model):
+        model["FileSystemId"] = _hex_id("fs")
+        model["Arn"] = _arn(request, "file-system", model["FileSystemId"])
+
+
+class AccessPointProvider(_PlaceholderProvider):
+    TYPE = "AWS::EFS::AccessPoint"
+    SCHEMA = _schema("accesspoint")
+    ID_PROPERTY = "AccessPointId"
+
+    def fill(self, request, model):
+        model["AccessPointId"] = _hex_id("fsap")
+        model["Arn"] = _arn(request, "access-point", model["AccessPointId"])
+
+
+class MountTargetProvider(_PlaceholderProvider):
+    TYPE = "AWS::EFS::MountTarget"
+    SCHEMA = _schema("mounttarget")
+    ID_PROPERTY = "Id"
+
+    def fill(self, request, model):
+        model["Id"] = _hex_id("fsmt")
+        model["IpAddress"] = model.get("IpAddress") or "127.0.0.1"
+
+
+class _Plugin(CloudFormationResourceProviderPlugin):
+    provider: type[ResourceProvider] = ResourceProvider
+
+    def __init__(self):
+        self.factory = None
+
+    def load(self):
+        self.factory = self.provider
+
+
+class FileSystemProviderPlugin(_Plugin):
+    name = "AWS::EFS::FileSystem"
+    provider = FileSystemProvider
+
+
+class AccessPointProviderPlugin(_Plugin):
+    name = "AWS::EFS::AccessPoint"
+    provider = AccessPointProvider
+
+
+class MountTargetProviderPlugin(_Plugin):
+    name = "AWS::EFS::MountTarget"
+    provider = MountTargetProvider
