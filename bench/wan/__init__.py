@@ -7,6 +7,7 @@ through `WanLink` (its URL, or a session with `WanAdapter` mounted) is shaped.
 from .adapter import WanAdapter, rewrite_url, session_through
 from .link import WanLink
 from .proxy import LinkProxy, LinkShape
+from .spawned import SpawnedWanLink
 from .stats import ConnectionStats, LinkStats
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "LinkProxy",
     "LinkShape",
     "LinkStats",
+    "SpawnedWanLink",
     "WanAdapter",
     "WanLink",
     "rewrite_url",

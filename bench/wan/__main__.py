@@ -9,6 +9,7 @@ import argparse
 import signal
 import sys
 
+from . import control
 from .link import DEFAULT_MAX_SECONDS, WanLink
 
 
@@ -34,6 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-handshake", action="store_true", help="new connections skip the 1-RTT handshake"
     )
+    parser.add_argument("--control", action="store_true", help="JSON control channel on stdin/stdout")
     return parser.parse_args(argv)
 
 
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         handshake=not args.no_handshake,
     ).start()
     signal.signal(signal.SIGTERM, lambda *_: link.close())
+    if args.control:
+        control.serve(link, sys.stdin.buffer, sys.stdout)
+        return 0
     print(f"{link.url} -> {args.target[0]}:{args.target[1]}", flush=True)
     try:
         while not link.wait(0.5):

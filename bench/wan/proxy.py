@@ -87,6 +87,8 @@ class LinkProxy:
         conn = self.stats.open(peer)
         try:
             await self._forward(conn, client_r, client_w)
+        except asyncio.CancelledError:
+            pass  # the link is closing; ending quietly keeps asyncio from logging the cancel
         finally:
             self._writers.discard(client_w)
             client_w.transport.abort()

@@ -20,6 +20,7 @@ MAX_SEGMENT = 64 * KIB
 MIN_IN_FLIGHT = 256 * KIB
 UNLIMITED_IN_FLIGHT = 8 * 1024 * KIB
 SEGMENT_TIME = 0.004  # seconds of wire time per segment: finer at low rates, cheap at high ones
+BURST_TIME = 0.010  # seconds of wire time that may go back-to-back: absorbs late wake-ups of a busy host
 
 
 class TokenBucket:
@@ -72,8 +73,14 @@ class Lane:
             return UNLIMITED_IN_FLIGHT
         return int(max(MIN_IN_FLIGHT, 2 * self.rate * self.delay + 2 * self.segment))
 
+    @property
+    def burst(self) -> int:
+        if self.rate is None:
+            return MAX_SEGMENT
+        return max(self.segment, int(self.rate * BURST_TIME))
+
     def bucket(self, now: float) -> TokenBucket:
-        return TokenBucket(self.rate, self.segment, now)
+        return TokenBucket(self.rate, self.burst, now)
 
 
 class DelayLine:
