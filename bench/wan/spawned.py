@@ -8,6 +8,7 @@ interpreter of its own. Counters are fetched over a pipe (about 0.1 ms a read).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -101,7 +102,8 @@ class SpawnedWanLink:
             self._proc.kill()
             self._proc.wait()
         for pipe in (self._proc.stdin, self._proc.stdout):
-            pipe.close()
+            with contextlib.suppress(OSError):  # an unflushed request to a child that had already stopped
+                pipe.close()
 
     def wait(self, timeout: float | None = None) -> bool:
         if self._proc is None:

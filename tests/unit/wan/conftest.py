@@ -84,8 +84,8 @@ def http_server() -> Iterator[tuple[str, int]]:
 def make_link() -> Iterator:
     links: list[WanLink] = []
 
-    def make(target: tuple[str, int], **kwargs) -> WanLink:
-        links.append(WanLink(target, **kwargs).start())
+    def make(target: tuple[str, int], kind: type = WanLink, **kwargs) -> WanLink:
+        links.append(kind(target, **kwargs).start())
         return links[-1]
 
     yield make

@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from bench.wan import WanAdapter, rewrite_url, session_through
+from bench.wan import SpawnedWanLink, WanAdapter, WanLink, rewrite_url, session_through
 
 
 def test_request_goes_through_link_keeping_host_and_path(http_server, make_link) -> None:
@@ -38,8 +38,9 @@ def test_virtual_host_names_need_no_dns(http_server, make_link) -> None:
     assert link.bytes_down > 0
 
 
-def test_upload_body_arrives_intact_and_is_counted(http_server, make_link) -> None:
-    link = make_link(http_server, down_mbps=100, up_mbps=100, rtt_ms=10)
+@pytest.mark.parametrize("kind", [WanLink, SpawnedWanLink])
+def test_upload_body_arrives_intact_and_is_counted(http_server, make_link, kind) -> None:
+    link = make_link(http_server, kind=kind, down_mbps=100, up_mbps=100, rtt_ms=10)
     body = os.urandom(1_000_003)
     with session_through(link, max_retries=0) as session:
         response = session.put(f"http://{http_server[0]}:{http_server[1]}/part", data=body)
@@ -60,8 +61,6 @@ def test_other_ports_go_direct(http_server, make_link) -> None:
 
 
 def test_adapter_needs_a_started_link(http_server) -> None:
-    from bench.wan import WanLink
-
     with pytest.raises(RuntimeError):
         WanAdapter(WanLink(http_server))
 
