@@ -1,54 +1,22 @@
-"""Loopback servers for the WAN link tests: a raw TCP bulk/ping server and a small HTTP server."""
+"""Loopback servers for the WAN link tests: the calibration bulk server and a small HTTP echo server."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from bench.wan import WanLink
-
-CHUNK = 64 * 1024
-
-
-def _serve_bulk(conn: socket.socket) -> None:
-    """Line commands: P -> one byte back; D<n> -> n bytes back; U<n> -> read n bytes, reply timing."""
-    with conn, conn.makefile("rb") as f, contextlib.suppress(ConnectionError):
-        for line in f:
-            cmd, n = line[:1], int(line[1:].strip() or 0)
-            if cmd == b"P":
-                conn.sendall(b"p")
-            elif cmd == b"D":
-                conn.sendall(b"x" * n)
-            elif cmd == b"U":
-                first = f.read1(min(CHUNK, n))
-                start, got = time.perf_counter(), len(first)
-                while got < n:
-                    got += len(f.read1(min(CHUNK, n - got)))
-                conn.sendall(f"{time.perf_counter() - start} {len(first)}\n".encode())
+from bench.wan.calibrate import BulkServer
 
 
 @pytest.fixture
 def bulk_server() -> Iterator[tuple[str, int]]:
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def accept_loop() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=_serve_bulk, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept_loop, daemon=True).start()
-    yield listener.getsockname()[:2]
-    listener.close()
+    with BulkServer() as server:
+        yield server.address
 
 
 class EchoHandler(BaseHTTPRequestHandler):

@@ -1,7 +1,7 @@
 """WanLink against loopback servers: rate each way, RTT, byte counts, isolation and shutdown.
 
-Rates are measured at the receiving end from the first to the last byte, so the
-one-way delay does not dilute them; tolerances allow for a busy 2-core machine.
+Rates are measured at the receiving end (bench.wan.calibrate); tolerances allow
+for a busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -20,45 +20,11 @@ from pathlib import Path
 import pytest
 
 from bench.wan import SpawnedWanLink, WanLink
+from bench.wan.calibrate import download, ping_times, upload
 
 ROOT = Path(__file__).resolve().parents[3]
 RATE_TOLERANCE = 0.15
 RTT_TOLERANCE = 0.030
-
-
-def download(address: tuple[str, int], nbytes: int) -> float:
-    """Receive `nbytes` from the bulk server; return the rate in bits/s after the first segment."""
-    with socket.create_connection(address) as sock:
-        sock.sendall(b"D%d\n" % nbytes)
-        first = sock.recv(1 << 20)
-        start, got = time.perf_counter(), len(first)
-        while got < nbytes:
-            data = sock.recv(1 << 20)
-            assert data, "stream ended early"
-            got += len(data)
-        return (nbytes - len(first)) * 8 / (time.perf_counter() - start)
-
-
-def upload(address: tuple[str, int], nbytes: int) -> float:
-    """Send `nbytes` to the bulk server; return the rate in bits/s it saw after the first segment."""
-    with socket.create_connection(address) as sock:
-        sock.sendall(b"U%d\n" % nbytes)
-        sock.sendall(b"y" * nbytes)
-        elapsed, first = sock.makefile("rb").readline().split()
-        return (nbytes - int(first)) * 8 / float(elapsed)
-
-
-def ping_times(address: tuple[str, int], count: int) -> list[float]:
-    """Round-trip times of one-byte exchanges on one connection, the first (new connection) included."""
-    times = []
-    start = time.perf_counter()
-    with socket.create_connection(address) as sock:
-        for _ in range(count):
-            sock.sendall(b"P\n")
-            assert sock.recv(1) == b"p"
-            times.append(time.perf_counter() - start)
-            start = time.perf_counter()
-    return times
 
 
 def within(measure, expected: float, tolerance: float, attempts: int = 2) -> float:
