@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 from typing import Self
 
 SEGMENT = 64 * 1024
 PAYLOAD = b"x" * SEGMENT
+MAX_SERVE_SECONDS = 600
 
 
 def serve_bulk(conn: socket.socket) -> None:
@@ -105,3 +107,16 @@ def ping_times(address: tuple[str, int], count: int) -> list[float]:
             times.append(time.perf_counter() - start)
             start = time.perf_counter()
     return times
+
+
+def main() -> None:
+    """Serve on loopback in a process of its own; print the port; stop when stdin closes or after 10 min."""
+    with BulkServer() as server:
+        print(server.address[1], flush=True)
+        stopper = threading.Thread(target=sys.stdin.read, daemon=True)
+        stopper.start()
+        stopper.join(MAX_SERVE_SECONDS)
+
+
+if __name__ == "__main__":
+    main()
