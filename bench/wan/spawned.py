@@ -9,6 +9,7 @@ interpreter of its own. Counters are fetched over a pipe (about 0.1 ms a read).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import subprocess
@@ -41,6 +42,8 @@ class SpawnedWanLink:
         max_seconds: float = DEFAULT_MAX_SECONDS,
         handshake: bool = True,
     ) -> None:
+        if not ipaddress.ip_address(listen[0]).is_loopback:
+            raise ValueError("the link listens on loopback only")
         self.target = (target[0], int(target[1]))
         self.max_seconds = max_seconds
         self._args = [

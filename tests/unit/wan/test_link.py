@@ -148,9 +148,10 @@ def test_stops_by_itself_after_max_seconds(bulk_server) -> None:
     link.close()  # closing a link that already stopped is harmless
 
 
-def test_listens_on_loopback_only(bulk_server) -> None:
+@pytest.mark.parametrize("kind", [WanLink, SpawnedWanLink])
+def test_listens_on_loopback_only(bulk_server, kind) -> None:
     with pytest.raises(ValueError):
-        WanLink(bulk_server, listen=("0.0.0.0", 0))
+        kind(bulk_server, listen=("0.0.0.0", 0))
 
 
 def test_cli_serves_then_exits_after_max_seconds(bulk_server) -> None:
