@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .shaping import DelayLine, Lane, sleep_until
+from .shaping import DelayLine, Lane, TokenBucket, sleep_until
 from .stats import ConnectionStats, LinkStats
 
 STREAM_LIMIT = 256 * 1024
@@ -120,7 +121,9 @@ class LinkProxy:
             server_w.transport.abort()
 
 
-async def _send(src: asyncio.StreamReader, line: DelayLine, lane: Lane, bucket, not_before: float) -> None:
+async def _send(
+    src: asyncio.StreamReader, line: DelayLine, lane: Lane, bucket: TokenBucket, not_before: float
+) -> None:
     """Move segments from `src` onto the wire: wait for the bucket, then the delay line carries them."""
     loop = asyncio.get_running_loop()
     while True:
@@ -134,7 +137,7 @@ async def _send(src: asyncio.StreamReader, line: DelayLine, lane: Lane, bucket, 
         await sleep_until(sent)
 
 
-async def _deliver(line: DelayLine, dst: asyncio.StreamWriter, count) -> None:
+async def _deliver(line: DelayLine, dst: asyncio.StreamWriter, count: Callable[[int], None]) -> None:
     """Write segments to `dst` as they arrive; pass on end-of-stream as a half-close."""
     while True:
         data = await line.get()
