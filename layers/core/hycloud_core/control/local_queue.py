@@ -35,7 +35,10 @@ class LocalOperationQueue:
         self.fsync = fsync
         self.controller_overloaded = False
         self.link_congested = False
-        self._queue = Eliminator(_replay(self.path))
+        pending, torn = _replay(self.path)
+        self._queue = Eliminator(pending)
+        if torn:
+            self._compact()  # later appends must not follow a broken line
 
     @property
     def holding(self) -> bool:
@@ -63,6 +66,9 @@ class LocalOperationQueue:
         """Forget operations the controller acknowledged and compact the journal."""
         done = set(op_ids)
         self._queue.pending = [op for op in self._queue.pending if op.op_id not in done]
+        self._compact()
+
+    def _compact(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             fh.write(json.dumps({"snapshot": [op.to_dict() for op in self._queue.pending]}) + "\n")
@@ -80,9 +86,10 @@ class LocalOperationQueue:
             os.fsync(fh.fileno())
 
 
-def _replay(path: Path) -> list[LocalOp]:
+def _replay(path: Path) -> tuple[list[LocalOp], bool]:
+    """The pending list the journal describes, and whether its last line was torn."""
     if not path.exists():
-        return []
+        return [], False
     queue = Eliminator()
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines):
@@ -90,10 +97,10 @@ def _replay(path: Path) -> list[LocalOp]:
             record = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines) - 1:
-                break  # torn final write
+                return queue.pending, True  # torn final write
             raise
         if "snapshot" in record:
             queue = Eliminator([LocalOp.from_dict(d) for d in record["snapshot"]])
         else:
             queue.push(LocalOp.from_dict(record["push"]))
-    return queue.pending
+    return queue.pending, False

@@ -25,7 +25,7 @@ With fewer than three instances the file is replicated rather than coded and
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -276,3 +276,22 @@ def split_replicated(size: int, cost: Mapping[str, float]) -> dict[str, tuple[in
         ranges[name] = (start, end)
         start = end
     return ranges
+
+
+def plan_download(
+    block_sizes: Sequence[int],
+    holders: Sequence[Iterable[str]],
+    k: int,
+    cost: Mapping[str, float],
+) -> tuple[list[tuple[str, ...]], float]:
+    """Named front end of :func:`plan_fast`: per chunk the instances to fetch from, and the makespan."""
+    names = sorted(cost)
+    index = {name: r for r, name in enumerate(names)}
+    problem = PlanProblem(
+        block_sizes=list(block_sizes),
+        holders=[frozenset(index[name] for name in chunk) for chunk in holders],
+        k=k,
+        cost=[cost[name] for name in names],
+    )
+    plan = plan_fast(problem)
+    return [tuple(names[r] for r in chunk) for chunk in plan.assignment], plan.makespan
