@@ -10,6 +10,11 @@ BW_o is what each one measured when it started.
   lowest BW_o — lazily: it takes no new transfer and leaves after its current ones, which damps
   oscillation in the worker count.
 * Dispatch the next transfer to the in-use worker with the highest BW_a.
+
+Eq. 8 read literally keeps every worker while any one of them is busy: at the end of a burst
+one long transfer holds an idle pool alive. ``leisure="pool"`` applies the θ_l test to the
+pool's total instead (Σ BW_a >= θ_l·Σ BW_o); adds still need every worker congested, so the
+two rules cannot fight. Among workers of equal BW_o the most idle one is retired.
 """
 
 from __future__ import annotations
@@ -45,16 +50,20 @@ def congested(workers: Iterable[Worker], theta_c: float = THETA_C) -> bool:
 
 
 def retire_candidate(
-    workers: Iterable[Worker], theta_l: float = THETA_L, min_workers: int = 1
+    workers: Iterable[Worker], theta_l: float = THETA_L, min_workers: int = 1, leisure: str = "all"
 ) -> Worker | None:
-    """Eq. 8: the active worker with the lowest BW_o when all in use are at leisure."""
+    """Eq. 8: the active worker with the lowest BW_o (most idle among equals) at leisure."""
     in_use = [w for w in workers if w.state is not WorkerState.RETIRING]
     active = [w for w in in_use if w.state is WorkerState.ACTIVE]
     if len(active) <= min_workers or len(active) != len(in_use):
         return None
-    if any(w.available_bw < theta_l * w.initial_bw for w in active):
+    if leisure == "all" and any(w.available_bw < theta_l * w.initial_bw for w in active):
         return None
-    return min(active, key=lambda w: (w.initial_bw, w.worker_id))
+    if leisure == "pool" and sum(w.available_bw for w in active) < theta_l * sum(
+        w.initial_bw for w in active
+    ):
+        return None
+    return min(active, key=lambda w: (w.initial_bw, -w.available_bw, w.worker_id))
 
 
 def dispatch_target(workers: Iterable[Worker], min_available: float = 0.0) -> Worker | None:
@@ -73,10 +82,18 @@ class RelayPool:
     """The controller's view of one instance's relay workers."""
 
     def __init__(
-        self, theta_c: float = THETA_C, theta_l: float = THETA_L, min_workers: int = 1, max_workers: int = 8
+        self,
+        theta_c: float = THETA_C,
+        theta_l: float = THETA_L,
+        min_workers: int = 1,
+        max_workers: int = 8,
+        leisure: str = "all",
     ) -> None:
         if not 0 <= theta_c < theta_l <= 1:
             raise ValueError("need 0 <= theta_c < theta_l <= 1")
+        if leisure not in ("all", "pool"):
+            raise ValueError("leisure is 'all' (eq. 8) or 'pool'")
+        self.leisure = leisure
         self.theta_c, self.theta_l = theta_c, theta_l
         self.min_workers, self.max_workers = min_workers, max_workers
         self.workers: dict[str, Worker] = {}
@@ -101,7 +118,7 @@ class RelayPool:
         in_use = sum(w.state is not WorkerState.RETIRING for w in self.workers.values())
         if in_use < self.max_workers and congested(self.workers.values(), self.theta_c):
             return Adjustment(add=True)
-        victim = retire_candidate(self.workers.values(), self.theta_l, self.min_workers)
+        victim = retire_candidate(self.workers.values(), self.theta_l, self.min_workers, self.leisure)
         if victim is None:
             return Adjustment()
         victim.state = WorkerState.RETIRING

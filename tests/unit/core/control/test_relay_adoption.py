@@ -69,3 +69,13 @@ def test_thresholds_use_each_workers_own_initial_bandwidth():
     assert retire_candidate([Worker("a", 100.0, 60.0), Worker("b", 50.0, 30.0)]).worker_id == "b"
     with pytest.raises(ValueError):
         RelayPool(theta_c=0.7, theta_l=0.6)
+
+
+def test_pool_leisure_retires_an_idle_worker_beside_a_busy_one():
+    workers = [Worker("busy", 100.0, 0.0), Worker("idle1", 100.0, 100.0), Worker("idle2", 100.0, 100.0)]
+    assert retire_candidate(workers) is None  # eq. 8: one busy worker keeps all of them
+    victim = retire_candidate(workers, leisure="pool")  # 200 of 300 free >= 60 %
+    assert victim.worker_id in {"idle1", "idle2"}
+    assert retire_candidate(workers[:2], leisure="pool") is None  # 100 of 200 free < 60 %
+    with pytest.raises(ValueError):
+        RelayPool(leisure="some")
