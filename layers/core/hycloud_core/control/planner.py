@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, islice
 
 _REL_EPS = 1e-12
 _MAX_ROUNDS = 10_000
+_MAX_ODD_TRIALS = 64  # C(6, 3) = 20 covers every RS(n, k) on up to six instances
 
 
 def seconds_per_byte(bw_t: float, bw_d: float, gamma: float = 0.0, delta_rate: float | None = None) -> float:
@@ -93,7 +94,7 @@ def plan_fast(problem: PlanProblem) -> Plan:
     if len(set(sizes)) > 1:
         odd = min(range(len(sizes)), key=lambda i: (sizes[i], i))
         best = state
-        for subset in combinations(sorted(problem.holders[odd]), problem.k):
+        for subset in islice(combinations(sorted(problem.holders[odd]), problem.k), _MAX_ODD_TRIALS):
             if set(subset) == state.chosen[odd]:
                 continue
             trial = state.copy()
@@ -158,6 +159,8 @@ class _State:
     def _relieve_once(self) -> bool:
         """Lower one instance that sits at the makespan; False when it cannot be lowered."""
         top = self.makespan()
+        if top <= 0:
+            return False
         limit = top - top * _REL_EPS
         source = next(r for r in range(len(self.loads)) if self.loads[r] >= limit)
         path = self._find_path(source, limit)
