@@ -16,12 +16,13 @@ DynamoDB layout (requests table, written by the controller, read by the dispatch
   microseconds zero-padded to 20 digits, then the request sequence number, so a ``Query`` with
   ``ScanIndexForward=True`` and a small ``Limit`` reads the smallest FOP first and ties fall
   back to request order. Attributes: ``operation_to_item(op)`` plus ``seq``.
-* Path markers, one per path an operation touches: ``PK = "HERE#<user>#<path>"`` and one per
-  proper ancestor: ``PK = "BELOW#<user>#<ancestor>"``, each with ``SK = "<seq, 12 digits>"``.
-  A marker lives from submission until the acknowledgement deletes it (one
-  ``TransactWriteItems`` with the queue item). An operation on path p is ready when a
-  ``Limit=1`` Query on ``HERE#p``, ``BELOW#p`` and ``HERE#a`` for each ancestor a returns no
-  sequence number smaller than its own; in flight is "dispatched and still marked".
+* Path markers (:func:`marker_keys`), one per path an operation touches:
+  ``PK = "HERE#<user>#<path>"``, and one per proper ancestor: ``PK = "BELOW#<user>#<ancestor>"``,
+  each with ``SK`` = the sequence number, 12 digits. A marker lives from submission until the
+  acknowledgement deletes it (one ``TransactWriteItems`` with the queue item). An operation is
+  ready when a ``Limit=1`` Query on each of :func:`blocking_partitions` (``HERE#p``,
+  ``BELOW#p`` and ``HERE#a`` for each ancestor a of each of its paths p) returns no sequence
+  number smaller than its own; in flight is "dispatched and still marked".
 
 :class:`FopQueue` is the same logic in memory; the controller and the simulations use it.
 """
@@ -100,6 +101,24 @@ def queue_sort_key(priority: float, seq: int) -> str:
     if priority < 0:
         raise ValueError("FOP must be non-negative")
     return f"{round(priority * 1_000_000):020d}#{seq:012d}"
+
+
+def marker_keys(op: Operation, user: str, seq: int) -> set[tuple[str, str]]:
+    """(PK, SK) of the path markers an operation holds while it is queued or in flight."""
+    keys = set()
+    for path in op.paths():
+        keys.add((f"HERE#{user}#{path}", f"{seq:012d}"))
+        keys |= {(f"BELOW#{user}#{parent}", f"{seq:012d}") for parent in ancestors(path)}
+    return keys
+
+
+def blocking_partitions(op: Operation, user: str) -> set[str]:
+    """Partitions where a marker of an earlier related operation would sit."""
+    parts = set()
+    for path in op.paths():
+        parts |= {f"HERE#{user}#{path}", f"BELOW#{user}#{path}"}
+        parts |= {f"HERE#{user}#{parent}" for parent in ancestors(path)}
+    return parts
 
 
 def operation_to_item(op: Operation) -> dict[str, Any]:

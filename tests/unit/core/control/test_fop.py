@@ -5,7 +5,9 @@ from hycloud_core.control.fop import (
     FopQueue,
     Operation,
     OpKind,
+    blocking_partitions,
     fop_priority,
+    marker_keys,
     operation_from_item,
     operation_to_item,
     queue_sort_key,
@@ -144,3 +146,21 @@ def test_operation_item_round_trip():
     item = operation_to_item(op)
     assert not any(isinstance(v, float) for v in item.values())
     assert operation_from_item(item) == op
+
+
+op_strategy = st.builds(
+    lambda kind, path, dest: Operation(
+        "x", kind, path, 0.0, dest=dest if kind in (OpKind.MOVE, OpKind.COPY) else None
+    ),
+    st.sampled_from(list(OpKind)),
+    st.sampled_from(PATHS),
+    st.sampled_from(PATHS),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(op_strategy, op_strategy)
+def test_dynamodb_markers_block_exactly_the_related_operations(earlier, later):
+    held = {pk for pk, _ in marker_keys(earlier, "u1", 7)}
+    assert bool(held & blocking_partitions(later, "u1")) == related(earlier, later)
+    assert not held & blocking_partitions(later, "u2")  # users never block each other

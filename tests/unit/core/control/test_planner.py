@@ -140,3 +140,13 @@ def test_replicated_split_covers_the_file_in_proportion_to_speed(size, cost):
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
     times = [(end - start) * cost[name] for name, (start, end) in ranges.items()]
     assert max(times) - min(times) <= 2 * max(cost.values()) + 1e-9 * max(times)
+
+
+def test_the_layer_does_not_load_scipy_unless_the_exact_solver_runs():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hycloud_core.control; assert 'scipy' not in sys.modules and 'boto3' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "layers/core"})
