@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hycloud_core.control.fop import OpKind, normalise
-from hycloud_core.control.fop import ancestors as _ancestors
+from hycloud_core.control.fop import OpKind, normalise, paths_related
 
 
 @dataclass(frozen=True)
@@ -57,11 +56,7 @@ class LocalOp:
 
 def touches(a: LocalOp, b: LocalOp) -> bool:
     """Same path, or one is an ancestor of the other, for any pair of their paths."""
-    for p in a.paths():
-        for q in b.paths():
-            if p == q or p in _ancestors(q) or q in _ancestors(p):
-                return True
-    return False
+    return paths_related(a.paths(), b.paths())
 
 
 class Eliminator:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -80,8 +80,14 @@ def ancestors(path: str) -> Iterator[str]:
 
 def related(a: Operation, b: Operation) -> bool:
     """Whether two operations touch the same path or one touches an ancestor of the other's."""
-    for p in a.paths():
-        for q in b.paths():
+    return paths_related(a.paths(), b.paths())
+
+
+def paths_related(first: Iterable[str], second: Iterable[str]) -> bool:
+    """Any normalised path of ``first`` equal to, above or below any path of ``second``."""
+    others = list(second)
+    for p in first:
+        for q in others:
             if p == q or p in ancestors(q) or q in ancestors(p):
                 return True
     return False
