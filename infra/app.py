@@ -9,6 +9,7 @@ import aws_cdk as cdk
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "infra"), str(ROOT / "layers" / "core")]
 from build_layer import build  # noqa: E402
+
 from hycloud_infra.stacks.instance_stack import InstanceStack  # noqa: E402
 
 app = cdk.App()

@@ -10,6 +10,7 @@ import boto3
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from botocore.config import Config
+
 from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError, ForbiddenError

@@ -6,8 +6,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from context import authenticate
-from hycloud_core.errors import HyCloudError
 from routes import dirs, files, meta, ops, relay, uploads, usage
+
+from hycloud_core.errors import HyCloudError
 
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver()

@@ -7,6 +7,7 @@ Files read within the last few minutes belong to a transfer in progress and are 
 from __future__ import annotations
 
 from aws_lambda_powertools import Logger
+
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs.relay_cache import RelayCache
 

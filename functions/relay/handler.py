@@ -13,6 +13,7 @@ import tempfile
 
 import boto3
 from aws_lambda_powertools import Logger
+
 from hycloud_core import content
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError

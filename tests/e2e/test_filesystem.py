@@ -8,6 +8,7 @@ import os
 
 import pytest
 import requests
+
 from hycloud_core import content
 
 pytestmark = pytest.mark.e2e

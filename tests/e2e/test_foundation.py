@@ -9,6 +9,7 @@ import time
 
 import pytest
 import requests
+
 from hycloud_core import content
 
 pytestmark = pytest.mark.e2e

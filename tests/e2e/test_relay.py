@@ -7,6 +7,7 @@ import os
 import threading
 
 import pytest
+
 from hycloud_core import paths
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +59,9 @@ def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_pat
     class EvictWhileReading(Progress):
         def update(self, done: int, total: int) -> None:
             if "download" in self.phase and done > 4 * MiB and not evictions:
-                evictions.append(json.loads(lam.invoke(FunctionName=fn, Payload=b'{"budget": 0}')["Payload"].read()))
+                evictions.append(
+                    json.loads(lam.invoke(FunctionName=fn, Payload=b'{"budget": 0}')["Payload"].read())
+                )
 
         def start(self, description: str, total: int) -> None:
             self.phase = description
@@ -81,8 +84,12 @@ def test_relay_job_submission_is_idempotent(deployment, alice, tmp_path):
     alice.cli("put", str(tmp_path / "i"), "/idem.bin")
     sdk = alice.sdk()
     results = []
-    threads = [threading.Thread(target=lambda: results.append(
-        sdk.http.json("POST", "/v1/relay", json={"path": "/idem.bin"}))) for _ in range(3)]
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(sdk.http.json("POST", "/v1/relay", json={"path": "/idem.bin"}))
+        )
+        for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:

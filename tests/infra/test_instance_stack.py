@@ -10,6 +10,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
+
 from hycloud_infra.constructs.sfn_from_asl import placeholders
 from hycloud_infra.stacks.instance_stack import InstanceStack
 

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from hycloud_core.errors import HyCloudError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from hycloud_core.errors import HyCloudError
 
 from .. import admin as admin_ops
 from ..config import ClientConfig, endpoint_from_outputs

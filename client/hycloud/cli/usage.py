@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import boto3
-from hycloud_core.cost import load_prices
-from hycloud_core.cost.records import deployment_usage
 from rich.console import Console
 from rich.table import Table
+
+from hycloud_core.cost import load_prices
+from hycloud_core.cost.records import deployment_usage
 
 from ..sdk import HyCloud
 

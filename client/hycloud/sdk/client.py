@@ -12,8 +12,8 @@ from hycloud_core.constants import MiB
 from hycloud_core.errors import HyCloudError, PayloadTooLargeError
 
 from ..config import ClientConfig
+from ..http import Http
 from ..transfer import Progress, download_large, download_relay, upload_large
-from .http import Http
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"

@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
+
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..sdk.http import Http
+from ..http import Http
 from .progress import Progress
 
 WORKERS = 8

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, check_sha256, filesystem, flag, namespace, ok, query, raw_body
+
 from hycloud_core import paths
 from hycloud_core.errors import PayloadTooLargeError
 
@@ -34,7 +36,9 @@ def download() -> Response:
     path = paths.normalize(query(router, "path"))
     ns = namespace(router)
     if ns.stat(path).storage == "large":
-        return Response(status_code=200, content_type=LINK_TYPE, body=filesystem(router).download_link(path))
+        return Response(
+            status_code=200, content_type=LINK_TYPE, body=json.dumps(filesystem(router).download_link(path))
+        )
     data = ns.read(path)
     return Response(
         status_code=200,

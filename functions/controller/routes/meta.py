@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, namespace, ok, query, user
+
 from hycloud_core import content
 
 router = APIGatewayRouter()

@@ -11,6 +11,7 @@ import json
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, json_body, namespace, ok, query, sfn, user
+
 from hycloud_core import paths
 from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs.relay_cache import RelayCache

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem, json_body, ok, query
+
 from hycloud_core.errors import BadRequestError
 
 router = APIGatewayRouter()

@@ -6,6 +6,7 @@ from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
+
 from hycloud_core import constants as c
 
 from ..constructs.api_to_controller import ApiToController

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from rich.console import Console
+
 from hycloud.cli import usage as cli
 from hycloud_core.cost import UsageBuilder, compare, load_prices
-from rich.console import Console
 
 P = load_prices()
 GiB = 1024**3

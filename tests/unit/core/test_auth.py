@@ -1,6 +1,7 @@
 """API key format and verification."""
 
 import pytest
+
 from hycloud_core import auth
 from hycloud_core.errors import UnauthorizedError
 

@@ -7,12 +7,13 @@ import os
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from hycloud_core import content
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
-from moto import mock_aws
 
 BUCKET, TABLE = "content", "table"
 

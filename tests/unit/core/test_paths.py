@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from hycloud_core import paths
-from hycloud_core.errors import InvalidPathError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core import paths
+from hycloud_core.errors import InvalidPathError
 
 component = st.text(
     st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"), min_size=1, max_size=20

@@ -8,12 +8,12 @@ import json
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from hycloud_core.cost import load_prices
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
-from moto import mock_aws
-
 from tests.conftest import api_event, load_function
 from tests.unit.large_upload import upload_large
 

@@ -3,6 +3,7 @@
 import struct
 
 import pytest
+
 from hycloud_core.codec.erasure import encode_chunk
 from hycloud_core.codec.erasure_errors import (
     BadMagicError,

@@ -4,6 +4,9 @@ import io
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from hycloud_core.codec.erasure import (
     choose_params,
     decode_chunk,
@@ -16,8 +19,6 @@ from hycloud_core.codec.erasure_errors import (
     NotEnoughBlocksError,
 )
 from hycloud_core.codec.framing import HEADER_SIZE, parse_block_header
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 CODES = [(3, 2), (4, 2), (4, 3), (5, 3), (6, 4), (7, 2), (2, 1), (1, 1)]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hycloud_core.cost import load_prices, metering
-from hycloud_core.cost.prices import DEFAULT_PATH, REQUIRED, from_document
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core.cost import load_prices, metering
+from hycloud_core.cost.prices import DEFAULT_PATH, REQUIRED, from_document
 
 KiB = 1024
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes
 from hycloud_core.cost.model import operations_cost
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from hycloud_core.cost import load_prices
 from hycloud_core.cost.records import deployment_usage, reference_counts
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
-from moto import mock_aws
-
 from tests.unit.large_upload import upload_large
 
 BUCKET, TABLE = "content", "table"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from hycloud_core.cost import measure_namespace, shares
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.namespace import TMP_PREFIX

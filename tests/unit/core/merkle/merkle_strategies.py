@@ -1,7 +1,8 @@
 """Hypothesis strategies for random listings and pairs of related listings (two diverged replicas)."""
 
-from hycloud_core.merkle import DirEntry, FileEntry, Tombstone
 from hypothesis import strategies as st
+
+from hycloud_core.merkle import DirEntry, FileEntry, Tombstone
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))

@@ -2,6 +2,10 @@
 
 import json
 
+from hypothesis import given, settings
+from merkle_oracle import expected_differences
+from merkle_strategies import tree_pairs
+
 from hycloud_core.merkle import (
     DirEntry,
     FileEntry,
@@ -11,9 +15,6 @@ from hycloud_core.merkle import (
     build_tree,
     compare,
 )
-from hypothesis import given, settings
-from merkle_oracle import expected_differences
-from merkle_strategies import tree_pairs
 
 
 def observed(diff) -> dict:

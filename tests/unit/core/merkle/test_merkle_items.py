@@ -4,6 +4,9 @@ import bisect
 import json
 from decimal import Decimal
 
+from hypothesis import given, settings
+from merkle_strategies import tree_pairs
+
 from hycloud_core.merkle import LevelExchange, Responder, build_tree, compare
 from hycloud_core.merkle.items import (
     children_prefix,
@@ -12,8 +15,6 @@ from hycloud_core.merkle.items import (
     reply_from_items,
     sort_key,
 )
-from hypothesis import given, settings
-from merkle_strategies import tree_pairs
 
 
 class QueryTable:

@@ -4,6 +4,7 @@ import hashlib
 import os
 
 import pytest
+
 from hycloud_core.merkle import (
     DirEntry,
     FileEntry,

@@ -6,9 +6,10 @@ import sys
 from collections import Counter
 
 import pytest
-from hycloud_core.placement.ring import HashRing, migrate
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core.placement.ring import HashRing, migrate
 
 REGIONS = [
     "us-east-1",

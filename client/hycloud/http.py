@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import requests
-from hycloud_core.errors import HyCloudError, error_from_body
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
+
+from hycloud_core.errors import HyCloudError, error_from_body
 
 TRANSIENT = (429, 502, 503, 504)
 
