@@ -12,7 +12,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -21,6 +20,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http
+from .parallel import run_parallel
 from .progress import Progress
 
 WORKERS = 8
@@ -64,10 +64,9 @@ def download_ranges(
         return offset
 
     try:
-        with ThreadPoolExecutor(workers) as pool:
-            for offset in pool.map(get, offsets):
-                state["done"].append(offset)
-                sidecar.write_text(json.dumps(state))
+        for offset in run_parallel(get, offsets, workers):
+            state["done"].append(offset)
+            sidecar.write_text(json.dumps(state))
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -7,7 +7,6 @@ uploads by content hash and reports which parts S3 already holds, so nothing is 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -16,6 +15,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http
+from .parallel import run_parallel
 from .progress import Progress
 
 WORKERS = 8
@@ -58,20 +58,19 @@ def _upload_parts(
         _put_part(session, urls[str(n)], _read(path, offset, length), digests[n - 1])
         progress.advance(length)
 
-    with ThreadPoolExecutor(WORKERS) as pool:
-        while missing:
-            batch = [n for n in missing if str(n) in urls]
-            if not batch:
-                urls.update(
-                    http.json(
-                        "POST",
-                        "/v1/uploads/urls",
-                        json={"content_hash": state["content_hash"], "parts": missing[:1000]},
-                    )["urls"]
-                )
-                continue
-            list(pool.map(send, batch))
-            missing = [n for n in missing if n not in batch]
+    while missing:
+        batch = [n for n in missing if str(n) in urls]
+        if not batch:
+            more = http.json(
+                "POST",
+                "/v1/uploads/urls",
+                json={"content_hash": state["content_hash"], "parts": missing[:1000]},
+            )
+            urls.update(more["urls"])
+            continue
+        for _ in run_parallel(send, batch, WORKERS):
+            pass
+        missing = [n for n in missing if n not in batch]
 
 
 def upload_large(
