@@ -15,12 +15,17 @@ Two definitions of Δ are offered:
 
 Candidates: powers of two from 256 B (below that the checksum list outweighs the delta for any
 file over a few MiB) to 64 KiB (above that almost every edit dirties a whole block).
+
+First download of a file, before any measurement: DEFAULT_INITIAL (1 KiB). rsync's sqrt(size)
+rule (8 KiB for a 64 MiB file) assumes few, clustered edits; archives and source trees change in
+many scattered places (every member's header carries an mtime), where 512 B - 2 KiB moves the
+fewest bytes (bench/results/delta.md). Callers with a better prior (e.g. the state of a sibling
+file of the same type) pass `initial=`.
 """
 
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,6 +35,7 @@ from .encoder import DEFAULT_LEVEL, delta
 from .signature import compute
 
 CANDIDATE_SIZES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+DEFAULT_INITIAL = 1024
 STATE_VERSION = 1
 
 
@@ -89,12 +95,6 @@ def measure_bytes(old: bytes, new: bytes, sizes: Sequence[int] = CANDIDATE_SIZES
     return measure_candidates(io.BytesIO(old), io.BytesIO(new), sizes)
 
 
-def initial_size(file_size: int, sizes: Sequence[int] = CANDIDATE_SIZES) -> int:
-    """Before any history: the candidate nearest sqrt(file size) in log scale (rsync's rule of thumb)."""
-    target = math.sqrt(max(file_size, 1))
-    return min(sizes, key=lambda c: abs(math.log2(c) - math.log2(target)))
-
-
 @dataclass
 class AdaptiveChunkSize:
     """The per-file probability vector over candidate chunk sizes."""
@@ -102,7 +102,7 @@ class AdaptiveChunkSize:
     sizes: tuple[int, ...] = CANDIDATE_SIZES
     probabilities: list[float] = field(default_factory=list)
     adjustments: int = 0
-    initial: int = 4096
+    initial: int = DEFAULT_INITIAL
     mode: GammaMode = GammaMode.TRAFFIC
     last_gammas: list[float] = field(default_factory=list)
 
@@ -117,12 +117,6 @@ class AdaptiveChunkSize:
         if self.initial not in self.sizes:
             raise ValueError(f"initial size {self.initial} is not a candidate")
         self.mode = GammaMode(self.mode)
-
-    @classmethod
-    def for_file(
-        cls, file_size: int, mode: GammaMode = GammaMode.TRAFFIC, sizes: Sequence[int] = CANDIDATE_SIZES
-    ):
-        return cls(sizes=tuple(sizes), initial=initial_size(file_size, sizes), mode=mode)
 
     @property
     def choice(self) -> int:

@@ -3,7 +3,7 @@ import random
 
 import pytest
 from hycloud_core.delta import CANDIDATE_SIZES, AdaptiveChunkSize, GammaMode, TrafficSample, signature_bytes
-from hycloud_core.delta.adaptive import initial_size, measure_bytes
+from hycloud_core.delta.adaptive import DEFAULT_INITIAL, measure_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,9 +27,10 @@ def test_update_follows_the_blending_formula(history):
     assert state.adjustments == len(history)
 
 
-def test_first_choice_is_the_size_based_default_then_history_decides():
-    state = AdaptiveChunkSize.for_file(64 << 20)
-    assert state.choice == 8192  # nearest sqrt(64 MiB) in log scale
+def test_first_choice_is_the_default_then_history_decides():
+    state = AdaptiveChunkSize()
+    assert state.choice == DEFAULT_INITIAL
+    assert AdaptiveChunkSize(initial=8192).choice == 8192
     gammas = [0.1] * K
     gammas[2] = 0.9
     state.update(gammas)
@@ -49,7 +50,7 @@ def test_negative_gammas_count_as_zero_and_all_zero_learns_nothing():
 
 
 def test_state_survives_json():
-    state = AdaptiveChunkSize.for_file(10 << 20, mode=GammaMode.PAPER)
+    state = AdaptiveChunkSize(mode=GammaMode.PAPER, initial=4096)
     state.update([random.Random(1).random() for _ in range(K)])
     again = AdaptiveChunkSize.from_dict(json.loads(json.dumps(state.to_dict())))
     assert again == state
@@ -100,8 +101,3 @@ def test_paper_gamma_prefers_small_chunks_traffic_gamma_does_not():
     assert paper.choice <= 512
     assert traffic.choice == min(samples, key=lambda s: s.traffic).block_size
     assert traffic.choice > paper.choice
-
-
-@pytest.mark.parametrize("size,expected", [(0, 256), (1 << 20, 1024), (64 << 20, 8192), (1 << 40, 65536)])
-def test_initial_size(size, expected):
-    assert initial_size(size) == expected
