@@ -7,7 +7,7 @@ searchsorted confirms the rest. Only the surviving candidates reach the Python l
 rsync's greedy rule (take a match, jump a block, else slide one byte) and checks the strong sum.
 Once a block matches, the run that follows (block j+1 at the next block offset, j+2 after it, ...)
 is confirmed in bulk: one numpy comparison of weak sums and one joined compare of strong sums, so
-long unchanged stretches cost about one BLAKE2b call per block and no per-block Python branching.
+long unchanged stretches cost about one strong-hash call per block and no per-block branching.
 Memory stays bounded by one piece and its arrays. (A reader thread running one piece ahead was
 tried and dropped: the many short GIL hand-offs around numpy calls made it slower, not faster.)
 """
@@ -31,6 +31,8 @@ DEFAULT_LEVEL = 3
 PIECE_TARGET = 1 << 18
 _FLUSH_AT = 1 << 20
 _MAX_SAME_WEAK = 16
+_WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
+_WINDOW_MAX = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -117,31 +119,23 @@ class _Piece:
     data: bytes  # the piece plus up to block_size-1 bytes of look-ahead
     length: int  # bytes owned by this piece (offsets start .. start+length-1)
     last: bool
-    cand: list[int]  # absolute offsets whose weak sum matches some block
-    slot: list[int]  # position of that weak sum in SigIndex.sorted_weak
     weaks: np.ndarray  # weak sum at every offset data[k] with a full block after it
 
 
-def _pieces(new: BinaryIO, index: SigIndex, sha, piece_size: int) -> Iterator[_Piece]:
-    bs = index.block_size
+def _pieces(new: BinaryIO, block_size: int, sha, piece_size: int) -> Iterator[_Piece]:
     start = 0
     cur = read_full(new, piece_size)
     sha.update(cur)
     while cur:
         nxt = read_full(new, piece_size)
         sha.update(nxt)
-        data = cur + nxt[: bs - 1] if nxt else cur
-        n_off = max(0, min(len(cur), len(data) - bs + 1))
-        cand: list[int] = []
-        slot: list[int] = []
+        data = cur + nxt[: block_size - 1] if nxt else cur
+        n_off = max(0, min(len(cur), len(data) - block_size + 1))
         weaks = np.empty(0, dtype=np.uint32)
-        if n_off and index.n_full:
+        if n_off:
             c = rolling.prefix_sums(np.frombuffer(data, dtype=np.uint8))
-            weaks = rolling.window_sums(c, slice(0, n_off), bs)
-            idx, slots = index.candidates(weaks)
-            cand = (idx + start).tolist()
-            slot = slots.tolist()
-        yield _Piece(start, data, len(cur), not nxt, cand, slot, weaks)
+            weaks = rolling.window_sums(c, slice(0, n_off), block_size)
+        yield _Piece(start, data, len(cur), not nxt, weaks)
         start += len(cur)
         cur = nxt
 
@@ -160,7 +154,7 @@ class _Matcher:
         ix, sig = self.index, self.sig
         s = sig.strong_len
         wk = ix.sorted_weak[slot]
-        digest = hashlib.blake2b(block, digest_size=s).digest()
+        digest = rolling.strong_sum(block, s)
         e = self.last_j + 1
         if 0 <= e < ix.n_full and ix.weak[e] == wk and sig.strong[e * s : e * s + s] == digest:
             return e
@@ -174,23 +168,38 @@ class _Matcher:
         return -1
 
     def feed(self, p: _Piece) -> None:
-        bs = self.index.block_size
+        """Greedy walk over one piece. Candidate offsets are looked up lazily, in windows that
+        start where the last match run ended, so offsets inside matched runs are never looked up."""
+        bs, ix = self.index.block_size, self.index
         mv = memoryview(p.data)
-        cand, slot = p.cand, p.slot
-        i, n = 0, len(cand)
-        while i < n:
-            k = cand[i]
-            if k < self.pos:
-                i = bisect_left(cand, self.pos, i + 1)
+        n_off = len(p.weaks) if ix.n_full else 0
+        cand: list[int] = []
+        slot: list[int] = []
+        i = 0
+        looked_up = 0  # candidates are known for piece offsets below this
+        window = _WINDOW_MIN
+        while True:
+            rel_pos = self.pos - p.start
+            if i < len(cand) and cand[i] < rel_pos:
+                i = bisect_left(cand, rel_pos, i + 1)
+            if i >= len(cand):
+                lo = max(rel_pos, looked_up)
+                if lo >= n_off:
+                    break
+                hi = min(n_off, lo + max(window, 4 * bs))
+                idx, slots = ix.candidates(p.weaks[lo:hi])
+                cand, slot, i, looked_up = (idx + lo).tolist(), slots.tolist(), 0, hi
+                window = min(2 * window, _WINDOW_MAX)
                 continue
-            rel = k - p.start
+            rel = cand[i]
             j = self._match(mv[rel : rel + bs], slot[i])
             if j >= 0:
-                self.w.literal(mv[self.pos - p.start : rel])
+                self.w.literal(mv[rel_pos:rel])
                 run = 1 + self._extend(p, mv, rel + bs, j + 1)
                 self.w.copy_run(j, run)
-                self.pos = k + bs * run
+                self.pos = p.start + rel + bs * run
                 self.last_j = j + run - 1
+                window = _WINDOW_MIN
             i += 1
         if p.last:
             self._tail(p, mv)
@@ -210,8 +219,7 @@ class _Matcher:
         m = m if same.all() else int(np.argmin(same))
         if not m:
             return 0
-        blake = hashlib.blake2b
-        got = [blake(mv[o : o + bs], digest_size=s).digest() for o in range(rel, rel + m * bs, bs)]
+        got = rolling.block_strong_sums(mv, rel, rel + m * bs, bs, s)
         want = sig.strong[j * s : (j + m) * s]
         if b"".join(got) == want:
             return m
@@ -253,7 +261,7 @@ def delta(
     zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
     writer = _OpWriter(zw, sig.block_size, sig.old_size)
     matcher = _Matcher(index, writer)
-    for piece in _pieces(new, index, sha, piece_size):
+    for piece in _pieces(new, sig.block_size, sha, piece_size):
         matcher.feed(piece)
     digest = sha.digest()
     writer.end(matcher.pos, digest)

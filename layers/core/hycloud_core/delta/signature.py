@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -112,17 +111,14 @@ def compute(
     weaks: list[np.ndarray] = []
     strongs: list[bytes] = []
     total = 0
-    blake = hashlib.blake2b
     while piece := read_full(old, piece_size):
         total += len(piece)
         x = np.frombuffer(piece, dtype=np.uint8)
         c = rolling.prefix_sums(x)
         n_full = len(piece) // block_size
         weaks.append(rolling.window_sums(c, np.arange(0, n_full * block_size, block_size), block_size))
-        mv = memoryview(piece)
         strongs.extend(
-            blake(mv[i : i + block_size], digest_size=strong_len).digest()
-            for i in range(0, n_full * block_size, block_size)
+            rolling.block_strong_sums(memoryview(piece), 0, n_full * block_size, block_size, strong_len)
         )
         if len(piece) % block_size:
             tail = piece[n_full * block_size :]
