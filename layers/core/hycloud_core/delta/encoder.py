@@ -213,12 +213,11 @@ class _Matcher:
         ix, sig = self.index, self.sig
         bs, s = ix.block_size, sig.strong_len
         m = min((len(p.weaks) - 1 - rel) // bs + 1 if rel < len(p.weaks) else 0, ix.n_full - j)
-        if m <= 0:
+        if m <= 0 or p.weaks[rel] != ix.weak[j]:  # scalar test first: many runs end here
             return 0
-        same = p.weaks[rel : rel + m * bs : bs] == ix.weak[j : j + m]
-        m = m if same.all() else int(np.argmin(same))
-        if not m:
-            return 0
+        differ = np.flatnonzero(p.weaks[rel : rel + m * bs : bs] != ix.weak[j : j + m])
+        if len(differ):
+            m = int(differ[0])
         got = rolling.block_strong_sums(mv, rel, rel + m * bs, bs, s)
         want = sig.strong[j * s : (j + m) * s]
         if b"".join(got) == want:
