@@ -117,8 +117,11 @@ def compute(
         c = rolling.prefix_sums(x)
         n_full = len(piece) // block_size
         weaks.append(rolling.window_sums(c, np.arange(0, n_full * block_size, block_size), block_size))
-        strongs.extend(
-            rolling.block_strong_sums(memoryview(piece), 0, n_full * block_size, block_size, strong_len)
+        # one bytes object per piece, not per block: a 2 GiB file at 256 B blocks has 8M blocks
+        strongs.append(
+            b"".join(
+                rolling.block_strong_sums(memoryview(piece), 0, n_full * block_size, block_size, strong_len)
+            )
         )
         if len(piece) % block_size:
             tail = piece[n_full * block_size :]
