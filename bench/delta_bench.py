@@ -351,14 +351,19 @@ def summarize(rows: list[Row]) -> list[dict]:
     return out
 
 
+def _fmt(ratio: float | None) -> str:
+    return "n/a (fewer than 4 versions)" if ratio is None else f"{ratio:.3f}"
+
+
 def markdown(doc: dict) -> str:
     lines = [
         "# Delta sync benchmark",
         "",
         f"Command: `{doc['command']}`. zstd level {doc['zstd_level']} on both deltas. "
         "Traffic = checksum list + zstd(delta); rdiff at the same block size and strong-sum length. "
-        "Throughputs are single-run wall clock on a shared 2-core machine (noisy); sig+delta MB/s "
-        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
+        f"Throughputs are the best of {doc['repeat']} wall-clock run(s) on a shared 2-core machine with "
+        "other jobs running (noisy); MB/s columns are summed over all pairs; sig+delta counts old+new "
+        "bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
         "",
     ]
     for series, versions in doc["versions"].items():
@@ -395,7 +400,7 @@ def markdown(doc: dict) -> str:
             lines += [
                 "",
                 f"Total {result['total']:,} bytes; fixed totals {fixed}. "
-                f"Max ratio from the 4th version: {checks['max_ratio_from_4th']}; "
+                f"Max ratio from the 4th version: {_fmt(checks['max_ratio_from_4th'])}; "
                 f"≤ 1.1 from the 4th version: {checks['within_1_1_from_4th']}; "
                 f"below every fixed total: {checks['below_every_fixed_total']}.",
                 "",
@@ -439,7 +444,7 @@ def main() -> int:
     if args.from_json:
         old = json.loads(args.from_json.read_text())
         rows = [Row(**r) for r in old["rows"]]
-        return report(rows, old["versions"], old["sizes"], old["command"], args.out)
+        return report(rows, old["versions"], old["sizes"], old["command"], old.get("repeat", 1), args.out)
     if not shutil.which("rdiff"):
         print("rdiff (librsync) is needed for the comparison: apt-get update && apt-get install -y rdiff")
         return 2
@@ -453,11 +458,13 @@ def main() -> int:
         print(f"{name}: fetching {', '.join(versions[name])}", flush=True)
         files = [(v, fetch(v)) for v in versions[name]]
         rows += measure_series(name, files, sizes, args.repeat)
-    command = "python bench/delta_bench.py" + (" --quick" if args.quick else "")
-    return report(rows, versions, sizes, command, args.out)
+    command = " ".join(["python bench/delta_bench.py", *sys.argv[1:]])
+    return report(rows, versions, sizes, command, args.repeat, args.out)
 
 
-def report(rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, out: Path) -> int:
+def report(
+    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int, out: Path
+) -> int:
     adaptive = {}
     for name in versions:
         sel = [r for r in rows if r.series == name]
@@ -469,6 +476,7 @@ def report(rows: list[Row], versions: dict[str, list[str]], sizes: list[int], co
     summary = summarize(rows)
     doc = dict(
         command=command,
+        repeat=repeat,
         zstd_level=DEFAULT_LEVEL,
         sizes=sizes,
         versions=versions,
