@@ -236,11 +236,9 @@ class _Matcher:
         if not t or end - self.pos < t:
             return
         block = bytes(mv[p.length - t : p.length])
-        j = self.index.n_full
-        s = self.sig.strong_len
-        if rolling.weak_sum(block) == int(self.sig.weak[j]) and rolling.strong_sum(
-            block, s
-        ) == self.sig.strong_of(j):
+        j, sig = self.index.n_full, self.sig
+        weak_ok = rolling.weak_sum(block) == int(sig.weak[j])
+        if weak_ok and rolling.strong_sum(block, sig.strong_len) == sig.strong_of(j):
             self.w.literal(mv[self.pos - p.start : p.length - t])
             self.w.copy(j)
             self.pos = end

@@ -118,3 +118,35 @@ def test_delta_bytes_helper_matches_streaming():
     old, new = b"hello world " * 500, b"hello there " * 500
     sig = signature_bytes(old, 16)
     assert patch_bytes(old, delta_bytes(sig, new)) == new
+
+
+@settings(max_examples=30, deadline=None)
+@given(edited_versions(max_size=60_000), st.sampled_from([8, 32, 64]), st.sampled_from([64, 5000, 1 << 18]))
+def test_roundtrip_with_many_lookup_windows_per_piece(pair, block, piece):
+    """Files long enough that candidate lookups restart in many windows after match runs."""
+    old, new = pair
+    assert roundtrip(old, new, block, piece=piece) == new
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1_000, 40_000),
+    st.lists(st.tuples(st.floats(0, 1), st.integers(0, 200), st.integers(0, 200)), max_size=6),
+    st.sampled_from([16, 64, 256]),
+)
+def test_unchanged_stretches_are_copied_not_sent(seed, size, edits, block):
+    """Literal bytes stay within the edited bytes plus about two blocks per edit."""
+    import random
+
+    rng = random.Random(seed)
+    old = rng.randbytes(size)
+    new = bytearray(old)
+    for where, deleted, inserted in edits:
+        at = int(where * len(new))
+        new[at : at + deleted] = rng.randbytes(inserted)
+    out = io.BytesIO()
+    stats = delta(signature_bytes(old, block), io.BytesIO(bytes(new)), out, piece_size=4096)
+    bound = sum(ins for _, _, ins in edits) + (2 * len(edits) + 1) * block
+    assert stats.literal_bytes <= bound
+    assert patch_bytes(old, out.getvalue()) == bytes(new)
