@@ -1,0 +1,497 @@
+"""Delta sync on real release history, side by side with librsync's rdiff (seed 000 Figs. 13-14).
+
+Inputs: consecutive releases of the npm package `typescript` (5.x) and consecutive Django sdists
+(5.2.x), fetched by `npm pack` and `pip download`, gunzipped to plain .tar under bench/.cache/.
+For each consecutive pair and each candidate chunk size it runs signature, delta and patch with
+hycloud_core.delta and with `rdiff` at the same block size and strong-sum length, and records
+throughput and bytes. Traffic of a delta download = checksum list sent + compressed delta received
+(rdiff's delta compressed with the same zstd level). It then replays the adaptive chunk-size
+mechanism version by version, with the paper's γ and with the traffic-counting γ.
+
+    python bench/delta_bench.py [--quick] [--series typescript,django] [--repeat 1]
+
+Needs `rdiff` (Debian: apt-get install rdiff), `npm` and network access to the npm registry and PyPI.
+Writes bench/results/delta.json and bench/results/delta.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import zstandard
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent / "layers" / "core"))
+
+from hycloud_core.delta import (  # noqa: E402
+    CANDIDATE_SIZES,
+    AdaptiveChunkSize,
+    GammaMode,
+    TrafficSample,
+    default_strong_len,
+    delta,
+    patch,
+)
+from hycloud_core.delta.encoder import DEFAULT_LEVEL  # noqa: E402
+from hycloud_core.delta.signature import compute  # noqa: E402
+
+CACHE = ROOT / ".cache" / "delta"
+RESULTS = ROOT / "results"
+DEFAULT_MODE = GammaMode.TRAFFIC
+MB = 1e6
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str:
+    return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def _semver_key(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split("."))
+
+
+def typescript_versions(n: int) -> list[str]:
+    versions = json.loads(_run(["npm", "view", "typescript", "versions", "--json"]))
+    stable = sorted((v for v in versions if re.fullmatch(r"5\.\d+\.\d+", v)), key=_semver_key)
+    return stable[-n:]
+
+
+def django_versions(n: int) -> list[str]:
+    out = _run([sys.executable, "-m", "pip", "index", "versions", "django"])
+    listed = re.search(r"Available versions: (.*)", out).group(1).split(", ")
+    series = sorted((v for v in listed if re.fullmatch(r"5\.2\.\d+", v)), key=_semver_key)
+    return series[-n:]
+
+
+def _gunzip(src: Path, dst: Path) -> None:
+    tmp = dst.with_suffix(".part")
+    with gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    tmp.rename(dst)
+
+
+def fetch_typescript(version: str) -> Path:
+    folder = CACHE / "typescript"
+    tar = folder / f"typescript-{version}.tar"
+    if not tar.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        tgz = folder / f"typescript-{version}.tgz"
+        if not tgz.exists():
+            _run(["npm", "pack", f"typescript@{version}", "--pack-destination", str(folder)])
+        _gunzip(tgz, tar)
+    return tar
+
+
+def fetch_django(version: str) -> Path:
+    folder = CACHE / "django"
+    tar = folder / f"django-{version}.tar"
+    if not tar.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        sdist = folder / f"django-{version}.tar.gz"
+        if not sdist.exists():
+            _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                  f"django=={version}", "-d", str(folder), "-q"])  # fmt: skip
+        _gunzip(sdist, tar)
+    return tar
+
+
+SERIES = {
+    "typescript": (typescript_versions, fetch_typescript),
+    "django": (django_versions, fetch_django),
+}
+
+
+# ---------------------------------------------------------------- measurements
+
+
+@dataclass
+class Row:
+    series: str
+    old: str
+    new: str
+    block: int
+    strong_len: int
+    old_size: int
+    new_size: int
+    # ours
+    sig_raw: int
+    sig_wire: int
+    delta_raw: int
+    delta_zstd: int
+    sig_s: float
+    delta_s: float
+    patch_s: float
+    # rdiff
+    rd_sig: int
+    rd_sig_zstd: int
+    rd_delta_raw: int
+    rd_delta_zstd: int
+    rd_sig_s: float
+    rd_delta_s: float
+    rd_patch_s: float
+    rd_zstd_s: float
+
+    @property
+    def traffic(self) -> int:
+        return self.sig_wire + self.delta_zstd
+
+    @property
+    def rd_traffic(self) -> int:
+        return self.rd_sig + self.rd_delta_zstd
+
+    def sample(self) -> TrafficSample:
+        return TrafficSample(self.block, self.new_size, self.sig_wire, self.delta_zstd)
+
+
+def _timed(fn, repeat: int):
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def _sha(path: Path) -> bytes:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.digest()
+
+
+def measure_ours(old: Path, new: Path, block: int, strong_len: int, work: Path, repeat: int) -> dict:
+    def sign() -> bytes:
+        with open(old, "rb") as f:
+            return compute(f, block, strong_len).encode()
+
+    sig_s, sig = _timed(sign, repeat)
+
+    def diff():
+        with open(new, "rb") as f, open(work / "ours.delta", "wb") as out:
+            return delta(sig, f, out, DEFAULT_LEVEL)
+
+    delta_s, stats = _timed(diff, repeat)
+
+    def apply() -> None:
+        with open(old, "rb") as f, open(work / "ours.delta", "rb") as d, open(work / "ours.out", "wb") as o:
+            patch(f, d, o)
+
+    patch_s, _ = _timed(apply, repeat)
+    if _sha(work / "ours.out") != _sha(new):
+        raise SystemExit(f"patched output differs from {new.name} (block {block})")
+    n = -(-os.path.getsize(old) // block)
+    return dict(
+        sig_raw=19 + n * (4 + strong_len),
+        sig_wire=len(sig),
+        delta_raw=stats.raw_bytes,
+        delta_zstd=stats.compressed_bytes,
+        sig_s=sig_s,
+        delta_s=delta_s,
+        patch_s=patch_s,
+    )
+
+
+def measure_rdiff(old: Path, new: Path, block: int, strong_len: int, work: Path, repeat: int) -> dict:
+    sig, dl, out = work / "rd.sig", work / "rd.delta", work / "rd.out"
+    rd = ["rdiff", "-f"]
+    sig_s, _ = _timed(
+        lambda: _run(rd + ["-b", str(block), "-S", str(strong_len), "signature", str(old), str(sig)]), repeat
+    )
+    delta_s, _ = _timed(lambda: _run(rd + ["delta", str(sig), str(new), str(dl)]), repeat)
+    patch_s, _ = _timed(lambda: _run(rd + ["patch", str(old), str(dl), str(out)]), repeat)
+    if _sha(out) != _sha(new):
+        raise SystemExit(f"rdiff patch output differs from {new.name} (block {block})")
+    raw = dl.read_bytes()
+    zstd_s, packed = _timed(lambda: zstandard.ZstdCompressor(level=DEFAULT_LEVEL).compress(raw), repeat)
+    sig_bytes = sig.read_bytes()
+    return dict(
+        rd_sig=len(sig_bytes),
+        rd_sig_zstd=len(zstandard.ZstdCompressor(level=DEFAULT_LEVEL).compress(sig_bytes)),
+        rd_delta_raw=len(raw),
+        rd_delta_zstd=len(packed),
+        rd_sig_s=sig_s,
+        rd_delta_s=delta_s,
+        rd_patch_s=patch_s,
+        rd_zstd_s=zstd_s,
+    )
+
+
+def measure_series(name: str, files: list[tuple[str, Path]], sizes, repeat: int) -> list[Row]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="delta-bench-") as tmp:
+        work = Path(tmp)
+        for (v_old, old), (v_new, new) in zip(files, files[1:], strict=False):
+            old_size, new_size = os.path.getsize(old), os.path.getsize(new)
+            for block in sizes:
+                strong_len = default_strong_len(old_size, block)
+                ours = measure_ours(old, new, block, strong_len, work, repeat)
+                theirs = measure_rdiff(old, new, block, strong_len, work, repeat)
+                row = Row(name, v_old, v_new, block, strong_len, old_size, new_size, **ours, **theirs)
+                rows.append(row)
+                print(
+                    f"{name} {v_old}->{v_new} b={block:>5} S={strong_len} "
+                    f"traffic {row.traffic:>9} vs rdiff {row.rd_traffic:>9} ({row.traffic / row.rd_traffic:.3f}x)  "
+                    f"sig+delta {_mbps(old_size + new_size, row.sig_s + row.delta_s):6.0f} MB/s "
+                    f"vs rdiff {_mbps(old_size + new_size, row.rd_sig_s + row.rd_delta_s):6.0f} MB/s",
+                    flush=True,
+                )
+    return rows
+
+
+def _mbps(n: int, seconds: float) -> float:
+    return n / MB / seconds if seconds > 0 else float("inf")
+
+
+# ---------------------------------------------------------------- adaptive replay
+
+
+def replay(rows: list[Row], sizes, mode: GammaMode) -> dict:
+    """Fig. 14: per version, traffic at the adaptively chosen size over the best fixed size."""
+    pairs: dict[tuple[str, str], dict[int, Row]] = {}
+    for r in rows:
+        pairs.setdefault((r.old, r.new), {})[r.block] = r
+    ordered = list(pairs.items())
+    state = AdaptiveChunkSize(sizes=tuple(sizes), mode=mode)
+    steps, total = [], 0
+    for index, ((_, v_new), by_size) in enumerate(ordered):
+        choice = state.choice
+        best = min(by_size.values(), key=lambda r: r.traffic)
+        traffic = by_size[choice].traffic
+        total += traffic
+        steps.append(
+            dict(
+                version=v_new,
+                version_number=index + 2,
+                choice=choice,
+                traffic=traffic,
+                best_block=best.block,
+                best_traffic=best.traffic,
+                ratio=traffic / best.traffic,
+            )  # fmt: skip
+        )
+        state.observe([by_size[s].sample() for s in sizes])  # the background measurement after download
+    fixed_totals = {s: sum(by_size[s].traffic for _, by_size in ordered) for s in sizes}
+    return dict(
+        mode=str(mode), steps=steps, total=total, fixed_totals=fixed_totals, final_state=state.to_dict()
+    )
+
+
+def replay_checks(result: dict) -> dict:
+    late = [s["ratio"] for s in result["steps"] if s["version_number"] >= 4]
+    return dict(
+        max_ratio_from_4th=max(late) if late else None,
+        within_1_1_from_4th=all(r <= 1.1 for r in late) if late else None,
+        below_every_fixed_total=all(result["total"] < t for t in result["fixed_totals"].values()),
+        best_fixed_total=min(result["fixed_totals"].values()),
+    )
+
+
+# ---------------------------------------------------------------- report
+
+
+def summarize(rows: list[Row]) -> list[dict]:
+    out = []
+    for series in dict.fromkeys(r.series for r in rows):
+        for block in dict.fromkeys(r.block for r in rows):
+            sel = [r for r in rows if r.series == series and r.block == block]
+            if not sel:
+                continue
+            old_b = sum(r.old_size for r in sel)
+            new_b = sum(r.new_size for r in sel)
+            t = {k: sum(getattr(r, k) for r in sel) for k in Row.__dataclass_fields__ if k.endswith("_s")}
+            traffic, rd_traffic = sum(r.traffic for r in sel), sum(r.rd_traffic for r in sel)
+            ours_sd = _mbps(old_b + new_b, t["sig_s"] + t["delta_s"])
+            rd_sd = _mbps(old_b + new_b, t["rd_sig_s"] + t["rd_delta_s"])
+            out.append(
+                dict(
+                    series=series,
+                    block=block,
+                    pairs=len(sel),
+                    sig_mbps=_mbps(old_b, t["sig_s"]),
+                    delta_mbps=_mbps(new_b, t["delta_s"]),
+                    patch_mbps=_mbps(new_b, t["patch_s"]),
+                    rd_sig_mbps=_mbps(old_b, t["rd_sig_s"]),
+                    rd_delta_mbps=_mbps(new_b, t["rd_delta_s"]),
+                    rd_patch_mbps=_mbps(new_b, t["rd_patch_s"]),
+                    sig_delta_mbps=ours_sd,
+                    rd_sig_delta_mbps=rd_sd,
+                    rd_sig_delta_zstd_mbps=_mbps(
+                        old_b + new_b, t["rd_sig_s"] + t["rd_delta_s"] + t["rd_zstd_s"]
+                    ),
+                    throughput_ratio=ours_sd / rd_sd,
+                    sig_raw=sum(r.sig_raw for r in sel),
+                    sig_wire=sum(r.sig_wire for r in sel),
+                    delta_raw=sum(r.delta_raw for r in sel),
+                    delta_zstd=sum(r.delta_zstd for r in sel),
+                    rd_sig=sum(r.rd_sig for r in sel),
+                    rd_sig_zstd=sum(r.rd_sig_zstd for r in sel),
+                    rd_delta_raw=sum(r.rd_delta_raw for r in sel),
+                    rd_delta_zstd=sum(r.rd_delta_zstd for r in sel),
+                    traffic=traffic,
+                    rd_traffic=rd_traffic,
+                    traffic_ratio=traffic / rd_traffic,
+                    new_bytes=new_b,
+                )
+            )
+    return out
+
+
+def _fmt(ratio: float | None) -> str:
+    return "n/a (fewer than 4 versions)" if ratio is None else f"{ratio:.3f}"
+
+
+def markdown(doc: dict) -> str:
+    lines = [
+        "# Delta sync benchmark",
+        "",
+        f"Command: `{doc['command']}`. zstd level {doc['zstd_level']} on both deltas. "
+        "Traffic = checksum list + zstd(delta); rdiff at the same block size and strong-sum length. "
+        f"Throughputs are the best of {doc['repeat']} wall-clock run(s) on a shared 2-core machine with "
+        "other jobs running (noisy); MB/s columns are summed over all pairs; sig+delta counts old+new "
+        "bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
+        "",
+    ]
+    for series, versions in doc["versions"].items():
+        lines += [f"## {series}: {', '.join(versions)}", ""]
+        lines += [
+            "| block | sig MB/s | delta MB/s | patch MB/s | rdiff sig | rdiff delta | rdiff patch "
+            "| sig+delta vs rdiff | checksum list (raw/wire) | rdiff sig | delta raw / zstd | rdiff delta raw / zstd "
+            "| traffic | rdiff traffic | ratio |",
+            "|" + "---|" * 15,
+        ]
+        for s in (s for s in doc["summary"] if s["series"] == series):
+            lines.append(
+                f"| {s['block']} | {s['sig_mbps']:.0f} | {s['delta_mbps']:.0f} | {s['patch_mbps']:.0f} "
+                f"| {s['rd_sig_mbps']:.0f} | {s['rd_delta_mbps']:.0f} | {s['rd_patch_mbps']:.0f} "
+                f"| {s['throughput_ratio']:.2f}x | {s['sig_raw']:,} / {s['sig_wire']:,} | {s['rd_sig']:,} "
+                f"| {s['delta_raw']:,} / {s['delta_zstd']:,} | {s['rd_delta_raw']:,} / {s['rd_delta_zstd']:,} "
+                f"| {s['traffic']:,} | {s['rd_traffic']:,} | {s['traffic_ratio']:.3f} |"
+            )
+        lines.append("")
+        for mode, result in doc["adaptive"][series].items():
+            checks = result["checks"]
+            lines += [
+                f"### Adaptive chunk size, {mode} γ{' (default)' if mode == str(DEFAULT_MODE) else ''}",
+                "",
+                "| version | chosen | traffic | best fixed | best traffic | ratio |",
+                "|---|---|---|---|---|---|",
+            ]
+            for st in result["steps"]:
+                lines.append(
+                    f"| {st['version']} | {st['choice']} | {st['traffic']:,} | {st['best_block']} "
+                    f"| {st['best_traffic']:,} | {st['ratio']:.3f} |"
+                )
+            fixed = ", ".join(f"{k}: {v:,}" for k, v in result["fixed_totals"].items())
+            lines += [
+                "",
+                f"Total {result['total']:,} bytes; fixed totals {fixed}. "
+                f"Max ratio from the 4th version: {_fmt(checks['max_ratio_from_4th'])}; "
+                f"≤ 1.1 from the 4th version: {checks['within_1_1_from_4th']}; "
+                f"below every fixed total: {checks['below_every_fixed_total']}.",
+                "",
+            ]
+    lines += ["## Targets", ""] + [f"- {k}: {v}" for k, v in doc["targets"].items()] + [""]
+    return "\n".join(lines)
+
+
+def targets(summary: list[dict], adaptive: dict) -> dict:
+    worst_traffic = max(summary, key=lambda s: s["traffic_ratio"])
+    worst_speed = min(summary, key=lambda s: s["throughput_ratio"])
+    out = {
+        "traffic <= 1.05x rdiff at every (series, block)": all(s["traffic_ratio"] <= 1.05 for s in summary),
+        "worst traffic ratio": f"{worst_traffic['traffic_ratio']:.3f} ({worst_traffic['series']}, {worst_traffic['block']})",
+        "sig+delta throughput >= 0.5x rdiff at every (series, block)": all(
+            s["throughput_ratio"] >= 0.5 for s in summary
+        ),
+        "worst throughput ratio": f"{worst_speed['throughput_ratio']:.2f} ({worst_speed['series']}, {worst_speed['block']})",
+    }
+    for series, modes in adaptive.items():
+        checks = modes[str(DEFAULT_MODE)]["checks"]
+        out[f"{series}: default ({DEFAULT_MODE}) <= 1.1x best from 4th version"] = checks[
+            "within_1_1_from_4th"
+        ]
+        out[f"{series}: default total below every fixed candidate's total"] = checks[
+            "below_every_fixed_total"
+        ]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 releases per series instead of 10")
+    ap.add_argument("--series", default="typescript,django")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N timings")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--from-json", type=Path, help="re-report the rows of an earlier delta.json, measuring nothing"
+    )
+    args = ap.parse_args()
+    if args.from_json:
+        old = json.loads(args.from_json.read_text())
+        rows = [Row(**r) for r in old["rows"]]
+        return report(rows, old["versions"], old["sizes"], old["command"], old.get("repeat", 1), args.out)
+    if not shutil.which("rdiff"):
+        print("rdiff (librsync) is needed for the comparison: apt-get update && apt-get install -y rdiff")
+        return 2
+    n_versions = 3 if args.quick else 10
+    sizes = list(CANDIDATE_SIZES)
+    rows: list[Row] = []
+    versions: dict[str, list[str]] = {}
+    for name in args.series.split(","):
+        list_versions, fetch = SERIES[name]
+        versions[name] = list_versions(n_versions)
+        print(f"{name}: fetching {', '.join(versions[name])}", flush=True)
+        files = [(v, fetch(v)) for v in versions[name]]
+        rows += measure_series(name, files, sizes, args.repeat)
+    command = " ".join(["python bench/delta_bench.py", *sys.argv[1:]])
+    return report(rows, versions, sizes, command, args.repeat, args.out)
+
+
+def report(
+    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int, out: Path
+) -> int:
+    adaptive = {}
+    for name in versions:
+        sel = [r for r in rows if r.series == name]
+        adaptive[name] = {}
+        for mode in (GammaMode.PAPER, GammaMode.TRAFFIC):
+            result = replay(sel, sizes, mode)
+            result["checks"] = replay_checks(result)
+            adaptive[name][str(mode)] = result
+    summary = summarize(rows)
+    doc = dict(
+        command=command,
+        repeat=repeat,
+        zstd_level=DEFAULT_LEVEL,
+        sizes=sizes,
+        versions=versions,
+        summary=summary,
+        adaptive=adaptive,
+        targets=targets(summary, adaptive),
+        rows=[asdict(r) for r in rows],
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "delta.json").write_text(json.dumps(doc, indent=1))
+    (out / "delta.md").write_text(markdown(doc))
+    print()
+    print(markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

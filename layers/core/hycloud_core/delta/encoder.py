@@ -1,0 +1,298 @@
+"""Delta of a new file version against a signature: rsync's greedy match, vectorised.
+
+Why this engine: the cost of rsync-style matching is the weak sum at every byte offset, which a
+pure-Python loop cannot afford. Here numpy computes the weak sums of a whole piece (256 KiB or
+more) at once from prefix sums (rolling.py). Candidate offsets are looked up lazily, in windows
+that start where the last run of matched blocks ended: a bitmap on the sums' top bits (and a
+second, remixed one) discards almost every non-matching offset with one table read, searchsorted
+confirms the rest, and offsets inside matched runs are never looked up at all. The Python loop
+applies rsync's greedy rule (take a match, jump a block, else slide one byte) to the survivors.
+Once a block matches, the run that follows (block j+1 at the next block offset, j+2 after it, ...)
+is confirmed in bulk: one numpy comparison of weak sums and one joined compare of strong sums, so
+unchanged stretches cost about one strong-hash call per block. Memory stays bounded by one piece
+and its arrays. On source tarballs this runs at 0.5-2x librsync's speed with the same bytes on the
+wire (bench/results/delta.md), needs no native build for the Lambda layer (numpy, xxhash and
+zstandard ship manylinux wheels) and keeps the wire format ours (FORMAT.md). A reader thread
+running one piece ahead was tried and dropped: the many short GIL hand-offs around numpy calls
+made it slower, not faster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import zstandard
+
+from . import rolling
+from .signature import SigIndex, Signature, read_full
+from .wire import DELTA_HEADER, DELTA_MAGIC, OP_COPY, OP_END, OP_LITERAL, VERSION, put_varint, zigzag
+
+DEFAULT_LEVEL = 3
+PIECE_TARGET = 1 << 18
+_FLUSH_AT = 1 << 20
+_MAX_SAME_WEAK = 16
+_WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
+_WINDOW_MAX = 1 << 18
+
+
+@dataclass(frozen=True)
+class DeltaStats:
+    new_size: int
+    sha256: bytes
+    literal_bytes: int
+    copied_bytes: int
+    copy_ops: int
+    literal_ops: int
+    raw_bytes: int  # delta before zstd
+    compressed_bytes: int  # what goes on the wire
+
+
+class _OpWriter:
+    """Encodes ops, merging consecutive block copies into runs, and feeds them to zstd."""
+
+    def __init__(self, sink, block_size: int, old_size: int) -> None:
+        self._sink = sink
+        self._buf = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, VERSION, 0, block_size, old_size))
+        self._run_start = -1
+        self._run_len = 0
+        self._expected = 0
+        self.raw = 0
+        self.literal_bytes = self.copied_blocks = self.copy_ops = self.literal_ops = 0
+
+    def copy(self, j: int) -> None:
+        if self._run_len and j == self._run_start + self._run_len:
+            self._run_len += 1
+            return
+        self._end_run()
+        self._run_start, self._run_len = j, 1
+
+    def copy_run(self, j: int, count: int) -> None:
+        if self._run_len and j == self._run_start + self._run_len:
+            self._run_len += count
+            return
+        self._end_run()
+        self._run_start, self._run_len = j, count
+
+    def literal(self, data: memoryview | bytes) -> None:
+        if not len(data):
+            return
+        self._end_run()
+        self._buf.append(OP_LITERAL)
+        put_varint(len(data), self._buf)
+        self._buf += data
+        self.literal_bytes += len(data)
+        self.literal_ops += 1
+        self._maybe_flush()
+
+    def end(self, size: int, digest: bytes) -> None:
+        self._end_run()
+        self._buf.append(OP_END)
+        put_varint(size, self._buf)
+        self._buf += digest
+        self._flush()
+
+    def _end_run(self) -> None:
+        if not self._run_len:
+            return
+        self._buf.append(OP_COPY)
+        put_varint(zigzag(self._run_start - self._expected), self._buf)
+        put_varint(self._run_len, self._buf)
+        self._expected = self._run_start + self._run_len
+        self.copied_blocks += self._run_len
+        self.copy_ops += 1
+        self._run_len = 0
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if len(self._buf) >= _FLUSH_AT:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.raw += len(self._buf)
+        self._sink.write(self._buf)
+        self._buf = bytearray()
+
+
+@dataclass
+class _Piece:
+    start: int  # absolute offset of data[0]
+    data: bytes  # the piece plus up to block_size-1 bytes of look-ahead
+    length: int  # bytes owned by this piece (offsets start .. start+length-1)
+    last: bool
+    weaks: np.ndarray  # weak sum at every offset data[k] with a full block after it
+
+
+def _pieces(new: BinaryIO, block_size: int, sha, piece_size: int) -> Iterator[_Piece]:
+    start = 0
+    cur = read_full(new, piece_size)
+    sha.update(cur)
+    while cur:
+        nxt = read_full(new, piece_size)
+        sha.update(nxt)
+        data = cur + nxt[: block_size - 1] if nxt else cur
+        n_off = max(0, min(len(cur), len(data) - block_size + 1))
+        weaks = np.empty(0, dtype=np.uint32)
+        if n_off:
+            c = rolling.prefix_sums(np.frombuffer(data, dtype=np.uint8))
+            weaks = rolling.window_sums(c, slice(0, n_off), block_size)
+        yield _Piece(start, data, len(cur), not nxt, weaks)
+        start += len(cur)
+        cur = nxt
+
+
+class _Matcher:
+    """rsync's greedy walk over the candidate offsets of each piece."""
+
+    def __init__(self, index: SigIndex, writer: _OpWriter) -> None:
+        self.index = index
+        self.sig = index.sig
+        self.w = writer
+        self.pos = 0  # first byte not yet covered by an emitted op
+        self.last_j = -2
+
+    def _match(self, block: memoryview, slot: int) -> int:
+        ix, sig = self.index, self.sig
+        s = sig.strong_len
+        wk = ix.sorted_weak[slot]
+        digest = rolling.strong_sum(block, s)
+        e = self.last_j + 1
+        if 0 <= e < ix.n_full and ix.weak[e] == wk and sig.strong[e * s : e * s + s] == digest:
+            return e
+        strong, order, sorted_weak = sig.strong, ix.order, ix.sorted_weak
+        for t in range(slot, min(slot + _MAX_SAME_WEAK, ix.n_full)):
+            if sorted_weak[t] != wk:
+                break
+            j = int(order[t])
+            if strong[j * s : j * s + s] == digest:
+                return j
+        return -1
+
+    def feed(self, p: _Piece) -> None:
+        """Greedy walk over one piece. Candidate offsets are looked up lazily, in windows that
+        start where the last match run ended, so offsets inside matched runs are never looked up."""
+        bs, ix = self.index.block_size, self.index
+        mv = memoryview(p.data)
+        n_off = len(p.weaks) if ix.n_full else 0
+        cand: list[int] = []
+        slot: list[int] = []
+        i = 0
+        looked_up = 0  # candidates are known for piece offsets below this
+        window = _WINDOW_MIN
+        while True:
+            rel_pos = self.pos - p.start
+            if i < len(cand) and cand[i] < rel_pos:
+                i = bisect_left(cand, rel_pos, i + 1)
+            if i >= len(cand):
+                lo = max(rel_pos, looked_up)
+                if lo >= n_off:
+                    break
+                hi = min(n_off, lo + max(window, 4 * bs))
+                idx, slots = ix.candidates(p.weaks[lo:hi])
+                cand, slot, i, looked_up = (idx + lo).tolist(), slots.tolist(), 0, hi
+                window = min(2 * window, _WINDOW_MAX)
+                continue
+            rel = cand[i]
+            j = self._match(mv[rel : rel + bs], slot[i])
+            if j >= 0:
+                self.w.literal(mv[rel_pos:rel])
+                run = 1 + self._extend(p, mv, rel + bs, j + 1)
+                self.w.copy_run(j, run)
+                self.pos = p.start + rel + bs * run
+                self.last_j = j + run - 1
+                window = _WINDOW_MIN
+            i += 1
+        if p.last:
+            self._tail(p, mv)
+        end = p.start + p.length
+        if self.pos < end:
+            self.w.literal(mv[self.pos - p.start : p.length])
+            self.pos = end
+
+    def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
+        """How many of blocks j, j+1, ... follow back to back from piece offset `rel`."""
+        ix, sig = self.index, self.sig
+        bs, s = ix.block_size, sig.strong_len
+        m = min((len(p.weaks) - 1 - rel) // bs + 1 if rel < len(p.weaks) else 0, ix.n_full - j)
+        if m <= 0 or p.weaks[rel] != ix.weak[j]:  # scalar test first: many runs end here
+            return 0
+        differ = np.flatnonzero(p.weaks[rel : rel + m * bs : bs] != ix.weak[j : j + m])
+        if len(differ):
+            m = int(differ[0])
+        got = rolling.block_strong_sums(mv, rel, rel + m * bs, bs, s)
+        want = sig.strong[j * s : (j + m) * s]
+        if b"".join(got) == want:
+            return m
+        return next(t for t in range(m) if got[t] != want[t * s : (t + 1) * s])
+
+    def _tail(self, p: _Piece, mv: memoryview) -> None:
+        """The old file's short last block can only match at the very end of the new file."""
+        t = self.index.tail_len
+        end = p.start + p.length
+        if not t or end - self.pos < t:
+            return
+        block = bytes(mv[p.length - t : p.length])
+        j, sig = self.index.n_full, self.sig
+        weak_ok = rolling.weak_sum(block) == int(sig.weak[j])
+        if weak_ok and rolling.strong_sum(block, sig.strong_len) == sig.strong_of(j):
+            self.w.literal(mv[self.pos - p.start : p.length - t])
+            self.w.copy(j)
+            self.pos = end
+
+
+def delta(
+    sig: bytes | Signature,
+    new: BinaryIO,
+    out: BinaryIO,
+    level: int = DEFAULT_LEVEL,
+    piece_size: int = PIECE_TARGET,
+) -> DeltaStats:
+    """Write the zstd-compressed delta that turns the signature's old file into `new`.
+
+    `new` is read once, front to back, `piece_size` bytes at a time (at least 4 blocks).
+    """
+    sig = sig if isinstance(sig, Signature) else Signature.decode(sig)
+    index = SigIndex(sig)
+    piece_size = max(piece_size, 4 * sig.block_size)
+    sha = hashlib.sha256()
+    counter = _CountingWriter(out)
+    zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
+    writer = _OpWriter(zw, sig.block_size, sig.old_size)
+    matcher = _Matcher(index, writer)
+    for piece in _pieces(new, sig.block_size, sha, piece_size):
+        matcher.feed(piece)
+    digest = sha.digest()
+    writer.end(matcher.pos, digest)
+    zw.close()  # ends the zstd frame; closefd=False leaves `out` open
+    return DeltaStats(
+        new_size=matcher.pos,
+        sha256=digest,
+        literal_bytes=writer.literal_bytes,
+        copied_bytes=matcher.pos - writer.literal_bytes,
+        copy_ops=writer.copy_ops,
+        literal_ops=writer.literal_ops,
+        raw_bytes=writer.raw,
+        compressed_bytes=counter.count,
+    )
+
+
+class _CountingWriter:
+    """Pass-through that counts the compressed bytes written to the caller's stream."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.count = 0
+
+    def write(self, data) -> int:
+        n = self._out.write(data)
+        n = len(data) if n is None else n
+        self.count += n
+        return n
+
+    def flush(self) -> None:
+        if hasattr(self._out, "flush"):
+            self._out.flush()

@@ -1,0 +1,112 @@
+"""Weak (rolling) and strong block checksums.
+
+Weak sum: a polynomial hash modulo 2**32, ``w(x) = sum(x[j] * P**j) mod 2**32`` over the block's bytes.
+Unlike rsync's Adler-style sum it has no byte-order blind spots, and it vectorises: with the prefix
+sums ``c[m] = sum(x[i] * P**i, i < m)`` the sum of the window at offset k is
+``(c[k+B] - c[k]) * P**-k``, so numpy computes it for every offset of a piece in a few passes over
+uint32 arrays (P is odd, hence invertible mod 2**32). uint32 rather than uint64 halves the memory
+traffic, which is what bounds this loop.
+
+Strong sum, computed only where a weak sum matches: the first ``strong_len`` bytes of XXH3-128
+when strong_len <= 16, else BLAKE2b with ``digest_size=strong_len``. Short sums (the default is
+2-5 bytes) give no cryptographic protection whatever the hash, so they use the hash with the
+cheapest call (a 256-byte block costs about a quarter of BLAKE2b's time); a wrong match is caught
+by the delta's sha256. The retry after a mismatch uses 32-byte sums, hence BLAKE2b, so a file
+crafted to collide cannot defeat it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import xxhash
+
+WEAK_BASE = 0x9E3779B1  # odd, so invertible mod 2**32
+_MASK32 = (1 << 32) - 1
+
+FULL_STRONG_LEN = 32
+MIN_STRONG_LEN = 1
+XXH_MAX_LEN = 16
+
+
+_TABLES: dict[bool, np.ndarray] = {}
+
+
+def _build_powers(n: int, base: int) -> np.ndarray:
+    out = np.empty(n, dtype=np.uint32)
+    out[0] = 1
+    filled, step = 1, base
+    while filled < n:
+        m = min(filled, n - filled)
+        np.multiply(out[:m], np.uint32(step), out=out[filled : filled + m])
+        filled += m
+        step = (step * step) & _MASK32
+    out.setflags(write=False)
+    return out
+
+
+def powers(n: int, inverse: bool = False) -> np.ndarray:
+    """P**i (or P**-i) mod 2**32 for i < n; one grow-only table per direction, built by doubling."""
+    table = _TABLES.get(inverse)
+    if table is None or len(table) < n:
+        size = max(n, 1 << 16, 2 * len(table) if table is not None else 0)
+        base = pow(WEAK_BASE, -1, 1 << 32) if inverse else WEAK_BASE
+        table = _TABLES[inverse] = _build_powers(size, base)
+    return table[:n]
+
+
+def prefix_sums(data: np.ndarray) -> np.ndarray:
+    """c[m] = sum(data[i] * P**i, i < m) mod 2**32, with c[0] = 0."""
+    n = len(data)
+    c = np.empty(n + 1, dtype=np.uint32)
+    c[0] = 0
+    np.multiply(data, powers(n), out=c[1:], dtype=np.uint32)
+    np.cumsum(c[1:], out=c[1:])
+    return c
+
+
+def window_sums(c: np.ndarray, starts: np.ndarray | slice, width: int) -> np.ndarray:
+    """Weak sums of the windows [k, k+width) for the given start offsets, from `prefix_sums`."""
+    if isinstance(starts, slice):
+        lo, hi = starts.start, starts.stop
+        out = np.subtract(c[lo + width : hi + width], c[lo:hi])
+        np.multiply(out, powers(hi, inverse=True)[lo:hi], out=out)
+        return out
+    out = np.subtract(c[starts + width], c[starts])
+    np.multiply(out, powers(int(starts[-1]) + 1 if len(starts) else 1, inverse=True)[starts], out=out)
+    return out
+
+
+def weak_sum(block: bytes) -> int:
+    """Scalar weak sum of one block (used for the short tail block and in tests)."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    return int(np.sum(data * powers(len(data)), dtype=np.uint32)) if len(data) else 0
+
+
+def strong_sum(block: bytes | memoryview, strong_len: int) -> bytes:
+    if strong_len <= XXH_MAX_LEN:
+        return xxhash.xxh3_128_digest(block)[:strong_len]
+    return hashlib.blake2b(block, digest_size=strong_len).digest()
+
+
+def block_strong_sums(
+    buf: memoryview, start: int, stop: int, block_size: int, strong_len: int
+) -> list[bytes]:
+    """Strong sums of the blocks buf[o:o+block_size] for o in range(start, stop, block_size)."""
+    offsets = range(start, stop, block_size)
+    if strong_len <= XXH_MAX_LEN:
+        h = xxhash.xxh3_128_digest
+        return [h(buf[o : o + block_size])[:strong_len] for o in offsets]
+    b = hashlib.blake2b
+    return [b(buf[o : o + block_size], digest_size=strong_len).digest() for o in offsets]
+
+
+def default_strong_len(file_size: int, block_size: int) -> int:
+    """rsync's rule: enough bits that a false block match over the whole file stays unlikely.
+
+    bits = 10 + 2*log2(file_size) - log2(block_size); the 32 bits of the weak sum count towards
+    it. A wrong match that slips through is caught by the whole-file sha256 in the delta.
+    """
+    bits = 10 + 2 * max(file_size, 1).bit_length() - 2 - (max(block_size, 1).bit_length() - 1)
+    return max(2, min(FULL_STRONG_LEN, (bits + 1 - 32 + 7) // 8))

@@ -1,0 +1,185 @@
+"""Checksum list of an old file version, its wire form, and the lookup index the delta side needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import zstandard
+
+from . import rolling
+from .errors import DeltaFormatError
+from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, VERSION
+
+MAX_BLOCK_SIZE = 1 << 24
+_READ_TARGET = 1 << 20
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Weak and strong sums of every block of the old file; the last block may be short."""
+
+    block_size: int
+    strong_len: int
+    old_size: int
+    weak: np.ndarray  # uint32, one per block
+    strong: bytes  # strong_len bytes per block, concatenated
+
+    @property
+    def block_count(self) -> int:
+        return -(-self.old_size // self.block_size)
+
+    def strong_of(self, j: int) -> bytes:
+        return self.strong[j * self.strong_len : (j + 1) * self.strong_len]
+
+    def encode(self, compress: bool = True) -> bytes:
+        """Header plus columnar body (weak sums, then strong sums); zstd body only when it is smaller."""
+        body = self.weak.astype("<u4").tobytes() + self.strong
+        flags = 0
+        if compress and body:
+            packed = zstandard.ZstdCompressor(level=3).compress(body)
+            if len(packed) < len(body):
+                body, flags = packed, SIG_FLAG_ZSTD
+        header = SIG_HEADER.pack(SIG_MAGIC, VERSION, flags, self.block_size, self.strong_len, self.old_size)
+        return header + body
+
+    @classmethod
+    def decode(cls, data: bytes) -> Signature:
+        if len(data) < SIG_HEADER.size:
+            raise DeltaFormatError("signature truncated: header incomplete")
+        magic, version, flags, block_size, strong_len, old_size = SIG_HEADER.unpack_from(data)
+        _check_header(magic, version, flags, block_size, strong_len)
+        n = -(-old_size // block_size)
+        expected = n * (4 + strong_len)
+        body = data[SIG_HEADER.size :]
+        if flags & SIG_FLAG_ZSTD:
+            body = _decompress(body, expected)
+        if len(body) != expected:
+            raise DeltaFormatError(f"signature body is {len(body)} bytes, header implies {expected}")
+        weak = np.frombuffer(body, dtype="<u4", count=n).astype(np.uint32)
+        return cls(block_size, strong_len, old_size, weak, bytes(body[4 * n :]))
+
+
+def _check_header(magic: bytes, version: int, flags: int, block_size: int, strong_len: int) -> None:
+    if magic != SIG_MAGIC:
+        raise DeltaFormatError("not a signature (bad magic)")
+    if version != VERSION:
+        raise DeltaFormatError(f"unsupported signature version {version}")
+    if flags & ~SIG_FLAG_ZSTD:
+        raise DeltaFormatError(f"unknown signature flags {flags:#x}")
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise DeltaFormatError(f"bad block size {block_size}")
+    if not rolling.MIN_STRONG_LEN <= strong_len <= rolling.FULL_STRONG_LEN:
+        raise DeltaFormatError(f"bad strong checksum length {strong_len}")
+
+
+def _decompress(body: bytes, expected: int) -> bytes:
+    try:
+        return zstandard.ZstdDecompressor().decompress(body, max_output_size=max(expected, 1))
+    except zstandard.ZstdError as exc:
+        raise DeltaFormatError(f"signature body does not decompress: {exc}") from exc
+
+
+def read_full(src: BinaryIO, n: int) -> bytes:
+    """Read up to n bytes, looping over short reads; fewer than n only at end of stream."""
+    data = src.read(n)
+    if not data or len(data) == n:
+        return data or b""
+    parts = [data]
+    have = len(data)
+    while have < n:
+        more = src.read(n - have)
+        if not more:
+            break
+        parts.append(more)
+        have += len(more)
+    return b"".join(parts)
+
+
+def compute(
+    old: BinaryIO, block_size: int, strong_len: int | None = None, size_hint: int | None = None
+) -> Signature:
+    """Stream the old file once; memory is one read piece plus the signature itself."""
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise ValueError(f"block size must be in [1, {MAX_BLOCK_SIZE}]")
+    if strong_len is None:
+        strong_len = rolling.default_strong_len(
+            size_hint if size_hint is not None else _size_of(old), block_size
+        )
+    piece_size = max(1, _READ_TARGET // block_size) * block_size
+    weaks: list[np.ndarray] = []
+    strongs: list[bytes] = []
+    total = 0
+    while piece := read_full(old, piece_size):
+        total += len(piece)
+        x = np.frombuffer(piece, dtype=np.uint8)
+        c = rolling.prefix_sums(x)
+        n_full = len(piece) // block_size
+        weaks.append(rolling.window_sums(c, np.arange(0, n_full * block_size, block_size), block_size))
+        # one bytes object per piece, not per block: a 2 GiB file at 256 B blocks has 8M blocks
+        strongs.append(
+            b"".join(
+                rolling.block_strong_sums(memoryview(piece), 0, n_full * block_size, block_size, strong_len)
+            )
+        )
+        if len(piece) % block_size:
+            tail = piece[n_full * block_size :]
+            weaks.append(np.array([rolling.weak_sum(tail)], dtype=np.uint32))
+            strongs.append(rolling.strong_sum(tail, strong_len))
+    weak = np.concatenate(weaks) if weaks else np.empty(0, dtype=np.uint32)
+    return Signature(block_size, strong_len, total, weak, b"".join(strongs))
+
+
+def _size_of(f: BinaryIO) -> int:
+    """Size of a seekable stream from its current position; 1 GiB when unknown (strong sums err long)."""
+    try:
+        here = f.tell()
+        end = f.seek(0, 2)
+        f.seek(here)
+        return end - here
+    except (OSError, AttributeError, ValueError):
+        return 1 << 30
+
+
+class SigIndex:
+    """Lookup structures over the full blocks: weak sums sorted for searchsorted, plus a bitmap
+    prefilter on the weak sum's top bits so most non-matching offsets cost one table read."""
+
+    def __init__(self, sig: Signature) -> None:
+        self.sig = sig
+        self.block_size = sig.block_size
+        self.n_full = sig.old_size // sig.block_size
+        self.tail_len = sig.old_size % sig.block_size
+        weak = sig.weak[: self.n_full]
+        self.weak = weak
+        self.order = np.argsort(weak, kind="stable")
+        self.sorted_weak = weak[self.order]
+        bits = min(22, max(12, self.n_full.bit_length() + 8))
+        self.shift = np.uint32(32 - bits)
+        self.table = np.zeros(1 << bits, dtype=bool)
+        self.table[self.sorted_weak >> self.shift] = True
+        self.table2 = np.zeros(1 << bits, dtype=bool)
+        self.table2[_remix(self.sorted_weak, self.shift)] = True
+
+    def candidates(self, weaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Offsets (indices into `weaks`) whose weak sum is some block's, and its slot in sorted order.
+
+        Two bitmaps (top bits, and top bits after a multiplicative remix) reject almost every
+        non-matching offset before the binary search; each is at most 4 MiB, so lookups stay cached.
+        """
+        if self.n_full == 0 or len(weaks) == 0:
+            empty = np.empty(0, dtype=np.intp)
+            return empty, empty
+        idx = np.flatnonzero(np.take(self.table, weaks >> self.shift, mode="clip"))
+        w = weaks[idx]
+        keep = np.take(self.table2, _remix(w, self.shift), mode="clip")
+        idx, w = idx[keep], w[keep]
+        slot = np.searchsorted(self.sorted_weak, w)
+        np.minimum(slot, self.n_full - 1, out=slot)
+        hit = self.sorted_weak[slot] == w
+        return idx[hit], slot[hit]
+
+
+def _remix(w: np.ndarray, shift: np.uint32) -> np.ndarray:
+    return (w * np.uint32(0x85EBCA6B)) >> shift
