@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 
-
 def run_parallel[T, R](fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """Yield fn(item) as each finishes; on the first exception cancel what has not started and raise."""
     pool = ThreadPoolExecutor(workers)

@@ -10,14 +10,26 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from .constants import MiB
+from .errors import BadRequestError
 
 PART_SIZE = 8 * MiB
 MAX_PARTS = 10_000  # S3's limit: files up to 78 GiB
+
+
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+def checked_hash(content_hash: object) -> str:
+    """A content hash as given by a client, or a 400: it becomes a DynamoDB and S3 key."""
+    if not isinstance(content_hash, str) or not _HASH.match(content_hash):
+        raise BadRequestError("content_hash must be 64 lowercase hex digits", code="bad-content-hash")
+    return content_hash
 
 
 def part_count(size: int) -> int:

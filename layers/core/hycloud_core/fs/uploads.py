@@ -55,6 +55,7 @@ class Uploads:
             raise PayloadTooLargeError(
                 f"files above {content.MAX_PARTS} parts are not supported", code="too-large"
             )
+        content.checked_hash(content_hash)
         digests = _digests(part_digests, size)
         if content.hash_from_parts(digests) != content_hash:
             raise BadRequestError("content hash does not match the part digests", code="hash-mismatch")
@@ -90,10 +91,10 @@ class Uploads:
         }
 
     def urls(self, content_hash: str, numbers: list[int]) -> dict[str, str]:
-        pending = self._pending(content_hash)
+        pending = self._pending(content.checked_hash(content_hash))
         out = {}
         for n in numbers:
-            if not isinstance(n, int) or not 1 <= n <= len(pending["digests"]):
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= len(pending["digests"]):
                 raise BadRequestError(f"no part {n} in this upload", code="bad-parts")
             out[str(n)] = self.s3.generate_presigned_url(
                 "upload_part",
@@ -109,7 +110,7 @@ class Uploads:
         return out
 
     def abort(self, content_hash: str) -> None:
-        pending = self._pending(content_hash)
+        pending = self._pending(content.checked_hash(content_hash))
         self.s3.abort_multipart_upload(
             Bucket=self.bucket, Key=content.object_key(content_hash), UploadId=pending["upload_id"]
         )
@@ -117,7 +118,7 @@ class Uploads:
 
     def finish(self, content_hash: str, proof: str | None) -> int:
         """Make the content stored and referenced once more; return its size."""
-        pending = self.records.get_upload(self.user, content_hash)
+        pending = self.records.get_upload(self.user, content.checked_hash(content_hash))
         if pending and pending.get("kind") == "dedup":
             return self._finish_dedup(content_hash, pending, proof)
         if not pending:

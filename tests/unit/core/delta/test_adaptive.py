@@ -2,10 +2,11 @@ import json
 import random
 
 import pytest
-from hycloud_core.delta import CANDIDATE_SIZES, AdaptiveChunkSize, GammaMode, TrafficSample, signature_bytes
-from hycloud_core.delta.adaptive import DEFAULT_INITIAL, measure_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core.delta import CANDIDATE_SIZES, AdaptiveChunkSize, GammaMode, TrafficSample, signature_bytes
+from hycloud_core.delta.adaptive import DEFAULT_INITIAL, measure_bytes
 
 K = len(CANDIDATE_SIZES)
 gamma_vectors = st.lists(st.floats(0.0, 1.0), min_size=K, max_size=K).filter(lambda g: sum(g) > 0)

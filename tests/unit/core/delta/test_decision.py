@@ -1,10 +1,11 @@
 import math
 
 import pytest
-from hycloud_core.delta import should_delta_upload
-from hycloud_core.delta.decision import delta_upload_threshold
 from hypothesis import given
 from hypothesis import strategies as st
+
+from hycloud_core.delta import should_delta_upload
+from hycloud_core.delta.decision import delta_upload_threshold
 
 rates = st.floats(1e3, 1e10)
 

@@ -10,6 +10,7 @@ import io
 import itertools
 
 import pytest
+
 from hycloud_core.delta import (
     DeltaMismatch,
     delta,

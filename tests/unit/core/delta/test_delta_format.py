@@ -3,10 +3,11 @@ import struct
 
 import pytest
 import zstandard
-from hycloud_core.delta import DeltaError, DeltaFormatError, delta_bytes, patch_bytes, signature_bytes
-from hycloud_core.delta.signature import Signature
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core.delta import DeltaError, DeltaFormatError, delta_bytes, patch_bytes, signature_bytes
+from hycloud_core.delta.signature import Signature
 
 OLD = bytes(range(256)) * 40 + b"the old tail"
 NEW = bytes(range(256)) * 20 + b"something new in the middle" + bytes(range(256)) * 20

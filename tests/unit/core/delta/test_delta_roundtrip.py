@@ -1,10 +1,11 @@
 import io
 
 import pytest
-from hycloud_core.delta import delta, delta_bytes, patch, patch_bytes, signature_bytes
-from hycloud_core.delta.signature import Signature
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core.delta import delta, delta_bytes, patch, patch_bytes, signature_bytes
+from hycloud_core.delta.signature import Signature
 
 from .conftest import BLOCK_SIZES, edited_versions
 
