@@ -69,10 +69,15 @@ def filesystem(app: APIGatewayRestResolver) -> FileSystem:
         user(app),
         namespace(app),
         records(),
-        Objects(records().table, s3(), CONFIG.bucket),
+        objects(),
         s3(),
         CONFIG.bucket,
+        retain_s=CONFIG.version_retention_s,
     )
+
+
+def objects() -> Objects:
+    return Objects(records().table, s3(), CONFIG.bucket)
 
 
 def query(app: APIGatewayRestResolver, name: str, default: str | None = None) -> str:

@@ -35,7 +35,7 @@ def template(tmp_path_factory) -> Template:
 
 def test_functions_mount_efs_at_mnt_efs(template):
     fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    assert len(fns) == 3
+    assert len(fns) == 4
     for fn in fns.values():
         props = fn["Properties"]
         assert props["FileSystemConfigs"][0]["LocalMountPath"] == "/mnt/efs"

@@ -18,6 +18,7 @@ from hycloud_core.errors import HyCloudError
 from .. import admin as admin_ops
 from ..config import ClientConfig, endpoint_from_outputs
 from ..sdk import HyCloud
+from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
 from .progress_bar import RichProgress
 from .usage import admin_usage_command, usage_command
@@ -119,6 +120,11 @@ def put(
         bool, typer.Option("-p", "--parents", help="Create missing parent directories.")
     ] = False,
     recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Upload a directory tree.")] = False,
+    base: Annotated[
+        Path | None, typer.Option(help="Local copy of the version the cloud has: upload a delta.")
+    ] = None,
+    delta_kind: Annotated[str, typer.Option(help="'version' (zstd patch-from) or 'rsync'.")] = "version",
+    force_delta: Annotated[bool, typer.Option(help="Send the delta even when eq. 2 says not to.")] = False,
 ) -> None:
     """Upload a file (or, with -r, a directory tree)."""
     client, bar = _client(), _bar()
@@ -131,12 +137,19 @@ def put(
             return
         if not local.is_file():
             raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
-        entry = client.put(local, remote, parents=parents, progress=bar)
+        entry = client.put(
+            local,
+            remote,
+            parents=parents,
+            progress=bar,
+            base=base,
+            delta_kind=delta_kind,
+            force_delta=force_delta,
+        )
     finally:
         bar.close()
-    _emit(
-        entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {entry.get('storage', 'small')})"
-    )
+    how = f"delta {entry['kind']}" if "kind" in entry else entry.get("storage", "small")
+    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how})")
 
 
 @app.command()
@@ -145,12 +158,15 @@ def get(
     local: Path,
     recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Download a directory tree.")] = False,
     via: Annotated[
-        str, typer.Option(help="Large files: 'direct' from S3 or through the EFS 'relay'.")
+        str, typer.Option(help="Large files: 'direct' (S3), 'relay' (EFS) or 'delta'.")
     ] = "direct",
+    base: Annotated[
+        Path | None, typer.Option(help="An older local version to download a delta against.")
+    ] = None,
 ) -> None:
-    """Download a file (or, with -r, a directory tree)."""
-    if via not in ("direct", "relay"):
-        raise HyCloudError("--via is 'direct' or 'relay'", code="bad-usage", status=400)
+    """Download a file (or, with -r, a directory tree). `--via delta` patches the existing local file."""
+    if via not in ("direct", "relay", "delta"):
+        raise HyCloudError("--via is 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if recursive:
@@ -159,10 +175,14 @@ def get(
             return
         if local.is_dir():
             local = local / remote.rstrip("/").rsplit("/", 1)[-1]
-        path = client.get(remote, local, progress=bar, via=via)
+        path = client.get(remote, local, progress=bar, via=via, base=base)
+        wait_for_adaptation()
     finally:
         bar.close()
-    _emit({"path": str(path), "size": path.stat().st_size}, f"downloaded {remote} -> {path}")
+    _emit(
+        {"path": str(path), "size": path.stat().st_size, **client.last_transfer},
+        f"downloaded {remote} -> {path}",
+    )
 
 
 @app.command()

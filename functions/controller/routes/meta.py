@@ -23,5 +23,6 @@ def whoami() -> Response:
             "user": user(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "part_size": content.PART_SIZE,
+            "s3_efs_rate": CONFIG.s3_efs_rate,
         }
     )

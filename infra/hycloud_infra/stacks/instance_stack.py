@@ -61,6 +61,30 @@ class InstanceStack(Stack):
         ).state_machine
         relay_fn.grant_invoke(relay)
 
+        delta_fn = python_function(
+            self,
+            "Delta",
+            code_dir=functions_dir / "delta",
+            layer=layer,
+            environment=env,
+            timeout_s=900,
+            memory_mb=3008,
+            **volume.mount(),
+        )
+        stores.bucket.grant_read_write(delta_fn)
+        stores.table.grant_read_write_data(delta_fn)
+        delta = SfnFromAsl(
+            self,
+            "DeltaJob",
+            asl_file=statemachines_dir / "delta_job.asl.json",
+            substitutions={
+                "RelayFetchFunctionArn": relay_fn.function_arn,
+                "DeltaFunctionArn": delta_fn.function_arn,
+            },
+        ).state_machine
+        relay_fn.grant_invoke(delta)
+        delta_fn.grant_invoke(delta)
+
         upkeep = python_function(
             self,
             "CacheUpkeep",
@@ -83,13 +107,21 @@ class InstanceStack(Stack):
             "Controller",
             code_dir=functions_dir / "controller",
             layer=layer,
-            environment={**env, c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn},
+            environment={
+                **env,
+                c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn,
+                c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
+            },
             **volume.mount(),
         )
         stores.table.grant_read_write_data(controller)
         stores.bucket.grant_read_write(controller)
         relay.grant_start_execution(controller)
         relay.grant_read(controller)
+        delta.grant_start_execution(controller)
+        delta.grant_read(controller)
+        stores.table.grant_read_write_data(upkeep)
+        stores.bucket.grant_delete(upkeep)
         api = ApiToController(self, "Api", controller=controller).api
 
         for name, value in {
@@ -97,6 +129,7 @@ class InstanceStack(Stack):
             "BucketName": stores.bucket.bucket_name,
             "TableName": stores.table.table_name,
             "RelayStateMachineArn": relay.state_machine_arn,
+            "DeltaStateMachineArn": delta.state_machine_arn,
             "AccessPointId": volume.access_point.access_point_id,
             "FileSystemId": volume.file_system.file_system_id,
             "CacheUpkeepFunctionName": upkeep.function_name,

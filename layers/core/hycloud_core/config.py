@@ -23,6 +23,11 @@ class InstanceConfig:
     relay_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_RELAY_STATE_MACHINE, ""))
     small_file_threshold: int = field(default_factory=lambda: _env_int(c.ENV_SMALL_FILE_THRESHOLD, 2 * c.MiB))
     relay_cache_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_CACHE_BYTES, 1 * c.GiB))
+    delta_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_STATE_MACHINE, ""))
+    # superseded versions of large files stay this long, for version-aware deltas (7 days)
+    version_retention_s: int = field(default_factory=lambda: _env_int(c.ENV_VERSION_RETENTION_S, 7 * 86400))
+    # S3↔EFS transfer rate (bytes/s) told to clients for the delta-upload rule (eq. 2) until measured
+    s3_efs_rate: int = field(default_factory=lambda: _env_int(c.ENV_S3_EFS_RATE, 100 * c.MiB))
 
     @property
     def namespaces_dir(self) -> str:

@@ -25,9 +25,19 @@ DOWNLOAD_URL_TTL_S = 3600
 
 
 class FileSystem:
+    """`retain_s`: how long a large file's version superseded by an overwrite stays in S3."""
+
     def __init__(
-        self, user: str, ns: Namespace, records: Records, objects: Objects, s3: Any, bucket: str
+        self,
+        user: str,
+        ns: Namespace,
+        records: Records,
+        objects: Objects,
+        s3: Any,
+        bucket: str,
+        retain_s: int = 0,
     ) -> None:
+        self.retain_s = retain_s
         self.user, self.ns, self.records, self.objects, self.s3, self.bucket = (
             user,
             ns,
@@ -49,31 +59,59 @@ class FileSystem:
             entry = self.ns.write(path, data, parents=parents)
             self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
             if old:
-                self.objects.drop_ref(old.content_hash)
+                self.objects.drop_ref(old.content_hash, self.retain_s)
         return entry
 
     def commit_large(
         self, path: str, content_hash: str, proof: str | None = None, parents: bool = False
     ) -> Entry:
+        """Finish a client's upload (or dedup claim) and link the content at `path`."""
         path = paths.normalize(path)
         with self._leases(path):
-            if parents:
-                self.ns.mkdir(paths.parent(path), parents=True)
-            else:
-                self.ns.require_dir(paths.parent(path))
+            self._require_parent(path, parents)
             size = self.uploads.finish(content_hash, proof)
-            old = self.ns.current_link(path)
-            try:
-                entry = self.ns.write_link(
-                    path, LinkFile(content_hash=content_hash, size=size, mtime=time.time())
-                )
-            except BaseException:
-                self.objects.drop_ref(content_hash)
-                raise
-            self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
-            if old:
-                self.objects.drop_ref(old.content_hash)
+            return self._link(path, content_hash, size)
+
+    def commit_stored(self, path: str, content_hash: str, size: int, mtime: float | None = None) -> Entry:
+        """Link content the cloud itself put at its content address (a delta upload's result)."""
+        path = paths.normalize(path)
+        with self._leases(path):
+            self._require_parent(path, False)
+            if not self.objects.add_ref(content_hash):
+                self.objects.create(content_hash, size)
+            return self._link(path, content_hash, size, mtime)
+
+    def _require_parent(self, path: str, parents: bool) -> None:
+        if parents:
+            self.ns.mkdir(paths.parent(path), parents=True)
+        else:
+            self.ns.require_dir(paths.parent(path))
+
+    def _link(self, path: str, content_hash: str, size: int, mtime: float | None = None) -> Entry:
+        """Point `path` at content already referenced once for it; supersede what was there."""
+        old = self.ns.current_link(path)
+        link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or time.time())
+        if old and old.chunk_size:  # the adaptive chunk size belongs to the file, not the version
+            link.chunk_size, link.chunk_probabilities = old.chunk_size, old.chunk_probabilities
+        try:
+            entry = self.ns.write_link(path, link)
+        except BaseException:
+            self.objects.drop_ref(content_hash)
+            raise
+        self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
+        if old:
+            self.objects.drop_ref(old.content_hash, self.retain_s)
         return entry
+
+    def set_chunk_state(self, path: str, content_hash: str, chunk_size: int, probabilities: dict) -> Entry:
+        """Store the adaptive chunk-size choice in the link file (if it still holds that version)."""
+        path = paths.normalize(path)
+        with self._leases(path):
+            link = self.ns.current_link(path)
+            if link is None or link.content_hash != content_hash:
+                raise ConflictError(f"{path} changed meanwhile", code="version-changed")
+            link.chunk_size, link.chunk_probabilities = chunk_size, probabilities
+            return self.ns.write_link(path, link)
 
     def download_link(self, path: str) -> dict:
         """Where and how to fetch a large file directly from S3."""
@@ -87,6 +125,8 @@ class FileSystem:
             "path": paths.normalize(path),
             "size": link.size,
             "content_hash": link.content_hash,
+            "chunk_size": link.chunk_size,
+            "chunk_state": link.chunk_probabilities,
             "part_size": content.PART_SIZE,
             "mtime": link.mtime,
             "url": url,
@@ -156,7 +196,7 @@ class FileSystem:
             self.records.rewrite_subtree(self.user, dst, None)
             self.records.rewrite_subtree(self.user, src, dst)
             if replaced:
-                self.objects.drop_ref(replaced.content_hash)
+                self.objects.drop_ref(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)
 
     def copy(self, src: str, dst: str) -> Entry:
@@ -169,7 +209,7 @@ class FileSystem:
                 self._copy_file(entry, dst)
             self.records.rewrite_subtree(self.user, src, dst, keep_src=True)
             if replaced:
-                self.objects.drop_ref(replaced.content_hash)
+                self.objects.drop_ref(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)
 
     def _copy_file(self, entry: Entry, dst: str) -> None:

@@ -59,7 +59,7 @@ class Uploads:
         digests = _digests(part_digests, size)
         if content.hash_from_parts(digests) != content_hash:
             raise BadRequestError("content hash does not match the part digests", code="hash-mismatch")
-        if self.objects.is_live(content_hash):
+        if self.objects.is_stored(content_hash):
             return {
                 "content_hash": content_hash,
                 "dedup": True,

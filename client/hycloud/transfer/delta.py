@@ -1,0 +1,213 @@
+"""Delta transfers: only a compressed delta crosses the client's link (seed 000 §III-B).
+
+Download: the client names the version it holds by content hash; the cloud answers with a
+version-aware delta when it still has that version, or asks for the checksum list at the file's
+adaptive chunk size and sends an rsync-style delta. After patching, the elimination ratios of
+all candidate sizes are measured and the file's chunk-size probabilities updated in the cloud.
+
+Upload: the client holds its base version and the new one, computes a delta, and applies eq. 2
+to choose between sending the delta (the cloud patches on EFS) and a direct upload to S3.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hycloud_core import content
+from hycloud_core.delta import AdaptiveChunkSize, should_delta_upload, versioned
+from hycloud_core.delta import delta as rsync_delta
+from hycloud_core.delta import signature as rsync_signature
+from hycloud_core.delta.adaptive import measure_bytes
+from hycloud_core.delta.apply import apply_delta
+from hycloud_core.errors import ConflictError, HyCloudError
+
+from ..http import Http
+from .progress import Progress
+
+PIECE = 4 * 1024 * 1024
+JOB_WAIT_S = 900
+MAX_DELTA_BODY = 4 * 1024 * 1024
+
+
+def wait_job(http: Http, job: str) -> dict:
+    deadline, delay = time.monotonic() + JOB_WAIT_S, 0.1
+    while True:
+        status = http.json("GET", "/v1/delta/jobs", params={"id": job})
+        if status["state"] == "ready":
+            return status["result"]
+        if status["state"] == "failed":
+            raise HyCloudError(
+                f"delta job failed: {status.get('error')}: {status.get('cause', '')}", code="delta-job-failed"
+            )
+        if time.monotonic() > deadline:
+            raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 2.0)
+
+
+def _fetch_delta(http: Http, job: str, size: int, out) -> None:
+    for offset in range(0, size, PIECE):
+        piece = http.request(
+            "GET",
+            "/v1/delta/data",
+            params={"id": job, "offset": offset, "length": min(PIECE, size - offset)},
+            headers={"Accept": "application/octet-stream"},
+        ).content
+        out.write(piece)
+
+
+def _chunking(info: dict) -> AdaptiveChunkSize:
+    state = info.get("chunk_state") or {}
+    try:
+        return AdaptiveChunkSize.from_dict(state) if state else AdaptiveChunkSize()
+    except (TypeError, ValueError, KeyError):
+        return AdaptiveChunkSize()
+
+
+def delta_download(
+    http: Http, info: dict, base: Path, target: Path, progress: Progress | None = None, adapt: bool = True
+) -> dict:
+    """Bring `target` to the remote version described by `info` from the local `base` version.
+
+    Returns traffic figures: bytes sent (checksum list) and received (delta), and the delta kind.
+    """
+    progress = progress or Progress()
+    path, new_hash = info["path"], info["content_hash"]
+    progress.start(f"hash {base.name}", os.path.getsize(base))
+    base_hash = content.hash_file(base)[0]
+    if base_hash == new_hash:
+        if base.resolve() != target.resolve():
+            shutil.copyfile(base, target)
+        return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
+    sent = 0
+    try:
+        started = http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
+    except ConflictError as err:
+        if err.code != "base-unknown":
+            raise
+        chunking = _chunking(info)
+        with open(base, "rb") as f:
+            sig = rsync_signature(f, chunking.choice)
+        sent = len(sig)
+        started = http.json(
+            "PUT",
+            "/v1/delta/download",
+            params={"path": path},
+            data=sig,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+    progress.start(f"delta {target.name}", info["size"])
+    result = wait_job(http, started["job"])
+    fd, tmp_delta = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.delta-")
+    tmp_new = target.with_name(target.name + ".hycloud-part")
+    try:
+        with os.fdopen(fd, "w+b") as delta_file:
+            _fetch_delta(http, started["job"], result["delta_size"], delta_file)
+            delta_file.seek(0)
+            with open(base, "rb") as old, open(tmp_new, "wb") as out:
+                apply_delta(old, delta_file, out)
+        if content.hash_file(tmp_new)[0] != new_hash:
+            raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
+        progress.advance(info["size"])
+        if adapt and result["kind"] == "rsync":
+            _adapt_later(http, info, base, tmp_new)
+        tmp_new.replace(target)
+    finally:
+        os.unlink(tmp_delta)
+        tmp_new.unlink(missing_ok=True)
+    return {"kind": result["kind"], "sent_bytes": sent, "received_bytes": result["delta_size"]}
+
+
+ADAPTERS: list[threading.Thread] = []
+
+
+def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
+    """Measure γ for every candidate chunk size in the background and store the new choice."""
+    old_copy = old.read_bytes()
+    new_copy = new.read_bytes()
+
+    def run() -> None:
+        chunking = _chunking(info)
+        chunking.observe(measure_bytes(old_copy, new_copy))
+        try:
+            http.json(
+                "POST",
+                "/v1/files/chunking",
+                json={
+                    "path": info["path"],
+                    "content_hash": info["content_hash"],
+                    "chunk_size": chunking.choice,
+                    "state": chunking.to_dict(),
+                },
+            )
+        except HyCloudError:
+            pass  # the file changed meanwhile: the next download measures again
+
+    thread = threading.Thread(target=run, name="hycloud-adapt", daemon=True)
+    ADAPTERS.append(thread)
+    thread.start()
+
+
+def wait_for_adaptation(timeout: float = 120.0) -> None:
+    for thread in list(ADAPTERS):
+        thread.join(timeout)
+        ADAPTERS.remove(thread)
+
+
+def delta_upload(
+    http: Http,
+    local: Path,
+    remote: str,
+    base: Path,
+    upload_rate: float,
+    kind: str = "version",
+    progress: Progress | None = None,
+    force: bool = False,
+) -> dict | None:
+    """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly."""
+    progress = progress or Progress()
+    size = os.path.getsize(local)
+    new_hash = content.hash_file(local)[0]
+    base_hash = content.hash_file(base)[0]
+    info = http.json("GET", "/v1/whoami")
+    with tempfile.TemporaryFile() as delta_file:
+        started = time.perf_counter()
+        with open(base, "rb") as old, open(local, "rb") as new:
+            if kind == "version":
+                versioned.encode(old, os.path.getsize(base), new, size, delta_file)
+            else:
+                rsync_delta(rsync_signature(old, 1024), new, delta_file)
+        compute_rate = size / max(time.perf_counter() - started, 1e-6)
+        delta_size = delta_file.tell()
+        gamma = 1 - delta_size / size if size else 0.0
+        pays = should_delta_upload(upload_rate, compute_rate, info.get("s3_efs_rate", 100 * 2**20), gamma)
+        if not (pays or force) or delta_size > MAX_DELTA_BODY:
+            return None
+        delta_file.seek(0)
+        progress.start(f"delta upload {local.name}", size)
+        try:
+            job = http.json(
+                "PUT",
+                "/v1/delta/upload",
+                data=delta_file.read(),
+                params={"path": remote, "base_hash": base_hash, "content_hash": new_hash},
+                headers={"Content-Type": "application/octet-stream"},
+            )
+        except ConflictError as err:
+            if err.code == "base-unknown":
+                return None
+            raise
+    result = wait_job(http, job["job"])
+    progress.advance(size)
+    return {
+        **result["entry"],
+        "kind": kind,
+        "sent_bytes": delta_size,
+        "gamma": gamma,
+        "compute_rate": compute_rate,
+    }

@@ -1,0 +1,178 @@
+"""Delta download and delta upload jobs (seed 000 §III-B, plus version-aware deltas).
+
+Download: the client names the version it holds by content hash; when the cloud still has it,
+the job computes a version-aware delta, otherwise the client sends its checksum list and gets
+an rsync-style delta. Upload: the client sends a delta against a base the cloud has; the job
+patches, verifies and links the new version. Job ids come from the request (idempotent), and a
+job's files are readable only by the user who started it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from context import CONFIG, filesystem, json_body, namespace, objects, ok, query, raw_body, sfn, user
+
+from hycloud_core import content, jobs, paths
+from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
+from hycloud_core.fs.relay_cache import MAX_PIECE
+
+router = APIGatewayRouter()
+MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
+
+
+def _large(path: str):
+    link = namespace(router).current_link(path)
+    if link is None:
+        raise ConflictError(f"{path} is not a large file", code="not-a-large-file")
+    return link
+
+
+def _stage(job: str, suffix: str, data: bytes) -> None:
+    os.makedirs(CONFIG.staging_dir, exist_ok=True)
+    target = jobs.staging_file(CONFIG.staging_dir, job, suffix)
+    with open(target + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(target + ".tmp", target)
+
+
+def _start(job: str, spec: dict) -> Response:
+    _stage(job, "owner", user(router).encode())
+    try:
+        sfn().start_execution(
+            stateMachineArn=CONFIG.delta_state_machine, name=job, input=json.dumps({"job": job, **spec})
+        )
+    except sfn().exceptions.ExecutionAlreadyExists:
+        pass  # the same request again: one job
+    return ok({"job": job, "state": "running"}, 202)
+
+
+def _own(job: str) -> str:
+    job = jobs.checked_job_id(job)
+    try:
+        with open(jobs.staging_file(CONFIG.staging_dir, job, "owner"), "rb") as f:
+            if f.read().decode() == user(router):
+                return job
+    except FileNotFoundError:
+        pass
+    raise NotFoundError("no such delta job", code="no-such-job")
+
+
+def _body(limit: int = MAX_BODY) -> bytes:
+    data = raw_body(router)
+    if len(data) > limit:
+        raise PayloadTooLargeError(f"at most {limit} bytes", code="delta-too-large")
+    return data
+
+
+@router.post("/v1/delta/download")
+def download_by_version() -> Response:
+    body = json_body(router, path=str, base_hash=str)
+    path, base = paths.normalize(body["path"]), content.checked_hash(body["base_hash"])
+    link = _large(path)
+    if base == link.content_hash:
+        return ok({"state": "same", "content_hash": base})
+    if not objects().is_stored(base):
+        raise ConflictError("the cloud no longer has that version; send a checksum list", code="base-unknown")
+    job = jobs.job_id("dl", user(router), path, link.content_hash, base)
+    return _start(
+        job,
+        {
+            "action": "encode",
+            "cache_name": paths.cache_name(user(router), path),
+            "content_hash": link.content_hash,
+            "base_hash": base,
+            "base_cache_name": jobs.base_cache_name(base),
+        },
+    )
+
+
+@router.put("/v1/delta/download")
+def download_by_signature() -> Response:
+    path = paths.normalize(query(router, "path"))
+    signature = _body()
+    link = _large(path)
+    job = jobs.job_id("dl", user(router), path, link.content_hash, "", signature)
+    _stage(job, "sig", signature)
+    return _start(
+        job,
+        {
+            "action": "encode",
+            "cache_name": paths.cache_name(user(router), path),
+            "content_hash": link.content_hash,
+        },
+    )
+
+
+@router.put("/v1/delta/upload")
+def upload() -> Response:
+    path = paths.normalize(query(router, "path"))
+    base = content.checked_hash(query(router, "base_hash"))
+    new = content.checked_hash(query(router, "content_hash"))
+    delta = _body()
+    namespace(router).require_dir(paths.parent(path))
+    if not objects().is_stored(base):
+        raise ConflictError("the cloud no longer has the base version; upload directly", code="base-unknown")
+    job = jobs.job_id("ul", user(router), path, new, base, delta)
+    _stage(job, "delta", delta)
+    return _start(
+        job,
+        {
+            "action": "apply",
+            "user": user(router),
+            "path": path,
+            "content_hash": new,
+            "base_hash": base,
+            "base_cache_name": jobs.base_cache_name(base),
+        },
+    )
+
+
+@router.get("/v1/delta/jobs")
+def job_status() -> Response:
+    job = _own(query(router, "id"))
+    arn = CONFIG.delta_state_machine.replace(":stateMachine:", ":execution:") + f":{job}"
+    desc = sfn().describe_execution(executionArn=arn)
+    if desc["status"] == "RUNNING":
+        return ok({"job": job, "state": "running"})
+    if desc["status"] == "SUCCEEDED":
+        return ok({"job": job, "state": "ready", "result": json.loads(desc.get("output") or "{}")})
+    return ok(
+        {
+            "job": job,
+            "state": "failed",
+            "error": desc.get("error") or desc["status"],
+            "cause": (desc.get("cause") or "")[:500],
+        }
+    )
+
+
+@router.get("/v1/delta/data")
+def job_data() -> Response:
+    job = _own(query(router, "id"))
+    try:
+        offset, length = int(query(router, "offset")), int(query(router, "length"))
+    except ValueError:
+        raise BadRequestError("offset and length must be integers", code="bad-range") from None
+    if not 0 < length <= MAX_PIECE or offset < 0:
+        raise BadRequestError(f"length must be 1..{MAX_PIECE} and offset ≥ 0", code="bad-range")
+    try:
+        with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
+            f.seek(offset)
+            piece = f.read(length)
+    except FileNotFoundError:
+        raise ConflictError("the job has no delta (yet)", code="job-not-ready") from None
+    return Response(status_code=200, content_type="application/octet-stream", body=piece)
+
+
+@router.post("/v1/files/chunking")
+def set_chunking() -> Response:
+    """Store the client's adaptive chunk-size state in the file's link file (seed 000 §III-B)."""
+    body = json_body(router, path=str, content_hash=str, chunk_size=int, state=dict)
+    entry = filesystem(router).set_chunk_state(
+        body["path"], content.checked_hash(body["content_hash"]), body["chunk_size"], body["state"]
+    )
+    return ok(entry.to_dict())

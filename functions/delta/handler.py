@@ -1,0 +1,90 @@
+"""Delta jobs on EFS (seed 000 §III-B), run by the delta workflow after the relay fetched the files.
+
+`encode` (delta download): the new version is in the relay cache; with a base version there too
+the delta is version-aware (zstd patch-from), otherwise rsync-style against the client's
+checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
+verified against the declared content hash, stored at its content address and linked at the
+path in one leased step, so a failed job changes nothing a user can see.
+"""
+
+from __future__ import annotations
+
+import os
+
+import boto3
+from aws_lambda_powertools import Logger
+
+from hycloud_core import content
+from hycloud_core.config import InstanceConfig
+from hycloud_core.delta import delta as rsync_delta
+from hycloud_core.delta import versioned
+from hycloud_core.delta.apply import apply_delta
+from hycloud_core.errors import BadRequestError
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.jobs import staging_file
+from hycloud_core.store.objects import Objects
+from hycloud_core.store.records import Records
+
+logger = Logger(service="hycloud-delta")
+CONFIG = InstanceConfig()
+s3 = boto3.client("s3")
+
+
+def encode(event: dict) -> dict:
+    cache = RelayCache(CONFIG.cache_dir)
+    new_path = cache.path(event["cache_name"])
+    out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    with open(new_path, "rb") as new, open(out_path + ".tmp", "wb") as out:
+        if event.get("base_hash"):
+            base_path = cache.path(event["base_cache_name"])
+            with open(base_path, "rb") as base:
+                size = versioned.encode(base, os.path.getsize(base_path), new, os.path.getsize(new_path), out)
+            kind = "version"
+        else:
+            with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
+                size = rsync_delta(sig.read(), new, out).compressed_bytes
+            kind = "rsync"
+    os.replace(out_path + ".tmp", out_path)
+    return {"job": event["job"], "kind": kind, "delta_size": os.path.getsize(out_path), "reported": size}
+
+
+def apply(event: dict) -> dict:
+    cache = RelayCache(CONFIG.cache_dir)
+    new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
+    try:
+        with (
+            open(cache.path(event["base_cache_name"]), "rb") as base,
+            open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
+            open(new_path, "wb") as out,
+        ):
+            size = apply_delta(base, delta, out)
+        got, _ = content.hash_file(new_path)
+        if got != event["content_hash"]:
+            raise BadRequestError(f"patched file has content hash {got}, expected {event['content_hash']}")
+        records = Records(CONFIG.table)
+        objects = Objects(records.table, s3, CONFIG.bucket)
+        if not objects.is_stored(got):
+            s3.upload_file(new_path, CONFIG.bucket, content.object_key(got))
+        fs = FileSystem(
+            event["user"],
+            Namespace(CONFIG.namespaces_dir, event["user"]),
+            records,
+            objects,
+            s3,
+            CONFIG.bucket,
+            retain_s=CONFIG.version_retention_s,
+        )
+        entry = fs.commit_stored(event["path"], got, size)
+        return {"job": event["job"], "entry": entry.to_dict()}
+    finally:
+        if os.path.exists(new_path):
+            os.unlink(new_path)
+
+
+@logger.inject_lambda_context
+def handler(event: dict, context: object) -> dict:
+    actions = {"encode": encode, "apply": apply}
+    if event.get("action") not in actions:
+        raise BadRequestError(f"unknown delta action {event.get('action')!r}")
+    return actions[event["action"]](event)

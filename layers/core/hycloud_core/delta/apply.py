@@ -1,0 +1,19 @@
+"""Apply either kind of delta: rsync-style (a zstd stream) or version-aware (HCVD)."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from . import versioned
+from .patcher import patch
+
+
+def is_versioned(head: bytes) -> bool:
+    return head[:4] == versioned.MAGIC
+
+
+def apply_delta(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> int:
+    """Rebuild the new file from `base` and a delta of either kind; both verify the result's sha256."""
+    head = delta.read(4)
+    delta.seek(0)
+    return versioned.apply(base, delta, out) if is_versioned(head) else patch(base, delta, out)
