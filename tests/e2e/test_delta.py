@@ -1,0 +1,176 @@
+"""Delta sync end to end: delta download (version-aware and rsync-style), delta and direct upload,
+failed jobs, idempotent submission, adaptive chunk size kept with the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+from hycloud_core import content
+
+pytestmark = pytest.mark.e2e
+MiB = 1024 * 1024
+
+
+def edit(data: bytes, seed: int, edits: int = 40) -> bytes:
+    rnd, out = random.Random(seed), bytearray(data)
+    for _ in range(edits):
+        at = rnd.randrange(len(out) - 5000)
+        out[at : at + rnd.randrange(1, 3000)] = rnd.randbytes(rnd.randrange(1, 3000))
+    return bytes(out)
+
+
+def obj(deployment, content_hash: str) -> dict | None:
+    item = (
+        deployment.client("dynamodb")
+        .get_item(
+            TableName=deployment.outputs["TableName"],
+            ConsistentRead=True,
+            Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}},
+        )
+        .get("Item")
+    )
+    return {k: list(v.values())[0] for k, v in item.items()} if item else None
+
+
+def link(deployment, user, path: str) -> dict:
+    return json.loads((deployment.efs_root() / "ns" / user.name / path.lstrip("/")).read_bytes())
+
+
+@pytest.fixture(scope="module")
+def versions():
+    rnd = random.Random(7)
+    v1 = b"".join(rnd.randbytes(4096) + b"text " * 200 for _ in range(30 * MiB // 5096 + 1))[: 30 * MiB]
+    return v1, edit(v1, 1), edit(v1, 2)
+
+
+def test_delta_download_moves_a_fraction_and_rebuilds_exact_bytes(deployment, alice, versions, tmp_path):
+    v1, v2, v3 = versions
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    alice.cli("put", str(tmp_path / "v1"), "/doc.bin")
+    local = tmp_path / "local.bin"
+    alice.cli("get", "/doc.bin", str(local))
+    alice.cli("put", str(tmp_path / "v2"), "/doc.bin")  # v1 stays as a retained old version
+
+    out = json.loads(alice.cli("--json", "get", "--via", "delta", "/doc.bin", str(local)).stdout)
+    assert local.read_bytes() == v2
+    assert out["kind"] == "version" and out["sent_bytes"] + out["received_bytes"] < len(v2) * 0.02, out
+
+    # a base the cloud never had: checksum list up, rsync-style delta down
+    (tmp_path / "v3").write_bytes(v3)
+    out = json.loads(
+        alice.cli(
+            "--json", "get", "/doc.bin", str(tmp_path / "fresh.bin"), "--base", str(tmp_path / "v3")
+        ).stdout
+    )
+    assert (tmp_path / "fresh.bin").read_bytes() == v2
+    assert out["kind"] == "rsync" and out["sent_bytes"] + out["received_bytes"] < len(v2) * 0.25, out
+
+    # the adaptive chunk-size state measured after the download is kept with the file
+    state = link(deployment, alice, "/doc.bin")
+    assert state["content_hash"] == content.hash_bytes(v2)
+    assert state["chunk_probabilities"]["adjustments"] == 1 and state["chunk_size"] > 0
+
+
+def test_delta_upload_and_direct_upload_leave_right_content_and_references(
+    deployment, alice, versions, tmp_path
+):
+    v1 = edit(versions[0], 21)  # versions of its own, so reference counts start from zero
+    v2, v3 = edit(v1, 22), edit(v1, 23)
+    for name, data in (("v1", v1), ("v2", v2), ("v3", v3)):
+        (tmp_path / name).write_bytes(data)
+    alice.cli("put", str(tmp_path / "v1"), "/up.bin")
+    h1, h2, h3 = (content.hash_bytes(d) for d in (v1, v2, v3))
+
+    out = json.loads(
+        alice.cli(
+            "--json", "put", str(tmp_path / "v2"), "/up.bin", "--base", str(tmp_path / "v1"), "--force-delta"
+        ).stdout
+    )
+    assert out["kind"] == "version" and out["sent_bytes"] < len(v2) * 0.02
+    alice.cli("get", "/up.bin", str(tmp_path / "back2"))
+    assert (tmp_path / "back2").read_bytes() == v2
+    assert link(deployment, alice, "/up.bin")["content_hash"] == h2
+    assert obj(deployment, h2)["refs"] == "1" and obj(deployment, h1)["state"] == "retained"
+
+    out = json.loads(
+        alice.cli(
+            "--json",
+            "put",
+            str(tmp_path / "v3"),
+            "/up.bin",
+            "--base",
+            str(tmp_path / "v2"),
+            "--delta-kind",
+            "rsync",
+            "--force-delta",
+        ).stdout
+    )
+    assert out["kind"] == "rsync"
+    alice.cli("get", "/up.bin", str(tmp_path / "back3"))
+    assert (tmp_path / "back3").read_bytes() == v3 and obj(deployment, h3)["refs"] == "1"
+
+    out = json.loads(alice.cli("--json", "put", str(tmp_path / "v1"), "/up.bin").stdout)  # direct
+    assert "kind" not in out and out["content_hash"] == h1
+    assert obj(deployment, h1)["refs"] == "1" and obj(deployment, h1)["state"] == "live"
+    assert obj(deployment, h3)["state"] == "retained"
+
+
+def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice, versions, tmp_path):
+    v1 = edit(versions[0], 31)
+    v2 = edit(v1, 32)
+    (tmp_path / "v1").write_bytes(v1)
+    alice.cli("put", str(tmp_path / "v1"), "/fail.bin")
+    before = link(deployment, alice, "/fail.bin")
+    sdk = alice.sdk()
+    bogus = os.urandom(50_000)  # not a delta of anything: the patch step fails midway
+    job = sdk.http.json(
+        "PUT",
+        "/v1/delta/upload",
+        data=bogus,
+        headers={"Content-Type": "application/octet-stream"},
+        params={
+            "path": "/fail.bin",
+            "base_hash": content.hash_bytes(v1),
+            "content_hash": content.hash_bytes(v2),
+        },
+    )["job"]
+    from hycloud.transfer.delta import wait_job
+    from hycloud_core.errors import HyCloudError
+
+    with pytest.raises(HyCloudError) as err:
+        wait_job(sdk.http, job)
+    assert err.value.code == "delta-job-failed"
+    assert link(deployment, alice, "/fail.bin") == before
+    assert obj(deployment, content.hash_bytes(v2)) is None  # nothing stored for the failed version
+    assert sorted(
+        p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir() if "fail" in p.name
+    ) == ["fail.bin"]
+
+
+def test_same_delta_job_twice_starts_one_execution(deployment, alice, versions, tmp_path):
+    v1, v2, _ = versions
+    (tmp_path / "v1").write_bytes(v1)
+    alice.cli("put", str(tmp_path / "v1"), "/idem-delta.bin")
+    (tmp_path / "v2").write_bytes(v2)
+    alice.cli("put", str(tmp_path / "v2"), "/idem-delta.bin")
+    sdk = alice.sdk()
+    body = {"path": "/idem-delta.bin", "base_hash": content.hash_bytes(v1)}
+    first = sdk.http.json("POST", "/v1/delta/download", json=body)
+    second = sdk.http.json("POST", "/v1/delta/download", json=body)
+    assert first["job"] == second["job"]
+    runs = deployment.client("stepfunctions").list_executions(
+        stateMachineArn=deployment.outputs["DeltaStateMachineArn"]
+    )["executions"]
+    assert sum(1 for r in runs if r["name"] == first["job"]) == 1
+    # another user cannot read that job
+    from hycloud_core.errors import NotFoundError
+
+    with pytest.raises(NotFoundError):
+        from tests.e2e.conftest import _make_user
+
+        _make_user(deployment, "eve").sdk().http.json("GET", "/v1/delta/jobs", params={"id": first["job"]})
