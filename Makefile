@@ -1,6 +1,6 @@
 # Entry points. `make demo` runs the whole system locally; `make test` runs every test.
 SHELL := /bin/bash
-PYTHON312 ?= $(shell command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python3.12)
+PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 

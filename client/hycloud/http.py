@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -11,17 +12,31 @@ from urllib3.util.retry import Retry
 from hycloud_core.errors import HyCloudError, error_from_body
 
 TRANSIENT = (429, 502, 503, 504)
+SESSION_HOOKS: list[Callable[[requests.Session], None]] = []
+"""Called on every session the client makes (API and presigned S3): e.g. to route it through a
+network emulator in benchmarks, or to add a proxy."""
+
+
+def new_session(retries: int = 0) -> requests.Session:
+    session = requests.Session()
+    adapter_args = {"pool_maxsize": 16}
+    if retries:
+        adapter_args["max_retries"] = Retry(
+            total=retries, backoff_factor=0.3, status_forcelist=TRANSIENT, allowed_methods=None
+        )
+    session.mount("http://", HTTPAdapter(**adapter_args))
+    session.mount("https://", HTTPAdapter(**adapter_args))
+    for hook in SESSION_HOOKS:
+        hook(session)
+    return session
 
 
 class Http:
     def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
         self.base = endpoint.rstrip("/")
         self.timeout = timeout
-        self.session = requests.Session()
+        self.session = new_session(retries=4)
         self.session.headers["Authorization"] = f"Bearer {api_key}"
-        retry = Retry(total=4, backoff_factor=0.3, status_forcelist=TRANSIENT, allowed_methods=None)
-        self.session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=16))
-        self.session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=16))
 
     def request(self, method: str, route: str, **kwargs: Any) -> requests.Response:
         try:

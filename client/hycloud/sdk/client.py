@@ -165,6 +165,7 @@ class HyCloud:
         progress: Progress | None = None,
         via: str = "direct",
         base: str | Path | None = None,
+        delta_mode: str = "auto",
     ) -> Path:
         """Download a file to `local`, replacing it only once the content verified.
 
@@ -179,7 +180,9 @@ class HyCloud:
             if via == "delta" and base is None and local.exists():
                 base = local
             if base is not None:
-                self.last_transfer = delta_download(self.http, info, Path(base), local, progress)
+                self.last_transfer = delta_download(
+                    self.http, info, Path(base), local, progress, mode=delta_mode
+                )
                 return local
             if via == "relay":
                 return download_relay(self.http, paths.normalize(remote), local, progress)

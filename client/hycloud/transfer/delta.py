@@ -70,11 +70,18 @@ def _chunking(info: dict) -> AdaptiveChunkSize:
 
 
 def delta_download(
-    http: Http, info: dict, base: Path, target: Path, progress: Progress | None = None, adapt: bool = True
+    http: Http,
+    info: dict,
+    base: Path,
+    target: Path,
+    progress: Progress | None = None,
+    adapt: bool = True,
+    mode: str = "auto",
 ) -> dict:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
-    Returns traffic figures: bytes sent (checksum list) and received (delta), and the delta kind.
+    `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
+    (checksum list) and received (delta), and the delta kind.
     """
     progress = progress or Progress()
     path, new_hash = info["path"], info["content_hash"]
@@ -84,12 +91,14 @@ def delta_download(
         if base.resolve() != target.resolve():
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
-    sent = 0
+    sent, started = 0, None
     try:
-        started = http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
+        if mode != "rsync":
+            started = http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
     except ConflictError as err:
         if err.code != "base-unknown":
             raise
+    if started is None:
         chunking = _chunking(info)
         with open(base, "rb") as f:
             sig = rsync_signature(f, chunking.choice)

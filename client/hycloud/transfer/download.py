@@ -19,7 +19,7 @@ import requests
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http
+from ..http import Http, new_session
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -97,7 +97,7 @@ def _retrying(fetch: Fetch) -> Fetch:
 
 def download_large(info: dict, local: str | Path, progress: Progress | None = None) -> Path:
     """Direct download: ranged GETs of a presigned S3 URL."""
-    session = requests.Session()
+    session = new_session()
 
     def fetch(offset: int, length: int) -> bytes:
         r = session.get(info["url"], headers={"Range": f"bytes={offset}-{offset + length - 1}"}, timeout=300)

@@ -14,7 +14,7 @@ import requests
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http
+from ..http import Http, new_session
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -51,7 +51,7 @@ def _upload_parts(
 ) -> None:
     progress.advance(sum(content.part_range(size, n)[1] for n in state["parts_done"]))
     missing, urls = list(state["missing"]), dict(state["urls"])
-    session = requests.Session()
+    session = new_session()
 
     def send(n: int) -> None:
         offset, length = content.part_range(size, n)

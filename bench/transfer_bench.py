@@ -1,0 +1,214 @@
+"""Transfers over an emulated client link (50 Mbit/s, RTT 100 ms) on real release histories.
+
+For each consecutive pair of releases of the npm package `typescript` and of Django (uncompressed
+source tars, fetched from the registries), the time and the bytes on the client link of:
+  downloads (client holds the previous release): (a) direct from S3, (b) relay through EFS,
+    (c) rsync-style delta, (d) version-aware delta;
+  uploads (cloud holds the previous release): (e) direct to S3, (f) rsync-style delta,
+    (g) version-aware delta (both deltas forced, with eq. 2's own verdict reported beside them).
+Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
+
+    .venv/bin/python bench/transfer_bench.py [--quick] [--down 50 --up 50 --rtt 100]
+
+Needs the local deployment (started and deployed if absent); writes bench/results/transfer.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+from bench.delta_bench import SERIES  # noqa: E402
+from bench.wan import SpawnedWanLink, WanAdapter  # noqa: E402
+from hycloud import http as client_http  # noqa: E402
+from hycloud.admin import create_user  # noqa: E402
+from hycloud.sdk import HyCloud  # noqa: E402
+from hycloud_core.delta import should_delta_upload  # noqa: E402
+from infra.local import deploy as local  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+MODES = [
+    "a_direct",
+    "b_relay",
+    "c_rsync_delta",
+    "d_version_delta",
+    "e_direct_up",
+    "f_rsync_delta_up",
+    "g_version_delta_up",
+]
+
+
+@contextmanager
+def through(link):
+    """Sessions made inside go through the emulated link (API calls and presigned S3 alike)."""
+    hook = lambda s: (
+        s.mount("http://", WanAdapter(link, pool_maxsize=16)),  # noqa: E731
+        s.mount("https://", WanAdapter(link, pool_maxsize=16)),
+    )
+    client_http.SESSION_HOOKS.append(hook)
+    try:
+        yield
+    finally:
+        client_http.SESSION_HOOKS.remove(hook)
+
+
+def measure(link, fn) -> dict:
+    link.reset_counters()
+    t0 = time.perf_counter()
+    fn()
+    return {
+        "seconds": time.perf_counter() - t0,
+        "bytes": link.bytes_up + link.bytes_down,
+        "up": link.bytes_up,
+        "down": link.bytes_down,
+    }
+
+
+def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, work: Path, tag: str) -> dict:
+    down_path, up_path = f"/bench/{tag}-down.tar", f"/bench/{tag}-up.tar"
+    setup.put(old, down_path, parents=True)
+    setup.put(old, up_path, parents=True)
+    row: dict = {"size": new.stat().st_size}
+    with through(link):
+        wan = HyCloud(url, key)
+        # uploads first: the new release is not in the cloud yet, so (e) is a real upload
+        row["e_direct_up"] = measure(link, lambda: wan.put(new, up_path))
+        for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
+            setup.put(old, up_path)
+            result: dict = {}
+            row[mode] = measure(
+                link,
+                lambda k=kind, r=result: r.update(
+                    wan.put(new, up_path, base=old, delta_kind=k, force_delta=True)
+                ),
+            )
+            row[mode]["eq2_says_delta"] = should_delta_upload(
+                wan.upload_rate, result.get("compute_rate", 1e9), 100 * 2**20, result.get("gamma", 0.0)
+            )
+        setup.put(new, down_path)  # the previous release becomes a retained old version
+        row["a_direct"] = measure(link, lambda: wan.get(down_path, work / "a.tar"))
+        row["b_relay"] = measure(link, lambda: wan.get(down_path, work / "b.tar", via="relay"))
+        for mode, delta_mode in (("c_rsync_delta", "rsync"), ("d_version_delta", "auto")):
+            shutil.copyfile(old, work / "held.tar")
+            row[mode] = measure(
+                link, lambda m=delta_mode: wan.get(down_path, work / "held.tar", via="delta", delta_mode=m)
+            )
+            row[mode]["kind"] = wan.last_transfer.get("kind")
+            assert (work / "held.tar").read_bytes() == new.read_bytes(), f"{mode} rebuilt wrong bytes"
+    for name in ("a.tar", "b.tar"):
+        assert (work / name).stat().st_size == row["size"]
+    return row
+
+
+def summarize(rows: list[dict]) -> dict:
+    def avg(mode: str, field: str) -> float:
+        return statistics.mean(r[mode][field] for r in rows)
+
+    base_down, base_up = avg("a_direct", "seconds"), avg("e_direct_up", "seconds")
+    out = {
+        m: {
+            "avg_seconds": avg(m, "seconds"),
+            "avg_bytes": avg(m, "bytes"),
+            "avg_bytes_pct_of_file": statistics.mean(100 * r[m]["bytes"] / r["size"] for r in rows),
+        }
+        for m in MODES
+    }
+    for m in ("b_relay", "c_rsync_delta", "d_version_delta"):
+        out[m]["time_reduction_vs_direct_pct"] = 100 * (1 - out[m]["avg_seconds"] / base_down)
+        out[m]["best_reduction_pct"] = max(
+            100 * (1 - r[m]["seconds"] / r["a_direct"]["seconds"]) for r in rows
+        )
+    for m in ("f_rsync_delta_up", "g_version_delta_up"):
+        out[m]["time_reduction_vs_direct_pct"] = 100 * (1 - out[m]["avg_seconds"] / base_up)
+    return out
+
+
+def markdown(doc: dict) -> str:
+    lines = [f"Client link: {doc['link']}", ""]
+    for series, data in doc["series"].items():
+        lines += [
+            f"## {series}",
+            "",
+            "| pair | MB | " + " | ".join(f"{m} s / KB" for m in MODES) + " |",
+            "| --- | ---: | " + " | ".join("---:" for _ in MODES) + " |",
+        ]
+        for r in data["rows"]:
+            cells = " | ".join(f"{r[m]['seconds']:.1f} / {r[m]['bytes'] / 1e3:.0f}" for m in MODES)
+            lines.append(f"| {r['pair']} | {r['size'] / 1e6:.1f} | {cells} |")
+        lines += [
+            "",
+            "| mode | avg s | avg bytes % of file | time reduction vs direct | best |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for m, s in data["summary"].items():
+            red = s.get("time_reduction_vs_direct_pct")
+            lines.append(
+                f"| {m} | {s['avg_seconds']:.2f} | {s['avg_bytes_pct_of_file']:.2f}% | "
+                f"{'' if red is None else f'{red:.1f}%'} | "
+                f"{'' if 'best_reduction_pct' not in s else f'{s["best_reduction_pct"]:.1f}%'} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="3 releases per series")
+    parser.add_argument("--releases", type=int, default=10)
+    parser.add_argument("--down", type=float, default=50)
+    parser.add_argument("--up", type=float, default=50)
+    parser.add_argument("--rtt", type=float, default=100)
+    args = parser.parse_args()
+    n = 3 if args.quick else args.releases
+    local.start()
+    outputs = local.deploy(log=lambda m: None)
+    env = local.cloud_env()
+    os.environ.update(env)
+    key = create_user(outputs["TableName"], f"xfer-{uuid.uuid4().hex[:8]}")
+    url = outputs["LocalApiUrl"]
+    port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
+    setup = HyCloud(url, key)
+    doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
+    with (
+        SpawnedWanLink(
+            target=("127.0.0.1", port), down_mbps=args.down, up_mbps=args.up, rtt_ms=args.rtt
+        ) as link,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        for series, (versions_of, fetch) in SERIES.items():
+            versions = versions_of(n)
+            files = [fetch(v) for v in versions]
+            rows = []
+            pairs = zip(
+                zip(versions, files, strict=True), zip(versions[1:], files[1:], strict=True), strict=False
+            )
+            for (v_old, old), (v_new, new) in pairs:
+                row = run_pair(setup, link, url, key, old, new, Path(tmp), series)
+                row["pair"] = f"{v_old}→{v_new}"
+                rows.append(row)
+                print(
+                    series,
+                    row["pair"],
+                    {m: (round(row[m]["seconds"], 2), row[m]["bytes"]) for m in MODES},
+                    flush=True,
+                )
+            doc["series"][series] = {"rows": rows, "summary": summarize(rows)}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "transfer.json").write_text(json.dumps(doc, indent=2))
+    (RESULTS / "transfer.md").write_text(markdown(doc))
+    print(markdown(doc))
+
+
+if __name__ == "__main__":
+    main()
