@@ -52,10 +52,10 @@ MODES = [
 @contextmanager
 def through(link):
     """Sessions made inside go through the emulated link (API calls and presigned S3 alike)."""
-    hook = lambda s: (
-        s.mount("http://", WanAdapter(link, pool_maxsize=16)),  # noqa: E731
-        s.mount("https://", WanAdapter(link, pool_maxsize=16)),
-    )
+    def hook(session) -> None:
+        for scheme in ("http://", "https://"):
+            session.mount(scheme, WanAdapter(link, pool_maxsize=16))
+
     client_http.SESSION_HOOKS.append(hook)
     try:
         yield
