@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
+import time
 from functools import cache
 
 import boto3
@@ -133,3 +135,30 @@ def check_sha256(app: APIGatewayRestResolver, data: bytes) -> str:
 
 def ok(body: dict | list, status: int = 200) -> Response:
     return Response(status_code=status, content_type="application/json", body=body)
+
+
+MAX_WAIT_S = 20.0  # well inside API Gateway's 29 s
+
+
+def wait_seconds(app: APIGatewayRestResolver) -> float:
+    """The `wait` query parameter: how long a status request may hold for the job to finish."""
+    try:
+        wait = float(query(app, "wait", "0"))
+    except ValueError:
+        wait = math.nan
+    if not math.isfinite(wait) or wait < 0:
+        raise BadRequestError("wait must be a non-negative number of seconds", code="bad-parameter")
+    return min(wait, MAX_WAIT_S)
+
+
+def long_poll(describe, wait_s: float) -> dict:
+    """Describe a Step Functions execution, holding up to `wait_s` while it runs.
+
+    Saves the client a round trip per poll on a slow link: it learns of the end at once.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        desc = describe()
+        if desc["status"] != "RUNNING" or time.monotonic() >= deadline:
+            return desc
+        time.sleep(0.05)

@@ -31,13 +31,14 @@ from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
+LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
 MAX_DELTA_BODY = 4 * 1024 * 1024
 
 
 def wait_job(http: Http, job: str) -> dict:
-    deadline, delay = time.monotonic() + JOB_WAIT_S, 0.1
+    deadline = time.monotonic() + JOB_WAIT_S
     while True:
-        status = http.json("GET", "/v1/delta/jobs", params={"id": job})
+        status = http.json("GET", "/v1/delta/jobs", params={"id": job, "wait": LONG_POLL_S})
         if status["state"] == "ready":
             return status["result"]
         if status["state"] == "failed":
@@ -46,8 +47,6 @@ def wait_job(http: Http, job: str) -> dict:
             )
         if time.monotonic() > deadline:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 2.0)
 
 
 def _fetch_delta(http: Http, job: str, size: int, out) -> None:

@@ -121,7 +121,7 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None) -> dict
             raise HyCloudError(f"relay of {path} did not finish in {RELAY_WAIT_S}s", code="relay-timeout")
         time.sleep(delay)
         delay = min(delay * 1.5, 2.0)
-        status = http.json("GET", "/v1/relay", params={"path": path})
+        status = http.json("GET", "/v1/relay", params={"path": path, "wait": 10})
     if status["state"] != "ready":
         raise HyCloudError(
             f"relay of {path} failed: {status.get('error', status['state'])}", code="relay-failed"

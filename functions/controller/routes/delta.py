@@ -14,7 +14,20 @@ import os
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, json_body, namespace, objects, ok, query, raw_body, sfn, user
+from context import (
+    CONFIG,
+    filesystem,
+    json_body,
+    long_poll,
+    namespace,
+    objects,
+    ok,
+    query,
+    raw_body,
+    sfn,
+    user,
+    wait_seconds,
+)
 
 from hycloud_core import content, jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
@@ -135,7 +148,10 @@ def upload() -> Response:
 def job_status() -> Response:
     job = _own(query(router, "id"))
     arn = CONFIG.delta_state_machine.replace(":stateMachine:", ":execution:") + f":{job}"
-    desc = sfn().describe_execution(executionArn=arn)
+    try:
+        desc = long_poll(lambda: sfn().describe_execution(executionArn=arn), wait_seconds(router))
+    except sfn().exceptions.ExecutionDoesNotExist:
+        raise NotFoundError("no such delta job", code="no-such-job") from None
     if desc["status"] == "RUNNING":
         return ok({"job": job, "state": "running"})
     if desc["status"] == "SUCCEEDED":
@@ -172,6 +188,8 @@ def job_data() -> Response:
 def set_chunking() -> Response:
     """Store the client's adaptive chunk-size state in the file's link file (seed 000 §III-B)."""
     body = json_body(router, path=str, content_hash=str, chunk_size=int, state=dict)
+    if body["chunk_size"] < 1 or len(json.dumps(body["state"])) > 16_384:
+        raise BadRequestError("chunk_size must be positive and state at most 16 KiB", code="bad-body")
     entry = filesystem(router).set_chunk_state(
         body["path"], content.checked_hash(body["content_hash"]), body["chunk_size"], body["state"]
     )

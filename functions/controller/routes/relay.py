@@ -7,10 +7,11 @@ so the same request twice finds the job already running instead of starting a se
 from __future__ import annotations
 
 import json
+import time
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, json_body, namespace, ok, query, sfn, user
+from context import CONFIG, json_body, namespace, ok, query, sfn, user, wait_seconds
 
 from hycloud_core import paths
 from hycloud_core.errors import BadRequestError, ConflictError
@@ -74,7 +75,13 @@ def start() -> Response:
 
 @router.get("/v1/relay")
 def status() -> Response:
-    return ok(_status(query(router, "path")))
+    """The relay state of a file; with `wait`, held until the job ends (long poll)."""
+    path, deadline = query(router, "path"), time.monotonic() + wait_seconds(router)
+    while True:
+        state = _status(path)
+        if state["state"] != "running" or time.monotonic() >= deadline:
+            return ok(state)
+        time.sleep(0.05)
 
 
 @router.get("/v1/relay/data")
