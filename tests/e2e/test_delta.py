@@ -79,7 +79,7 @@ def test_delta_download_moves_a_fraction_and_rebuilds_exact_bytes(deployment, al
 def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     deployment, alice, versions, tmp_path
 ):
-    v1 = edit(versions[0], 21)  # versions of its own, so reference counts start from zero
+    v1 = edit(versions[0], 21) + os.urandom(16)  # contents of its own: reference counts start from zero
     v2, v3 = edit(v1, 22), edit(v1, 23)
     for name, data in (("v1", v1), ("v2", v2), ("v3", v3)):
         (tmp_path / name).write_bytes(data)
@@ -121,7 +121,7 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
 
 
 def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice, versions, tmp_path):
-    v1 = edit(versions[0], 31)
+    v1 = edit(versions[0], 31) + os.urandom(16)
     v2 = edit(v1, 32)
     (tmp_path / "v1").write_bytes(v1)
     alice.cli("put", str(tmp_path / "v1"), "/fail.bin")
