@@ -76,3 +76,21 @@ class LambdaContext:
 @pytest.fixture
 def lambda_context():
     return LambdaContext()
+
+
+def make_stores(bucket: str, table: str):
+    """Inside an active moto mock: the content bucket and the single table with its key schema."""
+    import boto3
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=bucket)
+    boto3.client("dynamodb").create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+    )
+    return s3

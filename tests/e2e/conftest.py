@@ -42,6 +42,19 @@ class Deployment:
             aws_secret_access_key="test",
         )
 
+    def object_record(self, content_hash: str) -> dict | None:
+        """The OBJ# item of a content hash, attribute values as strings."""
+        item = (
+            self.client("dynamodb")
+            .get_item(
+                TableName=self.outputs["TableName"],
+                ConsistentRead=True,
+                Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}},
+            )
+            .get("Item")
+        )
+        return {k: list(v.values())[0] for k, v in item.items()} if item else None
+
     def efs_root(self) -> Path:
         """Local folder behind the functions' /mnt/efs (the access point's root)."""
         mapping = json.loads((ROOT / ".localcloud" / "efs" / "map.json").read_text())

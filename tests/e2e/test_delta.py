@@ -23,19 +23,6 @@ def edit(data: bytes, seed: int, edits: int = 40) -> bytes:
     return bytes(out)
 
 
-def obj(deployment, content_hash: str) -> dict | None:
-    item = (
-        deployment.client("dynamodb")
-        .get_item(
-            TableName=deployment.outputs["TableName"],
-            ConsistentRead=True,
-            Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}},
-        )
-        .get("Item")
-    )
-    return {k: list(v.values())[0] for k, v in item.items()} if item else None
-
-
 def link(deployment, user, path: str) -> dict:
     return json.loads((deployment.efs_root() / "ns" / user.name / path.lstrip("/")).read_bytes())
 
@@ -95,7 +82,7 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     alice.cli("get", "/up.bin", str(tmp_path / "back2"))
     assert (tmp_path / "back2").read_bytes() == v2
     assert link(deployment, alice, "/up.bin")["content_hash"] == h2
-    assert obj(deployment, h2)["refs"] == "1" and obj(deployment, h1)["state"] == "retained"
+    assert deployment.object_record(h2)["refs"] == "1" and deployment.object_record(h1)["state"] == "retained"
 
     out = json.loads(
         alice.cli(
@@ -112,12 +99,12 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     )
     assert out["kind"] == "rsync"
     alice.cli("get", "/up.bin", str(tmp_path / "back3"))
-    assert (tmp_path / "back3").read_bytes() == v3 and obj(deployment, h3)["refs"] == "1"
+    assert (tmp_path / "back3").read_bytes() == v3 and deployment.object_record(h3)["refs"] == "1"
 
     out = json.loads(alice.cli("--json", "put", str(tmp_path / "v1"), "/up.bin").stdout)  # direct
     assert "kind" not in out and out["content_hash"] == h1
-    assert obj(deployment, h1)["refs"] == "1" and obj(deployment, h1)["state"] == "live"
-    assert obj(deployment, h3)["state"] == "retained"
+    assert deployment.object_record(h1)["refs"] == "1" and deployment.object_record(h1)["state"] == "live"
+    assert deployment.object_record(h3)["state"] == "retained"
 
 
 def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice, versions, tmp_path):
@@ -146,7 +133,7 @@ def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice
         wait_job(sdk.http, job)
     assert err.value.code == "delta-job-failed"
     assert link(deployment, alice, "/fail.bin") == before
-    assert obj(deployment, content.hash_bytes(v2)) is None  # nothing stored for the failed version
+    assert deployment.object_record(content.hash_bytes(v2)) is None  # nothing stored for the failed version
     assert sorted(
         p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir() if "fail" in p.name
     ) == ["fail.bin"]

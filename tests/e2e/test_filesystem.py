@@ -19,19 +19,6 @@ def sha(path) -> str:
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
 
 
-def obj_record(deployment, content_hash: str) -> dict | None:
-    item = (
-        deployment.client("dynamodb")
-        .get_item(
-            TableName=deployment.outputs["TableName"],
-            ConsistentRead=True,
-            Key={"pk": {"S": f"OBJ#{content_hash}"}, "sk": {"S": "OBJ"}},
-        )
-        .get("Item")
-    )
-    return {k: list(v.values())[0] for k, v in item.items()} if item else None
-
-
 def in_s3(deployment, content_hash: str) -> bool:
     listing = deployment.client("s3").list_objects_v2(
         Bucket=deployment.outputs["BucketName"], Prefix=content.object_key(content_hash)
@@ -53,13 +40,13 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
     assert (
         h == content.hash_file(big_file)[0]
         and in_s3(deployment, h)
-        and obj_record(deployment, h)["refs"] == "1"
+        and deployment.object_record(h)["refs"] == "1"
     )
     link = deployment.efs_root() / "ns" / alice.name / "large" / "fifty.bin"
     assert link.stat().st_size < 2048 and json.loads(link.read_bytes())["content_hash"] == h
 
     alice.cli("cp", "/large/fifty.bin", "/large/copy.bin")
-    assert obj_record(deployment, h)["refs"] == "2"
+    assert deployment.object_record(h)["refs"] == "2"
     alice.cli("mkdir", "/moved")
     alice.cli("mv", "/large/copy.bin", "/moved/copy.bin")
     listing = json.loads(alice.cli("--json", "ls", "/moved").stdout)
@@ -69,9 +56,9 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
     assert sha(tmp_path / "back.bin") == sha(big_file)
 
     alice.cli("rm", "/large/fifty.bin")
-    assert in_s3(deployment, h) and obj_record(deployment, h)["refs"] == "1"
+    assert in_s3(deployment, h) and deployment.object_record(h)["refs"] == "1"
     alice.cli("rm", "/moved/copy.bin")
-    assert not in_s3(deployment, h) and obj_record(deployment, h) is None
+    assert not in_s3(deployment, h) and deployment.object_record(h) is None
 
 
 def test_interrupted_large_upload_resumes(alice, tmp_path, monkeypatch):
@@ -108,7 +95,7 @@ def test_same_content_from_two_users_is_stored_once(deployment, alice, bob, tmp_
     first = json.loads(alice.cli("--json", "put", str(src), "/alice-copy.bin").stdout)
     second = json.loads(bob.cli("--json", "put", str(src), "/bob-copy.bin").stdout)
     assert first["dedup"] is False and second["dedup"] is True and second["sent_bytes"] == 0
-    assert obj_record(deployment, first["content_hash"])["refs"] == "2"
+    assert deployment.object_record(first["content_hash"])["refs"] == "2"
     assert "alice-copy.bin" not in bob.cli("ls", "/").stdout
     assert "bob-copy.bin" not in alice.cli("ls", "/").stdout
     bob.cli("get", "/bob-copy.bin", str(tmp_path / "bob.out"))
@@ -204,7 +191,7 @@ def test_commit_whose_data_does_not_match_its_hash_is_refused(deployment, alice)
     assert put.status_code >= 400  # S3 checks the part against the declared checksum
     r = _api(alice, "POST", "/v1/uploads/commit", json={"path": "/forged.bin", "content_hash": h})
     assert r.status_code == 409 and r.json()["error"]["code"] == "upload-incomplete"
-    assert obj_record(deployment, h) is None and not in_s3(deployment, h)
+    assert deployment.object_record(h) is None and not in_s3(deployment, h)
     assert _api(alice, "GET", "/v1/stat", params={"path": "/forged.bin"}).status_code == 404
 
 
@@ -223,4 +210,4 @@ def test_another_users_object_hash_gives_nothing(deployment, alice, bob, tmp_pat
     )
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad-proof"
     assert _api(bob, "GET", "/v1/stat", params={"path": "/stolen.bin"}).status_code == 404
-    assert obj_record(deployment, h)["refs"] == "1"
+    assert deployment.object_record(h)["refs"] == "1"

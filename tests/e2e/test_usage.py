@@ -26,7 +26,11 @@ def test_usage_report_counts_efs_and_s3_and_prices_three_layouts(deployment, tmp
     report = json.loads(carol.cli("--json", "usage").stdout)
     usage = report["usage"]
     assert usage["efs_files"] == 3 and usage["link_files"] == 2
-    assert usage["s3_objects"] == 1 and usage["s3_bytes"] == len(big) and usage["s3_logical_bytes"] == 2 * len(big)
+    assert (
+        usage["s3_objects"] == 1
+        and usage["s3_bytes"] == len(big)
+        and usage["s3_logical_bytes"] == 2 * len(big)
+    )
     costs = report["costs"]
     assert 0 < costs["hybrid"]["total"] < costs["all-efs"]["total"] and costs["all-s3"]["total"] > 0
     # the copy shares its content: the hybrid layout bills it once, a plain all-S3 layout twice

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -14,6 +13,7 @@ from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
+from tests.conftest import make_stores
 
 BUCKET, TABLE = "content", "table"
 
@@ -23,20 +23,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setattr(content, "PART_SIZE", 5 * 1024 * 1024)  # S3's minimum, keeps tests light
     with mock_aws():
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-        )
+        s3 = make_stores(BUCKET, TABLE)
         records = Records(TABLE)
         objects = Objects(records.table, s3, BUCKET)
 

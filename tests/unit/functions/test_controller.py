@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.conftest import api_event, load_function
+from tests.conftest import api_event, load_function, make_stores
 
 TABLE = "hycloud-test"
 
@@ -23,19 +23,8 @@ def cloud(tmp_path, monkeypatch, lambda_context):
     monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
     monkeypatch.setenv("HYCLOUD_SMALL_FILE_THRESHOLD", "1024")
     with mock_aws():
+        make_stores("hycloud-content", TABLE)
         ddb = boto3.resource("dynamodb")
-        ddb.create_table(
-            TableName=TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-        )
         from hycloud.admin import create_user
 
         keys = {u: create_user(TABLE, u) for u in ("alice", "bob")}

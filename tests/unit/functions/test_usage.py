@@ -6,7 +6,6 @@ import base64
 import importlib
 import json
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -14,7 +13,7 @@ from hycloud_core.cost import load_prices
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
-from tests.conftest import api_event, load_function
+from tests.conftest import api_event, load_function, make_stores
 from tests.unit.large_upload import upload_large
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
@@ -36,20 +35,7 @@ def cloud(tmp_path, monkeypatch, lambda_context):
     monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
     monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
     with mock_aws():
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        boto3.resource("dynamodb").create_table(
-            TableName=TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-        )
+        s3 = make_stores(BUCKET, TABLE)
         from hycloud.admin import create_user
 
         keys = {u: create_user(TABLE, u) for u in ("alice", "bob")}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -11,6 +10,7 @@ from hycloud_core.cost.records import deployment_usage, reference_counts
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
+from tests.conftest import make_stores
 from tests.unit.large_upload import upload_large
 
 BUCKET, TABLE = "content", "table"
@@ -20,20 +20,7 @@ BUCKET, TABLE = "content", "table"
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws():
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-        )
+        s3 = make_stores(BUCKET, TABLE)
         records = Records(TABLE)
         objects = Objects(records.table, s3, BUCKET)
 
