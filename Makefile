@@ -17,9 +17,12 @@ setup: .venv/.installed
 demo: setup
 	$(PY) infra/local/demo.py
 
-test: setup
-	$(PY) infra/local/localcloud.py install
-	$(PY) -m pytest
+test:
+	@set -e; t0=$$(date +%s); $(MAKE) --no-print-directory setup; t1=$$(date +%s); \
+	$(PY) infra/local/localcloud.py install; t2=$$(date +%s); \
+	set +e; $(PY) -m pytest; rc=$$?; t3=$$(date +%s); \
+	echo "phases: project install $$((t1-t0)) s, local cloud install $$((t2-t1)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
+	exit $$rc
 
 unit: setup
 	$(PY) -m pytest tests/unit tests/infra

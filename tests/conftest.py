@@ -12,6 +12,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTION_MODULES = ("handler", "context", "routes")
+PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if PHASES:
+        terminalreporter.write_sep("-", "phases")
+        for name, seconds in PHASES.items():
+            terminalreporter.write_line(f"{name}: {seconds:.1f} s")
 
 
 def load_function(name: str):

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,14 +68,22 @@ class Deployment:
 
 @pytest.fixture(scope="session")
 def deployment():
+    from tests.conftest import PHASES
+
+    t0 = time.monotonic()
     started = local.start()
+    PHASES["start local cloud"] = time.monotonic() - t0
     try:
         env = local.cloud_env()
-        outputs = local.deploy()
+        t0 = time.monotonic()
+        outputs = local.deploy(log=lambda msg: None)
+        PHASES["deploy (cdklocal bootstrap + deploy)"] = time.monotonic() - t0
         yield Deployment(outputs, env)
     finally:
         if started:
+            t0 = time.monotonic()
             local.stop()
+            PHASES["stop local cloud"] = time.monotonic() - t0
 
 
 @dataclass
