@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT.parent / "layers" / "core"))
 from hycloud_core.delta import (  # noqa: E402
     CANDIDATE_SIZES,
     AdaptiveChunkSize,
+    ChangeAwareChunkSize,
     GammaMode,
     TrafficSample,
     default_strong_len,
@@ -50,6 +51,7 @@ from hycloud_core.delta.signature import compute  # noqa: E402
 CACHE = ROOT / ".cache" / "delta"
 RESULTS = ROOT / "results"
 DEFAULT_MODE = GammaMode.TRAFFIC
+DEFAULT_REPLAY = "traffic change-aware"  # what the client uses
 MB = 1e6
 
 
@@ -260,16 +262,21 @@ def _mbps(n: int, seconds: float) -> float:
 # ---------------------------------------------------------------- adaptive replay
 
 
-def replay(rows: list[Row], sizes, mode: GammaMode) -> dict:
+def replay(rows: list[Row], sizes, mode: GammaMode, change_aware: bool = False) -> dict:
     """Fig. 14: per version, traffic at the adaptively chosen size over the best fixed size."""
     pairs: dict[tuple[str, str], dict[int, Row]] = {}
     for r in rows:
         pairs.setdefault((r.old, r.new), {})[r.block] = r
     ordered = list(pairs.items())
-    state = AdaptiveChunkSize(sizes=tuple(sizes), mode=mode)
+    state = (
+        ChangeAwareChunkSize(sizes=tuple(sizes), mode=mode)
+        if change_aware
+        else AdaptiveChunkSize(sizes=tuple(sizes), mode=mode)
+    )
     steps, total = [], 0
     for index, ((_, v_new), by_size) in enumerate(ordered):
-        choice = state.choice
+        any_row = next(iter(by_size.values()))
+        choice = state.choose(any_row.old_size, any_row.new_size)
         best = min(by_size.values(), key=lambda r: r.traffic)
         traffic = by_size[choice].traffic
         total += traffic
@@ -284,10 +291,15 @@ def replay(rows: list[Row], sizes, mode: GammaMode) -> dict:
                 ratio=traffic / best.traffic,
             )  # fmt: skip
         )
-        state.observe([by_size[s].sample() for s in sizes])  # the background measurement after download
+        # the background measurement after download
+        state.learn([by_size[s].sample() for s in sizes], any_row.old_size, any_row.new_size)
     fixed_totals = {s: sum(by_size[s].traffic for _, by_size in ordered) for s in sizes}
     return dict(
-        mode=str(mode), steps=steps, total=total, fixed_totals=fixed_totals, final_state=state.to_dict()
+        mode=str(mode) + (" change-aware" if change_aware else ""),
+        steps=steps,
+        total=total,
+        fixed_totals=fixed_totals,
+        final_state=state.to_dict(),
     )
 
 
@@ -386,7 +398,7 @@ def markdown(doc: dict) -> str:
         for mode, result in doc["adaptive"][series].items():
             checks = result["checks"]
             lines += [
-                f"### Adaptive chunk size, {mode} γ{' (default)' if mode == str(DEFAULT_MODE) else ''}",
+                f"### Adaptive chunk size, {mode} γ{' (default)' if mode == DEFAULT_REPLAY else ''}",
                 "",
                 "| version | chosen | traffic | best fixed | best traffic | ratio |",
                 "|---|---|---|---|---|---|",
@@ -421,8 +433,8 @@ def targets(summary: list[dict], adaptive: dict) -> dict:
         "worst throughput ratio": f"{worst_speed['throughput_ratio']:.2f} ({worst_speed['series']}, {worst_speed['block']})",
     }
     for series, modes in adaptive.items():
-        checks = modes[str(DEFAULT_MODE)]["checks"]
-        out[f"{series}: default ({DEFAULT_MODE}) <= 1.1x best from 4th version"] = checks[
+        checks = modes[DEFAULT_REPLAY]["checks"]
+        out[f"{series}: default ({DEFAULT_REPLAY}) <= 1.1x best from 4th version"] = checks[
             "within_1_1_from_4th"
         ]
         out[f"{series}: default total below every fixed candidate's total"] = checks[
@@ -469,10 +481,14 @@ def report(
     for name in versions:
         sel = [r for r in rows if r.series == name]
         adaptive[name] = {}
-        for mode in (GammaMode.PAPER, GammaMode.TRAFFIC):
-            result = replay(sel, sizes, mode)
+        for mode, change_aware in (
+            (GammaMode.PAPER, False),
+            (GammaMode.TRAFFIC, False),
+            (GammaMode.TRAFFIC, True),
+        ):
+            result = replay(sel, sizes, mode, change_aware)
             result["checks"] = replay_checks(result)
-            adaptive[name][str(mode)] = result
+            adaptive[name][result["mode"]] = result
     summary = summarize(rows)
     doc = dict(
         command=command,

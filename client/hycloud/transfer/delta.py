@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from hycloud_core import content
-from hycloud_core.delta import AdaptiveChunkSize, should_delta_upload, versioned
+from hycloud_core.delta import ChangeAwareChunkSize, should_delta_upload, versioned
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import signature as rsync_signature
 from hycloud_core.delta.adaptive import measure_bytes
@@ -60,12 +60,12 @@ def _fetch_delta(http: Http, job: str, size: int, out) -> None:
         out.write(piece)
 
 
-def _chunking(info: dict) -> AdaptiveChunkSize:
+def _chunking(info: dict) -> ChangeAwareChunkSize:
     state = info.get("chunk_state") or {}
     try:
-        return AdaptiveChunkSize.from_dict(state) if state else AdaptiveChunkSize()
+        return ChangeAwareChunkSize.from_dict(state) if state else ChangeAwareChunkSize()
     except (TypeError, ValueError, KeyError):
-        return AdaptiveChunkSize()
+        return ChangeAwareChunkSize()
 
 
 def delta_download(
@@ -100,7 +100,7 @@ def delta_download(
     if started is None:
         chunking = _chunking(info)
         with open(base, "rb") as f:
-            sig = rsync_signature(f, chunking.choice)
+            sig = rsync_signature(f, chunking.choose(os.path.getsize(base), info["size"]))
         sent = len(sig)
         started = http.json(
             "PUT",
@@ -141,7 +141,7 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
 
     def run() -> None:
         chunking = _chunking(info)
-        chunking.observe(measure_bytes(old_copy, new_copy))
+        chunking.learn(measure_bytes(old_copy, new_copy), len(old_copy), len(new_copy))
         try:
             http.json(
                 "POST",
@@ -149,7 +149,7 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
                 json={
                     "path": info["path"],
                     "content_hash": info["content_hash"],
-                    "chunk_size": chunking.choice,
+                    "chunk_size": chunking.choose(len(old_copy), len(new_copy)),
                     "state": chunking.to_dict(),
                 },
             )

@@ -8,6 +8,7 @@ result against the sha256 the delta carries. Formats: FORMAT.md. Engine choice: 
 from .adaptive import (
     CANDIDATE_SIZES,
     AdaptiveChunkSize,
+    ChangeAwareChunkSize,
     GammaMode,
     TrafficSample,
     elimination_ratios,
@@ -25,6 +26,7 @@ __all__ = [
     "CANDIDATE_SIZES",
     "FULL_STRONG_LEN",
     "AdaptiveChunkSize",
+    "ChangeAwareChunkSize",
     "DeltaError",
     "DeltaFormatError",
     "DeltaMismatch",

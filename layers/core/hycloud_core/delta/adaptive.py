@@ -145,6 +145,13 @@ class AdaptiveChunkSize:
         self.last_gammas = [float(g) for g in gammas]
         return self.probabilities
 
+    def choose(self, old_size: int, new_size: int) -> int:
+        """Same interface as ChangeAwareChunkSize; the plain vector ignores the sizes."""
+        return self.choice
+
+    def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
+        self.observe(samples)
+
     def observe(self, samples: Sequence[TrafficSample]) -> list[float]:
         if [s.block_size for s in samples] != list(self.sizes):
             raise ValueError("samples must cover the candidate sizes in order")
@@ -172,4 +179,66 @@ class AdaptiveChunkSize:
             initial=int(state["initial"]),
             mode=GammaMode(state["mode"]),
             last_gammas=[float(g) for g in state.get("last_gammas", [])],
+        )
+
+
+CHANGE_THRESHOLD = 0.001  # relative size change that separates small edits from large ones
+
+
+@dataclass
+class ChangeAwareChunkSize:
+    """The paper's mechanism kept per kind of change: one probability vector for versions whose size
+    moved by less than CHANGE_THRESHOLD (patch releases: few, scattered edits, large chunks win) and
+    one for larger changes (many edits, small chunks win).
+
+    The client knows both sizes before it asks for a delta (its own copy and the link file), so it
+    picks the vector of the kind of change at hand; a kind not seen yet uses the initial size.
+    bench/delta_bench.py replays it beside the plain vectors on typescript and Django.
+    """
+
+    classes: dict[str, AdaptiveChunkSize] = field(default_factory=dict)
+    initial: int = DEFAULT_INITIAL
+    mode: GammaMode = GammaMode.TRAFFIC
+    sizes: tuple[int, ...] = CANDIDATE_SIZES
+
+    @staticmethod
+    def kind(old_size: int, new_size: int) -> str:
+        change = abs(new_size - old_size) / max(old_size, 1)
+        return "small" if change < CHANGE_THRESHOLD else "large"
+
+    def choose(self, old_size: int, new_size: int) -> int:
+        state = self.classes.get(self.kind(old_size, new_size))
+        return state.choice if state else self.initial
+
+    def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
+        kind = self.kind(old_size, new_size)
+        state = self.classes.setdefault(
+            kind, AdaptiveChunkSize(sizes=self.sizes, initial=self.initial, mode=self.mode)
+        )
+        state.observe(samples)
+
+    @property
+    def gamma_max(self) -> float:
+        return max((s.gamma_max for s in self.classes.values()), default=0.0)
+
+    def to_dict(self) -> dict:
+        return {
+            "version": STATE_VERSION,
+            "kind": "change-aware",
+            "initial": self.initial,
+            "mode": str(self.mode),
+            "sizes": list(self.sizes),
+            "classes": {k: v.to_dict() for k, v in self.classes.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict) -> ChangeAwareChunkSize:
+        if state.get("kind") != "change-aware":  # a plain vector from an older client: start from it
+            plain = AdaptiveChunkSize.from_dict(state)
+            return cls(classes={"large": plain}, initial=plain.initial, mode=plain.mode, sizes=plain.sizes)
+        return cls(
+            classes={k: AdaptiveChunkSize.from_dict(v) for k, v in state["classes"].items()},
+            initial=int(state["initial"]),
+            mode=GammaMode(state["mode"]),
+            sizes=tuple(int(s) for s in state["sizes"]),
         )

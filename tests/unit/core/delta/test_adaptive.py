@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core.delta import CANDIDATE_SIZES, AdaptiveChunkSize, GammaMode, TrafficSample, signature_bytes
+from hycloud_core.delta import (
+    CANDIDATE_SIZES,
+    AdaptiveChunkSize,
+    ChangeAwareChunkSize,
+    GammaMode,
+    TrafficSample,
+    signature_bytes,
+)
 from hycloud_core.delta.adaptive import DEFAULT_INITIAL, measure_bytes
 
 K = len(CANDIDATE_SIZES)
@@ -102,3 +109,29 @@ def test_paper_gamma_prefers_small_chunks_traffic_gamma_does_not():
     assert paper.choice <= 512
     assert traffic.choice == min(samples, key=lambda s: s.traffic).block_size
     assert traffic.choice > paper.choice
+
+
+def _samples(best: int) -> list[TrafficSample]:
+    """Traffic that is lowest at `best` and grows away from it."""
+    return [
+        TrafficSample(s, 10_000_000, 1000, 1000 * (1 + abs(s.bit_length() - best.bit_length())))
+        for s in CANDIDATE_SIZES
+    ]
+
+
+def test_change_aware_keeps_one_vector_per_kind_of_change():
+    state = ChangeAwareChunkSize()
+    small, large = (1_000_000, 1_000_050), (1_000_000, 1_050_000)
+    assert state.choose(*small) == state.initial and state.choose(*large) == state.initial
+    state.learn(_samples(4096), *small)
+    state.learn(_samples(512), *large)
+    assert state.choose(*small) == 4096 and state.choose(*large) == 512
+    again = ChangeAwareChunkSize.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert again.choose(*small) == 4096 and again.choose(*large) == 512
+
+
+def test_change_aware_starts_from_a_plain_vector():
+    plain = AdaptiveChunkSize()
+    plain.observe(_samples(2048))
+    state = ChangeAwareChunkSize.from_dict(plain.to_dict())
+    assert state.choose(1_000_000, 1_200_000) == 2048
