@@ -7,7 +7,6 @@ of the same content already there is a hit.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 
@@ -28,19 +27,14 @@ s3 = boto3.client("s3")
 def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
     """Stream the object to a temporary file; return it with its content hash and size."""
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
-    digests, block, size = [], b"", 0
+    hasher, size = content.PartHasher(), 0
     try:
         with os.fdopen(fd, "wb") as out:
             for piece in s3.get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(1024 * 1024):
                 out.write(piece)
+                hasher.update(piece)
                 size += len(piece)
-                block += piece
-                if len(block) >= content.PART_SIZE:
-                    digests.append(hashlib.sha256(block[: content.PART_SIZE]).digest())
-                    block = block[content.PART_SIZE :]
-        if block or not digests:
-            digests.append(hashlib.sha256(block).digest())
-        return tmp, content.hash_from_parts(digests), size
+        return tmp, hasher.hexdigest(), size
     except BaseException:
         os.unlink(tmp)
         raise

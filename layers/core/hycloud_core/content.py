@@ -57,6 +57,29 @@ def part_digests(src: BinaryIO) -> list[bytes]:
             return digests
 
 
+class PartHasher:
+    """Content hash of a stream that arrives in pieces of any size (S3 bodies, relay copies)."""
+
+    def __init__(self) -> None:
+        self._digests: list[bytes] = []
+        self._part = hashlib.sha256()
+        self._filled = 0
+
+    def update(self, piece: bytes) -> None:
+        view = memoryview(piece)
+        while view:
+            take = min(PART_SIZE - self._filled, len(view))
+            self._part.update(view[:take])
+            self._filled, view = self._filled + take, view[take:]
+            if self._filled == PART_SIZE:
+                self._digests.append(self._part.digest())
+                self._part, self._filled = hashlib.sha256(), 0
+
+    def hexdigest(self) -> str:
+        tail = [self._part.digest()] if self._filled or not self._digests else []
+        return hash_from_parts(self._digests + tail)
+
+
 def hash_file(path: str | Path) -> tuple[str, list[bytes]]:
     with open(path, "rb") as f:
         digests = part_digests(f)

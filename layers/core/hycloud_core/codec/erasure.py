@@ -36,6 +36,7 @@ from hycloud_core.codec.framing import (
     open_block,
 )
 from hycloud_core.constants import MiB
+from hycloud_core.streams import read_full
 
 DEFAULT_CHUNK_SIZE = 2 * MiB
 DEFAULT_MAX_N = 5
@@ -185,22 +186,6 @@ class EncodedChunk:
     key: str
     """sha256 hex of the chunk: its content address and its key on the placement ring."""
     blocks: list[bytes]
-
-
-def read_full(src: BinaryIO, size: int) -> bytes:
-    """Up to `size` bytes, looping over short reads (pipes, sockets) until EOF."""
-    data = src.read(size)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < size:
-        more = src.read(size - got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
 
 
 def encode_stream(

@@ -28,8 +28,9 @@ from typing import BinaryIO
 import numpy as np
 import zstandard
 
+from ..streams import read_full
 from . import rolling
-from .signature import SigIndex, Signature, read_full
+from .signature import SigIndex, Signature
 from .wire import DELTA_HEADER, DELTA_MAGIC, OP_COPY, OP_END, OP_LITERAL, VERSION, put_varint, zigzag
 
 DEFAULT_LEVEL = 3

@@ -8,6 +8,7 @@ from typing import BinaryIO
 import numpy as np
 import zstandard
 
+from ..streams import read_full
 from . import rolling
 from .errors import DeltaFormatError
 from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, VERSION
@@ -79,22 +80,6 @@ def _decompress(body: bytes, expected: int) -> bytes:
         return zstandard.ZstdDecompressor().decompress(body, max_output_size=max(expected, 1))
     except zstandard.ZstdError as exc:
         raise DeltaFormatError(f"signature body does not decompress: {exc}") from exc
-
-
-def read_full(src: BinaryIO, n: int) -> bytes:
-    """Read up to n bytes, looping over short reads; fewer than n only at end of stream."""
-    data = src.read(n)
-    if not data or len(data) == n:
-        return data or b""
-    parts = [data]
-    have = len(data)
-    while have < n:
-        more = src.read(n - have)
-        if not more:
-            break
-        parts.append(more)
-        have += len(more)
-    return b"".join(parts)
 
 
 def compute(

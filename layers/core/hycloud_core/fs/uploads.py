@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import secrets
 import time
@@ -178,16 +177,10 @@ class Uploads:
 
     def _verify_by_reading(self, key: str, content_hash: str) -> None:
         """For stores that do not report part checksums: hash the completed object once."""
-        body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"]
-        digests, block = [], b""
-        for piece in body.iter_chunks(1024 * 1024):
-            block += piece
-            while len(block) >= content.PART_SIZE:
-                digests.append(hashlib.sha256(block[: content.PART_SIZE]).digest())
-                block = block[content.PART_SIZE :]
-        if block:
-            digests.append(hashlib.sha256(block).digest())
-        if content.hash_from_parts(digests or [hashlib.sha256(b"").digest()]) != content_hash:
+        hasher = content.PartHasher()
+        for piece in self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].iter_chunks(1024 * 1024):
+            hasher.update(piece)
+        if hasher.hexdigest() != content_hash:
             self.s3.delete_object(Bucket=self.bucket, Key=key)
             raise BadRequestError("uploaded content does not match its hash", code="hash-mismatch")
 
