@@ -54,7 +54,11 @@ def main() -> None:
     hycloud("whoami", env=env)
 
     step("a short session: make a directory, upload, list, download, verify")
-    files = {"notes.txt": b"HyCloud keeps small files on EFS.\n" * 40, "data.bin": os.urandom(256 * 1024)}
+    files = {
+        "notes.txt": b"HyCloud keeps small files on EFS.\n" * 40,  # small: through the API to EFS
+        "data.bin": os.urandom(256 * 1024),
+        "archive.tar": os.urandom(6 * 1024 * 1024),  # large: straight to S3, a link file on EFS
+    }
     for name, data in files.items():
         (work / name).write_bytes(data)
     hycloud("mkdir", "-p", "/projects/demo", env=env)
@@ -68,6 +72,9 @@ def main() -> None:
         print(f"verify {name}: {'identical' if same else 'DIFFERENT'}")
         if not same:
             raise SystemExit(1)
+    hycloud("cp", "/projects/demo/archive.tar", "/projects/demo/archive-copy.tar", env=env)
+    hycloud("stat", "/projects/demo/archive-copy.tar", env=env)
+    hycloud("usage", env=env)
     step(f"done in {time.monotonic() - t0:.0f}s; the local cloud is still running (stop it: make down)")
 
 
