@@ -1,8 +1,9 @@
 """Delta jobs: names and staging files shared by the controller, the workflow and the delta function.
 
 A job id is derived from what the job computes (user, path, the two content hashes, and the
-signature when there is one), so submitting the same request twice names the same Step
-Functions execution and starts one job (idempotent submission).
+signature when there is one) and the day, so submitting the same request twice names the same
+Step Functions execution and starts one job (idempotent submission), while a request on a later
+day, after upkeep has removed the job's staging files, starts a fresh one.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 
 from .errors import BadRequestError
 
@@ -17,7 +19,8 @@ _JOB = re.compile(r"^(dl|ul)-[0-9a-f]{40}$")
 
 
 def job_id(kind: str, user: str, path: str, new_hash: str, base_hash: str, extra: bytes = b"") -> str:
-    key = hashlib.sha256("\0".join([user, path, new_hash, base_hash]).encode() + extra).hexdigest()[:40]
+    day = str(int(time.time() // 86400))
+    key = hashlib.sha256("\0".join([user, path, new_hash, base_hash, day]).encode() + extra).hexdigest()[:40]
     return f"{kind}-{key}"
 
 
