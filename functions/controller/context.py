@@ -6,6 +6,7 @@ import base64
 import hashlib
 import math
 import time
+from collections.abc import Callable
 from functools import cache
 
 import boto3
@@ -17,6 +18,7 @@ from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError, ForbiddenError
 from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.relay_cache import check_range
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
@@ -151,14 +153,24 @@ def wait_seconds(app: APIGatewayRestResolver) -> float:
     return min(wait, MAX_WAIT_S)
 
 
-def long_poll(describe, wait_s: float) -> dict:
-    """Describe a Step Functions execution, holding up to `wait_s` while it runs.
+def long_poll(fetch: Callable[[], dict], wait_s: float, running: Callable[[dict], bool]) -> dict:
+    """Fetch a job's state, holding up to `wait_s` while `running` says it has not ended.
 
     Saves the client a round trip per poll on a slow link: it learns of the end at once.
     """
     deadline = time.monotonic() + wait_s
     while True:
-        desc = describe()
-        if desc["status"] != "RUNNING" or time.monotonic() >= deadline:
-            return desc
+        state = fetch()
+        if not running(state) or time.monotonic() >= deadline:
+            return state
         time.sleep(0.05)
+
+
+def byte_range(app: APIGatewayRestResolver) -> tuple[int, int]:
+    """The `offset` and `length` query parameters of a ranged read, checked."""
+    try:
+        offset, length = int(query(app, "offset")), int(query(app, "length"))
+    except ValueError:
+        raise BadRequestError("offset and length must be integers", code="bad-range") from None
+    check_range(offset, length)
+    return offset, length

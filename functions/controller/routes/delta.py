@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import (
     CONFIG,
+    byte_range,
     filesystem,
     json_body,
     long_poll,
@@ -31,7 +32,7 @@ from context import (
 
 from hycloud_core import content, jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
-from hycloud_core.fs.relay_cache import MAX_PIECE
+from hycloud_core.relay import execution_arn
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -147,9 +148,13 @@ def upload() -> Response:
 @router.get("/v1/delta/jobs")
 def job_status() -> Response:
     job = _own(query(router, "id"))
-    arn = CONFIG.delta_state_machine.replace(":stateMachine:", ":execution:") + f":{job}"
+    arn = execution_arn(CONFIG.delta_state_machine, job)
     try:
-        desc = long_poll(lambda: sfn().describe_execution(executionArn=arn), wait_seconds(router))
+        desc = long_poll(
+            lambda: sfn().describe_execution(executionArn=arn),
+            wait_seconds(router),
+            lambda d: d["status"] == "RUNNING",
+        )
     except sfn().exceptions.ExecutionDoesNotExist:
         raise NotFoundError("no such delta job", code="no-such-job") from None
     if desc["status"] == "RUNNING":
@@ -169,12 +174,7 @@ def job_status() -> Response:
 @router.get("/v1/delta/data")
 def job_data() -> Response:
     job = _own(query(router, "id"))
-    try:
-        offset, length = int(query(router, "offset")), int(query(router, "length"))
-    except ValueError:
-        raise BadRequestError("offset and length must be integers", code="bad-range") from None
-    if not 0 < length <= MAX_PIECE or offset < 0:
-        raise BadRequestError(f"length must be 1..{MAX_PIECE} and offset ≥ 0", code="bad-range")
+    offset, length = byte_range(router)
     try:
         with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
             f.seek(offset)

@@ -7,16 +7,15 @@ so the same request twice finds the job already running instead of starting a se
 from __future__ import annotations
 
 import json
-import time
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, json_body, namespace, ok, query, sfn, user, wait_seconds
+from context import CONFIG, byte_range, json_body, long_poll, namespace, ok, query, sfn, user, wait_seconds
 
 from hycloud_core import paths
-from hycloud_core.errors import BadRequestError, ConflictError
+from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.relay import execution_name
+from hycloud_core.relay import execution_arn, execution_name
 
 router = APIGatewayRouter()
 
@@ -30,13 +29,11 @@ def _target(path: str) -> tuple[str, str, int]:
     return paths.cache_name(user(router), path), link.content_hash, link.size
 
 
-def _execution_arn(name: str) -> str:
-    return CONFIG.relay_state_machine.replace(":stateMachine:", ":execution:") + f":{name}"
-
-
 def _job_state(name: str, content_hash: str) -> dict:
     try:
-        desc = sfn().describe_execution(executionArn=_execution_arn(execution_name(name, content_hash)))
+        desc = sfn().describe_execution(
+            executionArn=execution_arn(CONFIG.relay_state_machine, execution_name(name, content_hash))
+        )
     except sfn().exceptions.ExecutionDoesNotExist:
         return {"state": "absent"}
     state = {"RUNNING": "running", "SUCCEEDED": "ready"}.get(desc["status"], "failed")
@@ -76,21 +73,14 @@ def start() -> Response:
 @router.get("/v1/relay")
 def status() -> Response:
     """The relay state of a file; with `wait`, held until the job ends (long poll)."""
-    path, deadline = query(router, "path"), time.monotonic() + wait_seconds(router)
-    while True:
-        state = _status(path)
-        if state["state"] != "running" or time.monotonic() >= deadline:
-            return ok(state)
-        time.sleep(0.05)
+    path = query(router, "path")
+    return ok(long_poll(lambda: _status(path), wait_seconds(router), lambda s: s["state"] == "running"))
 
 
 @router.get("/v1/relay/data")
 def data() -> Response:
     name, content_hash, _ = _target(query(router, "path"))
-    try:
-        offset, length = int(query(router, "offset")), int(query(router, "length"))
-    except ValueError:
-        raise BadRequestError("offset and length must be integers", code="bad-range") from None
+    offset, length = byte_range(router)
     piece = RelayCache(CONFIG.cache_dir).read(name, content_hash, offset, length)
     return Response(
         status_code=200,

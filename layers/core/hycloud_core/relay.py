@@ -1,4 +1,4 @@
-"""Naming shared by the controller and the relay workflow."""
+"""Naming shared by the controller and the relay and delta workflows."""
 
 from __future__ import annotations
 
@@ -14,3 +14,8 @@ def execution_name(cache_name: str, content_hash: str, retry: bool = False) -> s
     """
     key = hashlib.sha256(f"{cache_name}\0{content_hash}".encode()).hexdigest()[:40]
     return f"relay-{key}" + (f"-{int(time.time() * 1000)}" if retry else "")
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """ARN of the execution `name` of a state machine, known before it starts (for status look-ups)."""
+    return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"

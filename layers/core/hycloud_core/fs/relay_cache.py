@@ -20,6 +20,12 @@ IN_USE_S = 300  # a file read within this many seconds belongs to a transfer: ne
 MAX_PIECE = 4 * 1024 * 1024  # base64 of 4 MiB stays under Lambda's 6 MB response limit
 
 
+def check_range(offset: int, length: int) -> None:
+    """A piece the API may return in one response (cache reads and delta downloads alike)."""
+    if not 0 < length <= MAX_PIECE or offset < 0:
+        raise BadRequestError(f"length must be 1..{MAX_PIECE} and offset ≥ 0", code="bad-range")
+
+
 @dataclass
 class CacheEntry:
     name: str
@@ -58,8 +64,7 @@ class RelayCache:
         os.replace(meta + ".tmp", meta)
 
     def read(self, name: str, content_hash: str, offset: int, length: int) -> bytes:
-        if not 0 < length <= MAX_PIECE or offset < 0:
-            raise BadRequestError(f"length must be 1..{MAX_PIECE} and offset ≥ 0", code="bad-range")
+        check_range(offset, length)
         if not self.is_ready(name, content_hash):
             raise ConflictError(
                 "the file is not in the relay cache; start a relay job", code="relay-not-ready"
