@@ -28,6 +28,12 @@ def _bps(mbps: float | None) -> float | None:
     return None if mbps is None else mbps * 1_000_000
 
 
+def require_loopback(listen: tuple[str, int]) -> None:
+    """Both link kinds refuse to listen anywhere but on loopback."""
+    if not ipaddress.ip_address(listen[0]).is_loopback:
+        raise ValueError("the link listens on loopback only")
+
+
 class WanLink:
     """A client access link of set bandwidth (Mbit/s, 10^6 bit/s; None = unlimited) and RTT (ms)."""
 
@@ -42,8 +48,7 @@ class WanLink:
         max_seconds: float = DEFAULT_MAX_SECONDS,
         handshake: bool = True,
     ) -> None:
-        if not ipaddress.ip_address(listen[0]).is_loopback:
-            raise ValueError("the link listens on loopback only")
+        require_loopback(listen)
         self.target = (target[0], int(target[1]))
         self.shape = LinkShape(_bps(down_mbps), _bps(up_mbps), rtt_ms / 1000, handshake)
         self.listen = listen

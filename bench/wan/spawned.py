@@ -9,7 +9,6 @@ interpreter of its own. Counters are fetched over a pipe (about 0.1 ms a read).
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any, Self
 
-from .link import DEFAULT_MAX_SECONDS, DEFAULT_TARGET, STOP_TIMEOUT
+from .link import DEFAULT_MAX_SECONDS, DEFAULT_TARGET, STOP_TIMEOUT, require_loopback
 from .stats import ConnectionStats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +41,7 @@ class SpawnedWanLink:
         max_seconds: float = DEFAULT_MAX_SECONDS,
         handshake: bool = True,
     ) -> None:
-        if not ipaddress.ip_address(listen[0]).is_loopback:
-            raise ValueError("the link listens on loopback only")
+        require_loopback(listen)
         self.target = (target[0], int(target[1]))
         self.max_seconds = max_seconds
         self._args = [
