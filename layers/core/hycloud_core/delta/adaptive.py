@@ -10,8 +10,11 @@ The state is a small JSON-able dict kept in the file's link-file metadata.
 Two definitions of Δ are offered:
 - GammaMode.PAPER: Δ = compressed delta bytes, as in the paper. It ignores the checksum list the
   client uploads, so it always prefers the smallest chunks, whose checksum lists are the longest.
-- GammaMode.TRAFFIC (default): Δ = checksum list + compressed delta, the bytes a delta download
-  actually moves. bench/delta_bench.py shows why it is the default.
+- GammaMode.TRAFFIC: Δ = checksum list + compressed delta, the bytes a delta download actually moves.
+
+The client uses PredictiveChunkSize (below): the same measurements and the same traffic γ, but
+predicted for the pair at hand from how much the file changed, rather than averaged over past pairs.
+bench/delta_bench.py replays all three on real release series.
 
 Candidates: powers of two from 256 B (below that the checksum list outweighs the delta for any
 file over a few MiB) to 64 KiB (above that almost every edit dirties a whole block).
@@ -26,6 +29,7 @@ file of the same type) pass `initial=`.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -146,7 +150,7 @@ class AdaptiveChunkSize:
         return self.probabilities
 
     def choose(self, old_size: int, new_size: int) -> int:
-        """Same interface as ChangeAwareChunkSize; the plain vector ignores the sizes."""
+        """Same interface as PredictiveChunkSize; the plain vector ignores the sizes."""
         return self.choice
 
     def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
@@ -182,63 +186,137 @@ class AdaptiveChunkSize:
         )
 
 
-CHANGE_THRESHOLD = 0.001  # relative size change that separates small edits from large ones
+MIN_CHANGE = 512  # bytes: a version whose size did not move still changed somewhere
+BETA_PRIOR = 0.5  # elasticity of delta size to change size until two measurements exist
+HISTORY = 8  # measurements kept per file (the state lives in the file's link-file metadata)
 
 
-@dataclass
-class ChangeAwareChunkSize:
-    """The paper's mechanism kept per kind of change: one probability vector for versions whose size
-    moved by less than CHANGE_THRESHOLD (patch releases: few, scattered edits, large chunks win) and
-    one for larger changes (many edits, small chunks win).
+@dataclass(frozen=True)
+class Measurement:
+    """One background measurement: how big the change was and what each candidate moved."""
 
-    The client knows both sizes before it asks for a delta (its own copy and the link file), so it
-    picks the vector of the kind of change at hand; a kind not seen yet uses the initial size.
-    bench/delta_bench.py replays it beside the plain vectors on typescript and Django.
-    """
+    old_size: int
+    new_size: int
+    signature_bytes: tuple[int, ...]
+    delta_bytes: tuple[int, ...]
 
-    classes: dict[str, AdaptiveChunkSize] = field(default_factory=dict)
-    initial: int = DEFAULT_INITIAL
-    mode: GammaMode = GammaMode.TRAFFIC
-    sizes: tuple[int, ...] = CANDIDATE_SIZES
-
-    @staticmethod
-    def kind(old_size: int, new_size: int) -> str:
-        change = abs(new_size - old_size) / max(old_size, 1)
-        return "small" if change < CHANGE_THRESHOLD else "large"
-
-    def choose(self, old_size: int, new_size: int) -> int:
-        state = self.classes.get(self.kind(old_size, new_size))
-        return state.choice if state else self.initial
-
-    def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
-        kind = self.kind(old_size, new_size)
-        state = self.classes.setdefault(
-            kind, AdaptiveChunkSize(sizes=self.sizes, initial=self.initial, mode=self.mode)
-        )
-        state.observe(samples)
+    @property
+    def change(self) -> int:
+        return change(self.old_size, self.new_size)
 
     @property
     def gamma_max(self) -> float:
-        return max((s.gamma_max for s in self.classes.values()), default=0.0)
+        """The best traffic γ of this measurement."""
+        best = min(map(sum, zip(self.signature_bytes, self.delta_bytes, strict=True)))
+        return max(0.0, 1.0 - best / self.new_size) if self.new_size else 0.0
+
+
+def change(old_size: int, new_size: int) -> int:
+    """How much a file changed, as far as the client can tell before asking for a delta."""
+    return abs(new_size - old_size) + MIN_CHANGE
+
+
+@dataclass
+class PredictiveChunkSize:
+    """The traffic γ, predicted for the download at hand instead of averaged over past ones.
+
+    The traffic of a delta download at chunk size c is the checksum list plus the compressed delta.
+    The list's length is known before asking: it is a property of the copy the client holds (scaled
+    from the last measurement by that copy's size). The delta is not; it grows with how much the file
+    changed, which the client knows only roughly, as the change in size (its copy vs the link file).
+    So the predicted delta at c is the running mean (λ = n/(n+1), the paper's blend) of past deltas
+    at c, each scaled by (change now / change then)^β, with β fitted on the file's own history
+    (log of the best delta against log of the change, clipped to [0, 1]; BETA_PRIOR before two
+    measurements). The size with the highest predicted γ = 1 − traffic/S_f is chosen.
+
+    Why: a series of releases alternates small patch releases (few edits, 4-8 KiB chunks win) and
+    large ones (many edits, 512 B - 1 KiB win); any average over past versions picks the wrong size
+    for one kind or the other. β learns how strongly a file's deltas follow its size changes: about
+    1 for typescript, about 0 for Django sdists, whose deltas are dominated by every tar header's new
+    mtime whatever changed. bench/delta_bench.py replays it beside the paper's vectors.
+    """
+
+    sizes: tuple[int, ...] = CANDIDATE_SIZES
+    initial: int = DEFAULT_INITIAL
+    history: list[Measurement] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sizes = tuple(self.sizes)
+        if self.initial not in self.sizes:
+            raise ValueError(f"initial size {self.initial} is not a candidate")
+
+    def elasticity(self) -> float:
+        """β: slope of log(best delta) over log(change) across the history."""
+        xs = [math.log(m.change) for m in self.history]
+        ys = [math.log(max(1, min(m.delta_bytes))) for m in self.history]
+        if len(xs) < 2:
+            return BETA_PRIOR
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        var = sum((x - mx) ** 2 for x in xs)
+        if var < 1e-12:
+            return BETA_PRIOR
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+        return min(1.0, max(0.0, slope))
+
+    def predict(self, old_size: int, new_size: int) -> list[float]:
+        """Expected traffic at every candidate for this (old, new) pair; empty without history."""
+        if not self.history:
+            return []
+        now, beta = change(old_size, new_size), self.elasticity()
+        last = self.history[-1]
+        scale = old_size / last.old_size if last.old_size else 1.0
+        weights = [(now / m.change) ** beta for m in self.history]
+        return [
+            last.signature_bytes[i] * scale
+            + sum(w * m.delta_bytes[i] for w, m in zip(weights, self.history, strict=True)) / len(weights)
+            for i in range(len(self.sizes))
+        ]
+
+    def choose(self, old_size: int, new_size: int) -> int:
+        predicted = self.predict(old_size, new_size)
+        if not predicted:
+            return self.initial
+        return self.sizes[min(range(len(self.sizes)), key=lambda i: (predicted[i], i))]
+
+    def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
+        if [s.block_size for s in samples] != list(self.sizes):
+            raise ValueError("samples must cover the candidate sizes in order")
+        self.history.append(
+            Measurement(
+                old_size=old_size,
+                new_size=new_size,
+                signature_bytes=tuple(s.signature_bytes for s in samples),
+                delta_bytes=tuple(s.delta_bytes for s in samples),
+            )
+        )
+        del self.history[:-HISTORY]
+
+    @property
+    def gamma_max(self) -> float:
+        """eq. 2's γ_max: the best traffic γ of the latest measurement."""
+        return self.history[-1].gamma_max if self.history else 0.0
 
     def to_dict(self) -> dict:
         return {
             "version": STATE_VERSION,
-            "kind": "change-aware",
+            "kind": "predictive",
             "initial": self.initial,
-            "mode": str(self.mode),
             "sizes": list(self.sizes),
-            "classes": {k: v.to_dict() for k, v in self.classes.items()},
+            "history": [
+                [m.old_size, m.new_size, list(m.signature_bytes), list(m.delta_bytes)] for m in self.history
+            ],
         }
 
     @classmethod
-    def from_dict(cls, state: dict) -> ChangeAwareChunkSize:
-        if state.get("kind") != "change-aware":  # a plain vector from an older client: start from it
-            plain = AdaptiveChunkSize.from_dict(state)
-            return cls(classes={"large": plain}, initial=plain.initial, mode=plain.mode, sizes=plain.sizes)
-        return cls(
-            classes={k: AdaptiveChunkSize.from_dict(v) for k, v in state["classes"].items()},
-            initial=int(state["initial"]),
-            mode=GammaMode(state["mode"]),
-            sizes=tuple(int(s) for s in state["sizes"]),
-        )
+    def from_dict(cls, state: dict) -> PredictiveChunkSize:
+        """Restores a stored state; any other kind (an older client's vectors) starts afresh."""
+        if state.get("version") != STATE_VERSION or state.get("kind") != "predictive":
+            return cls()
+        sizes = tuple(int(s) for s in state["sizes"])
+        history = [
+            Measurement(int(old), int(new), tuple(int(x) for x in sig), tuple(int(x) for x in dl))
+            for old, new, sig, dl in state["history"]
+        ]
+        if any(len(m.signature_bytes) != len(sizes) or len(m.delta_bytes) != len(sizes) for m in history):
+            raise ValueError("one signature and one delta size per candidate")
+        return cls(sizes=sizes, initial=int(state["initial"]), history=history[-HISTORY:])

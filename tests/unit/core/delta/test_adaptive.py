@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from hycloud_core.delta import (
     CANDIDATE_SIZES,
     AdaptiveChunkSize,
-    ChangeAwareChunkSize,
     GammaMode,
+    PredictiveChunkSize,
     TrafficSample,
     signature_bytes,
 )
-from hycloud_core.delta.adaptive import DEFAULT_INITIAL, measure_bytes
+from hycloud_core.delta.adaptive import DEFAULT_INITIAL, HISTORY, MIN_CHANGE, measure_bytes
 
 K = len(CANDIDATE_SIZES)
 gamma_vectors = st.lists(st.floats(0.0, 1.0), min_size=K, max_size=K).filter(lambda g: sum(g) > 0)
@@ -119,19 +119,84 @@ def _samples(best: int) -> list[TrafficSample]:
     ]
 
 
-def test_change_aware_keeps_one_vector_per_kind_of_change():
-    state = ChangeAwareChunkSize()
-    small, large = (1_000_000, 1_000_050), (1_000_000, 1_050_000)
-    assert state.choose(*small) == state.initial and state.choose(*large) == state.initial
-    state.learn(_samples(4096), *small)
-    state.learn(_samples(512), *large)
-    assert state.choose(*small) == 4096 and state.choose(*large) == 512
-    again = ChangeAwareChunkSize.from_dict(json.loads(json.dumps(state.to_dict())))
-    assert again.choose(*small) == 4096 and again.choose(*large) == 512
+def _model(size: int, edits: int) -> list[TrafficSample]:
+    """Traffic of a file with `edits` scattered edits: list ~ size/c, delta ~ edits·c."""
+    return [TrafficSample(c, size, (size // c) * 7, edits * c // 3 + 100) for c in CANDIDATE_SIZES]
 
 
-def test_change_aware_starts_from_a_plain_vector():
-    plain = AdaptiveChunkSize()
-    plain.observe(_samples(2048))
-    state = ChangeAwareChunkSize.from_dict(plain.to_dict())
-    assert state.choose(1_000_000, 1_200_000) == 2048
+def _best(samples: list[TrafficSample]) -> int:
+    return min(samples, key=lambda s: s.traffic).block_size
+
+
+def test_predictive_starts_at_the_initial_size_then_follows_the_change_in_size():
+    size = 20_000_000
+    state = PredictiveChunkSize()
+    assert state.choose(size, size + 10) == DEFAULT_INITIAL
+    # history: edits track the size change (~1 edit per 100 bytes of growth)
+    for growth in (1_000, 300_000, 2_000, 500_000):
+        state.learn(_model(size, growth // 100), size, size + growth)
+    assert state.elasticity() == pytest.approx(1.0, abs=0.05)
+    for growth in (1_500, 400_000, 40_000):  # the last one is a kind of change not seen before
+        want = _best(_model(size, growth // 100))
+        assert state.choose(size, size + growth) == want
+    assert state.choose(size, size + 1_500) > state.choose(size, size + 400_000)
+
+
+def test_predictive_ignores_the_change_in_size_when_deltas_do_not_follow_it():
+    size = 60_000_000
+    state = PredictiveChunkSize()
+    for growth in (1_000, 300_000, 2_000, 500_000):
+        state.learn(_model(size, 5_000), size, size + growth)  # same edits whatever the growth
+    assert state.elasticity() == 0.0
+    want = _best(_model(size, 5_000))
+    assert {state.choose(size, size + g) for g in (0, 1_000, 1_000_000)} == {want}
+
+
+sample_lists = st.lists(st.integers(0, 10**7), min_size=2 * K, max_size=2 * K)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 10**8), st.integers(1, 10**8), sample_lists), min_size=1, max_size=12)
+)
+def test_predicted_traffic_follows_its_definition(history):
+    state = PredictiveChunkSize()
+    for old, new, numbers in history:
+        state.learn(
+            [TrafficSample(c, new, numbers[i], numbers[K + i]) for i, c in enumerate(CANDIDATE_SIZES)],
+            old,
+            new,
+        )
+    kept = history[-HISTORY:]
+    assert len(state.history) == len(kept)
+    beta = state.elasticity()
+    assert 0.0 <= beta <= 1.0
+    old, new = 5_000_000, 5_000_300
+    now = abs(new - old) + MIN_CHANGE
+    last_old, _, last = kept[-1]
+    want = [
+        last[i] * old / last_old
+        + sum(((now / (abs(n - o) + MIN_CHANGE)) ** beta) * nums[K + i] for o, n, nums in kept) / len(kept)
+        for i in range(K)
+    ]
+    assert state.predict(old, new) == pytest.approx(want)
+    assert state.choose(old, new) == CANDIDATE_SIZES[min(range(K), key=lambda i: (want[i], i))]
+    again = PredictiveChunkSize.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert again.predict(old, new) == pytest.approx(want)
+
+
+def test_predictive_state_fits_the_link_file_and_refuses_bad_state():
+    state = PredictiveChunkSize()
+    for n in range(HISTORY + 5):
+        state.learn(_model(10**9, 10**6 + n), 10**9, 10**9 + n)
+    assert len(state.history) == HISTORY
+    assert len(json.dumps(state.to_dict())) < 4_096  # the controller takes up to 16 KiB
+    assert state.gamma_max == pytest.approx(max(s.gamma() for s in _model(10**9, 10**6 + HISTORY + 4)))
+    # a state written by an older client (a probability vector) starts afresh
+    assert PredictiveChunkSize.from_dict(AdaptiveChunkSize().to_dict()).history == []
+    bad = state.to_dict()
+    bad["history"][0][2] = [1, 2]
+    with pytest.raises(ValueError):
+        PredictiveChunkSize.from_dict(bad)
+    with pytest.raises(ValueError):
+        PredictiveChunkSize().learn(_model(1000, 1)[:3], 1000, 1001)
