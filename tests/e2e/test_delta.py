@@ -10,6 +10,8 @@ import random
 import pytest
 
 from hycloud_core import content
+from hycloud_core.delta import PredictiveChunkSize
+from hycloud_core.delta.adaptive import measure_bytes
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -60,8 +62,12 @@ def test_delta_download_moves_a_fraction_and_rebuilds_exact_bytes(deployment, al
     # the adaptive chunk-size state measured after the download is kept with the file
     state = link(deployment, alice, "/doc.bin")
     assert state["content_hash"] == content.hash_bytes(v2)
-    classes = state["chunk_probabilities"]["classes"].values()
-    assert sum(c["adjustments"] for c in classes) == 1 and state["chunk_size"] > 0
+    chunking = PredictiveChunkSize.from_dict(state["chunk_probabilities"])
+    measured = measure_bytes(v3, v2)
+    assert [(m.old_size, m.new_size) for m in chunking.history] == [(len(v3), len(v2))]
+    assert chunking.history[0].signature_bytes == tuple(s.signature_bytes for s in measured)
+    assert chunking.history[0].delta_bytes == tuple(s.delta_bytes for s in measured)
+    assert state["chunk_size"] == chunking.choose(len(v3), len(v2))
 
 
 def test_delta_upload_and_direct_upload_leave_right_content_and_references(

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from hycloud_core import content
-from hycloud_core.delta import ChangeAwareChunkSize, should_delta_upload, versioned
+from hycloud_core.delta import PredictiveChunkSize, should_delta_upload, versioned
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import signature as rsync_signature
-from hycloud_core.delta.adaptive import measure_bytes
+from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
 from hycloud_core.errors import ConflictError, HyCloudError
 
@@ -60,12 +60,12 @@ def _fetch_delta(http: Http, job: str, size: int, out) -> None:
         out.write(piece)
 
 
-def _chunking(info: dict) -> ChangeAwareChunkSize:
+def _chunking(info: dict) -> PredictiveChunkSize:
     state = info.get("chunk_state") or {}
     try:
-        return ChangeAwareChunkSize.from_dict(state) if state else ChangeAwareChunkSize()
+        return PredictiveChunkSize.from_dict(state) if state else PredictiveChunkSize()
     except (TypeError, ValueError, KeyError):
-        return ChangeAwareChunkSize()
+        return PredictiveChunkSize()
 
 
 def delta_download(
@@ -135,13 +135,19 @@ ADAPTERS: list[threading.Thread] = []
 
 
 def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
-    """Measure γ for every candidate chunk size in the background and store the new choice."""
-    old_copy = old.read_bytes()
-    new_copy = new.read_bytes()
+    """Measure γ for every candidate chunk size in the background and store the new choice.
+
+    Both files are opened now, before the patched file replaces the old one, so the open handles
+    keep both versions readable whatever happens to the paths; the measurement streams them.
+    """
+    old_file, new_file = open(old, "rb"), open(new, "rb")  # noqa: SIM115 - closed by run()
+    old_size, new_size = os.fstat(old_file.fileno()).st_size, os.fstat(new_file.fileno()).st_size
 
     def run() -> None:
+        with old_file, new_file:
+            samples = measure_candidates(old_file, new_file)
         chunking = _chunking(info)
-        chunking.learn(measure_bytes(old_copy, new_copy), len(old_copy), len(new_copy))
+        chunking.learn(samples, old_size, new_size)
         try:
             http.json(
                 "POST",
@@ -149,7 +155,7 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
                 json={
                     "path": info["path"],
                     "content_hash": info["content_hash"],
-                    "chunk_size": chunking.choose(len(old_copy), len(new_copy)),
+                    "chunk_size": chunking.choose(old_size, new_size),
                     "state": chunking.to_dict(),
                 },
             )
