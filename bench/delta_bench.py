@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT.parent / "layers" / "core"))
 from hycloud_core.delta import (  # noqa: E402
     CANDIDATE_SIZES,
     AdaptiveChunkSize,
-    ChangeAwareChunkSize,
     GammaMode,
+    PredictiveChunkSize,
     TrafficSample,
     default_strong_len,
     delta,
@@ -51,7 +51,7 @@ from hycloud_core.delta.signature import compute  # noqa: E402
 CACHE = ROOT / ".cache" / "delta"
 RESULTS = ROOT / "results"
 DEFAULT_MODE = GammaMode.TRAFFIC
-DEFAULT_REPLAY = "traffic change-aware"  # what the client uses
+DEFAULT_REPLAY = "traffic predicted"  # what the client uses
 MB = 1e6
 
 
@@ -262,15 +262,15 @@ def _mbps(n: int, seconds: float) -> float:
 # ---------------------------------------------------------------- adaptive replay
 
 
-def replay(rows: list[Row], sizes, mode: GammaMode, change_aware: bool = False) -> dict:
+def replay(rows: list[Row], sizes, mode: GammaMode, predictive: bool = False) -> dict:
     """Fig. 14: per version, traffic at the adaptively chosen size over the best fixed size."""
     pairs: dict[tuple[str, str], dict[int, Row]] = {}
     for r in rows:
         pairs.setdefault((r.old, r.new), {})[r.block] = r
     ordered = list(pairs.items())
     state = (
-        ChangeAwareChunkSize(sizes=tuple(sizes), mode=mode)
-        if change_aware
+        PredictiveChunkSize(sizes=tuple(sizes))
+        if predictive
         else AdaptiveChunkSize(sizes=tuple(sizes), mode=mode)
     )
     steps, total = [], 0
@@ -295,7 +295,7 @@ def replay(rows: list[Row], sizes, mode: GammaMode, change_aware: bool = False) 
         state.learn([by_size[s].sample() for s in sizes], any_row.old_size, any_row.new_size)
     fixed_totals = {s: sum(by_size[s].traffic for _, by_size in ordered) for s in sizes}
     return dict(
-        mode=str(mode) + (" change-aware" if change_aware else ""),
+        mode=str(mode) + (" predicted" if predictive else ""),
         steps=steps,
         total=total,
         fixed_totals=fixed_totals,
@@ -304,12 +304,21 @@ def replay(rows: list[Row], sizes, mode: GammaMode, change_aware: bool = False) 
 
 
 def replay_checks(result: dict) -> dict:
-    late = [s["ratio"] for s in result["steps"] if s["version_number"] >= 4]
+    """The issue's targets, plus the floor no chooser can pass: the sum of the per-version bests.
+
+    When one size is best at every version, that fixed size's total is the floor, so no chooser
+    of one size per download can be below it, only equal.
+    """
+    steps = result["steps"]
+    late = [s["ratio"] for s in steps if s["version_number"] >= 4]
+    bests = {s["best_block"] for s in steps}
     return dict(
         max_ratio_from_4th=max(late) if late else None,
         within_1_1_from_4th=all(r <= 1.1 for r in late) if late else None,
         below_every_fixed_total=all(result["total"] < t for t in result["fixed_totals"].values()),
         best_fixed_total=min(result["fixed_totals"].values()),
+        floor_total=sum(s["best_traffic"] for s in steps),
+        best_at_every_version=bests.pop() if len(bests) == 1 else None,
     )
 
 
@@ -414,7 +423,14 @@ def markdown(doc: dict) -> str:
                 f"Total {result['total']:,} bytes; fixed totals {fixed}. "
                 f"Max ratio from the 4th version: {_fmt(checks['max_ratio_from_4th'])}; "
                 f"≤ 1.1 from the 4th version: {checks['within_1_1_from_4th']}; "
-                f"below every fixed total: {checks['below_every_fixed_total']}.",
+                f"below every fixed total: {checks['below_every_fixed_total']}. "
+                f"Sum of the per-version bests (no chooser can move less): {checks['floor_total']:,}"
+                + (
+                    f"; {checks['best_at_every_version']} B is the best size at every version, so its fixed "
+                    "total is that floor and no chooser can be below it."
+                    if checks["best_at_every_version"]
+                    else "."
+                ),
                 "",
             ]
     lines += ["## Targets", ""] + [f"- {k}: {v}" for k, v in doc["targets"].items()] + [""]
@@ -481,12 +497,12 @@ def report(
     for name in versions:
         sel = [r for r in rows if r.series == name]
         adaptive[name] = {}
-        for mode, change_aware in (
+        for mode, predictive in (
             (GammaMode.PAPER, False),
             (GammaMode.TRAFFIC, False),
             (GammaMode.TRAFFIC, True),
         ):
-            result = replay(sel, sizes, mode, change_aware)
+            result = replay(sel, sizes, mode, predictive)
             result["checks"] = replay_checks(result)
             adaptive[name][result["mode"]] = result
     summary = summarize(rows)
