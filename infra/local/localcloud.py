@@ -330,6 +330,11 @@ def healthy(timeout: float = 2.0) -> dict | None:
         return None
 
 
+def runtime_ready() -> bool:
+    """LocalStack answers health checks before its runtime is ready; a stop in between waits 30 s."""
+    return LOG_FILE.exists() and "\nReady." in LOG_FILE.read_text(errors="replace")
+
+
 def start() -> None:
     if running_pid() and healthy():
         log(f"already running (pid {running_pid()}) at {endpoint()}")
@@ -358,7 +363,7 @@ def start() -> None:
     while time.monotonic() - t0 < HEALTH_TIMEOUT_S:
         if proc.poll() is not None:
             fail(f"LocalStack exited with code {proc.returncode}")
-        if healthy():
+        if healthy() and runtime_ready():
             log(f"ready at {endpoint()} (pid {proc.pid}) in {time.monotonic() - t0:.1f} s; log: {LOG_FILE}")
             return
         time.sleep(0.25)
