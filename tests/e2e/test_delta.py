@@ -168,3 +168,28 @@ def test_same_delta_job_twice_starts_one_execution(deployment, alice, versions, 
         from tests.e2e.conftest import _make_user
 
         _make_user(deployment, "eve").sdk().http.json("GET", "/v1/delta/jobs", params={"id": first["job"]})
+
+
+def test_checksum_list_stays_within_one_request(alice, versions, tmp_path, monkeypatch):
+    """A file whose adaptive chunk size would make too long a list gets a larger chunk size; when no
+    size fits, the download is a whole one. Either way the bytes are exact."""
+    from hycloud.transfer import delta as transfer_delta
+
+    v1 = edit(versions[0], 31) + os.urandom(16)
+    base = edit(v1, 32)  # a version the cloud never had: the rsync-style path
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "base").write_bytes(base)
+    sdk = alice.sdk()
+    sdk.put(tmp_path / "v1", "/limit.bin")
+
+    monkeypatch.setattr(transfer_delta, "MAX_DELTA_BODY", 64 * 1024)  # 1 KiB chunks: ~215 KB list
+    sdk.get("/limit.bin", tmp_path / "out", base=tmp_path / "base", delta_mode="rsync")
+    assert (tmp_path / "out").read_bytes() == v1
+    assert sdk.last_transfer["kind"] == "rsync", sdk.last_transfer
+    assert 0 < sdk.last_transfer["sent_bytes"] <= 64 * 1024
+
+    monkeypatch.setattr(transfer_delta, "MAX_DELTA_BODY", 1024)  # no chunk size fits
+    (tmp_path / "out").unlink()
+    sdk.get("/limit.bin", tmp_path / "out", base=tmp_path / "base", delta_mode="rsync")
+    assert (tmp_path / "out").read_bytes() == v1
+    assert sdk.last_transfer == {"kind": "full"}

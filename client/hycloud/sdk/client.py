@@ -180,10 +180,11 @@ class HyCloud:
             if via == "delta" and base is None and local.exists():
                 base = local
             if base is not None:
-                self.last_transfer = delta_download(
-                    self.http, info, Path(base), local, progress, mode=delta_mode
-                )
-                return local
+                result = delta_download(self.http, info, Path(base), local, progress, mode=delta_mode)
+                if result is not None:
+                    self.last_transfer = result
+                    return local
+                self.last_transfer = {"kind": "full"}  # no checksum list fits one request
             if via == "relay":
                 return download_relay(self.http, paths.normalize(remote), local, progress)
             return download_large(info, local, progress)

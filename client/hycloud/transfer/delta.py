@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 from hycloud_core import content
-from hycloud_core.delta import PredictiveChunkSize, should_delta_upload, versioned
+from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delta_upload, versioned
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import signature as rsync_signature
 from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
+from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http
@@ -76,11 +77,13 @@ def delta_download(
     progress: Progress | None = None,
     adapt: bool = True,
     mode: str = "auto",
-) -> dict:
+) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
     `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
-    (checksum list) and received (delta), and the delta kind.
+    (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
+    and even the largest chunk size's checksum list is over one request (the caller downloads).
+    The list is kept within one request by taking a larger chunk size than the adaptive one if needed.
     """
     progress = progress or Progress()
     path, new_hash = info["path"], info["content_hash"]
@@ -98,9 +101,13 @@ def delta_download(
         if err.code != "base-unknown":
             raise
     if started is None:
-        chunking = _chunking(info)
+        base_size = os.path.getsize(base)
+        wanted = _chunking(info).choose(base_size, info["size"])
+        block = fitting_block_size(base_size, wanted, MAX_DELTA_BODY, CANDIDATE_SIZES)
+        if block is None:
+            return None  # no checksum list of this file fits one request
         with open(base, "rb") as f:
-            sig = rsync_signature(f, chunking.choose(os.path.getsize(base), info["size"]))
+            sig = rsync_signature(f, block)
         sent = len(sig)
         started = http.json(
             "PUT",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -80,6 +81,24 @@ def _decompress(body: bytes, expected: int) -> bytes:
         return zstandard.ZstdDecompressor().decompress(body, max_output_size=max(expected, 1))
     except zstandard.ZstdError as exc:
         raise DeltaFormatError(f"signature body does not decompress: {exc}") from exc
+
+
+def encoded_size_bound(old_size: int, block_size: int, strong_len: int | None = None) -> int:
+    """Most bytes `compute(old, block_size).encode()` can take, known without reading the file
+    (the body is compressed only when that makes it smaller)."""
+    if strong_len is None:
+        strong_len = rolling.default_strong_len(old_size, block_size)
+    blocks = -(-old_size // block_size)
+    return SIG_HEADER.size + blocks * (4 + strong_len)
+
+
+def fitting_block_size(old_size: int, wanted: int, limit: int, sizes: Sequence[int]) -> int | None:
+    """The wanted block size, or the next larger of `sizes` whose checksum list fits `limit` bytes
+    (one API request); None when none does."""
+    for size in sorted({wanted, *(s for s in sizes if s > wanted)}):
+        if encoded_size_bound(old_size, size) <= limit:
+            return size
+    return None
 
 
 def compute(

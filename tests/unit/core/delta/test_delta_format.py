@@ -6,8 +6,15 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core.delta import DeltaError, DeltaFormatError, delta_bytes, patch_bytes, signature_bytes
-from hycloud_core.delta.signature import Signature
+from hycloud_core.delta import (
+    CANDIDATE_SIZES,
+    DeltaError,
+    DeltaFormatError,
+    delta_bytes,
+    patch_bytes,
+    signature_bytes,
+)
+from hycloud_core.delta.signature import Signature, encoded_size_bound, fitting_block_size
 
 OLD = bytes(range(256)) * 40 + b"the old tail"
 NEW = bytes(range(256)) * 20 + b"something new in the middle" + bytes(range(256)) * 20
@@ -94,3 +101,24 @@ def test_flipped_byte_never_yields_wrong_output(pos, xor):
     except DeltaError:
         return
     assert out == NEW  # a flip in a field that does not matter is the only way through
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=20_000), st.sampled_from([1, 7, 64, 256, 1024, 4096]), st.booleans())
+def test_signature_size_bound_holds_and_is_reached_without_compression(data, block, compress):
+    sig = Signature.decode(signature_bytes(data, block))
+    bound = encoded_size_bound(len(data), block)
+    assert len(sig.encode(compress)) <= bound
+    if not compress:
+        assert len(sig.encode(False)) == bound
+
+
+def test_fitting_block_size_takes_the_next_size_whose_list_fits():
+    sizes = CANDIDATE_SIZES
+    size = 30 * 2**20
+    assert fitting_block_size(size, 1024, 4 * 2**20, sizes) == 1024
+    fit = fitting_block_size(size, 1024, 64 * 1024, sizes)
+    assert fit is not None and fit > 1024 and encoded_size_bound(size, fit) <= 64 * 1024
+    assert encoded_size_bound(size, sizes[sizes.index(fit) - 1]) > 64 * 1024
+    assert fitting_block_size(size, 1024, 1024, sizes) is None
+    assert fitting_block_size(0, 256, 64, sizes) == 256
