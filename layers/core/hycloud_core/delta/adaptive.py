@@ -95,6 +95,11 @@ def elimination_ratios(samples: Sequence[TrafficSample], mode: GammaMode = Gamma
     return [s.gamma(mode) for s in samples]
 
 
+def _check_covers(samples: Sequence[TrafficSample], sizes: Sequence[int]) -> None:
+    if [s.block_size for s in samples] != list(sizes):
+        raise ValueError("samples must cover the candidate sizes in order")
+
+
 def measure_bytes(old: bytes, new: bytes, sizes: Sequence[int] = CANDIDATE_SIZES) -> list[TrafficSample]:
     return measure_candidates(io.BytesIO(old), io.BytesIO(new), sizes)
 
@@ -157,8 +162,7 @@ class AdaptiveChunkSize:
         self.observe(samples)
 
     def observe(self, samples: Sequence[TrafficSample]) -> list[float]:
-        if [s.block_size for s in samples] != list(self.sizes):
-            raise ValueError("samples must cover the candidate sizes in order")
+        _check_covers(samples, self.sizes)
         return self.update(elimination_ratios(samples, self.mode))
 
     def to_dict(self) -> dict:
@@ -279,8 +283,7 @@ class PredictiveChunkSize:
         return self.sizes[min(range(len(self.sizes)), key=lambda i: (predicted[i], i))]
 
     def learn(self, samples: Sequence[TrafficSample], old_size: int, new_size: int) -> None:
-        if [s.block_size for s in samples] != list(self.sizes):
-            raise ValueError("samples must cover the candidate sizes in order")
+        _check_covers(samples, self.sizes)
         self.history.append(
             Measurement(
                 old_size=old_size,
