@@ -19,7 +19,6 @@ Writes bench/results/cost.json and bench/results/cost.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -28,12 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "layers" / "core"))
 
+import result_files  # noqa: E402
+
 from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
 from hycloud_core.cost.model import operations_cost  # noqa: E402
 
 KB, KiB, MiB, GiB = 1000, 1024, 1024**2, 1024**3
 THRESHOLD = 2 * MiB
-RESULTS = ROOT / "bench" / "results"
 SEED_TABLE_II = {"all-s3": 0.02278, "all-efs": 0.3, "hybrid": 0.02279}  # $/GB-month, seed 000
 
 
@@ -143,10 +143,8 @@ def main() -> None:
                 label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
                 report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
     report["per_gib"] = per_gb_rows(prices)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "cost.json").write_text(json.dumps(report, indent=2) + "\n")
     text = markdown(report)
-    (RESULTS / "cost.md").write_text(text)
+    result_files.write("cost", report, text)
     print(text)
 
 

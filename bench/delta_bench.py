@@ -35,6 +35,8 @@ import zstandard
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "layers" / "core"))
 
+import result_files  # noqa: E402
+
 from hycloud_core.delta import (  # noqa: E402
     CANDIDATE_SIZES,
     AdaptiveChunkSize,
@@ -49,7 +51,6 @@ from hycloud_core.delta.encoder import DEFAULT_LEVEL  # noqa: E402
 from hycloud_core.delta.signature import compute  # noqa: E402
 
 CACHE = ROOT / ".cache" / "delta"
-RESULTS = ROOT / "results"
 DEFAULT_MODE = GammaMode.TRAFFIC
 DEFAULT_REPLAY = "traffic predicted"  # what the client uses
 MB = 1e6
@@ -464,7 +465,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="3 releases per series instead of 10")
     ap.add_argument("--series", default="typescript,django")
     ap.add_argument("--repeat", type=int, default=1, help="best of N timings")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=result_files.RESULTS)
     ap.add_argument(
         "--from-json", type=Path, help="re-report the rows of an earlier delta.json, measuring nothing"
     )
@@ -517,9 +518,7 @@ def report(
         targets=targets(summary, adaptive),
         rows=[asdict(r) for r in rows],
     )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "delta.json").write_text(json.dumps(doc, indent=1))
-    (out / "delta.md").write_text(markdown(doc))
+    result_files.write("delta", doc, markdown(doc), out)
     print()
     print(markdown(doc))
     return 0

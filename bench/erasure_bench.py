@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import json
 import os
 import platform
 import statistics
@@ -30,13 +29,14 @@ import zfec
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "layers" / "core"))
 
+import result_files  # noqa: E402
+
 from hycloud_core.codec.erasure import decode_chunk, encode_chunk, encode_stream  # noqa: E402
 from hycloud_core.placement.ring import HashRing  # noqa: E402
 
 N, K = 5, 3
 CHUNK = 2 * 1024 * 1024
 MIXED = (0, 3, 4)
-RESULTS = ROOT / "bench" / "results"
 REGIONS = [
     "us-east-1",
     "us-west-2",
@@ -147,9 +147,7 @@ def main() -> None:
     for name, r in result["ring"].items():
         print(f"ring {name:12s} place {r['place_us']:6.2f} us   build {r['build_ms']:6.2f} ms")
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "erasure.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "erasure.md").write_text(markdown(result))
+    result_files.write("erasure", result, markdown(result))
 
 
 def markdown(r: dict) -> str:

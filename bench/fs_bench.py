@@ -25,6 +25,8 @@ import boto3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import result_files  # noqa: E402
+
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
@@ -37,7 +39,6 @@ SIZES = {
     "8 MiB": 8 << 20,
     "32 MiB": 32 << 20,
 }
-RESULTS = ROOT / "bench" / "results"
 
 
 def timed(fn, repeat: int) -> float:
@@ -111,8 +112,6 @@ def main() -> None:
             transfers.append(transfer_row(hc, s3, bucket, Path(tmp), label, size, args.repeat))
             print(transfers[-1], flush=True)
     meta = metadata_rows(hc, args.repeat * 4)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fs.json").write_text(json.dumps({"transfers": transfers, "metadata_ms": meta}, indent=2))
     lines = [
         "| size | path | HyCloud upload ms | boto3 put ms | HyCloud download ms | boto3 get ms |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
@@ -125,7 +124,7 @@ def main() -> None:
     lines += ["", "| operation | median ms |", "| --- | ---: |"] + [
         f"| {k} | {v:.0f} |" for k, v in meta.items()
     ]
-    (RESULTS / "fs.md").write_text("\n".join(lines) + "\n")
+    result_files.write("fs", {"transfers": transfers, "metadata_ms": meta}, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -14,13 +14,14 @@ Usage: ``python bench/sim_elimination.py [--seed S]``.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
+
+import result_files  # noqa: E402
 
 from hycloud_core.control.elimination import LocalOp  # noqa: E402
 from hycloud_core.control.fop import OpKind  # noqa: E402
@@ -100,7 +101,7 @@ def replay(ops: list[tuple[float, LocalOp]], windows: list[tuple[float, float]])
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
     ops = session(random.Random(args.seed))
     base = {"requests": len(ops), "upload_bytes": sum(o.data["bytes"] for _, o in ops)}
@@ -124,9 +125,7 @@ def main() -> None:
         )
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sim_elimination.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "sim_elimination.md").write_text(text)
+    result_files.write("sim_elimination", res, text, args.out)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ last sample, an EWMA (α = 0.3) and the last probe alone. Usage: ``python bench/
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -21,6 +20,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
+
+import result_files  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
 
@@ -98,7 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hours", type=float, default=200.0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
     events = link_trace(random.Random(args.seed), args.hours)
     res = {
@@ -121,9 +122,7 @@ def main() -> None:
         )
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sim_estimator.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "sim_estimator.md").write_text(text)
+    result_files.write("sim_estimator", res, text, args.out)
 
 
 if __name__ == "__main__":

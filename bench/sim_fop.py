@@ -17,7 +17,6 @@ FOP and FIFO, to show FOP does not starve them. Usage: ``python bench/sim_fop.py
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
+import result_files  # noqa: E402
 from workload import LARGE_FILE, Request, describe, download_burst  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
@@ -214,7 +214,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=5, help="extra workload seeds for the summary line")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
 
     burst = download_burst(args.seed)
@@ -241,9 +241,7 @@ def main() -> None:
         }
     text = markdown(result)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sim_fop.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "sim_fop.md").write_text(text)
+    result_files.write("sim_fop", result, text, args.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ the faster replica alone. Usage: ``python bench/sim_planner.py [--scenarios N]``
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
+
+import result_files  # noqa: E402
 
 from hycloud_core.control.planner import (  # noqa: E402
     PlanProblem,
@@ -148,14 +149,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
     res = run(args.scenarios, args.seed)
     text = markdown(res)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sim_planner.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "sim_planner.md").write_text(text)
+    result_files.write("sim_planner", res, text, args.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ finishing before retirement). Usage: ``python bench/sim_relay.py [--seed S] [--s
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
+import result_files  # noqa: E402
 from workload import Request, describe, download_burst  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
@@ -263,7 +263,7 @@ def main() -> None:
     parser.add_argument("--startup", type=float, default=30.0)
     parser.add_argument("--max-workers", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=5, help="extra workload seeds for the summary table")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
 
     main_run = simulate(args.seed, args.startup, args.max_workers)
@@ -273,11 +273,7 @@ def main() -> None:
     others += [simulate(args.seed, st, args.max_workers) for st in (0.0, 60.0) if st != args.startup]
     text = markdown(main_run, others)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sim_relay.json").write_text(
-        json.dumps({"main": main_run, "others": others}, indent=2) + "\n"
-    )
-    (args.out / "sim_relay.md").write_text(text)
+    result_files.write("sim_relay", {"main": main_run, "others": others}, text, args.out)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Needs the local deployment (started and deployed if absent); writes bench/result
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -29,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import result_files  # noqa: E402
+
 from bench.delta_bench import SERIES  # noqa: E402
 from bench.wan import SpawnedWanLink, WanAdapter  # noqa: E402
 from hycloud import http as client_http  # noqa: E402
@@ -37,7 +38,6 @@ from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud_core.delta import should_delta_upload  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results"
 MODES = [
     "a_direct",
     "b_relay",
@@ -52,6 +52,7 @@ MODES = [
 @contextmanager
 def through(link):
     """Sessions made inside go through the emulated link (API calls and presigned S3 alike)."""
+
     def hook(session) -> None:
         for scheme in ("http://", "https://"):
             session.mount(scheme, WanAdapter(link, pool_maxsize=16))
@@ -204,9 +205,7 @@ def main() -> None:
                     flush=True,
                 )
             doc["series"][series] = {"rows": rows, "summary": summarize(rows)}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "transfer.json").write_text(json.dumps(doc, indent=2))
-    (RESULTS / "transfer.md").write_text(markdown(doc))
+    result_files.write("transfer", doc, markdown(doc))
     print(markdown(doc))
 
 

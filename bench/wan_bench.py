@@ -20,7 +20,6 @@ Writes bench/results/wan.json and bench/results/wan.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -35,10 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import result_files  # noqa: E402
+
 from bench.wan import SpawnedWanLink, WanLink  # noqa: E402
 from bench.wan.calibrate import download, ping_times, upload  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results"
 MB = 1_000_000
 CAPACITY_BYTES = 64 * MB
 SET_RATES = (10, 50, 100, 200, 500, 1000, 2000, 4000)
@@ -244,9 +244,7 @@ def main() -> None:
     finally:
         proc.stdin.close()
         proc.wait(10)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "wan.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "wan.md").write_text(markdown(result))
+    result_files.write("wan", result, markdown(result))
     print(markdown(result))
 
 
