@@ -79,13 +79,10 @@ def placements(ring: HashRing, n: int) -> list[list[str]]:
     return [ring.place(k, n) for k in KEYS]
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
-@given(size=st.integers(3, 8), n=st.integers(1, 3), data=st.data())
-def test_adding_an_instance_moves_about_one_in_n_plus_one(size, n, data):
-    names = data.draw(st.permutations(REGIONS))
-    ring = HashRing(names[:size])
-    before = placements(ring, n)
-    ring.add(names[size])
+def migrated(
+    ring: HashRing, before: list[list[str]], n: int
+) -> tuple[list[list[str]], list[tuple[str, str]]]:
+    """Placements after migrating to `ring`, and (from, to) of every block whose instance changed."""
     after = [migrate(b, ring.place(k, n)) for b, k in zip(before, KEYS, strict=True)]
     moved = [
         (b, a)
@@ -93,6 +90,17 @@ def test_adding_an_instance_moves_about_one_in_n_plus_one(size, n, data):
         for b, a in zip(old, new, strict=True)
         if b != a
     ]
+    return after, moved
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(size=st.integers(3, 8), n=st.integers(1, 3), data=st.data())
+def test_adding_an_instance_moves_about_one_in_n_plus_one(size, n, data):
+    names = data.draw(st.permutations(REGIONS))
+    ring = HashRing(names[:size])
+    before = placements(ring, n)
+    ring.add(names[size])
+    after, moved = migrated(ring, before, n)
     assert all(a == names[size] for _, a in moved)  # blocks only ever move to the newcomer
     fraction = len(moved) / (len(KEYS) * n)
     expected = 1 / (size + 1)
@@ -107,13 +115,7 @@ def test_removing_an_instance_moves_only_its_blocks(size, n, data):
     ring = HashRing(names)
     before = placements(ring, n)
     ring.remove(gone)
-    after = [migrate(b, ring.place(k, n)) for b, k in zip(before, KEYS, strict=True)]
-    moved = [
-        (b, a)
-        for old, new in zip(before, after, strict=True)
-        for b, a in zip(old, new, strict=True)
-        if b != a
-    ]
+    after, moved = migrated(ring, before, n)
     assert all(b == gone for b, _ in moved)
     assert len(moved) == sum(old.count(gone) for old in before)  # and every block it held moves
     assert all(len(set(p)) == n for p in after)
