@@ -6,6 +6,7 @@ import base64
 import importlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,36 @@ def make_stores(bucket: str, table: str):
         ],
     )
     return s3
+
+
+MOTO_BUCKET, MOTO_TABLE = "content", "table"
+
+
+@dataclass
+class MotoFileSystems:
+    """FileSystem per user over a temp dir (EFS), moto S3 and the moto table."""
+
+    s3: object
+    records: object
+    objects: object
+    root: Path
+
+    def fs(self, user: str):
+        from hycloud_core.fs import FileSystem, Namespace
+
+        namespace = Namespace(str(self.root / "ns"), user)
+        return FileSystem(user, namespace, self.records, self.objects, self.s3, MOTO_BUCKET)
+
+
+@pytest.fixture
+def moto_filesystems(tmp_path, monkeypatch):
+    from moto import mock_aws
+
+    from hycloud_core.store.objects import Objects
+    from hycloud_core.store.records import Records
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        s3 = make_stores(MOTO_BUCKET, MOTO_TABLE)
+        records = Records(MOTO_TABLE)
+        yield MotoFileSystems(s3, records, Objects(records.table, s3, MOTO_BUCKET), tmp_path)

@@ -6,31 +6,20 @@ import hashlib
 import os
 
 import pytest
-from moto import mock_aws
 
 from hycloud_core import content
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
-from hycloud_core.fs import FileSystem, Namespace
-from hycloud_core.store.objects import Objects
-from hycloud_core.store.records import Records
-from tests.conftest import make_stores
+from hycloud_core.fs import FileSystem
+from tests.conftest import MOTO_BUCKET
 
-BUCKET, TABLE = "content", "table"
+BUCKET = MOTO_BUCKET
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+def env(moto_filesystems, monkeypatch):
     monkeypatch.setattr(content, "PART_SIZE", 5 * 1024 * 1024)  # S3's minimum, keeps tests light
-    with mock_aws():
-        s3 = make_stores(BUCKET, TABLE)
-        records = Records(TABLE)
-        objects = Objects(records.table, s3, BUCKET)
-
-        def fs(user: str) -> FileSystem:
-            return FileSystem(user, Namespace(str(tmp_path / "ns"), user), records, objects, s3, BUCKET)
-
-        yield fs, s3, objects, tmp_path
+    m = moto_filesystems
+    return m.fs, m.s3, m.objects, m.root
 
 
 def upload(fs: FileSystem, s3, data: bytes, path: str) -> dict:

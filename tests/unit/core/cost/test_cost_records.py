@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from moto import mock_aws
 
 from hycloud_core.cost import load_prices
 from hycloud_core.cost.records import deployment_usage, reference_counts
-from hycloud_core.fs import FileSystem, Namespace
-from hycloud_core.store.objects import Objects
-from hycloud_core.store.records import Records
-from tests.conftest import make_stores
+from tests.conftest import MOTO_BUCKET
 from tests.unit.large_upload import upload_large
 
-BUCKET, TABLE = "content", "table"
+BUCKET = MOTO_BUCKET
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        s3 = make_stores(BUCKET, TABLE)
-        records = Records(TABLE)
-        objects = Objects(records.table, s3, BUCKET)
-
-        def fs(user: str) -> FileSystem:
-            return FileSystem(user, Namespace(str(tmp_path / "ns"), user), records, objects, s3, BUCKET)
-
-        yield fs, s3, records.table
+def env(moto_filesystems):
+    m = moto_filesystems
+    return m.fs, m.s3, m.records.table
 
 
 def test_reference_counts_batches_and_skips_unknown(env, monkeypatch):
