@@ -91,6 +91,7 @@ class User:
     name: str
     key: str
     deployment: Deployment
+    id: str = ""  # internal id: the namespace folder and the NS#/LOCK#/UPLOAD# records are keyed by it
 
     def sdk(self):
         from hycloud.sdk import HyCloud
@@ -123,7 +124,8 @@ def _make_user(deployment: Deployment, prefix: str) -> User:
         check=True,
         timeout=60,
     )
-    return User(name, json.loads(result.stdout)["api_key"], deployment)
+    created = json.loads(result.stdout)
+    return User(name, created["api_key"], deployment, created.get("id", name))
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, query, user
+from context import CONFIG, namespace, ok, query, user_name
 
 from hycloud_core import content
 
@@ -20,7 +20,7 @@ def stat() -> Response:
 def whoami() -> Response:
     return ok(
         {
-            "user": user(router),
+            "user": user_name(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,

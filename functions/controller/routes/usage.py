@@ -6,7 +6,7 @@ from functools import cache
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok, query, records, user
+from context import namespace, ok, query, records, user, user_name
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.model import attributed_s3_cost
@@ -40,7 +40,7 @@ def usage() -> Response:
     table = prices()
     return ok(
         {
-            "user": name,
+            "user": user_name(router),
             "source": source,
             "usage": measured.to_dict(),
             "shared": {
