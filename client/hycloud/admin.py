@@ -8,7 +8,9 @@ import boto3
 
 from hycloud_core import auth
 from hycloud_core.errors import BadRequestError
-from hycloud_core.store.users import Users
+from hycloud_core.store.quotas import Quota
+from hycloud_core.store.records import Records
+from hycloud_core.store.users import Users, user_id
 
 
 def users(table: str, resource: Any | None = None) -> Users:
@@ -42,3 +44,24 @@ def rotate_key(table: str, user: str, grace_s: int = 0, read_only: bool = False)
     key = auth.new_key()
     retired = users(table).rotate(user, key, grace_s=grace_s, read_only=read_only)
     return {"user": user, "api_key": key.token, "key_id": key.key_id, "retired": retired, "grace_s": grace_s}
+
+
+def quota(table: str, user: str, resource: Any | None = None) -> Quota:
+    """The quota of a user by name; its counter is keyed by the user's internal id."""
+    uid = user_id(users(table, resource).require(user))
+    return Quota(Records(table, resource), uid)
+
+
+def set_quota(
+    table: str, user: str, max_bytes: int | None, max_files: int | None, reset: bool = False
+) -> dict:
+    q = quota(table, user)
+    if reset:
+        q.reset_limits()
+    q.set_limits(max_bytes, max_files)
+    return {"user": user, **q.report()}
+
+
+def recount_usage(table: str, user: str) -> dict:
+    counted = quota(table, user).recount()
+    return {"user": user, "bytes": counted.bytes, "files": counted.files}

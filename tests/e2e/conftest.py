@@ -117,8 +117,8 @@ class User:
 
     @property
     def ns_key(self) -> str:
-        """What the user's namespace and records are keyed by."""
-        return self.name
+        """What the user's namespace and records are keyed by: the internal id."""
+        return self.id or self.name
 
     def ns_dir(self) -> Path:
         return self.deployment.efs_root() / "ns" / self.ns_key

@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -281,3 +282,121 @@ def test_read_only_key_may_start_jobs_that_only_read(deployment, reader, method,
     _, token = reader
     response = call(deployment, token, method, route, json={"path": "/doc.txt", "base_hash": "0" * 64})
     assert response.status_code == 409 and error_code(response) == "not-a-large-file"
+
+
+# --- quotas --------------------------------------------------------------------------------------
+def counter(deployment: Deployment, user: User) -> tuple[int, int]:
+    got = item(deployment, f"USAGE#{user.id}", "USAGE") or {}
+    return int(got.get("bytes", {"N": 0})["N"]), int(got.get("files", {"N": 0})["N"])
+
+
+def recorded(deployment: Deployment, user: User) -> tuple[int, int]:
+    """Bytes and files as the namespace's file records say."""
+    pages = (
+        deployment.client("dynamodb")
+        .get_paginator("query")
+        .paginate(
+            TableName=deployment.outputs["TableName"],
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :f)",
+            ExpressionAttributeValues={":pk": {"S": f"NS#{user.id}"}, ":f": {"S": "F#"}},
+            ConsistentRead=True,
+        )
+    )
+    sizes = [int(i["size"]["N"]) for page in pages for i in page["Items"]]
+    return sum(sizes), len(sizes)
+
+
+def test_byte_quota_refuses_a_write_and_changes_nothing(deployment):
+    user = new_user(deployment)
+    admin(deployment, "set-quota", user.name, "--bytes", "1000", "--files", "10")
+    assert put_small(deployment, user.key, "/a", b"a" * 600).status_code == 201
+    refused = put_small(deployment, user.key, "/b", b"b" * 600)
+    assert refused.status_code == 403 and error_code(refused) == "quota-exceeded"
+    message = refused.json()["error"]["message"]
+    assert "1000" in message and "600" in message
+    assert not (deployment.efs_root() / "ns" / user.id / "b").exists()
+    assert item(deployment, f"NS#{user.id}", "F#/b") is None and counter(deployment, user) == (600, 1)
+    assert put_small(deployment, user.key, "/a", b"a" * 900).status_code == 201  # +300 fits
+    report = json.loads(user.cli("--json", "usage").stdout)
+    assert report["quota"] == {"bytes": {"used": 900, "limit": 1000}, "files": {"used": 1, "limit": 10}}
+    assert "quota" in user.cli("usage").stdout
+
+
+def test_file_quota_counts_copies_and_frees_on_delete(deployment):
+    user = new_user(deployment)
+    admin(deployment, "set-quota", user.name, "--files", "2")
+    for name in ("/1", "/2"):
+        assert put_small(deployment, user.key, name, b"x").status_code == 201
+    assert error_code(put_small(deployment, user.key, "/3", b"x")) == "quota-exceeded"
+    copied = call(deployment, user.key, "POST", "/v1/copy", json={"src": "/1", "dst": "/4"})
+    assert copied.status_code == 403 and error_code(copied) == "quota-exceeded"
+    assert get_file(deployment, user.key, "/4").status_code == 404
+    assert call(deployment, user.key, "DELETE", "/v1/files", params={"path": "/1"}).status_code == 200
+    assert put_small(deployment, user.key, "/3", b"x").status_code == 201
+    assert counter(deployment, user) == recorded(deployment, user) == (2, 2)
+
+
+def test_concurrent_writes_never_pass_the_limit_together(deployment):
+    user = new_user(deployment)
+    admin(deployment, "set-quota", user.name, "--files", "5")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(lambda i: put_small(deployment, user.key, f"/f{i}", b"x"), range(16)))
+    statuses = [(r.status_code, error_code(r)) for r in responses]
+    assert all(s in ((201, None), (403, "quota-exceeded"), (409, "quota-busy")) for s in statuses), statuses
+    accepted = statuses.count((201, None))
+    on_efs = len(list((deployment.efs_root() / "ns" / user.id).iterdir()))
+    assert 1 <= accepted <= 5 and counter(deployment, user) == recorded(deployment, user) == (
+        accepted,
+        accepted,
+    )
+    assert on_efs == accepted
+
+
+def test_large_upload_over_quota_is_refused_at_commit_and_resumes_when_raised(deployment, tmp_path):
+    user = new_user(deployment)
+    admin(deployment, "set-quota", user.name, "--bytes", str(1024 * 1024))
+    data = os.urandom(3 * 1024 * 1024)
+    (tmp_path / "big").write_bytes(data)
+    result = user.cli("put", str(tmp_path / "big"), "/big", check=False)
+    assert result.returncode == 4 and "quota-exceeded" in result.stderr and "Traceback" not in result.stderr
+    assert not (deployment.efs_root() / "ns" / user.id / "big").exists()
+    assert counter(deployment, user) == (0, 0)
+    admin(deployment, "set-quota", user.name, "--bytes", "-1")  # unlimited
+    user.cli("put", str(tmp_path / "big"), "/big")
+    user.cli("get", "/big", str(tmp_path / "back"))
+    assert hashlib.sha256((tmp_path / "back").read_bytes()).digest() == hashlib.sha256(data).digest()
+    assert counter(deployment, user) == (len(data), 1)
+
+
+def test_counter_follows_tree_operations_and_recount_repairs_it(deployment):
+    user = new_user(deployment)
+    assert call(deployment, user.key, "POST", "/v1/dirs", json={"path": "/d"}).status_code == 201
+    for i in range(3):
+        assert put_small(deployment, user.key, f"/d/f{i}", b"y" * (10 + i)).status_code == 201
+    assert call(deployment, user.key, "POST", "/v1/copy", json={"src": "/d", "dst": "/e"}).status_code == 201
+    assert (
+        call(deployment, user.key, "POST", "/v1/move", json={"src": "/e/f0", "dst": "/d/f1"}).status_code
+        == 200
+    )
+    assert counter(deployment, user) == recorded(deployment, user) == (10 + 11 + 12 + 11 + 12 + 10 - 11, 5)
+    removed = call(deployment, user.key, "DELETE", "/v1/dirs", params={"path": "/e", "recursive": "true"})
+    assert removed.status_code == 200
+    assert counter(deployment, user) == recorded(deployment, user) == (10 + 10 + 12, 3)
+
+    deployment.client("dynamodb").update_item(
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"USAGE#{user.id}"}, "sk": {"S": "USAGE"}},
+        UpdateExpression="SET #b = :b",
+        ExpressionAttributeNames={"#b": "bytes"},
+        ExpressionAttributeValues={":b": {"N": "123456"}},
+    )
+    fixed = json.loads(admin(deployment, "recount-usage", user.name).stdout)
+    assert (fixed["bytes"], fixed["files"]) == (32, 3) and counter(deployment, user) == (32, 3)
+
+
+def test_set_quota_rejects_bad_values(deployment):
+    user = new_user(deployment)
+    result = admin(deployment, "set-quota", user.name, "--bytes", "-5", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    result = admin(deployment, "set-quota", "nobody-here", "--bytes", "5", check=False)
+    assert result.returncode == 5

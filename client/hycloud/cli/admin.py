@@ -14,7 +14,7 @@ from rich.table import Table
 from hycloud_core.errors import HyCloudError
 
 from .. import admin as ops
-from .usage import admin_usage_command
+from .usage import admin_usage_command, quota_line
 
 admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
 out = Console()
@@ -134,3 +134,24 @@ def delete_user(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -
     """Delete a user with no files left: profile and keys go; its id is never given again."""
     uid = ops.users(_table(table, outputs)).delete(user)
     _emit({"user": user, "id": uid, "deleted": True}, f"deleted {user} ({uid})")
+
+
+@admin.command("set-quota")
+def set_quota(
+    user: str,
+    table: TableOpt = None,
+    outputs: OutputsOpt = None,
+    max_bytes: Annotated[int | None, typer.Option("--bytes", help="Bytes allowed; -1: unlimited.")] = None,
+    max_files: Annotated[int | None, typer.Option("--files", help="Files allowed; -1: unlimited.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Back to the deployment's defaults first.")] = False,
+) -> None:
+    """Set a user's own quota; limits not given stay as they are."""
+    result = ops.set_quota(_table(table, outputs), user, max_bytes, max_files, reset=reset)
+    _emit(result, f"{user}: {quota_line(result)}")
+
+
+@admin.command("recount-usage")
+def recount_usage(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
+    """Rebuild a user's usage counter from its file records (after a crash left it off)."""
+    result = ops.recount_usage(_table(table, outputs), user)
+    _emit(result, f"{user}: {result['bytes']} bytes in {result['files']} files")

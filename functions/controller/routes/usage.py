@@ -12,6 +12,7 @@ from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, s
 from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
 from hycloud_core.errors import BadRequestError
+from hycloud_core.store.quotas import Quota
 
 router = APIGatewayRouter()
 SOURCES = ("walk", "records")
@@ -42,6 +43,7 @@ def usage() -> Response:
         {
             "user": user_name(router),
             "source": source,
+            "quota": Quota(records(), name).report(),
             "usage": measured.to_dict(),
             "shared": {
                 **shared.to_dict(),
