@@ -26,12 +26,17 @@ def test_upkeep_repairs_records_and_removes_stale_leftovers(deployment, dave):
     fresh.write_bytes(b"in flight")
     stale.write_bytes(b"crashed")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    assert sorted(records_disagreeing(deployment, dave.ns_key, dave.ns_dir())) == ["/r/ghost.txt", "/r/kept.txt"]
+    assert sorted(records_disagreeing(deployment, dave.ns_key, dave.ns_dir())) == [
+        "/r/ghost.txt",
+        "/r/kept.txt",
+    ]
 
     result = deployment.upkeep()  # the deployment's own grace period (1 h)
     assert "/r/kept.txt" in result["records_written"] and "/r/ghost.txt" in result["records_removed"]
     assert records_disagreeing(deployment, dave.ns_key, dave.ns_dir()) == []
-    assert file_records(deployment, dave.ns_key)["/r/kept.txt"]["sha256"] == hashlib.sha256(b"kept").hexdigest()
+    assert (
+        file_records(deployment, dave.ns_key)["/r/kept.txt"]["sha256"] == hashlib.sha256(b"kept").hexdigest()
+    )
     assert temporary_files(dave.ns_dir()) == [".hc-tmp-fresh"]  # may belong to a running write
     assert sdk.get_bytes("/r/kept.txt") == b"kept"
 
