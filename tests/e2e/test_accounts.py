@@ -110,10 +110,13 @@ def test_rotation_replaces_the_key(deployment):
 
 def test_rotation_with_grace_keeps_the_old_key_until_it_expires(deployment):
     user = new_user(deployment)
-    new = json.loads(admin(deployment, "rotate-key", user.name, "--grace", "4").stdout)["api_key"]
+    new = json.loads(admin(deployment, "rotate-key", user.name, "--grace", "20").stdout)["api_key"]
     assert whoami(deployment, user.key) == (200, user.name)
     assert whoami(deployment, new) == (200, user.name)
-    time.sleep(5)
+    keys = json.loads(admin(deployment, "list-keys", user.name).stdout)["keys"]
+    expires = next(k["expires"] for k in keys if k["key_id"] == key_id(user.key))
+    assert expires is not None and time.time() < expires <= time.time() + 20
+    time.sleep(max(0.0, expires - time.time()) + 1.5)
     assert whoami(deployment, user.key) == (403, "invalid-key")
     assert whoami(deployment, new) == (200, user.name)
 
@@ -400,3 +403,13 @@ def test_set_quota_rejects_bad_values(deployment):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     result = admin(deployment, "set-quota", "nobody-here", "--bytes", "5", check=False)
     assert result.returncode == 5
+
+
+@pytest.mark.parametrize("content_hash", ["", "not-a-hash", "0" * 63])
+def test_commit_with_a_malformed_hash_is_a_bad_request(deployment, content_hash):
+    """The quota looks up the pending upload before the commit: a malformed hash must not reach the table."""
+    user = new_user(deployment)
+    response = call(
+        deployment, user.key, "POST", "/v1/uploads/commit", json={"content_hash": content_hash, "path": "/x"}
+    )
+    assert response.status_code == 400 and counter(deployment, user) == (0, 0)

@@ -75,3 +75,10 @@ def test_limits_from_the_environment(monkeypatch):
     monkeypatch.setenv("HYCLOUD_QUOTA_BYTES", "1000")
     monkeypatch.delenv("HYCLOUD_QUOTA_FILES", raising=False)
     assert Limits.from_env() == Limits(bytes=1000, files=None)
+
+
+def test_commit_of_a_malformed_hash_is_a_bad_request(moto_filesystems):
+    fs = quota_fs(moto_filesystems)
+    with pytest.raises(BadRequestError):
+        fs.commit_large("/x", "")
+    assert used(fs) == (0, 0)

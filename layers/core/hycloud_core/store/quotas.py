@@ -22,6 +22,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 
 from .. import constants as c
+from .. import content
 from ..errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError
 from .records import Records, _plain
 
@@ -97,7 +98,7 @@ class Quota:
         """Around committing a pending upload at `path`; its size is the one the upload declared."""
         if self.records is None:
             return nullcontext()
-        pending = self.records.get_upload(self.user, content_hash) or {}
+        pending = self.records.get_upload(self.user, content.checked_hash(content_hash)) or {}
         return self.writing(ns, path, int(pending.get("size", 0)))
 
     def removing(self, ns: Any, path: str) -> AbstractContextManager[None]:
