@@ -1,16 +1,21 @@
 """Delta download and delta upload jobs (seed 000 §III-B, plus version-aware deltas).
 
-Download: the client names the version it holds by content hash; when the cloud still has it,
-the job computes a version-aware delta, otherwise the client sends its checksum list and gets
-an rsync-style delta. Upload: the client sends a delta against a base the cloud has; the job
-patches, verifies and links the new version. Job ids come from the request (idempotent), and a
-job's files are readable only by the user who started it.
+Download: the client names the version it holds by content hash; when that is a version of the
+path the caller can read (its current or a retained earlier one) the job computes a
+version-aware delta, otherwise the client sends its checksum list and gets an rsync-style delta.
+Upload: the client sends a delta against the path's current version (anything else is a 409);
+the job patches, verifies and links the new version only if the path still holds that base.
+Bases are only content the caller can read, and every refusal reads the same whatever the hash
+names, so a job tells nobody anything about content that is not theirs. Jobs are keyed by what
+they compute and the version they read (hycloud_core.jobs); a job's id is usable by its owner only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Callable
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -25,14 +30,14 @@ from context import (
     ok,
     query,
     raw_body,
-    sfn,
     user,
     wait_seconds,
 )
 
 from hycloud_core import content, jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
-from hycloud_core.relay import execution_arn
+from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
+
+from .job_runner import describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -53,26 +58,23 @@ def _stage(job: str, suffix: str, data: bytes) -> None:
     os.replace(target + ".tmp", target)
 
 
-def _start(job: str, spec: dict) -> Response:
-    _stage(job, "owner", user(router).encode())
-    try:
-        sfn().start_execution(
-            stateMachineArn=CONFIG.delta_state_machine, name=job, input=json.dumps({"job": job, **spec})
-        )
-    except sfn().exceptions.ExecutionAlreadyExists:
-        pass  # the same request again: one job
+def _delta_ready(job: str) -> bool:
+    return os.path.exists(jobs.staging_file(CONFIG.staging_dir, job, "delta"))
+
+
+def _no_staging(job: str) -> None:
+    pass
+
+
+def _start(
+    key: str,
+    spec: dict,
+    alive: Callable[[str], bool] = _delta_ready,
+    stage: Callable[[str], None] = _no_staging,
+) -> Response:
+    """Start (or find) the job `key` computing `spec`; 202 with its id."""
+    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage)
     return ok({"job": job, "state": "running"}, 202)
-
-
-def _own(job: str) -> str:
-    job = jobs.checked_job_id(job)
-    try:
-        with open(jobs.staging_file(CONFIG.staging_dir, job, "owner"), "rb") as f:
-            if f.read().decode() == user(router):
-                return job
-    except FileNotFoundError:
-        pass
-    raise NotFoundError("no such delta job", code="no-such-job")
 
 
 def _body(limit: int = MAX_BODY) -> bytes:
@@ -82,6 +84,11 @@ def _body(limit: int = MAX_BODY) -> bytes:
     return data
 
 
+def _readable_base(path: str, base: str) -> bool:
+    """Whether the caller can read `base` through `path` and the cloud still holds it."""
+    return base in filesystem(router).readable_versions(path) and objects().is_stored(base)
+
+
 @router.post("/v1/delta/download")
 def download_by_version() -> Response:
     body = json_body(router, path=str, base_hash=str)
@@ -89,11 +96,13 @@ def download_by_version() -> Response:
     link = _large(path)
     if base == link.content_hash:
         return ok({"state": "same", "content_hash": base})
-    if not objects().is_stored(base):
-        raise ConflictError("the cloud no longer has that version; send a checksum list", code="base-unknown")
-    job = jobs.job_id("dl", user(router), path, link.content_hash, base)
+    if not _readable_base(path, base):
+        raise ConflictError(
+            f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
+        )
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "version", base)
     return _start(
-        job,
+        key,
         {
             "action": "encode",
             "cache_name": paths.cache_name(user(router), path),
@@ -109,16 +118,19 @@ def download_by_signature() -> Response:
     path = paths.normalize(query(router, "path"))
     signature = _body()
     link = _large(path)
-    job = jobs.job_id("dl", user(router), path, link.content_hash, "", signature)
-    _stage(job, "sig", signature)
-    return _start(
-        job,
-        {
-            "action": "encode",
-            "cache_name": paths.cache_name(user(router), path),
-            "content_hash": link.content_hash,
-        },
-    )
+    digest = hashlib.sha256(signature).hexdigest()
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest)
+    spec = {
+        "action": "encode",
+        "cache_name": paths.cache_name(user(router), path),
+        "content_hash": link.content_hash,
+    }
+    return _start(key, spec, stage=lambda job: _stage(job, "sig", signature))
+
+
+def _holds(path: str, content_hash: str) -> bool:
+    link = namespace(router).current_link(path)
+    return link is not None and link.content_hash == content_hash
 
 
 @router.put("/v1/delta/upload")
@@ -128,52 +140,40 @@ def upload() -> Response:
     new = content.checked_hash(query(router, "content_hash"))
     delta = _body()
     namespace(router).require_dir(paths.parent(path))
-    if not objects().is_stored(base):
-        raise ConflictError("the cloud no longer has the base version; upload directly", code="base-unknown")
-    job = jobs.job_id("ul", user(router), path, new, base, delta)
-    _stage(job, "delta", delta)
+    link = namespace(router).current_link(path)
+    if link is None or link.content_hash != base:
+        raise ConflictError(
+            f"{path} does not hold the base version; make the delta against its current version",
+            code="version-mismatch",
+        )
+    key = jobs.job_key("ul", user(router), path, base, new, hashlib.sha256(delta).digest())
+    spec = {
+        "action": "apply",
+        "user": user(router),
+        "path": path,
+        "content_hash": new,
+        "base_hash": base,
+        "base_cache_name": jobs.base_cache_name(base),
+    }
     return _start(
-        job,
-        {
-            "action": "apply",
-            "user": user(router),
-            "path": path,
-            "content_hash": new,
-            "base_hash": base,
-            "base_cache_name": jobs.base_cache_name(base),
-        },
+        key, spec, alive=lambda job: _holds(path, new), stage=lambda job: _stage(job, "delta", delta)
     )
 
 
 @router.get("/v1/delta/jobs")
 def job_status() -> Response:
-    job = _own(query(router, "id"))
-    arn = execution_arn(CONFIG.delta_state_machine, job)
-    try:
-        desc = long_poll(
-            lambda: sfn().describe_execution(executionArn=arn),
-            wait_seconds(router),
-            lambda d: d["status"] == "RUNNING",
-        )
-    except sfn().exceptions.ExecutionDoesNotExist:
-        raise NotFoundError("no such delta job", code="no-such-job") from None
-    if desc["status"] == "RUNNING":
-        return ok({"job": job, "state": "running"})
-    if desc["status"] == "SUCCEEDED":
-        return ok({"job": job, "state": "ready", "result": json.loads(desc.get("output") or "{}")})
-    return ok(
-        {
-            "job": job,
-            "state": "failed",
-            "error": desc.get("error") or desc["status"],
-            "cause": (desc.get("cause") or "")[:500],
-        }
+    job = owned(router, query(router, "id"))
+    state = long_poll(
+        lambda: report(describe(CONFIG.delta_state_machine, job)),
+        wait_seconds(router),
+        lambda r: r["state"] == "running",
     )
+    return ok({"job": job, **state})
 
 
 @router.get("/v1/delta/data")
 def job_data() -> Response:
-    job = _own(query(router, "id"))
+    job = owned(router, query(router, "id"))
     offset, length = byte_range(router)
     try:
         with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
