@@ -65,9 +65,10 @@ def _status(path: str) -> dict:
 
 @router.post("/v1/relay")
 def start() -> Response:
+    """Start the relay job unless the file is cached; a running job is found, not started twice."""
     path = json_body(router, path=str)["path"]
     status = _status(path)
-    if status["state"] in ("ready", "running"):
+    if status["state"] == "ready":
         return ok(status)
     name, content_hash, size = _target(path)
     cache = RelayCache(CONFIG.cache_dir)
@@ -79,8 +80,8 @@ def start() -> Response:
         lambda _: cache.is_ready(name, content_hash),
         lambda _: None,
     )
-    status.pop("error", None)
-    return ok({**status, "job": job, "state": "running"})
+    info = {k: status[k] for k in ("path", "size", "content_hash")}
+    return ok({**info, "job": job, "state": "running"})
 
 
 @router.get("/v1/relay")
