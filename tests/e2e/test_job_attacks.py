@@ -132,3 +132,28 @@ def test_delta_download_against_anothers_content_learns_nothing(deployment, vict
     status, body, final = seen["victim's content"]
     assert status == 409 and json.loads(body)["error"]["code"] == "base-unknown" and final == ""
     assert "Traceback" not in json.dumps(seen) and str(len(secret)) not in json.dumps(seen)
+
+
+def test_the_same_hand_made_delta_works_on_the_callers_own_content(deployment, victim_and_thief, tmp_path):
+    """The refusals above are the base rule at work, not a malformed delta: against content of
+    their own the thief's delta is applied and linked."""
+    _, thief, _ = victim_and_thief
+    own = os.urandom(3 * MiB + 5)
+    (tmp_path / "own").write_bytes(own)
+    thief.cli("put", str(tmp_path / "own"), "/own.bin")
+    piece = own[100:5000]
+    status, body, final = outcome(
+        thief,
+        "PUT",
+        "/v1/delta/upload",
+        params={
+            "path": "/own.bin",
+            "base_hash": content.hash_bytes(own),
+            "content_hash": content.hash_bytes(piece),
+        },
+        data=hand_made_delta(len(own), 100, len(piece), piece),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert status == 202 and json.loads(final[4:])["state"] == "ready", (status, body, final)
+    thief.cli("get", "/own.bin", str(tmp_path / "back"))
+    assert (tmp_path / "back").read_bytes() == piece
