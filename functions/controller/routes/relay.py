@@ -7,10 +7,14 @@ so the same request twice finds the job already running instead of starting a se
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
+from answers import BYTES, RelayStatus, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, byte_range, json_body, long_poll, namespace, ok, query, sfn, user, wait_seconds
+from context import CONFIG, long_poll, namespace, ok, sfn, user
+from models import Length, Offset, RelayTarget, UserPath, Wait
 
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
@@ -51,9 +55,9 @@ def _status(path: str) -> dict:
     return {**info, **job}
 
 
-@router.post("/v1/relay")
-def start() -> Response:
-    path = json_body(router, path=str)["path"]
+@router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def start(body: Annotated[RelayTarget, Body()]):
+    path = body.path
     status = _status(path)
     if status["state"] in ("ready", "running"):
         return ok(status)
@@ -70,17 +74,17 @@ def start() -> Response:
     return ok({**status, "state": "running"})
 
 
-@router.get("/v1/relay")
-def status() -> Response:
+@router.get("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def status(path: Annotated[UserPath, Query()], wait: Annotated[Wait, Query()] = 0):
     """The relay state of a file; with `wait`, held until the job ends (long poll)."""
-    path = query(router, "path")
-    return ok(long_poll(lambda: _status(path), wait_seconds(router), lambda s: s["state"] == "running"))
+    return ok(long_poll(lambda: _status(path), wait, lambda s: s["state"] == "running"))
 
 
-@router.get("/v1/relay/data")
-def data() -> Response:
-    name, content_hash, _ = _target(query(router, "path"))
-    offset, length = byte_range(router)
+@router.get("/v1/relay/data", responses=replies(200, None, 404, 409, content=BYTES))
+def data(
+    path: Annotated[UserPath, Query()], offset: Annotated[Offset, Query()], length: Annotated[Length, Query()]
+):
+    name, content_hash, _ = _target(path)
     piece = RelayCache(CONFIG.cache_dir).read(name, content_hash, offset, length)
     return Response(
         status_code=200,
