@@ -16,7 +16,7 @@ MAX_PAGE = 1000
 
 @router.post("/v1/dirs", responses=replies(201, Entry, 404, 409))
 def mkdir(body: Annotated[MakeDirectory, Body()]):
-    entry = namespace(router).mkdir(body.path, parents=bool(body.parents))
+    entry = filesystem(router).mkdir(body.path, parents=bool(body.parents))
     return ok(entry.to_dict(), 201)
 
 

@@ -10,7 +10,7 @@ from answers import BINARY_BODY, BYTES, LINK_TYPE, Deleted, DownloadLink, Stored
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, check_sha256, filesystem, namespace, ok, raw_body
+from context import CONFIG, check_sha256, expected_version, filesystem, namespace, ok, raw_body
 from models import Text, UserPath
 
 from hycloud_core import paths
@@ -37,7 +37,7 @@ def upload(
             code="too-large-for-small-file",
         )
     digest = check_sha256(data, sha256)
-    entry = filesystem(router).put_small(path, data, digest, parents=parents)
+    entry = filesystem(router).put_small(path, data, digest, parents=parents, expect=expected_version(router))
     return ok({**entry.to_dict(), "sha256": digest}, 201)
 
 
@@ -61,5 +61,5 @@ def download(path: Annotated[UserPath, Query()]):
 @router.delete("/v1/files", responses=replies(200, Deleted, 404, 409))
 def delete(path: Annotated[UserPath, Query()]):
     path = paths.normalize(path)
-    filesystem(router).delete(path)
+    filesystem(router).delete(path, expect=expected_version(router))
     return ok({"deleted": path})
