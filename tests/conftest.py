@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FUNCTION_MODULES = ("handler", "context", "routes", "models", "answers", "validation")
+FUNCTION_MODULES = ("handler", "context", "routes", "models", "answers", "validation", "idempotency")
 PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
 
 

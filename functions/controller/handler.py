@@ -13,15 +13,20 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
 from context import authenticate
+from idempotency import HEADER, idempotent
 from routes import delta, dirs, files, meta, ops, relay, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
-from hycloud_core.errors import BadRequestError, HyCloudError
+from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError
 
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json)
-app.use(middlewares=[authenticate])
+app.use(middlewares=[authenticate, idempotent])
 for module in (files, dirs, meta, ops, relay, uploads, usage, delta):
     app.include_router(module.router)
 
@@ -62,6 +67,18 @@ def _undecodable(err: UnicodeDecodeError) -> Response:
     if body_is_text(app.current_event):  # not the request's fault: ours
         return _unexpected(err)
     return _error(_unauthenticated() or BadRequestError("body is not valid UTF-8 JSON", code="bad-body"))
+
+
+@app.exception_handler(IdempotencyValidationError)
+def _key_reused(_: IdempotencyValidationError) -> Response:
+    message = f"this {HEADER} was used for a different request; use a new key"
+    return _error(HyCloudError(message, code="idempotency-key-reused", status=422))
+
+
+@app.exception_handler(IdempotencyAlreadyInProgressError)
+def _key_busy(_: IdempotencyAlreadyInProgressError) -> Response:
+    message = f"a request with this {HEADER} is still running; retry later"
+    return _error(ConflictError(message, code="idempotency-key-in-use"))
 
 
 @app.not_found
