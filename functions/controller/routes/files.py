@@ -25,8 +25,8 @@ def upload(
     path: Annotated[UserPath, Query()],
     parents: Annotated[bool, Query()] = False,
     sha256: Annotated[
-        Text | None, Header(alias="x-hycloud-sha256", description="sha256 of the body; a mismatch is refused")
-    ] = None,
+        Text, Header(alias="x-hycloud-sha256", description="sha256 of the body; a mismatch is refused")
+    ] = "",
 ):
     path = paths.normalize(path)
     data = raw_body(router)
