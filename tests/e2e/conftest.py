@@ -167,3 +167,13 @@ def alice(deployment) -> User:
 @pytest.fixture(scope="session")
 def bob(deployment) -> User:
     return _make_user(deployment, "bob")
+
+
+@pytest.fixture(scope="session")
+def carol(deployment) -> User:
+    return _make_user(deployment, "carol")
+
+
+@pytest.fixture(scope="session")
+def dave(deployment) -> User:
+    return _make_user(deployment, "dave")
