@@ -13,29 +13,19 @@ they compute and the version they read (hycloud_core.jobs); a job's id is usable
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable
+from typing import Annotated
 
+from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import (
-    CONFIG,
-    byte_range,
-    filesystem,
-    json_body,
-    long_poll,
-    namespace,
-    objects,
-    ok,
-    query,
-    raw_body,
-    user,
-    wait_seconds,
-)
+from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, user
+from models import ChunkState, ContentHash, DeltaByVersion, JobId, Length, Offset, UserPath, Wait
 
-from hycloud_core import content, jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
+from hycloud_core import jobs, paths
+from hycloud_core.errors import ConflictError, PayloadTooLargeError
 
 from .job_runner import describe, owned, report, run
 
@@ -89,10 +79,9 @@ def _readable_base(path: str, base: str) -> bool:
     return base in filesystem(router).readable_versions(path) and objects().is_stored(base)
 
 
-@router.post("/v1/delta/download")
-def download_by_version() -> Response:
-    body = json_body(router, path=str, base_hash=str)
-    path, base = paths.normalize(body["path"]), content.checked_hash(body["base_hash"])
+@router.post("/v1/delta/download", responses=replies(202, Job, 404, 409))
+def download_by_version(body: Annotated[DeltaByVersion, Body()]):
+    path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
     if base == link.content_hash:
         return ok({"state": "same", "content_hash": base})
@@ -113,9 +102,9 @@ def download_by_version() -> Response:
     )
 
 
-@router.put("/v1/delta/download")
-def download_by_signature() -> Response:
-    path = paths.normalize(query(router, "path"))
+@router.put("/v1/delta/download", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
+def download_by_signature(path: Annotated[UserPath, Query()]):
+    path = paths.normalize(path)
     signature = _body()
     link = _large(path)
     digest = hashlib.sha256(signature).hexdigest()
@@ -133,11 +122,13 @@ def _holds(path: str, content_hash: str) -> bool:
     return link is not None and link.content_hash == content_hash
 
 
-@router.put("/v1/delta/upload")
-def upload() -> Response:
-    path = paths.normalize(query(router, "path"))
-    base = content.checked_hash(query(router, "base_hash"))
-    new = content.checked_hash(query(router, "content_hash"))
+@router.put("/v1/delta/upload", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
+def upload(
+    path: Annotated[UserPath, Query()],
+    base_hash: Annotated[ContentHash, Query()],
+    content_hash: Annotated[ContentHash, Query()],
+):
+    path, base, new = paths.normalize(path), base_hash, content_hash
     delta = _body()
     namespace(router).require_dir(paths.parent(path))
     link = namespace(router).current_link(path)
@@ -160,21 +151,24 @@ def upload() -> Response:
     )
 
 
-@router.get("/v1/delta/jobs")
-def job_status() -> Response:
-    job = owned(router, query(router, "id"))
+@router.get("/v1/delta/jobs", responses=replies(200, Job, 404))
+def job_status(job_id: Annotated[JobId, Query(alias="id")], wait: Annotated[Wait, Query()] = 0):
+    job = owned(router, job_id)
     state = long_poll(
         lambda: report(describe(CONFIG.delta_state_machine, job)),
-        wait_seconds(router),
+        wait,
         lambda r: r["state"] == "running",
     )
     return ok({"job": job, **state})
 
 
-@router.get("/v1/delta/data")
-def job_data() -> Response:
-    job = owned(router, query(router, "id"))
-    offset, length = byte_range(router)
+@router.get("/v1/delta/data", responses=replies(200, None, 404, 409, content=BYTES))
+def job_data(
+    job_id: Annotated[JobId, Query(alias="id")],
+    offset: Annotated[Offset, Query()],
+    length: Annotated[Length, Query()],
+):
+    job = owned(router, job_id)
     try:
         with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
             f.seek(offset)
@@ -184,13 +178,8 @@ def job_data() -> Response:
     return Response(status_code=200, content_type="application/octet-stream", body=piece)
 
 
-@router.post("/v1/files/chunking")
-def set_chunking() -> Response:
+@router.post("/v1/files/chunking", responses=replies(200, Entry, 404, 409))
+def set_chunking(body: Annotated[ChunkState, Body()]):
     """Store the client's adaptive chunk-size state in the file's link file (seed 000 §III-B)."""
-    body = json_body(router, path=str, content_hash=str, chunk_size=int, state=dict)
-    if body["chunk_size"] < 1 or len(json.dumps(body["state"])) > 16_384:
-        raise BadRequestError("chunk_size must be positive and state at most 16 KiB", code="bad-body")
-    entry = filesystem(router).set_chunk_state(
-        body["path"], content.checked_hash(body["content_hash"]), body["chunk_size"], body["state"]
-    )
+    entry = filesystem(router).set_chunk_state(body.path, body.content_hash, body.chunk_size, body.state)
     return ok(entry.to_dict())

@@ -7,20 +7,14 @@ the next request runs a new attempt under a new execution name (hycloud_core.job
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from answers import BYTES, RelayStatus, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import (
-    CONFIG,
-    byte_range,
-    json_body,
-    long_poll,
-    namespace,
-    ok,
-    query,
-    records,
-    user,
-    wait_seconds,
-)
+from context import CONFIG, long_poll, namespace, ok, records, user
+from models import Length, Offset, RelayTarget, UserPath, Wait
 
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
@@ -63,10 +57,10 @@ def _status(path: str) -> dict:
     return {**info, **job}
 
 
-@router.post("/v1/relay")
-def start() -> Response:
+@router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def start(body: Annotated[RelayTarget, Body()]):
     """Start the relay job unless the file is cached; a running job is found, not started twice."""
-    path = json_body(router, path=str)["path"]
+    path = body.path
     status = _status(path)
     if status["state"] == "ready":
         return ok(status)
@@ -84,17 +78,17 @@ def start() -> Response:
     return ok({**info, "job": job, "state": "running"})
 
 
-@router.get("/v1/relay")
-def status() -> Response:
+@router.get("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def status(path: Annotated[UserPath, Query()], wait: Annotated[Wait, Query()] = 0):
     """The relay state of a file; with `wait`, held until the job ends (long poll)."""
-    path = query(router, "path")
-    return ok(long_poll(lambda: _status(path), wait_seconds(router), lambda s: s["state"] == "running"))
+    return ok(long_poll(lambda: _status(path), wait, lambda s: s["state"] == "running"))
 
 
-@router.get("/v1/relay/data")
-def data() -> Response:
-    name, content_hash, _ = _target(query(router, "path"))
-    offset, length = byte_range(router)
+@router.get("/v1/relay/data", responses=replies(200, None, 404, 409, content=BYTES))
+def data(
+    path: Annotated[UserPath, Query()], offset: Annotated[Offset, Query()], length: Annotated[Length, Query()]
+):
+    name, content_hash, _ = _target(path)
     piece = RelayCache(CONFIG.cache_dir).read(name, content_hash, offset, length)
     return Response(
         status_code=200,

@@ -12,6 +12,7 @@ deployment has one thing to back up and replicate to a standby region:
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
+| answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
 A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
 prefix `F#<path>/`: moves, copies and deletes of directories rewrite that range.
