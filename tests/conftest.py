@@ -123,6 +123,12 @@ class MotoFileSystems:
         namespace = Namespace(str(self.root / "ns"), user)
         return FileSystem(user, namespace, self.records, self.objects, self.s3, MOTO_BUCKET)
 
+    def collect(self, grace_s: int = 0):
+        """One collection round; grace 0 is right only when no operation is in flight."""
+        from hycloud_core.store.collector import Collector
+
+        return Collector(self.records.table, self.objects, str(self.root / "ns"), grace_s).run()
+
 
 @pytest.fixture
 def moto_filesystems(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError, ForbiddenError
 from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.operations import ABSENT
 from hycloud_core.fs.relay_cache import check_range
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
@@ -133,6 +134,22 @@ def check_sha256(app: APIGatewayRestResolver, data: bytes) -> str:
     if declared and declared.lower() != digest:
         raise BadRequestError("body does not match its x-hycloud-sha256", code="hash-mismatch")
     return digest
+
+
+def expected_version(app: APIGatewayRestResolver) -> str | None:
+    """`If-Match: <version>` (the path's content hash, or sha256 of a small file) or
+    `If-None-Match: *` (the path must not exist); None when the request names no version."""
+    headers = app.current_event.headers or {}
+    lower = {k.lower(): v for k, v in headers.items()}
+    if lower.get("if-none-match", "").strip() == "*":
+        return ABSENT
+    value = lower.get("if-match")
+    if value is None:
+        return None
+    value = value.strip().strip('"').lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise BadRequestError("If-Match must be a content hash (64 hex digits)", code="bad-version")
+    return value
 
 
 def ok(body: dict | list, status: int = 200) -> Response:

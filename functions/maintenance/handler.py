@@ -1,7 +1,12 @@
-"""Upkeep, run on a schedule: relay-cache eviction, expired old versions, stale delta staging files.
+"""Upkeep, run on a schedule: relay-cache eviction, content reclamation, record repair, staging.
 
 Cache files read within the last few minutes belong to a transfer in progress and are never
-evicted (hycloud_core.fs.relay_cache). An event may pass {"budget": bytes} to override the budget.
+evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
+(hycloud_core.store.collector); the reconciler makes file records agree with EFS and removes
+stale temporary files (hycloud_core.fs.reconcile).
+
+An event may pass {"budget": bytes} to override the cache budget, and {"grace_s": s} to override
+the grace period: only an administrator who knows no operation is in flight may lower it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import boto3
 from aws_lambda_powertools import Logger
 
 from hycloud_core.config import InstanceConfig
+from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
@@ -38,17 +45,27 @@ def _clean_staging(now: float) -> int:
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
     budget = int(event.get("budget", CONFIG.relay_cache_bytes))
+    grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
     cache = RelayCache(CONFIG.cache_dir)
     evicted = cache.evict(budget)
     remaining = sum(e.size for e in cache.entries())
     records = Records(CONFIG.table)
-    purged = Objects(records.table, boto3.client("s3"), CONFIG.bucket).purge_expired()
+    reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
+    objects = Objects(records.table, boto3.client("s3"), CONFIG.bucket)
+    collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
     staged = _clean_staging(time.time())
-    logger.info("upkeep", extra={"evicted": len(evicted), "purged": len(purged), "staging_removed": staged})
-    return {
+    result = {
         "evicted": evicted,
         "remaining_bytes": remaining,
         "budget": budget,
-        "purged": purged,
+        "collected": collected.to_dict(),
+        "records_written": reconciled.records_written,
+        "records_removed": reconciled.records_removed,
+        "temporary_removed": reconciled.temporary_removed,
         "staging_removed": staged,
     }
+    logger.info(
+        "upkeep",
+        extra={k: v if isinstance(v, int) else len(v) for k, v in result.items() if k != "collected"},
+    )
+    return result

@@ -56,6 +56,15 @@ class Deployment:
         )
         return {k: list(v.values())[0] for k, v in item.items()} if item else None
 
+    def upkeep(self, **event) -> dict:
+        """Run the upkeep function now; `grace_s=0` only while no operation is in flight."""
+        lam = self.client("lambda")
+        fn = self.outputs["CacheUpkeepFunctionName"]
+        response = lam.invoke(FunctionName=fn, Payload=json.dumps(event).encode())
+        result = json.loads(response["Payload"].read())
+        assert "FunctionError" not in response, result
+        return result
+
     def efs_root(self) -> Path:
         """Local folder behind the functions' /mnt/efs (the access point's root)."""
         mapping = json.loads((ROOT / ".localcloud" / "efs" / "map.json").read_text())
@@ -86,11 +95,35 @@ def deployment():
             PHASES["stop local cloud"] = time.monotonic() - t0
 
 
+class ApiSession:
+    """Raw REST calls with this user's key: status codes as they are, no client retries."""
+
+    def __init__(self, base: str, key: str) -> None:
+        import requests
+
+        self.base, self.session = base.rstrip("/"), requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {key}"
+
+    def call(self, method: str, route: str, **kwargs):
+        return self.session.request(method, self.base + route, timeout=60, **kwargs)
+
+
 @dataclass
 class User:
     name: str
     key: str
     deployment: Deployment
+
+    @property
+    def ns_key(self) -> str:
+        """What the user's namespace and records are keyed by."""
+        return self.name
+
+    def ns_dir(self) -> Path:
+        return self.deployment.efs_root() / "ns" / self.ns_key
+
+    def api(self) -> ApiSession:
+        return ApiSession(self.deployment.api_url, self.key)
 
     def sdk(self):
         from hycloud.sdk import HyCloud
@@ -134,3 +167,13 @@ def alice(deployment) -> User:
 @pytest.fixture(scope="session")
 def bob(deployment) -> User:
     return _make_user(deployment, "bob")
+
+
+@pytest.fixture(scope="session")
+def carol(deployment) -> User:
+    return _make_user(deployment, "carol")
+
+
+@pytest.fixture(scope="session")
+def dave(deployment) -> User:
+    return _make_user(deployment, "dave")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 
 import pytest
 
@@ -89,7 +90,10 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     alice.cli("get", "/up.bin", str(tmp_path / "back2"))
     assert (tmp_path / "back2").read_bytes() == v2
     assert link(deployment, alice, "/up.bin")["content_hash"] == h2
-    assert deployment.object_record(h2)["refs"] == "1" and deployment.object_record(h1)["state"] == "retained"
+    assert (
+        deployment.object_record(h2)["state"] == "live"
+        and int(deployment.object_record(h1)["keep_until"]) > time.time()
+    )
 
     out = json.loads(
         alice.cli(
@@ -106,12 +110,12 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     )
     assert out["kind"] == "rsync"
     alice.cli("get", "/up.bin", str(tmp_path / "back3"))
-    assert (tmp_path / "back3").read_bytes() == v3 and deployment.object_record(h3)["refs"] == "1"
+    assert (tmp_path / "back3").read_bytes() == v3 and deployment.object_record(h3)["state"] == "live"
 
     out = json.loads(alice.cli("--json", "put", str(tmp_path / "v1"), "/up.bin").stdout)  # direct
     assert "kind" not in out and out["content_hash"] == h1
-    assert deployment.object_record(h1)["refs"] == "1" and deployment.object_record(h1)["state"] == "live"
-    assert deployment.object_record(h3)["state"] == "retained"
+    assert deployment.object_record(h1)["state"] == "live"
+    assert int(deployment.object_record(h3)["keep_until"]) > time.time()
 
 
 def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice, versions, tmp_path):

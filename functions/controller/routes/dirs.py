@@ -15,7 +15,7 @@ MAX_PAGE = 1000
 @router.post("/v1/dirs")
 def mkdir() -> Response:
     body = json_body(router, path=str, parents=(bool, type(None)))
-    entry = namespace(router).mkdir(body["path"], parents=bool(body.get("parents")))
+    entry = filesystem(router).mkdir(body["path"], parents=bool(body.get("parents")))
     return ok(entry.to_dict(), 201)
 
 

@@ -7,7 +7,7 @@ import json
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, check_sha256, filesystem, flag, namespace, ok, query, raw_body
+from context import CONFIG, check_sha256, expected_version, filesystem, flag, namespace, ok, query, raw_body
 
 from hycloud_core import paths
 from hycloud_core.errors import PayloadTooLargeError
@@ -27,7 +27,9 @@ def upload() -> Response:
             code="too-large-for-small-file",
         )
     digest = check_sha256(router, data)
-    entry = filesystem(router).put_small(path, data, digest, parents=flag(router, "parents"))
+    entry = filesystem(router).put_small(
+        path, data, digest, parents=flag(router, "parents"), expect=expected_version(router)
+    )
     return ok({**entry.to_dict(), "sha256": digest}, 201)
 
 
@@ -51,5 +53,5 @@ def download() -> Response:
 @router.delete("/v1/files")
 def delete() -> Response:
     path = paths.normalize(query(router, "path"))
-    filesystem(router).delete(path)
+    filesystem(router).delete(path, expect=expected_version(router))
     return ok({"deleted": path})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import filesystem, json_body, ok, query
+from context import expected_version, filesystem, json_body, ok, query
 
 from hycloud_core.errors import BadRequestError
 
@@ -29,7 +29,11 @@ def urls() -> Response:
 def commit() -> Response:
     body = json_body(router, path=str, content_hash=str, proof=(str, type(None)), parents=(bool, type(None)))
     entry = filesystem(router).commit_large(
-        body["path"], body["content_hash"], body.get("proof"), parents=bool(body.get("parents"))
+        body["path"],
+        body["content_hash"],
+        body.get("proof"),
+        parents=bool(body.get("parents")),
+        expect=expected_version(router),
     )
     return ok(entry.to_dict(), 201)
 

@@ -121,6 +121,7 @@ class InstanceStack(Stack):
         delta.grant_start_execution(controller)
         delta.grant_read(controller)
         stores.table.grant_read_write_data(upkeep)
+        stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
         api = ApiToController(self, "Api", controller=controller).api
 

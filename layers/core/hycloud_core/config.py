@@ -26,6 +26,9 @@ class InstanceConfig:
     delta_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_STATE_MACHINE, ""))
     # superseded versions of large files stay this long, for version-aware deltas (7 days)
     version_retention_s: int = field(default_factory=lambda: _env_int(c.ENV_VERSION_RETENTION_S, 7 * 86400))
+    # the collector reclaims content and removes temporary files only this long after their last use;
+    # longer than any operation (API calls end within 30 s, leases within 60 s)
+    gc_grace_s: int = field(default_factory=lambda: _env_int(c.ENV_GC_GRACE_S, 3600))
     # S3↔EFS transfer rate (bytes/s) told to clients for the delta-upload rule (eq. 2) until measured
     s3_efs_rate: int = field(default_factory=lambda: _env_int(c.ENV_S3_EFS_RATE, 100 * c.MiB))
 

@@ -16,6 +16,7 @@ from typing import Any
 MAGIC = "hycloud-link"
 VERSION = 1
 LINK_MODE = 0o640 | stat.S_ISVTX
+MAX_HISTORY = 16
 
 
 @dataclass
@@ -27,6 +28,26 @@ class LinkFile:
     chunk_probabilities: dict[str, float] = field(default_factory=dict)
     signature_key: str | None = None  # checksum list location, when one is kept
     erasure: dict[str, Any] | None = None  # n, k, block hashes and instances
+    # earlier versions at this path still kept for version-aware deltas: [content_hash, keep_until]
+    history: list[list] = field(default_factory=list)
+
+    def superseded_by(self, content_hash: str, size: int, mtime: float, keep_s: int, now: float) -> LinkFile:
+        """The link of a new version at this path: it keeps the file's adaptive chunk size and
+        remembers this version (and earlier ones still kept) for `keep_s`."""
+        history = [[h, until] for h, until in self.history if until > now and h != content_hash]
+        if keep_s > 0 and self.content_hash != content_hash:
+            history = [[self.content_hash, int(now + keep_s)], *history][:MAX_HISTORY]
+        return LinkFile(
+            content_hash=content_hash,
+            size=size,
+            mtime=mtime,
+            chunk_size=self.chunk_size,
+            chunk_probabilities=self.chunk_probabilities,
+            history=history,
+        )
+
+    def readable_versions(self, now: float) -> set[str]:
+        return {self.content_hash} | {h for h, until in self.history if until > now}
 
     def to_bytes(self) -> bytes:
         return json.dumps({"magic": MAGIC, "version": VERSION, **asdict(self)}, sort_keys=True).encode()

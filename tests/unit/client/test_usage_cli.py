@@ -86,8 +86,8 @@ def test_admin_report_lists_users_and_bucket_totals():
 
     dep = DeploymentUsage()
     items = [
-        {"pk": "OBJ#h1", "sk": "OBJ", "state": "live", "refs": 2, "size": GiB},
-        {"pk": "OBJ#h2", "sk": "OBJ", "state": "deleting", "refs": 0, "size": 5},
+        {"pk": "OBJ#h1", "sk": "OBJ", "state": "live", "size": GiB},
+        {"pk": "OBJ#h2", "sk": "OBJ", "state": "deleting", "size": 5},
         {"pk": "NS#alice", "sk": "F#/a", "kind": "large", "size": GiB, "content_hash": "h1"},
         {"pk": "NS#bob", "sk": "F#/b", "kind": "large", "size": GiB, "content_hash": "h1"},
         {"pk": "NS#bob", "sk": "F#/s", "kind": "small", "size": 10, "sha256": "x"},

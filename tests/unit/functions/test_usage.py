@@ -64,6 +64,10 @@ def test_usage_reports_efs_s3_dedup_and_shared_content(cloud):
     upload_large(alice, s3, BUCKET, BIG, "/d/big.bin")
     alice.copy("/d/big.bin", "/d/copy.bin")
     upload_large(fs("bob"), s3, BUCKET, BIG, "/mine.bin")  # same content: deduplicated across users
+    from hycloud_core.store.collector import Collector
+
+    # the shares are split by the link counts of the last upkeep round
+    Collector(alice.records.table, alice.objects, str(alice.ns.root).rsplit("/", 1)[0], 3600).run()
 
     status, body = call("alice", "GET", "/v1/usage")
     assert status == 200 and body["user"] == "alice"

@@ -24,17 +24,17 @@ BATCH_GET_LIMIT = 100
 
 
 def reference_counts(table: Any, hashes: Iterable[str]) -> dict[str, int]:
-    """Deployment-wide reference count of each live content among `hashes`."""
+    """How many file records name each live content among `hashes` (counted by the collector)."""
     wanted = sorted(set(hashes))
     client = table.meta.client
     counts: dict[str, int] = {}
     for i in range(0, len(wanted), BATCH_GET_LIMIT):
         keys = [{"pk": f"OBJ#{h}", "sk": "OBJ"} for h in wanted[i : i + BATCH_GET_LIMIT]]
-        request = {table.name: {"Keys": keys, "ProjectionExpression": "pk, refs"}}
+        request = {table.name: {"Keys": keys, "ProjectionExpression": "pk, links"}}
         while request:
             page = client.batch_get_item(RequestItems=request)
             for item in page["Responses"].get(table.name, []):
-                counts[item["pk"].removeprefix("OBJ#")] = int(item["refs"])
+                counts[item["pk"].removeprefix("OBJ#")] = int(item.get("links", 0))
             request = page.get("UnprocessedKeys") or None
     return counts
 
@@ -63,22 +63,29 @@ class DeploymentUsage:
     objects: ObjectTotals = field(default_factory=ObjectTotals)
     everyone: UsageBuilder = field(default_factory=UsageBuilder)
     users: dict[str, UsageBuilder] = field(default_factory=dict)
+    _sizes: dict[str, int] = field(default_factory=dict)
 
     def add(self, item: dict) -> None:
         pk = item["pk"]
         if pk.startswith("OBJ#") and item.get("state") == "live":
-            refs, size = int(item.get("refs", 0)), int(item["size"])
             self.objects.s3_objects += 1
-            self.objects.s3_bytes += size
-            self.objects.s3_logical_bytes += size * refs
-            self.objects.references += refs
+            self.objects.s3_bytes += int(item["size"])
+            self._sizes[pk.removeprefix("OBJ#")] = int(item["size"])
         elif pk.startswith("NS#") and item["sk"].startswith("F#"):
             name, path = pk.removeprefix("NS#"), item["sk"].removeprefix("F#")
             user = self.users.setdefault(name, UsageBuilder(user=name))
             for builder in (user, self.everyone):
                 _add_record(builder, item, path, name)
 
+    def count_references(self) -> None:
+        """References are the file records naming each stored content (objects carry no count)."""
+        refs = self.everyone.refs
+        self.objects.references = sum(refs[h] for h in self._sizes)
+        self.objects.s3_logical_bytes = sum(size * refs[h] for h, size in self._sizes.items())
+
     def report(self, prices: Prices) -> dict:
+        self.count_references()
+
         def priced(usage: Usage) -> dict:
             costs = compare(usage, prices)
             return {"usage": usage.to_dict(), "costs": {k: c.to_dict(prices) for k, c in costs.items()}}
@@ -119,5 +126,6 @@ def deployment_usage(table: Any) -> DeploymentUsage:
         for item in page["Items"]:
             usage.add(_plain(item))
         if "LastEvaluatedKey" not in page:
+            usage.count_references()
             return usage
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

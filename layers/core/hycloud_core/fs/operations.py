@@ -1,20 +1,27 @@
 """The filesystem operations of one user, over EFS (namespace), S3 (objects) and DynamoDB (records).
 
-Ordering rule: every mutating operation holds a lease on each path it changes (store/locks.py),
-then changes EFS with atomic renames, then records, then reference counts. New references are
-taken before the link file that needs them is written, and old ones dropped only after it is
-gone, so a crash can leak a reference (found by garbage collection) but never leaves a link
-file pointing at deleted content.
+Consistency model (README "Consistency"):
+- The namespace on EFS is the source of truth for what a path holds; file records in DynamoDB
+  are an index of it, written after it under the same lease and repaired by upkeep.
+- Every mutating operation holds subtree leases (store/locks.py) on the paths it changes, so
+  operations on the same or related paths never interleave; EFS changes are atomic renames.
+- Content is never deleted by an operation. Linking content touches its object record first;
+  only the mark-and-sweep collector (store/collector.py) reclaims content, and only what no link
+  names. A crash or race can delay reclamation, never lose a file.
+- A write may name the version it expects (`expect`): the path's current content hash (sha256 for
+  small files), or "" for "must not exist". Without it, the last writer wins.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..linkfile import LinkFile
+from ..store.collector import bump_tree_epoch
 from ..store.locks import path_leases
 from ..store.objects import Objects
 from ..store.records import Records
@@ -22,6 +29,7 @@ from .namespace import Entry, Namespace
 from .uploads import Uploads
 
 DOWNLOAD_URL_TTL_S = 3600
+ABSENT = ""  # `expect` value: the path must not exist
 
 
 class FileSystem:
@@ -51,34 +59,74 @@ class FileSystem:
     def _leases(self, *changed: str):
         return path_leases(self.records.table, self.user, list(changed))
 
+    # --- versions ------------------------------------------------------------------------------
+    def version(self, path: str) -> str:
+        """The path's current version: content hash of a large file, sha256 of a small one,
+        ABSENT when nothing is there."""
+        try:
+            entry = self.ns.stat(path)
+        except NotFoundError:
+            return ABSENT
+        if entry.type == "dir":
+            return "dir"
+        if entry.storage == "large":
+            return entry.content_hash or ""
+        return hashlib.sha256(self.ns.read(path)).hexdigest()
+
+    def _check_expected(self, path: str, expect: str | None) -> None:
+        if expect is None:
+            return
+        current = self.version(path)
+        if current != expect.lower():
+            raise ConflictError(
+                f"{path} is not at the expected version (it is {current or 'absent'})",
+                code="version-mismatch",
+            )
+
+    def readable_versions(self, path: str) -> set[str]:
+        """Versions the caller can read through `path`: the current one and retained earlier ones."""
+        link = self.ns.current_link(paths.normalize(path))
+        return link.readable_versions(time.time()) if link else set()
+
     # --- files -------------------------------------------------------------------------------
-    def put_small(self, path: str, data: bytes, sha256: str, parents: bool = False) -> Entry:
+    def put_small(
+        self, path: str, data: bytes, sha256: str, parents: bool = False, expect: str | None = None
+    ) -> Entry:
         path = paths.normalize(path)
         with self._leases(path):
+            self._check_expected(path, expect)
             old = self.ns.current_link(path)
             entry = self.ns.write(path, data, parents=parents)
             self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
             if old:
-                self.objects.drop_ref(old.content_hash, self.retain_s)
+                self.objects.retain(old.content_hash, self.retain_s)
         return entry
 
     def commit_large(
-        self, path: str, content_hash: str, proof: str | None = None, parents: bool = False
+        self,
+        path: str,
+        content_hash: str,
+        proof: str | None = None,
+        parents: bool = False,
+        expect: str | None = None,
     ) -> Entry:
         """Finish a client's upload (or dedup claim) and link the content at `path`."""
         path = paths.normalize(path)
         with self._leases(path):
             self._require_parent(path, parents)
+            self._check_expected(path, expect)
             size = self.uploads.finish(content_hash, proof)
             return self._link(path, content_hash, size)
 
-    def commit_stored(self, path: str, content_hash: str, size: int, mtime: float | None = None) -> Entry:
+    def commit_stored(
+        self, path: str, content_hash: str, size: int, mtime: float | None = None, expect: str | None = None
+    ) -> Entry:
         """Link content the cloud itself put at its content address (a delta upload's result)."""
         path = paths.normalize(path)
         with self._leases(path):
             self._require_parent(path, False)
-            if not self.objects.add_ref(content_hash):
-                self.objects.create(content_hash, size)
+            self._check_expected(path, expect)
+            self.objects.create(content_hash, size)
             return self._link(path, content_hash, size, mtime)
 
     def _require_parent(self, path: str, parents: bool) -> None:
@@ -88,19 +136,17 @@ class FileSystem:
             self.ns.require_dir(paths.parent(path))
 
     def _link(self, path: str, content_hash: str, size: int, mtime: float | None = None) -> Entry:
-        """Point `path` at content already referenced once for it; supersede what was there."""
+        """Point `path` at content just touched for it; the version it replaces is retained."""
+        now = time.time()
         old = self.ns.current_link(path)
-        link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or time.time())
-        if old and old.chunk_size:  # the adaptive chunk size belongs to the file, not the version
-            link.chunk_size, link.chunk_probabilities = old.chunk_size, old.chunk_probabilities
-        try:
-            entry = self.ns.write_link(path, link)
-        except BaseException:
-            self.objects.drop_ref(content_hash)
-            raise
-        self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
         if old:
-            self.objects.drop_ref(old.content_hash, self.retain_s)
+            link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now)
+        else:
+            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now)
+        if old and old.content_hash != content_hash:
+            self.objects.retain(old.content_hash, self.retain_s)
+        entry = self.ns.write_link(path, link)
+        self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
         return entry
 
     def set_chunk_state(self, path: str, content_hash: str, chunk_size: int, probabilities: dict) -> Entry:
@@ -132,18 +178,25 @@ class FileSystem:
             "url": url,
         }
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, expect: str | None = None) -> None:
+        """Remove a file; its content stays until the collector proves nothing links it."""
         path = paths.normalize(path)
         with self._leases(path):
             entry = self.ns.stat(path)
             if entry.type == "dir":
                 raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
+            self._check_expected(path, expect)
             self.ns.unlink(path)
             self.records.delete_file(self.user, path)
-            if entry.storage == "large":
-                self.objects.drop_ref(entry.content_hash)
 
     # --- directories ---------------------------------------------------------------------------
+    def mkdir(self, path: str, parents: bool = False) -> Entry:
+        path = paths.normalize(path)
+        if path == "/":
+            return self.ns.stat(path)
+        with self._leases(path):
+            return self.ns.mkdir(path, parents=parents)
+
     def rmdir(self, path: str, recursive: bool = False) -> int:
         """Remove a directory (with `recursive`, everything in it); return how many files went."""
         path = paths.normalize(path)
@@ -162,14 +215,11 @@ class FileSystem:
         removed = 0
         for name in self.ns.names(path):
             child = f"{path.rstrip('/')}/{name}"
-            entry = self.ns.stat(child)
-            if entry.type == "dir":
+            if self.ns.stat(child).type == "dir":
                 removed += self._remove_tree(child)
                 continue
             self.ns.unlink(child)
             removed += 1
-            if entry.storage == "large":
-                self.objects.drop_ref(entry.content_hash)
         self.ns.rmdir(path)
         return removed
 
@@ -188,20 +238,31 @@ class FileSystem:
                 raise ConflictError(f"{dst} already exists", code="already-exists")
         return src, dst, entry
 
-    def move(self, src: str, dst: str) -> Entry:
+    def _require_content(self, entry: Entry) -> None:
+        """Touch a large file's content before a new link to it appears (see store/collector.py)."""
+        if entry.storage == "large" and not self.objects.touch(entry.content_hash or ""):
+            raise NotFoundError(f"content of {entry.path} is no longer stored", code="content-gone")
+
+    def move(self, src: str, dst: str, expect: str | None = None) -> Entry:
         with self._leases(paths.normalize(src), paths.normalize(dst)):
-            src, dst, _ = self._check_pair(src, dst)
+            src, dst, entry = self._check_pair(src, dst)
+            self._check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
+            if entry.type == "dir":
+                bump_tree_epoch(self.records.table)
+            else:
+                self._require_content(entry)
             self.ns.rename(src, dst)
             self.records.rewrite_subtree(self.user, dst, None)
             self.records.rewrite_subtree(self.user, src, dst)
             if replaced:
-                self.objects.drop_ref(replaced.content_hash, self.retain_s)
+                self.objects.retain(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)
 
-    def copy(self, src: str, dst: str) -> Entry:
+    def copy(self, src: str, dst: str, expect: str | None = None) -> Entry:
         with self._leases(paths.normalize(src), paths.normalize(dst)):
             src, dst, entry = self._check_pair(src, dst)
+            self._check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
             if entry.type == "dir":
                 self._copy_tree(src, dst)
@@ -209,19 +270,13 @@ class FileSystem:
                 self._copy_file(entry, dst)
             self.records.rewrite_subtree(self.user, src, dst, keep_src=True)
             if replaced:
-                self.objects.drop_ref(replaced.content_hash, self.retain_s)
+                self.objects.retain(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)
 
     def _copy_file(self, entry: Entry, dst: str) -> None:
-        """Small files are copied; a large file gains a reference and a link file, and no data moves."""
-        if entry.storage == "large" and not self.objects.add_ref(entry.content_hash):
-            raise NotFoundError(f"content of {entry.path} is no longer stored", code="content-gone")
-        try:
-            self.ns.copy_file(entry.path, dst)
-        except BaseException:
-            if entry.storage == "large":
-                self.objects.drop_ref(entry.content_hash)
-            raise
+        """Small files are copied; a large file gets a link file, and no data moves."""
+        self._require_content(entry)
+        self.ns.copy_file(entry.path, dst)
 
     def _copy_tree(self, src: str, dst: str) -> None:
         self.ns.mkdir(dst)

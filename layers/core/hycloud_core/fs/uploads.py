@@ -125,8 +125,7 @@ class Uploads:
         self._complete(content_hash, pending)
         self.objects.create(content_hash, pending["size"])
         self.records.delete_upload(self.user, content_hash)
-        if not self._stored(content_hash):  # lost a race with the deletion of a twin: upload again
-            self.objects.drop_ref(content_hash)
+        if not self._stored(content_hash):  # completed while a twin was being reclaimed: upload again
             raise ConflictError("content was removed concurrently; upload again", code="upload-required")
         return pending["size"]
 
@@ -217,8 +216,7 @@ class Uploads:
         )
         if not isinstance(proof, str) or not hmac.compare_digest(proof, expected):
             raise BadRequestError("proof of possession does not match the content", code="bad-proof")
-        if not self.objects.add_ref(content_hash):
-            raise ConflictError("content was removed concurrently; upload again", code="upload-required")
+        self.objects.require(content_hash)
         return pending["size"]
 
     def _read_range(self, content_hash: str, offset: int, length: int) -> bytes:

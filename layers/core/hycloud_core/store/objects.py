@@ -1,14 +1,13 @@
-"""Large-file objects: content-addressed, immutable S3 keys with a reference count in DynamoDB.
+"""Large-file objects: content-addressed, immutable S3 keys, reclaimed only by the collector.
 
-Life of an object record (`OBJ#<hash>`): `live` with refs ≥ 1 → refs reaches 0 → `deleting`
-(conditional, so it happens once) → S3 object deleted → record deleted. A commit that wants to
-share existing content increments refs only while the record is `live` (or `retained`); if it
-finds the object `deleting` or gone it must upload the content again. So a delete racing a
-commit of the same content can never remove bytes that a new reference points to.
+No operation deletes content. Linking content at a path *touches* its record (`touched`, and
+`gen` + 1), conditioned on the record being `live`; the collector (store/collector.py) removes
+an object only when a full mark of every link left it unmarked, it was not touched within the
+grace period, and its `gen` is still the one the collector read. A race can therefore delay
+reclamation but never remove content a link points to.
 
-A version superseded by an overwrite is not deleted at once but `retained` until `expires`, so
-a client holding it can still get a version-aware delta against it; the upkeep function purges
-expired ones. Explicit deletes remove content at once.
+Record `OBJ#<hash>`: state (`live` | `deleting`), size, s3_key, created, touched, gen, and
+`keep_until` for a version superseded by an overwrite, kept for version-aware deltas.
 """
 
 from __future__ import annotations
@@ -17,7 +16,14 @@ import time
 from typing import Any
 
 from ..content import object_key
+from ..errors import ConflictError
 from .records import _plain
+
+
+class ContentGone(ConflictError):
+    """The content is being reclaimed (or was never stored): upload it again."""
+
+    code = "upload-required"
 
 
 class Objects:
@@ -34,84 +40,84 @@ class Objects:
         return _plain(item) if item else None
 
     def is_stored(self, content_hash: str) -> bool:
-        """True when the content is in S3 and may be referenced again (live or retained)."""
         item = self.get(content_hash)
-        return bool(item and item.get("state") in ("live", "retained"))
+        return bool(item and item.get("state") == "live")
 
-    def add_ref(self, content_hash: str) -> bool:
-        """Take one more reference to stored content; False when it is absent or being deleted."""
+    def touch(self, content_hash: str) -> bool:
+        """Mark the content as just linked; False when it is absent or being reclaimed."""
         try:
             self.table.update_item(
                 Key=self._key(content_hash),
-                UpdateExpression="SET refs = refs + :one, #s = :live REMOVE expires",
-                ConditionExpression="#s IN (:live, :retained)",
+                UpdateExpression="SET touched = :now, gen = if_not_exists(gen, :zero) + :one",
+                ConditionExpression="#s = :live",
                 ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues={":one": 1, ":live": "live", ":retained": "retained"},
+                ExpressionAttributeValues={":now": int(time.time()), ":zero": 0, ":one": 1, ":live": "live"},
             )
             return True
         except self._failed:
             return False
 
+    def require(self, content_hash: str) -> None:
+        """Touch, or raise ContentGone."""
+        if not self.touch(content_hash):
+            raise ContentGone("content was removed concurrently; upload it again")
+
     def create(self, content_hash: str, size: int) -> None:
-        """Record freshly uploaded content with its first reference (or share it if a twin won the race)."""
+        """Record freshly stored content (or touch it if a twin was recorded first)."""
+        now = int(time.time())
         try:
             self.table.put_item(
                 Item={
                     **self._key(content_hash),
                     "state": "live",
-                    "refs": 1,
                     "size": size,
                     "s3_key": object_key(content_hash),
-                    "created": int(time.time()),
+                    "created": now,
+                    "touched": now,
+                    "gen": 1,
                 },
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except self._failed:
-            if not self.add_ref(content_hash):
-                raise
+            self.require(content_hash)
 
-    def drop_ref(self, content_hash: str, retain_s: int = 0) -> bool:
-        """Release one reference. With the last, delete the content, or with `retain_s` keep it that
-        long as an old version. True when the content was removed."""
-        result = self.table.update_item(
-            Key=self._key(content_hash),
-            UpdateExpression="SET refs = refs - :one",
-            ConditionExpression="refs > :zero",
-            ExpressionAttributeValues={":one": 1, ":zero": 0},
-            ReturnValues="UPDATED_NEW",
-        )
-        if int(result["Attributes"]["refs"]) > 0:
-            return False
-        if retain_s > 0:
-            try:
-                self.table.update_item(
-                    Key=self._key(content_hash),
-                    UpdateExpression="SET #s = :retained, expires = :expires",
-                    ConditionExpression="refs = :zero AND #s = :live",
-                    ExpressionAttributeNames={"#s": "state"},
-                    ExpressionAttributeValues={
-                        ":zero": 0,
-                        ":live": "live",
-                        ":retained": "retained",
-                        ":expires": int(time.time()) + retain_s,
-                    },
-                )
-            except self._failed:
-                pass
-            return False
-        return self._delete(content_hash, "live")
+    def retain(self, content_hash: str, seconds: int) -> None:
+        """Keep a superseded version at least `seconds` more, whatever the links say."""
+        if seconds <= 0:
+            return
+        until = int(time.time()) + seconds
+        try:
+            self.table.update_item(
+                Key=self._key(content_hash),
+                UpdateExpression="SET keep_until = :until",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(keep_until) OR keep_until < :until)",
+                ExpressionAttributeValues={":until": until},
+            )
+        except self._failed:
+            pass  # gone already, or kept longer by someone else
 
-    def _delete(self, content_hash: str, from_state: str) -> bool:
+    def reclaim(self, content_hash: str, gen: int | None, now: float) -> bool:
+        """Delete content the collector proved unlinked, if nothing touched it since it looked."""
+        gen_cond = "gen = :gen" if gen is not None else "attribute_not_exists(gen)"
+        values: dict[str, Any] = {":live": "live", ":deleting": "deleting", ":now": int(now)}
+        if gen is not None:
+            values[":gen"] = gen
         try:
             self.table.update_item(
                 Key=self._key(content_hash),
                 UpdateExpression="SET #s = :deleting",
-                ConditionExpression="refs = :zero AND #s = :from",
+                ConditionExpression=f"#s = :live AND {gen_cond} AND "
+                "(attribute_not_exists(keep_until) OR keep_until < :now)",
                 ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues={":zero": 0, ":from": from_state, ":deleting": "deleting"},
+                ExpressionAttributeValues=values,
             )
         except self._failed:
             return False
+        self.finish_reclaim(content_hash)
+        return True
+
+    def finish_reclaim(self, content_hash: str) -> None:
+        """Delete the bytes, then the record (also finishes a reclaim a crash interrupted)."""
         self.s3.delete_object(Bucket=self.bucket, Key=object_key(content_hash))
         self.table.delete_item(
             Key=self._key(content_hash),
@@ -119,25 +125,3 @@ class Objects:
             ExpressionAttributeNames={"#s": "state"},
             ExpressionAttributeValues={":deleting": "deleting"},
         )
-        return True
-
-    def purge_expired(self, now: float | None = None) -> list[str]:
-        """Delete retained old versions whose window has passed (run by the upkeep function)."""
-        now = int(time.time() if now is None else now)
-        purged, kwargs = (
-            [],
-            {
-                "FilterExpression": "#s = :retained AND expires < :now",
-                "ExpressionAttributeNames": {"#s": "state"},
-                "ExpressionAttributeValues": {":retained": "retained", ":now": now},
-            },
-        )
-        while True:
-            page = self.table.scan(**kwargs)
-            for item in page["Items"]:
-                content_hash = item["pk"].removeprefix("OBJ#")
-                if self._delete(content_hash, "retained"):
-                    purged.append(content_hash)
-            if "LastEvaluatedKey" not in page:
-                return purged
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

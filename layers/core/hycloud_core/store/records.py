@@ -8,9 +8,10 @@ deployment has one thing to back up and replicate to a standby region:
 | user | `USER#<user>` | `PROFILE` | created |
 | API key | `KEY#<key id>` | `KEY` | user, secret_hash, created |
 | file in a namespace | `NS#<user>` | `F#<path>` | kind (small/large), size, sha256, mtime |
-| large-file object | `OBJ#<content hash>` | `OBJ` | state, refs, size, s3_key (see objects.py) |
+| large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
-| path lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
+| subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
+| collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
 
 A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
 prefix `F#<path>/`: moves, copies and deletes of directories rewrite that range.

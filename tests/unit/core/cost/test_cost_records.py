@@ -18,11 +18,12 @@ def env(moto_filesystems):
     return m.fs, m.s3, m.records.table
 
 
-def test_reference_counts_batches_and_skips_unknown(env, monkeypatch):
+def test_reference_counts_batches_and_skips_unknown(env, moto_filesystems, monkeypatch):
     fs, s3, table = env
     alice = fs("alice")
     hashes = [upload_large(alice, s3, BUCKET, bytes([i]) * 300, f"/f{i}") for i in range(5)]
     alice.copy("/f0", "/f0-copy")
+    moto_filesystems.collect(grace_s=3600)  # counts the file records naming each object
     monkeypatch.setattr("hycloud_core.cost.records.BATCH_GET_LIMIT", 2)
     counts = reference_counts(table, [*hashes, "0" * 64])
     assert counts == {hashes[0]: 2, **{h: 1 for h in hashes[1:]}}

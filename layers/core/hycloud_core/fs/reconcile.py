@@ -1,0 +1,99 @@
+"""Upkeep's check that file records agree with the namespace on EFS, and its repair.
+
+EFS is the source of truth; a record is an index entry written after EFS under the same lease,
+so a crash between the two leaves them apart. The check walks both; each path that differs is
+re-read under its lease and the record rewritten (or removed) from what EFS holds. Temporary
+files older than the grace period belong to no running operation and are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import NotFoundError
+from ..store.locks import path_leases
+from ..store.records import Records
+from .namespace import TMP_PREFIX, Namespace
+
+
+@dataclass
+class Reconciled:
+    records_written: list[str] = field(default_factory=list)
+    records_removed: list[str] = field(default_factory=list)
+    temporary_removed: int = 0
+
+    def merge(self, other: Reconciled) -> None:
+        self.records_written += other.records_written
+        self.records_removed += other.records_removed
+        self.temporary_removed += other.temporary_removed
+
+
+def expected_record(ns: Namespace, path: str) -> dict | None:
+    """The record attributes EFS says `path` should have (None: no file there)."""
+    try:
+        entry = ns.stat(path)
+    except NotFoundError:
+        return None
+    if entry.type == "dir":
+        return None
+    if entry.storage == "large":
+        return {"kind": "large", "size": entry.size, "content_hash": entry.content_hash}
+    return {"kind": "small", "size": entry.size, "sha256": hashlib.sha256(ns.read(path)).hexdigest()}
+
+
+def _matches(record: dict | None, expected: dict | None) -> bool:
+    if record is None or expected is None:
+        return record is None and expected is None
+    return all(record.get(k) == v for k, v in expected.items())
+
+
+def _files_on_efs(ns: Namespace, now: float, grace_s: float, out: Reconciled) -> set[str]:
+    found: set[str] = set()
+    for top, _dirs, files in os.walk(ns.root):
+        rel = os.path.relpath(top, ns.root)
+        base = "" if rel == "." else "/" + rel.replace(os.sep, "/")
+        for name in files:
+            host = os.path.join(top, name)
+            if name.startswith(TMP_PREFIX):
+                if now - os.lstat(host).st_mtime > grace_s:
+                    os.unlink(host)
+                    out.temporary_removed += 1
+                continue
+            if not os.path.islink(host):
+                found.add(f"{base}/{name}")
+    return found
+
+
+def reconcile_user(
+    records: Records, ns: Namespace, user: str, grace_s: float, now: float | None = None
+) -> Reconciled:
+    out = Reconciled()
+    on_efs = _files_on_efs(ns, time.time() if now is None else now, grace_s, out)
+    recorded = {r["sk"][2:]: r for r in records.files_under(user, "/")}
+    for path in sorted(on_efs | set(recorded)):
+        if path in recorded and path in on_efs and _matches(recorded[path], expected_record(ns, path)):
+            continue
+        with path_leases(records.table, user, [path]):
+            expected, record = expected_record(ns, path), records.get_file(user, path)
+            if _matches(record, expected):
+                continue
+            if expected is None:
+                records.delete_file(user, path)
+                out.records_removed.append(path)
+            else:
+                records.put_file(user, path, **expected)
+                out.records_written.append(path)
+    return out
+
+
+def reconcile_all(records: Records, namespaces_dir: str, grace_s: float) -> Reconciled:
+    total = Reconciled()
+    if not os.path.isdir(namespaces_dir):
+        return total
+    for user in sorted(os.listdir(namespaces_dir)):
+        if os.path.isdir(os.path.join(namespaces_dir, user)):
+            total.merge(reconcile_user(records, Namespace(namespaces_dir, user), user, grace_s))
+    return total

@@ -1,0 +1,183 @@
+"""Mark-and-sweep reclamation of large-file content (seed 003's Bloom-filter collection).
+
+Why it is safe. The collector first reads every object record (its `gen`), then marks every
+content hash that any link file on EFS, file record or pending upload names, then reclaims an
+object only if it is unmarked, was not touched within `grace_s` before the round began, is not
+kept as an old version, and still has the `gen` it read (objects.py). Every operation that makes
+a link touches the object first, and finishes within the grace period, so:
+- a link made before the round either was seen by the mark or touched the object within the grace;
+- a link made during the round touched the object after its `gen` was read, so the reclaim fails;
+- a file moved into an already-marked folder touched its object (file move); a whole folder moved
+  during the mark bumps the tree epoch, and a round that sees the epoch change reclaims nothing.
+A false positive of the Bloom filter keeps an object one more round; nothing is ever lost.
+
+It also deletes S3 objects under `objects/` that no record or pending upload names (a crash
+between storing and recording), once they are older than the grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..linkfile import LinkFile, is_link_mode
+from .bloom import BloomFilter
+from .objects import Objects
+from .records import _plain
+
+EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
+
+
+def bump_tree_epoch(table: Any) -> None:
+    """Say that a folder is moving: a collection round running now must not reclaim anything."""
+    table.update_item(Key=EPOCH_KEY, UpdateExpression="ADD epoch :one", ExpressionAttributeValues={":one": 1})
+
+
+def tree_epoch(table: Any) -> int:
+    item = table.get_item(Key=EPOCH_KEY, ConsistentRead=True).get("Item") or {}
+    return int(item.get("epoch", 0))
+
+
+@dataclass
+class Round:
+    candidates: int = 0
+    marked_links: int = 0
+    reclaimed: list[str] = field(default_factory=list)
+    orphans_deleted: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "candidates": self.candidates,
+            "marked_links": self.marked_links,
+            "reclaimed": self.reclaimed,
+            "orphans_deleted": self.orphans_deleted,
+            "skipped": self.skipped,
+        }
+
+
+class Collector:
+    def __init__(self, table: Any, objects: Objects, namespaces_dir: str, grace_s: int) -> None:
+        self.table, self.objects, self.namespaces_dir, self.grace_s = table, objects, namespaces_dir, grace_s
+
+    def run(self, now: float | None = None) -> Round:
+        start = time.time() if now is None else now
+        cutoff = start - self.grace_s
+        result = Round()
+        epoch = tree_epoch(self.table)
+        objects, named = self._read_table()
+        candidates = [o for o in objects if self._candidate(o, cutoff, start)]
+        result.candidates = len(candidates)
+        marks = BloomFilter(expected=2 * (len(objects) + len(named)) + 1000)
+        for content_hash in named:
+            marks.add(content_hash)
+        result.marked_links = self._mark_efs(marks)
+        if tree_epoch(self.table) != epoch:
+            result.skipped = "a folder moved during the mark; next round"
+            return result
+        for obj in candidates:
+            content_hash = obj["pk"].removeprefix("OBJ#")
+            if content_hash not in marks and self.objects.reclaim(content_hash, obj.get("gen"), start):
+                result.reclaimed.append(content_hash)
+        for obj in objects:  # a reclaim a crash interrupted
+            if obj.get("state") == "deleting" and obj.get("touched", 0) < cutoff:
+                self.objects.finish_reclaim(obj["pk"].removeprefix("OBJ#"))
+        result.orphans_deleted = self._delete_orphans(marks, {o["pk"] for o in objects}, cutoff)
+        self._record_link_counts(objects, named, set(result.reclaimed))
+        return result
+
+    def _record_link_counts(self, objects: list[dict], named: Counter, reclaimed: set[str]) -> None:
+        """Store how many file records name each object: what usage reports split costs by.
+        Informational only; nothing is kept or removed because of it."""
+        for obj in objects:
+            content_hash = obj["pk"].removeprefix("OBJ#")
+            count = named.get(content_hash, 0)
+            if obj.get("state") == "live" and content_hash not in reclaimed and obj.get("links") != count:
+                self._set_links(obj["pk"], count)
+
+    def _set_links(self, pk: str, count: int) -> None:
+        try:
+            self.table.update_item(
+                Key={"pk": pk, "sk": "OBJ"},
+                UpdateExpression="SET links = :n",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":n": count},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            pass  # reclaimed meanwhile
+
+    def _read_table(self) -> tuple[list[dict], Counter]:
+        """Object records (with the `gen` each had before the mark) and the hashes that file
+        records and pending uploads name, in one scan."""
+        objects, named = [], Counter()
+        for item in self._scan():
+            pk = item["pk"]
+            if pk.startswith("OBJ#"):
+                objects.append(item)
+            elif pk.startswith("NS#") and item.get("content_hash"):
+                named[item["content_hash"]] += 1
+            elif pk.startswith("UPLOAD#"):
+                named[item["sk"]] += 0  # named (kept) but not a link
+        return objects, named
+
+    @staticmethod
+    def _candidate(obj: dict, cutoff: float, now: float) -> bool:
+        return (
+            obj.get("state") == "live"
+            and obj.get("touched", obj.get("created", 0)) < cutoff
+            and obj.get("keep_until", 0) < now
+        )
+
+    # --- mark --------------------------------------------------------------------------------
+    def _mark_efs(self, marks: BloomFilter) -> int:
+        links = 0
+        for content_hash in self._linked_on_efs():
+            marks.add(content_hash)
+            links += 1
+        return links
+
+    def _linked_on_efs(self) -> Iterator[str]:
+        """Every content hash a link file names, in every namespace, retained history included."""
+        if not os.path.isdir(self.namespaces_dir):
+            return
+        for top, _dirs, files in os.walk(self.namespaces_dir):
+            for name in files:
+                host = os.path.join(top, name)
+                try:
+                    st = os.lstat(host)
+                    if not is_link_mode(st.st_mode) or stat_mod.S_ISLNK(st.st_mode):
+                        continue
+                    with open(host, "rb") as f:
+                        link = LinkFile.from_bytes(f.read())
+                except (OSError, ValueError):
+                    continue  # vanished meanwhile (its object was touched) or not a link
+                yield link.content_hash
+                yield from (h for h, _ in link.history)
+
+    def _scan(self) -> Iterator[dict]:
+        kwargs: dict[str, Any] = {"ConsistentRead": True}
+        while True:
+            page = self.table.scan(**kwargs)
+            yield from (_plain(i) for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # --- S3 objects without a record -----------------------------------------------------------
+    def _delete_orphans(self, marks: BloomFilter, recorded: set[str], cutoff: float) -> list[str]:
+        s3, bucket, deleted = self.objects.s3, self.objects.bucket, []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="objects/"):
+            for obj in page.get("Contents", []):
+                content_hash = obj["Key"].rsplit("/", 1)[-1]
+                if f"OBJ#{content_hash}" in recorded or content_hash in marks:
+                    continue
+                if obj["LastModified"].timestamp() >= cutoff or self.objects.get(content_hash):
+                    continue
+                s3.delete_object(Bucket=bucket, Key=obj["Key"])
+                deleted.append(content_hash)
+        return deleted

@@ -1,0 +1,86 @@
+"""Checks of what must hold in a deployment whatever operations ran: EFS, records and S3 agree."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+from hycloud_core import content
+
+
+def efs_files(ns_dir: Path) -> dict[str, dict]:
+    """path -> {"kind", "size", hash} of every file in a namespace on EFS, link files read."""
+    found = {}
+    for top, _dirs, files in os.walk(ns_dir):
+        for name in files:
+            if name.startswith(".hc-tmp-"):
+                continue  # a write in flight, or a crash's leftover (see temporary_files)
+            host = Path(top) / name
+            path = "/" + str(host.relative_to(ns_dir))
+            mode = host.lstat().st_mode
+            if mode & stat.S_ISVTX:
+                link = json.loads(host.read_bytes())
+                found[path] = {"kind": "large", "size": link["size"], "content_hash": link["content_hash"]}
+            else:
+                data = host.read_bytes()
+                found[path] = {"kind": "small", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return found
+
+
+def temporary_files(ns_dir: Path) -> list[str]:
+    return [name for _top, _dirs, files in os.walk(ns_dir) for name in files if name.startswith(".hc-tmp-")]
+
+
+def file_records(deployment, ns_key: str) -> dict[str, dict]:
+    ddb = deployment.client("dynamodb")
+    out, kwargs = {}, {}
+    while True:
+        page = ddb.query(
+            TableName=deployment.outputs["TableName"],
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :f)",
+            ExpressionAttributeValues={":pk": {"S": f"NS#{ns_key}"}, ":f": {"S": "F#"}},
+            ConsistentRead=True,
+            **kwargs,
+        )
+        for item in page["Items"]:
+            plain = {k: list(v.values())[0] for k, v in item.items()}
+            out[plain["sk"][2:]] = plain
+        if "LastEvaluatedKey" not in page:
+            return out
+        kwargs = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+
+def records_disagreeing(deployment, ns_key: str, ns_dir: Path) -> list[str]:
+    """Paths whose record is missing, extra, or says other than EFS."""
+    on_efs, records = efs_files(ns_dir), file_records(deployment, ns_key)
+    bad = sorted(set(on_efs) ^ set(records))
+    for path in set(on_efs) & set(records):
+        want, got = on_efs[path], records[path]
+        if any(str(got.get(k)) != str(v) for k, v in want.items()):
+            bad.append(path)
+    return bad
+
+
+def stored_objects(deployment) -> set[str]:
+    s3 = deployment.client("s3")
+    keys = set()
+    for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=deployment.outputs["BucketName"], Prefix="objects/"
+    ):
+        keys |= {o["Key"].rsplit("/", 1)[-1] for o in page.get("Contents", [])}
+    return keys
+
+
+def unreadable_links(deployment, ns_dir: Path) -> list[str]:
+    """Link files whose content is not in S3 (a lost file)."""
+    stored = stored_objects(deployment)
+    return sorted(
+        p for p, f in efs_files(ns_dir).items() if f["kind"] == "large" and f["content_hash"] not in stored
+    )
+
+
+def object_key(content_hash: str) -> str:
+    return content.object_key(content_hash)
