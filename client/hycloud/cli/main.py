@@ -276,12 +276,20 @@ INTERRUPTED = "interrupted; run the same command again to resume"
 
 
 def _fail(message: str, code: int) -> None:
-    err.print(message, highlight=False, markup=False, soft_wrap=True)
+    """One line on stderr, whatever the message holds, then exit."""
+    err.print(" ".join(message.split()), highlight=False, markup=False, soft_wrap=True)
     sys.exit(code)
 
 
 def _fail_error(e: HyCloudError) -> None:
     _fail(f"error [{e.code}]: {e.message}", exit_codes.for_error(e.code, e.status))
+
+
+def _usage_error(e: typer.TyperException) -> None:
+    if hasattr(e, "show"):
+        e.show()  # click's short usage, "Try 'hycloud -h' for help", and the error
+        sys.exit(e.exit_code)
+    _fail(f"error [bad-usage]: {e.format_message()}", e.exit_code)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -299,8 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _fail(INTERRUPTED, exit_codes.INTERRUPTED)
     except typer.TyperException as e:  # click's usage errors (typer's own copy of click)
-        e.show()
-        sys.exit(e.exit_code)
+        _usage_error(e)
     except HyCloudError as e:
         _fail_error(e)
     except BrokenPipeError:  # stdout closed early (`hycloud ls | head`): not an error to report
