@@ -17,13 +17,13 @@ from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
-from .. import admin as admin_ops
 from ..config import ClientConfig, endpoint_from_outputs
 from ..sdk import HyCloud
 from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
+from .admin import admin
 from .progress_bar import RichProgress
-from .usage import admin_usage_command, usage_command
+from .usage import usage_command
 
 app = typer.Typer(
     help="HyCloud: a filesystem on S3 + EFS.",
@@ -31,7 +31,6 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
 app.add_typer(admin, name="admin")
 out = Console()
 err = Console(stderr=True)
@@ -242,34 +241,6 @@ def cp(src: str, dst: str) -> None:
 def usage() -> None:
     """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3 and all-EFS."""
     usage_command(STATE["json"])
-
-
-def _table(table: str | None, outputs: Path | None) -> str:
-    if not table and outputs:
-        table = next(o["TableName"] for o in json.loads(outputs.read_text()).values() if "TableName" in o)
-    if not table:
-        raise HyCloudError("give --table or --outputs", code="bad-usage", status=400)
-    return table
-
-
-@admin.command("usage")
-def admin_usage(
-    table: Annotated[str | None, typer.Option(help="DynamoDB table name.")] = None,
-    outputs: Annotated[Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON.")] = None,
-) -> None:
-    """Usage and cost of the whole deployment and of each user (scans the table once)."""
-    admin_usage_command(_table(table, outputs), STATE["json"])
-
-
-@admin.command("create-user")
-def create_user(
-    user: str,
-    table: Annotated[str | None, typer.Option(help="DynamoDB table name.")] = None,
-    outputs: Annotated[Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON.")] = None,
-) -> None:
-    """Create a user and print its API key (shown once; only its hash is stored)."""
-    token = admin_ops.create_user(_table(table, outputs), user)
-    _emit({"user": user, "api_key": token}, token)
 
 
 INTERRUPTED = "interrupted; run the same command again to resume"
