@@ -21,7 +21,6 @@ from ..content import object_key
 from ..errors import ConflictError
 from .records import _plain
 
-
 LIVE = ("live", "retained")  # "retained": a record from before the collector, read as live
 
 
