@@ -33,6 +33,10 @@ BY_CODE = {
     "delta-mismatch": CORRUPT,
     "stored-mismatch": CORRUPT,
     "outcome-unknown": OUTCOME_UNKNOWN,
+    # a job's failure carries no HTTP status: the conflicts it reports exit as conflicts
+    "version-mismatch": CONFLICT,
+    "base-unknown": CONFLICT,
+    "busy": CONFLICT,
 }
 
 
