@@ -145,9 +145,9 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None) -> dict
         delay = min(delay * 1.5, 2.0)
         status = http.json("GET", "/v1/relay", params={"path": path, "wait": 10})
     if status["state"] != "ready":
-        raise HyCloudError(
-            f"relay of {path} failed: {status.get('error', status['state'])}", code="relay-failed"
-        )
+        error = status.get("error") or {}
+        reason = error.get("message", status["state"]) if isinstance(error, dict) else error
+        raise HyCloudError(f"relay of {path} failed: {reason}", code="relay-failed")
     progress.advance(status["size"])
     return status
 
