@@ -111,12 +111,20 @@ class PartUrls(BaseModel):
     urls: dict[str, str]
 
 
+class JobError(BaseModel):
+    """How a job failed: a stable code and a fixed message, never the task's cause."""
+
+    code: str
+    message: str
+
+
 class RelayStatus(BaseModel):
     path: str
     size: int
     content_hash: str
     state: Literal["ready", "running", "absent", "failed"]
-    error: str = absent()
+    job: str = absent()
+    error: JobError = absent()
 
 
 class Job(BaseModel):
@@ -124,8 +132,7 @@ class Job(BaseModel):
     job: str = absent()
     content_hash: str = absent()
     result: dict[str, Any] = absent()
-    error: str = absent()
-    cause: str = absent()
+    error: JobError = absent()
 
 
 class Usage(BaseModel):
@@ -137,10 +144,13 @@ class Usage(BaseModel):
     prices: dict[str, Any]
 
 
-def replies(status: int, model: type[BaseModel] | None, *errors: int, content: dict | None = None) -> dict:
-    """The `responses=` of a route: its answer, then 400/401/403 and the given error statuses."""
+def replies(
+    status: int | tuple[int, ...], model: type[BaseModel] | None, *errors: int, content: dict | None = None
+) -> dict:
+    """The `responses=` of a route: its answer(s), then 400/401/403 and the given error statuses."""
     answer = content or {JSON: {"model": model}}
-    out: dict[int, dict] = {status: {"description": "OK", "content": answer}}
+    statuses = status if isinstance(status, tuple) else (status,)
+    out: dict[int, dict] = {code: {"description": "OK", "content": answer} for code in statuses}
     for code in sorted({400, 401, 403, *errors}):
         out[code] = {"description": ERROR_TEXT[code], "content": {JSON: {"model": ErrorBody}}}
     return out

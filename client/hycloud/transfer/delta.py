@@ -43,8 +43,9 @@ def wait_job(http: Http, job: str) -> dict:
         if status["state"] == "ready":
             return status["result"]
         if status["state"] == "failed":
+            error = status.get("error") or {}
             raise HyCloudError(
-                f"delta job failed: {status.get('error')}: {status.get('cause', '')}", code="delta-job-failed"
+                f"delta job failed: {error.get('message')} [{error.get('code')}]", code="delta-job-failed"
             )
         if time.monotonic() > deadline:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
