@@ -138,6 +138,7 @@ class Job(BaseModel):
 class Usage(BaseModel):
     user: str
     source: Literal["walk", "records"]
+    quota: dict[str, Any] = absent()
     usage: dict[str, Any]
     shared: dict[str, Any]
     costs: dict[str, Any]

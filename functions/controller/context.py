@@ -19,11 +19,12 @@ from botocore.config import Config
 
 from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
-from hycloud_core.errors import BadRequestError, ForbiddenError
+from hycloud_core.errors import BadRequestError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.operations import ABSENT
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
+from hycloud_core.store.users import Users
 
 CONFIG = InstanceConfig()
 
@@ -52,19 +53,25 @@ def sfn():
 
 
 def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
-    """Resolve the API key to a user before any route runs; refuse the request otherwise."""
+    """Resolve the API key to a user before any route runs; refuse the request otherwise.
+
+    The key's user must still exist with the id the key was made for and be enabled, and a
+    read-only key may not change files; routes see the user's internal id, never its name.
+    """
     headers = app.current_event.headers or {}
-    token = headers.get("authorization") or headers.get("x-api-key")
-    key_id, secret = auth.parse_token(token)
-    item = records().get_key(key_id)
-    if not item or not auth.secret_matches(secret, item["secret_hash"]):
-        raise ForbiddenError("API key not recognised", code="invalid-key")
-    app.append_context(user=item["user"])
+    identity = Users(records().table).identify(headers.get("authorization") or headers.get("x-api-key"))
+    auth.check_access(identity, app.current_event.http_method, app.current_event.path)
+    app.append_context(user=identity.user_id, user_name=identity.name)
     return next_middleware(app)
 
 
 def user(app: APIGatewayRestResolver) -> str:
+    """The caller's internal id: what its namespace and records are keyed by."""
     return app.context["user"]
+
+
+def user_name(app: APIGatewayRestResolver) -> str:
+    return app.context["user_name"]
 
 
 def namespace(app: APIGatewayRestResolver) -> Namespace:

@@ -15,7 +15,7 @@ MiB = 1024 * 1024
 
 
 def cache_file(deployment, user, path):
-    return deployment.efs_root() / "cache" / paths.cache_name(user.name, path)
+    return deployment.efs_root() / "cache" / paths.cache_name(user.id, path)
 
 
 def test_relay_download_is_identical_and_second_is_a_cache_hit(deployment, alice, tmp_path):
@@ -70,7 +70,7 @@ def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_pat
     out = tmp_path / "evict.out"
     alice.sdk().get("/evict.bin", out, progress=EvictWhileReading(), via="relay")
     assert out.read_bytes() == data
-    assert evictions and paths.cache_name(alice.name, "/evict.bin") not in evictions[0]["evicted"]
+    assert evictions and paths.cache_name(alice.id, "/evict.bin") not in evictions[0]["evicted"]
 
     # once idle beyond the in-use window, the same entry is evicted (shown with a budget of 0 and an old mtime)
     cached = cache_file(deployment, alice, "/evict.bin")

@@ -7,7 +7,7 @@ from typing import Annotated
 from answers import Entry, Whoami, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, user
+from context import CONFIG, namespace, ok, user_name
 from models import UserPath
 
 from hycloud_core import content
@@ -24,7 +24,7 @@ def stat(path: Annotated[UserPath, Query()]):
 def whoami():
     return ok(
         {
-            "user": user(router),
+            "user": user_name(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,

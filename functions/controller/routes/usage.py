@@ -8,11 +8,12 @@ from typing import Annotated, Literal
 from answers import Usage, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok, records, user
+from context import namespace, ok, records, user, user_name
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
+from hycloud_core.store.quotas import Quota
 
 router = APIGatewayRouter()
 
@@ -37,8 +38,9 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
     table = prices()
     return ok(
         {
-            "user": name,
+            "user": user_name(router),
             "source": source,
+            "quota": Quota(records(), name).report(),
             "usage": measured.to_dict(),
             "shared": {
                 **shared.to_dict(),
