@@ -112,6 +112,8 @@ class PartUrls(BaseModel):
 
 
 class JobError(BaseModel):
+    """How a job failed: a stable code and a fixed message, never the task's cause."""
+
     code: str
     message: str
 
@@ -143,10 +145,13 @@ class Usage(BaseModel):
     prices: dict[str, Any]
 
 
-def replies(status: int, model: type[BaseModel] | None, *errors: int, content: dict | None = None) -> dict:
-    """The `responses=` of a route: its answer, then 400/401/403 and the given error statuses."""
+def replies(
+    status: int | tuple[int, ...], model: type[BaseModel] | None, *errors: int, content: dict | None = None
+) -> dict:
+    """The `responses=` of a route: its answer(s), then 400/401/403 and the given error statuses."""
     answer = content or {JSON: {"model": model}}
-    out: dict[int, dict] = {status: {"description": "OK", "content": answer}}
+    statuses = status if isinstance(status, tuple) else (status,)
+    out: dict[int, dict] = {code: {"description": "OK", "content": answer} for code in statuses}
     for code in sorted({400, 401, 403, *errors}):
         out[code] = {"description": ERROR_TEXT[code], "content": {JSON: {"model": ErrorBody}}}
     return out

@@ -65,7 +65,7 @@ ContentHash = Annotated[
 JobId = Annotated[
     str,
     AfterValidator(_checked(jobs.checked_job_id)),
-    WithJsonSchema({"type": "string", "pattern": "^(dl|ul|relay)-[0-9a-f]{40}-[1-9][0-9]{0,8}$"}),
+    WithJsonSchema({"type": "string", "pattern": jobs.JOB_ID_PATTERN}),
 ]
 Offset = Annotated[int, Ge(0), Le(MAX_OFFSET)]
 Length = Annotated[int, Ge(1), Le(MAX_PIECE)]

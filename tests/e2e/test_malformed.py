@@ -109,7 +109,7 @@ def test_malformed_bodies_are_a_400(alice, body):
         ("GET", "/v1/relay", "path=/f&wait=-1"),
         ("GET", "/v1/relay/data", "path=/f&offset=99999999999999999999999999&length=1"),
         ("GET", "/v1/relay/data", "path=/f&offset=0&length=99999999999999999999999999"),
-        ("GET", "/v1/delta/data", "id=dl-" + "a" * 40 + "&offset=99999999999999999999999999&length=1"),
+        ("GET", "/v1/delta/data", "id=dl-" + "a" * 40 + "-1&offset=99999999999999999999999999&length=1"),
         ("GET", "/v1/delta/jobs", "id=%00&wait=0"),
         ("GET", "/v1/usage", "source=%00"),
     ],

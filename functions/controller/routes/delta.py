@@ -79,7 +79,7 @@ def _readable_base(path: str, base: str) -> bool:
     return base in filesystem(router).readable_versions(path) and objects().is_stored(base)
 
 
-@router.post("/v1/delta/download", responses=replies(202, Job, 404, 409))
+@router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
 def download_by_version(body: Annotated[DeltaByVersion, Body()]):
     path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)

@@ -21,6 +21,7 @@ from .errors import BadRequestError
 KINDS = ("dl", "ul", "relay")
 _KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
 _JOB = re.compile(r"^((?:dl|ul|relay)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
+JOB_ID_PATTERN = _JOB.pattern  # what the API document says a job id looks like
 
 
 def job_key(kind: str, *parts: str | bytes) -> str:

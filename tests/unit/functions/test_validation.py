@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.functions.test_controller import cloud  # noqa: F401 (the fixture)
+from tests.unit.functions.test_controller import cloud, ns  # noqa: F401 (cloud: the fixture)
 
 
 @pytest.mark.parametrize(
@@ -25,21 +25,21 @@ def test_lone_surrogates_and_huge_numbers_in_parameters_are_a_400(cloud, route, 
 
 @pytest.mark.parametrize("body", [b"\xff\xfe\x00", b"[" * 100_000, b'{"path": ' + b"{" * 100_000])
 def test_undecodable_or_deep_bodies_are_a_400(cloud, body):  # noqa: F811
-    call, efs, _ = cloud
+    call, efs, table = cloud
     status, answer, _ = call("alice", "POST", "/v1/dirs", body=body)
     assert status == 400 and answer["error"]["code"] == "bad-body"
-    assert not (efs / "ns" / "alice").exists() or not any((efs / "ns" / "alice").iterdir())
+    home = ns(efs, table, "alice")
+    assert not home.exists() or not any(home.iterdir())
 
 
 def test_a_replayed_mkdir_answers_the_first_time_without_running(cloud):  # noqa: F811
     call, efs, table = cloud
     key = {"Idempotency-Key": "k-1"}
     first = call("alice", "POST", "/v1/dirs", body={"path": "/d"}, headers=dict(key))
-    (made,) = (efs / "ns").glob("*/d")  # alice's namespace folder is named by her user id
-    made.rmdir()
+    (ns(efs, table, "alice") / "d").rmdir()
     again = call("alice", "POST", "/v1/dirs", body={"path": "/d"}, headers=dict(key))
     assert first[:2] == again[:2] and first[0] == 201 and again[2]["idempotent-replayed"] == "true"
-    assert not made.exists()
+    assert not (ns(efs, table, "alice") / "d").exists()
     items = table.query(KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": "IDEM"})["Items"]
     assert [i["status"] for i in items] == ["COMPLETED"] and items[0]["sk"].startswith("controller#")
     other = call("alice", "POST", "/v1/dirs", body={"path": "/e"}, headers=dict(key))
