@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import Response
+from typing import Annotated
+
+from answers import Entry, replies
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import expected_version, filesystem, json_body, ok
+from context import expected_version, filesystem, ok
+from models import PathPair
 
 router = APIGatewayRouter()
 
 
-@router.post("/v1/move")
-def move() -> Response:
-    body = json_body(router, src=str, dst=str)
-    return ok(filesystem(router).move(body["src"], body["dst"], expect=expected_version(router)).to_dict())
+@router.post("/v1/move", responses=replies(200, Entry, 404, 409))
+def move(body: Annotated[PathPair, Body()]):
+    return ok(filesystem(router).move(body.src, body.dst, expect=expected_version(router)).to_dict())
 
 
-@router.post("/v1/copy")
-def copy() -> Response:
-    body = json_body(router, src=str, dst=str)
-    return ok(
-        filesystem(router).copy(body["src"], body["dst"], expect=expected_version(router)).to_dict(), 201
-    )
+@router.post("/v1/copy", responses=replies(201, Entry, 404, 409))
+def copy(body: Annotated[PathPair, Body()]):
+    return ok(filesystem(router).copy(body.src, body.dst, expect=expected_version(router)).to_dict(), 201)

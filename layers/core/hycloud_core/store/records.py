@@ -11,6 +11,7 @@ deployment has one thing to back up and replicate to a standby region:
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
+| answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
 `<user>` in `NS#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).
 A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
@@ -38,6 +39,17 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict]:
+    """Every item a key condition matches, page after page, as plain values."""
+    items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+    while True:
+        page = table.query(**kwargs)
+        items += [_plain(i) for i in page["Items"]]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 class Records:
     def __init__(self, table_name: str, resource: Any | None = None) -> None:
         self.table = (resource or boto3.resource("dynamodb")).Table(table_name)
@@ -54,13 +66,7 @@ class Records:
         self.table.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
 
     def _query(self, cond) -> list[dict]:
-        items, kwargs = [], {"KeyConditionExpression": cond}
-        while True:
-            page = self.table.query(**kwargs)
-            items += [_plain(i) for i in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return query_all(self.table, cond)
 
     def files_under(self, user: str, path: str) -> list[dict]:
         """Records of `path` itself and of everything below it."""

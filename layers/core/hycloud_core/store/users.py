@@ -23,7 +23,7 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from .. import auth
 from ..errors import ConflictError, ForbiddenError, NotFoundError
-from .records import _plain
+from .records import _plain, query_all
 
 
 def user_id(profile: dict) -> str:
@@ -82,13 +82,7 @@ class Users:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _query(self, cond) -> list[dict]:
-        items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": True}
-        while True:
-            page = self.table.query(**kwargs)
-            items += [_plain(i) for i in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return query_all(self.table, cond, consistent=True)
 
     # --- authentication --------------------------------------------------------------------------
     def identify(self, token: str | None, now: float | None = None) -> auth.Identity:
