@@ -142,7 +142,7 @@ def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice
 
     with pytest.raises(HyCloudError) as err:
         wait_job(sdk.http, job)
-    assert err.value.code == "delta-job-failed"
+    assert err.value.code == "delta-invalid"  # the job's own code, not a generic one
     assert link(deployment, alice, "/fail.bin") == before
     assert deployment.object_record(content.hash_bytes(v2)) is None  # nothing stored for the failed version
     assert sorted(

@@ -116,8 +116,8 @@ def test_delta_upload_against_anothers_content_learns_nothing(deployment, victim
     text = json.dumps(seen)
     assert str(len(secret)) not in text and "Traceback" not in text
     assert stored_paths(deployment, thief) == before  # nothing linked, nothing replaced
-    assert not (deployment.efs_root() / "ns" / thief.name / "loot.bin").exists()
-    link = json.loads((deployment.efs_root() / "ns" / thief.name / "mine.bin").read_bytes())
+    assert not (thief.ns_dir() / "loot.bin").exists()
+    link = json.loads((thief.ns_dir() / "mine.bin").read_bytes())
     assert link["content_hash"] != content.hash_bytes(secret)
 
 

@@ -62,7 +62,7 @@ def wait(user, job: str) -> dict:
 
 
 def current_hash(deployment, user, path: str) -> str:
-    link = deployment.efs_root() / "ns" / user.name / path.lstrip("/")
+    link = user.ns_dir() / path.lstrip("/")
     return json.loads(link.read_bytes())["content_hash"]
 
 
