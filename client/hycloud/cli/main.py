@@ -215,7 +215,13 @@ def mv(src: str, dst: str) -> None:
 
 
 @app.command()
-def cp(src: str, dst: str) -> None:
+def cp(
+    src: str,
+    dst: str,
+    recursive: Annotated[
+        bool, typer.Option("-r", "--recursive", help="Accepted; folders are always copied whole.")
+    ] = False,
+) -> None:
     """Copy a file or directory (large files are shared, not copied)."""
     entry = _client().cp(src, dst)
     _emit(entry, f"copied {src} -> {entry['path']}")
