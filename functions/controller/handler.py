@@ -6,14 +6,14 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from context import authenticate
-from routes import delta, dirs, files, meta, ops, relay, uploads, usage
+from routes import delta, dirs, files, meta, ops, relay, tree_jobs, uploads, usage
 
 from hycloud_core.errors import HyCloudError
 
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver()
 app.use(middlewares=[authenticate])
-for module in (files, dirs, meta, ops, relay, uploads, usage, delta):
+for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs):
     app.include_router(module.router)
 
 

@@ -7,6 +7,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem, flag, json_body, namespace, ok, query
 
 from hycloud_core.errors import BadRequestError
+from routes import tree_jobs
 
 router = APIGatewayRouter()
 MAX_PAGE = 1000
@@ -36,5 +37,6 @@ def listdir() -> Response:
 @router.delete("/v1/dirs")
 def rmdir() -> Response:
     path = query(router, "path")
-    removed = filesystem(router).rmdir(path, recursive=flag(router, "recursive"))
-    return ok({"removed": path, "files": removed})
+    if flag(router, "recursive"):
+        return tree_jobs.remove(router, path)
+    return ok({"removed": path, "files": filesystem(router).rmdir(path)})

@@ -1,10 +1,12 @@
-"""Move and copy of files and whole directories."""
+"""Move and copy of files and whole directories (large trees as jobs: tree_jobs.py)."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import expected_version, filesystem, json_body, ok
+from context import expected_version, json_body
+
+from routes import tree_jobs
 
 router = APIGatewayRouter()
 
@@ -12,12 +14,10 @@ router = APIGatewayRouter()
 @router.post("/v1/move")
 def move() -> Response:
     body = json_body(router, src=str, dst=str)
-    return ok(filesystem(router).move(body["src"], body["dst"], expect=expected_version(router)).to_dict())
+    return tree_jobs.move(router, body["src"], body["dst"], expected_version(router))
 
 
 @router.post("/v1/copy")
 def copy() -> Response:
     body = json_body(router, src=str, dst=str)
-    return ok(
-        filesystem(router).copy(body["src"], body["dst"], expect=expected_version(router)).to_dict(), 201
-    )
+    return tree_jobs.copy(router, body["src"], body["dst"], expected_version(router))
