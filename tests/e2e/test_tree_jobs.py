@@ -7,16 +7,19 @@ the client said `error [busy]` and exited 6 while the copy went on; `rm -r` left
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from hycloud_core.store.tree_jobs import job_id
 from tests.e2e.conftest import HYCLOUD, _make_user
-from tests.e2e.invariants import efs_files, records_disagreeing, temporary_files
+from tests.e2e.invariants import efs_files, file_records, records_disagreeing, temporary_files
 
 pytestmark = [pytest.mark.e2e]
 SEED_FILES = 100
@@ -107,6 +110,197 @@ def _same_files(got: dict[str, dict], want: dict[str, dict]) -> list[str]:
     return bad
 
 
+def _status(api, id: str, wait: float = 0) -> dict:
+    r = api.call("GET", "/v1/tree-jobs", params={"id": id, "wait": wait})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _wait_for(api, id: str, done: Callable[[dict], bool], timeout: float = 180) -> dict:
+    """Poll until `done(status)`; a job a CLI is about to start may not exist yet (404)."""
+    deadline, status = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        r = api.call("GET", "/v1/tree-jobs", params={"id": id, "wait": 1})
+        if r.status_code == 404:
+            time.sleep(0.2)
+            continue
+        assert r.status_code == 200, r.text
+        if done(status := r.json()):
+            return status
+    raise AssertionError(f"job {id} never got there: {status}")
+
+
+def _no_trace(body: str) -> None:
+    assert "Traceback" not in body and 'File "' not in body, body
+
+
+def _efs_and_records_agree(user) -> None:
+    assert records_disagreeing(user.deployment, user.ns_key, user.ns_dir()) == []
+    assert temporary_files(user.ns_dir()) == []
+    assert _leases(user) == []
+
+
+@pytest.fixture(scope="class")
+def small_jobs(deployment):
+    """Trees over 20 entries run as jobs, 20 entries a step: small trees exercise every path."""
+    lam, out = deployment.client("lambda"), deployment.outputs
+    changes = {
+        out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
+        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "20"},
+    }
+    before = {
+        fn: lam.get_function_configuration(FunctionName=fn)["Environment"]["Variables"] for fn in changes
+    }
+    _configure(lam, {fn: {**before[fn], **extra} for fn, extra in changes.items()})
+    yield
+    _configure(lam, before)
+
+
+def _configure(lam, variables: dict[str, dict]) -> None:
+    for fn, env in variables.items():
+        lam.update_function_configuration(FunctionName=fn, Environment={"Variables": env})
+        lam.get_waiter("function_updated_v2").wait(FunctionName=fn)
+
+
+@pytest.mark.usefixtures("small_jobs")
+class TestSmallTreesAsJobs:
+    def test_a_stopped_job_resumes_when_the_same_operation_is_resubmitted(self, owner, seed):
+        api, sfn = owner.api(), owner.deployment.client("stepfunctions")
+        r = api.call("POST", "/v1/copy", json={"src": "/seed", "dst": "/s1"})
+        assert r.status_code == 202, r.text
+        job = r.json()
+        assert (job["state"], job["total"], job["done"]) == ("running", SEED_FILES + 1, 0)
+        _wait_for(api, job["job"], lambda s: s["done"] >= 10)
+        machine = owner.deployment.outputs["TreeJobStateMachineArn"]
+        running = sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
+        (execution,) = [e for e in running if e["name"].startswith(job["job"])]
+        sfn.stop_execution(executionArn=execution["executionArn"])
+        stopped = _wait_for(api, job["job"], lambda s: s["state"] != "running", timeout=30)
+        assert stopped["state"] == "stopped" and stopped["error"]["code"] == "job-stopped", stopped
+        assert 0 < stopped["done"] < stopped["total"]
+        assert 0 < len(_tree(owner, "/s1")) < SEED_FILES + 1
+        again = api.call("POST", "/v1/copy", json={"src": "/seed", "dst": "/s1"})
+        assert again.status_code == 202 and again.json()["job"] == job["job"], again.text
+        assert again.json()["attempt"] == 2
+        end = _wait_for(api, job["job"], lambda s: s["state"] != "running")
+        assert (end["state"], end["done"]) == ("succeeded", SEED_FILES + 1), end
+        assert _same_files(_tree(owner, "/s1"), _expected_seed_tree(seed)) == []
+        _efs_and_records_agree(owner)
+
+    def test_a_failed_job_says_where_it_stopped_and_the_same_command_resumes_it(self, owner, seed):
+        api, ddb = owner.api(), owner.deployment.client("dynamodb")
+        cli = _start_cli(owner, "cp", "-r", "/seed", "/s2")
+        id = job_id("copy", "/seed", "/s2")
+        _wait_for(api, id, lambda s: s["done"] >= 10)
+        intruder = {"pk": {"S": f"LOCK#{owner.ns_key}"}, "sk": {"S": "/s2"}}
+        ddb.put_item(  # as if the job had lost its lease to another operation
+            TableName=owner.deployment.outputs["TableName"],
+            Item={**intruder, "owner": {"S": "intruder"}, "expires": {"N": str(int(time.time()) + 600)}},
+        )
+        out, err = cli.communicate(timeout=180)
+        failed = _status(api, id)
+        assert cli.returncode == 6, out + err
+        assert failed["state"] == "failed" and failed["error"]["code"] == "busy", failed
+        assert f"stopped after {failed['done']} of {SEED_FILES + 1} files" in err, err
+        assert "run the same command to resume" in err
+        _no_trace(err + json.dumps(failed))
+        assert len(_tree(owner, "/s2")) == failed["done"]  # exactly what the client was told
+        ddb.delete_item(TableName=owner.deployment.outputs["TableName"], Key=intruder)
+        result = _cli(owner, "cp", "-r", "/seed", "/s2")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _same_files(_tree(owner, "/s2"), _expected_seed_tree(seed)) == []
+        assert _status(api, id)["attempt"] == 2
+        _efs_and_records_agree(owner)
+
+    def test_writes_into_trees_a_job_holds_wait_or_get_busy_and_never_land_half_inside(self, owner, seed):
+        api = owner.api()
+        r = api.call("POST", "/v1/copy", json={"src": "/seed", "dst": "/s3"})
+        assert r.status_code == 202, r.text
+        id, acked, statuses = r.json()["job"], {}, []
+        lock = threading.Lock()
+
+        def writer(w: int) -> None:
+            session, i = owner.api(), 0
+            while _status(session, id)["state"] == "running":
+                for top in ("/seed", "/s3"):
+                    path, data = f"{top}/new-{w}-{i}", f"written by {w} #{i}".encode()
+                    got = session.call("PUT", "/v1/files", params={"path": path}, data=data)
+                    with lock:
+                        statuses.append(got.status_code)
+                        if got.status_code == 201:
+                            acked[path] = hashlib.sha256(data).hexdigest()
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert _status(api, id)["state"] == "succeeded"
+        assert statuses and set(statuses) <= {201, 409}, statuses
+        copied = _tree(owner, "/s3")
+        landed = {f"/s3/{p}": f["sha256"] for p, f in copied.items() if p.startswith("new-")}
+        assert landed == {p: h for p, h in acked.items() if p.startswith("/s3/")}
+        assert (
+            _same_files(
+                {p: f for p, f in copied.items() if not p.startswith("new-")}, _expected_seed_tree(seed)
+            )
+            == []
+        )
+        for path in [p for p in acked if p.startswith("/seed/")]:
+            assert api.call("DELETE", "/v1/files", params={"path": path}).status_code == 200
+        _efs_and_records_agree(owner)
+
+    def test_mv_and_rm_r_of_trees_run_as_jobs_through_the_cli(self, owner, seed):
+        table = owner.deployment.outputs["TableName"]
+        epoch_key = {"pk": {"S": "GC#STATE"}, "sk": {"S": "TREE"}}
+        ddb = owner.deployment.client("dynamodb")
+
+        def epoch() -> int:
+            item = ddb.get_item(TableName=table, Key=epoch_key, ConsistentRead=True).get("Item", {})
+            return int(item.get("epoch", {"N": "0"})["N"])
+
+        assert _cli(owner, "cp", "-r", "/seed", "/s4").returncode == 0
+        before = epoch()
+        moved = _cli(owner, "--progress", "mv", "/s4", "/m4")
+        assert moved.returncode == 0, moved.stdout + moved.stderr
+        assert f"{SEED_FILES + 1}/{SEED_FILES + 1} files" in moved.stderr
+        assert epoch() > before  # the collector was told a folder moved
+        assert _tree(owner, "/s4") == {} and _same_files(_tree(owner, "/m4"), _expected_seed_tree(seed)) == []
+        _efs_and_records_agree(owner)
+        removed = _cli(owner, "rm", "-r", "/m4")
+        assert removed.returncode == 0 and f"({SEED_FILES + 1} files)" in removed.stdout, removed.stderr
+        for top in ("/s1", "/s2", "/s3"):
+            assert _cli(owner, "rmdir", "-r", top).returncode == 0
+        assert not any((owner.ns_dir() / name).exists() for name in ("m4", "s1", "s2", "s3"))
+        assert not [p for p in file_records(owner.deployment, owner.ns_key) if not p.startswith("/seed/")]
+        _efs_and_records_agree(owner)
+
+
+def test_tree_job_status_refuses_bad_input(owner):
+    api = owner.api()
+    for params, status, code in [
+        ({}, 400, "missing-parameter"),
+        ({"id": "../x"}, 400, "bad-job"),
+        ({"id": job_id("copy", "/nothing", "/here")}, 404, "no-such-job"),
+        ({"id": job_id("copy", "/nothing", "/here"), "wait": "-1"}, 400, "bad-parameter"),
+    ]:
+        r = api.call("GET", "/v1/tree-jobs", params=params)
+        assert (r.status_code, r.json()["error"]["code"]) == (status, code), r.text
+
+
+def _start_cli(user, *args: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": user.deployment.api_url,
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+    }
+    return subprocess.Popen(
+        [HYCLOUD, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 @pytest.fixture(scope="module")
 def big_tree(owner, seed) -> dict[str, dict]:
     """/work/big: 3 x 20 copies of /seed (6,060 files), made by copies in the cloud."""
@@ -138,3 +332,19 @@ def test_cp_r_of_6000_files_is_a_job_the_cli_follows_to_the_end(owner, seed, big
     large_after = owner.deployment.object_record(seed["large"])
     assert int(large_after["gen"]) >= int(large_before["gen"]) + len(big_tree) // (SEED_FILES + 1)
     print(f"cp -r of {len(big_tree)} files: {took:.1f} s")
+
+
+@pytest.mark.slow
+def test_rm_r_of_12000_files_leaves_no_file_record_or_lease(owner, big_tree):
+    """/work: the 6,060 files of /work/big and (after the copy test) as many in /work/copy."""
+    on_efs = len([p for p in efs_files(owner.ns_dir()) if p.startswith("/work/")])
+    assert on_efs >= len(big_tree)
+    started = time.monotonic()
+    result = _cli(owner, "--progress", "rm", "-r", "/work")
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"removed /work ({on_efs} files)" in result.stdout
+    assert not (owner.ns_dir() / "work").exists()
+    assert not [p for p in file_records(owner.deployment, owner.ns_key) if p.startswith("/work/")]
+    _efs_and_records_agree(owner)
+    print(f"rm -r of {on_efs} files: {took:.1f} s")
