@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -212,6 +213,21 @@ class TestSmallTreesAsJobs:
         assert _status(api, id)["attempt"] == 2
         _efs_and_records_agree(owner)
 
+    def test_an_interrupted_client_says_the_job_goes_on_and_it_does(self, owner, seed):
+        api, id = owner.api(), job_id("copy", "/seed", "/s5")
+        cli = _start_cli(owner, "cp", "-r", "/seed", "/s5")
+        _wait_for(api, id, lambda s: s["done"] >= 10)
+        cli.send_signal(signal.SIGINT)
+        out, err = cli.communicate(timeout=60)
+        assert cli.returncode == 130, out + err
+        assert "the copy of /seed to /s5 goes on in the cloud" in err, err
+        assert "run the same command to follow it" in err
+        _no_trace(err)
+        end = _wait_for(api, id, lambda s: s["state"] != "running")
+        assert (
+            end["state"] == "succeeded" and _same_files(_tree(owner, "/s5"), _expected_seed_tree(seed)) == []
+        )
+
     def test_writes_into_trees_a_job_holds_wait_or_get_busy_and_never_land_half_inside(self, owner, seed):
         api = owner.api()
         r = api.call("POST", "/v1/copy", json={"src": "/seed", "dst": "/s3"})
@@ -270,9 +286,9 @@ class TestSmallTreesAsJobs:
         _efs_and_records_agree(owner)
         removed = _cli(owner, "rm", "-r", "/m4")
         assert removed.returncode == 0 and f"({SEED_FILES + 1} files)" in removed.stdout, removed.stderr
-        for top in ("/s1", "/s2", "/s3"):
+        for top in ("/s1", "/s2", "/s3", "/s5"):
             assert _cli(owner, "rmdir", "-r", top).returncode == 0
-        assert not any((owner.ns_dir() / name).exists() for name in ("m4", "s1", "s2", "s3"))
+        assert not any((owner.ns_dir() / name).exists() for name in ("m4", "s1", "s2", "s3", "s5"))
         assert not [p for p in file_records(owner.deployment, owner.ns_key) if not p.startswith("/seed/")]
         _efs_and_records_agree(owner)
 

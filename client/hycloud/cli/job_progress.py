@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..sdk.tree_jobs import TreeJobDetached
 from ..transfer import Progress as TransferProgress
+from . import exit_codes
 
 
 class FilesBar(TransferProgress):
@@ -49,12 +50,13 @@ class FilesBar(TransferProgress):
 
 @contextmanager
 def following(bar: FilesBar) -> Iterator[FilesBar]:
-    """Close the bar at the end; on Ctrl-C say that the job goes on, and how to follow it."""
+    """Close the bar at the end; on Ctrl-C say that the job goes on, and how to follow it, and
+    exit 130 (an interrupt must never look like success)."""
     try:
         yield bar
     except TreeJobDetached as detached:
         bar.close()
         bar.console.print(escape(detached.message), highlight=False)
-        raise
+        raise SystemExit(exit_codes.INTERRUPTED) from None
     finally:
         bar.close()
