@@ -4,7 +4,7 @@ PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: setup demo test unit e2e up down lint synth
+.PHONY: setup demo test fast unit e2e up down lint synth
 
 setup: .venv/.installed
 
@@ -23,6 +23,10 @@ test:
 	set +e; $(PY) -m pytest; rc=$$?; t3=$$(date +%s); \
 	echo "phases: project install $$((t1-t0)) s, local cloud install $$((t2-t1)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
 	exit $$rc
+
+fast: setup  # daily work: everything but the slow end-to-end cases (make test runs them all)
+	$(PY) infra/local/localcloud.py install
+	$(PY) -m pytest -m "not slow"
 
 unit: setup
 	$(PY) -m pytest tests/unit tests/infra

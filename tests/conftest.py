@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FUNCTION_MODULES = ("handler", "context", "routes")
+FUNCTION_MODULES = ("handler", "context", "routes", "models", "answers", "validation", "idempotency")
 PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
 
 
@@ -80,6 +80,9 @@ class LambdaContext:
     memory_limit_in_mb = 128
     invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:test"
     aws_request_id = "test"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
 
 
 @pytest.fixture

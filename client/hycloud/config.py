@@ -26,10 +26,8 @@ class ClientConfig:
 
     @classmethod
     def load(cls) -> ClientConfig:
-        data: dict = {}
         path = config_path()
-        if path.exists():
-            data = json.loads(path.read_text())
+        data = _read_json(path, "bad-config") if path.exists() else {}
         endpoint = os.environ.get("HYCLOUD_ENDPOINT") or data.get("endpoint")
         api_key = os.environ.get("HYCLOUD_API_KEY") or data.get("api_key")
         if not endpoint or not api_key:
@@ -51,10 +49,23 @@ class ClientConfig:
 
 def endpoint_from_outputs(outputs_file: Path) -> str:
     """The API URL from a `cdk deploy --outputs-file` JSON (first stack that has one)."""
-    data = json.loads(Path(outputs_file).read_text())
+    data = _read_json(Path(outputs_file), "bad-outputs")
     for outputs in data.values():
+        if not isinstance(outputs, dict):
+            continue
         if "LocalApiUrl" in outputs:
             return outputs["LocalApiUrl"]
         if "ApiUrl" in outputs:
             return outputs["ApiUrl"]
     raise HyCloudError(f"no ApiUrl output in {outputs_file}", code="bad-outputs", status=400)
+
+
+def _read_json(path: Path, code: str) -> dict:
+    """A JSON object from a file; a file that is not one is a one-line error naming it."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as err:
+        raise HyCloudError(f"{path} is not valid JSON: {err}", code=code, status=400) from None
+    if not isinstance(data, dict):
+        raise HyCloudError(f"{path} does not hold a JSON object", code=code, status=400)
+    return data

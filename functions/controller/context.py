@@ -1,10 +1,13 @@
-"""Per-request context: configuration, clients, the authenticated user and request parsing."""
+"""Per-request context: configuration, clients, the authenticated user, raw bodies and replies.
+
+Parameters and JSON bodies are not parsed here: the routes declare them (models.py) and
+Powertools validates them before a route runs.
+"""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import math
 import time
 from collections.abc import Callable
 from functools import cache
@@ -16,12 +19,12 @@ from botocore.config import Config
 
 from hycloud_core import auth
 from hycloud_core.config import InstanceConfig
-from hycloud_core.errors import BadRequestError, ForbiddenError
+from hycloud_core.errors import BadRequestError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.operations import ABSENT
-from hycloud_core.fs.relay_cache import check_range
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
+from hycloud_core.store.users import Users
 
 CONFIG = InstanceConfig()
 
@@ -50,19 +53,25 @@ def sfn():
 
 
 def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
-    """Resolve the API key to a user before any route runs; refuse the request otherwise."""
+    """Resolve the API key to a user before any route runs; refuse the request otherwise.
+
+    The key's user must still exist with the id the key was made for and be enabled, and a
+    read-only key may not change files; routes see the user's internal id, never its name.
+    """
     headers = app.current_event.headers or {}
-    token = headers.get("authorization") or headers.get("x-api-key")
-    key_id, secret = auth.parse_token(token)
-    item = records().get_key(key_id)
-    if not item or not auth.secret_matches(secret, item["secret_hash"]):
-        raise ForbiddenError("API key not recognised", code="invalid-key")
-    app.append_context(user=item["user"])
+    identity = Users(records().table).identify(headers.get("authorization") or headers.get("x-api-key"))
+    auth.check_access(identity, app.current_event.http_method, app.current_event.path)
+    app.append_context(user=identity.user_id, user_name=identity.name)
     return next_middleware(app)
 
 
 def user(app: APIGatewayRestResolver) -> str:
+    """The caller's internal id: what its namespace and records are keyed by."""
     return app.context["user"]
+
+
+def user_name(app: APIGatewayRestResolver) -> str:
+    return app.context["user_name"]
 
 
 def namespace(app: APIGatewayRestResolver) -> Namespace:
@@ -85,20 +94,6 @@ def objects() -> Objects:
     return Objects(records().table, s3(), CONFIG.bucket)
 
 
-def query(app: APIGatewayRestResolver, name: str, default: str | None = None) -> str:
-    value = app.current_event.get_query_string_value(name, default)
-    if value is None:
-        raise BadRequestError(f"query parameter '{name}' is required", code="missing-parameter")
-    return value
-
-
-def flag(app: APIGatewayRestResolver, name: str) -> bool:
-    value = query(app, name, "false").lower()
-    if value not in ("true", "false", "1", "0"):
-        raise BadRequestError(f"query parameter '{name}' must be true or false", code="bad-parameter")
-    return value in ("true", "1")
-
-
 def raw_body(app: APIGatewayRestResolver) -> bytes:
     """The request body as bytes, whether API Gateway passed it base64-encoded or as text."""
     body = app.current_event.body or ""
@@ -107,30 +102,17 @@ def raw_body(app: APIGatewayRestResolver) -> bytes:
             return base64.b64decode(body, validate=True)
         except ValueError:
             raise BadRequestError("body is not valid base64", code="bad-body") from None
-    return body.encode("utf-8")
-
-
-def json_body(app: APIGatewayRestResolver, **fields: type | tuple[type, ...]) -> dict:
-    """The request body as a JSON object whose named fields have the given types, or a 400."""
     try:
-        body = app.current_event.json_body if app.current_event.body else None
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise BadRequestError("body must be a JSON object", code="bad-body")
-    for name, kind in fields.items():
-        optional = isinstance(kind, tuple) and type(None) in kind
-        if name not in body and optional:
-            continue
-        if not isinstance(body.get(name), kind) or (kind is int and isinstance(body.get(name), bool)):
-            raise BadRequestError(f"field '{name}' is missing or of the wrong type", code="bad-body")
-    return body
+        return body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequestError(
+            "body is not valid text; send it as application/octet-stream", code="bad-body"
+        ) from None
 
 
-def check_sha256(app: APIGatewayRestResolver, data: bytes) -> str:
+def check_sha256(data: bytes, declared: str | None) -> str:
     """Verify the client's declared sha256 of the body, which catches truncated uploads."""
     digest = hashlib.sha256(data).hexdigest()
-    declared = (app.current_event.headers or {}).get("x-hycloud-sha256")
     if declared and declared.lower() != digest:
         raise BadRequestError("body does not match its x-hycloud-sha256", code="hash-mismatch")
     return digest
@@ -159,35 +141,14 @@ def ok(body: dict | list, status: int = 200) -> Response:
 MAX_WAIT_S = 20.0  # well inside API Gateway's 29 s
 
 
-def wait_seconds(app: APIGatewayRestResolver) -> float:
-    """The `wait` query parameter: how long a status request may hold for the job to finish."""
-    try:
-        wait = float(query(app, "wait", "0"))
-    except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise BadRequestError("wait must be a non-negative number of seconds", code="bad-parameter")
-    return min(wait, MAX_WAIT_S)
-
-
 def long_poll(fetch: Callable[[], dict], wait_s: float, running: Callable[[dict], bool]) -> dict:
-    """Fetch a job's state, holding up to `wait_s` while `running` says it has not ended.
+    """Fetch a job's state, holding up to `wait_s` (at most MAX_WAIT_S) while `running` says it has not ended.
 
     Saves the client a round trip per poll on a slow link: it learns of the end at once.
     """
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + min(wait_s, MAX_WAIT_S)
     while True:
         state = fetch()
         if not running(state) or time.monotonic() >= deadline:
             return state
         time.sleep(0.05)
-
-
-def byte_range(app: APIGatewayRestResolver) -> tuple[int, int]:
-    """The `offset` and `length` query parameters of a ranged read, checked."""
-    try:
-        offset, length = int(query(app, "offset")), int(query(app, "length"))
-    except ValueError:
-        raise BadRequestError("offset and length must be integers", code="bad-range") from None
-    check_range(offset, length)
-    return offset, length

@@ -4,7 +4,8 @@
 the delta is version-aware (zstd patch-from), otherwise rsync-style against the client's
 checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
 verified against the declared content hash, stored at its content address and linked at the
-path in one leased step, so a failed job changes nothing a user can see.
+path in one leased step only if the path still holds the base, so a failed job changes nothing a
+user can see. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import versioned
 from hycloud_core.delta.apply import apply_delta
-from hycloud_core.errors import BadRequestError
+from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.jobs import staging_file
+from hycloud_core.jobs import HashMismatch, VersionMismatch, staging_file
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
@@ -61,7 +62,7 @@ def apply(event: dict) -> dict:
             size = apply_delta(base, delta, out)
         got, _ = content.hash_file(new_path)
         if got != event["content_hash"]:
-            raise BadRequestError(f"patched file has content hash {got}, expected {event['content_hash']}")
+            raise HashMismatch("the patched file does not have the declared content hash")
         records = Records(CONFIG.table)
         objects = Objects(records.table, s3, CONFIG.bucket)
         if not objects.is_stored(got):
@@ -75,7 +76,12 @@ def apply(event: dict) -> dict:
             CONFIG.bucket,
             retain_s=CONFIG.version_retention_s,
         )
-        entry = fs.commit_stored(event["path"], got, size)
+        try:
+            entry = fs.commit_stored(event["path"], got, size, expect=event["base_hash"])
+        except ConflictError as err:
+            if err.code != "version-mismatch":
+                raise
+            raise VersionMismatch("the path no longer holds the base version") from None
         return {"job": event["job"], "entry": entry.to_dict()}
     finally:
         if os.path.exists(new_path):

@@ -3,7 +3,8 @@
 Cache files read within the last few minutes belong to a transfer in progress and are never
 evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
 (hycloud_core.store.collector); the reconciler makes file records agree with EFS and removes
-stale temporary files (hycloud_core.fs.reconcile).
+stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
+from the records.
 
 An event may pass {"budget": bytes} to override the cache budget, and {"grace_s": s} to override
 the grace period: only an administrator who knows no operation is in flight may lower it.
@@ -22,6 +23,7 @@ from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
+from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 
 logger = Logger(service="hycloud-maintenance")
@@ -41,6 +43,19 @@ def _clean_staging(now: float) -> int:
     return removed
 
 
+def _recount_usage(records: Records) -> int:
+    """Rebuild each user's usage counter from its records (quotas drift after a crash)."""
+    root = CONFIG.namespaces_dir
+    users = (
+        [u for u in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, u))]
+        if os.path.isdir(root)
+        else []
+    )
+    for user in users:
+        Quota(records, user).recount()
+    return len(users)
+
+
 @logger.inject_lambda_context
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
@@ -51,6 +66,7 @@ def handler(event: dict, context: object) -> dict:
     remaining = sum(e.size for e in cache.entries())
     records = Records(CONFIG.table)
     reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
+    recounted = _recount_usage(records)
     objects = Objects(records.table, boto3.client("s3"), CONFIG.bucket)
     collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
     staged = _clean_staging(time.time())
@@ -63,6 +79,7 @@ def handler(event: dict, context: object) -> dict:
         "records_removed": reconciled.records_removed,
         "temporary_removed": reconciled.temporary_removed,
         "staging_removed": staged,
+        "usage_recounted": recounted,
     }
     logger.info(
         "upkeep",

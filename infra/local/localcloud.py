@@ -300,6 +300,8 @@ def localstack_env(gw_port: int) -> dict[str, str]:
             "LAMBDA_RUNTIME_EXECUTOR": "local-process",
             "NODE_OPTIONS": f"--require={HERE / 'listen-loopback.js'}",
             "SQS_ENDPOINT_STRATEGY": "path",
+            # check presigned URLs' signatures and expiry as S3 does (LocalStack skips it by default)
+            "S3_SKIP_SIGNATURE_VALIDATION": "0",
             "HYCLOUD_LOCALCLOUD": str(STATE),
             "HYCLOUD_LAMBDA_PYTHON": str(RUNTIME_VENV / "bin" / "python"),
         }

@@ -113,11 +113,12 @@ class User:
     name: str
     key: str
     deployment: Deployment
+    id: str = ""  # internal id: the namespace folder and the NS#/LOCK#/UPLOAD# records are keyed by it
 
     @property
     def ns_key(self) -> str:
-        """What the user's namespace and records are keyed by."""
-        return self.name
+        """What the user's namespace and records are keyed by: the internal id."""
+        return self.id or self.name
 
     def ns_dir(self) -> Path:
         return self.deployment.efs_root() / "ns" / self.ns_key
@@ -156,7 +157,8 @@ def _make_user(deployment: Deployment, prefix: str) -> User:
         check=True,
         timeout=60,
     )
-    return User(name, json.loads(result.stdout)["api_key"], deployment)
+    created = json.loads(result.stdout)
+    return User(name, created["api_key"], deployment, created.get("id", name))
 
 
 @pytest.fixture(scope="session")
@@ -167,3 +169,13 @@ def alice(deployment) -> User:
 @pytest.fixture(scope="session")
 def bob(deployment) -> User:
     return _make_user(deployment, "bob")
+
+
+@pytest.fixture(scope="session")
+def carol(deployment) -> User:
+    return _make_user(deployment, "carol")
+
+
+@pytest.fixture(scope="session")
+def dave(deployment) -> User:
+    return _make_user(deployment, "dave")

@@ -16,6 +16,8 @@ def efs_files(ns_dir: Path) -> dict[str, dict]:
     found = {}
     for top, _dirs, files in os.walk(ns_dir):
         for name in files:
+            if name.startswith(".hc-tmp-"):
+                continue  # a write in flight, or a crash's leftover (see temporary_files)
             host = Path(top) / name
             path = "/" + str(host.relative_to(ns_dir))
             mode = host.lstat().st_mode

@@ -27,7 +27,7 @@ def edit(data: bytes, seed: int, edits: int = 40) -> bytes:
 
 
 def link(deployment, user, path: str) -> dict:
-    return json.loads((deployment.efs_root() / "ns" / user.name / path.lstrip("/")).read_bytes())
+    return json.loads((deployment.efs_root() / "ns" / user.id / path.lstrip("/")).read_bytes())
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice
     assert link(deployment, alice, "/fail.bin") == before
     assert deployment.object_record(content.hash_bytes(v2)) is None  # nothing stored for the failed version
     assert sorted(
-        p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir() if "fail" in p.name
+        p.name for p in (deployment.efs_root() / "ns" / alice.id).iterdir() if "fail" in p.name
     ) == ["fail.bin"]
 
 

@@ -42,7 +42,7 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
         and in_s3(deployment, h)
         and deployment.object_record(h)["state"] == "live"
     )
-    link = deployment.efs_root() / "ns" / alice.name / "large" / "fifty.bin"
+    link = deployment.efs_root() / "ns" / alice.id / "large" / "fifty.bin"
     assert link.stat().st_size < 2048 and json.loads(link.read_bytes())["content_hash"] == h
 
     alice.cli("cp", "/large/fifty.bin", "/large/copy.bin")
@@ -139,7 +139,7 @@ def _api(user, method: str, route: str, **kw) -> requests.Response:
 
 def test_hostile_inputs_are_refused_and_nothing_changes(deployment, alice, bob):
     alice.sdk().put_bytes("/keep.txt", b"keep me")
-    before = sorted(p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir())
+    before = sorted(p.name for p in (deployment.efs_root() / "ns" / alice.id).iterdir())
     for path in ("/../x", "/a/../../etc/passwd", "%2e%2e/x", "/a\\b", "/" + "x" * 300):
         r = _api(
             alice,
@@ -174,7 +174,7 @@ def test_hostile_inputs_are_refused_and_nothing_changes(deployment, alice, bob):
     r = _api(alice, "POST", "/v1/dirs", data="{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad-body"
     assert alice.sdk().get_bytes("/keep.txt") == b"keep me"
-    assert sorted(p.name for p in (deployment.efs_root() / "ns" / alice.name).iterdir()) == before
+    assert sorted(p.name for p in (deployment.efs_root() / "ns" / alice.id).iterdir()) == before
 
 
 def test_commit_whose_data_does_not_match_its_hash_is_refused(deployment, alice):

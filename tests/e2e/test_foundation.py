@@ -25,12 +25,12 @@ def test_small_file_round_trip_lands_on_efs_and_in_dynamodb(deployment, alice, t
     alice.cli("get", "/docs/2026/in.bin", str(dst))
     assert hashlib.sha256(dst.read_bytes()).digest() == hashlib.sha256(data).digest()
 
-    on_efs = deployment.efs_root() / "ns" / alice.name / "docs" / "2026" / "in.bin"
+    on_efs = deployment.efs_root() / "ns" / alice.id / "docs" / "2026" / "in.bin"
     assert on_efs.read_bytes() == data
 
     table = deployment.outputs["TableName"]
     item = deployment.client("dynamodb").get_item(
-        TableName=table, Key={"pk": {"S": f"NS#{alice.name}"}, "sk": {"S": "F#/docs/2026/in.bin"}}
+        TableName=table, Key={"pk": {"S": f"NS#{alice.id}"}, "sk": {"S": "F#/docs/2026/in.bin"}}
     )["Item"]
     assert item["sha256"]["S"] == hashlib.sha256(data).hexdigest() and item["size"]["N"] == str(len(data))
 
@@ -42,7 +42,7 @@ def test_another_users_key_cannot_read_it(alice, bob):
     alice.sdk().put_bytes("/private.txt", b"alice only")
     result = bob.cli("get", "/private.txt", "/tmp/should-not-exist", check=False)
     assert result.returncode == 5 and "not-found" in result.stderr
-    for sneaky in (f"/../{alice.name}/private.txt", f"/%2e%2e/{alice.name}/private.txt"):
+    for sneaky in (f"/../{alice.id}/private.txt", f"/%2e%2e/{alice.id}/private.txt"):
         response = requests.get(
             f"{bob.deployment.api_url}/v1/files",
             params={"path": sneaky},

@@ -15,7 +15,7 @@ MiB = 1024 * 1024
 
 
 def cache_file(deployment, user, path):
-    return deployment.efs_root() / "cache" / paths.cache_name(user.name, path)
+    return deployment.efs_root() / "cache" / paths.cache_name(user.id, path)
 
 
 def test_relay_download_is_identical_and_second_is_a_cache_hit(deployment, alice, tmp_path):
@@ -70,7 +70,7 @@ def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_pat
     out = tmp_path / "evict.out"
     alice.sdk().get("/evict.bin", out, progress=EvictWhileReading(), via="relay")
     assert out.read_bytes() == data
-    assert evictions and paths.cache_name(alice.name, "/evict.bin") not in evictions[0]["evicted"]
+    assert evictions and paths.cache_name(alice.id, "/evict.bin") not in evictions[0]["evicted"]
 
     # once idle beyond the in-use window, the same entry is evicted (shown with a budget of 0 and an old mtime)
     cached = cache_file(deployment, alice, "/evict.bin")
@@ -94,9 +94,38 @@ def test_relay_job_submission_is_idempotent(deployment, alice, tmp_path):
         t.start()
     for t in threads:
         t.join()
-    sfn = deployment.client("stepfunctions")
-    runs = sfn.list_executions(stateMachineArn=deployment.outputs["RelayStateMachineArn"])["executions"]
-    from hycloud_core.relay import execution_name
+    jobs = {r["job"] for r in results}
+    assert len(jobs) == 1 and relay_runs(deployment)[jobs.pop()] in ("RUNNING", "SUCCEEDED")
+    started = [n for n in relay_runs(deployment) if n.startswith(results[0]["job"].rsplit("-", 1)[0])]
+    assert len(started) == 1, started
 
-    name = execution_name(paths.cache_name(alice.name, "/idem.bin"), results[0]["content_hash"])
-    assert sum(1 for r in runs if r["name"] == name) == 1
+
+def relay_runs(deployment) -> dict[str, str]:
+    sfn = deployment.client("stepfunctions")
+    pages = sfn.get_paginator("list_executions").paginate(
+        stateMachineArn=deployment.outputs["RelayStateMachineArn"]
+    )
+    return {e["name"]: e["status"] for page in pages for e in page["executions"]}
+
+
+def test_relay_after_eviction_runs_a_new_execution(deployment, alice, tmp_path):
+    data = os.urandom(4 * MiB + 3)
+    (tmp_path / "v").write_bytes(data)
+    alice.cli("put", str(tmp_path / "v"), "/again.bin")
+    sdk = alice.sdk()
+    first = sdk.http.json("POST", "/v1/relay", json={"path": "/again.bin"})
+    alice.cli("get", "--via", "relay", "/again.bin", str(tmp_path / "one"))
+    assert (tmp_path / "one").read_bytes() == data
+
+    cached = cache_file(deployment, alice, "/again.bin")
+    os.utime(cached, (1, 1))
+    fn = deployment.outputs["CacheUpkeepFunctionName"]
+    deployment.client("lambda").invoke(FunctionName=fn, Payload=b'{"budget": 0}')
+    assert not cached.exists()
+
+    second = sdk.http.json("POST", "/v1/relay", json={"path": "/again.bin"})
+    assert second["state"] == "running" and second["job"] != first["job"], (first, second)
+    alice.cli("get", "--via", "relay", "/again.bin", str(tmp_path / "two"))
+    assert (tmp_path / "two").read_bytes() == data and cached.read_bytes() == data
+    runs = relay_runs(deployment)
+    assert (runs[first["job"]], runs[second["job"]]) == ("SUCCEEDED", "SUCCEEDED")

@@ -3,33 +3,45 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import UTC, datetime
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated
 
+import requests
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
-from .. import admin as admin_ops
 from ..config import ClientConfig, endpoint_from_outputs
 from ..sdk import HyCloud
 from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
+from .admin import admin
 from .job_progress import FilesBar, following
 from .progress_bar import RichProgress
-from .usage import admin_usage_command, usage_command
+from .usage import usage_command
 
-app = typer.Typer(help="HyCloud: a filesystem on S3 + EFS.", no_args_is_help=True, add_completion=False)
-admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
+app = typer.Typer(
+    help="HyCloud: a filesystem on S3 + EFS.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(admin, name="admin")
 out = Console()
 err = Console(stderr=True)
 STATE = {"json": False, "progress": False}
+
+
+def _show_version(wanted: bool) -> None:
+    if wanted:
+        out.print(f"hycloud {package_version('hycloud')}", highlight=False)
+        raise typer.Exit()
 
 
 @app.callback()
@@ -37,6 +49,10 @@ def _options(
     json_output: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
     progress: Annotated[
         bool, typer.Option("--progress", help="Progress bars even when stderr is not a terminal.")
+    ] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", help="Show the client version.", callback=_show_version, is_eager=True),
     ] = False,
 ):
     STATE["json"], STATE["progress"] = json_output, progress
@@ -248,51 +264,51 @@ def usage() -> None:
     usage_command(STATE["json"])
 
 
-def _table(table: str | None, outputs: Path | None) -> str:
-    if not table and outputs:
-        table = next(o["TableName"] for o in json.loads(outputs.read_text()).values() if "TableName" in o)
-    if not table:
-        raise HyCloudError("give --table or --outputs", code="bad-usage", status=400)
-    return table
+INTERRUPTED = "interrupted; run the same command again to resume"
 
 
-@admin.command("usage")
-def admin_usage(
-    table: Annotated[str | None, typer.Option(help="DynamoDB table name.")] = None,
-    outputs: Annotated[Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON.")] = None,
-) -> None:
-    """Usage and cost of the whole deployment and of each user (scans the table once)."""
-    admin_usage_command(_table(table, outputs), STATE["json"])
+def _fail(message: str, code: int) -> None:
+    """One line on stderr, whatever the message holds, then exit."""
+    err.print(" ".join(message.split()), highlight=False, markup=False, soft_wrap=True)
+    sys.exit(code)
 
 
-@admin.command("create-user")
-def create_user(
-    user: str,
-    table: Annotated[str | None, typer.Option(help="DynamoDB table name.")] = None,
-    outputs: Annotated[Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON.")] = None,
-) -> None:
-    """Create a user and print its API key (shown once; only its hash is stored)."""
-    token = admin_ops.create_user(_table(table, outputs), user)
-    _emit({"user": user, "api_key": token}, token)
+def _fail_error(e: HyCloudError) -> None:
+    _fail(f"error [{e.code}]: {e.message}", exit_codes.for_error(e.code, e.status))
 
 
-def main() -> None:
+def _usage_error(e: typer.TyperException) -> None:
+    if hasattr(e, "show"):
+        e.show()  # click's short usage, "Try 'hycloud -h' for help", and the error
+        sys.exit(e.exit_code)
+    _fail(f"error [bad-usage]: {e.format_message()}", e.exit_code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: every failure ends as one line on stderr (or click's short usage) and an exit
+    code from `exit_codes`. Typer's own runner is bypassed because it turns Ctrl-C into a silent
+    exit status and lets usage errors escape as tracebacks when not in standalone mode."""
+    command = typer.main.get_command(app)
     try:
-        app(standalone_mode=False)
-    except HyCloudError as e:
-        err.print(f"[red]error[/red] {escape(f'[{e.code}]')}: {escape(e.message)}", highlight=False)
-        sys.exit(exit_codes.BY_CODE.get(e.code) or exit_codes.BY_STATUS.get(e.status, exit_codes.ERROR))
+        with command.make_context("hycloud", list(sys.argv[1:] if argv is None else argv)) as ctx:
+            command.invoke(ctx)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        _fail("aborted", exit_codes.ERROR)
     except KeyboardInterrupt:
-        sys.exit(exit_codes.INTERRUPTED)
-    except (typer.Abort, typer.Exit) as e:
-        sys.exit(getattr(e, "exit_code", 1))
-    except Exception as e:  # click usage errors
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(exit_codes.USAGE)
-        raise
+        _fail(INTERRUPTED, exit_codes.INTERRUPTED)
+    except typer.TyperException as e:  # click's usage errors (typer's own copy of click)
+        _usage_error(e)
+    except HyCloudError as e:
+        _fail_error(e)
+    except BrokenPipeError:  # stdout closed early (`hycloud ls | head`): not an error to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(exit_codes.ERROR)
+    except requests.RequestException as e:
+        _fail(f"error [unreachable]: {e}", exit_codes.UNREACHABLE)
+    except OSError as e:
+        _fail(f"error [local-io]: {e}", exit_codes.LOCAL_IO)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ class RichProgress(TransferProgress):
         if self.task is not None:
             self.bars.update(self.task, completed=done)
 
+    def note(self, message: str) -> None:
+        """Always shown (bars or not), above any bar, on stderr."""
+        self.bars.console.print(message, highlight=False, markup=False, soft_wrap=True)
+
     def close(self) -> None:
         if self.bars.live.is_started:
             self.bars.stop()

@@ -73,6 +73,14 @@ def cost_table(costs: dict, prices: dict) -> Table:
     return table
 
 
+def quota_line(quota: dict) -> str:
+    """`quota: 1.00 MiB of 10.00 MiB, 3 of unlimited files`."""
+    b, f = quota["bytes"], quota["files"]
+    limit_b = "unlimited" if b["limit"] is None else human_bytes(b["limit"])
+    limit_f = "unlimited" if f["limit"] is None else str(f["limit"])
+    return f"quota: {human_bytes(b['used'])} of {limit_b}, {f['used']} of {limit_f} files"
+
+
 def show_usage(report: dict, json_output: bool, console: Console | None = None) -> None:
     console = console or Console()
     if json_output:
@@ -80,6 +88,8 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
         return
     usage = report["usage"]
     console.print(f"user {report['user']}: {usage['files']} files, {human_bytes(usage['logical_bytes'])}")
+    if report.get("quota"):
+        console.print(quota_line(report["quota"]), highlight=False)
     console.print(storage_table(usage))
     if usage["dedup_saved_bytes"]:
         console.print(f"duplicate large files share storage: {human_bytes(usage['dedup_saved_bytes'])} saved")

@@ -16,6 +16,7 @@ from ..config import ClientConfig
 from ..http import Http
 from ..transfer import Progress, download_large, download_relay, upload_large
 from ..transfer.delta import delta_download, delta_upload
+from ..verify import check_stored
 from . import tree_jobs
 
 OCTET = "application/octet-stream"
@@ -105,14 +106,17 @@ class HyCloud:
 
     # --- file transfer -------------------------------------------------------------------------
     def put_bytes(self, path: str, data: bytes, parents: bool = False) -> dict:
+        """Store a small file; fails unless the server reports storing exactly these bytes."""
         digest = hashlib.sha256(data).hexdigest()
-        return self.http.json(
+        entry = self.http.json(
             "PUT",
             "/v1/files",
             params={"path": paths.normalize(path), "parents": str(parents).lower()},
             data=data,
             headers={"Content-Type": OCTET, "x-hycloud-sha256": digest},
         )
+        check_stored(path, entry.get("sha256"), digest)
+        return entry
 
     def put(
         self,
@@ -200,8 +204,12 @@ class HyCloud:
                 return download_relay(self.http, paths.normalize(remote), local, progress)
             return download_large(info, local, progress)
         tmp = local.with_name(local.name + ".hycloud-part")
-        tmp.write_bytes(_verified(remote, response))
-        tmp.replace(local)
+        try:
+            tmp.write_bytes(_verified(remote, response))
+            tmp.replace(local)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return local
 
 

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from hycloud_core import content
 from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delta_upload, versioned
@@ -25,15 +26,18 @@ from hycloud_core.delta import signature as rsync_signature
 from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
 from hycloud_core.delta.signature import fitting_block_size
+from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http
+from ..verify import check_stored
 from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
 MAX_DELTA_BODY = 4 * 1024 * 1024
+OCTET = "application/octet-stream"
 
 
 def wait_job(http: Http, job: str) -> dict:
@@ -43,20 +47,30 @@ def wait_job(http: Http, job: str) -> dict:
         if status["state"] == "ready":
             return status["result"]
         if status["state"] == "failed":
-            raise HyCloudError(
-                f"delta job failed: {status.get('error')}: {status.get('cause', '')}", code="delta-job-failed"
-            )
+            raise _job_error(status)
         if time.monotonic() > deadline:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
 
 
-def _fetch_delta(http: Http, job: str, size: int, out) -> None:
+def _job_error(status: dict) -> HyCloudError:
+    """A failed job's error: `{"code", "message"}` or the older `error`/`cause` strings."""
+    error = status.get("error")
+    if isinstance(error, dict):
+        return HyCloudError(
+            f"delta job failed: {error.get('message', '')}",
+            code=error.get("code") or "delta-job-failed",
+            status=error.get("status"),
+        )
+    return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
+
+
+def _fetch_delta(http: Http, job: str, size: int, out: BinaryIO) -> None:
     for offset in range(0, size, PIECE):
         piece = http.request(
             "GET",
             "/v1/delta/data",
             params={"id": job, "offset": offset, "length": min(PIECE, size - offset)},
-            headers={"Accept": "application/octet-stream"},
+            headers={"Accept": OCTET},
         ).content
         out.write(piece)
 
@@ -67,6 +81,49 @@ def _chunking(info: dict) -> PredictiveChunkSize:
         return PredictiveChunkSize.from_dict(state) if state else PredictiveChunkSize()
     except (TypeError, ValueError, KeyError):
         return PredictiveChunkSize()
+
+
+class _ListTooLarge(Exception):
+    """The checksum list (after a retry with full-length sums) does not fit one request."""
+
+
+def _version_aware_job(http: Http, path: str, base_hash: str) -> str | None:
+    """Start a version-aware delta when the cloud still has our version; None when it does not."""
+    try:
+        return http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})["job"]
+    except ConflictError as err:
+        if err.code != "base-unknown":
+            raise
+        return None
+
+
+def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO) -> dict:
+    result = wait_job(http, job)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
+        _fetch_delta(http, job, result["delta_size"], delta_file)
+        delta_file.seek(0)
+        apply_delta(old, delta_file, out)
+    return {"kind": result["kind"], "sent_bytes": 0, "received_bytes": result["delta_size"]}
+
+
+def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
+    """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
+    does not verify with full-length strong sums."""
+    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0}
+
+    def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
+        if len(sig) > MAX_DELTA_BODY:
+            raise _ListTooLarge
+        job = http.json(
+            "PUT", "/v1/delta/download", params={"path": path}, data=sig, headers={"Content-Type": OCTET}
+        )["job"]
+        result = wait_job(http, job)
+        _fetch_delta(http, job, result["delta_size"], sink)
+        traffic["sent_bytes"] += len(sig)
+        traffic["received_bytes"] += result["delta_size"]
+
+    fetch_and_patch(old, block, fetch_delta, out)
+    return traffic
 
 
 def delta_download(
@@ -82,7 +139,7 @@ def delta_download(
 
     `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
     (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
-    and even the largest chunk size's checksum list is over one request (the caller downloads).
+    and no checksum list of the file fits one request (the caller downloads the whole file).
     The list is kept within one request by taking a larger chunk size than the adaptive one if needed.
     """
     progress = progress or Progress()
@@ -93,49 +150,32 @@ def delta_download(
         if base.resolve() != target.resolve():
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
-    sent, started = 0, None
-    try:
-        if mode != "rsync":
-            started = http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
-    except ConflictError as err:
-        if err.code != "base-unknown":
-            raise
-    if started is None:
-        base_size = os.path.getsize(base)
-        wanted = _chunking(info).choose(base_size, info["size"])
-        block = fitting_block_size(base_size, wanted, MAX_DELTA_BODY, CANDIDATE_SIZES)
+    job = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
+    block = None
+    if job is None:
+        wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
+        block = fitting_block_size(os.path.getsize(base), wanted, MAX_DELTA_BODY, CANDIDATE_SIZES)
         if block is None:
             return None  # no checksum list of this file fits one request
-        with open(base, "rb") as f:
-            sig = rsync_signature(f, block)
-        sent = len(sig)
-        started = http.json(
-            "PUT",
-            "/v1/delta/download",
-            params={"path": path},
-            data=sig,
-            headers={"Content-Type": "application/octet-stream"},
-        )
     progress.start(f"delta {target.name}", info["size"])
-    result = wait_job(http, started["job"])
-    fd, tmp_delta = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.delta-")
     tmp_new = target.with_name(target.name + ".hycloud-part")
     try:
-        with os.fdopen(fd, "w+b") as delta_file:
-            _fetch_delta(http, started["job"], result["delta_size"], delta_file)
-            delta_file.seek(0)
-            with open(base, "rb") as old, open(tmp_new, "wb") as out:
-                apply_delta(old, delta_file, out)
+        with open(base, "rb") as old, open(tmp_new, "w+b") as out:
+            if job is not None:
+                traffic = _patch_version_aware(http, job, old, out)
+            else:
+                traffic = _patch_rsync(http, path, block, old, out)
         if content.hash_file(tmp_new)[0] != new_hash:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
         progress.advance(info["size"])
-        if adapt and result["kind"] == "rsync":
+        if adapt and traffic["kind"] == "rsync":
             _adapt_later(http, info, base, tmp_new)
         tmp_new.replace(target)
+    except _ListTooLarge:
+        return None
     finally:
-        os.unlink(tmp_delta)
         tmp_new.unlink(missing_ok=True)
-    return {"kind": result["kind"], "sent_bytes": sent, "received_bytes": result["delta_size"]}
+    return traffic
 
 
 ADAPTERS: list[threading.Thread] = []
@@ -224,6 +264,7 @@ def delta_upload(
                 return None
             raise
     result = wait_job(http, job["job"])
+    check_stored(remote, result["entry"].get("content_hash"), new_hash)
     progress.advance(size)
     return {
         **result["entry"],

@@ -1,14 +1,14 @@
 """Large-file download: parallel ranged reads, verified against the content hash, resumable.
 
-Pieces land in `<file>.hycloud-part`; a sidecar JSON lists finished pieces and the content hash,
-so rerunning an interrupted download fetches only what is missing (and starts over if the remote
-content changed). The file takes its name only after the whole content hash verified.
+Pieces land in `<file>.hycloud-part` beside the target; a resume file (`resume.py`) records each
+piece as it is written and synced, so rerunning an interrupted download fetches only what is
+missing (and starts over if the remote content changed). The target takes its name only after
+the whole content hash verified, so an interrupted download never leaves a partial file there.
 Two sources share this: presigned S3 GETs (direct) and the EFS relay cache through the API.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -20,6 +20,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
+from . import resume
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -27,6 +28,37 @@ WORKERS = 8
 RELAY_PIECE = 4 * 1024 * 1024
 RELAY_WAIT_S = 900
 Fetch = Callable[[int, int], bytes]
+
+
+def part_paths(local: Path) -> tuple[Path, Path]:
+    """The partial file and its resume file, beside the target."""
+    return local.with_name(local.name + ".hycloud-part"), local.with_name(local.name + ".hycloud-part.json")
+
+
+def _write_at(path: Path, offset: int, data: bytes) -> None:
+    """Write and sync one piece through its own handle, so it is on disk before it counts as done."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def _resumable(
+    part: Path, state_file: Path, identity: dict, offsets: list[int], progress: Progress
+) -> set[int]:
+    """Pieces already on disk from an earlier run; otherwise a fresh, empty partial file."""
+    done: set[int] = resume.load(state_file, identity, set(offsets), progress.note)
+    if done and not (part.exists() and part.stat().st_size == identity["size"]):
+        done = set()  # the partial file is gone or is another: nothing to resume
+    if done:
+        progress.note(f"resuming: {len(done)} of {len(offsets)} parts done")
+        return done
+    state_file.unlink(missing_ok=True)
+    with open(part, "wb") as f:
+        f.truncate(identity["size"])
+    return done
 
 
 def download_ranges(
@@ -39,18 +71,12 @@ def download_ranges(
     workers: int = WORKERS,
 ) -> Path:
     local, progress = Path(local), progress or Progress()
-    part = local.with_name(local.name + ".hycloud-part")
-    sidecar = local.with_name(local.name + ".hycloud-part.json")
-    state = json.loads(sidecar.read_text()) if sidecar.exists() and part.exists() else {}
-    if state.get("content_hash") != content_hash or state.get("piece") != piece:
-        state = {"content_hash": content_hash, "piece": piece, "done": []}
-        with open(part, "wb") as f:
-            f.truncate(size)
-    done = set(state["done"])
-    offsets = [o for o in range(0, size, piece) if o not in done]
+    part, state_file = part_paths(local)
+    identity = {"content_hash": content_hash, "size": size, "piece": piece}
+    offsets = list(range(0, size, piece))
+    done = _resumable(part, state_file, identity, offsets, progress)
     progress.start(f"download {local.name}", size)
     progress.advance(sum(min(piece, size - o) for o in done))
-    fd = os.open(part, os.O_WRONLY)
 
     def get(offset: int) -> int:
         length = min(piece, size - offset)
@@ -59,25 +85,21 @@ def download_ranges(
             raise HyCloudError(
                 f"short read at {offset}: {len(data)} of {length} bytes", code="download-failed"
             )
-        os.pwrite(fd, data, offset)
+        _write_at(part, offset, data)
         progress.advance(length)
         return offset
 
-    try:
-        for offset in run_parallel(get, offsets, workers):
-            state["done"].append(offset)
-            sidecar.write_text(json.dumps(state))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    for offset in run_parallel(get, [o for o in offsets if o not in done], workers):
+        done.add(offset)
+        resume.save(state_file, identity, done)
     if content.hash_file(part)[0] != content_hash:
         part.unlink()
-        sidecar.unlink()
+        state_file.unlink(missing_ok=True)
         raise HyCloudError(
             f"download of {local.name} is corrupt (content hash mismatch)", code="corrupt-download"
         )
     part.replace(local)
-    sidecar.unlink(missing_ok=True)
+    state_file.unlink(missing_ok=True)
     return local
 
 
@@ -123,9 +145,9 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None) -> dict
         delay = min(delay * 1.5, 2.0)
         status = http.json("GET", "/v1/relay", params={"path": path, "wait": 10})
     if status["state"] != "ready":
-        raise HyCloudError(
-            f"relay of {path} failed: {status.get('error', status['state'])}", code="relay-failed"
-        )
+        error = status.get("error") or {}
+        reason = error.get("message", status["state"]) if isinstance(error, dict) else error
+        raise HyCloudError(f"relay of {path} failed: {reason}", code="relay-failed")
     progress.advance(status["size"])
     return status
 

@@ -1,12 +1,15 @@
-"""Progress reporting: transfers call a Progress; the CLI draws it, the SDK default ignores it."""
+"""Progress reporting: transfers call a Progress; the CLI draws it, the SDK default logs notes only."""
 
 from __future__ import annotations
 
+import logging
 import threading
+
+log = logging.getLogger("hycloud.transfer")
 
 
 class Progress:
-    """Receives byte counts from worker threads; subclass and override `update`/`start`."""
+    """Receives byte counts from worker threads; subclass and override `update`/`start`/`note`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -23,3 +26,7 @@ class Progress:
 
     def update(self, done: int, total: int) -> None:
         pass
+
+    def note(self, message: str) -> None:
+        """A line the user should see (a resumed transfer, an ignored resume file)."""
+        log.warning(message)

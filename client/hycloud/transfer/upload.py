@@ -15,6 +15,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
+from ..verify import check_stored
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -99,6 +100,8 @@ def upload_large(
             )
             progress.advance(size)
         else:
+            if state["parts_done"]:
+                progress.note(f"resuming: {len(state['parts_done'])} of {len(digests)} parts done")
             sent = size - sum(content.part_range(size, n)[1] for n in state["parts_done"])
             _upload_parts(http, path, size, state, digests, progress)
         try:
@@ -107,8 +110,10 @@ def upload_large(
                 "/v1/uploads/commit",
                 json={"path": remote, "content_hash": content_hash, "proof": proof, "parents": parents},
             )
-            return {**entry, "dedup": state["dedup"], "sent_bytes": sent}
         except ConflictError as err:
             if err.code not in ("upload-required", "upload-incomplete"):
                 raise
+            continue
+        check_stored(remote, entry.get("content_hash"), content_hash)
+        return {**entry, "dedup": state["dedup"], "sent_bytes": sent}
     raise HyCloudError(f"upload of {path} did not complete after 3 attempts", code="upload-failed")

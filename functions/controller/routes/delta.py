@@ -1,38 +1,33 @@
 """Delta download and delta upload jobs (seed 000 §III-B, plus version-aware deltas).
 
-Download: the client names the version it holds by content hash; when the cloud still has it,
-the job computes a version-aware delta, otherwise the client sends its checksum list and gets
-an rsync-style delta. Upload: the client sends a delta against a base the cloud has; the job
-patches, verifies and links the new version. Job ids come from the request (idempotent), and a
-job's files are readable only by the user who started it.
+Download: the client names the version it holds by content hash; when that is a version of the
+path the caller can read (its current or a retained earlier one) the job computes a
+version-aware delta, otherwise the client sends its checksum list and gets an rsync-style delta.
+Upload: the client sends a delta against the path's current version (anything else is a 409);
+the job patches, verifies and links the new version only if the path still holds that base.
+Bases are only content the caller can read, and every refusal reads the same whatever the hash
+names, so a job tells nobody anything about content that is not theirs. Jobs are keyed by what
+they compute and the version they read (hycloud_core.jobs); a job's id is usable by its owner only.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
+from collections.abc import Callable
+from typing import Annotated
 
+from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import (
-    CONFIG,
-    byte_range,
-    filesystem,
-    json_body,
-    long_poll,
-    namespace,
-    objects,
-    ok,
-    query,
-    raw_body,
-    sfn,
-    user,
-    wait_seconds,
-)
+from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, user
+from models import ChunkState, ContentHash, DeltaByVersion, JobId, Length, Offset, UserPath, Wait
 
-from hycloud_core import content, jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
-from hycloud_core.relay import execution_arn
+from hycloud_core import jobs, paths
+from hycloud_core.errors import ConflictError, PayloadTooLargeError
+
+from .job_runner import describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -53,26 +48,23 @@ def _stage(job: str, suffix: str, data: bytes) -> None:
     os.replace(target + ".tmp", target)
 
 
-def _start(job: str, spec: dict) -> Response:
-    _stage(job, "owner", user(router).encode())
-    try:
-        sfn().start_execution(
-            stateMachineArn=CONFIG.delta_state_machine, name=job, input=json.dumps({"job": job, **spec})
-        )
-    except sfn().exceptions.ExecutionAlreadyExists:
-        pass  # the same request again: one job
+def _delta_ready(job: str) -> bool:
+    return os.path.exists(jobs.staging_file(CONFIG.staging_dir, job, "delta"))
+
+
+def _no_staging(job: str) -> None:
+    pass
+
+
+def _start(
+    key: str,
+    spec: dict,
+    alive: Callable[[str], bool] = _delta_ready,
+    stage: Callable[[str], None] = _no_staging,
+) -> Response:
+    """Start (or find) the job `key` computing `spec`; 202 with its id."""
+    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage)
     return ok({"job": job, "state": "running"}, 202)
-
-
-def _own(job: str) -> str:
-    job = jobs.checked_job_id(job)
-    try:
-        with open(jobs.staging_file(CONFIG.staging_dir, job, "owner"), "rb") as f:
-            if f.read().decode() == user(router):
-                return job
-    except FileNotFoundError:
-        pass
-    raise NotFoundError("no such delta job", code="no-such-job")
 
 
 def _body(limit: int = MAX_BODY) -> bytes:
@@ -82,18 +74,24 @@ def _body(limit: int = MAX_BODY) -> bytes:
     return data
 
 
-@router.post("/v1/delta/download")
-def download_by_version() -> Response:
-    body = json_body(router, path=str, base_hash=str)
-    path, base = paths.normalize(body["path"]), content.checked_hash(body["base_hash"])
+def _readable_base(path: str, base: str) -> bool:
+    """Whether the caller can read `base` through `path` and the cloud still holds it."""
+    return base in filesystem(router).readable_versions(path) and objects().is_stored(base)
+
+
+@router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
+def download_by_version(body: Annotated[DeltaByVersion, Body()]):
+    path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
     if base == link.content_hash:
         return ok({"state": "same", "content_hash": base})
-    if not objects().is_stored(base):
-        raise ConflictError("the cloud no longer has that version; send a checksum list", code="base-unknown")
-    job = jobs.job_id("dl", user(router), path, link.content_hash, base)
+    if not _readable_base(path, base):
+        raise ConflictError(
+            f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
+        )
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "version", base)
     return _start(
-        job,
+        key,
         {
             "action": "encode",
             "cache_name": paths.cache_name(user(router), path),
@@ -104,77 +102,73 @@ def download_by_version() -> Response:
     )
 
 
-@router.put("/v1/delta/download")
-def download_by_signature() -> Response:
-    path = paths.normalize(query(router, "path"))
+@router.put("/v1/delta/download", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
+def download_by_signature(path: Annotated[UserPath, Query()]):
+    path = paths.normalize(path)
     signature = _body()
     link = _large(path)
-    job = jobs.job_id("dl", user(router), path, link.content_hash, "", signature)
-    _stage(job, "sig", signature)
-    return _start(
-        job,
-        {
-            "action": "encode",
-            "cache_name": paths.cache_name(user(router), path),
-            "content_hash": link.content_hash,
-        },
-    )
+    digest = hashlib.sha256(signature).hexdigest()
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest)
+    spec = {
+        "action": "encode",
+        "cache_name": paths.cache_name(user(router), path),
+        "content_hash": link.content_hash,
+    }
+    return _start(key, spec, stage=lambda job: _stage(job, "sig", signature))
 
 
-@router.put("/v1/delta/upload")
-def upload() -> Response:
-    path = paths.normalize(query(router, "path"))
-    base = content.checked_hash(query(router, "base_hash"))
-    new = content.checked_hash(query(router, "content_hash"))
+def _holds(path: str, content_hash: str) -> bool:
+    link = namespace(router).current_link(path)
+    return link is not None and link.content_hash == content_hash
+
+
+@router.put("/v1/delta/upload", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
+def upload(
+    path: Annotated[UserPath, Query()],
+    base_hash: Annotated[ContentHash, Query()],
+    content_hash: Annotated[ContentHash, Query()],
+):
+    path, base, new = paths.normalize(path), base_hash, content_hash
     delta = _body()
     namespace(router).require_dir(paths.parent(path))
-    if not objects().is_stored(base):
-        raise ConflictError("the cloud no longer has the base version; upload directly", code="base-unknown")
-    job = jobs.job_id("ul", user(router), path, new, base, delta)
-    _stage(job, "delta", delta)
-    return _start(
-        job,
-        {
-            "action": "apply",
-            "user": user(router),
-            "path": path,
-            "content_hash": new,
-            "base_hash": base,
-            "base_cache_name": jobs.base_cache_name(base),
-        },
-    )
-
-
-@router.get("/v1/delta/jobs")
-def job_status() -> Response:
-    job = _own(query(router, "id"))
-    arn = execution_arn(CONFIG.delta_state_machine, job)
-    try:
-        desc = long_poll(
-            lambda: sfn().describe_execution(executionArn=arn),
-            wait_seconds(router),
-            lambda d: d["status"] == "RUNNING",
+    link = namespace(router).current_link(path)
+    if link is None or link.content_hash != base:
+        raise ConflictError(
+            f"{path} does not hold the base version; make the delta against its current version",
+            code="version-mismatch",
         )
-    except sfn().exceptions.ExecutionDoesNotExist:
-        raise NotFoundError("no such delta job", code="no-such-job") from None
-    if desc["status"] == "RUNNING":
-        return ok({"job": job, "state": "running"})
-    if desc["status"] == "SUCCEEDED":
-        return ok({"job": job, "state": "ready", "result": json.loads(desc.get("output") or "{}")})
-    return ok(
-        {
-            "job": job,
-            "state": "failed",
-            "error": desc.get("error") or desc["status"],
-            "cause": (desc.get("cause") or "")[:500],
-        }
+    key = jobs.job_key("ul", user(router), path, base, new, hashlib.sha256(delta).digest())
+    spec = {
+        "action": "apply",
+        "user": user(router),
+        "path": path,
+        "content_hash": new,
+        "base_hash": base,
+        "base_cache_name": jobs.base_cache_name(base),
+    }
+    return _start(
+        key, spec, alive=lambda job: _holds(path, new), stage=lambda job: _stage(job, "delta", delta)
     )
 
 
-@router.get("/v1/delta/data")
-def job_data() -> Response:
-    job = _own(query(router, "id"))
-    offset, length = byte_range(router)
+@router.get("/v1/delta/jobs", responses=replies(200, Job, 404))
+def job_status(job_id: Annotated[JobId, Query(alias="id")], wait: Annotated[Wait, Query()] = 0):
+    job = owned(router, job_id)
+    state = long_poll(
+        lambda: report(describe(CONFIG.delta_state_machine, job)),
+        wait,
+        lambda r: r["state"] == "running",
+    )
+    return ok({"job": job, **state})
+
+
+@router.get("/v1/delta/data", responses=replies(200, None, 404, 409, content=BYTES))
+def job_data(
+    job_id: Annotated[JobId, Query(alias="id")],
+    offset: Annotated[Offset, Query()],
+    length: Annotated[Length, Query()],
+):
+    job = owned(router, job_id)
     try:
         with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
             f.seek(offset)
@@ -184,13 +178,8 @@ def job_data() -> Response:
     return Response(status_code=200, content_type="application/octet-stream", body=piece)
 
 
-@router.post("/v1/files/chunking")
-def set_chunking() -> Response:
+@router.post("/v1/files/chunking", responses=replies(200, Entry, 404, 409))
+def set_chunking(body: Annotated[ChunkState, Body()]):
     """Store the client's adaptive chunk-size state in the file's link file (seed 000 §III-B)."""
-    body = json_body(router, path=str, content_hash=str, chunk_size=int, state=dict)
-    if body["chunk_size"] < 1 or len(json.dumps(body["state"])) > 16_384:
-        raise BadRequestError("chunk_size must be positive and state at most 16 KiB", code="bad-body")
-    entry = filesystem(router).set_chunk_state(
-        body["path"], content.checked_hash(body["content_hash"]), body["chunk_size"], body["state"]
-    )
+    entry = filesystem(router).set_chunk_state(body.path, body.content_hash, body.chunk_size, body.state)
     return ok(entry.to_dict())

@@ -2,41 +2,38 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import filesystem, flag, json_body, namespace, ok, query
+from typing import Annotated
 
-from hycloud_core.errors import BadRequestError
+from answers import Entry, Listing, Removed, replies
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from context import filesystem, namespace, ok
+from models import MakeDirectory, PageLimit, Text, UserPath
+
 from routes import tree_jobs
 
 router = APIGatewayRouter()
 MAX_PAGE = 1000
 
 
-@router.post("/v1/dirs")
-def mkdir() -> Response:
-    body = json_body(router, path=str, parents=(bool, type(None)))
-    entry = filesystem(router).mkdir(body["path"], parents=bool(body.get("parents")))
+@router.post("/v1/dirs", responses=replies(201, Entry, 404, 409))
+def mkdir(body: Annotated[MakeDirectory, Body()]):
+    entry = filesystem(router).mkdir(body.path, parents=bool(body.parents))
     return ok(entry.to_dict(), 201)
 
 
-@router.get("/v1/dirs")
-def listdir() -> Response:
-    try:
-        limit = int(query(router, "limit", str(MAX_PAGE)))
-    except ValueError:
-        raise BadRequestError("limit must be an integer", code="bad-parameter") from None
-    if not 1 <= limit <= MAX_PAGE:
-        raise BadRequestError(f"limit must be between 1 and {MAX_PAGE}", code="bad-parameter")
-    entries, cursor = namespace(router).listdir(
-        query(router, "path", "/"), after=query(router, "cursor", "") or None, limit=limit
-    )
+@router.get("/v1/dirs", responses=replies(200, Listing, 404, 409))
+def listdir(
+    path: Annotated[UserPath, Query()] = "/",
+    limit: Annotated[PageLimit, Query()] = MAX_PAGE,
+    cursor: Annotated[Text, Query(description="from the previous page")] = "",
+):
+    entries, cursor = namespace(router).listdir(path, after=cursor or None, limit=limit)
     return ok({"entries": [e.to_dict() for e in entries], "cursor": cursor})
 
 
-@router.delete("/v1/dirs")
-def rmdir() -> Response:
-    path = query(router, "path")
-    if flag(router, "recursive"):
+@router.delete("/v1/dirs", responses={**replies(200, Removed, 404, 409), **tree_jobs.ACCEPTED})
+def rmdir(path: Annotated[UserPath, Query()], recursive: Annotated[bool, Query()] = False):
+    if recursive:
         return tree_jobs.remove(router, path)
     return ok({"removed": path, "files": filesystem(router).rmdir(path)})

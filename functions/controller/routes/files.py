@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Annotated
 
+from answers import BINARY_BODY, BYTES, LINK_TYPE, Deleted, DownloadLink, StoredFile, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, check_sha256, expected_version, filesystem, flag, namespace, ok, query, raw_body
+from context import CONFIG, check_sha256, expected_version, filesystem, namespace, ok, raw_body
+from models import Text, UserPath
 
 from hycloud_core import paths
 from hycloud_core.errors import PayloadTooLargeError
 
 router = APIGatewayRouter()
-LINK_TYPE = "application/vnd.hycloud.link+json"
+DOWNLOAD = {**BYTES, LINK_TYPE: {"model": DownloadLink}}
 
 
-@router.put("/v1/files")
-def upload() -> Response:
-    path = paths.normalize(query(router, "path"))
+@router.put("/v1/files", responses=replies(201, StoredFile, 404, 409, 413), openapi_extensions=BINARY_BODY)
+def upload(
+    path: Annotated[UserPath, Query()],
+    parents: Annotated[bool, Query()] = False,
+    sha256: Annotated[
+        Text, Header(alias="x-hycloud-sha256", description="sha256 of the body; a mismatch is refused")
+    ] = "",
+):
+    path = paths.normalize(path)
     data = raw_body(router)
     if len(data) > CONFIG.small_file_threshold:
         raise PayloadTooLargeError(
@@ -26,16 +36,14 @@ def upload() -> Response:
             "upload it as a large file",
             code="too-large-for-small-file",
         )
-    digest = check_sha256(router, data)
-    entry = filesystem(router).put_small(
-        path, data, digest, parents=flag(router, "parents"), expect=expected_version(router)
-    )
+    digest = check_sha256(data, sha256)
+    entry = filesystem(router).put_small(path, data, digest, parents=parents, expect=expected_version(router))
     return ok({**entry.to_dict(), "sha256": digest}, 201)
 
 
-@router.get("/v1/files")
-def download() -> Response:
-    path = paths.normalize(query(router, "path"))
+@router.get("/v1/files", responses=replies(200, None, 404, 409, content=DOWNLOAD))
+def download(path: Annotated[UserPath, Query()]):
+    path = paths.normalize(path)
     ns = namespace(router)
     if ns.stat(path).storage == "large":
         return Response(
@@ -50,8 +58,8 @@ def download() -> Response:
     )
 
 
-@router.delete("/v1/files")
-def delete() -> Response:
-    path = paths.normalize(query(router, "path"))
+@router.delete("/v1/files", responses=replies(200, Deleted, 404, 409))
+def delete(path: Annotated[UserPath, Query()]):
+    path = paths.normalize(path)
     filesystem(router).delete(path, expect=expected_version(router))
     return ok({"deleted": path})

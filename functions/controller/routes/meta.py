@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import Response
+from typing import Annotated
+
+from answers import Entry, Whoami, replies
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, query, user
+from context import CONFIG, namespace, ok, user_name
+from models import UserPath
 
 from hycloud_core import content
 
 router = APIGatewayRouter()
 
 
-@router.get("/v1/stat")
-def stat() -> Response:
-    return ok(namespace(router).stat(query(router, "path")).to_dict())
+@router.get("/v1/stat", responses=replies(200, Entry, 404))
+def stat(path: Annotated[UserPath, Query()]):
+    return ok(namespace(router).stat(path).to_dict())
 
 
-@router.get("/v1/whoami")
-def whoami() -> Response:
+@router.get("/v1/whoami", responses=replies(200, Whoami))
+def whoami():
     return ok(
         {
-            "user": user(router),
+            "user": user_name(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import Response
+from typing import Annotated
+
+from answers import Entry, replies
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import expected_version, json_body
+from context import expected_version
+from models import PathPair
 
 from routes import tree_jobs
 
 router = APIGatewayRouter()
 
 
-@router.post("/v1/move")
-def move() -> Response:
-    body = json_body(router, src=str, dst=str)
-    return tree_jobs.move(router, body["src"], body["dst"], expected_version(router))
+@router.post("/v1/move", responses={**replies(200, Entry, 404, 409), **tree_jobs.ACCEPTED})
+def move(body: Annotated[PathPair, Body()]):
+    return tree_jobs.move(router, body.src, body.dst, expected_version(router))
 
 
-@router.post("/v1/copy")
-def copy() -> Response:
-    body = json_body(router, src=str, dst=str)
-    return tree_jobs.copy(router, body["src"], body["dst"], expected_version(router))
+@router.post("/v1/copy", responses={**replies(201, Entry, 404, 409), **tree_jobs.ACCEPTED})
+def copy(body: Annotated[PathPair, Body()]):
+    return tree_jobs.copy(router, body.src, body.dst, expected_version(router))

@@ -1,21 +1,28 @@
 """Relay download (seed 000 §III-B): S3 → EFS cache by a Step Functions job, then ranged reads.
 
-Starting a job is idempotent: the execution is named after the cache entry and the content hash,
-so the same request twice finds the job already running instead of starting a second one.
+A relay job is keyed by the cache entry and the version the path holds: requests for it while it
+runs, or while its copy is in the cache, find the same execution; after a failure or an eviction
+the next request runs a new attempt under a new execution name (hycloud_core.job_ledger).
 """
 
 from __future__ import annotations
 
-import json
+from typing import Annotated
 
+from answers import BYTES, RelayStatus, replies
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, byte_range, json_body, long_poll, namespace, ok, query, sfn, user, wait_seconds
+from context import CONFIG, long_poll, namespace, ok, records, user
+from models import Length, Offset, RelayTarget, UserPath, Wait
 
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.relay import execution_arn, execution_name
+from hycloud_core.job_ledger import JobLedger
+from hycloud_core.relay import relay_job_key
+
+from .job_runner import describe, report, run
 
 router = APIGatewayRouter()
 
@@ -29,58 +36,59 @@ def _target(path: str) -> tuple[str, str, int]:
     return paths.cache_name(user(router), path), link.content_hash, link.size
 
 
-def _job_state(name: str, content_hash: str) -> dict:
-    try:
-        desc = sfn().describe_execution(
-            executionArn=execution_arn(CONFIG.relay_state_machine, execution_name(name, content_hash))
-        )
-    except sfn().exceptions.ExecutionDoesNotExist:
+def _job_state(key: str) -> dict:
+    """The state of the relay job's current attempt (absent when none ran)."""
+    record = JobLedger(records().table, user(router)).get(key)
+    if record is None:
         return {"state": "absent"}
-    state = {"RUNNING": "running", "SUCCEEDED": "ready"}.get(desc["status"], "failed")
-    return {"state": state, **({"error": desc.get("error") or desc["status"]} if state == "failed" else {})}
+    state = report(describe(CONFIG.relay_state_machine, record.execution))
+    state.pop("result", None)
+    if state["state"] == "ready":  # finished, then evicted before the client read it
+        state = {"state": "absent"}
+    return {"job": record.execution, **state}
 
 
 def _status(path: str) -> dict:
     name, content_hash, size = _target(path)
     info = {"path": paths.normalize(path), "size": size, "content_hash": content_hash}
+    job = _job_state(relay_job_key(name, content_hash))
     if RelayCache(CONFIG.cache_dir).is_ready(name, content_hash):
-        return {**info, "state": "ready"}
-    job = _job_state(name, content_hash)
-    if job["state"] == "ready":  # finished, then evicted before the client read it
-        job = {"state": "absent"}
+        return {**info, **({"job": job["job"]} if "job" in job else {}), "state": "ready"}
     return {**info, **job}
 
 
-@router.post("/v1/relay")
-def start() -> Response:
-    path = json_body(router, path=str)["path"]
+@router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def start(body: Annotated[RelayTarget, Body()]):
+    """Start the relay job unless the file is cached; a running job is found, not started twice."""
+    path = body.path
     status = _status(path)
-    if status["state"] in ("ready", "running"):
+    if status["state"] == "ready":
         return ok(status)
     name, content_hash, size = _target(path)
-    job = {"cache_name": name, "content_hash": content_hash, "size": size}
-    try:
-        sfn().start_execution(
-            stateMachineArn=CONFIG.relay_state_machine,
-            input=json.dumps(job),
-            name=execution_name(name, content_hash, retry=status["state"] != "absent"),
-        )
-    except sfn().exceptions.ExecutionAlreadyExists:
-        pass
-    return ok({**status, "state": "running"})
+    cache = RelayCache(CONFIG.cache_dir)
+    job = run(
+        router,
+        CONFIG.relay_state_machine,
+        relay_job_key(name, content_hash),
+        {"cache_name": name, "content_hash": content_hash, "size": size},
+        lambda _: cache.is_ready(name, content_hash),
+        lambda _: None,
+    )
+    info = {k: status[k] for k in ("path", "size", "content_hash")}
+    return ok({**info, "job": job, "state": "running"})
 
 
-@router.get("/v1/relay")
-def status() -> Response:
+@router.get("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
+def status(path: Annotated[UserPath, Query()], wait: Annotated[Wait, Query()] = 0):
     """The relay state of a file; with `wait`, held until the job ends (long poll)."""
-    path = query(router, "path")
-    return ok(long_poll(lambda: _status(path), wait_seconds(router), lambda s: s["state"] == "running"))
+    return ok(long_poll(lambda: _status(path), wait, lambda s: s["state"] == "running"))
 
 
-@router.get("/v1/relay/data")
-def data() -> Response:
-    name, content_hash, _ = _target(query(router, "path"))
-    offset, length = byte_range(router)
+@router.get("/v1/relay/data", responses=replies(200, None, 404, 409, content=BYTES))
+def data(
+    path: Annotated[UserPath, Query()], offset: Annotated[Offset, Query()], length: Annotated[Length, Query()]
+):
+    name, content_hash, _ = _target(path)
     piece = RelayCache(CONFIG.cache_dir).read(name, content_hash, offset, length)
     return Response(
         status_code=200,

@@ -13,13 +13,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Annotated, Literal
 
+from answers import JSON, absent, replies
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, long_poll, namespace, ok, query, records, sfn, user, wait_seconds
+from context import CONFIG, filesystem, long_poll, namespace, ok, records, sfn, user
+from models import Wait
+from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from hycloud_core import paths
-from hycloud_core.errors import NotFoundError
+from hycloud_core.errors import HyCloudError, NotFoundError
 from hycloud_core.fs.tree_walk import count
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.locks import WAIT_S, Lease
@@ -34,8 +40,49 @@ from hycloud_core.store.tree_jobs import (
     checked_id,
     job_id,
 )
+from hycloud_core.store.tree_jobs import ID_PATTERN as TREE_JOB_PATTERN
 
 router = APIGatewayRouter()
+
+
+def _valid_id(value: str) -> str:
+    try:
+        return checked_id(value)
+    except HyCloudError as err:
+        raise PydanticCustomError(err.code, err.message) from None
+
+
+TreeJobId = Annotated[
+    str, AfterValidator(_valid_id), WithJsonSchema({"type": "string", "pattern": TREE_JOB_PATTERN})
+]
+
+
+class TreeJobError(BaseModel):
+    code: str
+    message: str
+    status: int
+
+
+class TreeJobStatus(BaseModel):
+    """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
+
+    job: str
+    op: Literal["copy", "move", "remove"]
+    src: str
+    dst: str | None
+    state: Literal["running", "succeeded", "failed", "stopped"]
+    done: int = Field(description="files copied, moved or removed so far")
+    total: int | None = Field(description="files in the tree; null until counted")
+    attempt: int
+    error: TreeJobError = absent()
+
+
+ACCEPTED = {
+    202: {
+        "description": "Run as a tree job: follow it at GET /v1/tree-jobs.",
+        "content": {JSON: {"model": TreeJobStatus}},
+    }
+}
 COUNT_S = 5.0  # the request counts a tree's files for this long; the job counts the rest
 STARTING_S = 10  # a job recorded this recently may not have its execution yet
 
@@ -55,10 +102,9 @@ def remove(app: APIGatewayRestResolver, path: str) -> Response:
     return _run(app, "remove", path, None, None, inline)
 
 
-@router.get("/v1/tree-jobs")
-def status() -> Response:
+@router.get("/v1/tree-jobs", responses=replies(200, TreeJobStatus, 404))
+def status(id: Annotated[TreeJobId, Query()], wait: Annotated[Wait, Query()] = 0):
     """A tree job's state and counts; with `wait`, held until it ends (long poll)."""
-    id, wait = checked_id(query(router, "id")), wait_seconds(router)
     jobs = TreeJobs(records().table)
     _reconciled(jobs, _get(jobs, user(router), id))
     return ok(long_poll(lambda: _get(jobs, user(router), id).status(), wait, lambda s: s["state"] == RUNNING))

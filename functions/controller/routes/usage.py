@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Annotated, Literal
 
-from aws_lambda_powertools.event_handler import Response
+from answers import Usage, replies
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok, query, records, user
+from context import namespace, ok, records, user, user_name
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
-from hycloud_core.errors import BadRequestError
+from hycloud_core.store.quotas import Quota
 
 router = APIGatewayRouter()
-SOURCES = ("walk", "records")
 
 
 @cache
@@ -22,15 +23,12 @@ def prices() -> Prices:
     return load_prices()
 
 
-@router.get("/v1/usage")
-def usage() -> Response:
+@router.get("/v1/usage", responses=replies(200, Usage))
+def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
     """`source=walk` (default) walks the namespace on EFS and counts directories; `source=records`
     answers from one query of the user's file records, for namespaces too large to walk in time.
     Either way shared content costs one batched read of reference counts, never a table scan.
     """
-    source = query(router, "source", "walk")
-    if source not in SOURCES:
-        raise BadRequestError(f"source must be one of {', '.join(SOURCES)}", code="bad-parameter")
     name = user(router)
     if source == "walk":
         measured, builder = measure_namespace(namespace(router), name)
@@ -40,8 +38,9 @@ def usage() -> Response:
     table = prices()
     return ok(
         {
-            "user": name,
+            "user": user_name(router),
             "source": source,
+            "quota": Quota(records(), name).report(),
             "usage": measured.to_dict(),
             "shared": {
                 **shared.to_dict(),

@@ -18,6 +18,12 @@ from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
 
 
+def quota_defaults(ctx) -> dict[str, str]:
+    """Per-user quota defaults from context (`hycloud:quotaBytes`, `hycloud:quotaFiles`); unset: unlimited."""
+    keys = ((c.ENV_QUOTA_BYTES, "hycloud:quotaBytes"), (c.ENV_QUOTA_FILES, "hycloud:quotaFiles"))
+    return {name: str(int(ctx(key))) for name, key in keys if ctx(key) is not None}
+
+
 class InstanceStack(Stack):
     def __init__(
         self,
@@ -41,6 +47,7 @@ class InstanceStack(Stack):
             c.ENV_EFS_ROOT: MOUNT_PATH,
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
+            **quota_defaults(ctx),
         }
 
         relay_fn = python_function(

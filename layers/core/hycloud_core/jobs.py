@@ -1,9 +1,13 @@
-"""Delta jobs: names and staging files shared by the controller, the workflow and the delta function.
+"""Relay and delta jobs: keys, execution names, staging files and failure reports.
 
-A job id is derived from what the job computes (user, path, the two content hashes, and the
-signature when there is one) and the day, so submitting the same request twice names the same
-Step Functions execution and starts one job (idempotent submission), while a request on a later
-day, after upkeep has removed the job's staging files, starts a fresh one.
+A job's key is a digest of what it computes and of the state it read (the path's current
+content hash), so the same request against the same state is one job. Each attempt at a job is
+its own Step Functions execution, `<key>-<attempt>`: a closed execution's name cannot be used
+again (for 90 days on AWS), so a retry after a failure, or after the result is gone, needs a new
+name. The attempt counter lives in the job ledger (job_ledger.py).
+
+Callers learn how a job failed as a short code and a fixed message, never the cause Step
+Functions records (a stack trace, and details such as sizes read from content).
 """
 
 from __future__ import annotations
@@ -11,23 +15,43 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 
 from .errors import BadRequestError
 
-_JOB = re.compile(r"^(dl|ul)-[0-9a-f]{40}$")
+KINDS = ("dl", "ul", "relay")
+_KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
+_JOB = re.compile(r"^((?:dl|ul|relay)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
+JOB_ID_PATTERN = _JOB.pattern  # what the API document says a job id looks like
 
 
-def job_id(kind: str, user: str, path: str, new_hash: str, base_hash: str, extra: bytes = b"") -> str:
-    day = str(int(time.time() // 86400))
-    key = hashlib.sha256("\0".join([user, path, new_hash, base_hash, day]).encode() + extra).hexdigest()[:40]
-    return f"{kind}-{key}"
+def job_key(kind: str, *parts: str | bytes) -> str:
+    """Key of a job from its kind and the values it depends on (order matters)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big") + data)  # length-prefixed: no ambiguous joins
+    return f"{kind}-{digest.hexdigest()[:40]}"
+
+
+def execution_name(key: str, attempt: int) -> str:
+    """Step Functions execution name (≤ 80 chars of [a-z0-9-]) of one attempt at a job."""
+    if not _KEY.match(key) or attempt < 1:
+        raise ValueError("bad job key or attempt")
+    return f"{key}-{attempt}"
 
 
 def checked_job_id(value: object) -> str:
+    """A job id (an execution name) from a request, or a 400."""
     if not isinstance(value, str) or not _JOB.match(value):
         raise BadRequestError("job id is malformed", code="bad-job")
     return value
+
+
+def key_of(job: str) -> str:
+    """The key of the job an id names."""
+    return _JOB.match(checked_job_id(job)).group(1)
 
 
 def staging_file(staging_dir: str, job: str, suffix: str) -> str:
@@ -37,3 +61,29 @@ def staging_file(staging_dir: str, job: str, suffix: str) -> str:
 def base_cache_name(content_hash: str) -> str:
     """Relay-cache name of an older version fetched as the base of a delta."""
     return f"base#{content_hash}"
+
+
+class HashMismatch(Exception):
+    """The patched file is not the content the caller declared."""
+
+
+class VersionMismatch(Exception):
+    """The path no longer holds the base the delta was made against."""
+
+
+# Step Functions error name (a task's exception class, or a Fail state's Error) -> code, message.
+FAILURES: dict[str, tuple[str, str]] = {
+    "DeltaFormatError": ("delta-invalid", "the delta is malformed or of an unknown version"),
+    "DeltaMismatch": ("delta-mismatch", "the delta does not rebuild the file it describes from the base"),
+    "HashMismatch": ("hash-mismatch", "the patched file does not have the declared content hash"),
+    "VersionMismatch": ("version-mismatch", "the path changed while the job ran; nothing was written"),
+    "FetchFailed": ("content-unavailable", "a version the job needs could not be fetched; try again"),
+    "RelayFetchFailed": ("relay-failed", "the file could not be copied into the relay cache; try again"),
+}
+UNKNOWN_FAILURE = ("job-failed", "the job failed; nothing was written; try again")
+
+
+def failure(error: str | None) -> dict[str, str]:
+    """The report of a failed job: a code and a fixed message, whatever the cause said."""
+    code, message = FAILURES.get(error or "", UNKNOWN_FAILURE)
+    return {"code": code, "message": message}

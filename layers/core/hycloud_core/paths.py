@@ -2,8 +2,8 @@
 
 A user path is absolute within the user's namespace ("/a/b.txt"). Normalising refuses rather
 than repairs anything that could name a place outside the namespace or be read two ways:
-`..`/`.` components, NUL and control characters, backslashes, and percent-encoded dots or
-slashes (the API decodes a path exactly once, so an encoded escape can only be an attack).
+`..`/`.` components, NUL and control characters, lone surrogates, backslashes, and percent-encoded
+dots or slashes (the API decodes a path exactly once, so an encoded escape can only be an attack).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ def normalize(path: str) -> str:
     """Return the canonical form "/a/b" of a user path, or raise InvalidPathError."""
     if not isinstance(path, str) or path == "":
         raise InvalidPathError("path must be a non-empty string")
+    if not is_unicode(path):
+        raise InvalidPathError("path is not valid Unicode (lone surrogate)")
     path = unicodedata.normalize("NFC", path)
     if any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise InvalidPathError("path contains control characters")
@@ -40,6 +42,15 @@ def normalize(path: str) -> str:
     if len(canonical.encode()) > MAX_PATH_BYTES:
         raise InvalidPathError(f"path longer than {MAX_PATH_BYTES} bytes")
     return canonical
+
+
+def is_unicode(text: str) -> bool:
+    """False for strings holding lone surrogates (JSON "\\ud800"): they have no UTF-8 form on disk."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parent(path: str) -> str:

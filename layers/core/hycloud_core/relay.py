@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import time
+from .jobs import job_key
 
 
-def execution_name(cache_name: str, content_hash: str, retry: bool = False) -> str:
-    """Step Functions execution name (≤ 80 chars of [A-Za-z0-9-_]) for one relay job.
-
-    Deterministic, so submitting the same job twice starts one execution; a retry after a
-    failure or an eviction gets a fresh, time-stamped name.
-    """
-    key = hashlib.sha256(f"{cache_name}\0{content_hash}".encode()).hexdigest()[:40]
-    return f"relay-{key}" + (f"-{int(time.time() * 1000)}" if retry else "")
+def relay_job_key(cache_name: str, content_hash: str) -> str:
+    """Key of the relay job filling one cache entry with one version (the version the path holds)."""
+    return job_key("relay", cache_name, content_hash)
 
 
 def execution_arn(state_machine_arn: str, name: str) -> str:

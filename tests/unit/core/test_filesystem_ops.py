@@ -211,3 +211,26 @@ def test_directory_copy_move_rmdir(env):
     }
     with pytest.raises(NotFoundError):
         alice.delete("/d/big")
+
+
+def test_records_from_before_the_collector_are_read_as_live(env):
+    """An upgraded deployment keeps working: `retained` records can be linked again, and an
+    unlinked one whose old `expires` passed is reclaimed."""
+    fs, s3, objects, m = env
+    alice = fs("alice")
+    data = os.urandom(6 * 1024 * 1024)
+    h = upload(alice, s3, data, "/f")["hash"]
+    alice.delete("/f")
+    objects.table.put_item(
+        Item={"pk": f"OBJ#{h}", "sk": "OBJ", "state": "retained", "refs": 0, "size": len(data), "expires": 1}
+    )
+    assert objects.is_stored(h) and upload(fs("bob"), s3, data, "/g")["dedup"] is True
+    assert objects.get(h)["state"] == "live" and m.collect().reclaimed == []
+    fs("bob").delete("/g")
+    objects.table.update_item(
+        Key={"pk": f"OBJ#{h}", "sk": "OBJ"},
+        UpdateExpression="SET #s = :r REMOVE touched, gen",
+        ExpressionAttributeNames={"#s": "state"},
+        ExpressionAttributeValues={":r": "retained"},
+    )
+    assert m.collect().reclaimed == [h] and not stored(s3, h)

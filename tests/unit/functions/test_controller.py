@@ -11,9 +11,15 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from hycloud_core.store.users import Users
 from tests.conftest import api_event, load_function, make_stores
 
 TABLE = "hycloud-test"
+
+
+def ns(efs, table, user: str):
+    """The user's namespace folder: named by its internal id, not its name."""
+    return efs / "ns" / Users(table).profile(user)["id"]
 
 
 @pytest.fixture
@@ -56,8 +62,8 @@ def test_small_file_round_trip_lands_in_namespace_and_table(cloud):
         headers={"x-hycloud-sha256": hashlib.sha256(data).hexdigest()},
     )
     assert status == 201 and body["size"] == 700
-    assert (efs / "ns" / "alice" / "a.bin").read_bytes() == data
-    item = table.get_item(Key={"pk": "NS#alice", "sk": "F#/a.bin"})["Item"]
+    assert (ns(efs, table, "alice") / "a.bin").read_bytes() == data
+    item = table.get_item(Key={"pk": f"NS#{Users(table).profile('alice')['id']}", "sk": "F#/a.bin"})["Item"]
     assert item["sha256"] == hashlib.sha256(data).hexdigest() and item["kind"] == "small"
     status, got, headers = call("alice", "GET", "/v1/files", query={"path": "/a.bin"})
     assert status == 200 and got == data
@@ -100,26 +106,28 @@ def test_wrong_secret_for_real_key_id_is_refused(cloud):
     "path", ["/../bob/x", "/a/../../x", "a/%2e%2e/x", "/a\\..\\x", "/a/\x00b", "/./x", "/" + "n" * 256]
 )
 def test_hostile_paths_are_refused_and_nothing_written(cloud, path):
-    call, efs, _ = cloud
+    call, efs, table = cloud
     status, body, _ = call("alice", "PUT", "/v1/files", query={"path": path}, body=b"evil")
     assert status == 400 and body["error"]["code"] == "invalid-path"
-    assert not (efs / "ns" / "bob").exists() or not any((efs / "ns" / "bob").rglob("*"))
+    bob = ns(efs, table, "bob")
+    assert not bob.exists() or not any(bob.rglob("*"))
     written = [p for p in (efs / "ns").rglob("*") if p.is_file()] if (efs / "ns").exists() else []
     assert written == []
 
 
 def test_symlink_escape_is_refused(cloud):
-    call, efs, _ = cloud
+    call, efs, table = cloud
     call("alice", "POST", "/v1/dirs", body={"path": "/d"})
-    (efs / "ns" / "bob").mkdir(parents=True, exist_ok=True)
-    (efs / "ns" / "bob" / "t").write_bytes(b"bob's")
-    os.symlink(efs / "ns" / "bob", efs / "ns" / "alice" / "link")
+    bob = ns(efs, table, "bob")
+    bob.mkdir(parents=True, exist_ok=True)
+    (bob / "t").write_bytes(b"bob's")
+    os.symlink(bob, ns(efs, table, "alice") / "link")
     status, body, _ = call("alice", "GET", "/v1/files", query={"path": "/link/t"})
     assert status == 400 and body["error"]["code"] == "invalid-path"
 
 
 def test_truncated_body_is_refused_and_old_version_kept(cloud):
-    call, efs, _ = cloud
+    call, efs, table = cloud
     call("alice", "PUT", "/v1/files", query={"path": "/f"}, body=b"version one")
     data = b"version two, complete"
     status, body, _ = call(
@@ -131,14 +139,14 @@ def test_truncated_body_is_refused_and_old_version_kept(cloud):
         headers={"x-hycloud-sha256": hashlib.sha256(data).hexdigest()},
     )
     assert status == 400 and body["error"]["code"] == "hash-mismatch"
-    assert (efs / "ns" / "alice" / "f").read_bytes() == b"version one"
+    assert (ns(efs, table, "alice") / "f").read_bytes() == b"version one"
 
 
 def test_oversize_body_is_refused(cloud):
-    call, efs, _ = cloud
+    call, efs, table = cloud
     status, body, _ = call("alice", "PUT", "/v1/files", query={"path": "/big"}, body=b"x" * 2000)
     assert status == 413 and body["error"]["code"] == "too-large-for-small-file"
-    assert not (efs / "ns" / "alice" / "big").exists()
+    assert not (ns(efs, table, "alice") / "big").exists()
 
 
 def test_mkdir_list_stat(cloud):

@@ -13,6 +13,7 @@ from hycloud_core.cost import load_prices
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
+from hycloud_core.store.users import Users
 from tests.conftest import api_event, load_function, make_stores
 from tests.unit.large_upload import upload_large
 
@@ -44,8 +45,9 @@ def cloud(tmp_path, monkeypatch, lambda_context):
         objects = Objects(records.table, s3, BUCKET)
 
         def fs(user: str) -> FileSystem:
-            ns = Namespace(str(tmp_path / "efs" / "ns"), user)
-            return FileSystem(user, ns, records, objects, s3, BUCKET)
+            uid = Users(records.table).profile(user)["id"]  # storage is keyed by the internal id
+            ns = Namespace(str(tmp_path / "efs" / "ns"), uid)
+            return FileSystem(uid, ns, records, objects, s3, BUCKET)
 
         def call(user: str | None, method: str, path: str, **kw) -> tuple[int, dict]:
             headers = {"authorization": f"Bearer {keys[user]}"} if user else {}

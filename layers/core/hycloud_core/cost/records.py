@@ -62,12 +62,15 @@ class DeploymentUsage:
 
     objects: ObjectTotals = field(default_factory=ObjectTotals)
     everyone: UsageBuilder = field(default_factory=UsageBuilder)
-    users: dict[str, UsageBuilder] = field(default_factory=dict)
+    users: dict[str, UsageBuilder] = field(default_factory=dict)  # by internal user id
+    names: dict[str, str] = field(default_factory=dict)  # internal id -> name of a live user
     _sizes: dict[str, int] = field(default_factory=dict)
 
     def add(self, item: dict) -> None:
         pk = item["pk"]
-        if pk.startswith("OBJ#") and item.get("state") == "live":
+        if pk.startswith("USERID#") and item.get("state") == "active":
+            self.names[pk.removeprefix("USERID#")] = item["name"]
+        elif pk.startswith("OBJ#") and item.get("state") == "live":
             self.objects.s3_objects += 1
             self.objects.s3_bytes += int(item["size"])
             self._sizes[pk.removeprefix("OBJ#")] = int(item["size"])
@@ -93,7 +96,7 @@ class DeploymentUsage:
         return {
             "objects": self.objects.to_dict(),
             "all_users": priced(self.everyone.build()),
-            "users": {name: priced(b.build()) for name, b in sorted(self.users.items())},
+            "users": {self.names.get(uid, uid): priced(b.build()) for uid, b in sorted(self.users.items())},
             "prices": {"region": prices.region, "date": prices.date},
         }
 
@@ -116,11 +119,12 @@ def user_usage_from_records(records: Records, user: str) -> tuple[Usage, UsageBu
 
 
 def deployment_usage(table: Any) -> DeploymentUsage:
-    """Scan the table once for object and file records."""
+    """Scan the table once for object, file and user-id records."""
     usage = DeploymentUsage()
-    kwargs: dict[str, Any] = {
-        "FilterExpression": Attr("pk").begins_with("OBJ#") | Attr("pk").begins_with("NS#")
-    }
+    wanted = (
+        Attr("pk").begins_with("OBJ#") | Attr("pk").begins_with("NS#") | Attr("pk").begins_with("USERID#")
+    )
+    kwargs: dict[str, Any] = {"FilterExpression": wanted}
     while True:
         page = table.scan(**kwargs)
         for item in page["Items"]:

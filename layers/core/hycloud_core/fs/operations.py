@@ -27,6 +27,7 @@ from ..linkfile import LinkFile
 from ..store.collector import bump_tree_epoch
 from ..store.locks import path_leases
 from ..store.objects import Objects
+from ..store.quotas import Quota
 from ..store.records import Records
 from .namespace import Entry, Namespace
 from .tree_walk import POST, PRE, Step, under, walk
@@ -46,7 +47,8 @@ def in_parallel(fn: Callable[[T], R], items: list[T]) -> list[R]:
 
 
 class FileSystem:
-    """`retain_s`: how long a large file's version superseded by an overwrite stays in S3."""
+    """`retain_s`: how long a large file's version superseded by an overwrite stays in S3.
+    `quota`: the user's counter and limits (the deployment's defaults unless given)."""
 
     def __init__(
         self,
@@ -57,8 +59,10 @@ class FileSystem:
         s3: Any,
         bucket: str,
         retain_s: int = 0,
+        quota: Quota | None = None,
     ) -> None:
         self.retain_s = retain_s
+        self.quota = quota or Quota(records, user)
         self.user, self.ns, self.records, self.objects, self.s3, self.bucket = (
             user,
             ns,
@@ -106,7 +110,7 @@ class FileSystem:
         self, path: str, data: bytes, sha256: str, parents: bool = False, expect: str | None = None
     ) -> Entry:
         path = paths.normalize(path)
-        with self._leases(path):
+        with self._leases(path), self.quota.writing(self.ns, path, len(data)):
             self._check_expected(path, expect)
             old = self.ns.current_link(path)
             entry = self.ns.write(path, data, parents=parents)
@@ -125,7 +129,7 @@ class FileSystem:
     ) -> Entry:
         """Finish a client's upload (or dedup claim) and link the content at `path`."""
         path = paths.normalize(path)
-        with self._leases(path):
+        with self._leases(path), self.quota.committing(self.ns, path, content_hash):
             self._require_parent(path, parents)
             self._check_expected(path, expect)
             size = self.uploads.finish(content_hash, proof)
@@ -136,7 +140,7 @@ class FileSystem:
     ) -> Entry:
         """Link content the cloud itself put at its content address (a delta upload's result)."""
         path = paths.normalize(path)
-        with self._leases(path):
+        with self._leases(path), self.quota.writing(self.ns, path, size):
             self._require_parent(path, False)
             self._check_expected(path, expect)
             self.objects.create(content_hash, size)
@@ -194,7 +198,7 @@ class FileSystem:
     def delete(self, path: str, expect: str | None = None) -> None:
         """Remove a file; its content stays until the collector proves nothing links it."""
         path = paths.normalize(path)
-        with self._leases(path):
+        with self._leases(path), self.quota.removing(self.ns, path):
             entry = self.ns.stat(path)
             if entry.type == "dir":
                 raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
@@ -215,7 +219,7 @@ class FileSystem:
         path = paths.normalize(path)
         if path == "/":
             raise ConflictError("cannot remove the root directory", code="is-root")
-        with self._leases(path):
+        with self._leases(path), self.quota.removing_tree(path):
             self.ns.require_dir(path)
             if not recursive:
                 self.ns.rmdir(path)
@@ -259,7 +263,10 @@ class FileSystem:
             raise NotFoundError(f"content of {entry.path} is no longer stored", code="content-gone")
 
     def move(self, src: str, dst: str, expect: str | None = None) -> Entry:
-        with self._leases(paths.normalize(src), paths.normalize(dst)):
+        with (
+            self._leases(paths.normalize(src), paths.normalize(dst)),
+            self.quota.removing(self.ns, paths.normalize(dst)),
+        ):
             src, dst, entry = self._check_pair(src, dst)
             self._check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
@@ -271,7 +278,10 @@ class FileSystem:
             return self.ns.stat(dst)
 
     def copy(self, src: str, dst: str, expect: str | None = None) -> Entry:
-        with self._leases(paths.normalize(src), paths.normalize(dst)):
+        with (
+            self._leases(paths.normalize(src), paths.normalize(dst)),
+            self.quota.copying(self.ns, paths.normalize(src), paths.normalize(dst)),
+        ):
             src, dst, entry = self._check_pair(src, dst)
             self._check_expected(dst, expect)
             replaced = self.ns.current_link(dst)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..linkfile import LinkFile, is_link_mode
 from .bloom import BloomFilter
-from .objects import Objects
+from .objects import LIVE, Objects
 from .records import _plain
 
 EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
@@ -97,7 +97,7 @@ class Collector:
         for obj in objects:
             content_hash = obj["pk"].removeprefix("OBJ#")
             count = named.get(content_hash, 0)
-            if obj.get("state") == "live" and content_hash not in reclaimed and obj.get("links") != count:
+            if obj.get("state") in LIVE and content_hash not in reclaimed and obj.get("links") != count:
                 self._set_links(obj["pk"], count)
 
     def _set_links(self, pk: str, count: int) -> None:
@@ -128,9 +128,9 @@ class Collector:
     @staticmethod
     def _candidate(obj: dict, cutoff: float, now: float) -> bool:
         return (
-            obj.get("state") == "live"
+            obj.get("state") in LIVE
             and obj.get("touched", obj.get("created", 0)) < cutoff
-            and obj.get("keep_until", 0) < now
+            and max(obj.get("keep_until", 0), obj.get("expires", 0)) < now
         )
 
     # --- mark --------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ reclamation but never remove content a link points to.
 
 Record `OBJ#<hash>`: state (`live` | `deleting`), size, s3_key, created, touched, gen, and
 `keep_until` for a version superseded by an overwrite, kept for version-aware deltas.
+Records written before this model (`refs`, state `retained` with `expires`) are read as live;
+the first touch makes them so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from ..content import object_key
 from ..errors import ConflictError
 from .records import _plain
+
+LIVE = ("live", "retained")  # "retained": a record from before the collector, read as live
 
 
 class ContentGone(ConflictError):
@@ -41,17 +45,23 @@ class Objects:
 
     def is_stored(self, content_hash: str) -> bool:
         item = self.get(content_hash)
-        return bool(item and item.get("state") == "live")
+        return bool(item and item.get("state") in LIVE)
 
     def touch(self, content_hash: str) -> bool:
         """Mark the content as just linked; False when it is absent or being reclaimed."""
         try:
             self.table.update_item(
                 Key=self._key(content_hash),
-                UpdateExpression="SET touched = :now, gen = if_not_exists(gen, :zero) + :one",
-                ConditionExpression="#s = :live",
+                UpdateExpression="SET touched = :now, gen = if_not_exists(gen, :zero) + :one, #s = :live",
+                ConditionExpression="#s IN (:live, :retained)",
                 ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues={":now": int(time.time()), ":zero": 0, ":one": 1, ":live": "live"},
+                ExpressionAttributeValues={
+                    ":now": int(time.time()),
+                    ":zero": 0,
+                    ":one": 1,
+                    ":live": "live",
+                    ":retained": "retained",
+                },
             )
             return True
         except self._failed:
@@ -99,15 +109,21 @@ class Objects:
     def reclaim(self, content_hash: str, gen: int | None, now: float) -> bool:
         """Delete content the collector proved unlinked, if nothing touched it since it looked."""
         gen_cond = "gen = :gen" if gen is not None else "attribute_not_exists(gen)"
-        values: dict[str, Any] = {":live": "live", ":deleting": "deleting", ":now": int(now)}
+        values: dict[str, Any] = {
+            ":live": "live",
+            ":retained": "retained",
+            ":deleting": "deleting",
+            ":now": int(now),
+        }
         if gen is not None:
             values[":gen"] = gen
         try:
             self.table.update_item(
                 Key=self._key(content_hash),
                 UpdateExpression="SET #s = :deleting",
-                ConditionExpression=f"#s = :live AND {gen_cond} AND "
-                "(attribute_not_exists(keep_until) OR keep_until < :now)",
+                ConditionExpression=f"#s IN (:live, :retained) AND {gen_cond} AND "
+                "(attribute_not_exists(keep_until) OR keep_until < :now) AND "
+                "(attribute_not_exists(expires) OR expires < :now)",
                 ExpressionAttributeNames={"#s": "state"},
                 ExpressionAttributeValues=values,
             )

@@ -5,14 +5,15 @@ deployment has one thing to back up and replicate to a standby region:
 
 | record | pk | sk | attributes |
 | --- | --- | --- | --- |
-| user | `USER#<user>` | `PROFILE` | created |
-| API key | `KEY#<key id>` | `KEY` | user, secret_hash, created |
+| user, API key, user id | `USER#<name>`, `KEY#<key id>`, `USERID#<id>` | see users.py | |
 | file in a namespace | `NS#<user>` | `F#<path>` | kind (small/large), size, sha256, mtime |
 | large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
+| answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
+`<user>` in `NS#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).
 A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
 prefix `F#<path>/`: moves, copies and deletes of directories rewrite that range.
 """
@@ -26,8 +27,6 @@ from typing import Any
 import boto3
 from boto3.dynamodb.conditions import Key
 
-from ..errors import ConflictError
-
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
     """DynamoDB returns Decimal; callers want int/float."""
@@ -40,37 +39,20 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict]:
+    """Every item a key condition matches, page after page, as plain values."""
+    items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+    while True:
+        page = table.query(**kwargs)
+        items += [_plain(i) for i in page["Items"]]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 class Records:
     def __init__(self, table_name: str, resource: Any | None = None) -> None:
         self.table = (resource or boto3.resource("dynamodb")).Table(table_name)
-
-    # users and keys
-    def create_user(self, user: str, key_id: str, secret_hash: str) -> None:
-        now = int(time.time())
-        try:
-            self.table.put_item(
-                Item={"pk": f"USER#{user}", "sk": "PROFILE", "created": now},
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            raise ConflictError(f"user {user} already exists", code="user-exists") from None
-        self.add_key(user, key_id, secret_hash)
-
-    def add_key(self, user: str, key_id: str, secret_hash: str) -> None:
-        self.table.put_item(
-            Item={
-                "pk": f"KEY#{key_id}",
-                "sk": "KEY",
-                "user": user,
-                "secret_hash": secret_hash,
-                "created": int(time.time()),
-            },
-            ConditionExpression="attribute_not_exists(pk)",
-        )
-
-    def get_key(self, key_id: str) -> dict | None:
-        item = self.table.get_item(Key={"pk": f"KEY#{key_id}", "sk": "KEY"}).get("Item")
-        return _plain(item) if item else None
 
     # files
     def put_file(self, user: str, path: str, **attrs: Any) -> None:
@@ -84,13 +66,7 @@ class Records:
         self.table.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
 
     def _query(self, cond) -> list[dict]:
-        items, kwargs = [], {"KeyConditionExpression": cond}
-        while True:
-            page = self.table.query(**kwargs)
-            items += [_plain(i) for i in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return query_all(self.table, cond)
 
     def files_under(self, user: str, path: str) -> list[dict]:
         """Records of `path` itself and of everything below it."""

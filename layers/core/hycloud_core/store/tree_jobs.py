@@ -23,7 +23,8 @@ from ..errors import BadRequestError
 RUNNING, SUCCEEDED, FAILED, STOPPED = "running", "succeeded", "failed", "stopped"
 COUNT, APPLY, RENAME, RECORDS, FINISH = "count", "apply", "rename", "records", "finish"
 RESUMABLE_S = 86400  # a failed or stopped job resumes when resubmitted within a day
-_ID = re.compile(r"^tree-[0-9a-f]{32}$")
+ID_PATTERN = r"^tree-[0-9a-f]{32}$"
+_ID = re.compile(ID_PATTERN)
 
 
 def job_id(op: str, src: str, dst: str | None) -> str:

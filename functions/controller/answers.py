@@ -1,0 +1,157 @@
+"""Response shapes for the OpenAPI document, and the error responses every route may give.
+
+Routes build their answers from the core's dictionaries (`Entry.to_dict()`, ...); these models
+only describe them, so schemathesis can check that what the deployed API says is what it sends.
+Route functions carry no return annotation on purpose: Powertools would validate (and re-encode)
+every response against it, binary bodies included.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+JSON = "application/json"
+OCTET = "application/octet-stream"
+LINK_TYPE = "application/vnd.hycloud.link+json"
+BYTES = {OCTET: {"schema": {"type": "string", "format": "binary"}}}
+BINARY_BODY = {"requestBody": {"required": True, "content": BYTES}}
+ERROR_TEXT = {
+    400: "Malformed request: the code says which kind, the message which field.",
+    401: "No API key.",
+    403: "The API key is not valid.",
+    404: "No such path, job or upload.",
+    409: "The state does not allow it (exists, not empty, changed meanwhile, ...).",
+    413: "The body is too large.",
+    422: "The Idempotency-Key was used for a different request.",
+}
+
+
+def absent() -> Any:
+    """A field an answer may leave out (it is never null)."""
+    return Field(default_factory=lambda: None)
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable, kebab-case")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class Entry(BaseModel):
+    name: str
+    path: str
+    type: Literal["file", "dir"]
+    size: int
+    mtime: float
+    storage: Literal["small", "large"] = absent()
+    content_hash: str = absent()
+
+
+class StoredFile(Entry):
+    sha256: str
+
+
+class Listing(BaseModel):
+    entries: list[Entry]
+    cursor: str | None = Field(description="pass back for the next page; null on the last")
+
+
+class Removed(BaseModel):
+    removed: str
+    files: int
+
+
+class Deleted(BaseModel):
+    deleted: str
+
+
+class Aborted(BaseModel):
+    aborted: str
+
+
+class Whoami(BaseModel):
+    user: str
+    small_file_threshold: int
+    part_size: int
+    s3_efs_rate: int
+
+
+class DownloadLink(BaseModel):
+    path: str
+    size: int
+    content_hash: str
+    part_size: int
+    url: str
+    mtime: float = absent()
+    chunk_size: int | None = absent()
+    chunk_state: dict[str, Any] | None = absent()
+
+
+class Challenge(BaseModel):
+    nonce: str
+    ranges: list[list[int]]
+
+
+class UploadPlan(BaseModel):
+    content_hash: str
+    dedup: bool
+    challenge: Challenge = absent()
+    part_size: int = absent()
+    parts_done: list[int] = absent()
+    missing: list[int] = absent()
+    urls: dict[str, str] = absent()
+
+
+class PartUrls(BaseModel):
+    urls: dict[str, str]
+
+
+class JobError(BaseModel):
+    """How a job failed: a stable code and a fixed message, never the task's cause."""
+
+    code: str
+    message: str
+
+
+class RelayStatus(BaseModel):
+    path: str
+    size: int
+    content_hash: str
+    state: Literal["ready", "running", "absent", "failed"]
+    job: str = absent()
+    error: JobError = absent()
+
+
+class Job(BaseModel):
+    state: Literal["running", "ready", "failed", "same"]
+    job: str = absent()
+    content_hash: str = absent()
+    result: dict[str, Any] = absent()
+    error: JobError = absent()
+
+
+class Usage(BaseModel):
+    user: str
+    source: Literal["walk", "records"]
+    quota: dict[str, Any] = absent()
+    usage: dict[str, Any]
+    shared: dict[str, Any]
+    costs: dict[str, Any]
+    prices: dict[str, Any]
+
+
+def replies(
+    status: int | tuple[int, ...], model: type[BaseModel] | None, *errors: int, content: dict | None = None
+) -> dict:
+    """The `responses=` of a route: its answer(s), then 400/401/403 and the given error statuses."""
+    answer = content or {JSON: {"model": model}}
+    statuses = status if isinstance(status, tuple) else (status,)
+    out: dict[int, dict] = {code: {"description": "OK", "content": answer} for code in statuses}
+    for code in sorted({400, 401, 403, *errors}):
+        out[code] = {"description": ERROR_TEXT[code], "content": {JSON: {"model": ErrorBody}}}
+    return out

@@ -1,0 +1,126 @@
+"""Request shapes: typed fields and JSON bodies, checked before any route runs.
+
+A field fails with the same stable code the core library would give (`invalid-path`,
+`bad-content-hash`, ...), so validation moved in front of the routes without changing what a
+client sees; the checks themselves stay in hycloud_core, shared with the client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from annotated_types import Ge, Le, MaxLen
+from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from hycloud_core import content, jobs, paths
+from hycloud_core.errors import HyCloudError
+from hycloud_core.fs.relay_cache import MAX_PIECE
+
+MAX_TEXT = 4096  # any free-text field (cursor, proof, digest): far above every legitimate value
+MAX_STATE_BYTES = 16_384  # the adaptive chunk-size state kept in a link file
+MAX_OFFSET = 2**62  # beyond any file; keeps seek() inside a signed 64-bit offset
+
+
+def _checked(check: Callable[[str], object]) -> Callable[[str], str]:
+    """A validator running a hycloud_core check; its error code becomes the validation error's type."""
+
+    def validate(value: str) -> str:
+        try:
+            check(value)
+        except HyCloudError as err:
+            raise PydanticCustomError(err.code, err.message) from None
+        return value
+
+    return validate
+
+
+def _plain_text(value: str) -> str:
+    if "\x00" in value or not paths.is_unicode(value):
+        raise PydanticCustomError("bad-text", "must be valid Unicode without NUL")
+    return value
+
+
+def _small_state(value: dict) -> dict:
+    if len(json.dumps(value)) > MAX_STATE_BYTES:
+        raise PydanticCustomError("bad-body", f"state must be at most {MAX_STATE_BYTES} bytes of JSON")
+    return value
+
+
+Text = Annotated[str, MaxLen(MAX_TEXT), AfterValidator(_plain_text)]
+UserPath = Annotated[
+    str,
+    AfterValidator(_checked(paths.normalize)),
+    WithJsonSchema(
+        {"type": "string", "minLength": 1, "maxLength": paths.MAX_PATH_BYTES, "description": "e.g. /a/b.txt"}
+    ),
+]
+ContentHash = Annotated[
+    str,
+    AfterValidator(_checked(content.checked_hash)),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "sha256, hex"}),
+]
+JobId = Annotated[
+    str,
+    AfterValidator(_checked(jobs.checked_job_id)),
+    WithJsonSchema({"type": "string", "pattern": jobs.JOB_ID_PATTERN}),
+]
+Offset = Annotated[int, Ge(0), Le(MAX_OFFSET)]
+Length = Annotated[int, Ge(1), Le(MAX_PIECE)]
+Wait = Annotated[float, Ge(0), Le(3600), AllowInfNan(False)]
+PageLimit = Annotated[int, Ge(1), Le(1000)]
+ByteCount = Annotated[int, Ge(0), Le(MAX_OFFSET)]
+
+
+class Body(BaseModel):
+    """JSON bodies are strict: "true" is not a boolean and 1.0 is not an integer."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class MakeDirectory(Body):
+    path: UserPath
+    parents: bool | None = None
+
+
+class PathPair(Body):
+    src: UserPath
+    dst: UserPath
+
+
+class RelayTarget(Body):
+    path: UserPath
+
+
+class StartUpload(Body):
+    size: ByteCount
+    content_hash: ContentHash
+    part_digests: Annotated[list[Text], Field(max_length=content.MAX_PARTS)] = Field(
+        description="base64 SHA-256 of each 8 MiB part"
+    )
+
+
+class UploadUrls(Body):
+    content_hash: ContentHash
+    parts: Annotated[list[Annotated[int, Ge(1), Le(content.MAX_PARTS)]], Field(max_length=1000)]
+
+
+class CommitUpload(Body):
+    path: UserPath
+    content_hash: ContentHash
+    proof: Text | None = None
+    parents: bool | None = None
+
+
+class DeltaByVersion(Body):
+    path: UserPath
+    base_hash: ContentHash
+
+
+class ChunkState(Body):
+    path: UserPath
+    content_hash: ContentHash
+    chunk_size: Annotated[int, Ge(1), Le(2**31)]
+    state: Annotated[dict[str, Any], AfterValidator(_small_state)]

@@ -1,0 +1,94 @@
+"""The job ledger: which execution serves a job, so a job runs once and every retry runs anew.
+
+One small record per job, `pk = JOB#<user>`, `sk = <job key>`, with the current `attempt` and
+`fresh_until` (how long a finished result may be handed out again). Records are kept: the
+attempt counter must never restart, because a closed execution's name cannot be reused.
+Because records sit in the user's partition, finding one is also the ownership check.
+
+A request for a job is served by the current attempt while it runs, or after it succeeded while
+its result is fresh and still there; a failed attempt, or a result gone or stale, makes the next
+request start attempt + 1. The counter moves by a conditional write, so concurrent requests
+agree on one new execution.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import HyCloudError
+from .jobs import execution_name
+
+RESULT_FRESH_S = 6 * 3600  # well inside upkeep's 24 h for staging files
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    key: str
+    attempt: int
+    fresh_until: float
+
+    @property
+    def execution(self) -> str:
+        return execution_name(self.key, self.attempt)
+
+
+class JobLedger:
+    def __init__(self, table: Any, user: str) -> None:
+        self.table, self.pk = table, f"JOB#{user}"
+
+    def get(self, key: str) -> JobRecord | None:
+        item = self.table.get_item(Key={"pk": self.pk, "sk": key}, ConsistentRead=True).get("Item")
+        return JobRecord(key, int(item["attempt"]), float(item["fresh_until"])) if item else None
+
+    def advance(self, key: str, seen: JobRecord | None, fresh_s: float = RESULT_FRESH_S) -> JobRecord | None:
+        """Record the next attempt after `seen`; None when another request moved it first."""
+        new = JobRecord(key, (seen.attempt if seen else 0) + 1, time.time() + fresh_s)
+        condition = {"ConditionExpression": "attribute_not_exists(pk)"}
+        if seen:
+            condition = {
+                "ConditionExpression": "attempt = :seen",
+                "ExpressionAttributeValues": {":seen": seen.attempt},
+            }
+        item = {"pk": self.pk, "sk": key, "attempt": new.attempt, "fresh_until": int(new.fresh_until)}
+        try:
+            self.table.put_item(Item=item, **condition)
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return new
+
+
+def serves(record: JobRecord, status: str, result_alive: Callable[[str], bool]) -> bool:
+    """Whether the record's execution answers a new request (status: RUNNING, SUCCEEDED, ABSENT, ...)."""
+    if status in ("RUNNING", "ABSENT"):  # ABSENT: started by a request still on its way
+        return True
+    return status == "SUCCEEDED" and record.fresh_until > time.time() and result_alive(record.execution)
+
+
+def submit(
+    ledger: JobLedger,
+    key: str,
+    status: Callable[[str], str],
+    result_alive: Callable[[str], bool],
+    launch: Callable[[str], None],
+) -> str:
+    """The execution serving job `key`, launching a new attempt when the current one does not serve.
+
+    `result_alive(name)` says whether a succeeded execution's result is still there;
+    `launch(name)` must be idempotent (a concurrent request may launch the same name).
+    """
+    for _ in range(8):
+        record = ledger.get(key)
+        if record is not None:
+            state = status(record.execution)
+            if serves(record, state, result_alive):
+                if state == "ABSENT":
+                    launch(record.execution)
+                return record.execution
+        record = ledger.advance(key, record)
+        if record is not None:
+            launch(record.execution)
+            return record.execution
+    raise HyCloudError("the job is changing under concurrent requests; retry", code="busy", status=503)

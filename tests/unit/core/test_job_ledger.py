@@ -1,0 +1,103 @@
+"""The job ledger under moto: one execution per job while it serves, a new one per new attempt."""
+
+from __future__ import annotations
+
+import threading
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from hycloud_core import jobs
+from hycloud_core.job_ledger import JobLedger, submit
+from tests.conftest import make_stores
+
+KEY = jobs.job_key("ul", "alice", "/f", "a" * 64)
+
+
+@pytest.fixture
+def table(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        make_stores("content", "table")
+        yield boto3.resource("dynamodb").Table("table")
+
+
+class FakeMachine:
+    """Step Functions as far as submit sees it: execution name -> status."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, str] = {}
+        self.launches: list[str] = []
+
+    def status(self, name: str) -> str:
+        return self.runs.get(name, "ABSENT")
+
+    def launch(self, name: str) -> None:
+        self.launches.append(name)
+        self.runs.setdefault(name, "RUNNING")
+
+
+def run(table, machine: FakeMachine, alive: bool = True, user: str = "alice") -> str:
+    return submit(JobLedger(table, user), KEY, machine.status, lambda _: alive, machine.launch)
+
+
+def test_running_and_fresh_results_are_served_by_one_execution(table):
+    machine = FakeMachine()
+    first = run(table, machine)
+    assert first == f"{KEY}-1" and run(table, machine) == first
+    machine.runs[first] = "SUCCEEDED"
+    assert run(table, machine) == first and machine.launches == [first]
+    item = table.get_item(Key={"pk": "JOB#alice", "sk": KEY})["Item"]
+    assert item["attempt"] == 1
+
+
+@pytest.mark.parametrize("end", ["FAILED", "TIMED_OUT", "ABORTED"])
+def test_a_new_attempt_after_a_failure_gets_a_new_name(table, end):
+    machine = FakeMachine()
+    first = run(table, machine)
+    machine.runs[first] = end
+    second = run(table, machine)
+    assert second == f"{KEY}-2" and machine.launches == [first, second]
+
+
+def test_a_gone_or_stale_result_starts_a_new_attempt(table, monkeypatch):
+    machine = FakeMachine()
+    first = run(table, machine)
+    machine.runs[first] = "SUCCEEDED"
+    assert run(table, machine, alive=False) == f"{KEY}-2"  # e.g. evicted from the relay cache
+    machine.runs[f"{KEY}-2"] = "SUCCEEDED"
+    import hycloud_core.job_ledger as ledger
+
+    monkeypatch.setattr(ledger.time, "time", lambda: 10**12)  # past fresh_until
+    assert run(table, machine) == f"{KEY}-3"
+
+
+def test_an_attempt_recorded_but_never_started_is_started_under_its_name(table):
+    JobLedger(table, "alice").advance(KEY, None)
+    machine = FakeMachine()
+    assert run(table, machine) == f"{KEY}-1" and machine.launches == [f"{KEY}-1"]
+
+
+def test_concurrent_retries_agree_on_one_new_execution(table):
+    machine = FakeMachine()
+    machine.runs[run(table, machine)] = "FAILED"
+    names, barrier = [], threading.Barrier(6)
+
+    def retry() -> None:
+        barrier.wait()
+        names.append(run(table, machine))
+
+    threads = [threading.Thread(target=retry) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(names) == {f"{KEY}-2"} and sorted(set(machine.launches)) == [f"{KEY}-1", f"{KEY}-2"]
+
+
+def test_records_are_per_user(table):
+    machine = FakeMachine()
+    run(table, machine)
+    assert JobLedger(table, "bob").get(KEY) is None
+    assert JobLedger(table, "alice").get(KEY).attempt == 1
