@@ -104,3 +104,16 @@ def test_renew_refuses_an_expired_lease(moto_filesystems, monkeypatch):
         monkeypatch.setattr(time, "time", lambda: now + 120)
         with pytest.raises(ConflictError):
             lease.renew()
+
+
+def test_copies_count_against_the_quota_page_by_page_and_removals_free_it(fs):
+    fs.quota.set_limits(max_files=15 + 8)  # room for 8 of the 15 copies
+    jobs, job = _job(fs, "copy", "/t", "/c")
+    _run_to_end(fs, jobs, job, entries=4)
+    stopped = jobs.get("u", job.id)
+    assert (stopped.state, stopped.error["code"]) == (FAILED, "quota-exceeded")
+    assert stopped.done == len(list(fs.ns.walk_files("/c"))) <= 8
+    assert fs.quota.report()["files"]["used"] == 15 + stopped.done
+    jobs, job = _job(fs, "remove", "/c", None)
+    _run_to_end(fs, jobs, job, entries=4)
+    assert fs.quota.report()["files"]["used"] == 15

@@ -19,6 +19,7 @@ from itertools import islice
 
 from ..errors import ConflictError, HyCloudError, NotFoundError
 from ..store.locks import Lease
+from ..store.quotas import Change
 from ..store.tree_jobs import (
     APPLY,
     COUNT,
@@ -32,7 +33,7 @@ from ..store.tree_jobs import (
 )
 from .operations import FileSystem, in_parallel
 from .reconcile import expected_record
-from .tree_walk import POST, PRE, count, under, walk
+from .tree_walk import POST, PRE, Step, count, under, walk
 
 BATCH = 100
 
@@ -118,11 +119,25 @@ class TreeJobStep:
         page = self._page(PRE)
         if not page:
             return self._next(FINISH)
-        made = self.fs.copy_page(job.src, job.dst, page)
+        growth = self._files(job.src, page) - self._files(job.dst, page)  # a redone page replaces
+        with self.fs.quota.change(growth):  # refused over the quota: the job stops, saying where
+            made = self.fs.copy_page(job.src, job.dst, page)
         records = in_parallel(partial(expected_record, self.fs.ns), made)
         self.fs.records.put_files(self.fs.user, dict(zip(made, records, strict=True)))
         job.done += len(made)
         job.cursor, self.used = page[-1].rel, self.used + len(page)
+
+    def _files(self, root: str, page: list[Step]) -> Change:
+        """Bytes and files the page's files occupy below `root` (those that exist), for the quota."""
+
+        def size(step: Step) -> Change:
+            try:
+                entry = self.fs.ns.stat(under(root, step.rel))
+            except NotFoundError:
+                return Change()
+            return Change(entry.size, 1) if entry.type == "file" else Change()
+
+        return sum(in_parallel(size, [s for s in page if not s.is_dir]), Change())
 
     def _check_copy_target(self) -> None:
         """A resumed copy whose destination was removed meanwhile starts over."""
@@ -136,7 +151,8 @@ class TreeJobStep:
         page = self._page(POST)
         if not page:
             return self._next(FINISH)
-        self.fs.remove_page(job.src, page)
+        with self.fs.quota.change(-self._files(job.src, page)):
+            self.fs.remove_page(job.src, page)
         files = [under(job.src, s.rel) for s in page if not s.is_dir]
         self.fs.records.delete_files(self.fs.user, files)  # also of files a redone page found gone
         job.done += len(files)
