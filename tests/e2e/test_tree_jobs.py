@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from hycloud.cli import exit_codes
 from hycloud_core.store.tree_jobs import job_id
 from tests.e2e.conftest import HYCLOUD, _make_user
 from tests.e2e.invariants import efs_files, file_records, records_disagreeing, temporary_files
@@ -143,11 +144,11 @@ def _efs_and_records_agree(user) -> None:
 
 @pytest.fixture(scope="class")
 def small_jobs(deployment):
-    """Trees over 20 entries run as jobs, 20 entries a step: small trees exercise every path."""
+    """Trees over 20 entries run as jobs, 10 entries a step: small trees exercise every path."""
     lam, out = deployment.client("lambda"), deployment.outputs
     changes = {
         out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
-        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "20"},
+        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "10"},
     }
     before = {
         fn: lam.get_function_configuration(FunctionName=fn)["Environment"]["Variables"] for fn in changes
@@ -171,7 +172,7 @@ class TestSmallTreesAsJobs:
         assert r.status_code == 202, r.text
         job = r.json()
         assert (job["state"], job["total"], job["done"]) == ("running", SEED_FILES + 1, 0)
-        _wait_for(api, job["job"], lambda s: s["done"] >= 10)
+        _wait_for(api, job["job"], lambda s: s["done"] > 0)
         machine = owner.deployment.outputs["TreeJobStateMachineArn"]
         running = sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
         (execution,) = [e for e in running if e["name"].startswith(job["job"])]
@@ -189,24 +190,25 @@ class TestSmallTreesAsJobs:
         _efs_and_records_agree(owner)
 
     def test_a_failed_job_says_where_it_stopped_and_the_same_command_resumes_it(self, owner, seed):
-        api, ddb = owner.api(), owner.deployment.client("dynamodb")
-        cli = _start_cli(owner, "cp", "-r", "/seed", "/s2")
-        id = job_id("copy", "/seed", "/s2")
-        _wait_for(api, id, lambda s: s["done"] >= 10)
-        intruder = {"pk": {"S": f"LOCK#{owner.ns_key}"}, "sk": {"S": "/s2"}}
-        ddb.put_item(  # as if the job had lost its lease to another operation
-            TableName=owner.deployment.outputs["TableName"],
-            Item={**intruder, "owner": {"S": "intruder"}, "expires": {"N": str(int(time.time()) + 600)}},
-        )
-        out, err = cli.communicate(timeout=180)
-        failed = _status(api, id)
-        assert cli.returncode == 6, out + err
-        assert failed["state"] == "failed" and failed["error"]["code"] == "busy", failed
-        assert f"stopped after {failed['done']} of {SEED_FILES + 1} files" in err, err
-        assert "run the same command to resume" in err
-        _no_trace(err + json.dumps(failed))
-        assert len(_tree(owner, "/s2")) == failed["done"]  # exactly what the client was told
-        ddb.delete_item(TableName=owner.deployment.outputs["TableName"], Key=intruder)
+        """The copy runs into the user's file quota half way: the CLI exits non-zero saying how many
+        files were copied (exactly those are there); with the quota raised the same command resumes."""
+        api, id = owner.api(), job_id("copy", "/seed", "/s2")
+        used = _admin(owner, "set-quota", owner.name)["files"]["used"]
+        _admin(owner, "set-quota", owner.name, "--files", str(used + SEED_FILES // 2))
+        try:
+            result = _cli(owner, "cp", "-r", "/seed", "/s2")
+            failed = _status(api, id)
+            quota_exit = exit_codes.for_error("quota-exceeded", 403)
+            assert result.returncode == quota_exit != 0, result.stdout + result.stderr
+            assert failed["state"] == "failed" and failed["error"]["code"] == "quota-exceeded", failed
+            assert 0 < failed["done"] <= SEED_FILES // 2
+            assert f"stopped after {failed['done']} of {SEED_FILES + 1} files" in result.stderr, result.stderr
+            assert "run the same command to resume" in result.stderr
+            _no_trace(result.stderr + json.dumps(failed))
+            assert len(_tree(owner, "/s2")) == failed["done"]  # exactly what the client was told
+            assert _leases(owner) == []  # a failed job lets go of its trees
+        finally:
+            _admin(owner, "set-quota", owner.name, "--reset")
         result = _cli(owner, "cp", "-r", "/seed", "/s2")
         assert result.returncode == 0, result.stdout + result.stderr
         assert _same_files(_tree(owner, "/s2"), _expected_seed_tree(seed)) == []
@@ -216,7 +218,7 @@ class TestSmallTreesAsJobs:
     def test_an_interrupted_client_says_the_job_goes_on_and_it_does(self, owner, seed):
         api, id = owner.api(), job_id("copy", "/seed", "/s5")
         cli = _start_cli(owner, "cp", "-r", "/seed", "/s5")
-        _wait_for(api, id, lambda s: s["done"] >= 10)
+        _wait_for(api, id, lambda s: s["done"] > 0)
         cli.send_signal(signal.SIGINT)
         out, err = cli.communicate(timeout=60)
         assert cli.returncode == 130, out + err
@@ -303,6 +305,17 @@ def test_tree_job_status_refuses_bad_input(owner):
     ]:
         r = api.call("GET", "/v1/tree-jobs", params=params)
         assert (r.status_code, r.json()["error"]["code"]) == (status, code), r.text
+
+
+def _admin(user, *args: str) -> dict:
+    """`hycloud --json admin ...` against the deployment's table."""
+    env = {**os.environ, **user.deployment.env}
+    table = ["--table", user.deployment.outputs["TableName"]]
+    result = subprocess.run(
+        [HYCLOUD, "--json", "admin", *args, *table], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
 
 
 def _start_cli(user, *args: str) -> subprocess.Popen:
