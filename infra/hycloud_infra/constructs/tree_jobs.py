@@ -5,7 +5,6 @@ from typing import Any
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .python_function import python_function
@@ -25,7 +24,6 @@ class TreeJobs(Construct):
         layer: lambda_.ILayerVersion,
         environment: dict[str, str],
         table: dynamodb.ITable,
-        bucket: s3.IBucket,
         mount: dict[str, Any],
     ) -> None:
         super().__init__(scope, id)
@@ -39,8 +37,7 @@ class TreeJobs(Construct):
             memory_mb=1024,
             **mount,
         )
-        table.grant_read_write_data(self.step_function)
-        bucket.grant_read(self.step_function)
+        table.grant_read_write_data(self.step_function)  # records, leases, object touches: no S3
         self.state_machine = SfnFromAsl(
             self,
             "Workflow",

@@ -101,7 +101,6 @@ class InstanceStack(Stack):
             layer=layer,
             environment=env,
             table=stores.table,
-            bucket=stores.bucket,
             mount=volume.mount(),
         )
 
