@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from context import authenticate
 from idempotency import HEADER, idempotent
-from routes import delta, dirs, files, meta, ops, relay, uploads, usage
+from routes import delta, dirs, files, meta, ops, relay, tree_jobs, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError
@@ -27,7 +27,7 @@ from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError
 logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json)
 app.use(middlewares=[authenticate, idempotent])
-for module in (files, dirs, meta, ops, relay, uploads, usage, delta):
+for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs):
     app.include_router(module.router)
 
 

@@ -35,7 +35,7 @@ def template(tmp_path_factory) -> Template:
 
 def test_functions_mount_efs_at_mnt_efs(template):
     fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    assert len(fns) == 4
+    assert len(fns) == 5
     for fn in fns.values():
         props = fn["Properties"]
         assert props["FileSystemConfigs"][0]["LocalMountPath"] == "/mnt/efs"
@@ -86,6 +86,28 @@ def test_every_asl_placeholder_is_substituted(template):
     for machine in machines.values():
         subs = machine["Properties"].get("DefinitionSubstitutions", {})
         assert subs and all(v for v in subs.values())
+
+
+def test_controller_may_start_tree_jobs_which_loop_one_step(template):
+    controllers = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"HYCLOUD_TREE_STATE_MACHINE_ARN": Match.any_value()}}}},
+    )
+    assert len(controllers) == 1
+    asl = json.loads((ROOT / "statemachines" / "tree_job.asl.json").read_text())
+    assert asl["States"]["Done?"]["Choices"][0] == {
+        "Variable": "$.state",
+        "StringEquals": "running",
+        "Next": "Step",
+    }
+    assert asl["States"]["Step"]["Catch"][0]["Next"] == "RecordFailure"
+    starts = [
+        json.dumps(st["Resource"])
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "states:StartExecution" in json.dumps(st["Action"])
+    ]
+    assert any("TreeJobWorkflow" in resource for resource in starts)
 
 
 def test_template_passes_cfn_lint(template, tmp_path):

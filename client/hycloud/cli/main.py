@@ -22,6 +22,7 @@ from ..sdk import HyCloud
 from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
 from .admin import admin
+from .job_progress import FilesBar, following
 from .progress_bar import RichProgress
 from .usage import usage_command
 
@@ -128,6 +129,10 @@ def _bar() -> RichProgress:
     return RichProgress(enabled=not STATE["json"] and sys.stderr.isatty() or STATE["progress"])
 
 
+def _files_bar() -> FilesBar:
+    return FilesBar(enabled=not STATE["json"] and sys.stderr.isatty() or STATE["progress"])
+
+
 @app.command()
 def put(
     local: Path,
@@ -211,29 +216,45 @@ def rm(
     """Remove a file (or, with -r, a directory tree)."""
     client = _client()
     if recursive or client.stat(path)["type"] == "dir":
-        result = client.rmdir(path, recursive=recursive)
+        with following(_files_bar()) as bar:
+            result = client.rmdir(path, recursive=recursive, progress=bar)
         _emit(result, f"removed {path} ({result['files']} files)")
     else:
         _emit(client.rm(path), f"removed {path}")
 
 
 @app.command()
-def rmdir(path: str) -> None:
-    """Remove an empty directory."""
-    _emit(_client().rmdir(path), f"removed {path}")
+def rmdir(
+    path: str,
+    recursive: Annotated[
+        bool, typer.Option("-r", "--recursive", help="Remove the directory's contents too.")
+    ] = False,
+) -> None:
+    """Remove an empty directory (with -r, a directory tree)."""
+    with following(_files_bar()) as bar:
+        result = _client().rmdir(path, recursive=recursive, progress=bar)
+    _emit(result, f"removed {path}" + (f" ({result['files']} files)" if recursive else ""))
 
 
 @app.command()
 def mv(src: str, dst: str) -> None:
     """Move or rename a file or directory."""
-    entry = _client().mv(src, dst)
+    with following(_files_bar()) as bar:
+        entry = _client().mv(src, dst, progress=bar)
     _emit(entry, f"moved {src} -> {entry['path']}")
 
 
 @app.command()
-def cp(src: str, dst: str) -> None:
+def cp(
+    src: str,
+    dst: str,
+    recursive: Annotated[
+        bool, typer.Option("-r", "--recursive", help="Accepted; folders are always copied whole.")
+    ] = False,
+) -> None:
     """Copy a file or directory (large files are shared, not copied)."""
-    entry = _client().cp(src, dst)
+    with following(_files_bar()) as bar:
+        entry = _client().cp(src, dst, progress=bar)
     _emit(entry, f"copied {src} -> {entry['path']}")
 
 

@@ -17,6 +17,7 @@ from ..http import Http
 from ..transfer import Progress, download_large, download_relay, upload_large
 from ..transfer.delta import delta_download, delta_upload
 from ..verify import check_stored
+from . import tree_jobs
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
@@ -75,23 +76,33 @@ class HyCloud:
     def mkdir(self, path: str, parents: bool = False) -> dict:
         return self.http.json("POST", "/v1/dirs", json={"path": paths.normalize(path), "parents": parents})
 
-    def rmdir(self, path: str, recursive: bool = False) -> dict:
-        return self.http.json(
+    def rmdir(self, path: str, recursive: bool = False, progress: Progress | None = None) -> dict:
+        """Remove a folder; with `recursive`, a large tree is removed by a job this call follows."""
+        response = self.http.request(
             "DELETE", "/v1/dirs", params={"path": paths.normalize(path), "recursive": str(recursive).lower()}
         )
+        if response.status_code == 202:
+            job = tree_jobs.follow(self.http, response.json(), progress)
+            return {"removed": job["src"], "files": job["done"]}
+        return response.json()
 
     def rm(self, path: str) -> dict:
         return self.http.json("DELETE", "/v1/files", params={"path": paths.normalize(path)})
 
-    def mv(self, src: str, dst: str) -> dict:
-        return self.http.json(
-            "POST", "/v1/move", json={"src": paths.normalize(src), "dst": paths.normalize(dst)}
-        )
+    def mv(self, src: str, dst: str, progress: Progress | None = None) -> dict:
+        return self._tree_op("/v1/move", src, dst, progress)
 
-    def cp(self, src: str, dst: str) -> dict:
-        return self.http.json(
-            "POST", "/v1/copy", json={"src": paths.normalize(src), "dst": paths.normalize(dst)}
-        )
+    def cp(self, src: str, dst: str, progress: Progress | None = None) -> dict:
+        return self._tree_op("/v1/copy", src, dst, progress)
+
+    def _tree_op(self, route: str, src: str, dst: str, progress: Progress | None) -> dict:
+        """Move or copy; a large tree is handled by a job this call follows to its end."""
+        body = {"src": paths.normalize(src), "dst": paths.normalize(dst)}
+        response = self.http.request("POST", route, json=body)
+        if response.status_code == 202:
+            tree_jobs.follow(self.http, response.json(), progress)
+            return self.stat(dst)
+        return response.json()
 
     # --- file transfer -------------------------------------------------------------------------
     def put_bytes(self, path: str, data: bytes, parents: bool = False) -> dict:

@@ -10,6 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem, namespace, ok
 from models import MakeDirectory, PageLimit, Text, UserPath
 
+from routes import tree_jobs
+
 router = APIGatewayRouter()
 MAX_PAGE = 1000
 
@@ -30,7 +32,8 @@ def listdir(
     return ok({"entries": [e.to_dict() for e in entries], "cursor": cursor})
 
 
-@router.delete("/v1/dirs", responses=replies(200, Removed, 404, 409))
+@router.delete("/v1/dirs", responses={**replies(200, Removed, 404, 409), **tree_jobs.ACCEPTED})
 def rmdir(path: Annotated[UserPath, Query()], recursive: Annotated[bool, Query()] = False):
-    removed = filesystem(router).rmdir(path, recursive=recursive)
-    return ok({"removed": path, "files": removed})
+    if recursive:
+        return tree_jobs.remove(router, path)
+    return ok({"removed": path, "files": filesystem(router).rmdir(path)})

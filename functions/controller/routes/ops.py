@@ -1,4 +1,4 @@
-"""Move and copy of files and whole directories."""
+"""Move and copy of files and whole directories (large trees as jobs: tree_jobs.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,19 @@ from typing import Annotated
 from answers import Entry, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import expected_version, filesystem, ok
+from context import expected_version
 from models import PathPair
+
+from routes import tree_jobs
 
 router = APIGatewayRouter()
 
 
-@router.post("/v1/move", responses=replies(200, Entry, 404, 409))
+@router.post("/v1/move", responses={**replies(200, Entry, 404, 409), **tree_jobs.ACCEPTED})
 def move(body: Annotated[PathPair, Body()]):
-    return ok(filesystem(router).move(body.src, body.dst, expect=expected_version(router)).to_dict())
+    return tree_jobs.move(router, body.src, body.dst, expected_version(router))
 
 
-@router.post("/v1/copy", responses=replies(201, Entry, 404, 409))
+@router.post("/v1/copy", responses={**replies(201, Entry, 404, 409), **tree_jobs.ACCEPTED})
 def copy(body: Annotated[PathPair, Body()]):
-    return ok(filesystem(router).copy(body.src, body.dst, expect=expected_version(router)).to_dict(), 201)
+    return tree_jobs.copy(router, body.src, body.dst, expected_version(router))

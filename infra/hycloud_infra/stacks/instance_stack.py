@@ -15,6 +15,7 @@ from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
+from ..constructs.tree_jobs import TreeJobs
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -92,6 +93,17 @@ class InstanceStack(Stack):
         relay_fn.grant_invoke(delta)
         delta_fn.grant_invoke(delta)
 
+        tree = TreeJobs(
+            self,
+            "TreeJob",
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir,
+            layer=layer,
+            environment=env,
+            table=stores.table,
+            mount=volume.mount(),
+        )
+
         upkeep = python_function(
             self,
             "CacheUpkeep",
@@ -118,6 +130,10 @@ class InstanceStack(Stack):
                 **env,
                 c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn,
                 c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
+                c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
+                **(
+                    {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
+                ),
             },
             **volume.mount(),
         )
@@ -127,6 +143,7 @@ class InstanceStack(Stack):
         relay.grant_read(controller)
         delta.grant_start_execution(controller)
         delta.grant_read(controller)
+        tree.allow_control(controller)
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
@@ -138,6 +155,9 @@ class InstanceStack(Stack):
             "TableName": stores.table.table_name,
             "RelayStateMachineArn": relay.state_machine_arn,
             "DeltaStateMachineArn": delta.state_machine_arn,
+            "TreeJobStateMachineArn": tree.state_machine.state_machine_arn,
+            "TreeStepFunctionName": tree.step_function.function_name,
+            "ControllerFunctionName": controller.function_name,
             "AccessPointId": volume.access_point.access_point_id,
             "FileSystemId": volume.file_system.file_system_id,
             "CacheUpkeepFunctionName": upkeep.function_name,

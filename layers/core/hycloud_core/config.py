@@ -32,6 +32,13 @@ class InstanceConfig:
     # S3↔EFS transfer rate (bytes/s) told to clients for the delta-upload rule (eq. 2) until measured
     s3_efs_rate: int = field(default_factory=lambda: _env_int(c.ENV_S3_EFS_RATE, 100 * c.MiB))
 
+    tree_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_TREE_STATE_MACHINE, ""))
+    # trees with more entries than this are copied, moved or removed by a job, not in the request
+    tree_inline_limit: int = field(default_factory=lambda: _env_int(c.ENV_TREE_INLINE_LIMIT, 200))
+    # one step of a tree job works this long and on at most this many entries, then saves its cursor
+    tree_step_s: int = field(default_factory=lambda: _env_int(c.ENV_TREE_STEP_S, 20))
+    tree_step_entries: int = field(default_factory=lambda: _env_int(c.ENV_TREE_STEP_ENTRIES, 1_000_000))
+
     @property
     def namespaces_dir(self) -> str:
         return os.path.join(self.efs_root, "ns")

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import batched, groupby
+from typing import Any, TypeVar
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, NotFoundError
@@ -27,10 +30,20 @@ from ..store.objects import Objects
 from ..store.quotas import Quota
 from ..store.records import Records
 from .namespace import Entry, Namespace
+from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
+T, R = TypeVar("T"), TypeVar("R")
+
 DOWNLOAD_URL_TTL_S = 3600
+PAGE = 100  # entries of a tree walk done together (copies and removals of a page run side by side)
+_POOL = ThreadPoolExecutor(8)
 ABSENT = ""  # `expect` value: the path must not exist
+
+
+def in_parallel(fn: Callable[[T], R], items: list[T]) -> list[R]:
+    """fn over items on a few threads: per-file EFS work waits on the network, not the CPU."""
+    return list(_POOL.map(fn, items))
 
 
 class FileSystem:
@@ -216,16 +229,8 @@ class FileSystem:
             return removed
 
     def _remove_tree(self, path: str) -> int:
-        removed = 0
-        for name in self.ns.names(path):
-            child = f"{path.rstrip('/')}/{name}"
-            if self.ns.stat(child).type == "dir":
-                removed += self._remove_tree(child)
-                continue
-            self.ns.unlink(child)
-            removed += 1
-        self.ns.rmdir(path)
-        return removed
+        pages = batched(walk(self.ns, path, POST), PAGE)
+        return sum(len(self.remove_page(path, list(page))) for page in pages)
 
     # --- move and copy -------------------------------------------------------------------------
     def _check_pair(self, src: str, dst: str) -> tuple[str, str, Entry]:
@@ -242,6 +247,16 @@ class FileSystem:
                 raise ConflictError(f"{dst} already exists", code="already-exists")
         return src, dst, entry
 
+    def check_tree_operation(self, op: str, src: str, dst: str | None, expect: str | None) -> None:
+        """What move, copy and rmdir refuse, checked by a tree job before it starts (under its leases)."""
+        if op == "remove":
+            if paths.normalize(src) == "/":
+                raise ConflictError("cannot remove the root directory", code="is-root")
+            self.ns.require_dir(src)
+            return
+        self._check_pair(src, dst or "")
+        self._check_expected(paths.normalize(dst or ""), expect)
+
     def _require_content(self, entry: Entry) -> None:
         """Touch a large file's content before a new link to it appears (see store/collector.py)."""
         if entry.storage == "large" and not self.objects.touch(entry.content_hash or ""):
@@ -255,11 +270,7 @@ class FileSystem:
             src, dst, entry = self._check_pair(src, dst)
             self._check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
-            if entry.type == "dir":
-                bump_tree_epoch(self.records.table)
-            else:
-                self._require_content(entry)
-            self.ns.rename(src, dst)
+            self.rename_tree(entry, dst)
             self.records.rewrite_subtree(self.user, dst, None)
             self.records.rewrite_subtree(self.user, src, dst)
             if replaced:
@@ -289,10 +300,57 @@ class FileSystem:
         self.ns.copy_file(entry.path, dst)
 
     def _copy_tree(self, src: str, dst: str) -> None:
-        self.ns.mkdir(dst)
-        for name in self.ns.names(src):
-            child = self.ns.stat(f"{src}/{name}")
-            if child.type == "dir":
-                self._copy_tree(child.path, f"{dst}/{name}")
-            else:
-                self._copy_file(child, f"{dst}/{name}")
+        for page in batched(walk(self.ns, src, PRE), PAGE):
+            self.copy_page(src, dst, list(page))
+
+    # --- pages of tree walks (also the per-entry work of tree jobs, fs/tree_job.py) --------------
+    def copy_page(self, src: str, dst: str, steps: list[Step]) -> list[str]:
+        """Copy a page of a pre-order walk of `src` into `dst`; the paths of the files made.
+
+        Folders are made in order; each run of files is copied side by side (EFS is
+        latency-bound), each large file's content touched before its link is written.
+        """
+        made: list[str] = []
+        for is_dir, group in groupby(steps, key=lambda step: step.is_dir):
+            run = list(group)
+            targets = [under(dst, step.rel) for step in run]
+            if is_dir:
+                for target in targets:
+                    self.ns.mkdir(target)
+                continue
+            entries = in_parallel(self.ns.stat, [under(src, step.rel) for step in run])
+            for entry in entries:
+                self._require_content(entry)
+            pairs = list(zip(entries, targets, strict=True))
+            in_parallel(lambda pair: self.ns.copy_file(pair[0].path, pair[1]), pairs)
+            made += targets
+        return made
+
+    def remove_page(self, root: str, steps: list[Step]) -> list[str]:
+        """Remove a page of a post-order walk of `root`; the paths of the files removed.
+        What is gone already is skipped, so a page can be done twice."""
+        removed: list[str] = []
+        for is_dir, run in groupby(steps, key=lambda step: step.is_dir):
+            targets = [under(root, step.rel) for step in run]
+            if is_dir:
+                for target in targets:
+                    self._remove_entry(target, is_dir=True)
+                continue
+            gone = in_parallel(lambda target: self._remove_entry(target, is_dir=False), targets)
+            removed += [t for t, went in zip(targets, gone, strict=True) if went]
+        return removed
+
+    def _remove_entry(self, path: str, is_dir: bool) -> bool:
+        try:
+            self.ns.rmdir(path) if is_dir else self.ns.unlink(path)
+        except NotFoundError:
+            return False
+        return True
+
+    def rename_tree(self, entry: Entry, dst: str) -> None:
+        """The EFS half of a move: one rename, after telling the collector (see store/collector.py)."""
+        if entry.type == "dir":
+            bump_tree_epoch(self.records.table)
+        else:
+            self._require_content(entry)
+        self.ns.rename(entry.path, dst)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import NotFoundError
-from ..store.locks import path_leases
+from ..store.locks import leased_paths, path_leases
 from ..store.records import Records
 from .namespace import TMP_PREFIX, Namespace
 
@@ -67,13 +67,20 @@ def _files_on_efs(ns: Namespace, now: float, grace_s: float, out: Reconciled) ->
     return found
 
 
+def _under_any(path: str, tops: list[str]) -> bool:
+    return any(path == t or path.startswith(t.rstrip("/") + "/") for t in tops)
+
+
 def reconcile_user(
     records: Records, ns: Namespace, user: str, grace_s: float, now: float | None = None
 ) -> Reconciled:
     out = Reconciled()
+    busy = leased_paths(records.table, user)
     on_efs = _files_on_efs(ns, time.time() if now is None else now, grace_s, out)
     recorded = {r["sk"][2:]: r for r in records.files_under(user, "/")}
     for path in sorted(on_efs | set(recorded)):
+        if _under_any(path, busy):  # an operation (a tree job, say) is changing it: next round
+            continue
         if path in recorded and path in on_efs and _matches(recorded[path], expected_record(ns, path)):
             continue
         with path_leases(records.table, user, [path]):

@@ -39,10 +39,14 @@ def _ancestors(path: str) -> list[str]:
 
 
 class Lease:
-    """The leases one operation holds; `renew` keeps them for jobs that outlast LEASE_S."""
+    """The leases one operation holds; `renew` keeps them for jobs that outlast LEASE_S.
 
-    def __init__(self, table: Any, user: str) -> None:
-        self.table, self.user, self.owner, self.held = table, user, uuid.uuid4().hex, []
+    `owner` names the holder: a job whose steps run in several invocations passes its own, so
+    each step holds, renews and releases the same leases (`held` lists the paths it holds).
+    """
+
+    def __init__(self, table: Any, user: str, owner: str | None = None) -> None:
+        self.table, self.user, self.owner, self.held = table, user, owner or uuid.uuid4().hex, []
 
     def _item_key(self, path: str) -> dict:
         return {"pk": f"LOCK#{self.user}", "sk": path}
@@ -89,16 +93,18 @@ class Lease:
         return any(i["owner"] != self.owner and int(i["expires"]) >= now for i in page["Items"])
 
     def renew(self) -> None:
-        """Extend every held lease by LEASE_S; ConflictError if one was lost meanwhile."""
+        """Extend every held lease by LEASE_S; ConflictError if one was lost meanwhile, or had
+        expired: another operation may then have changed something below it."""
         failed = self.table.meta.client.exceptions.ConditionalCheckFailedException
         for path in self.held:
+            now = int(time.time())
             try:
                 self.table.update_item(
                     Key={"pk": f"LOCK#{self.user}", "sk": path},
                     UpdateExpression="SET expires = :e",
-                    ConditionExpression="#o = :me",
+                    ConditionExpression="#o = :me AND expires >= :now",
                     ExpressionAttributeNames={"#o": "owner"},
-                    ExpressionAttributeValues={":e": int(time.time()) + LEASE_S, ":me": self.owner},
+                    ExpressionAttributeValues={":e": now + LEASE_S, ":me": self.owner, ":now": now},
                 )
             except failed:
                 raise ConflictError(f"lost the lease on {path}", code="busy") from None
@@ -116,6 +122,17 @@ class Lease:
             except failed:
                 pass  # expired and taken by someone else: theirs now
         self.held.clear()
+
+
+def leased_paths(table: Any, user: str) -> list[str]:
+    """Paths under an unexpired lease now: an operation (or a job) is changing their subtrees."""
+    now, paths, kwargs = int(time.time()), [], {}
+    while True:
+        page = table.query(KeyConditionExpression=Key("pk").eq(f"LOCK#{user}"), ConsistentRead=True, **kwargs)
+        paths += [i["sk"] for i in page["Items"] if int(i["expires"]) >= now]
+        if "LastEvaluatedKey" not in page:
+            return paths
+        kwargs = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
 
 @contextmanager

@@ -88,6 +88,36 @@ class Records:
                 if not keep_src:
                     batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
 
+    def put_files(self, user: str, files: dict[str, dict]) -> None:
+        """Records of many files ({path: attributes}) in batches: a tree job's page of copies."""
+        now = int(time.time())
+        with self.table.batch_writer() as batch:
+            for path, attrs in files.items():
+                batch.put_item(Item={"pk": f"NS#{user}", "sk": f"F#{path}", "mtime": now, **attrs})
+
+    def delete_files(self, user: str, paths: list[str]) -> None:
+        with self.table.batch_writer() as batch:
+            for path in paths:
+                batch.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
+
+    def move_page(self, user: str, src: str, dst: str, limit: int) -> int:
+        """Move up to `limit` records from below the folder `src` to below `dst`; how many moved.
+
+        The moved ones leave `src`, so calling it again continues where it stopped.
+        """
+        prefix = f"F#{src.rstrip('/')}/"
+        page = self.table.query(
+            KeyConditionExpression=Key("pk").eq(f"NS#{user}") & Key("sk").begins_with(prefix),
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        items = [_plain(i) for i in page["Items"]]
+        with self.table.batch_writer() as batch:
+            for item in items:
+                batch.put_item(Item={**item, "sk": f"F#{dst.rstrip('/')}/{item['sk'][len(prefix) :]}"})
+                batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+        return len(items)
+
     # pending uploads
     def get_upload(self, user: str, content_hash: str) -> dict | None:
         item = self.table.get_item(Key={"pk": f"UPLOAD#{user}", "sk": content_hash}, ConsistentRead=True).get(

@@ -1,0 +1,76 @@
+"""Following a tree job the API started (202): long polls, progress in files, and the outcome.
+
+The job runs in the cloud whatever the client does, so the client never claims more than the
+job says: on success it returns; on failure it raises TreeJobFailed saying how far the job got
+and how to resume; if interrupted it raises TreeJobDetached saying the job goes on.
+"""
+
+from __future__ import annotations
+
+from hycloud_core.errors import HyCloudError
+
+from ..http import Http
+from ..transfer import Progress
+
+POLL_WAIT_S = 2.0  # each status request is held this long at most, so progress stays fresh
+VERBS = {"copy": "copy", "move": "move", "remove": "removal"}
+
+
+class TreeJobFailed(HyCloudError):
+    """The job stopped before the end; the tree is as `job`'s counts say."""
+
+    def __init__(self, job: dict) -> None:
+        error = job.get("error") or {}
+        reason = error.get("message") or job["state"]
+        super().__init__(
+            f"{describe(job)} stopped after {_files(job)} ({reason}); run the same command to resume",
+            code=error.get("code") or "job-failed",
+            status=error.get("status") or 409,
+        )
+        self.job = job
+
+
+class TreeJobDetached(KeyboardInterrupt):
+    """Interrupted while following a job, which goes on in the cloud."""
+
+    def __init__(self, job: dict) -> None:
+        super().__init__()
+        self.job = job
+        self.message = (
+            f"interrupted: the {describe(job)} goes on in the cloud ({_files(job)} so far); "
+            "run the same command to follow it"
+        )
+
+
+def describe(job: dict) -> str:
+    what = VERBS.get(job.get("op", ""), "job")
+    return f"{what} of {job['src']}" + (f" to {job['dst']}" if job.get("dst") else "")
+
+
+def _files(job: dict) -> str:
+    total = job.get("total")
+    return f"{job['done']:,} of {total:,} files" if total is not None else f"{job['done']:,} files"
+
+
+def _report(progress: Progress | None, job: dict) -> None:
+    total = job.get("total")
+    if progress is None or total is None:
+        return
+    if progress.total != total:
+        progress.start(describe(job), total)
+    progress.done = job["done"]
+    progress.update(job["done"], total)
+
+
+def follow(http: Http, job: dict, progress: Progress | None = None) -> dict:
+    """Poll the job until it ends; its final status, or TreeJobFailed / TreeJobDetached."""
+    try:
+        while job["state"] == "running":
+            _report(progress, job)
+            job = http.json("GET", "/v1/tree-jobs", params={"id": job["job"], "wait": POLL_WAIT_S})
+    except KeyboardInterrupt:
+        raise TreeJobDetached(job) from None
+    _report(progress, job)
+    if job["state"] != "succeeded":
+        raise TreeJobFailed(job)
+    return job
