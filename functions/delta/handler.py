@@ -35,6 +35,7 @@ s3 = boto3.client("s3")
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = cache.path(event["cache_name"])
+    os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
     with open(new_path, "rb") as new, open(out_path + ".tmp", "wb") as out:
         if event.get("base_hash"):
