@@ -11,15 +11,14 @@ import os
 import tempfile
 
 import boto3
-from aws_lambda_powertools import Logger
 
 from hycloud_core import content
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError
 from hycloud_core.events import RelayFetchRequest
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.observability import count_bytes, job_duration, logger, observed
 
-logger = Logger(service="hycloud-relay")
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
 
@@ -40,8 +39,13 @@ def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
         raise
 
 
-@logger.inject_lambda_context
+@observed
 def handler(event: dict, context: object) -> dict:
+    with job_duration("relay"):
+        return _fetch(event)
+
+
+def _fetch(event: dict) -> dict:
     request = RelayFetchRequest(event)
     cache = RelayCache(CONFIG.cache_dir)
     if request.content_hash and cache.is_ready(request.cache_name, request.content_hash):
@@ -57,5 +61,6 @@ def handler(event: dict, context: object) -> dict:
         os.unlink(tmp)
         raise BadRequestError(f"object {key} has content hash {got}, expected {request.content_hash}")
     cache.publish(request.cache_name, tmp, got)
+    count_bytes("BytesRelayed", size)
     logger.info("cached", extra={"cache_name": request.cache_name, "size": size})
     return {"cache_name": request.cache_name, "hit": False, "size": size, "content_hash": got}
