@@ -16,6 +16,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
+from ..nag_suppressions import suppress_accepted_findings
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -163,3 +164,4 @@ class InstanceStack(Stack):
             "CacheUpkeepFunctionName": upkeep.function_name,
         }.items():
             CfnOutput(self, name, value=value)
+        suppress_accepted_findings(self)
