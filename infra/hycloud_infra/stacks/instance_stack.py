@@ -62,6 +62,7 @@ class InstanceStack(Stack):
             **volume.mount(),
         )
         stores.bucket.grant_read(relay_fn)
+        stores.table.grant_write_data(relay_fn)  # the relay's own run counters (cost.relay_meter)
         relay = SfnFromAsl(
             self,
             "Relay",

@@ -12,6 +12,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -46,15 +47,21 @@ def observed(
     return wrap(handler) if handler else wrap
 
 
+@dataclass
+class Timer:
+    ms: float = 0.0
+
+
 @contextmanager
-def job_duration(job: str) -> Iterator[None]:
+def job_duration(job: str) -> Iterator[Timer]:
     """Publish how long a job's task ran (`JobDuration`, ms, by job), whether it succeeded or not."""
-    started = time.monotonic()
+    started, timer = time.monotonic(), Timer()
     try:
-        yield
+        yield timer
     finally:
+        timer.ms = (time.monotonic() - started) * 1000
         with_dimension("job", job)
-        metrics.add_metric("JobDuration", MetricUnit.Milliseconds, (time.monotonic() - started) * 1000)
+        metrics.add_metric("JobDuration", MetricUnit.Milliseconds, timer.ms)
 
 
 def with_dimension(name: str, value: str) -> None:
