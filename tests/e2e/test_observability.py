@@ -139,3 +139,37 @@ def test_relay_job_publishes_bytes_relayed_and_its_duration(deployment, alice, t
     assert found[0]["job"] == "relay" and 0 < value(found[0], "JobDuration") < 900_000
     units = {m["Name"]: m["Unit"] for m in found[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert units["BytesRelayed"] == "Bytes" and units["JobDuration"] == "Milliseconds"
+
+
+def delta_function_name(deployment) -> str:
+    names = [
+        fn["FunctionName"]
+        for page in deployment.client("lambda").get_paginator("list_functions").paginate()
+        for fn in page["Functions"]
+        if "-Delta" in fn["FunctionName"]
+    ]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def test_delta_job_publishes_the_bytes_it_did_not_send(deployment, alice, tmp_path):
+    v1 = os.urandom(3 * MiB + int.from_bytes(os.urandom(2), "big"))
+    v2 = v1[:1000] + b"changed" + v1[1007:]
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    alice.cli("put", str(tmp_path / "v1"), "/saved.bin")
+    alice.cli("get", "/saved.bin", str(tmp_path / "local"))
+    alice.cli("put", str(tmp_path / "v2"), "/saved.bin")
+    since = now_ms()
+    out = json.loads(
+        alice.cli("--json", "get", "--via", "delta", "/saved.bin", str(tmp_path / "local")).stdout
+    )
+    assert (tmp_path / "local").read_bytes() == v2
+
+    def mine(lines):
+        return [line for line in emf(lines, "DeltaSavedBytes") if line.get("job") == "delta-encode"]
+
+    found = mine(log_lines(deployment, delta_function_name(deployment), since, mine))
+    assert len(found) == 1
+    assert value(found[0], "DeltaSavedBytes") == len(v2) - out["received_bytes"], out
+    assert value(found[0], "DeltaSavedBytes") > 0.99 * len(v2)
