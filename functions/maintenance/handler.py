@@ -4,7 +4,7 @@ Cache files read within the last few minutes belong to a transfer in progress an
 evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
 (hycloud_core.store.collector); the reconciler makes file records agree with EFS and removes
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
-from the records.
+from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
 An event may pass {"budget": bytes} to override the cache budget, and {"grace_s": s} to override
 the grace period: only an administrator who knows no operation is in flight may lower it.
@@ -21,6 +21,7 @@ from aws_lambda_powertools import Logger
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.fs.user_purge import purge_deleted_users
 from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.quotas import Quota
@@ -65,9 +66,11 @@ def handler(event: dict, context: object) -> dict:
     evicted = cache.evict(budget)
     remaining = sum(e.size for e in cache.entries())
     records = Records(CONFIG.table)
+    s3 = boto3.client("s3")
+    purged = purge_deleted_users(records.table, s3, CONFIG.bucket, CONFIG.namespaces_dir, grace_s)
     reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
     recounted = _recount_usage(records)
-    objects = Objects(records.table, boto3.client("s3"), CONFIG.bucket)
+    objects = Objects(records.table, s3, CONFIG.bucket)
     collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
     staged = _clean_staging(time.time())
     result = {
@@ -80,6 +83,7 @@ def handler(event: dict, context: object) -> dict:
         "temporary_removed": reconciled.temporary_removed,
         "staging_removed": staged,
         "usage_recounted": recounted,
+        "users_purged": purged,
     }
     logger.info(
         "upkeep",

@@ -5,6 +5,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -147,6 +148,11 @@ class InstanceStack(Stack):
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
+        upkeep.add_to_role_policy(  # pending uploads of deleted users (fs/user_purge.py)
+            iam.PolicyStatement(
+                actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
+            )
+        )
         api = ApiToController(self, "Api", controller=controller).api
 
         for name, value in {
