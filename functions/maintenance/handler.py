@@ -6,8 +6,10 @@ evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link na
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
 from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
-An event may pass {"budget": bytes} to override the cache budget, and {"grace_s": s} to override
-the grace period: only an administrator who knows no operation is in flight may lower it.
+An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
+the grace period (only an administrator who knows no operation is in flight may lower it), and
+{"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
+hourly one runs everything.
 """
 
 from __future__ import annotations
@@ -57,14 +59,8 @@ def _recount_usage(records: Records) -> int:
     return len(users)
 
 
-@logger.inject_lambda_context
-def handler(event: dict, context: object) -> dict:
-    event = event if isinstance(event, dict) else {}
-    budget = int(event.get("budget", CONFIG.relay_cache_bytes))
-    grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
-    cache = RelayCache(CONFIG.cache_dir)
-    evicted = cache.evict(budget)
-    remaining = sum(e.size for e in cache.entries())
+def _walk(grace_s: int) -> dict:
+    """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
     records = Records(CONFIG.table)
     s3 = boto3.client("s3")
     purged = purge_deleted_users(records.table, s3, CONFIG.bucket, CONFIG.namespaces_dir, grace_s)
@@ -72,19 +68,31 @@ def handler(event: dict, context: object) -> dict:
     recounted = _recount_usage(records)
     objects = Objects(records.table, s3, CONFIG.bucket)
     collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
-    staged = _clean_staging(time.time())
-    result = {
-        "evicted": evicted,
-        "remaining_bytes": remaining,
-        "budget": budget,
+    return {
         "collected": collected.to_dict(),
         "records_written": reconciled.records_written,
         "records_removed": reconciled.records_removed,
         "temporary_removed": reconciled.temporary_removed,
-        "staging_removed": staged,
         "usage_recounted": recounted,
         "users_purged": purged,
     }
+
+
+@logger.inject_lambda_context
+def handler(event: dict, context: object) -> dict:
+    event = event if isinstance(event, dict) else {}
+    budget = int(event.get("budget", CONFIG.relay_cache_bytes))
+    grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
+    cache = RelayCache(CONFIG.cache_dir)
+    evicted = cache.evict(budget)
+    result = {
+        "evicted": evicted,
+        "remaining_bytes": sum(e.size for e in cache.entries()),
+        "budget": budget,
+        "staging_removed": _clean_staging(time.time()),
+    }
+    if event.get("walk", True):
+        result |= _walk(grace_s)
     logger.info(
         "upkeep",
         extra={k: v if isinstance(v, int) else len(v) for k, v in result.items() if k != "collected"},

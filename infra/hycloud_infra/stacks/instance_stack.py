@@ -115,10 +115,17 @@ class InstanceStack(Stack):
             memory_mb=512,
             **volume.mount(),
         )
+        cheap = events.RuleTargetInput.from_object({"walk": False})  # eviction and staging only
         events.Rule(
             self,
             "CacheUpkeepSchedule",
             schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(upkeep, event=cheap)],
+        )
+        events.Rule(  # repair, recount, purge and collection read every namespace: hourly
+            self,
+            "NamespaceUpkeepSchedule",
+            schedule=events.Schedule.rate(Duration.hours(1)),
             targets=[targets.LambdaFunction(upkeep)],
         )
 
