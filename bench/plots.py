@@ -1,9 +1,9 @@
 """A PNG beside every benchmark's table: bench/results/<name>.png drawn from <name>.md.
 
 Each benchmark's report is markdown tables whose rows are cases and whose numeric columns are
-the figures compared (ours beside the peer's). Every table becomes one panel of grouped
-horizontal bars, one bar per numeric column, percentages in a panel of their own; a panel whose
-values span more than two orders of magnitude is drawn on a log scale. Drawing from the report
+the figures compared (ours beside the peer's). Every table becomes panels of grouped horizontal
+bars, one bar per numeric column and one panel per unit (`ms` figures together, percentages
+apart, columns without a unit together); a panel whose values span more than two orders of magnitude is drawn on a log scale. Drawing from the report
 rather than from each benchmark's JSON keeps one plotter for all of them, and a benchmark too
 slow to rerun gets its picture from the results already committed:
 
@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 MAX_ROWS = 24  # a taller panel is unreadable; the table itself has every row
 MAX_BARS = 6
+UNIT = re.compile(r"\$/[\w-]+|\$|%|\bms\b|\(s\)|\bMiB/s\b|\bMB/s\b|\bGiB\b|\bMiB\b|\bKiB\b|\bbytes\b", re.I)
 NUMBER = re.compile(r"^[+\-]?[$]?[+\-]?\d[\d,]*(\.\d+)?(e[+\-]?\d+)?\s*(%|x|×|ms|s|MB/s|MiB/s|GB/s)?$", re.I)
 
 
@@ -64,8 +65,18 @@ def tables(markdown: str) -> list[Table]:
     return [t for t in found if t.rows]
 
 
+def unit(header: str, cells: list[str]) -> str:
+    """What a column measures, so that only like figures share a panel: `%` when most of its
+    cells are percentages, else the unit its header names (`ms`, `(s)`, `$/mo`...), else ``."""
+    filled = [c for c in cells if number(c) is not None]
+    if filled and sum(c.strip().endswith("%") for c in filled) * 2 > len(filled):
+        return "%"
+    found = UNIT.search(header)
+    return found.group(0) if found else ""
+
+
 def panels(table: Table) -> list[tuple[str, list[str], dict[str, list[float]]]]:
-    """(title, row labels, {column: values}) for the table's figures, percentages apart."""
+    """(title, row labels, {column: values}) per unit of the table's figures."""
     rows = [r for r in table.rows if len(r) == len(table.header)][:MAX_ROWS]
     numeric = [
         i
@@ -74,29 +85,41 @@ def panels(table: Table) -> list[tuple[str, list[str], dict[str, list[float]]]]:
         and all(number(r[i]) is not None or r[i] in ("", "-") for r in rows)
         and any(number(r[i]) is not None for r in rows)
     ]
-    if not numeric:
-        return []
     labels = [" · ".join(r[i] for i in range(len(r)) if i not in numeric and r[i]) or r[0] for r in rows]
-    groups: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
+    groups: dict[str, dict[str, list[float]]] = {}
     for i in numeric:
-        percent = any(r[i].strip().endswith("%") for r in rows)
-        values = [number(r[i]) if number(r[i]) is not None else float("nan") for r in rows]
-        groups[percent][table.header[i]] = values
+        kind = unit(table.header[i], [r[i] for r in rows])
+        values = [_value(r[i], kind) for r in rows]
+        groups.setdefault(kind, {})[table.header[i]] = values
     out = []
-    for percent, columns in groups.items():
-        for start in range(0, len(columns), MAX_BARS):
-            chunk = dict(list(columns.items())[start : start + MAX_BARS])
-            if chunk:
-                out.append((table.title + (" (%)" if percent else ""), labels, chunk))
+    for kind, columns in groups.items():
+        keep = [y for y in range(len(rows)) if any(vs[y] == vs[y] for vs in columns.values())]
+        kept = {name: [vs[y] for y in keep] for name, vs in columns.items()}
+        for start in range(0, len(kept), MAX_BARS):
+            chunk = dict(list(kept.items())[start : start + MAX_BARS])
+            out.append((table.title + (f" [{kind}]" if kind else ""), [labels[y] for y in keep], chunk))
     return out
+
+
+def _value(cell: str, kind: str) -> float:
+    """A cell's figure; a percentage in a column of other figures (a summary row) is left out."""
+    value = number(cell)
+    if value is None or (kind != "%" and cell.strip().endswith("%")):
+        return float("nan")
+    return value
+
+
+def plain(text: str) -> str:
+    """Text as written: matplotlib reads `$...$` as mathematics."""
+    return text.replace("$", r"\$")
 
 
 def draw_panel(ax, title: str, labels: list[str], columns: dict[str, list[float]]) -> None:
     n, width = len(columns), 0.8 / max(1, len(columns))
     for k, (name, values) in enumerate(columns.items()):
-        ax.barh([y + k * width for y in range(len(labels))], values, height=width, label=name)
+        ax.barh([y + k * width for y in range(len(labels))], values, height=width, label=plain(name))
     ax.set_yticks([y + width * (n - 1) / 2 for y in range(len(labels))])
-    ax.set_yticklabels([label[:48] for label in labels], fontsize=7)
+    ax.set_yticklabels([plain(label[:48]) for label in labels], fontsize=7)
     ax.invert_yaxis()
     positive = [v for vs in columns.values() for v in vs if v == v and v > 0]
     if (
@@ -105,7 +128,7 @@ def draw_panel(ax, title: str, labels: list[str], columns: dict[str, list[float]
         and all(v >= 0 for vs in columns.values() for v in vs if v == v)
     ):
         ax.set_xscale("log")
-    ax.set_title(title[:110], fontsize=8)
+    ax.set_title(plain(title[:110]), fontsize=8)
     ax.legend(fontsize=6, loc="best")
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
@@ -123,7 +146,7 @@ def plot_report(name: str, markdown: str, out: Path = RESULTS) -> Path | None:
     for ax, (title, labels, columns) in zip(axes[:, 0], drawn, strict=True):
         draw_panel(ax, title, labels, columns)
     fig.suptitle(f"bench/{name}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     path = out / f"{name}.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -53,3 +53,16 @@ def test_report_becomes_a_png(tmp_path):
 def test_report_without_figures_has_no_png(tmp_path):
     assert plots.plot_report("t", "| a | b |\n| --- | --- |\n| x | y |\n", tmp_path) is None
     assert not (tmp_path / "t.png").exists()
+
+
+def test_only_like_figures_share_a_panel():
+    report = """| case | size GiB | files | cost $/mo | total $/mo |
+| --- | ---: | ---: | ---: | ---: |
+| a | 10 | 5 | $1.00 | $2.00 |
+| a over b | | | | +6.8% |
+"""
+    (table,) = plots.tables(report)
+    by_title = {title: (labels, columns) for title, labels, columns in plots.panels(table)}
+    assert by_title[" [GiB]"] == (["a"], {"size GiB": [10]})
+    assert by_title[""] == (["a"], {"files": [5]})
+    assert by_title[" [$/mo]"] == (["a"], {"cost $/mo": [1.0], "total $/mo": [2.0]})  # the % row left out
