@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from context import authenticate
 from idempotency import HEADER, idempotent
-from request_log import CORRELATION_ID_PATH, name_route, name_user, request_done, tag_route
+from request_log import name_route, name_user, request_done, set_correlation_id, tag_route
 from routes import delta, dirs, files, meta, ops, relay, tree_jobs, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
@@ -93,6 +93,7 @@ def _unexpected(err: Exception) -> Response:
     return _error(HyCloudError("internal error"))
 
 
-@observed(correlation_id_path=CORRELATION_ID_PATH)
+@observed
 def handler(event: dict, context: object) -> dict:
+    set_correlation_id(event)
     return request_done(app.resolve(event, context))

@@ -2,11 +2,14 @@
 
 The correlation id is the caller's `X-Correlation-Id` when it sends one, else API Gateway's request
 id; it is in every log line of the request and returned in the `X-Correlation-Id` response header,
-so a caller can find its request in the logs. The route is the pattern a request matched (not its
+so a caller can find its request in the logs (an id longer than 128 characters or with other
+than letters, digits and `_.:/-` is ignored). The route is the pattern a request matched (not its
 path), which keeps the metric's dimensions few.
 """
 
 from __future__ import annotations
+
+import re
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
@@ -14,16 +17,25 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from hycloud_core.observability import logger, metrics, with_dimension
 
-CORRELATION_ID_PATH = 'headers."X-Correlation-Id" || headers."x-correlation-id" || requestContext.requestId'
+CORRELATION_HEADER = "x-correlation-id"
+CORRELATION_ID = re.compile(r"^[\w.:/-]{1,128}$")  # what a log line may quote; anything else is ignored
 UNMATCHED = "unmatched"
-NOT_FOUND_RULE = ".*"  # the rule Powertools gives the route it makes for a request no route matched
+NOT_FOUND_RULE = ".*"  # in the rule Powertools gives the route it makes for a request no route matched
+
+
+def set_correlation_id(event: dict) -> None:
+    """The caller's `X-Correlation-Id` when it is a plain id, else API Gateway's request id."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    sent = headers.get(CORRELATION_HEADER) or ""
+    fallback = (event.get("requestContext") or {}).get("requestId")
+    logger.set_correlation_id(sent if CORRELATION_ID.match(sent) else fallback)
 
 
 def tag_route(app: APIGatewayRestResolver) -> None:
     """Put the matched route (`GET /v1/files`) into every later log line of this request."""
     route = app.context.get("_route")
     if route is not None:
-        matched = route.rule.pattern != NOT_FOUND_RULE
+        matched = NOT_FOUND_RULE not in route.rule.pattern  # our routes are literal paths
         logger.append_keys(route=f"{route.method} {route.path}" if matched else UNMATCHED)
 
 
