@@ -98,6 +98,9 @@ class HyCloudFileSystem(AbstractFileSystem):
 
     # --- changes --------------------------------------------------------------------------------
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        """Refuses an existing path, as os.mkdir does (`makedirs(exist_ok=True)` does not)."""
+        if self.exists(path):
+            raise FileExistsError(path)
         self.client.mkdir(self._strip_protocol(path), parents=create_parents)
 
     def makedirs(self, path: str, exist_ok: bool = False) -> None:

@@ -56,8 +56,24 @@ def test_pandas_parquet_round_trip_of_a_large_file(alice, options):
     assert back_cols["k"].tolist() == list(range(150_000))
 
 
+def test_credentials_from_the_environment(alice, monkeypatch):
+    """No storage_options: the client configuration and environment, as for the CLI."""
+    monkeypatch.setenv("HYCLOUD_CONFIG", "/nonexistent/config.json")
+    monkeypatch.setenv("HYCLOUD_ENDPOINT", alice.deployment.api_url)
+    monkeypatch.setenv("HYCLOUD_API_KEY", alice.key)
+    alice.sdk().put_bytes("/pd/env.csv", b"a,b\n1,2\n", parents=True)
+    fs = fsspec.filesystem("hycloud", skip_instance_cache=True)
+    assert fs.cat("hycloud://pd/env.csv") == b"a,b\n1,2\n"
+    monkeypatch.setenv("HYCLOUD_API_KEY", "hck_not_a_key")
+    with pytest.raises(Exception) as err:
+        fsspec.filesystem("hycloud", skip_instance_cache=True).cat("/pd/env.csv")
+    assert getattr(err.value, "status", None) == 401
+
+
 def test_filesystem_calls(fs, alice, tmp_path):
     fs.mkdir("hycloud://fsx/a/b")
+    with pytest.raises(FileExistsError):
+        fs.mkdir("hycloud://fsx/a/b")
     fs.pipe("hycloud://fsx/a/b/one.txt", b"one")
     assert fs.cat("hycloud://fsx/a/b/one.txt") == b"one"
     assert fs.cat_file("/fsx/a/b/one.txt", start=1, end=3) == b"ne"
