@@ -232,4 +232,7 @@ def _file_attrs(size: int, mtime: float) -> dict:
 
 def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foreground: bool = True) -> None:
     """Mount until unmounted (`fusermount3 -u DIR`) or interrupted."""
-    fuse.FUSE(HyCloudFuse(client, read_ahead), mountpoint, foreground=foreground, fsname="hycloud")
+    try:
+        fuse.FUSE(HyCloudFuse(client, read_ahead), mountpoint, foreground=foreground, fsname="hycloud")
+    except RuntimeError as err:  # libfuse refused: no /dev/fuse, no permission, already mounted...
+        raise HyCloudError(f"cannot mount on {mountpoint}: {err}", code="mount-failed", status=400) from err
