@@ -88,6 +88,41 @@ def test_bytes_through_the_gateway(gateway, alice):
     assert missing_parent.status_code == 409
 
 
+PROPPATCH = (
+    '<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:hc">'
+    "<D:set><D:prop><Z:colour>teal</Z:colour></D:prop></D:set></D:propertyupdate>"
+)
+PROPFIND = '<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:Z="urn:hc"><D:prop><Z:colour/></D:prop></D:propfind>'
+
+
+def _colour(gateway: str, user, path: str) -> str | None:
+    r = requests.request("PROPFIND", gateway + path, data=PROPFIND, auth=_auth(user), headers={"Depth": "0"})
+    assert r.status_code == 207, r.text
+    found = re.search(r"<[^>]*colour[^>]*>([^<]+)<", r.text)
+    return found.group(1) if found else None
+
+
+def test_folder_copy_and_delete_carry_dead_properties(gateway, alice):
+    """A folder is copied and removed by one API call; properties below it follow."""
+
+    def dav(method: str, path: str, **kw) -> requests.Response:
+        return requests.request(method, gateway + path, auth=_auth(alice), timeout=60, **kw)
+
+    assert dav("MKCOL", "/pcol/").status_code == 201
+    assert dav("MKCOL", "/pcol/sub/").status_code == 201
+    assert dav("PUT", "/pcol/sub/f.txt", data=b"f").status_code == 201
+    assert dav("PROPPATCH", "/pcol/sub/f.txt", data=PROPPATCH).status_code == 207
+    copy = dav("COPY", "/pcol/", headers={"Destination": gateway + "/pcopy/", "Depth": "infinity"})
+    assert copy.status_code in (201, 204)
+    assert alice.sdk().get_bytes("/pcopy/sub/f.txt") == b"f"
+    assert _colour(gateway, alice, "/pcopy/sub/f.txt") == "teal"
+    assert dav("DELETE", "/pcopy/").status_code == 204
+    assert dav("MKCOL", "/pcopy/").status_code == 201 and dav("MKCOL", "/pcopy/sub/").status_code == 201
+    assert dav("PUT", "/pcopy/sub/f.txt", data=b"g").status_code == 201
+    assert _colour(gateway, alice, "/pcopy/sub/f.txt") is None
+    assert _colour(gateway, alice, "/pcol/sub/f.txt") == "teal"
+
+
 def _litmus_summaries(output: str) -> dict[str, tuple[int, int]]:
     """suite -> (run, passed) from litmus's `<- summary for `S': of N tests run: P passed` lines."""
     found = re.findall(r"summary for `(\w+)': of (\d+) tests run: (\d+) passed", output)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import quote
 
 from wsgidav import util
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
@@ -62,11 +63,17 @@ class _Entry:
     def get_display_name(self) -> str:
         return self.name
 
+    def _ref_url(self, path: str) -> str:
+        """The key WsgiDAV keeps locks and properties under for `path`, as `get_ref_url` makes it."""
+        if self.is_collection and not path.endswith("/"):
+            path += "/"
+        return quote((self.provider.share_path or "") + path)
+
     def _dead_properties(self, dest_path: str, *, is_move: bool, with_children: bool) -> None:
         manager = self.provider.prop_manager
         if not manager:
             return
-        dest = util.join_uri(self.provider.share_path or "/", dest_path.lstrip("/"))
+        dest = self._ref_url(dest_path)
         if is_move:
             manager.move_properties(
                 self.get_ref_url(), dest, with_children=with_children, environ=self.environ
@@ -163,6 +170,35 @@ class RemoteFolder(_Entry, DAVCollection):
     def create_collection(self, name: str) -> None:
         with self.changing():
             self.client.mkdir(_remote(util.join_uri(self.path, name)))
+
+    def _locked_below(self) -> bool:
+        manager = self.provider.lock_manager
+        return bool(manager and manager.get_url_lock_list(self.get_ref_url(), recursive=True))
+
+    def handle_delete(self) -> bool:
+        """The whole tree in one API call, unless something in it is locked (then WsgiDAV walks
+        it member by member, checking each lock)."""
+        if self._locked_below():
+            return False
+        self.delete()
+        self.provider.prop_manager.remove_tree(self.get_ref_url())
+        return True
+
+    def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        """A whole-tree copy in one API call (replacing what is there: Overwrite was checked)."""
+        if not depth_infinity or self._locked_below():
+            return False
+        with self.changing():
+            existing = _stat(self.client, dest_path)
+            if existing is not None and existing["type"] == "dir":
+                self.client.rmdir(_remote(dest_path), recursive=True)
+            elif existing is not None:
+                self.client.rm(_remote(dest_path))
+            self.client.cp(_remote(self.path), _remote(dest_path))
+        manager = self.provider.prop_manager
+        manager.remove_tree(self._ref_url(dest_path))
+        manager.copy_tree(self.get_ref_url(), self._ref_url(dest_path))
+        return True
 
     def delete(self) -> None:
         if _remote(self.path) == "/":

@@ -6,6 +6,7 @@ from cheroot import wsgi
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from .auth import ApiKeyDomainController
+from .properties import TreePropertyManager
 from .provider import HyCloudProvider
 
 
@@ -22,7 +23,7 @@ def make_app(endpoint: str, verbose: int = 1) -> WsgiDAVApp:
             "trusted_auth_header": None,
         },
         "lock_storage": True,
-        "property_manager": True,
+        "property_manager": TreePropertyManager(),
         "verbose": verbose,
         "logging": {"enable": verbose > 1},
         "dir_browser": {"enable": True},
