@@ -54,14 +54,15 @@ def encode(event: dict) -> dict:
 def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
+    delta_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,
-            open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
+            open(delta_path, "rb") as delta,
             open(new_path, "wb") as out,
         ):
             size = apply_delta(base, delta, out)
-        count_bytes("DeltaSavedBytes", size - os.fstat(delta.fileno()).st_size)
+        count_bytes("DeltaSavedBytes", size - os.path.getsize(delta_path))
         got, _ = content.hash_file(new_path)
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
