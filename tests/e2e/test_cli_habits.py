@@ -241,3 +241,25 @@ def test_put_r_reports_symlinks_and_follows_them_with_L(user, home, tmp_path):
     user.cli("put", "-r", "-L", str(tree), f"{home}/t2")
     assert user.sdk().get_bytes(f"{home}/t2/link.txt") == b"real"
     assert user.sdk().get_bytes(f"{home}/t2/linkdir/o.txt") == b"out"
+
+
+def test_put_r_and_get_r_keep_modification_times_and_mode_bits(user, home, tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "bin").mkdir(parents=True)
+    files = {"bin/run.sh": (b"#!/bin/sh\necho hi\n", 0o755), "notes.txt": (b"notes", 0o644)}
+    files["big.bin"] = (os.urandom(3 * MiB), 0o750)  # large: kept in the link file
+    for i, (rel, (data, mode)) in enumerate(files.items()):
+        (tree / rel).write_bytes(data)
+        (tree / rel).chmod(mode)
+        os.utime(tree / rel, (978307200 + i, 978307200 + i))  # 2001-01-01
+    user.cli("put", "-r", str(tree), f"{home}/t")
+    stat = cli_json(user, "stat", f"{home}/t/bin/run.sh")
+    assert stat["mode"] == 0o755 and stat["mtime"] == 978307200
+    user.cli("get", "-r", f"{home}/t", str(tmp_path / "back"))
+    for rel, (data, mode) in files.items():
+        back = tmp_path / "back" / rel
+        assert back.read_bytes() == data
+        assert (back.stat().st_mode & 0o777, int(back.stat().st_mtime)) == (
+            mode,
+            int((tree / rel).stat().st_mtime),
+        )
