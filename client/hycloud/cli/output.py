@@ -98,6 +98,8 @@ def stat_lines(entry: dict, human: bool) -> list[str]:
     shown = {**entry, "mtime": iso_time(entry["mtime"])}
     if entry.get("type") == "file":
         shown["size"] = size_text(entry["size"], human)
+    if entry.get("mode") is not None:
+        shown["mode"] = f"{entry['mode']:04o}"
     return [f"{k}: {v}" for k, v in shown.items()]
 
 

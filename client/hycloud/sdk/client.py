@@ -130,13 +130,21 @@ class HyCloud:
         return response.json()
 
     # --- file transfer -------------------------------------------------------------------------
-    def put_bytes(self, path: str, data: bytes, parents: bool = False) -> dict:
-        """Store a small file; fails unless the server reports storing exactly these bytes."""
+    def put_bytes(
+        self,
+        path: str,
+        data: bytes,
+        parents: bool = False,
+        mtime: float | None = None,
+        mode: int | None = None,
+    ) -> dict:
+        """Store a small file; fails unless the server reports storing exactly these bytes.
+        `mtime` and `mode` (permission bits) are kept with it when given."""
         digest = hashlib.sha256(data).hexdigest()
         entry = self.http.json(
             "PUT",
             "/v1/files",
-            params={"path": paths.normalize(path), "parents": str(parents).lower()},
+            params={"path": paths.normalize(path), "parents": str(parents).lower(), **_keep(mtime, mode)},
             data=data,
             headers={"Content-Type": OCTET, "x-hycloud-sha256": digest},
         )
@@ -153,6 +161,8 @@ class HyCloud:
         delta_kind: str = "version",
         upload_rate: float | None = None,
         force_delta: bool = False,
+        mtime: float | None = None,
+        mode: int | None = None,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
         delta against `base` (a local copy of a version the cloud has) when eq. 2 says it pays."""
@@ -173,13 +183,15 @@ class HyCloud:
                 return result
         if size <= self.small_file_threshold:
             try:
-                entry = self.put_bytes(remote, local.read_bytes(), parents=parents)
+                entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
                 report(progress, f"upload {local.name}", size)
                 return entry
             except PayloadTooLargeError:
                 pass  # the deployment's threshold is lower than we thought
         started = time.perf_counter()
-        result = upload_large(self.http, local, paths.normalize(remote), parents=parents, progress=progress)
+        result = upload_large(
+            self.http, local, paths.normalize(remote), parents, progress, keep=_keep(mtime, mode)
+        )
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
         return result
@@ -262,6 +274,11 @@ class HyCloud:
             tmp.unlink(missing_ok=True)
             raise
         return local
+
+
+def _keep(mtime: float | None, mode: int | None) -> dict:
+    """The file metadata an upload asks the cloud to keep."""
+    return {k: v for k, v in (("mtime", mtime), ("mode", mode)) if v is not None}
 
 
 def _verified(path: str, response) -> bytes:

@@ -8,6 +8,7 @@ tree is never followed.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +76,9 @@ def upload_tree(
         if is_dir:
             client.mkdir(target, parents=True)
         else:
-            result.files.append(client.put(item, target, parents=True, progress=progress))
+            st = item.stat()
+            kept = {"mtime": st.st_mtime, "mode": stat.S_IMODE(st.st_mode) & 0o777}
+            result.files.append(client.put(item, target, parents=True, progress=progress, **kept))
     return result
 
 
@@ -92,8 +95,16 @@ def download_tree(
             result.files += download_tree(client, entry["path"], target, progress).files
         else:
             client.get(entry["path"], target, progress=progress)
+            restore_metadata(target, entry)
             result.files.append({"path": entry["path"], "local": str(target), "size": entry["size"]})
     return result
+
+
+def restore_metadata(local: Path, entry: dict) -> None:
+    """Give a downloaded file the mode bits and modification time the cloud keeps for it."""
+    if entry.get("mode") is not None:
+        local.chmod(entry["mode"] & 0o777)
+    os.utime(local, (entry["mtime"], entry["mtime"]))
 
 
 def _ignore(_item: Path) -> None:
