@@ -95,8 +95,6 @@ def _read_json(path: Path, code: str) -> dict:
         data = json.loads(path.read_text())
     except ValueError as err:
         raise HyCloudError(f"{path} is not valid JSON: {err}", code=code, status=400) from None
-    except OSError as err:
-        raise HyCloudError(f"cannot read {path}: {err.strerror}", code=code, status=400) from None
     if not isinstance(data, dict):
         raise HyCloudError(f"{path} does not hold a JSON object", code=code, status=400)
     return data

@@ -254,7 +254,8 @@ def get(
             emit(done.files, f"downloaded {len(done.files)} files from {remote} to {local}")
             return
         target = targets.local(remote, local)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if local.endswith(("/", os.sep)):  # "into this folder", as aws s3 cp: made if missing
+            target.parent.mkdir(parents=True, exist_ok=True)
         try:
             path = client.get(remote, target, progress=bar, via=via, base=base)
         except HyCloudError as e:
