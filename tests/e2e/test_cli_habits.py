@@ -255,6 +255,9 @@ def test_put_r_and_get_r_keep_modification_times_and_mode_bits(user, home, tmp_p
     user.cli("put", "-r", str(tree), f"{home}/t")
     stat = cli_json(user, "stat", f"{home}/t/bin/run.sh")
     assert stat["mode"] == 0o755 and stat["mtime"] == 978307200
+    for bad in ({"mode": "512"}, {"mode": "-1"}, {"mtime": "nan"}, {"mtime": "-5"}):
+        refused = user.api().call("PUT", "/v1/files", params={"path": f"{home}/bad", **bad}, data=b"x")
+        assert refused.status_code in (400, 422) and "error" in refused.json(), (bad, refused.text)
     user.cli("get", "-r", f"{home}/t", str(tmp_path / "back"))
     for rel, (data, mode) in files.items():
         back = tmp_path / "back" / rel

@@ -26,7 +26,7 @@ from .admin import admin
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
 from .job_progress import FilesBar, following
-from .output import STATE, echo, emit, entry_name, error_json, long_listing, note, stat_lines
+from .output import STATE, echo, emit, entry_name, error_json, log_requests, long_listing, note, stat_lines
 from .progress_bar import RichProgress
 from .usage import usage_command
 
@@ -85,14 +85,8 @@ def _options(
     STATE.update(json=json_output, progress=progress, verbose=verbose and not quiet, quiet=quiet)
     if profile:
         os.environ["HYCLOUD_PROFILE"] = profile  # every client this run makes uses it
-    if STATE["verbose"] and output_log not in http.SESSION_HOOKS:
-        http.SESSION_HOOKS.append(output_log)
-
-
-def output_log(session) -> None:
-    from .output import log_requests
-
-    log_requests(session)
+    if STATE["verbose"] and log_requests not in http.SESSION_HOOKS:
+        http.SESSION_HOOKS.append(log_requests)
 
 
 def _client() -> HyCloud:
