@@ -8,6 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 import requests
+from rich.console import Console
 
 STATE: dict = {"json": False, "progress": False, "verbose": False, "quiet": False}
 UNITS = "KMGTPE"
@@ -112,3 +113,10 @@ def log_requests(session: requests.Session) -> None:
         sys.stderr.write(f"{response.request.method} {url} -> {response.status_code} ({took:.0f} ms)\n")
 
     session.hooks["response"].append(show)
+
+
+def stdout_console() -> Console:
+    """A Rich console for stdout (tables) that never wraps or cuts a line going to a pipe or file."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=1_000_000, soft_wrap=True, no_color=True, highlight=False)

@@ -36,3 +36,17 @@ def test_long_listing_and_stat_lines():
     ]
     lines = stat_lines({"path": "/a", "type": "file", "size": 2048, "mtime": 0, "mode": 0o755}, human=False)
     assert lines == ["path: /a", "type: file", "size: 2048", "mtime: 1970-01-01T00:00:00Z", "mode: 0755"]
+
+
+def test_rich_tables_to_a_pipe_keep_each_row_on_one_line(capsys):
+    from rich.table import Table
+
+    from hycloud.cli.output import stdout_console
+
+    table = Table(box=None)
+    table.add_column("id")
+    table.add_column("name")
+    table.add_row("k1", "x" * 300)
+    stdout_console().print(table)
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 2 and rows[1].rstrip().endswith("x" * 300)
