@@ -65,19 +65,21 @@ def test_ctrl_c_during_a_download_exits_130_leaving_no_partial_file(user, tmp_pa
     source.write_bytes(os.urandom(20 * MiB))
     user.cli("put", str(source), "/tty-big.bin")
     target = tmp_path / "down" / "big.bin"
+    target.parent.mkdir()
     ranged = lambda x: x.method == "GET" and "Range" in x.headers  # noqa: E731
-    with FaultProxy(hold=lambda x: ranged(x) and not x.headers["Range"].startswith("bytes=0-")) as proxy:
-        env = terminal_env(
-            HYCLOUD_ENDPOINT=user.deployment.api_url,
-            HYCLOUD_API_KEY=user.key,
-            HYCLOUD_CONFIG="/nonexistent/config.json",
-            **proxy.env(),
-        )
-        child = spawn(env, "get", "/tty-big.bin", str(target))
+    proxy = FaultProxy(hold=lambda x: ranged(x) and not x.headers["Range"].startswith("bytes=0-"))
+    env = terminal_env(
+        HYCLOUD_ENDPOINT=user.deployment.api_url,
+        HYCLOUD_API_KEY=user.key,
+        HYCLOUD_CONFIG="/nonexistent/config.json",
+        **proxy.env(),
+    )
+    child = spawn(env, "get", "/tty-big.bin", str(target))  # forked before the proxy has threads
+    with proxy:  # already listening: the CLI's first requests wait in its backlog
         deadline = time.monotonic() + 60
         while not any(ranged(x) for x in proxy.forwarded):
-            assert time.monotonic() < deadline, "the download never started"
-            time.sleep(0.05)
+            assert time.monotonic() < deadline and child.isalive(), "the download never started"
+            child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.05)  # drain the terminal
         child.sendcontrol("c")
         status, shown = finish(child)
     assert status == exit_codes.INTERRUPTED, shown
