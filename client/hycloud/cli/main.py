@@ -26,8 +26,10 @@ from .admin import admin
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
 from .job_progress import FilesBar, following
+from .mount import mount_command
 from .output import STATE, echo, emit, entry_name, error_json, log_requests, long_listing, note, stat_lines
 from .progress_bar import RichProgress
+from .serve import serve
 from .usage import usage_command
 
 app = typer.Typer(
@@ -341,6 +343,9 @@ def usage() -> None:
     """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3 and all-EFS."""
     usage_command(STATE["json"])
 
+
+app.add_typer(serve, name="serve")
+app.command("mount")(mount_command)
 
 INTERRUPTED = "interrupted; run the same command again to resume"
 

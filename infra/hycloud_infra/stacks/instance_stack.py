@@ -17,6 +17,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
+from ..nag_suppressions import suppress_accepted_findings
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -62,6 +63,7 @@ class InstanceStack(Stack):
             **volume.mount(),
         )
         stores.bucket.grant_read(relay_fn)
+        stores.table.grant_write_data(relay_fn)  # the relay's own run counters (cost.relay_meter)
         relay = SfnFromAsl(
             self,
             "Relay",
@@ -176,3 +178,4 @@ class InstanceStack(Stack):
             "CacheUpkeepFunctionName": upkeep.function_name,
         }.items():
             CfnOutput(self, name, value=value)
+        suppress_accepted_findings(self)
