@@ -1,1 +1,36 @@
-"""HyCloud client: SDK and `hycloud` CLI."""
+"""HyCloud client: SDK and `hycloud` CLI.
+
+from hycloud import HyCloud, NotFoundError
+"""
+
+from .sdk import (
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    HyCloud,
+    HyCloudError,
+    InvalidPathError,
+    NotFoundError,
+    PayloadTooLargeError,
+    Subscriber,
+    TreeJobDetached,
+    TreeJobFailed,
+    TreeResult,
+    UnauthorizedError,
+)
+
+__all__ = [
+    "BadRequestError",
+    "ConflictError",
+    "ForbiddenError",
+    "HyCloud",
+    "HyCloudError",
+    "InvalidPathError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "Subscriber",
+    "TreeJobDetached",
+    "TreeJobFailed",
+    "TreeResult",
+    "UnauthorizedError",
+]

@@ -1,7 +1,10 @@
-"""Client settings: where the API is and which key to use.
+"""Client settings: where the API is and which key to use, in named profiles.
 
-Stored as JSON at $HYCLOUD_CONFIG (default ~/.config/hycloud/config.json); the environment
-variables HYCLOUD_ENDPOINT and HYCLOUD_API_KEY override the file, which suits CI and scripts.
+Stored as JSON at $HYCLOUD_CONFIG (default ~/.config/hycloud/config.json), one section per
+profile: `{"profiles": {"default": {"endpoint": ..., "api_key": ...}, "work": {...}}}`. A file
+in the older flat form (`{"endpoint", "api_key"}`) reads as the `default` profile. The profile is
+`--profile NAME`, else $HYCLOUD_PROFILE, else `default`; HYCLOUD_ENDPOINT and HYCLOUD_API_KEY
+override the file, which suits CI and scripts.
 """
 
 from __future__ import annotations
@@ -13,10 +16,17 @@ from pathlib import Path
 
 from hycloud_core.errors import HyCloudError
 
+DEFAULT_PROFILE = "default"
+
 
 def config_path() -> Path:
     default = Path.home() / ".config" / "hycloud" / "config.json"
     return Path(os.environ.get("HYCLOUD_CONFIG", default))
+
+
+def profile_name(explicit: str | None = None) -> str:
+    """The profile in force: the explicit one, else $HYCLOUD_PROFILE, else `default`."""
+    return explicit or os.environ.get("HYCLOUD_PROFILE") or DEFAULT_PROFILE
 
 
 @dataclass
@@ -25,26 +35,45 @@ class ClientConfig:
     api_key: str
 
     @classmethod
-    def load(cls) -> ClientConfig:
-        path = config_path()
-        data = _read_json(path, "bad-config") if path.exists() else {}
-        endpoint = os.environ.get("HYCLOUD_ENDPOINT") or data.get("endpoint")
-        api_key = os.environ.get("HYCLOUD_API_KEY") or data.get("api_key")
+    def load(cls, profile: str | None = None) -> ClientConfig:
+        path, name = config_path(), profile_name(profile)
+        section = read_profiles(path).get(name, {})
+        endpoint = os.environ.get("HYCLOUD_ENDPOINT") or section.get("endpoint")
+        api_key = os.environ.get("HYCLOUD_API_KEY") or section.get("api_key")
         if not endpoint or not api_key:
             raise HyCloudError(
                 f"not configured: run `hycloud configure` (or set HYCLOUD_ENDPOINT and HYCLOUD_API_KEY); "
-                f"looked in {path}",
+                f"looked for profile '{name}' in {path}",
                 code="not-configured",
                 status=400,
             )
         return cls(endpoint=endpoint, api_key=api_key)
 
-    def save(self) -> Path:
+    def save(self, profile: str | None = None) -> Path:
+        """Write this profile's section, keeping the others; the file is readable by its owner only."""
         path = config_path()
+        profiles = read_profiles(path)
+        profiles[profile_name(profile)] = asdict(self)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=2))
-        path.chmod(0o600)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.touch(mode=0o600)
+        tmp.chmod(0o600)
+        tmp.write_text(json.dumps({"profiles": profiles}, indent=2))
+        tmp.replace(path)
         return path
+
+
+def read_profiles(path: Path) -> dict[str, dict]:
+    """Every profile section in the file (none when there is no file)."""
+    if not path.exists():
+        return {}
+    data = _read_json(path, "bad-config")
+    if "profiles" not in data:
+        return {DEFAULT_PROFILE: data} if data else {}
+    profiles = data["profiles"]
+    if not isinstance(profiles, dict) or not all(isinstance(v, dict) for v in profiles.values()):
+        raise HyCloudError(f"{path}: 'profiles' must map names to objects", code="bad-config", status=400)
+    return profiles
 
 
 def endpoint_from_outputs(outputs_file: Path) -> str:

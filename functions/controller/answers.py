@@ -50,6 +50,7 @@ class Entry(BaseModel):
     mtime: float
     storage: Literal["small", "large"] = absent()
     content_hash: str = absent()
+    mode: int = absent()
 
 
 class StoredFile(Entry):

@@ -71,6 +71,10 @@ Offset = Annotated[int, Ge(0), Le(MAX_OFFSET)]
 Length = Annotated[int, Ge(1), Le(MAX_PIECE)]
 Wait = Annotated[float, Ge(0), Le(3600), AllowInfNan(False)]
 PageLimit = Annotated[int, Ge(1), Le(1000)]
+FileMode = Annotated[int, Ge(0), Le(0o777)]  # a file's permission bits, kept so put -r/get -r round trip them
+FileTime = Annotated[
+    float, Ge(0), Le(2**34), AllowInfNan(False)
+]  # the uploader's modification time (epoch s)
 ByteCount = Annotated[int, Ge(0), Le(MAX_OFFSET)]
 
 
@@ -112,6 +116,8 @@ class CommitUpload(Body):
     content_hash: ContentHash
     proof: Text | None = None
     parents: bool | None = None
+    mtime: FileTime | None = None
+    mode: FileMode | None = None
 
 
 class DeltaByVersion(Body):

@@ -25,9 +25,9 @@ def step(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
-def hycloud(*args: str, env: dict[str, str]) -> str:
+def hycloud(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
     print(f"$ hycloud {' '.join(args)}", flush=True)
-    result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True)
+    result = subprocess.run([HYCLOUD, *args], env=env, input=stdin, capture_output=True, text=True)
     print(result.stdout.rstrip() or "", result.stderr.rstrip(), sep="\n" if result.stderr else "", flush=True)
     if result.returncode != 0:
         raise SystemExit(f"hycloud {args[0]} failed with exit code {result.returncode}")
@@ -50,7 +50,7 @@ def main() -> None:
     )["api_key"]
     work = Path(tempfile.mkdtemp(prefix="hycloud-demo-"))
     env = {**os.environ, "HYCLOUD_CONFIG": str(work / "config.json")}
-    hycloud("configure", "--outputs", str(local.OUTPUTS), "--key", key, env=env)
+    hycloud("configure", "--outputs", str(local.OUTPUTS), "--key-stdin", env=env, stdin=key)
     hycloud("whoami", env=env)
 
     step("a short session: make a directory, upload, list, download, verify")

@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
 from .. import admin as ops
+from .output import stdout_console
 from .usage import admin_usage_command, quota_line
 
 admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
-out = Console()
+out = stdout_console()
 STATE = {"json": False}
 
 TableOpt = Annotated[str | None, typer.Option("--table", help="DynamoDB table name.")]

@@ -1,29 +1,33 @@
-"""`hycloud` command line: thin commands over the SDK; errors become stable exit codes."""
+"""`hycloud` command line: thin commands over the SDK; errors become stable exit codes.
+
+Habits of `cp`, `ls` and `aws s3`: a destination ending in `/` or naming an existing directory
+means "into it"; `ls -l`/`stat` with `-h` for human sizes and ISO 8601 times; plain, unwrapped
+lines on stdout; `--json` for scripts, errors included (`{"error": {"code", "message"}}`).
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from datetime import UTC, datetime
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated
 
 import requests
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
-from ..config import ClientConfig, endpoint_from_outputs
+from .. import http
 from ..sdk import HyCloud
 from ..transfer.delta import wait_for_adaptation
-from . import exit_codes, tree
+from . import exit_codes, targets
 from .admin import admin
+from .configure import EXAMPLES as CONFIGURE_EXAMPLES
+from .configure import configure
 from .job_progress import FilesBar, following
 from .mount import mount_command
+from .output import STATE, echo, emit, entry_name, error_json, log_requests, long_listing, note, stat_lines
 from .progress_bar import RichProgress
 from .serve import serve
 from .usage import usage_command
@@ -31,140 +35,175 @@ from .usage import usage_command
 app = typer.Typer(
     help="HyCloud: a filesystem on S3 + EFS.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=(
+        "Profiles: --profile NAME or $HYCLOUD_PROFILE. Exit codes: 0 ok, 1 error, 2 usage, 3 not configured, "
+        "4 key refused, 5 not found, 6 conflict, 7 unreachable, 8 local I/O, 9 corrupt, 10 outcome unknown, "
+        "130 interrupted."
+    ),
 )
 app.add_typer(admin, name="admin")
-app.add_typer(serve, name="serve")
-app.command("mount")(mount_command)
-out = Console()
-err = Console(stderr=True)
-STATE = {"json": False, "progress": False}
+NO_H = {"help_option_names": ["--help"]}  # ls and stat take -h for human sizes, as ls does
+
+
+def examples(*lines: str) -> str:
+    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in lines)
+
+
+def flag(*names: str, help: str) -> typer.models.OptionInfo:
+    """A yes/no option with no value shown in help."""
+    return typer.Option(*names, help=help, metavar="")
 
 
 def _show_version(wanted: bool) -> None:
     if wanted:
-        out.print(f"hycloud {package_version('hycloud')}", highlight=False)
+        echo(f"hycloud {package_version('hycloud')}")
         raise typer.Exit()
 
 
 @app.callback()
 def _options(
-    json_output: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
-    progress: Annotated[
-        bool, typer.Option("--progress", help="Progress bars even when stderr is not a terminal.")
+    json_output: Annotated[
+        bool, flag("--json", help="Machine-readable output on stdout, errors too.")
     ] = False,
+    progress: Annotated[
+        bool, flag("--progress", help="Progress bars even when stderr is not a terminal.")
+    ] = False,
+    verbose: Annotated[bool, flag("-v", "--verbose", help="Show each request and what was chosen.")] = False,
+    quiet: Annotated[bool, flag("-q", "--quiet", help="Only errors: no progress, no messages.")] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", metavar="NAME", help="Configuration profile (or $HYCLOUD_PROFILE)."),
+    ] = None,
     _version: Annotated[
         bool,
-        typer.Option("--version", help="Show the client version.", callback=_show_version, is_eager=True),
+        typer.Option(
+            "--version", help="Show the client version.", callback=_show_version, is_eager=True, metavar=""
+        ),
     ] = False,
 ):
-    STATE["json"], STATE["progress"] = json_output, progress
-
-
-def _emit(data: object, human: str | None = None) -> None:
-    if STATE["json"]:
-        out.print_json(json.dumps(data))
-    elif human is not None:
-        out.print(human, highlight=False)
+    STATE.update(json=json_output, progress=progress, verbose=verbose and not quiet, quiet=quiet)
+    if profile:
+        os.environ["HYCLOUD_PROFILE"] = profile  # every client this run makes uses it
+    if STATE["verbose"] and log_requests not in http.SESSION_HOOKS:
+        http.SESSION_HOOKS.append(log_requests)
 
 
 def _client() -> HyCloud:
     return HyCloud.from_config()
 
 
-@app.command()
-def configure(
-    endpoint: Annotated[str | None, typer.Option(help="API URL.")] = None,
-    outputs: Annotated[
-        Path | None, typer.Option(help="`cdk deploy --outputs-file` JSON to take the URL from.")
-    ] = None,
-    key: Annotated[str, typer.Option(help="API key.", prompt=True, hide_input=True)] = ...,
-) -> None:
-    """Save the endpoint and API key."""
-    url = endpoint or (endpoint_from_outputs(outputs) if outputs else None)
-    if not url:
-        raise HyCloudError("give --endpoint or --outputs", code="bad-usage", status=400)
-    path = ClientConfig(endpoint=url, api_key=key).save()
-    _emit({"config": str(path), "endpoint": url}, f"saved {path}")
+app.command(epilog=CONFIGURE_EXAMPLES)(configure)
 
 
-@app.command()
+@app.command(epilog=examples("hycloud whoami", "hycloud --profile work whoami"))
 def whoami() -> None:
     """Show the user the key belongs to."""
     user = _client().whoami()
-    _emit({"user": user}, user)
+    emit({"user": user}, user)
 
 
-@app.command()
-def mkdir(path: str, parents: Annotated[bool, typer.Option("-p", "--parents")] = False) -> None:
-    """Create a directory."""
-    entry = _client().mkdir(path, parents=parents)
-    _emit(entry, f"created {entry['path']}")
+@app.command(
+    epilog=examples("hycloud mkdir /projects", "hycloud mkdir -p /projects/x/y   # no error if it exists")
+)
+def mkdir(
+    path: Annotated[str, typer.Argument(metavar="PATH")],
+    parents: Annotated[
+        bool, flag("-p", "--parents", help="Make missing parents; no error if the directory exists.")
+    ] = False,
+) -> None:
+    """Create a directory (an existing one is an error unless -p)."""
+    entry = _client().mkdir(path, parents=parents, exist_ok=parents)
+    emit(entry, f"created {entry['path']}")
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-@app.command()
-def ls(path: Annotated[str, typer.Argument()] = "/") -> None:
+@app.command(
+    context_settings=NO_H,
+    epilog=examples("hycloud ls /projects", "hycloud ls -lh /projects", "hycloud --json ls / | jq ."),
+)
+def ls(
+    path: Annotated[str, typer.Argument(metavar="PATH")] = "/",
+    long: Annotated[bool, flag("-l", "--long", help="Type, size and modification time (UTC) too.")] = False,
+    human: Annotated[bool, flag("-h", "--human-readable", help="Sizes as 1.5K, 12M, 3.0G.")] = False,
+) -> None:
     """List a directory."""
     entries = _client().ls(path)
     if STATE["json"]:
-        return _emit(entries)
-    table = Table(box=None, show_header=True)
-    for col in ("type", "size", "modified (UTC)", "name"):
-        table.add_column(col, justify="right" if col == "size" else "left")
-    for e in entries:
-        name = e["name"] + ("/" if e["type"] == "dir" else "")
-        table.add_row(e["type"], "" if e["type"] == "dir" else str(e["size"]), _when(e["mtime"]), name)
-    out.print(table)
+        return emit(entries)
+    for line in long_listing(entries, human) if long else [entry_name(e) for e in entries]:
+        echo(line)
 
 
-@app.command()
-def stat(path: str) -> None:
-    """Show a file's or directory's metadata."""
+@app.command(
+    context_settings=NO_H, epilog=examples("hycloud stat -h /projects/big.tar", "hycloud --json stat /f")
+)
+def stat(
+    path: Annotated[str, typer.Argument(metavar="PATH")],
+    human: Annotated[bool, flag("-h", "--human-readable", help="Size as 1.5K, 12M, 3.0G.")] = False,
+) -> None:
+    """Show a file's or directory's metadata (times in ISO 8601, UTC)."""
     entry = _client().stat(path)
-    _emit(entry, "\n".join(f"{k}: {v}" for k, v in entry.items()))
+    emit(entry, "\n".join(stat_lines(entry, human)))
+
+
+def _bars_on() -> bool:
+    return not STATE["quiet"] and (STATE["progress"] or (not STATE["json"] and sys.stderr.isatty()))
 
 
 def _bar() -> RichProgress:
-    return RichProgress(enabled=not STATE["json"] and sys.stderr.isatty() or STATE["progress"])
+    return RichProgress(enabled=_bars_on())
 
 
 def _files_bar() -> FilesBar:
-    return FilesBar(enabled=not STATE["json"] and sys.stderr.isatty() or STATE["progress"])
+    return FilesBar(enabled=_bars_on())
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "hycloud put notes.txt /docs/            # lands at /docs/notes.txt",
+        "hycloud put -r ./site /www              # the contents of ./site into /www",
+        "hycloud put -r -L ./site /www           # follow symlinks",
+        "hycloud put new.iso /isos/a.iso --base old.iso   # send only a delta",
+    )
+)
 def put(
-    local: Path,
-    remote: str,
-    parents: Annotated[
-        bool, typer.Option("-p", "--parents", help="Create missing parent directories.")
+    local: Annotated[Path, typer.Argument(metavar="LOCAL")],
+    remote: Annotated[str, typer.Argument(metavar="REMOTE")],
+    parents: Annotated[bool, flag("-p", "--parents", help="Create missing parent directories.")] = False,
+    recursive: Annotated[bool, flag("-r", "--recursive", help="Upload the contents of a directory.")] = False,
+    follow: Annotated[
+        bool,
+        flag(
+            "-L", "--follow-symlinks", help="With -r: follow symlinks (else they are skipped, and said so)."
+        ),
     ] = False,
-    recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Upload a directory tree.")] = False,
     base: Annotated[
-        Path | None, typer.Option(help="Local copy of the version the cloud has: upload a delta.")
+        Path | None,
+        typer.Option(metavar="OLD", help="Local copy of the version the cloud has: upload a delta."),
     ] = None,
-    delta_kind: Annotated[str, typer.Option(help="'version' (zstd patch-from) or 'rsync'.")] = "version",
-    force_delta: Annotated[bool, typer.Option(help="Send the delta even when eq. 2 says not to.")] = False,
+    delta_kind: Annotated[
+        str, typer.Option(metavar="KIND", help="'version' (zstd patch-from) or 'rsync'.")
+    ] = "version",
+    force_delta: Annotated[
+        bool, flag("--force-delta", help="Send the delta even when eq. 2 says not to.")
+    ] = False,
 ) -> None:
-    """Upload a file (or, with -r, a directory tree)."""
+    """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
     client, bar = _client(), _bar()
     try:
         if local.is_dir():
             if not recursive:
                 raise HyCloudError(f"{local} is a directory (use -r)", code="is-a-directory", status=400)
-            results = tree.put_tree(client, local, remote, progress=bar)
-            _emit(results, f"uploaded {len(results)} files from {local} to {remote}")
+            done = client.upload_tree(local, remote, progress=bar, follow_symlinks=follow, on_skip=_skipped)
+            emit(done.files, f"uploaded {len(done.files)} files from {local} to {remote}")
             return
         if not local.is_file():
             raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
         entry = client.put(
             local,
-            remote,
+            targets.remote(client, local.name, remote),
             parents=parents,
             progress=bar,
             base=base,
@@ -174,47 +213,67 @@ def put(
     finally:
         bar.close()
     how = f"delta {entry['kind']}" if "kind" in entry else entry.get("storage", "small")
-    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how})")
+    emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how})")
 
 
-@app.command()
+def _skipped(item: Path) -> None:
+    note(f"skipped symlink {item}; use -L to follow")
+
+
+@app.command(
+    epilog=examples(
+        "hycloud get /docs/notes.txt .           # lands at ./notes.txt",
+        "hycloud get -r /www ./site              # the contents of /www into ./site",
+        "hycloud get /isos/a.iso a.iso --via delta",
+    )
+)
 def get(
-    remote: str,
-    local: Path,
-    recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Download a directory tree.")] = False,
+    remote: Annotated[str, typer.Argument(metavar="REMOTE")],
+    local: Annotated[str, typer.Argument(metavar="LOCAL")],
+    recursive: Annotated[
+        bool, flag("-r", "--recursive", help="Download the contents of a directory.")
+    ] = False,
     via: Annotated[
-        str, typer.Option(help="Large files: 'direct' (S3), 'relay' (EFS) or 'delta'.")
+        str, typer.Option(metavar="WAY", help="Large files: 'direct' (S3), 'relay' (EFS) or 'delta'.")
     ] = "direct",
     base: Annotated[
-        Path | None, typer.Option(help="An older local version to download a delta against.")
+        Path | None, typer.Option(metavar="OLD", help="An older local version to download a delta against.")
     ] = None,
 ) -> None:
-    """Download a file (or, with -r, a directory tree). `--via delta` patches the existing local file."""
+    """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory."""
     if via not in ("direct", "relay", "delta"):
         raise HyCloudError("--via is 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if recursive:
-            results = tree.get_tree(client, remote, local, progress=bar)
-            _emit(results, f"downloaded {len(results)} files from {remote} to {local}")
+            done = client.download_tree(remote, local, progress=bar)
+            emit(done.files, f"downloaded {len(done.files)} files from {remote} to {local}")
             return
-        if local.is_dir():
-            local = local / remote.rstrip("/").rsplit("/", 1)[-1]
-        path = client.get(remote, local, progress=bar, via=via, base=base)
+        target = targets.local(remote, local)
+        if local.endswith(("/", os.sep)):  # "into this folder", as aws s3 cp: made if missing
+            target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path = client.get(remote, target, progress=bar, via=via, base=base)
+        except HyCloudError as e:
+            if e.code == "is-a-directory":
+                raise HyCloudError(
+                    f"{remote} is a directory; use -r", code="is-a-directory", status=400
+                ) from None
+            raise
         wait_for_adaptation()
     finally:
         bar.close()
-    _emit(
+    emit(
         {"path": str(path), "size": path.stat().st_size, **client.last_transfer},
         f"downloaded {remote} -> {path}",
     )
 
 
-@app.command()
+@app.command(epilog=examples("hycloud rm /docs/old.txt", "hycloud rm -r /scratch"))
 def rm(
-    path: str,
+    path: Annotated[str, typer.Argument(metavar="PATH")],
     recursive: Annotated[
-        bool, typer.Option("-r", "--recursive", help="Remove a directory and its contents.")
+        bool, flag("-r", "--recursive", help="Remove a directory and its contents.")
     ] = False,
 ) -> None:
     """Remove a file (or, with -r, a directory tree)."""
@@ -222,44 +281,61 @@ def rm(
     if recursive or client.stat(path)["type"] == "dir":
         with following(_files_bar()) as bar:
             result = client.rmdir(path, recursive=recursive, progress=bar)
-        _emit(result, f"removed {path} ({result['files']} files)")
+        emit(result, f"removed {path} ({result['files']} files)")
     else:
-        _emit(client.rm(path), f"removed {path}")
+        emit(client.rm(path), f"removed {path}")
 
 
-@app.command()
+@app.command(epilog=examples("hycloud rmdir /empty", "hycloud rmdir -r /scratch"))
 def rmdir(
-    path: str,
+    path: Annotated[str, typer.Argument(metavar="PATH")],
     recursive: Annotated[
-        bool, typer.Option("-r", "--recursive", help="Remove the directory's contents too.")
+        bool, flag("-r", "--recursive", help="Remove the directory's contents too.")
     ] = False,
 ) -> None:
     """Remove an empty directory (with -r, a directory tree)."""
     with following(_files_bar()) as bar:
         result = _client().rmdir(path, recursive=recursive, progress=bar)
-    _emit(result, f"removed {path}" + (f" ({result['files']} files)" if recursive else ""))
+    emit(result, f"removed {path}" + (f" ({result['files']} files)" if recursive else ""))
 
 
-@app.command()
-def mv(src: str, dst: str) -> None:
-    """Move or rename a file or directory."""
+@app.command(
+    epilog=examples(
+        "hycloud mv /a.txt /b.txt                # rename",
+        "hycloud mv /a.txt /docs/                # lands at /docs/a.txt",
+        "hycloud mv /photos /archive             # /archive exists: lands at /archive/photos",
+    )
+)
+def mv(
+    src: Annotated[str, typer.Argument(metavar="SRC")], dst: Annotated[str, typer.Argument(metavar="DST")]
+) -> None:
+    """Move or rename a file or directory; into DST if it ends in / or is a directory."""
+    client = _client()
+    target = targets.remote_op(client, "move", src, dst)
     with following(_files_bar()) as bar:
-        entry = _client().mv(src, dst, progress=bar)
-    _emit(entry, f"moved {src} -> {entry['path']}")
+        entry = client.mv(src, target, progress=bar)
+    emit(entry, f"moved {src} -> {entry['path']}")
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "hycloud cp /a.txt /docs/                # lands at /docs/a.txt",
+        "hycloud cp -r /photos /backup/          # lands at /backup/photos",
+    )
+)
 def cp(
-    src: str,
-    dst: str,
+    src: Annotated[str, typer.Argument(metavar="SRC")],
+    dst: Annotated[str, typer.Argument(metavar="DST")],
     recursive: Annotated[
-        bool, typer.Option("-r", "--recursive", help="Accepted; folders are always copied whole.")
+        bool, flag("-r", "--recursive", help="Accepted; folders are always copied whole.")
     ] = False,
 ) -> None:
-    """Copy a file or directory (large files are shared, not copied)."""
+    """Copy a file or directory (large files are shared, not copied); into DST if it ends in / or is a directory."""
+    client = _client()
+    target = targets.remote_op(client, "copy", src, dst)
     with following(_files_bar()) as bar:
-        entry = _client().cp(src, dst, progress=bar)
-    _emit(entry, f"copied {src} -> {entry['path']}")
+        entry = client.cp(src, target, progress=bar)
+    emit(entry, f"copied {src} -> {entry['path']}")
 
 
 @app.command()
@@ -268,24 +344,32 @@ def usage() -> None:
     usage_command(STATE["json"])
 
 
+app.add_typer(serve, name="serve")
+app.command("mount")(mount_command)
+
 INTERRUPTED = "interrupted; run the same command again to resume"
 
 
-def _fail(message: str, code: int) -> None:
-    """One line on stderr, whatever the message holds, then exit."""
-    err.print(" ".join(message.split()), highlight=False, markup=False, soft_wrap=True)
+def _fail(message: str, code: int, error_code: str, plain: bool = False) -> None:
+    """One line on stderr, whatever the message holds (with --json the error on stdout too), then exit."""
+    line = " ".join(message.split())
+    if STATE["json"]:
+        echo(error_json(error_code, line))
+    sys.stderr.write((line if plain else f"error [{error_code}]: {line}") + "\n")
     sys.exit(code)
 
 
 def _fail_error(e: HyCloudError) -> None:
-    _fail(f"error [{e.code}]: {e.message}", exit_codes.for_error(e.code, e.status))
+    _fail(e.message, exit_codes.for_error(e.code, e.status), e.code)
 
 
 def _usage_error(e: typer.TyperException) -> None:
+    if STATE["json"]:
+        echo(error_json("bad-usage", " ".join(e.format_message().split())))
     if hasattr(e, "show"):
         e.show()  # click's short usage, "Try 'hycloud -h' for help", and the error
         sys.exit(e.exit_code)
-    _fail(f"error [bad-usage]: {e.format_message()}", e.exit_code)
+    _fail(e.format_message(), e.exit_code, "bad-usage")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -293,15 +377,18 @@ def main(argv: list[str] | None = None) -> None:
     code from `exit_codes`. Typer's own runner is bypassed because it turns Ctrl-C into a silent
     exit status and lets usage errors escape as tracebacks when not in standalone mode."""
     command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
+    STATE["json"] = "--json" in args  # until the options are parsed: a usage error is JSON too
+    command._main_shell_completion({}, "hycloud")  # answers the shell's `_HYCLOUD_COMPLETE=…` and exits
     try:
-        with command.make_context("hycloud", list(sys.argv[1:] if argv is None else argv)) as ctx:
+        with command.make_context("hycloud", args) as ctx:
             command.invoke(ctx)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
-        _fail("aborted", exit_codes.ERROR)
+        _fail("aborted", exit_codes.ERROR, "aborted", plain=True)
     except KeyboardInterrupt:
-        _fail(INTERRUPTED, exit_codes.INTERRUPTED)
+        _fail(INTERRUPTED, exit_codes.INTERRUPTED, "interrupted", plain=True)
     except typer.TyperException as e:  # click's usage errors (typer's own copy of click)
         _usage_error(e)
     except HyCloudError as e:
@@ -310,9 +397,9 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(exit_codes.ERROR)
     except requests.RequestException as e:
-        _fail(f"error [unreachable]: {e}", exit_codes.UNREACHABLE)
+        _fail(str(e), exit_codes.UNREACHABLE, "unreachable")
     except OSError as e:
-        _fail(f"error [local-io]: {e}", exit_codes.LOCAL_IO)
+        _fail(str(e), exit_codes.LOCAL_IO, "local-io")
 
 
 if __name__ == "__main__":

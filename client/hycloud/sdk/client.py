@@ -4,27 +4,41 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hycloud_core import paths
+from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
-from hycloud_core.errors import HyCloudError, PayloadTooLargeError
+from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 
 from ..config import ClientConfig
 from ..http import Http
 from ..transfer import Progress, download_large, download_relay, upload_large
 from ..transfer.delta import delta_download, delta_upload
 from ..verify import check_stored
-from . import tree_jobs
+from . import tree_jobs, trees
 from .files import open_remote
+from .subscribers import ProgressLike, as_progress, report
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
 
 
 class HyCloud:
+    """A user's view of their files. Failures raise HyCloudError subclasses, also reachable as
+    attributes (`except client.NotFoundError`), like boto3's `client.exceptions`."""
+
+    HyCloudError = errors.HyCloudError
+    BadRequestError = errors.BadRequestError
+    InvalidPathError = errors.InvalidPathError
+    UnauthorizedError = errors.UnauthorizedError
+    ForbiddenError = errors.ForbiddenError
+    NotFoundError = errors.NotFoundError
+    ConflictError = errors.ConflictError
+    PayloadTooLargeError = errors.PayloadTooLargeError
+
     def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
         self.http = Http(endpoint, api_key, timeout)
         self._threshold: int | None = None
@@ -32,8 +46,9 @@ class HyCloud:
         self.last_transfer: dict = {}
 
     @classmethod
-    def from_config(cls) -> HyCloud:
-        cfg = ClientConfig.load()
+    def from_config(cls, profile: str | None = None) -> HyCloud:
+        """The client of a saved profile (`hycloud configure`; default: $HYCLOUD_PROFILE or 'default')."""
+        cfg = ClientConfig.load(profile)
         return cls(cfg.endpoint, cfg.api_key)
 
     # --- metadata ------------------------------------------------------------------------------
@@ -74,8 +89,18 @@ class HyCloud:
                 return
 
     # --- directories and namespace changes ---------------------------------------------------------
-    def mkdir(self, path: str, parents: bool = False) -> dict:
+    def mkdir(self, path: str, parents: bool = False, exist_ok: bool = True) -> dict:
+        """Make a directory; with `exist_ok=False` an existing one is a ConflictError, as `mkdir`."""
+        if not exist_ok and self.exists(path):
+            raise ConflictError(f"{paths.normalize(path)} already exists", code="already-exists")
         return self.http.json("POST", "/v1/dirs", json={"path": paths.normalize(path), "parents": parents})
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.stat(path)
+            return True
+        except NotFoundError:
+            return False
 
     def rmdir(self, path: str, recursive: bool = False, progress: Progress | None = None) -> dict:
         """Remove a folder; with `recursive`, a large tree is removed by a job this call follows."""
@@ -106,33 +131,43 @@ class HyCloud:
         return response.json()
 
     # --- file transfer -------------------------------------------------------------------------
-    def put_bytes(self, path: str, data: bytes, parents: bool = False) -> dict:
-        """Store a small file; fails unless the server reports storing exactly these bytes."""
+    def put_bytes(
+        self,
+        path: str,
+        data: bytes,
+        parents: bool = False,
+        mtime: float | None = None,
+        mode: int | None = None,
+    ) -> dict:
+        """Store a small file; fails unless the server reports storing exactly these bytes.
+        `mtime` and `mode` (permission bits) are kept with it when given."""
         digest = hashlib.sha256(data).hexdigest()
         entry = self.http.json(
             "PUT",
             "/v1/files",
-            params={"path": paths.normalize(path), "parents": str(parents).lower()},
+            params={"path": paths.normalize(path), "parents": str(parents).lower(), **_keep(mtime, mode)},
             data=data,
             headers={"Content-Type": OCTET, "x-hycloud-sha256": digest},
         )
-        check_stored(path, entry.get("sha256"), digest)
-        return entry
+        check_stored(path, entry.pop("sha256", None), digest)
+        return {**entry, "content_hash": content.hash_bytes(data)}  # one name for a file's hash
 
     def put(
         self,
         local: str | Path,
         remote: str,
         parents: bool = False,
-        progress: Progress | None = None,
+        progress: ProgressLike = None,
         base: str | Path | None = None,
         delta_kind: str = "version",
         upload_rate: float | None = None,
         force_delta: bool = False,
+        mtime: float | None = None,
+        mode: int | None = None,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
         delta against `base` (a local copy of a version the cloud has) when eq. 2 says it pays."""
-        local = Path(local)
+        local, progress = Path(local), as_progress(progress)
         size = os.path.getsize(local)
         if base is not None and size > self.small_file_threshold:
             result = delta_upload(
@@ -149,11 +184,15 @@ class HyCloud:
                 return result
         if size <= self.small_file_threshold:
             try:
-                return self.put_bytes(remote, local.read_bytes(), parents=parents)
+                entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
+                report(progress, f"upload {local.name}", size)
+                return entry
             except PayloadTooLargeError:
                 pass  # the deployment's threshold is lower than we thought
         started = time.perf_counter()
-        result = upload_large(self.http, local, paths.normalize(remote), parents=parents, progress=progress)
+        result = upload_large(
+            self.http, local, paths.normalize(remote), parents, progress, keep=_keep(mtime, mode)
+        )
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
         return result
@@ -170,19 +209,41 @@ class HyCloud:
             headers={"Accept": f"{OCTET}, {LINK_TYPE}"},
         )
 
-    def get_bytes(self, path: str) -> bytes:
+    def get_bytes(self, path: str, progress: ProgressLike = None) -> bytes:
+        """A file's bytes in memory, whatever its size (a large file comes from S3, verified)."""
         response = self._fetch(path)
-        if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
-            raise HyCloudError(
-                f"{path} is a large file; download it with get()", code="large-file", status=400
-            )
-        return _verified(path, response)
+        if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            data = _verified(path, response)
+            report(as_progress(progress), f"download {path}", len(data))
+            return data
+        with tempfile.TemporaryDirectory(prefix="hycloud-") as folder:
+            local = download_large(response.json(), Path(folder) / "file", as_progress(progress))
+            return local.read_bytes()
+
+    # --- trees ---------------------------------------------------------------------------------
+    def upload_tree(
+        self,
+        local_dir: str | Path,
+        remote_dir: str,
+        progress: ProgressLike = None,
+        follow_symlinks: bool = False,
+        on_skip: Callable[[Path], None] | None = None,
+    ) -> trees.TreeResult:
+        """Upload the contents of `local_dir` into `remote_dir`; symlinks are skipped (and listed
+        in the result) unless `follow_symlinks`."""
+        return trees.upload_tree(self, local_dir, remote_dir, progress, follow_symlinks, on_skip)
+
+    def download_tree(
+        self, remote_dir: str, local_dir: str | Path, progress: ProgressLike = None
+    ) -> trees.TreeResult:
+        """Download the contents of `remote_dir` into `local_dir`."""
+        return trees.download_tree(self, remote_dir, local_dir, progress)
 
     def get(
         self,
         remote: str,
         local: str | Path,
-        progress: Progress | None = None,
+        progress: ProgressLike = None,
         via: str = "direct",
         base: str | Path | None = None,
         delta_mode: str = "auto",
@@ -193,7 +254,7 @@ class HyCloud:
         or as a delta against an older local version (`base`; with `via="delta"` the existing
         `local` file is the base).
         """
-        local = Path(local)
+        local, progress = Path(local), as_progress(progress)
         response = self._fetch(remote)
         if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
             info = response.json()
@@ -210,12 +271,19 @@ class HyCloud:
             return download_large(info, local, progress)
         tmp = local.with_name(local.name + ".hycloud-part")
         try:
-            tmp.write_bytes(_verified(remote, response))
+            data = _verified(remote, response)
+            tmp.write_bytes(data)
             tmp.replace(local)
+            report(progress, f"download {local.name}", len(data))
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         return local
+
+
+def _keep(mtime: float | None, mode: int | None) -> dict:
+    """The file metadata an upload asks the cloud to keep."""
+    return {k: v for k, v in (("mtime", mtime), ("mode", mode)) if v is not None}
 
 
 def _verified(path: str, response) -> bytes:

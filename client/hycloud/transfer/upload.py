@@ -75,8 +75,14 @@ def _upload_parts(
 
 
 def upload_large(
-    http: Http, local: str | Path, remote: str, parents: bool = False, progress: Progress | None = None
+    http: Http,
+    local: str | Path,
+    remote: str,
+    parents: bool = False,
+    progress: Progress | None = None,
+    keep: dict | None = None,
 ) -> dict:
+    """Upload a large file; `keep` (mtime, mode) goes with the commit, for the file's metadata."""
     path, progress = Path(local), progress or Progress()
     size = os.path.getsize(path)
     progress.start(f"hash {path.name}", size)
@@ -108,7 +114,13 @@ def upload_large(
             entry = http.json(
                 "POST",
                 "/v1/uploads/commit",
-                json={"path": remote, "content_hash": content_hash, "proof": proof, "parents": parents},
+                json={
+                    "path": remote,
+                    "content_hash": content_hash,
+                    "proof": proof,
+                    "parents": parents,
+                    **(keep or {}),
+                },
             )
         except ConflictError as err:
             if err.code not in ("upload-required", "upload-incomplete"):

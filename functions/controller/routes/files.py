@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, check_sha256, expected_version, filesystem, namespace, ok, raw_body
-from models import Text, UserPath
+from models import FileMode, FileTime, Text, UserPath
 
 from hycloud_core import paths
 from hycloud_core.errors import PayloadTooLargeError
@@ -24,6 +24,8 @@ DOWNLOAD = {**BYTES, LINK_TYPE: {"model": DownloadLink}}
 def upload(
     path: Annotated[UserPath, Query()],
     parents: Annotated[bool, Query()] = False,
+    mtime: Annotated[FileTime | None, Query(description="modification time to keep (epoch seconds)")] = None,
+    mode: Annotated[FileMode | None, Query(description="permission bits to keep (0-511)")] = None,
     sha256: Annotated[
         Text, Header(alias="x-hycloud-sha256", description="sha256 of the body; a mismatch is refused")
     ] = "",
@@ -37,7 +39,9 @@ def upload(
             code="too-large-for-small-file",
         )
     digest = check_sha256(data, sha256)
-    entry = filesystem(router).put_small(path, data, digest, parents=parents, expect=expected_version(router))
+    entry = filesystem(router).put_small(
+        path, data, digest, parents=parents, expect=expected_version(router), mtime=mtime, mode=mode
+    )
     return ok({**entry.to_dict(), "sha256": digest}, 201)
 
 

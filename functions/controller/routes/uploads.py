@@ -26,7 +26,13 @@ def urls(body: Annotated[UploadUrls, Body()]):
 @router.post("/v1/uploads/commit", responses=replies(201, Entry, 404, 409))
 def commit(body: Annotated[CommitUpload, Body()]):
     entry = filesystem(router).commit_large(
-        body.path, body.content_hash, body.proof, parents=bool(body.parents), expect=expected_version(router)
+        body.path,
+        body.content_hash,
+        body.proof,
+        parents=bool(body.parents),
+        expect=expected_version(router),
+        mtime=body.mtime,
+        mode=body.mode,
     )
     return ok(entry.to_dict(), 201)
 

@@ -30,8 +30,11 @@ class LinkFile:
     erasure: dict[str, Any] | None = None  # n, k, block hashes and instances
     # earlier versions at this path still kept for version-aware deltas: [content_hash, keep_until]
     history: list[list] = field(default_factory=list)
+    mode: int | None = None  # permission bits the uploader gave (the link file's own mark them as a link)
 
-    def superseded_by(self, content_hash: str, size: int, mtime: float, keep_s: int, now: float) -> LinkFile:
+    def superseded_by(
+        self, content_hash: str, size: int, mtime: float, keep_s: int, now: float, mode: int | None = None
+    ) -> LinkFile:
         """The link of a new version at this path: it keeps the file's adaptive chunk size and
         remembers this version (and earlier ones still kept) for `keep_s`."""
         history = [[h, until] for h, until in self.history if until > now and h != content_hash]
@@ -44,6 +47,7 @@ class LinkFile:
             chunk_size=self.chunk_size,
             chunk_probabilities=self.chunk_probabilities,
             history=history,
+            mode=self.mode if mode is None else mode,
         )
 
     def readable_versions(self, now: float) -> set[str]:

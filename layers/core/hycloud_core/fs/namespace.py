@@ -32,9 +32,16 @@ class Entry:
     mtime: float
     storage: str | None = None  # "small" (EFS) | "large" (S3 behind a link file) | None for dirs
     content_hash: str | None = None
+    mode: int | None = None  # a file's permission bits (0o755 for an executable)
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def file_mode(mode: int) -> int:
+    """The permission bits a small file reports and keeps: never a special bit (the sticky bit
+    marks link files), and always readable and writable by the owner (the functions)."""
+    return (mode & 0o777) | 0o600
 
 
 class Namespace:
@@ -69,8 +76,8 @@ class Namespace:
             return Entry(name, path, "dir", 0, st.st_mtime)
         if is_link_mode(st.st_mode):
             link = self.read_link(path)
-            return Entry(name, path, "file", link.size, link.mtime, "large", link.content_hash)
-        return Entry(name, path, "file", st.st_size, st.st_mtime, "small")
+            return Entry(name, path, "file", link.size, link.mtime, "large", link.content_hash, link.mode)
+        return Entry(name, path, "file", st.st_size, st.st_mtime, "small", mode=file_mode(st.st_mode))
 
     def require_dir(self, path: str) -> None:
         if self.stat(path).type != "dir":
@@ -143,8 +150,10 @@ class Namespace:
             raise ConflictError(f"{path} is a directory", code="is-a-directory")
         return target
 
-    def write(self, path: str, data: bytes, parents: bool = False, mode: int = 0o640) -> Entry:
-        """Atomically create or replace a file."""
+    def write(
+        self, path: str, data: bytes, parents: bool = False, mode: int = 0o640, mtime: float | None = None
+    ) -> Entry:
+        """Atomically create or replace a file (with the uploader's modification time, if given)."""
         path = paths.normalize(path)
         target = self._target_for_write(path, parents)
         fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(target))
@@ -154,6 +163,8 @@ class Namespace:
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(tmp, mode)
+            if mtime is not None:
+                os.utime(tmp, (mtime, mtime))
             os.replace(tmp, target)
         except BaseException:
             if os.path.exists(tmp):

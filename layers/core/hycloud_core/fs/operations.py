@@ -29,7 +29,7 @@ from ..store.locks import path_leases
 from ..store.objects import Objects
 from ..store.quotas import Quota
 from ..store.records import Records
-from .namespace import Entry, Namespace
+from .namespace import Entry, Namespace, file_mode
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
@@ -107,13 +107,21 @@ class FileSystem:
 
     # --- files -------------------------------------------------------------------------------
     def put_small(
-        self, path: str, data: bytes, sha256: str, parents: bool = False, expect: str | None = None
+        self,
+        path: str,
+        data: bytes,
+        sha256: str,
+        parents: bool = False,
+        expect: str | None = None,
+        mtime: float | None = None,
+        mode: int | None = None,
     ) -> Entry:
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, len(data)):
             self._check_expected(path, expect)
             old = self.ns.current_link(path)
-            entry = self.ns.write(path, data, parents=parents)
+            bits = 0o640 if mode is None else file_mode(mode)
+            entry = self.ns.write(path, data, parents=parents, mode=bits, mtime=mtime)
             self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
             if old:
                 self.objects.retain(old.content_hash, self.retain_s)
@@ -126,6 +134,8 @@ class FileSystem:
         proof: str | None = None,
         parents: bool = False,
         expect: str | None = None,
+        mtime: float | None = None,
+        mode: int | None = None,
     ) -> Entry:
         """Finish a client's upload (or dedup claim) and link the content at `path`."""
         path = paths.normalize(path)
@@ -133,7 +143,7 @@ class FileSystem:
             self._require_parent(path, parents)
             self._check_expected(path, expect)
             size = self.uploads.finish(content_hash, proof)
-            return self._link(path, content_hash, size)
+            return self._link(path, content_hash, size, mtime, None if mode is None else mode & 0o777)
 
     def commit_stored(
         self, path: str, content_hash: str, size: int, mtime: float | None = None, expect: str | None = None
@@ -152,14 +162,16 @@ class FileSystem:
         else:
             self.ns.require_dir(paths.parent(path))
 
-    def _link(self, path: str, content_hash: str, size: int, mtime: float | None = None) -> Entry:
+    def _link(
+        self, path: str, content_hash: str, size: int, mtime: float | None = None, mode: int | None = None
+    ) -> Entry:
         """Point `path` at content just touched for it; the version it replaces is retained."""
         now = time.time()
         old = self.ns.current_link(path)
         if old:
-            link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now)
+            link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now, mode)
         else:
-            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now)
+            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now, mode=mode)
         if old and old.content_hash != content_hash:
             self.objects.retain(old.content_hash, self.retain_s)
         entry = self.ns.write_link(path, link)
