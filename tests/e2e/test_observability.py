@@ -1,7 +1,8 @@
 """Logs and metrics of the deployed functions, read back from CloudWatch Logs in the local cloud.
 
-The local Lambda executor posts each invocation's output to LocalStack, which stores it in the
-function's log group (`/aws/lambda/<name>`) as on AWS; the tests read it through the Logs API.
+The local Lambda executor posts each invocation's output to LocalStack, which stores it in
+`/aws/lambda/<name>` (it ignores the function's logging config, which on AWS names the stack's own
+group); the tests read it through the Logs API.
 """
 
 from __future__ import annotations

@@ -34,14 +34,16 @@ def template(tmp_path_factory) -> Template:
 
 
 def _function_log_groups(template: Template) -> dict[str, int]:
-    """Function logical id -> retention of the group named `/aws/lambda/<its name>`."""
+    """Function logical id -> retention of the group its logging config names."""
+    groups = template.find_resources("AWS::Logs::LogGroup")
     found = {}
-    for group in template.find_resources("AWS::Logs::LogGroup").values():
-        name = group["Properties"].get("LogGroupName", {})
-        if isinstance(name, dict) and "Fn::Join" in name:
-            parts = name["Fn::Join"][1]
-            if parts[0] == "/aws/lambda/":
-                found[parts[1]["Ref"]] = group["Properties"]["RetentionInDays"]
+    for fn_id, fn in template.find_resources("AWS::Lambda::Function").items():
+        ref = fn["Properties"].get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
+        if ref in groups:
+            assert (
+                "LogGroupName" not in groups[ref]["Properties"]
+            )  # never /aws/lambda/<name>: see python_function
+            found[fn_id] = groups[ref]["Properties"]["RetentionInDays"]
     return found
 
 

@@ -49,6 +49,12 @@ def python_function(
     **extra: Any,
 ) -> lambda_.Function:
     traced = tracing_on(scope)
+    # A group of its own with a retention (Lambda's default group never expires). CDK names it, so
+    # a stack whose functions already wrote to /aws/lambda/<name> still updates: creating a group
+    # of that name would fail. (LocalStack ignores the logging config and keeps /aws/lambda/<name>.)
+    group = logs.LogGroup(
+        scope, f"{id}Logs", retention=log_retention(scope), removal_policy=RemovalPolicy.DESTROY
+    )
     fn = lambda_.Function(
         scope,
         id,
@@ -59,6 +65,7 @@ def python_function(
         timeout=Duration.seconds(timeout_s),
         memory_size=memory_mb,
         tracing=lambda_.Tracing.ACTIVE if traced else lambda_.Tracing.DISABLED,
+        log_group=group,
         environment={
             "POWERTOOLS_SERVICE_NAME": f"hycloud-{code_dir.name}",
             "POWERTOOLS_METRICS_NAMESPACE": "HyCloud",
@@ -66,13 +73,5 @@ def python_function(
             **environment,
         },
         **extra,
-    )
-    # the group Lambda writes to, made here so that it has a retention (Lambda's own never expires)
-    logs.LogGroup(
-        scope,
-        f"{id}Logs",
-        log_group_name=f"/aws/lambda/{fn.function_name}",
-        retention=log_retention(scope),
-        removal_policy=RemovalPolicy.DESTROY,
     )
     return fn
