@@ -7,6 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 .PHONY: setup demo test fast unit e2e up down lint synth
 
 setup: .venv/.installed
+	infra/local/system_packages.sh chromium=chromium chromedriver=chromium-driver  # the web app's browser test
 
 .venv/.installed: requirements.txt layers/core/pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON312) -m venv .venv

@@ -24,6 +24,7 @@ from . import exit_codes, tree
 from .admin import admin
 from .job_progress import FilesBar, following
 from .progress_bar import RichProgress
+from .share import share_command
 from .usage import usage_command
 
 app = typer.Typer(
@@ -33,6 +34,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(admin, name="admin")
+app.command("share")(share_command)
 out = Console()
 err = Console(stderr=True)
 STATE = {"json": False, "progress": False}

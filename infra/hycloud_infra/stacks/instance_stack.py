@@ -16,6 +16,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
+from ..constructs.web_app import WebApp
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -148,6 +149,13 @@ class InstanceStack(Stack):
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
         api = ApiToController(self, "Api", controller=controller).api
+        web = WebApp(
+            self,
+            "Web",
+            web_dir=functions_dir.parent / "web",
+            publisher_dir=functions_dir / "web_publish",
+            api=api,
+        )
 
         for name, value in {
             "ApiUrl": api.url,
@@ -161,5 +169,8 @@ class InstanceStack(Stack):
             "AccessPointId": volume.access_point.access_point_id,
             "FileSystemId": volume.file_system.file_system_id,
             "CacheUpkeepFunctionName": upkeep.function_name,
+            "WebBucketName": web.bucket.bucket_name,
+            "WebPublishFunctionName": web.publisher.function_name,
+            **({"WebUrl": web.url} if web.url else {}),
         }.items():
             CfnOutput(self, name, value=value)

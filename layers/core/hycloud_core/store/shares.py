@@ -1,0 +1,193 @@
+"""Share links: an unguessable token that lets anyone download one file until it expires or is revoked.
+
+A share follows the *path*, not a version: whoever opens the link gets the file's current
+content (what people expect of a Dropbox or Drive link), and the content hash at share time is
+kept only to show what was shared. A file moved or deleted makes the link answer 404.
+
+| record | pk | sk | attributes |
+| --- | --- | --- | --- |
+| share | `SHARE#<token>` | `SHARE` | user (internal id), path, content_hash, created, expires, revoked, downloads, bytes_served |
+| a user's shares | `SHARES#<user id>` | `S#<token>` | created (the list of the user's tokens) |
+| bytes served | `SHARES#<user id>` | `SERVED` | downloads, bytes_served: every share download, counted in usage |
+
+Both share items carry `expiration` (the table's TTL) a month after the share expires, so the
+table forgets old shares by itself; until then an expired or revoked token answers 410.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from ..errors import BadRequestError, HyCloudError, NotFoundError
+from .records import _plain, query_all
+
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{32}$")
+MAX_EXPIRY_S = 30 * 86400
+DEFAULT_EXPIRY_S = 86400
+FORGET_AFTER_S = 30 * 86400
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+
+
+class GoneError(HyCloudError):
+    status, code = 410, "share-gone"
+
+
+def parse_duration(text: str) -> int:
+    """`90`, `90s`, `15m`, `12h`, `1d`, `2w` as seconds: the `--expires` of `hycloud share`."""
+    match = _DURATION.match(text.lower())
+    if not match:
+        raise BadRequestError(f"{text!r} is not a duration like 30m, 12h, 1d or 2w", code="bad-duration")
+    return checked_expiry(int(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+def checked_expiry(seconds: int) -> int:
+    if not 1 <= seconds <= MAX_EXPIRY_S:
+        raise BadRequestError(f"a share lasts from 1 s to {MAX_EXPIRY_S // 86400} days", code="bad-duration")
+    return seconds
+
+
+def checked_token(token: str) -> str:
+    if not TOKEN.match(token):
+        raise BadRequestError("a share token is 32 URL-safe characters", code="bad-share-token")
+    return token
+
+
+@dataclass(frozen=True)
+class Share:
+    id: str
+    user: str
+    path: str
+    content_hash: str
+    created: float
+    expires: float
+    revoked: float | None = None
+    downloads: int = 0
+    bytes_served: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        body = {k: v for k, v in asdict(self).items() if k != "user" and v is not None}
+        return {**body, "state": self.state(), "url_path": f"/v1/shared/{self.id}"}
+
+    def state(self, now: float | None = None) -> str:
+        if self.revoked is not None:
+            return "revoked"
+        return "expired" if (now or time.time()) >= self.expires else "active"
+
+
+class Shares:
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def create(self, user: str, path: str, content_hash: str, expires_in: int) -> Share:
+        now = time.time()
+        share = Share(
+            id=secrets.token_urlsafe(24),
+            user=user,
+            path=path,
+            content_hash=content_hash,
+            created=now,
+            expires=now + checked_expiry(expires_in),
+        )
+        forget = int(share.expires + FORGET_AFTER_S)
+        item = {k: v for k, v in asdict(share).items() if v is not None and k != "id"}
+        self.table.meta.client.transact_write_items(
+            TransactItems=[
+                _put(
+                    self.table,
+                    {"pk": f"SHARE#{share.id}", "sk": "SHARE", **_decimals(item), "expiration": forget},
+                ),
+                _put(
+                    self.table,
+                    {
+                        "pk": f"SHARES#{user}",
+                        "sk": f"S#{share.id}",
+                        "created": _dec(now),
+                        "expiration": forget,
+                    },
+                ),
+            ]
+        )
+        return share
+
+    def get(self, token: str) -> Share:
+        """The share a token names, or 404 (unknown) / 410 (expired or revoked)."""
+        share = self._load(checked_token(token))
+        if share is None:
+            raise NotFoundError("no such share link", code="no-such-share")
+        state = share.state()
+        if state != "active":
+            raise GoneError(f"this share link has {'been revoked' if state == 'revoked' else 'expired'}")
+        return share
+
+    def owned(self, user: str, token: str) -> Share:
+        share = self._load(checked_token(token))
+        if share is None or share.user != user:
+            raise NotFoundError("no such share link", code="no-such-share")
+        return share
+
+    def revoke(self, user: str, token: str) -> Share:
+        share = self.owned(user, token)
+        if share.revoked is None:
+            self.table.update_item(
+                Key={"pk": f"SHARE#{token}", "sk": "SHARE"},
+                UpdateExpression="SET revoked = :now",
+                ConditionExpression="attribute_not_exists(revoked)",
+                ExpressionAttributeValues={":now": _dec(time.time())},
+            )
+        return self.owned(user, token)
+
+    def list(self, user: str) -> list[Share]:
+        index = query_all(self.table, Key("pk").eq(f"SHARES#{user}") & Key("sk").begins_with("S#"))
+        tokens = [item["sk"][2:] for item in index]
+        found = [self._load(t) for t in tokens]
+        return sorted((s for s in found if s is not None), key=lambda s: s.created)
+
+    def count_download(self, share: Share, size: int) -> None:
+        """Add a download to the share and to its owner's bytes served (shown in usage)."""
+        add = "ADD downloads :one, bytes_served :n"
+        values = {":one": 1, ":n": size}
+        self.table.update_item(
+            Key={"pk": f"SHARE#{share.id}", "sk": "SHARE"},
+            UpdateExpression=add,
+            ExpressionAttributeValues=values,
+        )
+        self.table.update_item(
+            Key={"pk": f"SHARES#{share.user}", "sk": "SERVED"},
+            UpdateExpression=add,
+            ExpressionAttributeValues=values,
+        )
+
+    def served(self, user: str) -> dict[str, int]:
+        item = self.table.get_item(Key={"pk": f"SHARES#{user}", "sk": "SERVED"}).get("Item") or {}
+        return {"downloads": int(item.get("downloads", 0)), "bytes_served": int(item.get("bytes_served", 0))}
+
+    def _load(self, token: str) -> Share | None:
+        item = self.table.get_item(Key={"pk": f"SHARE#{token}", "sk": "SHARE"}, ConsistentRead=True).get(
+            "Item"
+        )
+        if not item:
+            return None
+        item = _plain(item)
+        fields = {k: item[k] for k in Share.__dataclass_fields__ if k in item and k != "id"}
+        return Share(id=token, **fields)
+
+
+def _dec(x: float) -> Decimal:
+    return Decimal(str(round(x, 3)))
+
+
+def _decimals(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _dec(v) if isinstance(v, float) else v for k, v in item.items()}
+
+
+def _put(table: Any, item: dict[str, Any]) -> dict:
+    """A transaction's Put: the resource's client serializes plain values itself."""
+    return {"Put": {"TableName": table.name, "Item": item}}
