@@ -12,7 +12,8 @@ function human(n) {
 }
 
 const join = (dir, name) => (dir === "/" ? "" : dir) + "/" + name;
-const say = (text) => { $("#message").textContent = text; };
+const say = (text) => { $("#message").textContent = text; };  // errors
+const note = (text) => { $("#notice").textContent = text; };
 
 async function guarded(action) {
   try { say(""); await action(); } catch (err) { say(err.message); }
@@ -133,7 +134,7 @@ async function download(entry) {
   document.body.append(a);
   a.click();
   setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 60_000);
-  say(`downloaded ${entry.name}`);
+  note(`downloaded ${entry.name}`);
 }
 
 async function rename(entry) {
@@ -157,7 +158,7 @@ async function share(entry) {
   const made = await Api.json("POST", "/v1/shares", { json: { path: entry.path, expires_in: Number($("#share-expiry").value) } });
   $("#share-url").value = Api.base + made.url_path;
   $("#share-box").hidden = false;
-  say(`share link for ${entry.name}, valid until ${new Date(made.expires * 1000).toISOString()}`);
+  note(`share link for ${entry.name}, valid until ${new Date(made.expires * 1000).toISOString()}`);
 }
 
 async function mkdir() {
