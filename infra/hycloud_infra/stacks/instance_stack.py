@@ -5,6 +5,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -115,10 +116,17 @@ class InstanceStack(Stack):
             memory_mb=512,
             **volume.mount(),
         )
+        cheap = events.RuleTargetInput.from_object({"walk": False})  # eviction and staging only
         events.Rule(
             self,
             "CacheUpkeepSchedule",
             schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(upkeep, event=cheap)],
+        )
+        events.Rule(  # repair, recount, purge and collection read every namespace: hourly
+            self,
+            "NamespaceUpkeepSchedule",
+            schedule=events.Schedule.rate(Duration.hours(1)),
             targets=[targets.LambdaFunction(upkeep)],
         )
 
@@ -148,6 +156,11 @@ class InstanceStack(Stack):
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
+        upkeep.add_to_role_policy(  # pending uploads of deleted users (fs/user_purge.py)
+            iam.PolicyStatement(
+                actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
+            )
+        )
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,
