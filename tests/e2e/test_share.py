@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import time
 
 import pytest
 import requests
 
 from hycloud_core.constants import MiB
+from tests.e2e.conftest import HYCLOUD
 
 
 def _share(user, path: str, expires: str = "1h") -> dict:
@@ -119,3 +121,19 @@ def test_bad_share_requests_get_4xx(alice, files):
     assert api.call("POST", "/v1/shares", json=too_long).status_code == 400
     bad = alice.cli("share", "/share/small.bin", "--expires", "soon", check=False)
     assert bad.returncode != 0 and "bad-duration" in bad.stderr
+
+
+def test_links_stop_while_their_owner_is_disabled(carol, deployment, tmp_path):
+    (tmp_path / "c.txt").write_bytes(b"carol's")
+    carol.cli("put", str(tmp_path / "c.txt"), "/c.txt")
+    share = _share(carol, "/c.txt")
+    admin = {**os.environ, **deployment.env}
+    table = ["--table", deployment.outputs["TableName"]]
+    subprocess.run([HYCLOUD, "admin", "disable-user", carol.name, *table], env=admin, check=True, timeout=60)
+    try:
+        assert _anonymous(share["url"]).status_code == 410
+    finally:
+        subprocess.run(
+            [HYCLOUD, "admin", "enable-user", carol.name, *table], env=admin, check=True, timeout=60
+        )
+    assert _anonymous(share["url"]).content == b"carol's"

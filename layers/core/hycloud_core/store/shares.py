@@ -118,14 +118,27 @@ class Shares:
         return share
 
     def get(self, token: str) -> Share:
-        """The share a token names, or 404 (unknown) / 410 (expired or revoked)."""
+        """The share a token names, or 404 (unknown) / 410 (expired, revoked, or its owner
+        disabled or deleted: a link must not outlive its owner's right to read the file)."""
         share = self._load(checked_token(token))
         if share is None:
             raise NotFoundError("no such share link", code="no-such-share")
         state = share.state()
         if state != "active":
             raise GoneError(f"this share link has {'been revoked' if state == 'revoked' else 'expired'}")
+        if not self._owner_active(share.user):
+            raise GoneError("the owner of this share link is disabled or deleted")
         return share
+
+    def _owner_active(self, uid: str) -> bool:
+        ident = self.table.get_item(Key={"pk": f"USERID#{uid}", "sk": "ID"}, ConsistentRead=True).get("Item")
+        if not ident or ident.get("state") != "active":
+            return False
+        profile = self.table.get_item(
+            Key={"pk": f"USER#{ident['name']}", "sk": "PROFILE"}, ConsistentRead=True
+        )
+        item = profile.get("Item")
+        return bool(item) and item.get("id") == uid and not item.get("disabled")
 
     def owned(self, user: str, token: str) -> Share:
         share = self._load(checked_token(token))
