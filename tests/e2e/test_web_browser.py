@@ -113,6 +113,12 @@ def test_browse_upload_download_rename_share_delete(browser, deployment, alice, 
     browser.get(site)
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "api-url").get_attribute("value"))
     assert browser.find_element(By.ID, "api-url").get_attribute("value") == deployment.api_url
+    browser.find_element(By.ID, "api-key").send_keys("hck_0000000000000000_" + "x" * 43)
+    browser.find_element(By.ID, "login-btn").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: "invalid-key" in d.find_element(By.ID, "message").text)
+    assert browser.find_element(By.ID, "browser").get_attribute("hidden") is not None
+    browser.get_log("browser")  # drains the refused request's entry: only later errors count
+    browser.find_element(By.ID, "api-key").clear()
     browser.find_element(By.ID, "api-key").send_keys(alice.key)
     browser.find_element(By.ID, "login-btn").click()
     WebDriverWait(browser, WAIT_S).until(ec.visibility_of_element_located((By.ID, "entries")))
