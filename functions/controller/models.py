@@ -16,9 +16,9 @@ from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, 
 from pydantic_core import PydanticCustomError
 
 from hycloud_core import content, jobs, paths
+from hycloud_core import share_links as shares
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
-from hycloud_core.store import shares
 
 MAX_TEXT = 4096  # any free-text field (cursor, proof, digest): far above every legitimate value
 MAX_STATE_BYTES = 16_384  # the adaptive chunk-size state kept in a link file

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from hycloud_core import paths
 from hycloud_core.errors import BadRequestError
-from hycloud_core.store.shares import parse_duration
+from hycloud_core.share_links import parse_duration
 
 from ..sdk import HyCloud
 

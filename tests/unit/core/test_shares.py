@@ -6,7 +6,8 @@ import pytest
 
 from hycloud_core import auth
 from hycloud_core.errors import BadRequestError, NotFoundError
-from hycloud_core.store.shares import GoneError, Shares, parse_duration
+from hycloud_core.share_links import parse_duration
+from hycloud_core.store.shares import GoneError, Shares
 from hycloud_core.store.users import Users
 
 
