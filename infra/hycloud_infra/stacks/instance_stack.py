@@ -168,6 +168,7 @@ class InstanceStack(Stack):
             web_dir=functions_dir.parent / "web",
             publisher_dir=functions_dir / "web_publish",
             api=api,
+            layer=layer,
         )
 
         for name, value in {
