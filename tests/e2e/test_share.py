@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from hycloud_core.constants import MiB
-from tests.e2e.conftest import HYCLOUD
+from tests.e2e.conftest import HYCLOUD, ApiSession
 
 
 def _share(user, path: str, expires: str = "1h") -> dict:
@@ -137,3 +137,31 @@ def test_links_stop_while_their_owner_is_disabled(carol, deployment, tmp_path):
             [HYCLOUD, "admin", "enable-user", carol.name, *table], env=admin, check=True, timeout=60
         )
     assert _anonymous(share["url"]).content == b"carol's"
+
+
+def test_a_read_only_key_cannot_share(carol, deployment, tmp_path):
+    """A link gives the file to anyone: making one needs a key that may change the owner's files."""
+    (tmp_path / "r.txt").write_bytes(b"read only")
+    carol.cli("put", str(tmp_path / "r.txt"), "/r.txt")
+    admin = {**os.environ, **deployment.env}
+    made = subprocess.run(
+        [
+            HYCLOUD,
+            "--json",
+            "admin",
+            "add-key",
+            carol.name,
+            "--read-only",
+            "--table",
+            deployment.outputs["TableName"],
+        ],
+        env=admin,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    reader = ApiSession(deployment.api_url, json.loads(made.stdout)["api_key"])
+    refused = reader.call("POST", "/v1/shares", json={"path": "/r.txt"})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "read-only-key"
+    assert reader.call("GET", "/v1/shares").status_code == 200
