@@ -144,6 +144,7 @@ class Usage(BaseModel):
     shared: dict[str, Any]
     share_links: dict[str, int] = absent()
     costs: dict[str, Any]
+    relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     prices: dict[str, Any]
 
 

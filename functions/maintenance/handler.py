@@ -18,18 +18,17 @@ import os
 import time
 
 import boto3
-from aws_lambda_powertools import Logger
 
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.fs.user_purge import purge_deleted_users
+from hycloud_core.observability import logger, observed
 from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 
-logger = Logger(service="hycloud-maintenance")
 CONFIG = InstanceConfig()
 STAGING_MAX_AGE_S = 86400
 
@@ -78,7 +77,7 @@ def _walk(grace_s: int) -> dict:
     }
 
 
-@logger.inject_lambda_context
+@observed
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
     budget = int(event.get("budget", CONFIG.relay_cache_bytes))

@@ -18,6 +18,7 @@ from ..transfer import Progress, download_large, download_relay, upload_large
 from ..transfer.delta import delta_download, delta_upload
 from ..verify import check_stored
 from . import tree_jobs
+from .files import open_remote
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
@@ -156,6 +157,10 @@ class HyCloud:
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
         return result
+
+    def open(self, path: str, mode: str = "rb", **kwargs):
+        """A file object: seekable ranged reads ("rb"), or written locally and uploaded on close ("wb")."""
+        return open_remote(self, path, mode, **kwargs)
 
     def _fetch(self, path: str):
         return self.http.request(

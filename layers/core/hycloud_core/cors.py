@@ -13,5 +13,5 @@ ALLOW_HEADERS = (
     "If-Match",
     "If-None-Match",
 )
-EXPOSE_HEADERS = ("x-hycloud-sha256", "Content-Disposition", "Location")
+EXPOSE_HEADERS = ("x-hycloud-sha256", "Content-Disposition", "Location", "X-Correlation-Id")
 MAX_AGE_S = 600
