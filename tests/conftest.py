@@ -5,15 +5,23 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTION_MODULES = ("handler", "context", "routes", "models", "answers", "validation", "idempotency")
 PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
+
+# Property tests draw the same examples on every run, so a test run is reproducible and a red CI
+# means a change broke something; HYPOTHESIS_PROFILE=explore searches anew (and may find more).
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -97,7 +97,8 @@ def test_fast_plan_is_optimal_for_equal_blocks(seed):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_arbitrary_block_sizes_stay_valid_and_close(seed):
-    # Not a layout the system produces; the solver is a heuristic here. Keep it honest.
+    # Not a layout the system produces; the solver is a heuristic here. Keep it honest. An
+    # unrestricted search (HYPOTHESIS_PROFILE=explore) has found layouts 26% above the optimum.
     rng = random.Random(seed)
     base = file_layout(rng, max_chunks=8)
     sizes = [rng.randint(1, CHUNK) for _ in base.holders]
