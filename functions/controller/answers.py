@@ -23,6 +23,7 @@ ERROR_TEXT = {
     403: "The API key is not valid.",
     404: "No such path, job or upload.",
     409: "The state does not allow it (exists, not empty, changed meanwhile, ...).",
+    410: "The share link expired or was revoked.",
     413: "The body is too large.",
     422: "The Idempotency-Key was used for a different request.",
 }
@@ -142,6 +143,7 @@ class Usage(BaseModel):
     quota: dict[str, Any] = absent()
     usage: dict[str, Any]
     shared: dict[str, Any]
+    share_links: dict[str, int] = absent()
     costs: dict[str, Any]
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     prices: dict[str, Any]
@@ -157,3 +159,22 @@ def replies(
     for code in sorted({400, 401, 403, *errors}):
         out[code] = {"description": ERROR_TEXT[code], "content": {JSON: {"model": ErrorBody}}}
     return out
+
+
+class ShareInfo(BaseModel):
+    id: str = Field(description="the unguessable token in the link")
+    path: str
+    content_hash: str = Field(
+        description="what the path held when shared; the link serves its current content"
+    )
+    created: float
+    expires: float
+    revoked: float = absent()
+    downloads: int
+    bytes_served: int
+    state: Literal["active", "expired", "revoked"]
+    url_path: str = Field(description="append to the API's base URL for the public link")
+
+
+class ShareList(BaseModel):
+    shares: list[ShareInfo]

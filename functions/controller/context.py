@@ -27,6 +27,7 @@ from hycloud_core.store.records import Records
 from hycloud_core.store.users import Users
 
 CONFIG = InstanceConfig()
+PUBLIC_PREFIX = "/v1/shared/"  # share links: the token in the path is the credential
 
 
 @cache
@@ -58,7 +59,10 @@ def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -
     The key's user must still exist with the id the key was made for and be enabled, and a
     read-only key may not change files; routes see the user's internal id, never its name.
     """
-    headers = app.current_event.headers or {}
+    event = app.current_event
+    if event.http_method == "OPTIONS" or event.path.startswith(PUBLIC_PREFIX):  # CORS preflight, share links
+        return next_middleware(app)
+    headers = event.headers or {}
     identity = Users(records().table).identify(headers.get("authorization") or headers.get("x-api-key"))
     auth.check_access(identity, app.current_event.http_method, app.current_event.path)
     app.append_context(user=identity.user_id, user_name=identity.name)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
+from context import PUBLIC_PREFIX
 from handler import app
 from idempotency import HEADER, KEY_PATTERN, covers
 
@@ -61,6 +62,8 @@ def document() -> dict:
             operation["responses"].pop("422", None)
             if covers(method, route):
                 _idempotency(operation)
+            if route.startswith(PUBLIC_PREFIX):
+                operation["security"] = []  # the share token is the credential
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         doc["components"]["schemas"].pop(unused, None)
     return doc

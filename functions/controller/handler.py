@@ -6,7 +6,7 @@ a route runs; every failure, expected or not, leaves as the project's JSON error
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
@@ -19,15 +19,23 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from context import authenticate
 from idempotency import HEADER, idempotent
 from request_log import name_route, name_user, request_done, set_correlation_id, tag_route
-from routes import delta, dirs, files, meta, ops, relay, tree_jobs, uploads, usage
+from routes import delta, dirs, files, meta, ops, relay, share, tree_jobs, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
+from hycloud_core import cors
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError
 from hycloud_core.observability import logger, observed
 
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json)
+# Browsers on any origin (the web app) may call the API: the key travels in a header, never a cookie.
+CORS = CORSConfig(
+    allow_origin="*",
+    allow_headers=list(cors.ALLOW_HEADERS),
+    expose_headers=list(cors.EXPOSE_HEADERS),
+    max_age=cors.MAX_AGE_S,
+)
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json, cors=CORS)
 app.use(middlewares=[name_route, authenticate, name_user, idempotent])
-for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs):
+for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs, share):
     app.include_router(module.router)
 
 

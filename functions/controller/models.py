@@ -16,6 +16,7 @@ from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, 
 from pydantic_core import PydanticCustomError
 
 from hycloud_core import content, jobs, paths
+from hycloud_core import share_links as shares
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
 
@@ -130,3 +131,17 @@ class ChunkState(Body):
     content_hash: ContentHash
     chunk_size: Annotated[int, Ge(1), Le(2**31)]
     state: Annotated[dict[str, Any], AfterValidator(_small_state)]
+
+
+class NewShare(Body):
+    path: UserPath
+    expires_in: Annotated[int, Ge(1), Le(shares.MAX_EXPIRY_S)] = Field(
+        default=shares.DEFAULT_EXPIRY_S, description="seconds until the link stops working"
+    )
+
+
+ShareToken = Annotated[
+    str,
+    AfterValidator(_checked(shares.checked_token)),
+    WithJsonSchema({"type": "string", "pattern": shares.TOKEN.pattern}),
+]

@@ -46,7 +46,7 @@ def name_route(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> 
 
 def name_user(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
     """After authentication: the caller's internal id in every later log line of this request."""
-    logger.append_keys(user=app.context["user"])
+    logger.append_keys(user=app.context.get("user", "anonymous"))  # share links and preflights need no key
     return next_middleware(app)
 
 

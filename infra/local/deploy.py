@@ -2,7 +2,8 @@
 
 Uses the same app and templates as a real `cdk deploy`; only the endpoint differs. The REST
 API's public URL names a DNS host that does not resolve offline, so a `LocalApiUrl` output is
-added that reaches the same API through the gateway on 127.0.0.1.
+added that reaches the same API through the gateway on 127.0.0.1; the web app is published by
+invoking its function (no custom resources here), which gives `LocalWebUrl`.
 """
 
 from __future__ import annotations
@@ -72,8 +73,27 @@ def deploy(log=print) -> dict[str, str]:
     name, outputs = next(iter(data.items()))
     api_id = re.match(r"https?://([^.]+)\.execute-api", outputs["ApiUrl"]).group(1)
     outputs["LocalApiUrl"] = f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
+    if "WebPublishFunctionName" in outputs:  # custom resources are LocalStack Pro only: publish here
+        outputs["LocalWebUrl"] = _invoke(outputs["WebPublishFunctionName"], env)["SiteUrl"]
     OUTPUTS.write_text(json.dumps({name: outputs}, indent=2))
     return outputs
+
+
+def _invoke(function_name: str, env: dict[str, str]) -> dict:
+    import boto3
+
+    settings = {
+        k: env[v] for k, v in (("endpoint_url", "AWS_ENDPOINT_URL"), ("region_name", "AWS_DEFAULT_REGION"))
+    }
+    keys = {
+        "aws_access_key_id": env["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+    }
+    answer = boto3.client("lambda", **settings, **keys).invoke(FunctionName=function_name, Payload=b"{}")
+    result = json.loads(answer["Payload"].read())
+    if "FunctionError" in answer:
+        raise RuntimeError(f"{function_name} failed: {result}")
+    return result
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def _function_log_groups(template: Template) -> dict[str, int]:
 
 def test_every_function_has_a_log_group_kept_30_days_by_default(template):
     functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    assert len(functions) == 5
+    assert len(functions) == 6  # relay, delta, tree step, upkeep, controller, web app publisher
     assert _function_log_groups(template) == {fn: 30 for fn in functions}
 
 

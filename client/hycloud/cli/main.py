@@ -30,6 +30,7 @@ from .mount import mount_command
 from .output import STATE, echo, emit, entry_name, error_json, log_requests, long_listing, note, stat_lines
 from .progress_bar import RichProgress
 from .serve import serve
+from .share import share_command
 from .usage import usage_command
 
 app = typer.Typer(
@@ -346,6 +347,7 @@ def usage() -> None:
 
 app.add_typer(serve, name="serve")
 app.command("mount")(mount_command)
+app.command("share")(share_command)
 
 INTERRUPTED = "interrupted; run the same command again to resume"
 

@@ -15,6 +15,7 @@ from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
+from hycloud_core.store.shares import Shares
 
 router = APIGatewayRouter()
 
@@ -47,6 +48,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
                 **shared.to_dict(),
                 "attributed_s3_cost": round(attributed_s3_cost(shared.attributed_bytes, table), 6),
             },
+            "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "relay": relay_cost(read_stats(records().table), table),
             "prices": {"region": table.region, "date": table.date},

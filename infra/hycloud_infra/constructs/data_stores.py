@@ -17,7 +17,22 @@ class DataStores(Construct):
             enforce_ssl=True,
             versioned=False,  # content keys are immutable; old versions are kept by explicit retention
             removal_policy=removal_policy,
-            lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
+            lifecycle_rules=[
+                s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
+                s3.LifecycleRule(
+                    prefix="shares/", expiration=Duration.days(1)
+                ),  # copies of shared small files
+            ],
+            # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
+            cors=[
+                s3.CorsRule(
+                    allowed_methods=[s3.HttpMethods.GET, s3.HttpMethods.PUT, s3.HttpMethods.HEAD],
+                    allowed_origins=["*"],
+                    allowed_headers=["*"],
+                    exposed_headers=["ETag", "x-amz-checksum-sha256"],
+                    max_age=600,
+                )
+            ],
         )
         self.table = dynamodb.Table(
             self,

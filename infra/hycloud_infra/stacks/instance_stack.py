@@ -17,6 +17,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
+from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
 
 
@@ -163,6 +164,14 @@ class InstanceStack(Stack):
             )
         )
         api = ApiToController(self, "Api", controller=controller).api
+        web = WebApp(
+            self,
+            "Web",
+            web_dir=functions_dir.parent / "web",
+            publisher_dir=functions_dir / "web_publish",
+            api=api,
+            layer=layer,
+        )
 
         for name, value in {
             "ApiUrl": api.url,
@@ -176,6 +185,9 @@ class InstanceStack(Stack):
             "AccessPointId": volume.access_point.access_point_id,
             "FileSystemId": volume.file_system.file_system_id,
             "CacheUpkeepFunctionName": upkeep.function_name,
+            "WebBucketName": web.bucket.bucket_name,
+            "WebPublishFunctionName": web.publisher.function_name,
+            **({"WebUrl": web.url} if web.url else {}),
         }.items():
             CfnOutput(self, name, value=value)
         suppress_accepted_findings(self)

@@ -10,6 +10,7 @@ deployment has one thing to back up and replicate to a standby region:
 | large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
+| share link, a user's share links | `SHARE#<token>`, `SHARES#<user>` | `SHARE`, `S#<token>` / `SERVED` | see shares.py |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
 | job ledger | `JOB#<user>` | `<job key>` | attempt, fresh_until, expiration (TTL, 91 days: job_ledger.py) |
 | answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |

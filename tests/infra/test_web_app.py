@@ -1,0 +1,78 @@
+"""The web app and CORS in the template: CloudFront in front of a private bucket on AWS, none locally."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from hycloud_infra.stacks.instance_stack import InstanceStack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _template(tmp_path_factory, account: str | None) -> Template:
+    layer = tmp_path_factory.mktemp("layer")
+    (layer / "python").mkdir()
+    (layer / "python" / "placeholder.py").write_text("")
+    app = cdk.App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
+    stack = InstanceStack(
+        app,
+        "Web",
+        functions_dir=ROOT / "functions",
+        statemachines_dir=ROOT / "statemachines",
+        layer_dir=layer,
+        env=cdk.Environment(account=account, region="us-east-1") if account else None,
+    )
+    return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def aws(tmp_path_factory) -> Template:
+    return _template(tmp_path_factory, None)
+
+
+def test_app_is_served_by_cloudfront_from_a_private_bucket(aws):
+    aws.resource_count_is("AWS::CloudFront::Distribution", 1)
+    aws.has_resource_properties(
+        "AWS::CloudFront::Distribution",
+        {
+            "DistributionConfig": Match.object_like(
+                {
+                    "DefaultRootObject": "index.html",
+                    "DefaultCacheBehavior": Match.object_like({"ViewerProtocolPolicy": "redirect-to-https"}),
+                }
+            )
+        },
+    )
+    aws.resource_count_is("AWS::CloudFront::OriginAccessControl", 1)
+    aws.has_output("WebUrl", {})
+    # Each deploy publishes the app and its config.json (the asset's key changes with the app).
+    aws.has_resource_properties("AWS::CloudFormation::CustomResource", {"Files": Match.any_value()})
+
+
+def test_cors_preflight_and_gateway_errors(aws):
+    options = aws.find_resources("AWS::ApiGateway::Method", {"Properties": {"HttpMethod": "OPTIONS"}})
+    assert len(options) == 2  # the root and {proxy+}
+    for kind in ("DEFAULT_4XX", "DEFAULT_5XX"):
+        aws.has_resource_properties(
+            "AWS::ApiGateway::GatewayResponse",
+            {
+                "ResponseType": kind,
+                "ResponseParameters": {"gatewayresponse.header.Access-Control-Allow-Origin": "'*'"},
+            },
+        )
+    aws.has_resource_properties(
+        "AWS::S3::Bucket",
+        {"CorsConfiguration": {"CorsRules": [Match.object_like({"AllowedMethods": ["GET", "PUT", "HEAD"]})]}},
+    )
+
+
+def test_local_cloud_gets_no_cloudfront_and_no_custom_resource(tmp_path_factory):
+    local = _template(tmp_path_factory, "000000000000")
+    local.resource_count_is("AWS::CloudFront::Distribution", 0)
+    local.resource_count_is("AWS::CloudFormation::CustomResource", 0)
+    local.has_output("WebPublishFunctionName", {})
