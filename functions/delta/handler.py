@@ -32,6 +32,15 @@ CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
 
 
+def s3_efs_rate(event: dict) -> float | None:
+    """Bytes per second of the relay fetches this job waited for (misses only), from their reports."""
+    fetched = event.get("fetched") or []
+    reports = [f.get("Payload", f) for f in (fetched if isinstance(fetched, list) else [fetched])]
+    misses = [r for r in reports if isinstance(r, dict) and not r.get("hit") and r.get("seconds")]
+    seconds = sum(r["seconds"] for r in misses)
+    return sum(r["size"] for r in misses) / seconds if seconds > 0 else None
+
+
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = cache.path(event["cache_name"])
@@ -48,7 +57,13 @@ def encode(event: dict) -> dict:
                 size = rsync_delta(sig.read(), new, out).compressed_bytes
             kind = "rsync"
     os.replace(out_path + ".tmp", out_path)
-    return {"job": event["job"], "kind": kind, "delta_size": os.path.getsize(out_path), "reported": size}
+    return {
+        "job": event["job"],
+        "kind": kind,
+        "delta_size": os.path.getsize(out_path),
+        "reported": size,
+        "s3_efs_rate": s3_efs_rate(event),
+    }
 
 
 def apply(event: dict) -> dict:
@@ -83,7 +98,7 @@ def apply(event: dict) -> dict:
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
-        return {"job": event["job"], "entry": entry.to_dict()}
+        return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
     finally:
         if os.path.exists(new_path):
             os.unlink(new_path)

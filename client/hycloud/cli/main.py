@@ -19,6 +19,7 @@ from hycloud_core.errors import HyCloudError
 
 from ..config import ClientConfig, endpoint_from_outputs
 from ..sdk import HyCloud
+from ..transfer.auto import settle
 from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
 from .admin import admin
@@ -146,8 +147,16 @@ def put(
     ] = None,
     delta_kind: Annotated[str, typer.Option(help="'version' (zstd patch-from) or 'rsync'.")] = "version",
     force_delta: Annotated[bool, typer.Option(help="Send the delta even when eq. 2 says not to.")] = False,
+    via: Annotated[
+        str, typer.Option(help="Large files: 'auto' (eq. 2 with measured rates), 'direct' or 'delta'.")
+    ] = "auto",
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Say which transfer mode was used.")
+    ] = False,
 ) -> None:
     """Upload a file (or, with -r, a directory tree)."""
+    if via not in ("auto", "direct", "delta"):
+        raise HyCloudError("--via is 'auto', 'direct' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if local.is_dir():
@@ -166,11 +175,14 @@ def put(
             base=base,
             delta_kind=delta_kind,
             force_delta=force_delta,
+            via=via,
         )
+        settle()
     finally:
         bar.close()
     how = f"delta {entry['kind']}" if "kind" in entry else entry.get("storage", "small")
-    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how})")
+    mode = f", mode {entry['mode']}" if verbose or STATE.get("verbose") else ""
+    _emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how}{mode})")
 
 
 @app.command()
@@ -179,15 +191,22 @@ def get(
     local: Path,
     recursive: Annotated[bool, typer.Option("-r", "--recursive", help="Download a directory tree.")] = False,
     via: Annotated[
-        str, typer.Option(help="Large files: 'direct' (S3), 'relay' (EFS) or 'delta'.")
-    ] = "direct",
+        str,
+        typer.Option(
+            help="Large files: 'auto' (eq. 2 with measured rates), 'direct' (S3), 'relay' (EFS) or 'delta'."
+        ),
+    ] = "auto",
     base: Annotated[
         Path | None, typer.Option(help="An older local version to download a delta against.")
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Say which transfer mode was used.")
+    ] = False,
 ) -> None:
-    """Download a file (or, with -r, a directory tree). `--via delta` patches the existing local file."""
-    if via not in ("direct", "relay", "delta"):
-        raise HyCloudError("--via is 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
+    """Download a file (or, with -r, a directory tree). `--via delta` patches the existing local file;
+    `auto` does when eq. 2 says it pays."""
+    if via not in ("auto", "direct", "relay", "delta"):
+        raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if recursive:
@@ -198,11 +217,13 @@ def get(
             local = local / remote.rstrip("/").rsplit("/", 1)[-1]
         path = client.get(remote, local, progress=bar, via=via, base=base)
         wait_for_adaptation()
+        settle()
     finally:
         bar.close()
+    mode = client.last_transfer.get("mode", "")
     _emit(
         {"path": str(path), "size": path.stat().st_size, **client.last_transfer},
-        f"downloaded {remote} -> {path}",
+        f"downloaded {remote} -> {path}" + (f" (mode {mode})" if verbose or STATE.get("verbose") else ""),
     )
 
 

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -97,27 +98,37 @@ def _version_aware_job(http: Http, path: str, base_hash: str) -> str | None:
         return None
 
 
-def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO) -> dict:
+def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO, started: float) -> dict:
     result = wait_job(http, job)
+    job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
         _fetch_delta(http, job, result["delta_size"], delta_file)
         delta_file.seek(0)
         apply_delta(old, delta_file, out)
-    return {"kind": result["kind"], "sent_bytes": 0, "received_bytes": result["delta_size"]}
+    return {
+        "kind": result["kind"],
+        "sent_bytes": 0,
+        "received_bytes": result["delta_size"],
+        "job_seconds": job_seconds,
+        "s3_efs_rate": result.get("s3_efs_rate"),
+    }
 
 
 def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
     """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
     does not verify with full-length strong sums."""
-    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0}
+    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0}
 
     def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
         if len(sig) > MAX_DELTA_BODY:
             raise _ListTooLarge
+        started = time.perf_counter()
         job = http.json(
             "PUT", "/v1/delta/download", params={"path": path}, data=sig, headers={"Content-Type": OCTET}
         )["job"]
         result = wait_job(http, job)
+        traffic["job_seconds"] += time.perf_counter() - started
+        traffic["s3_efs_rate"] = result.get("s3_efs_rate")
         _fetch_delta(http, job, result["delta_size"], sink)
         traffic["sent_bytes"] += len(sig)
         traffic["received_bytes"] += result["delta_size"]
@@ -134,6 +145,7 @@ def delta_download(
     progress: Progress | None = None,
     adapt: bool = True,
     mode: str = "auto",
+    base_hash: str | None = None,
 ) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
@@ -144,12 +156,14 @@ def delta_download(
     """
     progress = progress or Progress()
     path, new_hash = info["path"], info["content_hash"]
-    progress.start(f"hash {base.name}", os.path.getsize(base))
-    base_hash = content.hash_file(base)[0]
+    if base_hash is None:  # unknown unless the client remembers transferring this very file
+        progress.start(f"hash {base.name}", os.path.getsize(base))
+        base_hash = content.hash_file(base)[0]
     if base_hash == new_hash:
         if base.resolve() != target.resolve():
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
+    started = time.perf_counter()
     job = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
     block = None
     if job is None:
@@ -162,7 +176,7 @@ def delta_download(
     try:
         with open(base, "rb") as old, open(tmp_new, "w+b") as out:
             if job is not None:
-                traffic = _patch_version_aware(http, job, old, out)
+                traffic = _patch_version_aware(http, job, old, out, started)
             else:
                 traffic = _patch_rsync(http, path, block, old, out)
         if content.hash_file(tmp_new)[0] != new_hash:
@@ -231,9 +245,7 @@ def delta_upload(
     force: bool = False,
 ) -> dict | None:
     """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly."""
-    progress = progress or Progress()
     size = os.path.getsize(local)
-    new_hash = content.hash_file(local)[0]
     base_hash = content.hash_file(base)[0]
     info = http.json("GET", "/v1/whoami")
     with tempfile.TemporaryFile() as delta_file:
@@ -247,29 +259,67 @@ def delta_upload(
         delta_size = delta_file.tell()
         gamma = 1 - delta_size / size if size else 0.0
         pays = should_delta_upload(upload_rate, compute_rate, info.get("s3_efs_rate", 100 * 2**20), gamma)
-        if not (pays or force) or delta_size > MAX_DELTA_BODY:
+        if not (pays or force):
             return None
-        delta_file.seek(0)
-        progress.start(f"delta upload {local.name}", size)
-        try:
-            job = http.json(
-                "PUT",
-                "/v1/delta/upload",
-                data=delta_file.read(),
-                params={"path": remote, "base_hash": base_hash, "content_hash": new_hash},
-                headers={"Content-Type": "application/octet-stream"},
-            )
-        except ConflictError as err:
-            if err.code == "base-unknown":
-                return None
-            raise
+        result = send_delta(http, local, remote, base_hash, delta_file, progress)
+    if result is None:
+        return None
+    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate}
+
+
+def signature_upload(
+    http: Http,
+    local: Path,
+    remote: str,
+    base_hash: str,
+    sig: bytes,
+    pays: Callable[[int, int], bool],
+    progress: Progress | None = None,
+) -> dict | None:
+    """Upload `local` as an rsync-style delta against the checksum list of the version the cloud
+    holds (`base_hash`), kept from when that version was transferred: no old bytes needed.
+    `pays(size, delta_size)` decides; None means upload directly."""
+    size = os.path.getsize(local)
+    with tempfile.TemporaryFile() as delta_file:
+        with open(local, "rb") as new:
+            rsync_delta(sig, new, delta_file)
+        if not pays(size, delta_file.tell()):
+            return None
+        result = send_delta(http, local, remote, base_hash, delta_file, progress)
+    return None if result is None else {**result, "kind": "rsync"}
+
+
+def send_delta(
+    http: Http, local: Path, remote: str, base_hash: str, delta_file: BinaryIO, progress: Progress | None
+) -> dict | None:
+    """Send the delta in `delta_file` (written, position at its end) and follow the job; None when
+    the cloud no longer holds the base (the caller uploads directly)."""
+    progress = progress or Progress()
+    size, delta_size = os.path.getsize(local), delta_file.tell()
+    if delta_size > MAX_DELTA_BODY:
+        return None
+    new_hash = content.hash_file(local)[0]
+    delta_file.seek(0)
+    progress.start(f"delta upload {local.name}", size)
+    started = time.perf_counter()
+    try:
+        job = http.json(
+            "PUT",
+            "/v1/delta/upload",
+            data=delta_file.read(),
+            params={"path": remote, "base_hash": base_hash, "content_hash": new_hash},
+            headers={"Content-Type": OCTET},
+        )
+    except ConflictError as err:
+        if err.code in ("base-unknown", "version-mismatch"):
+            return None
+        raise
     result = wait_job(http, job["job"])
     check_stored(remote, result["entry"].get("content_hash"), new_hash)
     progress.advance(size)
     return {
         **result["entry"],
-        "kind": kind,
         "sent_bytes": delta_size,
-        "gamma": gamma,
-        "compute_rate": compute_rate,
+        "job_seconds": time.perf_counter() - started,
+        "s3_efs_rate": result.get("s3_efs_rate"),
     }
