@@ -10,6 +10,7 @@ user can see. Failures are raised as exception classes that hycloud_core.jobs.FA
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import boto3
@@ -23,13 +24,14 @@ from hycloud_core.delta.apply import apply_delta
 from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.jobs import HashMismatch, VersionMismatch, staging_file
+from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
 logger = Logger(service="hycloud-delta")
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
+MAX_API_BODY = 4 * 1024 * 1024
 
 
 def s3_efs_rate(event: dict) -> float | None:
@@ -41,10 +43,39 @@ def s3_efs_rate(event: dict) -> float | None:
     return sum(r["size"] for r in misses) / seconds if seconds > 0 else None
 
 
+def unstage(event: dict, suffix: str) -> None:
+    """Bring what the client staged in S3 (a checksum list or delta over one API request) to the
+    job's EFS staging file, streamed and checked against the sha256 it is named by."""
+    target = staging_file(CONFIG.staging_dir, event["job"], suffix)
+    if not event.get("staged_key") or os.path.exists(target):
+        return
+    digest = hashlib.sha256()
+    body = s3.get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
+    with open(target + ".tmp", "wb") as out:
+        for piece in body.iter_chunks(1 << 20):
+            digest.update(piece)
+            out.write(piece)
+    if digest.hexdigest() != event["staged_sha256"]:
+        os.unlink(target + ".tmp")
+        raise HashMismatch("the staged object is not what the client named")
+    os.replace(target + ".tmp", target)
+    s3.delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
+
+
+def publish_large(job: str, path: str) -> str | None:
+    """A delta over one API response also goes to S3, for the client to fetch by presigned URL."""
+    if os.path.getsize(path) <= MAX_API_BODY:
+        return None
+    key = delta_object_key(job)
+    s3.upload_file(path, CONFIG.bucket, key)  # multipart, streamed from EFS
+    return key
+
+
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = cache.path(event["cache_name"])
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
+    unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
     with open(new_path, "rb") as new, open(out_path + ".tmp", "wb") as out:
         if event.get("base_hash"):
@@ -63,12 +94,15 @@ def encode(event: dict) -> dict:
         "delta_size": os.path.getsize(out_path),
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),
+        **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
     }
 
 
 def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
+    os.makedirs(CONFIG.staging_dir, exist_ok=True)
+    unstage(event, "delta")
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,

@@ -235,17 +235,18 @@ class HyCloud:
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local)
         info = response.json()
+        asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
         if base is None and via in ("auto", "delta") and local.exists():
             base = local
         known = self.store.get(remote)
         base_hash = known.content_hash if base is not None and known and known.matches(Path(base)) else None
-        mode = "delta" if base is not None and via != "auto" else via
-        mode = "direct" if mode == "delta" and base is None else mode
-        if via == "auto":
+        mode = "delta" if asked else via
+        if via == "auto" and not asked:
             if base_hash == info["content_hash"] and Path(base).resolve() == local.resolve():
                 self.last_transfer = {"mode": "same"}
                 return local
             mode = auto.download_mode(info["size"], auto.rates(self.store), base is not None)
+        mode = "direct" if mode == "delta" and base is None else mode
         if mode == "delta":
             started = time.perf_counter()
             result = delta_download(
@@ -258,7 +259,7 @@ class HyCloud:
                 auto.remember(self.store, remote, info["content_hash"], local)
                 self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
                 return local
-            mode = "direct"  # no checksum list fits one request
+            mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
         started = time.perf_counter()
         if mode == "relay":
             download_relay(self.http, remote, local, progress)

@@ -11,6 +11,9 @@ to choose between sending the delta (the cloud patches on EFS) and a direct uplo
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -30,14 +33,16 @@ from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http
+from ..http import Http, new_session
 from ..verify import check_stored
 from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
-MAX_DELTA_BODY = 4 * 1024 * 1024
+MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through S3
+MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
+STAGE_TIMEOUT_S = 600
 OCTET = "application/octet-stream"
 
 
@@ -65,7 +70,42 @@ def _job_error(status: dict) -> HyCloudError:
     return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
 
 
-def _fetch_delta(http: Http, job: str, size: int, out: BinaryIO) -> None:
+def stage(http: Http, source: BinaryIO) -> str:
+    """Put a checksum list or delta too large for one API request into S3 by presigned URL (from
+    the file's start, streamed); returns its sha256, which names it to the job."""
+    digest, size = hashlib.sha256(), 0
+    source.seek(0)
+    while piece := source.read(PIECE):
+        digest.update(piece)
+        size += len(piece)
+    staged = http.json("POST", "/v1/delta/staging", json={"sha256": digest.hexdigest(), "size": size})
+    source.seek(0)
+    response = new_session().put(
+        staged["url"],
+        data=source,
+        headers={
+            "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
+            "Content-Length": str(size),
+        },
+        timeout=STAGE_TIMEOUT_S,
+    )
+    if response.status_code >= 300:
+        raise HyCloudError(f"staging the delta failed ({response.status_code})", code="staging-failed")
+    return staged["staged"]
+
+
+def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
+    """The job's delta: by presigned URL from S3 when the cloud put it there, else through the API."""
+    if result.get("delta_url"):
+        with new_session().get(result["delta_url"], stream=True, timeout=STAGE_TIMEOUT_S) as response:
+            if response.status_code != 200:
+                raise HyCloudError(
+                    f"delta download failed ({response.status_code})", code="delta-unavailable"
+                )
+            for piece in response.iter_content(1 << 20):
+                out.write(piece)
+        return
+    size = result["delta_size"]
     for offset in range(0, size, PIECE):
         piece = http.request(
             "GET",
@@ -102,7 +142,7 @@ def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO, sta
     result = wait_job(http, job)
     job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
-        _fetch_delta(http, job, result["delta_size"], delta_file)
+        _fetch_delta(http, job, result, delta_file)
         delta_file.seek(0)
         apply_delta(old, delta_file, out)
     return {
@@ -120,16 +160,21 @@ def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO
     traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0}
 
     def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
-        if len(sig) > MAX_DELTA_BODY:
+        if len(sig) > MAX_SIGNATURE:
             raise _ListTooLarge
         started = time.perf_counter()
+        params = {"path": path}
+        if len(sig) > MAX_DELTA_BODY:
+            params["staged"], sig_body = stage(http, io.BytesIO(sig)), b""
+        else:
+            sig_body = sig
         job = http.json(
-            "PUT", "/v1/delta/download", params={"path": path}, data=sig, headers={"Content-Type": OCTET}
+            "PUT", "/v1/delta/download", params=params, data=sig_body, headers={"Content-Type": OCTET}
         )["job"]
         result = wait_job(http, job)
         traffic["job_seconds"] += time.perf_counter() - started
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
-        _fetch_delta(http, job, result["delta_size"], sink)
+        _fetch_delta(http, job, result, sink)
         traffic["sent_bytes"] += len(sig)
         traffic["received_bytes"] += result["delta_size"]
 
@@ -151,8 +196,8 @@ def delta_download(
 
     `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
     (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
-    and no checksum list of the file fits one request (the caller downloads the whole file).
-    The list is kept within one request by taking a larger chunk size than the adaptive one if needed.
+    and no checksum list of the file fits MAX_SIGNATURE (the caller downloads the whole file).
+    Lists and deltas over one API request go through S3 by presigned URL.
     """
     progress = progress or Progress()
     path, new_hash = info["path"], info["content_hash"]
@@ -168,7 +213,7 @@ def delta_download(
     block = None
     if job is None:
         wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
-        block = fitting_block_size(os.path.getsize(base), wanted, MAX_DELTA_BODY, CANDIDATE_SIZES)
+        block = fitting_block_size(os.path.getsize(base), wanted, MAX_SIGNATURE, CANDIDATE_SIZES)
         if block is None:
             return None  # no checksum list of this file fits one request
     progress.start(f"delta {target.name}", info["size"])
@@ -296,20 +341,17 @@ def send_delta(
     the cloud no longer holds the base (the caller uploads directly)."""
     progress = progress or Progress()
     size, delta_size = os.path.getsize(local), delta_file.tell()
-    if delta_size > MAX_DELTA_BODY:
-        return None
     new_hash = content.hash_file(local)[0]
-    delta_file.seek(0)
     progress.start(f"delta upload {local.name}", size)
     started = time.perf_counter()
+    params = {"path": remote, "base_hash": base_hash, "content_hash": new_hash}
+    if delta_size > MAX_DELTA_BODY:
+        params["staged"], body = stage(http, delta_file), b""
+    else:
+        delta_file.seek(0)
+        body = delta_file.read()
     try:
-        job = http.json(
-            "PUT",
-            "/v1/delta/upload",
-            data=delta_file.read(),
-            params={"path": remote, "base_hash": base_hash, "content_hash": new_hash},
-            headers={"Content-Type": OCTET},
-        )
+        job = http.json("PUT", "/v1/delta/upload", data=body, params=params, headers={"Content-Type": OCTET})
     except ConflictError as err:
         if err.code in ("base-unknown", "version-mismatch"):
             return None

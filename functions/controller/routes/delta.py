@@ -12,6 +12,7 @@ they compute and the version they read (hycloud_core.jobs); a job's id is usable
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from collections.abc import Callable
@@ -21,16 +22,79 @@ from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, user
-from models import ChunkState, ContentHash, DeltaByVersion, JobId, Length, Offset, UserPath, Wait
+from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, s3, user
+from models import (
+    Body as JsonBody,
+)
+from models import (
+    ByteCount,
+    ChunkState,
+    ContentHash,
+    DeltaByVersion,
+    JobId,
+    Length,
+    Offset,
+    UserPath,
+    Wait,
+)
+from pydantic import BaseModel
 
 from hycloud_core import jobs, paths
-from hycloud_core.errors import ConflictError, PayloadTooLargeError
+from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
 
 from .job_runner import describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
+URL_TTL_S = 3600
+
+
+class StageRequest(JsonBody):
+    sha256: ContentHash
+    size: ByteCount
+
+
+class Staged(BaseModel):
+    staged: str
+    url: str
+
+
+@router.post("/v1/delta/staging", responses=replies(200, Staged, 413))
+def stage_url(body: Annotated[StageRequest, Body()]):
+    """A presigned PUT for a checksum list or delta too large for one API request; S3 refuses
+    any body whose sha256 is not the one named, so the name can be trusted by the job."""
+    if body.size > jobs.STAGED_MAX:
+        raise PayloadTooLargeError(f"at most {jobs.STAGED_MAX} bytes", code="delta-too-large")
+    url = s3().generate_presigned_url(
+        "put_object",
+        ExpiresIn=URL_TTL_S,
+        Params={
+            "Bucket": CONFIG.bucket,
+            "Key": jobs.staged_key(user(router), body.sha256),
+            "ChecksumSHA256": base64.b64encode(bytes.fromhex(body.sha256)).decode(),
+        },
+    )
+    return ok({"staged": body.sha256, "url": url})
+
+
+def _staged(digest: str) -> str:
+    """The S3 key of what the caller staged under `digest`; 409 until it is there."""
+    key = jobs.staged_key(user(router), digest)
+    try:
+        s3().head_object(Bucket=CONFIG.bucket, Key=key)
+    except s3().exceptions.ClientError:
+        raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
+    return key
+
+
+def _body_or_staged(staged: str | None) -> tuple[bytes, str | None, bytes]:
+    """(body, staged key, digest): the bytes come in the request or were staged in S3 before."""
+    if staged is None:
+        data = _body()
+        return data, None, hashlib.sha256(data).digest()
+    if raw_body(router):
+        raise BadRequestError("send the bytes in the body or stage them, not both", code="bad-body")
+    return b"", _staged(staged), bytes.fromhex(staged)
 
 
 def _large(path: str):
@@ -103,18 +167,21 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()]):
 
 
 @router.put("/v1/delta/download", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
-def download_by_signature(path: Annotated[UserPath, Query()]):
+def download_by_signature(
+    path: Annotated[UserPath, Query()], staged: Annotated[ContentHash | None, Query()] = None
+):
+    """The checksum list comes as the body or, when larger than one request, `staged` in S3."""
     path = paths.normalize(path)
-    signature = _body()
+    signature, staged_key, digest = _body_or_staged(staged)
     link = _large(path)
-    digest = hashlib.sha256(signature).hexdigest()
-    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest)
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest.hex())
     spec = {
         "action": "encode",
         "cache_name": paths.cache_name(user(router), path),
         "content_hash": link.content_hash,
+        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
-    return _start(key, spec, stage=lambda job: _stage(job, "sig", signature))
+    return _start(key, spec, stage=lambda job: staged_key or _stage(job, "sig", signature))
 
 
 def _holds(path: str, content_hash: str) -> bool:
@@ -127,9 +194,11 @@ def upload(
     path: Annotated[UserPath, Query()],
     base_hash: Annotated[ContentHash, Query()],
     content_hash: Annotated[ContentHash, Query()],
+    staged: Annotated[ContentHash | None, Query()] = None,
 ):
+    """The delta comes as the body or, when larger than one request, `staged` in S3."""
     path, base, new = paths.normalize(path), base_hash, content_hash
-    delta = _body()
+    delta, staged_key, digest = _body_or_staged(staged)
     namespace(router).require_dir(paths.parent(path))
     link = namespace(router).current_link(path)
     if link is None or link.content_hash != base:
@@ -137,7 +206,7 @@ def upload(
             f"{path} does not hold the base version; make the delta against its current version",
             code="version-mismatch",
         )
-    key = jobs.job_key("ul", user(router), path, base, new, hashlib.sha256(delta).digest())
+    key = jobs.job_key("ul", user(router), path, base, new, digest)
     spec = {
         "action": "apply",
         "user": user(router),
@@ -145,9 +214,13 @@ def upload(
         "content_hash": new,
         "base_hash": base,
         "base_cache_name": jobs.base_cache_name(base),
+        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
     return _start(
-        key, spec, alive=lambda job: _holds(path, new), stage=lambda job: _stage(job, "delta", delta)
+        key,
+        spec,
+        alive=lambda job: _holds(path, new),
+        stage=lambda job: staged_key or _stage(job, "delta", delta),
     )
 
 
@@ -159,6 +232,13 @@ def job_status(job_id: Annotated[JobId, Query(alias="id")], wait: Annotated[Wait
         wait,
         lambda r: r["state"] == "running",
     )
+    result = state.get("result") or {}
+    if result.get("delta_key"):  # a delta too large for the API: fetched from S3 directly
+        result["delta_url"] = s3().generate_presigned_url(
+            "get_object",
+            ExpiresIn=URL_TTL_S,
+            Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
+        )
     return ok({"job": job, **state})
 
 

@@ -17,7 +17,11 @@ class DataStores(Construct):
             enforce_ssl=True,
             versioned=False,  # content keys are immutable; old versions are kept by explicit retention
             removal_policy=removal_policy,
-            lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7))],
+            lifecycle_rules=[
+                s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
+                # checksum lists and deltas too large for the API pass through here (delta jobs)
+                s3.LifecycleRule(prefix="staging/", expiration=Duration.days(1)),
+            ],
         )
         self.table = dynamodb.Table(
             self,
