@@ -43,6 +43,7 @@ LONG_POLL_S = 10  # the controller holds a status request until the job ends, up
 MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through S3
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
 STAGE_TIMEOUT_S = 600
+ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
 
 
@@ -250,8 +251,12 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
     old_size, new_size = os.fstat(old_file.fileno()).st_size, os.fstat(new_file.fileno()).st_size
 
     def run() -> None:
-        with old_file, new_file:
-            samples = measure_candidates(old_file, new_file)
+        with old_file, new_file:  # a bounded sample: the measurement streams each file 9 times
+            old_sample, new_sample = (
+                io.BytesIO(old_file.read(ADAPT_SAMPLE)),
+                io.BytesIO(new_file.read(ADAPT_SAMPLE)),
+            )
+        samples = measure_candidates(old_sample, new_sample)
         chunking = _chunking(info)
         chunking.learn(samples, old_size, new_size)
         try:
