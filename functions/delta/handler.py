@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
+from typing import BinaryIO
 
 import boto3
 from aws_lambda_powertools import Logger
@@ -71,22 +73,74 @@ def publish_large(job: str, path: str) -> str | None:
     return key
 
 
+class FetchFailed(Exception):
+    """A version the job needs could not be read (its Step Functions error name, as for the relay)."""
+
+
+class TeeToCache:
+    """The new version read once, front to back, straight from S3 (no separate relay step), and
+    written to the relay cache as it goes: published there only if its content hash is right, so
+    the next job finds it as the client's base and relay downloads find it too."""
+
+    def __init__(self, cache: RelayCache, name: str, content_hash: str) -> None:
+        self.cache, self.name, self.content_hash = cache, name, content_hash
+        try:
+            response = s3.get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
+        except s3.exceptions.ClientError as err:
+            raise FetchFailed(f"the new version could not be read: {err}") from None
+        self.size, self.body = response["ContentLength"], response["Body"]
+        fd, self.tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
+        self.copy, self.hasher, self.done = os.fdopen(fd, "wb"), content.PartHasher(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        parts, want = [], n
+        while want != 0 and (piece := self.body.read(want if want > 0 else None)):
+            parts.append(piece)
+            want = want - len(piece) if want > 0 else 0
+        data = b"".join(parts)
+        self.done += len(data)
+        self.copy.write(data)
+        self.hasher.update(data)
+        return data
+
+    def close(self) -> None:
+        """Publish the copy when all of it was read and it is the version named; drop it otherwise."""
+        self.copy.close()
+        self.body.close()
+        if self.done == self.size and self.hasher.hexdigest() == self.content_hash:
+            self.cache.publish(self.name, self.tmp, self.content_hash)
+        elif os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
+    """The new version from the relay cache if there, else streamed from S3 into it."""
+    if cache.is_ready(event["cache_name"], event["content_hash"]):
+        path = cache.path(event["cache_name"])
+        return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
+    tee = TeeToCache(cache, event["cache_name"], event["content_hash"])
+    return tee, tee.size
+
+
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
-    new_path = cache.path(event["cache_name"])
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
     unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
-    with open(new_path, "rb") as new, open(out_path + ".tmp", "wb") as out:
-        if event.get("base_hash"):
-            base_path = cache.path(event["base_cache_name"])
-            with open(base_path, "rb") as base:
-                size = versioned.encode(base, os.path.getsize(base_path), new, os.path.getsize(new_path), out)
-            kind = "version"
-        else:
-            with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
-                size = rsync_delta(sig.read(), new, out).compressed_bytes
-            kind = "rsync"
+    new, new_size = _new_version(event, cache)
+    try:
+        with open(out_path + ".tmp", "wb") as out:
+            if event.get("base_hash"):
+                base_path = cache.path(event["base_cache_name"])
+                with open(base_path, "rb") as base:
+                    size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out)
+                kind = "version"
+            else:
+                with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
+                    size = rsync_delta(sig.read(), new, out).compressed_bytes
+                kind = "rsync"
+    finally:
+        new.close()
     os.replace(out_path + ".tmp", out_path)
     return {
         "job": event["job"],

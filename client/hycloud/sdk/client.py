@@ -167,8 +167,18 @@ class HyCloud:
         """The delta upload when one is possible and pays, else None (upload directly)."""
         if base is not None:
             rate = upload_rate or self.store.rate("up") or self.upload_rate
+            known = self.store.get(remote)
             result = delta_upload(
-                self.http, local, remote, Path(base), rate, delta_kind, progress, force=force_delta
+                self.http,
+                local,
+                remote,
+                Path(base),
+                rate,
+                delta_kind,
+                progress,
+                force=force_delta,
+                s3_efs_rate=auto.rates(self.store).s3_efs,
+                base_hash=known.content_hash if known and known.matches(Path(base)) else None,
             )
         elif via in ("auto", "delta"):
             known = self.store.get(remote)

@@ -39,6 +39,7 @@ from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
+START_WAIT_S = 3  # the request that starts a job holds up to this long for its result
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
 MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through S3
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
@@ -57,6 +58,17 @@ def wait_job(http: Http, job: str) -> dict:
             raise _job_error(status)
         if time.monotonic() > deadline:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
+
+
+def run_job(http: Http, method: str, route: str, params: dict | None = None, **kwargs) -> tuple[str, dict]:
+    """Start a delta job and follow it to its result: (job id, result). The start request waits up
+    to START_WAIT_S for the result itself, so a short job costs one round trip, not two."""
+    answer = http.json(method, route, params={**(params or {}), "wait": START_WAIT_S}, **kwargs)
+    if answer["state"] == "ready":
+        return answer["job"], answer["result"]
+    if answer["state"] == "failed":
+        raise _job_error(answer)
+    return answer["job"], wait_job(http, answer["job"])
 
 
 def _job_error(status: dict) -> HyCloudError:
@@ -96,7 +108,14 @@ def stage(http: Http, source: BinaryIO) -> str:
 
 
 def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
-    """The job's delta: by presigned URL from S3 when the cloud put it there, else through the API."""
+    """The job's delta: inline in its result when small, by presigned URL from S3 when the cloud
+    put it there, else through the API."""
+    if result.get("delta"):
+        data = base64.b64decode(result["delta"])
+        if len(data) != result["delta_size"]:
+            raise HyCloudError("the inline delta is truncated", code="corrupt-download")
+        out.write(data)
+        return
     if result.get("delta_url"):
         with new_session().get(result["delta_url"], stream=True, timeout=STAGE_TIMEOUT_S) as response:
             if response.status_code != 200:
@@ -129,24 +148,42 @@ class _ListTooLarge(Exception):
     """The checksum list (after a retry with full-length sums) does not fit one request."""
 
 
-def _version_aware_job(http: Http, path: str, base_hash: str) -> str | None:
-    """Start a version-aware delta when the cloud still has our version; None when it does not."""
+def _version_aware_job(http: Http, path: str, base_hash: str) -> tuple[str, dict] | None:
+    """Run a version-aware delta when the cloud still has our version; None when it does not."""
     try:
-        return http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})["job"]
+        return run_job(http, "POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
     except ConflictError as err:
         if err.code != "base-unknown":
             raise
         return None
 
 
-def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO, started: float) -> dict:
-    result = wait_job(http, job)
+class _Hashing:
+    """A sequential writer that takes the content hash of what passes: no second read of the file."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.hasher = out, content.PartHasher()
+
+    def write(self, data: bytes) -> int:
+        self.hasher.update(data)
+        return self.out.write(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self.out, name)
+
+
+def _patch_version_aware(
+    http: Http, ran: tuple[str, dict], old: BinaryIO, out: BinaryIO, started: float
+) -> dict:
+    job, result = ran
     job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
         _fetch_delta(http, job, result, delta_file)
         delta_file.seek(0)
-        apply_delta(old, delta_file, out)
+        hashing = _Hashing(out)
+        apply_delta(old, delta_file, hashing)
     return {
+        "content_hash": hashing.hasher.hexdigest(),
         "kind": result["kind"],
         "sent_bytes": 0,
         "received_bytes": result["delta_size"],
@@ -169,10 +206,9 @@ def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO
             params["staged"], sig_body = stage(http, io.BytesIO(sig)), b""
         else:
             sig_body = sig
-        job = http.json(
-            "PUT", "/v1/delta/download", params=params, data=sig_body, headers={"Content-Type": OCTET}
-        )["job"]
-        result = wait_job(http, job)
+        job, result = run_job(
+            http, "PUT", "/v1/delta/download", params=params, data=sig_body, headers={"Content-Type": OCTET}
+        )
         traffic["job_seconds"] += time.perf_counter() - started
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
         _fetch_delta(http, job, result, sink)
@@ -210,9 +246,9 @@ def delta_download(
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
     started = time.perf_counter()
-    job = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
+    ran = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
     block = None
-    if job is None:
+    if ran is None:
         wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
         block = fitting_block_size(os.path.getsize(base), wanted, MAX_SIGNATURE, CANDIDATE_SIZES)
         if block is None:
@@ -221,11 +257,11 @@ def delta_download(
     tmp_new = target.with_name(target.name + ".hycloud-part")
     try:
         with open(base, "rb") as old, open(tmp_new, "w+b") as out:
-            if job is not None:
-                traffic = _patch_version_aware(http, job, old, out, started)
+            if ran is not None:
+                traffic = _patch_version_aware(http, ran, old, out, started)
             else:
                 traffic = _patch_rsync(http, path, block, old, out)
-        if content.hash_file(tmp_new)[0] != new_hash:
+        if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != new_hash:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
         progress.advance(info["size"])
         if adapt and traffic["kind"] == "rsync":
@@ -293,11 +329,13 @@ def delta_upload(
     kind: str = "version",
     progress: Progress | None = None,
     force: bool = False,
+    s3_efs_rate: float = 100 * 2**20,
+    base_hash: str | None = None,
 ) -> dict | None:
-    """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly."""
+    """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly.
+    `base_hash`, when the client knows it, saves reading the base twice."""
     size = os.path.getsize(local)
-    base_hash = content.hash_file(base)[0]
-    info = http.json("GET", "/v1/whoami")
+    base_hash = base_hash or content.hash_file(base)[0]
     with tempfile.TemporaryFile() as delta_file:
         started = time.perf_counter()
         with open(base, "rb") as old, open(local, "rb") as new:
@@ -308,7 +346,7 @@ def delta_upload(
         compute_rate = size / max(time.perf_counter() - started, 1e-6)
         delta_size = delta_file.tell()
         gamma = 1 - delta_size / size if size else 0.0
-        pays = should_delta_upload(upload_rate, compute_rate, info.get("s3_efs_rate", 100 * 2**20), gamma)
+        pays = should_delta_upload(upload_rate, compute_rate, s3_efs_rate, gamma)
         if not (pays or force):
             return None
         result = send_delta(http, local, remote, base_hash, delta_file, progress)
@@ -335,15 +373,24 @@ def signature_upload(
             rsync_delta(sig, new, delta_file)
         if not pays(size, delta_file.tell()):
             return None
-        result = send_delta(http, local, remote, base_hash, delta_file, progress)
+        # the path moved on since this client's transfer: an upload of the whole file replaces it
+        result = send_delta(
+            http, local, remote, base_hash, delta_file, progress, ("base-unknown", "version-mismatch")
+        )
     return None if result is None else {**result, "kind": "rsync"}
 
 
 def send_delta(
-    http: Http, local: Path, remote: str, base_hash: str, delta_file: BinaryIO, progress: Progress | None
+    http: Http,
+    local: Path,
+    remote: str,
+    base_hash: str,
+    delta_file: BinaryIO,
+    progress: Progress | None,
+    give_way: tuple[str, ...] = ("base-unknown",),
 ) -> dict | None:
     """Send the delta in `delta_file` (written, position at its end) and follow the job; None when
-    the cloud no longer holds the base (the caller uploads directly)."""
+    the cloud refuses it with one of `give_way` (the caller uploads directly)."""
     progress = progress or Progress()
     size, delta_size = os.path.getsize(local), delta_file.tell()
     new_hash = content.hash_file(local)[0]
@@ -356,12 +403,13 @@ def send_delta(
         delta_file.seek(0)
         body = delta_file.read()
     try:
-        job = http.json("PUT", "/v1/delta/upload", data=body, params=params, headers={"Content-Type": OCTET})
+        _, result = run_job(
+            http, "PUT", "/v1/delta/upload", params=params, data=body, headers={"Content-Type": OCTET}
+        )
     except ConflictError as err:
-        if err.code in ("base-unknown", "version-mismatch"):
+        if err.code in give_way:
             return None
         raise
-    result = wait_job(http, job["job"])
     check_stored(remote, result["entry"].get("content_hash"), new_hash)
     progress.advance(size)
     return {
