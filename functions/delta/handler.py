@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from typing import BinaryIO
 
 import boto3
@@ -127,6 +128,7 @@ def encode(event: dict) -> dict:
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
     unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    started = time.perf_counter()
     new, new_size = _new_version(event, cache)
     try:
         with open(out_path + ".tmp", "wb") as out:
@@ -148,6 +150,7 @@ def encode(event: dict) -> dict:
         "delta_size": os.path.getsize(out_path),
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),
+        "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
         **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
     }
 
