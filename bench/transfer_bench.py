@@ -180,7 +180,7 @@ def markdown(doc: dict) -> str:
 
 
 RELAY_LINK = (50, 20)  # Mbit/s down and up, RTT ms: the client near the relay
-S3_LINKS = [(50, 100), (20, 200), (8, 300)]  # ... and ever farther from S3's region
+S3_LINKS = [(50, 100), (30, 150), (20, 200)]  # ... and ever farther from S3's region
 
 
 def relay_sweep(setup: HyCloud, url: str, key: str, file: Path, port: int, work: Path) -> list[dict]:
@@ -196,6 +196,8 @@ def relay_sweep(setup: HyCloud, url: str, key: str, file: Path, port: int, work:
             SpawnedWanLink(**shape, down_mbps=down, up_mbps=down, rtt_ms=rtt) as far,
             split_links(near, far),
         ):
+            # a client at this place: its own memory of the rates it measured there
+            os.environ["HYCLOUD_STATE"] = str(work / f"state-{down}-{rtt}.sqlite3")
             client = HyCloud(api_url(url), key)
             row = {
                 "s3_link": f"{down} Mbit/s, {rtt} ms",
@@ -205,6 +207,7 @@ def relay_sweep(setup: HyCloud, url: str, key: str, file: Path, port: int, work:
                 started = time.perf_counter()
                 client.get(path, work / f"{mode}.tar", via=mode)
                 row[f"{mode}_s"] = time.perf_counter() - started
+            (work / "auto.tar").unlink(missing_ok=True)  # no local base: direct or relay
             started = time.perf_counter()
             client.get(path, work / "auto.tar")
             row["auto_s"], row["auto_picks"] = time.perf_counter() - started, client.last_transfer["mode"]

@@ -263,9 +263,10 @@ class HyCloud:
                 self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
             )
             if result is not None:
-                auto.learn_job(
-                    self.store, info["size"], result["received_bytes"], result, result["job_seconds"]
-                )
+                if result["kind"] != "same":  # a job ran: learn from it
+                    auto.learn_job(
+                        self.store, info["size"], result["received_bytes"], result, result["job_seconds"]
+                    )
                 auto.remember(self.store, remote, info["content_hash"], local)
                 self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
                 return local

@@ -94,3 +94,32 @@ def test_mode_choice(tmp_path):
         store.add_rate("down", 10e9)  # a link faster than computing a delta
     assert auto.download_mode(200 * 2**20, auto.rates(store), has_base=True) != "delta"
     assert auto.upload_pays(200 * 2**20, 2**20, slow) and not auto.upload_pays(200 * 2**20, 200 * 2**20, slow)
+
+
+def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
+    """A local copy with the remote's content but no record: the delta path finds them equal."""
+    from hycloud.sdk import HyCloud
+    from hycloud.sdk import client as sdk_client
+
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "s.sqlite3"))
+    local = tmp_path / "f"
+    local.write_bytes(b"x" * 100)
+    sdk = HyCloud("http://unused", "key")
+    link = {"path": "/f", "content_hash": "h", "size": 100}
+    monkeypatch.setattr(sdk, "_fetch", lambda path: _LinkResponse(link))
+    monkeypatch.setattr(
+        sdk_client, "delta_download", lambda *a, **k: {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
+    )
+    monkeypatch.setattr(auto, "download_mode", lambda *a: "delta")
+    assert sdk.get("/f", local) == local
+    assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["kind"] == "same"
+    auto.settle()
+
+
+class _LinkResponse:
+    def __init__(self, link: dict) -> None:
+        self.headers = {"Content-Type": "application/vnd.hycloud.link+json"}
+        self._link = link
+
+    def json(self) -> dict:
+        return self._link
