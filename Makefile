@@ -4,9 +4,12 @@ PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: setup demo test fast unit e2e up down lint synth
+.PHONY: setup demo test fast unit e2e up down lint synth debian-packages
 
-setup: .venv/.installed
+setup: debian-packages .venv/.installed
+
+debian-packages:  # system packages the tests need (litmus, fuse3), when missing
+	@infra/local/debian_packages.sh
 
 .venv/.installed: requirements.txt layers/core/pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON312) -m venv .venv

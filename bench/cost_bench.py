@@ -1,4 +1,4 @@
-"""Storage cost of the hybrid layout beside all-S3 and all-EFS (seed 000 Table II), and cost per GB moved.
+"""Storage cost of the hybrid layout beside all-S3, all-EFS (seed 000 Table II) and Amazon S3 Files, and cost per GB moved.
 
 The seed prices a one-day trace of 514,095 files from 5 KB to ~4 GB. That trace is not public,
 so the same count and range are drawn from synthetic size distributions (seeded, reproducible):
@@ -10,9 +10,16 @@ so the same count and range are drawn from synthetic size distributions (seeded,
 One directory per 100 files. Prices come from hycloud_core/cost/prices.json. A threshold
 sweep shows how the small/large split moves the bill, and a per-GB table shows what a download
 and an upload cost in each layout (EFS under Elastic throughput, where relaying through EFS is
-not free). All figures are arithmetic on list prices: nothing here depends on machine load.
+not free). Amazon S3 Files, today's managed alternative, is priced at its 2026 list prices: S3
+storage and requests, file-system storage for files under 128 KiB, and per-GB reads and writes
+(at least 32 KiB each; imports are writes, exports reads). All figures are arithmetic on list
+prices: nothing here depends on machine load.
 
-Run:  python bench/cost_bench.py [--files 514095] [--seed 1]
+With `--table` (a deployment's table; AWS credentials and endpoint from the environment, as for
+`hycloud admin`), the relay's cost per GB is also priced from that deployment's measured relay
+runs (hycloud_core/cost/relay_meter.py) beside the modelled figure.
+
+Run:  python bench/cost_bench.py [--files 514095] [--seed 1] [--table TABLE]
 Writes bench/results/cost.json and bench/results/cost.md.
 """
 
@@ -30,7 +37,12 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 import result_files  # noqa: E402
 
 from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
-from hycloud_core.cost.model import operations_cost  # noqa: E402
+from hycloud_core.cost.model import (  # noqa: E402
+    LAYOUTS,
+    Assumptions,  # noqa: E402
+    operations_cost,
+)
+from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # noqa: E402
 
 KB, KiB, MiB, GiB = 1000, 1024, 1024**2, 1024**3
 THRESHOLD = 2 * MiB
@@ -69,6 +81,7 @@ def storage_rows(sizes: list[int], prices, threshold: int) -> dict:
             "unit": cost.unit_price(prices),
         }
     out["hybrid_over_s3_pct"] = 100 * (out["hybrid"]["unit"] / out["all-s3"]["unit"] - 1)
+    out["hybrid_vs_s3_files_pct"] = 100 * (out["hybrid"]["unit"] / out["s3-files"]["unit"] - 1)
     return out
 
 
@@ -81,18 +94,31 @@ def per_gb_rows(prices) -> dict:
         "small uploads": Operations(small_uploads=1024, small_upload_bytes=GiB),
     }
     return {
-        case: {
-            layout: sum(operations_cost(ops, prices, layout).values())
-            for layout in ("hybrid", "all-s3", "all-efs")
-        }
+        case: {layout: sum(operations_cost(ops, prices, layout).values()) for layout in LAYOUTS}
         for case, ops in cases.items()
     }
+
+
+def modelled_relay(prices) -> float:
+    """The relay per GB under the model's assumptions (cost.model.Assumptions), for comparison."""
+    a = Assumptions()
+    seconds = GiB / a.relay_bytes_per_second
+    run = RelayStats(
+        runs=1, bytes=GiB, mb_ms=int(a.relay_gb * 1024 * seconds * 1000), duration_ms=int(seconds * 1000)
+    )
+    return relay_cost(run, prices)["usd_per_gb"]
+
+
+def measured_relay(table_name: str, prices) -> dict:
+    import boto3
+
+    return relay_cost(read_stats(boto3.resource("dynamodb").Table(table_name)), prices)
 
 
 def markdown(report: dict) -> str:
     p = report["prices"]
     lines = [
-        f"# Storage cost: HyCloud vs all-S3 vs all-EFS ({p['region']} list prices, {p['date']})",
+        f"# Storage cost: HyCloud vs all-S3 vs all-EFS vs Amazon S3 Files ({p['region']} list prices, {p['date']})",
         "",
         f"{report['files']:,} synthetic files per distribution, threshold {THRESHOLD // MiB} MiB, "
         "one directory per 100 files. Seed 000 Table II (real trace): "
@@ -102,13 +128,14 @@ def markdown(report: dict) -> str:
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, row in report["distributions"].items():
-        for layout in ("all-s3", "all-efs", "hybrid"):
+        for layout in ("all-s3", "all-efs", "s3-files", "hybrid"):
             c = row[layout]
             lines.append(
                 f"| {name} | {row['logical_gb']:,.0f} | {row['small_files']:,} | {layout} | {c['data']:,.2f} | "
                 f"{c['metadata']:,.4f} | {c['total']:,.2f} | {c['unit']:.5f} |"
             )
         lines.append(f"| {name} | | | hybrid over S3 | | | | +{row['hybrid_over_s3_pct']:.2f}% |")
+        lines.append(f"| {name} | | | hybrid vs S3 Files | | | | {row['hybrid_vs_s3_files_pct']:+.2f}% |")
     lines += ["", "Threshold sweep (small-heavy): hybrid $/GB-month and increase over all-S3", ""]
     lines += ["| threshold | small files | $/GB-month | over S3 |", "| ---: | ---: | ---: | ---: |"]
     for t, row in report["threshold_sweep"].items():
@@ -116,9 +143,22 @@ def markdown(report: dict) -> str:
             f"| {t} | {row['small_files']:,} | {row['hybrid']['unit']:.5f} | +{row['hybrid_over_s3_pct']:.2f}% |"
         )
     lines += ["", "Cost of moving 1 GiB (requests, compute, EFS Elastic throughput, egress), USD", ""]
-    lines += ["| case | HyCloud | all-S3 | all-EFS |", "| --- | ---: | ---: | ---: |"]
+    lines += ["| case | HyCloud | all-S3 | all-EFS | S3 Files |", "| --- | ---: | ---: | ---: | ---: |"]
     for case, row in report["per_gib"].items():
-        lines.append(f"| {case} | {row['hybrid']:.4f} | {row['all-s3']:.4f} | {row['all-efs']:.4f} |")
+        cells = " | ".join(f"{row[layout]:.4f}" for layout in LAYOUTS)
+        lines.append(f"| {case} | {cells} |")
+    if measured := report.get("relay_measured"):
+        modelled = report["relay_modelled_usd_per_gb"]
+        lines += ["", "Relay cost per GB measured on the deployment (its runs' bytes and durations)", ""]
+        lines += [
+            "| runs | bytes | seconds | MiB/s | $/GB measured | $/GB modelled (1 GB function, 100 MiB/s) |"
+        ]
+        lines += ["| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        per_gb = "-" if measured["usd_per_gb"] is None else f"{measured['usd_per_gb']:.4f}"
+        lines.append(
+            f"| {measured['runs']} | {measured['bytes']:,} | {measured['seconds']:.1f} | "
+            f"{measured['mib_per_second']} | {per_gb} | {modelled:.4f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -126,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=514_095)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--table", help="a deployment's DynamoDB table: price its measured relay runs")
     args = parser.parse_args()
     prices = load_prices()
     report = {
@@ -143,6 +184,9 @@ def main() -> None:
                 label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
                 report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
     report["per_gib"] = per_gb_rows(prices)
+    report["relay_modelled_usd_per_gb"] = modelled_relay(prices)
+    if args.table:
+        report["relay_measured"] = measured_relay(args.table, prices)
     text = markdown(report)
     result_files.write("cost", report, text)
     print(text)

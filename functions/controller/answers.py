@@ -142,6 +142,7 @@ class Usage(BaseModel):
     usage: dict[str, Any]
     shared: dict[str, Any]
     costs: dict[str, Any]
+    relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     prices: dict[str, Any]
 
 

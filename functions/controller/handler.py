@@ -6,7 +6,6 @@ a route runs; every failure, expected or not, leaves as the project's JSON error
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -19,19 +18,21 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from context import authenticate
 from idempotency import HEADER, idempotent
+from request_log import name_route, name_user, request_done, set_correlation_id, tag_route
 from routes import delta, dirs, files, meta, ops, relay, tree_jobs, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError
+from hycloud_core.observability import logger, observed
 
-logger = Logger(service="hycloud-controller")
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json)
-app.use(middlewares=[authenticate, idempotent])
+app.use(middlewares=[name_route, authenticate, name_user, idempotent])
 for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs):
     app.include_router(module.router)
 
 
 def _error(err: HyCloudError) -> Response:
+    tag_route(app)  # validation failures answer before any middleware runs
     return Response(status_code=err.status, content_type="application/json", body=err.to_body())
 
 
@@ -92,6 +93,7 @@ def _unexpected(err: Exception) -> Response:
     return _error(HyCloudError("internal error"))
 
 
-@logger.inject_lambda_context
+@observed
 def handler(event: dict, context: object) -> dict:
-    return app.resolve(event, context)
+    set_correlation_id(event)
+    return request_done(app.resolve(event, context))

@@ -17,7 +17,6 @@ import time
 from typing import BinaryIO
 
 import boto3
-from aws_lambda_powertools import Logger
 
 from hycloud_core import content
 from hycloud_core.config import InstanceConfig
@@ -28,10 +27,10 @@ from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
+from hycloud_core.observability import count_bytes, job_duration, observed
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
-logger = Logger(service="hycloud-delta")
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
 MAX_API_BODY = 4 * 1024 * 1024
@@ -144,6 +143,7 @@ def encode(event: dict) -> dict:
     finally:
         new.close()
     os.replace(out_path + ".tmp", out_path)
+    count_bytes("DeltaSavedBytes", new_size - os.path.getsize(out_path))
     return {
         "job": event["job"],
         "kind": kind,
@@ -167,6 +167,7 @@ def apply(event: dict) -> dict:
             open(new_path, "wb") as out,
         ):
             size = apply_delta(base, delta, out)
+        count_bytes("DeltaSavedBytes", size - os.fstat(delta.fileno()).st_size)
         got, _ = content.hash_file(new_path)
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
@@ -195,9 +196,10 @@ def apply(event: dict) -> dict:
             os.unlink(new_path)
 
 
-@logger.inject_lambda_context
+@observed
 def handler(event: dict, context: object) -> dict:
     actions = {"encode": encode, "apply": apply}
     if event.get("action") not in actions:
         raise BadRequestError(f"unknown delta action {event.get('action')!r}")
-    return actions[event["action"]](event)
+    with job_duration(f"delta-{event['action']}"):
+        return actions[event["action"]](event)

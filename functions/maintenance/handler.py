@@ -4,10 +4,12 @@ Cache files read within the last few minutes belong to a transfer in progress an
 evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
 (hycloud_core.store.collector); the reconciler makes file records agree with EFS and removes
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
-from the records.
+from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
-An event may pass {"budget": bytes} to override the cache budget, and {"grace_s": s} to override
-the grace period: only an administrator who knows no operation is in flight may lower it.
+An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
+the grace period (only an administrator who knows no operation is in flight may lower it), and
+{"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
+hourly one runs everything.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ import os
 import time
 
 import boto3
-from aws_lambda_powertools import Logger
 
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.fs.user_purge import purge_deleted_users
+from hycloud_core.observability import logger, observed
 from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 
-logger = Logger(service="hycloud-maintenance")
 CONFIG = InstanceConfig()
 STAGING_MAX_AGE_S = 86400
 
@@ -56,31 +58,40 @@ def _recount_usage(records: Records) -> int:
     return len(users)
 
 
-@logger.inject_lambda_context
+def _walk(grace_s: int) -> dict:
+    """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
+    records = Records(CONFIG.table)
+    s3 = boto3.client("s3")
+    purged = purge_deleted_users(records.table, s3, CONFIG.bucket, CONFIG.namespaces_dir, grace_s)
+    reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
+    recounted = _recount_usage(records)
+    objects = Objects(records.table, s3, CONFIG.bucket)
+    collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
+    return {
+        "collected": collected.to_dict(),
+        "records_written": reconciled.records_written,
+        "records_removed": reconciled.records_removed,
+        "temporary_removed": reconciled.temporary_removed,
+        "usage_recounted": recounted,
+        "users_purged": purged,
+    }
+
+
+@observed
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
     budget = int(event.get("budget", CONFIG.relay_cache_bytes))
     grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
     cache = RelayCache(CONFIG.cache_dir)
     evicted = cache.evict(budget)
-    remaining = sum(e.size for e in cache.entries())
-    records = Records(CONFIG.table)
-    reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
-    recounted = _recount_usage(records)
-    objects = Objects(records.table, boto3.client("s3"), CONFIG.bucket)
-    collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
-    staged = _clean_staging(time.time())
     result = {
         "evicted": evicted,
-        "remaining_bytes": remaining,
+        "remaining_bytes": sum(e.size for e in cache.entries()),
         "budget": budget,
-        "collected": collected.to_dict(),
-        "records_written": reconciled.records_written,
-        "records_removed": reconciled.records_removed,
-        "temporary_removed": reconciled.temporary_removed,
-        "staging_removed": staged,
-        "usage_recounted": recounted,
+        "staging_removed": _clean_staging(time.time()),
     }
+    if event.get("walk", True):
+        result |= _walk(grace_s)
     logger.info(
         "upkeep",
         extra={k: v if isinstance(v, int) else len(v) for k, v in result.items() if k != "collected"},

@@ -8,16 +8,15 @@ failure with a plain message and releases the job's leases. Stack traces stay in
 from __future__ import annotations
 
 import boto3
-from aws_lambda_powertools import Logger
 
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.tree_job import Budget, TreeJobStep
+from hycloud_core.observability import job_duration, logger, observed
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 from hycloud_core.store.tree_jobs import RUNNING, Superseded, TreeJobs
 
-logger = Logger(service="hycloud-tree")
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
 UNEXPECTED = "the job stopped on an unexpected error"
@@ -42,7 +41,7 @@ def _step(event: dict) -> TreeJobStep | None:
     return TreeJobStep(fs, jobs, job, Budget.of(CONFIG.tree_step_s, CONFIG.tree_step_entries))
 
 
-@logger.inject_lambda_context
+@observed
 def handler(event: dict, context: object) -> dict:
     answer = {"user": event["user"], "id": event["id"]}
     step = _step(event)
@@ -53,7 +52,8 @@ def handler(event: dict, context: object) -> dict:
             logger.error("tree job failed", extra={"job": event["id"], "error": event.get("error")})
             step.fail("job-failed", UNEXPECTED, 500)
             return {**answer, "state": step.job.state}
-        state = step.run()
+        with job_duration("tree-step"):
+            state = step.run()
     except Superseded:
         return {**answer, "state": "superseded"}
     logger.info("tree job step", extra={"job": event["id"], "state": state, "done": step.job.done})

@@ -65,7 +65,8 @@ def deploy(log=print) -> dict[str, str]:
     _run_cdk(["bootstrap", "aws://000000000000/us-east-1"], env)
     log(f"bootstrap: {time.monotonic() - started:.1f}s")
     started = time.monotonic()
-    _run_cdk(["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)], env)
+    deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]
+    _run_cdk([*deploy_args, "-c", "hycloud:tracing=false"], env)  # LocalStack's free edition has no X-Ray
     log(f"deploy: {time.monotonic() - started:.1f}s")
     data = json.loads(OUTPUTS.read_text())
     name, outputs = next(iter(data.items()))

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from hycloud_core import auth
+from hycloud_core import auth, content
 from tests.e2e.conftest import HYCLOUD, Deployment, User
 
 TIMEOUT_S = 60
@@ -413,3 +413,54 @@ def test_commit_with_a_malformed_hash_is_a_bad_request(deployment, content_hash)
         deployment, user.key, "POST", "/v1/uploads/commit", json={"content_hash": content_hash, "path": "/x"}
     )
     assert response.status_code == 400 and counter(deployment, user) == (0, 0)
+
+
+def partition(deployment: Deployment, pk: str) -> list[dict]:
+    got = deployment.client("dynamodb").query(
+        TableName=deployment.outputs["TableName"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": pk}},
+        ConsistentRead=True,
+    )
+    return got["Items"]
+
+
+def test_upkeep_clears_what_a_deleted_user_left_behind(deployment):
+    user = new_user(deployment)
+    assert (
+        call(
+            deployment, user.key, "POST", "/v1/dirs", json={"path": "/empty/deeper", "parents": True}
+        ).status_code
+        == 201
+    )
+    assert put_small(deployment, user.key, "/gone.txt", b"soon gone").status_code == 201
+    assert call(deployment, user.key, "DELETE", "/v1/files", params={"path": "/gone.txt"}).status_code == 200
+    data = os.urandom(9 * 1024 * 1024)
+    parts = [data[: 8 * 1024 * 1024], data[8 * 1024 * 1024 :]]
+    plan = call(
+        deployment,
+        user.key,
+        "POST",
+        "/v1/uploads",
+        json={
+            "size": len(data),
+            "content_hash": content.hash_bytes(data),
+            "part_digests": [content.b64(hashlib.sha256(p).digest()) for p in parts],
+        },
+    )
+    assert plan.status_code == 200, plan.text
+    pending = partition(deployment, f"UPLOAD#{user.id}")
+    assert len(pending) == 1 and user.ns_dir().is_dir()
+    upload_id = pending[0]["upload_id"]["S"]
+
+    admin(deployment, "delete-user", user.name)
+    deployment.upkeep()  # within the grace period an in-flight request may still write: kept
+    assert user.ns_dir().is_dir() and len(partition(deployment, f"UPLOAD#{user.id}")) == 1
+    assert user.id in deployment.upkeep(grace_s=0)["users_purged"]
+
+    assert not user.ns_dir().exists()
+    for prefix in ("NS", "UPLOAD", "LOCK", "JOB", "USAGE"):
+        assert partition(deployment, f"{prefix}#{user.id}") == [], prefix
+    uploads = deployment.client("s3").list_multipart_uploads(Bucket=deployment.outputs["BucketName"])
+    assert upload_id not in [u["UploadId"] for u in uploads.get("Uploads", [])]
+    assert item(deployment, f"USERID#{user.id}", "ID")["state"]["S"] == "deleted"

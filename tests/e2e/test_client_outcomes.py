@@ -213,7 +213,10 @@ def test_a_corrupted_delta_download_is_a_one_line_error_and_keeps_the_local_file
     assert run(cli_env(alice), "put", str(tmp_path / "v2"), "/delta-bad.bin").returncode == 0
     with FaultProxy(on_response=flip_middle_byte) as proxy:
         result = run(cli_env(alice, **proxy.env()), "get", "--via", "delta", "/delta-bad.bin", str(local))
-    assert any(x.route.endswith("/v1/delta/data") for x in proxy.forwarded), (result.stderr, [x.route for x in proxy.forwarded])
+    assert any(x.route.endswith("/v1/delta/data") for x in proxy.forwarded), (
+        result.stderr,
+        [x.route for x in proxy.forwarded],
+    )
     assert result.returncode == 9 and "delta" in one_line_error(result), result
     assert local.read_bytes() == v1 and sorted(p.name for p in local.parent.iterdir()) == ["doc.bin"]
 

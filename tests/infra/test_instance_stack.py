@@ -119,3 +119,10 @@ def test_template_passes_cfn_lint(template, tmp_path):
         [cfn_lint, "--ignore-checks", "W3005", "--", str(path)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_upkeep_walks_namespaces_hourly_and_evicts_every_five_minutes(template):
+    rules = template.find_resources("AWS::Events::Rule")
+    by_rate = {r["Properties"]["ScheduleExpression"]: r["Properties"]["Targets"][0] for r in rules.values()}
+    assert json.loads(by_rate["rate(5 minutes)"]["Input"]) == {"walk": False}
+    assert "Input" not in by_rate["rate(1 hour)"]

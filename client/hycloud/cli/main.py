@@ -24,7 +24,9 @@ from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, tree
 from .admin import admin
 from .job_progress import FilesBar, following
+from .mount import mount_command
 from .progress_bar import RichProgress
+from .serve import serve
 from .usage import usage_command
 
 app = typer.Typer(
@@ -34,6 +36,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(admin, name="admin")
+app.add_typer(serve, name="serve")
+app.command("mount")(mount_command)
 out = Console()
 err = Console(stderr=True)
 STATE = {"json": False, "progress": False}

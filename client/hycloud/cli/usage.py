@@ -13,7 +13,12 @@ from hycloud_core.cost.records import deployment_usage
 
 from ..sdk import HyCloud
 
-LAYOUT_TITLES = {"hybrid": "HyCloud (EFS + S3)", "all-s3": "all in S3", "all-efs": "all in EFS"}
+LAYOUT_TITLES = {
+    "hybrid": "HyCloud (EFS + S3)",
+    "all-s3": "all in S3",
+    "all-efs": "all in EFS",
+    "s3-files": "Amazon S3 Files",
+}
 
 
 def human_bytes(n: float) -> str:
@@ -101,6 +106,18 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
             f"{dollars(shared['attributed_s3_cost'])}/month"
         )
     console.print(cost_table(report["costs"], report["prices"]))
+    if report.get("relay"):
+        console.print(relay_line(report["relay"]), highlight=False)
+
+
+def relay_line(relay: dict) -> str:
+    """What this deployment's relay runs moved and cost per GB (all users)."""
+    if relay["usd_per_gb"] is None:
+        return f"relay: {relay['runs']} runs, nothing fetched yet"
+    return (
+        f"relay (whole deployment): {relay['runs']} runs moved {human_bytes(relay['bytes'])} in "
+        f"{relay['seconds']:.1f} s, {dollars(relay['total'])}: {dollars(relay['usd_per_gb'])}/GB"
+    )
 
 
 def usage_command(json_output: bool, console: Console | None = None) -> None:
@@ -119,7 +136,7 @@ def show_deployment(report: dict, json_output: bool, console: Console | None = N
         f"for {objects['references']} references ({human_bytes(objects['dedup_saved_bytes'])} saved by dedup)"
     )
     table = Table(title="Per user (directories not counted)", box=None)
-    for col in ("user", "files", "EFS metered", "S3 distinct", "HyCloud", "all S3", "all EFS"):
+    for col in ("user", "files", "EFS metered", "S3 distinct", "HyCloud", "all S3", "all EFS", "S3 Files"):
         table.add_column(col, justify="left" if col == "user" else "right")
     for name, entry in report["users"].items():
         u, c = entry["usage"], entry["costs"]
@@ -128,7 +145,7 @@ def show_deployment(report: dict, json_output: bool, console: Console | None = N
             str(u["files"]),
             human_bytes(u["efs_metered_bytes"]),
             human_bytes(u["s3_bytes"]),
-            *(dollars(c[k]["total"]) for k in ("hybrid", "all-s3", "all-efs")),
+            *(dollars(c[k]["total"]) for k in ("hybrid", "all-s3", "all-efs", "s3-files")),
         )
     console.print(table)
     console.print(cost_table(report["all_users"]["costs"], report["prices"]))

@@ -19,6 +19,7 @@ from ..transfer.delta import delta_download, delta_upload, signature_upload
 from ..verify import check_stored
 from ..versions import VersionStore
 from . import tree_jobs
+from .files import open_remote
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
@@ -206,6 +207,10 @@ class HyCloud:
     def _noted(self, result: dict, mode: str) -> dict:
         self.last_transfer = {"mode": mode, **{k: result[k] for k in ("kind", "sent_bytes") if k in result}}
         return {**result, "mode": mode}
+
+    def open(self, path: str, mode: str = "rb", **kwargs):
+        """A file object: seekable ranged reads ("rb"), or written locally and uploaded on close ("wb")."""
+        return open_remote(self, path, mode, **kwargs)
 
     def _fetch(self, path: str):
         return self.http.request(

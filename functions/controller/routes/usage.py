@@ -13,6 +13,7 @@ from context import namespace, ok, records, user, user_name
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
+from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
 
 router = APIGatewayRouter()
@@ -47,6 +48,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
                 "attributed_s3_cost": round(attributed_s3_cost(shared.attributed_bytes, table), 6),
             },
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
+            "relay": relay_cost(read_stats(records().table), table),
             "prices": {"region": table.region, "date": table.date},
         }
     )

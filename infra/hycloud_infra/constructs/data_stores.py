@@ -33,5 +33,5 @@ class DataStores(Construct):
                 point_in_time_recovery_enabled=True
             ),
             removal_policy=removal_policy,
-            time_to_live_attribute="expiration",  # answers kept for Idempotency-Key retries
+            time_to_live_attribute="expiration",  # Idempotency-Key answers, job ledger records
         )

@@ -1,11 +1,40 @@
-"""Defaults shared by every HyCloud function: Python 3.12 on the core layer, one asset folder each."""
+"""Defaults shared by every HyCloud function: Python 3.12 on the core layer, one asset folder each,
+its own log group with a retention, and X-Ray tracing.
+
+Context: `hycloud:logRetentionDays` (default 30; logs are otherwise kept forever and billed
+monthly) and `hycloud:tracing` (default true; the local cloud has no X-Ray and turns it off).
+"""
 
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+DEFAULT_RETENTION_DAYS = 30
+RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+def log_retention(scope: Construct) -> logs.RetentionDays:
+    days = int(scope.node.try_get_context("hycloud:logRetentionDays") or DEFAULT_RETENTION_DAYS)
+    if days not in RETENTION:
+        raise ValueError(f"hycloud:logRetentionDays must be one of {sorted(RETENTION)}, not {days}")
+    return RETENTION[days]
+
+
+def tracing_on(scope: Construct) -> bool:
+    return str(scope.node.try_get_context("hycloud:tracing")).lower() not in ("false", "0", "off")
 
 
 def python_function(
@@ -19,7 +48,8 @@ def python_function(
     memory_mb: int = 1024,
     **extra: Any,
 ) -> lambda_.Function:
-    return lambda_.Function(
+    traced = tracing_on(scope)
+    fn = lambda_.Function(
         scope,
         id,
         runtime=lambda_.Runtime.PYTHON_3_12,
@@ -28,6 +58,21 @@ def python_function(
         layers=[layer],
         timeout=Duration.seconds(timeout_s),
         memory_size=memory_mb,
-        environment={"POWERTOOLS_SERVICE_NAME": "hycloud", **environment},
+        tracing=lambda_.Tracing.ACTIVE if traced else lambda_.Tracing.DISABLED,
+        environment={
+            "POWERTOOLS_SERVICE_NAME": f"hycloud-{code_dir.name}",
+            "POWERTOOLS_METRICS_NAMESPACE": "HyCloud",
+            **({} if traced else {"POWERTOOLS_TRACE_DISABLED": "true"}),
+            **environment,
+        },
         **extra,
     )
+    # the group Lambda writes to, made here so that it has a retention (Lambda's own never expires)
+    logs.LogGroup(
+        scope,
+        f"{id}Logs",
+        log_group_name=f"/aws/lambda/{fn.function_name}",
+        retention=log_retention(scope),
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    return fn

@@ -3,8 +3,12 @@
 import re
 from pathlib import Path
 
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
+
+from .python_function import log_retention, tracing_on
 
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
@@ -24,4 +28,11 @@ class SfnFromAsl(Construct):
             "StateMachine",
             definition_body=sfn.DefinitionBody.from_file(str(asl_file)),
             definition_substitutions=substitutions,
+            tracing_enabled=tracing_on(self),
+            logs=sfn.LogOptions(  # every state's input and output, for a failed job's post-mortem
+                destination=logs.LogGroup(
+                    self, "Logs", retention=log_retention(self), removal_policy=RemovalPolicy.DESTROY
+                ),
+                level=sfn.LogLevel.ALL,
+            ),
         )

@@ -5,6 +5,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -17,6 +18,7 @@ from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
+from ..nag_suppressions import suppress_accepted_findings
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -62,6 +64,7 @@ class InstanceStack(Stack):
             **volume.mount(),
         )
         stores.bucket.grant_read(relay_fn)
+        stores.table.grant_write_data(relay_fn)  # the relay's own run counters (cost.relay_meter)
         relay = SfnFromAsl(
             self,
             "Relay",
@@ -117,10 +120,17 @@ class InstanceStack(Stack):
             memory_mb=512,
             **volume.mount(),
         )
+        cheap = events.RuleTargetInput.from_object({"walk": False})  # eviction and staging only
         events.Rule(
             self,
             "CacheUpkeepSchedule",
             schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(upkeep, event=cheap)],
+        )
+        events.Rule(  # repair, recount, purge and collection read every namespace: hourly
+            self,
+            "NamespaceUpkeepSchedule",
+            schedule=events.Schedule.rate(Duration.hours(1)),
             targets=[targets.LambdaFunction(upkeep)],
         )
 
@@ -150,6 +160,11 @@ class InstanceStack(Stack):
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
+        upkeep.add_to_role_policy(  # pending uploads of deleted users (fs/user_purge.py)
+            iam.PolicyStatement(
+                actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
+            )
+        )
         api = ApiToController(self, "Api", controller=controller).api
 
         for name, value in {
@@ -166,3 +181,4 @@ class InstanceStack(Stack):
             "CacheUpkeepFunctionName": upkeep.function_name,
         }.items():
             CfnOutput(self, name, value=value)
+        suppress_accepted_findings(self)

@@ -1,8 +1,9 @@
 """The job ledger: which execution serves a job, so a job runs once and every retry runs anew.
 
 One small record per job, `pk = JOB#<user>`, `sk = <job key>`, with the current `attempt` and
-`fresh_until` (how long a finished result may be handed out again). Records are kept: the
-attempt counter must never restart, because a closed execution's name cannot be reused.
+`fresh_until` (how long a finished result may be handed out again). The attempt counter must
+not restart while a closed execution's name cannot be reused (90 days on AWS), so a record
+expires (the table's TTL attribute) only `KEEP_S` after its last attempt.
 Because records sit in the user's partition, finding one is also the ownership check.
 
 A request for a job is served by the current attempt while it runs, or after it succeeded while
@@ -22,6 +23,7 @@ from .errors import HyCloudError
 from .jobs import execution_name
 
 RESULT_FRESH_S = 6 * 3600  # well inside upkeep's 24 h for staging files
+KEEP_S = 91 * 86400  # a closed execution's name is reusable after 90 days
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,13 @@ class JobLedger:
                 "ConditionExpression": "attempt = :seen",
                 "ExpressionAttributeValues": {":seen": seen.attempt},
             }
-        item = {"pk": self.pk, "sk": key, "attempt": new.attempt, "fresh_until": int(new.fresh_until)}
+        item = {
+            "pk": self.pk,
+            "sk": key,
+            "attempt": new.attempt,
+            "fresh_until": int(new.fresh_until),
+            "expiration": int(time.time() + KEEP_S),
+        }
         try:
             self.table.put_item(Item=item, **condition)
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:

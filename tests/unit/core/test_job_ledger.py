@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import boto3
 import pytest
@@ -101,3 +102,11 @@ def test_records_are_per_user(table):
     run(table, machine)
     assert JobLedger(table, "bob").get(KEY) is None
     assert JobLedger(table, "alice").get(KEY).attempt == 1
+
+
+def test_records_expire_only_after_execution_names_are_reusable(table):
+    before = time.time()
+    JobLedger(table, "alice").advance(KEY, None)
+    item = table.get_item(Key={"pk": "JOB#alice", "sk": KEY})["Item"]
+    assert int(item["expiration"]) >= before + 90 * 86400
+    assert int(item["expiration"]) <= time.time() + 92 * 86400

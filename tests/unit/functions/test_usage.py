@@ -79,12 +79,13 @@ def test_usage_reports_efs_s3_dedup_and_shared_content(cloud):
     assert u["dedup_saved_bytes"] == 3600
     assert body["shared"]["shared_objects"] == 1 and body["shared"]["shared_bytes"] == 3600
     assert body["shared"]["attributed_bytes"] == pytest.approx(3600 * 2 / 3)
-    assert set(body["costs"]) == {"hybrid", "all-s3", "all-efs"}
+    assert set(body["costs"]) == {"hybrid", "all-s3", "all-efs", "s3-files"}
     for cost in body["costs"].values():
         assert cost["total"] == pytest.approx(sum(cost["lines"].values()), abs=1e-5)
         assert cost["logical_bytes"] == 700 + 7200
     assert body["costs"]["all-s3"]["billed_bytes"] == {"s3": 7900}
     assert body["costs"]["hybrid"]["billed_bytes"]["s3"] == 3600
+    assert body["costs"]["s3-files"]["billed_bytes"] == {"s3": 7900, "s3files_fs": 7900}  # all under 128 KiB
     assert body["prices"] == {"region": "us-east-1", "date": load_prices().date}
 
 

@@ -155,3 +155,28 @@ def test_init_errors(runtime, code, handler, error_type):
     path, error = endpoint.next()
     assert path == "/_localstack_lambda/env1/status/rt1/error"
     assert error["errorType"] == error_type
+
+
+IMPORT_TIME_HANDLER = """
+import logging, sys
+
+log = logging.getLogger("made-at-import")
+log.addHandler(logging.StreamHandler(sys.stdout))  # as Powertools' Logger does when imported
+log.propagate = False
+
+def handler(event, context):
+    log.warning("through a handler made at import, call %s", event["n"])
+    return {}
+"""
+
+
+def test_log_handlers_made_at_import_reach_each_invocations_logs(runtime):
+    endpoint = runtime(IMPORT_TIME_HANDLER)
+    _, ready = endpoint.next()
+    for n in (1, 2):
+        invoke(ready["port"], f"req-{n}", {"n": n})
+        path, logs = endpoint.next()
+        assert path.endswith(f"/invocations/req-{n}/logs")
+        assert f"through a handler made at import, call {n}" in logs["logs"].splitlines()
+        assert f"call {3 - n}" not in logs["logs"]  # only this invocation's lines
+        assert endpoint.next()[0].endswith(f"/invocations/req-{n}/response")

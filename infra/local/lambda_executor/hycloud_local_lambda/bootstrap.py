@@ -9,6 +9,7 @@ way LocalStack's runtime init does inside a Lambda container.
 
 from __future__ import annotations
 
+import collections
 import decimal
 import http.server
 import importlib
@@ -26,14 +27,20 @@ import urllib.request
 ENDPOINT = os.environ["LOCALSTACK_RUNTIME_ENDPOINT"]
 RUNTIME_ID = os.environ["LOCALSTACK_RUNTIME_ID"]
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+IDLE: collections.deque = collections.deque(maxlen=0)  # output between invocations: to the stream only
 
 
 class Capture(io.TextIOBase):
-    """Stdout/stderr that also collects what an invocation prints."""
+    """Stdout/stderr that also collects what an invocation prints.
 
-    def __init__(self, stream, sink: list[str]):
+    Installed once, before the handler is imported, and pointed at each invocation's log in turn:
+    log handlers made at import time (Powertools' Logger) keep the stream they were given, and on
+    AWS whatever a function writes to its stdout reaches its log group.
+    """
+
+    def __init__(self, stream, sink=None):
         self.stream = stream
-        self.sink = sink
+        self.sink = IDLE if sink is None else sink
 
     def write(self, text: str) -> int:
         self.sink.append(text)
@@ -194,7 +201,7 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
     os.environ["_X_AMZN_TRACE_ID"] = request.get("trace-id") or ""
     id_filter.request_id = invoke_id
     logs: list[str] = [f"START RequestId: {invoke_id} Version: {context.function_version}\n"]
-    sys.stdout, sys.stderr = Capture(out_stream, logs), Capture(err_stream, logs)
+    out_stream.sink = err_stream.sink = logs
     try:
         payload = request.get("payload") or "{}"
         try:
@@ -207,7 +214,7 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
             sys.stdout.write("Traceback (most recent call last):\n" + "".join(error["stackTrace"]))
             body, path = json.dumps({**error, "requestId": invoke_id}).encode(), "error"
     finally:
-        sys.stdout, sys.stderr = out_stream, err_stream
+        out_stream.sink = err_stream.sink = IDLE
     duration = (time.time() - started) * 1000
     max_rss = peak_memory_mb()
     logs.append(f"END RequestId: {invoke_id}\n")
@@ -231,7 +238,8 @@ def main() -> int:
     log_handler.formatter.converter = time.gmtime
     log_handler.addFilter(id_filter)
     logging.getLogger().addHandler(log_handler)
-    out_stream, err_stream = sys.stdout, sys.stderr
+    out_stream, err_stream = Capture(sys.stdout), Capture(sys.stderr)
+    sys.stdout, sys.stderr = out_stream, err_stream
 
     invocations: queue.Queue = queue.Queue()
     port = serve(invocations)

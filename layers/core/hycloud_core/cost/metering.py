@@ -20,6 +20,8 @@ DIR_DATA_BYTES = EFS_BLOCK_BYTES
 # Typical size of a link file's JSON, where only file records or sizes are known; any size up to
 # 4 KiB meters the same.
 LINK_FILE_BYTES_ESTIMATE = 220
+# Amazon S3 Files keeps files smaller than this on its file-system storage (prices.json agrees)
+S3FILES_IMPORT_THRESHOLD = 128 * KiB
 
 DYNAMODB_ITEM_OVERHEAD = 100
 # Attribute names and values of a file record besides its keys: kind, size, sha256 or content

@@ -1,4 +1,4 @@
-"""Monthly cost of stored data, and of a month's operations, in three layouts (seed 000 Table II).
+"""Monthly cost of stored data, and of a month's operations, in four layouts (seed 000 Table II).
 
 - hybrid: small files and every directory in EFS, large files in S3 behind link files (EFS),
   file and object records in DynamoDB. This is what the deployment pays.
@@ -6,6 +6,10 @@
   nothing. It has no filesystem semantics (no rename, no directory listing beyond prefixes), and
   the index a real filesystem on S3 needs is not priced; the figure is the floor HyCloud aims at.
 - all-EFS: every file a regular file in EFS, metered by the EFS rule.
+- s3-files: today's alternative, Amazon S3 Files: every file an S3 object (S3 storage and
+  requests), plus file-system storage for files under its 128 KiB import threshold and for
+  recently read data, and per-GB charges for reading and writing through the file system (each
+  operation metered as at least 32 KiB; imports from S3 count as writes, exports as reads).
 
 Storage lines are split like Table II into file data and metadata, and the unit storage price is
 the total over the user's logical bytes (USD per GB-month of data as the user sees it).
@@ -21,7 +25,7 @@ from . import metering as m
 from .prices import Prices
 from .usage import Usage
 
-LAYOUTS = ("hybrid", "all-s3", "all-efs")
+LAYOUTS = ("hybrid", "all-s3", "all-efs", "s3-files")
 
 
 @dataclass(frozen=True)
@@ -107,11 +111,28 @@ def all_efs_cost(usage: Usage, prices: Prices) -> CostBreakdown:
     )
 
 
+def s3_files_cost(usage: Usage, prices: Prices, recently_read_bytes: int = 0) -> CostBreakdown:
+    """The same files in a bucket behind Amazon S3 Files; `recently_read_bytes` is the larger files'
+    data it holds on file-system storage because it was read lately (none in a storage-only view)."""
+    billed = usage.logical_bytes + usage.files * int(prices["s3_object_overhead_bytes"])
+    on_fs = usage.s3files_small_bytes + recently_read_bytes
+    return CostBreakdown(
+        "s3-files",
+        {
+            "s3_data": _store(prices, billed, "s3_storage_gb_month"),
+            "s3files_fs_data": _store(prices, on_fs, "s3files_fs_storage_gb_month"),
+        },
+        usage.logical_bytes,
+        {"s3": billed, "s3files_fs": on_fs},
+    )
+
+
 def compare(usage: Usage, prices: Prices) -> dict[str, CostBreakdown]:
     return {
         "hybrid": monthly_cost(usage, prices),
         "all-s3": all_s3_cost(usage, prices),
         "all-efs": all_efs_cost(usage, prices),
+        "s3-files": s3_files_cost(usage, prices),
     }
 
 
@@ -230,6 +251,41 @@ def _all_efs_ops(ops: Operations, prices: Prices, a: Assumptions) -> dict[str, f
     }
 
 
+def s3_files_io(prices: Prices, count: int, nbytes: int, price: str) -> float:
+    """Reads or writes through S3 Files: `count` operations moving `nbytes`, each at least 32 KiB."""
+    metered = max(nbytes, count * int(prices["s3files_min_io_bytes"]))
+    return prices.gb(metered) * prices[price]
+
+
+def _s3_files_ops(ops: Operations, prices: Prices) -> dict[str, float]:
+    """Clients mount the file system (no API, no Lambda). Writes land on file-system storage and are
+    exported to S3 (a read); a large file read is imported from S3 (a write) and then read; small
+    files are already there. A metadata operation is metered as one minimum-size read."""
+    small_io = (ops.small_uploads, ops.small_upload_bytes)
+    large_parts_up = _parts(ops.large_uploads, ops.large_upload_bytes)
+    large_parts_down = _parts(ops.large_downloads, ops.large_download_bytes)
+    large_up = (large_parts_up, ops.large_upload_bytes)
+    large_down = (large_parts_down, ops.large_download_bytes)
+    writes = [small_io, large_up, large_down]  # written, written, imported
+    reads = [
+        small_io,
+        large_up,
+        (ops.small_downloads, ops.small_download_bytes),
+        large_down,
+        (ops.metadata_ops, 0),
+    ]
+    downloaded = ops.small_download_bytes + ops.large_download_bytes
+    return {
+        "s3_put_requests": (ops.small_uploads + large_parts_up + 2 * ops.large_uploads)
+        / 1000
+        * prices["s3_put_per_1000"],
+        "s3_get_requests": large_parts_down / 1000 * prices["s3_get_per_1000"],
+        "s3files_writes": sum(s3_files_io(prices, n, b, "s3files_write_gb") for n, b in writes),
+        "s3files_reads": sum(s3_files_io(prices, n, b, "s3files_read_gb") for n, b in reads),
+        "egress": prices.gb(downloaded) * prices["egress_internet_gb"],
+    }
+
+
 def operations_cost(
     ops: Operations, prices: Prices, layout: str = "hybrid", assumptions: Assumptions | None = None
 ) -> dict[str, float]:
@@ -241,6 +297,8 @@ def operations_cost(
         return _all_s3_ops(ops, prices)
     if layout == "all-efs":
         return _all_efs_ops(ops, prices, a)
+    if layout == "s3-files":
+        return _s3_files_ops(ops, prices)
     raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
 
 

@@ -36,6 +36,9 @@ class Usage:
     s3_logical_bytes: int = 0  # sum of large file sizes over paths
     large_efs_data_bytes: int = 0  # what the large files' data would meter in EFS
     record_bytes: int = 0  # estimated DynamoDB bytes of file and object records
+    # files under Amazon S3 Files' import threshold (128 KiB), which it keeps on file-system storage
+    s3files_small_files: int = 0
+    s3files_small_bytes: int = 0
 
     @property
     def files(self) -> int:
@@ -71,7 +74,13 @@ class UsageBuilder:
         self.counts["efs_dirs"] += 1
         self.counts["efs_metadata_metered_bytes"] += m.efs_dir_bytes()
 
+    def _under_import_threshold(self, size: int) -> None:
+        if size < m.S3FILES_IMPORT_THRESHOLD:
+            self.counts["s3files_small_files"] += 1
+            self.counts["s3files_small_bytes"] += size
+
     def add_small(self, size: int, path: str = "", owner: str | None = None) -> None:
+        self._under_import_threshold(size)
         self.counts["efs_files"] += 1
         self.counts["efs_bytes"] += size
         self.counts["efs_data_metered_bytes"] += m.efs_data_bytes(size)
@@ -81,6 +90,7 @@ class UsageBuilder:
     def add_large(
         self, size: int, content_hash: str, link_bytes: int, path: str = "", owner: str | None = None
     ) -> None:
+        self._under_import_threshold(size)
         self.counts["link_files"] += 1
         self.counts["link_file_bytes"] += link_bytes
         self.counts["efs_metadata_metered_bytes"] += m.efs_file_bytes(link_bytes)

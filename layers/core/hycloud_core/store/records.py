@@ -11,6 +11,7 @@ deployment has one thing to back up and replicate to a standby region:
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
+| job ledger | `JOB#<user>` | `<job key>` | attempt, fresh_until, expiration (TTL, 91 days: job_ledger.py) |
 | answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
 `<user>` in `NS#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).

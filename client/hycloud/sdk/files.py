@@ -1,0 +1,226 @@
+"""File-like objects over HyCloud: seekable ranged reads, and writes spooled then uploaded on close.
+
+A small file comes in one GET (its sha256 checked) and is then sliced in memory. A large file is
+read with ranged GETs of its presigned S3 URL, fetched again when S3 says it expired; if the file
+was replaced meanwhile the read fails rather than mixing two versions. A single range cannot be
+checked against the content hash (it covers whole 8 MiB parts); when a reader goes through the
+whole file in order, the hash is checked at the end and a mismatch fails the last read.
+
+A writer spools to a local temporary file and uploads it through `HyCloud.put` when closed (all
+of put's checks apply); leaving a `with` block by an exception discards it instead.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from hycloud_core import content
+from hycloud_core.errors import ConflictError, HyCloudError
+
+from ..http import new_session
+
+if TYPE_CHECKING:
+    from .client import HyCloud
+
+READ_BUFFER = 1024 * 1024
+LINK_TYPE = "application/vnd.hycloud.link+json"
+
+
+class RemoteReader(io.RawIOBase):
+    """Raw random-access reads of one remote file (wrap in io.BufferedReader for small reads)."""
+
+    def __init__(self, client: HyCloud, path: str) -> None:
+        super().__init__()
+        self.client, self.path = client, path
+        self._pos = 0
+        self._data: bytes | None = None
+        self._link: dict[str, Any] = {}
+        self._session = None
+        self._hasher: content.PartHasher | None = content.PartHasher()
+        self._hashed_to = 0
+        self._load()
+
+    def _load(self) -> None:
+        response = self.client._fetch(self.path)
+        if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            self._link = response.json()
+        else:
+            from .client import _verified
+
+            self._data = _verified(self.path, response)
+
+    @property
+    def size(self) -> int:
+        return len(self._data) if self._data is not None else int(self._link["size"])
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        if base + offset < 0:
+            raise ValueError(f"negative seek position {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def readinto(self, buffer) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        length = min(len(buffer), max(self.size - self._pos, 0))
+        if length == 0:
+            return 0
+        data = self.read_range(self._pos, length)
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def readall(self) -> bytes:
+        """The rest of the file in one ranged GET (the default would read it 8 KiB at a time)."""
+        data = self.read_range(self._pos, self.size - self._pos)
+        self._pos += len(data)
+        return data
+
+    def read_range(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset+length) clipped to the file: one ranged GET for a large file."""
+        length = min(length, max(self.size - offset, 0))
+        if length <= 0:
+            return b""
+        if self._data is not None:
+            return self._data[offset : offset + length]
+        data = self._ranged_get(offset, length)
+        if len(data) != length:
+            raise HyCloudError(
+                f"short read of {self.path} at {offset}: {len(data)} of {length} bytes",
+                code="download-failed",
+            )
+        self._check_in_order(offset, data)
+        return data
+
+    def _ranged_get(self, offset: int, length: int) -> bytes:
+        self._session = self._session or new_session(retries=3)
+        headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
+        for attempt in range(2):
+            r = self._session.get(self._link["url"], headers=headers, timeout=300)
+            if r.status_code in (200, 206):
+                return r.content if r.status_code == 206 else r.content[offset : offset + length]
+            if r.status_code in (400, 403) and attempt == 0:
+                self._refresh_link()  # presigned URL expired: ask for a new one
+                continue
+            break
+        raise HyCloudError(f"S3 answered {r.status_code} for {self.path}", code="download-failed")
+
+    def _refresh_link(self) -> None:
+        old = self._link["content_hash"]
+        self._load()
+        if self._data is not None or self._link.get("content_hash") != old:
+            raise ConflictError(f"{self.path} changed while it was open", code="changed-while-open")
+
+    def _check_in_order(self, offset: int, data: bytes) -> None:
+        """Hash what is read front to back; check it once the end is reached in order."""
+        if self._hasher is None or offset != self._hashed_to:
+            self._hasher = None  # out-of-order read: the whole-file hash can no longer be checked
+            return
+        self._hasher.update(data)
+        self._hashed_to += len(data)
+        if self._hashed_to == self.size and self._hasher.hexdigest() != self._link["content_hash"]:
+            raise HyCloudError(
+                f"read of {self.path} is corrupt (content hash mismatch)", code="corrupt-download"
+            )
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+        super().close()
+
+
+class RemoteWriter(io.RawIOBase):
+    """Writes land in a local temporary file; `close()` uploads it to `path`."""
+
+    def __init__(self, client: HyCloud, path: str, parents: bool = False) -> None:
+        super().__init__()
+        self.client, self.path, self.parents = client, path, parents
+        fd, self._spool_path = tempfile.mkstemp(prefix="hycloud-write-")
+        self._spool = os.fdopen(fd, "w+b")
+        self.result: dict | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return self._spool.write(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._spool.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._spool.tell()
+
+    def truncate(self, size: int | None = None) -> int:
+        return self._spool.truncate(size)
+
+    def close(self) -> None:
+        """Upload what was written, then drop the spool file."""
+        if self.closed:
+            return
+        try:
+            self._spool.close()
+            self.result = self.client.put(self._spool_path, self.path, parents=self.parents)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Close without uploading."""
+        if not self._spool.closed:
+            self._spool.close()
+        if os.path.exists(self._spool_path):
+            os.unlink(self._spool_path)
+        super().close()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+
+
+class BufferedRemoteWriter(io.BufferedWriter):
+    """A buffered writer whose `with` block discards the file when it ends by an exception."""
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.raw.discard()
+
+
+def open_remote(
+    client: HyCloud,
+    path: str,
+    mode: str = "rb",
+    buffer_size: int = READ_BUFFER,
+    parents: bool = False,
+    encoding: str | None = None,
+) -> io.IOBase:
+    """`open()` for a remote path: "rb"/"wb", or "r"/"w" for text."""
+    kind, binary = mode.replace("b", "").replace("t", ""), "b" in mode
+    if kind not in ("r", "w") or ("b" in mode and "t" in mode):
+        raise HyCloudError(
+            f"unsupported mode {mode!r}: use 'rb', 'wb', 'r' or 'w'", code="bad-mode", status=400
+        )
+    if kind == "r":
+        stream: io.IOBase = io.BufferedReader(RemoteReader(client, path), buffer_size)
+    else:
+        stream = BufferedRemoteWriter(RemoteWriter(client, path, parents), buffer_size)
+    return stream if binary else io.TextIOWrapper(stream, encoding=encoding or "utf-8")

@@ -1,0 +1,255 @@
+"""The DAV provider: resources backed by SDK calls on the requesting user's own client.
+
+Listings come from one `ls` per folder (members are built from its entries, not stat'ed one by
+one). File bodies are the SDK's file objects: ranged reads for GET (with Range), and uploads on
+close for PUT. Copies and moves are the API's own, so large trees move as cloud jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+from wsgidav import util
+from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
+from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
+
+from hycloud_core.errors import HyCloudError, NotFoundError
+
+from ..sdk import HyCloud
+from .auth import CLIENT_KEY
+
+ENTRIES_KEY = "hycloud.entries"
+
+
+@contextmanager
+def dav_errors() -> Iterator[None]:
+    """API errors keep their status (404, 409, 403, 507 for quota...) as DAV errors."""
+    try:
+        yield
+    except HyCloudError as err:
+        status = err.status or 502
+        if err.code == "quota-exceeded":
+            status = 507
+        raise DAVError(status if 400 <= status < 600 else 502, err.message) from err
+
+
+def _remote(path: str) -> str:
+    return "/" + path.strip("/")
+
+
+class _Entry:
+    """What both kinds of resource share: the stat entry and the request's client."""
+
+    def _setup(self, entry: dict, client: HyCloud) -> None:
+        self.entry, self.client = entry, client
+
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        """A change: what this request has stat'ed so far may be stale afterwards."""
+        try:
+            with dav_errors():
+                yield
+        finally:
+            self.environ.get(ENTRIES_KEY, {}).clear()
+
+    def get_creation_date(self) -> float:
+        return self.entry.get("mtime", 0.0)
+
+    def get_last_modified(self) -> float:
+        return self.entry.get("mtime", 0.0)
+
+    def get_display_name(self) -> str:
+        return self.name
+
+    def _ref_url(self, path: str) -> str:
+        """The key WsgiDAV keeps locks and properties under for `path`, as `get_ref_url` makes it."""
+        if self.is_collection and not path.endswith("/"):
+            path += "/"
+        return quote((self.provider.share_path or "") + path)
+
+    def _dead_properties(self, dest_path: str, *, is_move: bool, with_children: bool) -> None:
+        manager = self.provider.prop_manager
+        if not manager:
+            return
+        dest = self._ref_url(dest_path)
+        if is_move:
+            manager.move_properties(
+                self.get_ref_url(), dest, with_children=with_children, environ=self.environ
+            )
+        else:
+            manager.copy_properties(self.get_ref_url(), dest, self.environ)
+
+
+class RemoteFile(_Entry, DAVNonCollection):
+    def __init__(self, path: str, environ: dict, entry: dict, client: HyCloud) -> None:
+        DAVNonCollection.__init__(self, path, environ)
+        self._setup(entry, client)
+
+    def get_content_length(self) -> int:
+        return self.entry.get("size", 0)
+
+    def get_content_type(self) -> str:
+        return util.guess_mime_type(self.path)
+
+    def get_etag(self) -> str:
+        """The content hash where the API gives one, else size and mtime (as a filesystem would)."""
+        return (
+            self.entry.get("content_hash")
+            or f"{self.entry.get('size', 0):x}-{self.entry.get('mtime', 0):.6f}"
+        )
+
+    def support_etag(self) -> bool:
+        return True
+
+    def support_ranges(self) -> bool:
+        return True
+
+    def get_content(self):
+        with dav_errors():
+            return self.client.open(_remote(self.path), "rb")
+
+    def begin_write(self, *, content_type: str | None = None):
+        with self.changing():
+            return self.client.open(_remote(self.path), "wb")
+
+    def end_write(self, *, with_errors: bool) -> None:
+        self.environ.get(ENTRIES_KEY, {}).clear()
+
+    def delete(self) -> None:
+        with self.changing():
+            self.client.rm(_remote(self.path))
+        self.remove_all_properties(recursive=True)
+        self.remove_all_locks(recursive=True)
+
+    def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
+        with self.changing():
+            (self.client.mv if is_move else self.client.cp)(_remote(self.path), _remote(dest_path))
+        self._dead_properties(dest_path, is_move=is_move, with_children=False)
+
+    def support_recursive_move(self, dest_path: str) -> bool:
+        return True
+
+    def move_recursive(self, dest_path: str) -> None:
+        self.copy_move_single(dest_path, is_move=True)
+
+
+class RemoteFolder(_Entry, DAVCollection):
+    def __init__(self, path: str, environ: dict, entry: dict, client: HyCloud) -> None:
+        DAVCollection.__init__(self, path, environ)
+        self._setup(entry, client)
+        self._members: dict[str, dict] | None = None
+
+    def get_etag(self) -> None:
+        return None
+
+    def _listing(self) -> dict[str, dict]:
+        if self._members is None:
+            with dav_errors():
+                self._members = {e["name"]: e for e in self.client.iter_dir(_remote(self.path))}
+        return self._members
+
+    def get_member_names(self) -> list[str]:
+        return list(self._listing())
+
+    def get_member(self, name: str):
+        entry = self._listing().get(name)
+        path = util.join_uri(self.path, name)
+        if entry is None:
+            return self.provider.get_resource_inst(path, self.environ)
+        self.environ.setdefault(ENTRIES_KEY, {})[path] = entry
+        return _resource(path, self.environ, entry, self.client)
+
+    def create_empty_resource(self, name: str) -> RemoteFile:
+        path = util.join_uri(self.path, name)
+        with self.changing():
+            self.client.put_bytes(_remote(path), b"")
+        return self.provider.get_resource_inst(path, self.environ)
+
+    def create_collection(self, name: str) -> None:
+        with self.changing():
+            self.client.mkdir(_remote(util.join_uri(self.path, name)))
+
+    def _locked_below(self) -> bool:
+        manager = self.provider.lock_manager
+        return bool(manager and manager.get_url_lock_list(self.get_ref_url(), recursive=True))
+
+    def handle_delete(self) -> bool:
+        """The whole tree in one API call, unless something in it is locked (then WsgiDAV walks
+        it member by member, checking each lock)."""
+        if self._locked_below():
+            return False
+        self.delete()
+        self.provider.prop_manager.remove_tree(self.get_ref_url())
+        return True
+
+    def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        """A whole-tree copy in one API call (replacing what is there: Overwrite was checked)."""
+        if not depth_infinity or self._locked_below():
+            return False
+        with self.changing():
+            existing = _stat(self.client, dest_path)
+            if existing is not None and existing["type"] == "dir":
+                self.client.rmdir(_remote(dest_path), recursive=True)
+            elif existing is not None:
+                self.client.rm(_remote(dest_path))
+            self.client.cp(_remote(self.path), _remote(dest_path))
+        manager = self.provider.prop_manager
+        manager.remove_tree(self._ref_url(dest_path))
+        manager.copy_tree(self.get_ref_url(), self._ref_url(dest_path))
+        return True
+
+    def delete(self) -> None:
+        if _remote(self.path) == "/":
+            raise DAVError(HTTP_FORBIDDEN, "the root cannot be removed")
+        with self.changing():
+            self.client.rmdir(_remote(self.path), recursive=True)
+        self.remove_all_properties(recursive=True)
+        self.remove_all_locks(recursive=True)
+
+    def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
+        """One level of a member-by-member copy: just the folder itself."""
+        with self.changing():
+            try:
+                self.client.stat(_remote(dest_path))
+            except NotFoundError:
+                self.client.mkdir(_remote(dest_path))
+        self._dead_properties(dest_path, is_move=is_move, with_children=False)
+
+    def support_recursive_move(self, dest_path: str) -> bool:
+        return True
+
+    def move_recursive(self, dest_path: str) -> None:
+        with self.changing():
+            self.client.mv(_remote(self.path), _remote(dest_path))
+        self._dead_properties(dest_path, is_move=True, with_children=True)
+
+
+def _resource(path: str, environ: dict, entry: dict, client: HyCloud):
+    kind = RemoteFolder if entry.get("type") == "dir" else RemoteFile
+    return kind(path, environ, entry, client)
+
+
+class HyCloudProvider(DAVProvider):
+    """Maps the share onto the authenticated user's namespace root."""
+
+    def get_resource_inst(self, path: str, environ: dict):
+        """One stat per path per request: WsgiDAV asks for the same resource several times."""
+        client: HyCloud = environ[CLIENT_KEY]
+        entries = environ.setdefault(ENTRIES_KEY, {})
+        if path not in entries:
+            entries[path] = _stat(client, path)
+        entry = entries[path]
+        return None if entry is None else _resource(path, environ, entry, client)
+
+
+def _stat(client: HyCloud, path: str) -> dict | None:
+    try:
+        return client.stat(_remote(path))
+    except NotFoundError:
+        return None
+    except HyCloudError as err:
+        if err.status == 400:  # a name the API refuses cannot exist there
+            return None
+        raise DAVError(err.status or 502, err.message) from err

@@ -1,0 +1,112 @@
+"""`hycloud mount DIR` (FUSE): a tree copied in and back out byte-exact, and checked through the API."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hycloud_core import content
+from tests.e2e.conftest import HYCLOUD
+
+MiB = 1024 * 1024
+SIZES = {  # relative path -> size: empty, tiny, small, just above the small-file threshold, large
+    "empty": 0,
+    "one byte": 1,
+    "a/notes.txt": 1000,
+    "a/b/c/deep.bin": 100_000,
+    "a/b/edge.bin": 2 * MiB + 1,
+    "big/large.bin": 5 * MiB + 3,
+}
+CANNOT_MOUNT = (
+    None
+    if os.path.exists("/dev/fuse") and shutil.which("fusermount3")
+    else "no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine"
+)
+pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=CANNOT_MOUNT or "")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def mounted(alice, tmp_path_factory):
+    """`hycloud mount` as a user runs it; unmounted with fusermount3 and its process awaited."""
+    mnt = tmp_path_factory.mktemp("mnt")
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": alice.deployment.api_url,
+        "HYCLOUD_API_KEY": alice.key,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+    }
+    log = tmp_path_factory.mktemp("mntlog") / "mount.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while not os.path.ismount(mnt):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"mount did not appear: {log.read_text()}")
+        time.sleep(0.2)
+    yield mnt
+    subprocess.run(["fusermount3", "-u", str(mnt)], check=False, timeout=30)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("src") / "tree"
+    rng = random.Random(41)
+    for rel, size in SIZES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(rng.randbytes(size))
+    (root / "empty dir").mkdir()
+    return root
+
+
+def test_tree_in_and_out_byte_exact(mounted, tree, alice, tmp_path):
+    subprocess.run(["cp", "-r", str(tree), str(mounted / "tree")], check=True, timeout=120)
+    back = tmp_path / "back"
+    subprocess.run(["cp", "-r", str(mounted / "tree"), str(back)], check=True, timeout=120)
+    for rel in SIZES:
+        assert _sha(back / rel) == _sha(tree / rel), rel
+    assert (back / "empty dir").is_dir() and not any((back / "empty dir").iterdir())
+    sdk = alice.sdk()
+    for rel, size in SIZES.items():
+        info = sdk.stat(f"/tree/{rel}")
+        assert info["size"] == size, rel
+        if info["storage"] == "large":
+            assert info["content_hash"] == content.hash_file(tree / rel)[0], rel
+        else:
+            assert hashlib.sha256(sdk.get_bytes(f"/tree/{rel}")).hexdigest() == _sha(tree / rel), rel
+    assert sdk.stat("/tree/big/large.bin")["storage"] == "large"
+    assert sdk.stat("/tree/empty dir")["type"] == "dir"
+
+
+def test_random_reads_and_updates_through_the_mount(mounted, tree, alice):
+    local = (tree / "big/large.bin").read_bytes()
+    with open(mounted / "tree/big/large.bin", "rb") as f:
+        for offset in (4 * MiB + 17, 10, 5 * MiB - 5, 8 * MiB):
+            f.seek(offset)
+            assert f.read(70_000) == local[offset : offset + 70_000]
+    with open(mounted / "tree/a/notes.txt", "ab") as f:  # update in place: uploaded on close
+        f.write(b"appended")
+    expected = (tree / "a/notes.txt").read_bytes() + b"appended"
+    assert alice.sdk().get_bytes("/tree/a/notes.txt") == expected
+    os.rename(mounted / "tree/a/notes.txt", mounted / "tree/one byte")  # replaces, as POSIX rename does
+    assert alice.sdk().get_bytes("/tree/one byte") == expected
+    os.unlink(mounted / "tree/one byte")
+    assert not (mounted / "tree/one byte").exists()
+    with pytest.raises(OSError) as err:
+        os.rmdir(mounted / "tree/a")
+    assert err.value.errno == 39  # ENOTEMPTY
