@@ -167,7 +167,8 @@ def apply(event: dict) -> dict:
             open(new_path, "wb") as out,
         ):
             size = apply_delta(base, delta, out)
-        count_bytes("DeltaSavedBytes", size - os.fstat(delta.fileno()).st_size)
+            delta_size = os.fstat(delta.fileno()).st_size
+        count_bytes("DeltaSavedBytes", size - delta_size)
         got, _ = content.hash_file(new_path)
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
