@@ -4,8 +4,11 @@ For each consecutive pair of releases of the npm package `typescript` and of Dja
 source tars, fetched from the registries), the time and the bytes on the client link of:
   downloads (client holds the previous release): (a) direct from S3, (b) relay through EFS,
     (c) rsync-style delta, (d) version-aware delta;
-  uploads (cloud holds the previous release): (e) direct to S3, (f) rsync-style delta,
+  uploads (cloud holds the previous release): (e) direct to S3, (f) rsync-style delta against
+    the checksum list the client kept when it uploaded the previous release (no old bytes needed),
     (g) version-aware delta (both deltas forced, with eq. 2's own verdict reported beside them).
+The client remembers the previous release's content hash (as after transferring it), so a delta
+download does not read its base twice.
 Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
 
     .venv/bin/python bench/transfer_bench.py [--quick] [--down 50 --up 50 --rtt 100]
@@ -31,11 +34,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
 
 from bench.delta_bench import SERIES  # noqa: E402
+from bench.relay_links import api_url, split_links  # noqa: E402
 from bench.wan import SpawnedWanLink, WanAdapter  # noqa: E402
 from hycloud import http as client_http  # noqa: E402
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
-from hycloud_core.delta import should_delta_upload  # noqa: E402
+from hycloud.transfer import auto  # noqa: E402
+from hycloud.transfer.delta import wait_for_adaptation  # noqa: E402
+from hycloud_core import content  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
 MODES = [
@@ -77,36 +83,46 @@ def measure(link, fn) -> dict:
 
 
 def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, work: Path, tag: str) -> dict:
+    """Both clients share one state store: what `setup` transferred (unmeasured, off the link), the
+    measured client remembers, as it would had it transferred that version itself."""
     down_path, up_path = f"/bench/{tag}-down.tar", f"/bench/{tag}-up.tar"
-    setup.put(old, down_path, parents=True)
-    setup.put(old, up_path, parents=True)
+    old_hash = content.hash_file(old)[0]
+    setup.put(old, down_path, parents=True, via="direct")
+    setup.put(old, up_path, parents=True, via="direct")
     row: dict = {"size": new.stat().st_size}
     with through(link):
         wan = HyCloud(url, key)
         # uploads first: the new release is not in the cloud yet, so (e) is a real upload
-        row["e_direct_up"] = measure(link, lambda: wan.put(new, up_path))
+        row["e_direct_up"] = measure(link, lambda: wan.put(new, up_path, via="direct"))
         for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
-            setup.put(old, up_path)
+            setup.put(old, up_path, via="direct")
+            auto.settle()  # the old release's checksum list is in the store
             result: dict = {}
-            row[mode] = measure(
-                link,
-                lambda k=kind, r=result: r.update(
-                    wan.put(new, up_path, base=old, delta_kind=k, force_delta=True)
-                ),
+            if kind == "rsync":  # against the checksum list kept from the old release's upload
+                put = lambda r=result: r.update(wan.put(new, up_path, via="delta"))  # noqa: E731
+            else:
+                put = lambda r=result: r.update(  # noqa: E731
+                    wan.put(new, up_path, base=old, delta_kind="version", force_delta=True)
+                )
+            row[mode] = measure(link, put)
+            row[mode]["eq2_says_delta"] = auto.upload_pays(
+                row["size"], result.get("sent_bytes", row["size"]), auto.rates(wan.store)
             )
-            row[mode]["eq2_says_delta"] = should_delta_upload(
-                wan.upload_rate, result.get("compute_rate", 1e9), 100 * 2**20, result.get("gamma", 0.0)
-            )
-        setup.put(new, down_path)  # the previous release becomes a retained old version
-        row["a_direct"] = measure(link, lambda: wan.get(down_path, work / "a.tar"))
+            auto.settle()
+        setup.put(new, down_path, via="direct")  # the previous release becomes a retained old version
+        row["a_direct"] = measure(link, lambda: wan.get(down_path, work / "a.tar", via="direct"))
         row["b_relay"] = measure(link, lambda: wan.get(down_path, work / "b.tar", via="relay"))
+        held = work / "held.tar"
         for mode, delta_mode in (("c_rsync_delta", "rsync"), ("d_version_delta", "auto")):
-            shutil.copyfile(old, work / "held.tar")
+            shutil.copyfile(old, held)
+            wan.store.remember(down_path, old_hash, held, None)  # the client got the old release earlier
             row[mode] = measure(
-                link, lambda m=delta_mode: wan.get(down_path, work / "held.tar", via="delta", delta_mode=m)
+                link, lambda m=delta_mode: wan.get(down_path, held, via="delta", delta_mode=m)
             )
             row[mode]["kind"] = wan.last_transfer.get("kind")
-            assert (work / "held.tar").read_bytes() == new.read_bytes(), f"{mode} rebuilt wrong bytes"
+            assert held.read_bytes() == new.read_bytes(), f"{mode} rebuilt wrong bytes"
+            wait_for_adaptation()
+            auto.settle()
     for name in ("a.tar", "b.tar"):
         assert (work / name).stat().st_size == row["size"]
     return row
@@ -163,6 +179,59 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+RELAY_LINK = (50, 20)  # Mbit/s down and up, RTT ms: the client near the relay
+S3_LINKS = [(50, 100), (30, 150), (20, 200)]  # ... and ever farther from S3's region
+
+
+def relay_sweep(setup: HyCloud, url: str, key: str, file: Path, port: int, work: Path) -> list[dict]:
+    """Direct (S3 over its link) against relay (the API over its link), and what `auto` then picks."""
+    path, rows = "/bench/relay-choice.tar", []
+    setup.put(file, path, parents=True, via="direct")
+    for down, rtt in S3_LINKS:
+        shape = {"target": ("127.0.0.1", port)}
+        with (
+            SpawnedWanLink(
+                **shape, down_mbps=RELAY_LINK[0], up_mbps=RELAY_LINK[0], rtt_ms=RELAY_LINK[1]
+            ) as near,
+            SpawnedWanLink(**shape, down_mbps=down, up_mbps=down, rtt_ms=rtt) as far,
+            split_links(near, far),
+        ):
+            # a client at this place: its own memory of the rates it measured there
+            os.environ["HYCLOUD_STATE"] = str(work / f"state-{down}-{rtt}.sqlite3")
+            client = HyCloud(api_url(url), key)
+            row = {
+                "s3_link": f"{down} Mbit/s, {rtt} ms",
+                "relay_link": f"{RELAY_LINK[0]} Mbit/s, {RELAY_LINK[1]} ms",
+            }
+            for mode in ("direct", "relay"):
+                started = time.perf_counter()
+                client.get(path, work / f"{mode}.tar", via=mode)
+                row[f"{mode}_s"] = time.perf_counter() - started
+            (work / "auto.tar").unlink(missing_ok=True)  # no local base: direct or relay
+            started = time.perf_counter()
+            client.get(path, work / "auto.tar")
+            row["auto_s"], row["auto_picks"] = time.perf_counter() - started, client.last_transfer["mode"]
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def relay_markdown(rows: list[dict], size: int) -> str:
+    lines = [
+        f"Direct (S3) against relay (EFS via the API) downloads of a {size / 1e6:.1f} MB file, each link emulated "
+        "separately; `auto` after it has measured both (the relay cache is warm by then).",
+        "",
+        "| S3 link | relay link | direct s | relay s | auto s | auto picks |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['s3_link']} | {r['relay_link']} | {r['direct_s']:.2f} | {r['relay_s']:.2f} | "
+            f"{r['auto_s']:.2f} | {r['auto_picks']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="3 releases per series")
@@ -170,8 +239,11 @@ def main() -> None:
     parser.add_argument("--down", type=float, default=50)
     parser.add_argument("--up", type=float, default=50)
     parser.add_argument("--rtt", type=float, default=100)
+    parser.add_argument("--relay-only", action="store_true", help="only the direct-or-relay comparison")
     args = parser.parse_args()
     n = 3 if args.quick else args.releases
+    state = tempfile.TemporaryDirectory()
+    os.environ["HYCLOUD_STATE"] = str(Path(state.name) / "state.sqlite3")  # this run's client memory
     local.start()
     outputs = local.deploy(log=lambda m: None)
     env = local.cloud_env()
@@ -180,6 +252,14 @@ def main() -> None:
     url = outputs["LocalApiUrl"]
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     setup = HyCloud(url, key)
+    if args.relay_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            versions_of, fetch = SERIES["typescript"]
+            file = fetch(versions_of(1)[0])
+            rows = relay_sweep(setup, url, key, file, port, Path(tmp))
+        result_files.write("relay_choice", {"rows": rows}, relay_markdown(rows, file.stat().st_size))
+        print(relay_markdown(rows, file.stat().st_size))
+        return
     doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
     with (
         SpawnedWanLink(

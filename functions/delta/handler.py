@@ -10,7 +10,11 @@ user can see. Failures are raised as exception classes that hycloud_core.jobs.FA
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
+import time
+from typing import BinaryIO
 
 import boto3
 
@@ -22,47 +26,149 @@ from hycloud_core.delta.apply import apply_delta
 from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.jobs import HashMismatch, VersionMismatch, staging_file
+from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
 from hycloud_core.observability import count_bytes, job_duration, observed
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
+MAX_API_BODY = 4 * 1024 * 1024
+
+
+def s3_efs_rate(event: dict) -> float | None:
+    """Bytes per second of the relay fetches this job waited for (misses only), from their reports."""
+    fetched = event.get("fetched") or []
+    reports = [f.get("Payload", f) for f in (fetched if isinstance(fetched, list) else [fetched])]
+    misses = [r for r in reports if isinstance(r, dict) and not r.get("hit") and r.get("seconds")]
+    seconds = sum(r["seconds"] for r in misses)
+    return sum(r["size"] for r in misses) / seconds if seconds > 0 else None
+
+
+def unstage(event: dict, suffix: str) -> None:
+    """Bring what the client staged in S3 (a checksum list or delta over one API request) to the
+    job's EFS staging file, streamed and checked against the sha256 it is named by."""
+    target = staging_file(CONFIG.staging_dir, event["job"], suffix)
+    if not event.get("staged_key") or os.path.exists(target):
+        return
+    digest = hashlib.sha256()
+    body = s3.get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
+    with open(target + ".tmp", "wb") as out:
+        for piece in body.iter_chunks(1 << 20):
+            digest.update(piece)
+            out.write(piece)
+    if digest.hexdigest() != event["staged_sha256"]:
+        os.unlink(target + ".tmp")
+        raise HashMismatch("the staged object is not what the client named")
+    os.replace(target + ".tmp", target)
+    s3.delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
+
+
+def publish_large(job: str, path: str) -> str | None:
+    """A delta over one API response also goes to S3, for the client to fetch by presigned URL."""
+    if os.path.getsize(path) <= MAX_API_BODY:
+        return None
+    key = delta_object_key(job)
+    s3.upload_file(path, CONFIG.bucket, key)  # multipart, streamed from EFS
+    return key
+
+
+class FetchFailed(Exception):
+    """A version the job needs could not be read (its Step Functions error name, as for the relay)."""
+
+
+class TeeToCache:
+    """The new version read once, front to back, straight from S3 (no separate relay step), and
+    written to the relay cache as it goes: published there only if its content hash is right, so
+    the next job finds it as the client's base and relay downloads find it too."""
+
+    def __init__(self, cache: RelayCache, name: str, content_hash: str) -> None:
+        self.cache, self.name, self.content_hash = cache, name, content_hash
+        try:
+            response = s3.get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
+        except s3.exceptions.ClientError as err:
+            raise FetchFailed(f"the new version could not be read: {err}") from None
+        self.size, self.body = response["ContentLength"], response["Body"]
+        fd, self.tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
+        self.copy, self.hasher, self.done = os.fdopen(fd, "wb"), content.PartHasher(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        parts, want = [], n
+        while want != 0 and (piece := self.body.read(want if want > 0 else None)):
+            parts.append(piece)
+            want = want - len(piece) if want > 0 else 0
+        data = b"".join(parts)
+        self.done += len(data)
+        self.copy.write(data)
+        self.hasher.update(data)
+        return data
+
+    def close(self) -> None:
+        """Publish the copy when all of it was read and it is the version named; drop it otherwise."""
+        self.copy.close()
+        self.body.close()
+        if self.done == self.size and self.hasher.hexdigest() == self.content_hash:
+            self.cache.publish(self.name, self.tmp, self.content_hash)
+        elif os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
+    """The new version from the relay cache if there, else streamed from S3 into it."""
+    if cache.is_ready(event["cache_name"], event["content_hash"]):
+        path = cache.path(event["cache_name"])
+        return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
+    tee = TeeToCache(cache, event["cache_name"], event["content_hash"])
+    return tee, tee.size
 
 
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
-    new_path = cache.path(event["cache_name"])
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
+    unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
-    with open(new_path, "rb") as new, open(out_path + ".tmp", "wb") as out:
-        if event.get("base_hash"):
-            base_path = cache.path(event["base_cache_name"])
-            with open(base_path, "rb") as base:
-                size = versioned.encode(base, os.path.getsize(base_path), new, os.path.getsize(new_path), out)
-            kind = "version"
-        else:
-            with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
-                size = rsync_delta(sig.read(), new, out).compressed_bytes
-            kind = "rsync"
+    started = time.perf_counter()
+    new, new_size = _new_version(event, cache)
+    try:
+        with open(out_path + ".tmp", "wb") as out:
+            if event.get("base_hash"):
+                base_path = cache.path(event["base_cache_name"])
+                with open(base_path, "rb") as base:
+                    size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out)
+                kind = "version"
+            else:
+                with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
+                    size = rsync_delta(sig.read(), new, out).compressed_bytes
+                kind = "rsync"
+    finally:
+        new.close()
     os.replace(out_path + ".tmp", out_path)
-    count_bytes("DeltaSavedBytes", os.path.getsize(new_path) - os.path.getsize(out_path))
-    return {"job": event["job"], "kind": kind, "delta_size": os.path.getsize(out_path), "reported": size}
+    count_bytes("DeltaSavedBytes", new_size - os.path.getsize(out_path))
+    return {
+        "job": event["job"],
+        "kind": kind,
+        "delta_size": os.path.getsize(out_path),
+        "reported": size,
+        "s3_efs_rate": s3_efs_rate(event),
+        "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
+        **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
+    }
 
 
 def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
-    delta_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    os.makedirs(CONFIG.staging_dir, exist_ok=True)
+    unstage(event, "delta")
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,
-            open(delta_path, "rb") as delta,
+            open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
             size = apply_delta(base, delta, out)
-        count_bytes("DeltaSavedBytes", size - os.path.getsize(delta_path))
+            delta_size = os.fstat(delta.fileno()).st_size
+        count_bytes("DeltaSavedBytes", size - delta_size)
         got, _ = content.hash_file(new_path)
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
@@ -85,7 +191,7 @@ def apply(event: dict) -> dict:
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
-        return {"job": event["job"], "entry": entry.to_dict()}
+        return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
     finally:
         if os.path.exists(new_path):
             os.unlink(new_path)

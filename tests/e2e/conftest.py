@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,6 +24,10 @@ from infra.local import deploy as local
 
 ROOT = Path(__file__).resolve().parents[2]
 HYCLOUD = str(Path(sys.executable).parent / "hycloud")
+# what the client remembers between runs (versions, rates) stays in this test session
+os.environ.setdefault(
+    "HYCLOUD_STATE", os.path.join(tempfile.mkdtemp(prefix="hycloud-state-"), "state.sqlite3")
+)
 
 
 @dataclass

@@ -4,6 +4,7 @@ a fault-injecting proxy in front of it freezes a transfer at a known point or pl
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -194,11 +195,23 @@ def test_config_and_local_errors_are_one_line_with_their_code(alice, tmp_path):
 # --- 4. a delta that does not rebuild the file is a one-line error ---------------------------------
 
 
+def _flipped(data: bytes) -> bytes:
+    body = bytearray(data)
+    body[len(body) // 2] ^= 0xFF
+    return bytes(body)
+
+
 def flip_middle_byte(x: Exchange) -> None:
+    """Corrupt the delta in transit: through /v1/delta/data, or inline in the job's result."""
     if x.route.endswith("/v1/delta/data") and x.response_body:
-        body = bytearray(x.response_body)
-        body[len(body) // 2] ^= 0xFF
-        x.response_body = bytes(body)
+        x.response_body = _flipped(x.response_body)
+    elif "/v1/delta/" in x.route and x.status < 300 and b'"delta"' in x.response_body:
+        answer = json.loads(x.response_body)
+        delta = answer.get("result", {}).get("delta")
+        if delta:
+            answer["result"]["delta"] = base64.b64encode(_flipped(base64.b64decode(delta))).decode()
+            x.response_body = json.dumps(answer).encode()
+            x.corrupted = True
 
 
 def test_a_corrupted_delta_download_is_a_one_line_error_and_keeps_the_local_file(alice, tmp_path):
@@ -213,7 +226,9 @@ def test_a_corrupted_delta_download_is_a_one_line_error_and_keeps_the_local_file
     assert run(cli_env(alice), "put", str(tmp_path / "v2"), "/delta-bad.bin").returncode == 0
     with FaultProxy(on_response=flip_middle_byte) as proxy:
         result = run(cli_env(alice, **proxy.env()), "get", "--via", "delta", "/delta-bad.bin", str(local))
-    assert any(x.route.endswith("/v1/delta/data") for x in proxy.forwarded), (
+    assert any(
+        x.route.endswith("/v1/delta/data") or getattr(x, "corrupted", False) for x in proxy.forwarded
+    ), (
         result.stderr,
         [x.route for x in proxy.forwarded],
     )
@@ -275,7 +290,11 @@ def test_a_delta_upload_reporting_another_hash_fails_loudly(alice, tmp_path):
         if status.get("state") == "ready":
             status["result"]["entry"]["content_hash"] = reported
 
-    with FaultProxy(on_response=rewrite_json("/v1/delta/jobs", edit)) as proxy:
+    def on_response(x: Exchange) -> None:  # the result comes with the job's status, or its start
+        for route in ("/v1/delta/jobs", "/v1/delta/upload"):
+            rewrite_json(route, edit)(x)
+
+    with FaultProxy(on_response=on_response) as proxy:
         result = run(
             cli_env(alice, **proxy.env()),
             "put",

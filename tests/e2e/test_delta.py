@@ -174,9 +174,10 @@ def test_same_delta_job_twice_starts_one_execution(deployment, alice, versions, 
         _make_user(deployment, "eve").sdk().http.json("GET", "/v1/delta/jobs", params={"id": first["job"]})
 
 
-def test_checksum_list_stays_within_one_request(alice, versions, tmp_path, monkeypatch):
-    """A file whose adaptive chunk size would make too long a list gets a larger chunk size; when no
-    size fits, the download is a whole one. Either way the bytes are exact."""
+def test_checksum_list_and_delta_over_one_request_go_through_s3(alice, versions, tmp_path, monkeypatch):
+    """Lists and deltas larger than one API request are staged in S3 by presigned URL, both ways;
+    a list over the client's memory bound gets a larger chunk size, and when none fits the download
+    is a whole one. Either way the bytes are exact."""
     from hycloud.transfer import delta as transfer_delta
 
     v1 = edit(versions[0], 31) + os.urandom(16)
@@ -186,14 +187,36 @@ def test_checksum_list_stays_within_one_request(alice, versions, tmp_path, monke
     sdk = alice.sdk()
     sdk.put(tmp_path / "v1", "/limit.bin")
 
-    monkeypatch.setattr(transfer_delta, "MAX_DELTA_BODY", 64 * 1024)  # 1 KiB chunks: ~215 KB list
+    monkeypatch.setattr(transfer_delta, "MAX_DELTA_BODY", 1024)  # everything goes through S3
     sdk.get("/limit.bin", tmp_path / "out", base=tmp_path / "base", delta_mode="rsync")
     assert (tmp_path / "out").read_bytes() == v1
     assert sdk.last_transfer["kind"] == "rsync", sdk.last_transfer
+    assert sdk.last_transfer["sent_bytes"] > 1024 and sdk.last_transfer["received_bytes"] > 1024
+
+    v2 = edit(v1, 33)
+    (tmp_path / "v2").write_bytes(v2)
+    entry = sdk.put(tmp_path / "v2", "/limit.bin", base=tmp_path / "v1", force_delta=True)
+    assert entry["mode"] == "delta" and entry["sent_bytes"] > 1024
+    assert entry["content_hash"] == content.hash_file(tmp_path / "v2")[0]
+    sdk.get("/limit.bin", tmp_path / "v2-back", via="direct")
+    assert (tmp_path / "v2-back").read_bytes() == v2
+
+    monkeypatch.setattr(transfer_delta, "MAX_SIGNATURE", 64 * 1024)  # 1 KiB chunks: ~215 KB list
+    sdk.get("/limit.bin", tmp_path / "out", base=tmp_path / "base", delta_mode="rsync")
+    assert (tmp_path / "out").read_bytes() == v2
     assert 0 < sdk.last_transfer["sent_bytes"] <= 64 * 1024
 
-    monkeypatch.setattr(transfer_delta, "MAX_DELTA_BODY", 1024)  # no chunk size fits
+    monkeypatch.setattr(transfer_delta, "MAX_SIGNATURE", 1024)  # no chunk size fits
     (tmp_path / "out").unlink()
     sdk.get("/limit.bin", tmp_path / "out", base=tmp_path / "base", delta_mode="rsync")
-    assert (tmp_path / "out").read_bytes() == v1
-    assert sdk.last_transfer == {"kind": "full"}
+    assert (tmp_path / "out").read_bytes() == v2
+    assert sdk.last_transfer == {"mode": "direct", "kind": "full"}
+
+
+def test_staging_refuses_bad_input(alice):
+    api = alice.api()
+    assert api.call("POST", "/v1/delta/staging", json={"sha256": "xyz", "size": 1}).status_code == 400
+    huge = {"sha256": "a" * 64, "size": 6 * 1024**3}
+    assert api.call("POST", "/v1/delta/staging", json=huge).status_code == 413
+    missing = api.call("PUT", "/v1/delta/download", params={"path": "/limit.bin", "staged": "b" * 64})
+    assert missing.status_code == 409 and missing.json()["error"]["code"] == "not-staged"

@@ -20,6 +20,7 @@ from hycloud_core.errors import HyCloudError
 
 from .. import http
 from ..sdk import HyCloud
+from ..transfer.auto import settle
 from ..transfer.delta import wait_for_adaptation
 from . import exit_codes, targets
 from .admin import admin
@@ -190,8 +191,16 @@ def put(
     force_delta: Annotated[
         bool, flag("--force-delta", help="Send the delta even when eq. 2 says not to.")
     ] = False,
+    via: Annotated[
+        str,
+        typer.Option(
+            metavar="WAY", help="Large files: 'auto' (eq. 2 with measured rates), 'direct' or 'delta'."
+        ),
+    ] = "auto",
 ) -> None:
     """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
+    if via not in ("auto", "direct", "delta"):
+        raise HyCloudError("--via is 'auto', 'direct' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if local.is_dir():
@@ -210,11 +219,14 @@ def put(
             base=base,
             delta_kind=delta_kind,
             force_delta=force_delta,
+            via=via,
         )
+        settle()
     finally:
         bar.close()
     how = f"delta {entry['kind']}" if "kind" in entry else entry.get("storage", "small")
-    emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how})")
+    mode = f", mode {entry['mode']}" if STATE["verbose"] and "mode" in entry else ""
+    emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how}{mode})")
 
 
 def _skipped(item: Path) -> None:
@@ -235,15 +247,20 @@ def get(
         bool, flag("-r", "--recursive", help="Download the contents of a directory.")
     ] = False,
     via: Annotated[
-        str, typer.Option(metavar="WAY", help="Large files: 'direct' (S3), 'relay' (EFS) or 'delta'.")
-    ] = "direct",
+        str,
+        typer.Option(
+            metavar="WAY",
+            help="Large files: 'auto' (eq. 2 with measured rates), 'direct' (S3), 'relay' (EFS) or 'delta'.",
+        ),
+    ] = "auto",
     base: Annotated[
         Path | None, typer.Option(metavar="OLD", help="An older local version to download a delta against.")
     ] = None,
 ) -> None:
-    """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory."""
-    if via not in ("direct", "relay", "delta"):
-        raise HyCloudError("--via is 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
+    """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory.
+    `--via delta` patches the existing local file; `auto` does when eq. 2 says it pays."""
+    if via not in ("auto", "direct", "relay", "delta"):
+        raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if recursive:
@@ -262,11 +279,13 @@ def get(
                 ) from None
             raise
         wait_for_adaptation()
+        settle()
     finally:
         bar.close()
+    mode = client.last_transfer.get("mode", "")
     emit(
         {"path": str(path), "size": path.stat().st_size, **client.last_transfer},
-        f"downloaded {remote} -> {path}",
+        f"downloaded {remote} -> {path}" + (f" (mode {mode})" if STATE["verbose"] and mode else ""),
     )
 
 

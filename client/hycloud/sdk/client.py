@@ -15,9 +15,10 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, Payl
 
 from ..config import ClientConfig
 from ..http import Http
-from ..transfer import Progress, download_large, download_relay, upload_large
-from ..transfer.delta import delta_download, delta_upload
+from ..transfer import Progress, auto, download_large, download_relay, upload_large
+from ..transfer.delta import delta_download, delta_upload, signature_upload
 from ..verify import check_stored
+from ..versions import VersionStore
 from . import tree_jobs, trees
 from .files import open_remote
 from .subscribers import ProgressLike, as_progress, report
@@ -44,6 +45,7 @@ class HyCloud:
         self._threshold: int | None = None
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
+        self.store = VersionStore(endpoint, api_key)
 
     @classmethod
     def from_config(cls, profile: str | None = None) -> HyCloud:
@@ -162,40 +164,87 @@ class HyCloud:
         delta_kind: str = "version",
         upload_rate: float | None = None,
         force_delta: bool = False,
+        via: str = "auto",
         mtime: float | None = None,
         mode: int | None = None,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
-        delta against `base` (a local copy of a version the cloud has) when eq. 2 says it pays."""
-        local, progress = Path(local), as_progress(progress)
+        delta when eq. 2 says it pays: against `base` (a local copy of a version the cloud has) or,
+        with `via="auto"`, against the version this client last transferred at `remote`.
+        `mtime` and `mode` (permission bits) are kept with the file when given."""
+        local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         size = os.path.getsize(local)
-        if base is not None and size > self.small_file_threshold:
-            result = delta_upload(
-                self.http,
-                local,
-                paths.normalize(remote),
-                Path(base),
-                upload_rate or self.upload_rate,
-                delta_kind,
-                progress,
-                force=force_delta,
-            )
-            if result is not None:
-                return result
         if size <= self.small_file_threshold:
             try:
                 entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
                 report(progress, f"upload {local.name}", size)
-                return entry
+                return self._noted(entry, "small")
             except PayloadTooLargeError:
                 pass  # the deployment's threshold is lower than we thought
+        result = self._put_delta(local, remote, progress, base, delta_kind, upload_rate, force_delta, via)
+        if result is not None:
+            return result
         started = time.perf_counter()
-        result = upload_large(
-            self.http, local, paths.normalize(remote), parents, progress, keep=_keep(mtime, mode)
-        )
+        result = upload_large(self.http, local, remote, parents, progress, keep=_keep(mtime, mode))
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
-        return result
+            self.store.add_rate("up", self.upload_rate)
+        auto.remember(self.store, remote, result["content_hash"], local)
+        return self._noted(result, "direct")
+
+    def _put_delta(
+        self,
+        local: Path,
+        remote: str,
+        progress: Progress | None,
+        base: str | Path | None,
+        delta_kind: str,
+        upload_rate: float | None,
+        force_delta: bool,
+        via: str,
+    ) -> dict | None:
+        """The delta upload when one is possible and pays, else None (upload directly)."""
+        if base is not None:
+            rate = upload_rate or self.store.rate("up") or self.upload_rate
+            known = self.store.get(remote)
+            result = delta_upload(
+                self.http,
+                local,
+                remote,
+                Path(base),
+                rate,
+                delta_kind,
+                progress,
+                force=force_delta,
+                s3_efs_rate=auto.rates(self.store).s3_efs,
+                base_hash=known.content_hash if known and known.matches(Path(base)) else None,
+            )
+        elif via in ("auto", "delta"):
+            known = self.store.get(remote)
+            if known is None or known.signature is None:
+                return None
+            rates = auto.rates(self.store)
+            pays = (
+                (lambda size, d: True)
+                if via == "delta"
+                else (lambda size, d: auto.upload_pays(size, d, rates))
+            )
+            result = signature_upload(
+                self.http, local, remote, known.content_hash, known.signature, pays, progress
+            )
+        else:
+            return None
+        if result is None:
+            return None
+        auto.learn_job(
+            self.store, os.path.getsize(local), result["sent_bytes"], result, result.get("job_seconds", 0)
+        )
+        auto.remember(self.store, remote, result["content_hash"], local)
+        return self._noted(result, "delta")
+
+    def _noted(self, result: dict, mode: str) -> dict:
+        self.last_transfer = {"mode": mode, **{k: result[k] for k in ("kind", "sent_bytes") if k in result}}
+        return {**result, "mode": mode}
 
     def open(self, path: str, mode: str = "rb", **kwargs):
         """A file object: seekable ranged reads ("rb"), or written locally and uploaded on close ("wb")."""
@@ -244,7 +293,7 @@ class HyCloud:
         remote: str,
         local: str | Path,
         progress: ProgressLike = None,
-        via: str = "direct",
+        via: str = "auto",
         base: str | Path | None = None,
         delta_mode: str = "auto",
     ) -> Path:
@@ -252,33 +301,65 @@ class HyCloud:
 
         Large files come straight from S3 (`via="direct"`), through the EFS relay (`via="relay"`),
         or as a delta against an older local version (`base`; with `via="delta"` the existing
-        `local` file is the base).
+        `local` file is the base). `via="auto"` chooses by eq. 2 with this client's measured rates,
+        taking the existing `local` file as the base.
         """
-        local, progress = Path(local), as_progress(progress)
+        local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         response = self._fetch(remote)
-        if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
-            info = response.json()
-            if via == "delta" and base is None and local.exists():
-                base = local
-            if base is not None:
-                result = delta_download(self.http, info, Path(base), local, progress, mode=delta_mode)
-                if result is not None:
-                    self.last_transfer = result
-                    return local
-                self.last_transfer = {"kind": "full"}  # no checksum list fits one request
-            if via == "relay":
-                return download_relay(self.http, paths.normalize(remote), local, progress)
-            return download_large(info, local, progress)
-        tmp = local.with_name(local.name + ".hycloud-part")
-        try:
-            data = _verified(remote, response)
-            tmp.write_bytes(data)
-            tmp.replace(local)
-            report(progress, f"download {local.name}", len(data))
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
+            self.last_transfer = {"mode": "small"}
+            return _write_verified(remote, response, local, progress)
+        info = response.json()
+        asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
+        if base is None and via in ("auto", "delta") and local.exists():
+            base = local
+        known = self.store.get(remote)
+        base_hash = known.content_hash if base is not None and known and known.matches(Path(base)) else None
+        mode = "delta" if asked else via
+        if via == "auto" and not asked:
+            if base_hash == info["content_hash"] and Path(base).resolve() == local.resolve():
+                self.last_transfer = {"mode": "same"}
+                return local
+            mode = auto.download_mode(info["size"], auto.rates(self.store), base is not None)
+        mode = "direct" if mode == "delta" and base is None else mode
+        if mode == "delta":
+            started = time.perf_counter()
+            result = delta_download(
+                self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
+            )
+            if result is not None:
+                if result["kind"] != "same":  # a job ran: learn from it
+                    auto.learn_job(
+                        self.store, info["size"], result["received_bytes"], result, result["job_seconds"]
+                    )
+                auto.remember(self.store, remote, info["content_hash"], local)
+                self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
+                return local
+            mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
+        started = time.perf_counter()
+        if mode == "relay":
+            download_relay(self.http, remote, local, progress)
+        else:
+            download_large(info, local, progress)
+        rate = info["size"] / max(time.perf_counter() - started, 1e-6)
+        if info["size"] > 4 * MiB:
+            self.store.add_rate("relay_down" if mode == "relay" else "down", rate)
+        auto.remember(self.store, remote, info["content_hash"], local)
+        self.last_transfer = {"mode": mode, "kind": "full"}
         return local
+
+
+def _write_verified(path: str, response, local: Path, progress: Progress | None) -> Path:
+    tmp = local.with_name(local.name + ".hycloud-part")
+    try:
+        data = _verified(path, response)
+        tmp.write_bytes(data)
+        tmp.replace(local)
+        report(progress, f"download {local.name}", len(data))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return local
 
 
 def _keep(mtime: float | None, mode: int | None) -> dict:

@@ -11,11 +11,15 @@ to choose between sending the delta (the cloud patches on EFS) and a direct uplo
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,14 +33,18 @@ from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http
+from ..http import Http, new_session
 from ..verify import check_stored
 from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
+START_WAIT_S = 3  # the request that starts a job holds up to this long for its result
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
-MAX_DELTA_BODY = 4 * 1024 * 1024
+MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through S3
+MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
+STAGE_TIMEOUT_S = 600
+ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
 
 
@@ -52,6 +60,17 @@ def wait_job(http: Http, job: str) -> dict:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
 
 
+def run_job(http: Http, method: str, route: str, params: dict | None = None, **kwargs) -> tuple[str, dict]:
+    """Start a delta job and follow it to its result: (job id, result). The start request waits up
+    to START_WAIT_S for the result itself, so a short job costs one round trip, not two."""
+    answer = http.json(method, route, params={**(params or {}), "wait": START_WAIT_S}, **kwargs)
+    if answer["state"] == "ready":
+        return answer["job"], answer["result"]
+    if answer["state"] == "failed":
+        raise _job_error(answer)
+    return answer["job"], wait_job(http, answer["job"])
+
+
 def _job_error(status: dict) -> HyCloudError:
     """A failed job's error: `{"code", "message"}` or the older `error`/`cause` strings."""
     error = status.get("error")
@@ -64,7 +83,49 @@ def _job_error(status: dict) -> HyCloudError:
     return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
 
 
-def _fetch_delta(http: Http, job: str, size: int, out: BinaryIO) -> None:
+def stage(http: Http, source: BinaryIO) -> str:
+    """Put a checksum list or delta too large for one API request into S3 by presigned URL (from
+    the file's start, streamed); returns its sha256, which names it to the job."""
+    digest, size = hashlib.sha256(), 0
+    source.seek(0)
+    while piece := source.read(PIECE):
+        digest.update(piece)
+        size += len(piece)
+    staged = http.json("POST", "/v1/delta/staging", json={"sha256": digest.hexdigest(), "size": size})
+    source.seek(0)
+    response = new_session().put(
+        staged["url"],
+        data=source,
+        headers={
+            "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
+            "Content-Length": str(size),
+        },
+        timeout=STAGE_TIMEOUT_S,
+    )
+    if response.status_code >= 300:
+        raise HyCloudError(f"staging the delta failed ({response.status_code})", code="staging-failed")
+    return staged["staged"]
+
+
+def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
+    """The job's delta: inline in its result when small, by presigned URL from S3 when the cloud
+    put it there, else through the API."""
+    if result.get("delta"):
+        data = base64.b64decode(result["delta"])
+        if len(data) != result["delta_size"]:
+            raise HyCloudError("the inline delta is truncated", code="corrupt-download")
+        out.write(data)
+        return
+    if result.get("delta_url"):
+        with new_session().get(result["delta_url"], stream=True, timeout=STAGE_TIMEOUT_S) as response:
+            if response.status_code != 200:
+                raise HyCloudError(
+                    f"delta download failed ({response.status_code})", code="delta-unavailable"
+                )
+            for piece in response.iter_content(1 << 20):
+                out.write(piece)
+        return
+    size = result["delta_size"]
     for offset in range(0, size, PIECE):
         piece = http.request(
             "GET",
@@ -87,38 +148,70 @@ class _ListTooLarge(Exception):
     """The checksum list (after a retry with full-length sums) does not fit one request."""
 
 
-def _version_aware_job(http: Http, path: str, base_hash: str) -> str | None:
-    """Start a version-aware delta when the cloud still has our version; None when it does not."""
+def _version_aware_job(http: Http, path: str, base_hash: str) -> tuple[str, dict] | None:
+    """Run a version-aware delta when the cloud still has our version; None when it does not."""
     try:
-        return http.json("POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})["job"]
+        return run_job(http, "POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
     except ConflictError as err:
         if err.code != "base-unknown":
             raise
         return None
 
 
-def _patch_version_aware(http: Http, job: str, old: BinaryIO, out: BinaryIO) -> dict:
-    result = wait_job(http, job)
+class _Hashing:
+    """A sequential writer that takes the content hash of what passes: no second read of the file."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.hasher = out, content.PartHasher()
+
+    def write(self, data: bytes) -> int:
+        self.hasher.update(data)
+        return self.out.write(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self.out, name)
+
+
+def _patch_version_aware(
+    http: Http, ran: tuple[str, dict], old: BinaryIO, out: BinaryIO, started: float
+) -> dict:
+    job, result = ran
+    job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
-        _fetch_delta(http, job, result["delta_size"], delta_file)
+        _fetch_delta(http, job, result, delta_file)
         delta_file.seek(0)
-        apply_delta(old, delta_file, out)
-    return {"kind": result["kind"], "sent_bytes": 0, "received_bytes": result["delta_size"]}
+        hashing = _Hashing(out)
+        apply_delta(old, delta_file, hashing)
+    return {
+        "content_hash": hashing.hasher.hexdigest(),
+        "kind": result["kind"],
+        "sent_bytes": 0,
+        "received_bytes": result["delta_size"],
+        "job_seconds": job_seconds,
+        "s3_efs_rate": result.get("s3_efs_rate"),
+    }
 
 
 def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
     """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
     does not verify with full-length strong sums."""
-    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0}
+    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0}
 
     def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
-        if len(sig) > MAX_DELTA_BODY:
+        if len(sig) > MAX_SIGNATURE:
             raise _ListTooLarge
-        job = http.json(
-            "PUT", "/v1/delta/download", params={"path": path}, data=sig, headers={"Content-Type": OCTET}
-        )["job"]
-        result = wait_job(http, job)
-        _fetch_delta(http, job, result["delta_size"], sink)
+        started = time.perf_counter()
+        params = {"path": path}
+        if len(sig) > MAX_DELTA_BODY:
+            params["staged"], sig_body = stage(http, io.BytesIO(sig)), b""
+        else:
+            sig_body = sig
+        job, result = run_job(
+            http, "PUT", "/v1/delta/download", params=params, data=sig_body, headers={"Content-Type": OCTET}
+        )
+        traffic["job_seconds"] += time.perf_counter() - started
+        traffic["s3_efs_rate"] = result.get("s3_efs_rate")
+        _fetch_delta(http, job, result, sink)
         traffic["sent_bytes"] += len(sig)
         traffic["received_bytes"] += result["delta_size"]
 
@@ -134,38 +227,41 @@ def delta_download(
     progress: Progress | None = None,
     adapt: bool = True,
     mode: str = "auto",
+    base_hash: str | None = None,
 ) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
     `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
     (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
-    and no checksum list of the file fits one request (the caller downloads the whole file).
-    The list is kept within one request by taking a larger chunk size than the adaptive one if needed.
+    and no checksum list of the file fits MAX_SIGNATURE (the caller downloads the whole file).
+    Lists and deltas over one API request go through S3 by presigned URL.
     """
     progress = progress or Progress()
     path, new_hash = info["path"], info["content_hash"]
-    progress.start(f"hash {base.name}", os.path.getsize(base))
-    base_hash = content.hash_file(base)[0]
+    if base_hash is None:  # unknown unless the client remembers transferring this very file
+        progress.start(f"hash {base.name}", os.path.getsize(base))
+        base_hash = content.hash_file(base)[0]
     if base_hash == new_hash:
         if base.resolve() != target.resolve():
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
-    job = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
+    started = time.perf_counter()
+    ran = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
     block = None
-    if job is None:
+    if ran is None:
         wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
-        block = fitting_block_size(os.path.getsize(base), wanted, MAX_DELTA_BODY, CANDIDATE_SIZES)
+        block = fitting_block_size(os.path.getsize(base), wanted, MAX_SIGNATURE, CANDIDATE_SIZES)
         if block is None:
             return None  # no checksum list of this file fits one request
     progress.start(f"delta {target.name}", info["size"])
     tmp_new = target.with_name(target.name + ".hycloud-part")
     try:
         with open(base, "rb") as old, open(tmp_new, "w+b") as out:
-            if job is not None:
-                traffic = _patch_version_aware(http, job, old, out)
+            if ran is not None:
+                traffic = _patch_version_aware(http, ran, old, out, started)
             else:
                 traffic = _patch_rsync(http, path, block, old, out)
-        if content.hash_file(tmp_new)[0] != new_hash:
+        if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != new_hash:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
         progress.advance(info["size"])
         if adapt and traffic["kind"] == "rsync":
@@ -191,8 +287,12 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
     old_size, new_size = os.fstat(old_file.fileno()).st_size, os.fstat(new_file.fileno()).st_size
 
     def run() -> None:
-        with old_file, new_file:
-            samples = measure_candidates(old_file, new_file)
+        with old_file, new_file:  # a bounded sample: the measurement streams each file 9 times
+            old_sample, new_sample = (
+                io.BytesIO(old_file.read(ADAPT_SAMPLE)),
+                io.BytesIO(new_file.read(ADAPT_SAMPLE)),
+            )
+        samples = measure_candidates(old_sample, new_sample)
         chunking = _chunking(info)
         chunking.learn(samples, old_size, new_size)
         try:
@@ -229,13 +329,13 @@ def delta_upload(
     kind: str = "version",
     progress: Progress | None = None,
     force: bool = False,
+    s3_efs_rate: float = 100 * 2**20,
+    base_hash: str | None = None,
 ) -> dict | None:
-    """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly."""
-    progress = progress or Progress()
+    """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly.
+    `base_hash`, when the client knows it, saves reading the base twice."""
     size = os.path.getsize(local)
-    new_hash = content.hash_file(local)[0]
-    base_hash = content.hash_file(base)[0]
-    info = http.json("GET", "/v1/whoami")
+    base_hash = base_hash or content.hash_file(base)[0]
     with tempfile.TemporaryFile() as delta_file:
         started = time.perf_counter()
         with open(base, "rb") as old, open(local, "rb") as new:
@@ -246,30 +346,75 @@ def delta_upload(
         compute_rate = size / max(time.perf_counter() - started, 1e-6)
         delta_size = delta_file.tell()
         gamma = 1 - delta_size / size if size else 0.0
-        pays = should_delta_upload(upload_rate, compute_rate, info.get("s3_efs_rate", 100 * 2**20), gamma)
-        if not (pays or force) or delta_size > MAX_DELTA_BODY:
+        pays = should_delta_upload(upload_rate, compute_rate, s3_efs_rate, gamma)
+        if not (pays or force):
             return None
+        result = send_delta(http, local, remote, base_hash, delta_file, progress)
+    if result is None:
+        return None
+    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate}
+
+
+def signature_upload(
+    http: Http,
+    local: Path,
+    remote: str,
+    base_hash: str,
+    sig: bytes,
+    pays: Callable[[int, int], bool],
+    progress: Progress | None = None,
+) -> dict | None:
+    """Upload `local` as an rsync-style delta against the checksum list of the version the cloud
+    holds (`base_hash`), kept from when that version was transferred: no old bytes needed.
+    `pays(size, delta_size)` decides; None means upload directly."""
+    size = os.path.getsize(local)
+    with tempfile.TemporaryFile() as delta_file:
+        with open(local, "rb") as new:
+            rsync_delta(sig, new, delta_file)
+        if not pays(size, delta_file.tell()):
+            return None
+        # the path moved on since this client's transfer: an upload of the whole file replaces it
+        result = send_delta(
+            http, local, remote, base_hash, delta_file, progress, ("base-unknown", "version-mismatch")
+        )
+    return None if result is None else {**result, "kind": "rsync"}
+
+
+def send_delta(
+    http: Http,
+    local: Path,
+    remote: str,
+    base_hash: str,
+    delta_file: BinaryIO,
+    progress: Progress | None,
+    give_way: tuple[str, ...] = ("base-unknown",),
+) -> dict | None:
+    """Send the delta in `delta_file` (written, position at its end) and follow the job; None when
+    the cloud refuses it with one of `give_way` (the caller uploads directly)."""
+    progress = progress or Progress()
+    size, delta_size = os.path.getsize(local), delta_file.tell()
+    new_hash = content.hash_file(local)[0]
+    progress.start(f"delta upload {local.name}", size)
+    started = time.perf_counter()
+    params = {"path": remote, "base_hash": base_hash, "content_hash": new_hash}
+    if delta_size > MAX_DELTA_BODY:
+        params["staged"], body = stage(http, delta_file), b""
+    else:
         delta_file.seek(0)
-        progress.start(f"delta upload {local.name}", size)
-        try:
-            job = http.json(
-                "PUT",
-                "/v1/delta/upload",
-                data=delta_file.read(),
-                params={"path": remote, "base_hash": base_hash, "content_hash": new_hash},
-                headers={"Content-Type": "application/octet-stream"},
-            )
-        except ConflictError as err:
-            if err.code == "base-unknown":
-                return None
-            raise
-    result = wait_job(http, job["job"])
+        body = delta_file.read()
+    try:
+        _, result = run_job(
+            http, "PUT", "/v1/delta/upload", params=params, data=body, headers={"Content-Type": OCTET}
+        )
+    except ConflictError as err:
+        if err.code in give_way:
+            return None
+        raise
     check_stored(remote, result["entry"].get("content_hash"), new_hash)
     progress.advance(size)
     return {
         **result["entry"],
-        "kind": kind,
         "sent_bytes": delta_size,
-        "gamma": gamma,
-        "compute_rate": compute_rate,
+        "job_seconds": time.perf_counter() - started,
+        "s3_efs_rate": result.get("s3_efs_rate"),
     }

@@ -12,8 +12,10 @@ they compute and the version they read (hycloud_core.jobs); a job's id is usable
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
+import uuid
 from collections.abc import Callable
 from typing import Annotated
 
@@ -21,16 +23,82 @@ from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, user
-from models import ChunkState, ContentHash, DeltaByVersion, JobId, Length, Offset, UserPath, Wait
+from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, s3, user
+from models import (
+    Body as JsonBody,
+)
+from models import (
+    ByteCount,
+    ChunkState,
+    ContentHash,
+    DeltaByVersion,
+    JobId,
+    Length,
+    Offset,
+    UserPath,
+    Wait,
+)
+from pydantic import BaseModel
 
 from hycloud_core import jobs, paths
-from hycloud_core.errors import ConflictError, PayloadTooLargeError
+from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
+from hycloud_core.fs.relay_cache import RelayCache
 
 from .job_runner import describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
+URL_TTL_S = 3600
+START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
+INLINE_DELTA = 256 * 1024  # a delta up to this size comes inline with the job's result
+
+
+class StageRequest(JsonBody):
+    sha256: ContentHash
+    size: ByteCount
+
+
+class Staged(BaseModel):
+    staged: str
+    url: str
+
+
+@router.post("/v1/delta/staging", responses=replies(200, Staged, 413))
+def stage_url(body: Annotated[StageRequest, Body()]):
+    """A presigned PUT for a checksum list or delta too large for one API request; S3 refuses
+    any body whose sha256 is not the one named, so the name can be trusted by the job."""
+    if body.size > jobs.STAGED_MAX:
+        raise PayloadTooLargeError(f"at most {jobs.STAGED_MAX} bytes", code="delta-too-large")
+    url = s3().generate_presigned_url(
+        "put_object",
+        ExpiresIn=URL_TTL_S,
+        Params={
+            "Bucket": CONFIG.bucket,
+            "Key": jobs.staged_key(user(router), body.sha256),
+            "ChecksumSHA256": base64.b64encode(bytes.fromhex(body.sha256)).decode(),
+        },
+    )
+    return ok({"staged": body.sha256, "url": url})
+
+
+def _staged(digest: str) -> str:
+    """The S3 key of what the caller staged under `digest`; 409 until it is there."""
+    key = jobs.staged_key(user(router), digest)
+    try:
+        s3().head_object(Bucket=CONFIG.bucket, Key=key)
+    except s3().exceptions.ClientError:
+        raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
+    return key
+
+
+def _body_or_staged(staged: str | None) -> tuple[bytes, str | None, bytes]:
+    """(body, staged key, digest): the bytes come in the request or were staged in S3 before."""
+    if staged is None:
+        data = _body()
+        return data, None, hashlib.sha256(data).digest()
+    if raw_body(router):
+        raise BadRequestError("send the bytes in the body or stage them, not both", code="bad-body")
+    return b"", _staged(staged), bytes.fromhex(staged)
 
 
 def _large(path: str):
@@ -61,10 +129,59 @@ def _start(
     spec: dict,
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
+    wait: float = 0,
 ) -> Response:
-    """Start (or find) the job `key` computing `spec`; 202 with its id."""
-    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage)
-    return ok({"job": job, "state": "running"}, 202)
+    """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
+    seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202."""
+    job = run(router, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, alive, stage)
+    state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
+    return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
+
+
+def _cached(spec: dict) -> dict:
+    """Whether the job finds the base version in the relay cache already, so the workflow skips
+    fetching it (the delta task reads the new version itself).
+
+    The client's own base is often still there under the path's name, as the current version of
+    an earlier job: it is linked under the base's name (no copy) before the path's entry is replaced.
+    """
+    cache, flags = RelayCache(CONFIG.cache_dir), {}
+    new_name = spec.get("cache_name")
+    base, base_name = spec.get("base_hash"), spec.get("base_cache_name")
+    if base and base_name:
+        if not cache.is_ready(base_name, base) and new_name and cache.is_ready(new_name, base):
+            _link(cache, new_name, base_name, base)
+        if cache.is_ready(base_name, base):
+            flags["base_cached"] = True
+    return flags
+
+
+def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
+    tmp = os.path.join(cache.dir, f".hc-link-{uuid.uuid4().hex}")
+    try:
+        os.link(cache.path(src), tmp)
+    except OSError:
+        return  # replaced or evicted meanwhile: the workflow fetches it
+    cache.publish(dst, tmp, content_hash)
+
+
+def _report(job: str) -> dict:
+    """The job's state as the caller sees it; a small delta comes inline, saving a request."""
+    state = report(describe(CONFIG.delta_state_machine, job))
+    result = state.get("result") or {}
+    if result.get("delta_key"):  # a delta too large for the API: fetched from S3 directly
+        result["delta_url"] = s3().generate_presigned_url(
+            "get_object",
+            ExpiresIn=URL_TTL_S,
+            Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
+        )
+    elif 0 < result.get("delta_size", 0) <= INLINE_DELTA:
+        try:
+            with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
+                result["delta"] = base64.b64encode(f.read(INLINE_DELTA + 1)).decode()
+        except FileNotFoundError:
+            pass  # evicted: the client gets it through /v1/delta/data, which says so
+    return state
 
 
 def _body(limit: int = MAX_BODY) -> bytes:
@@ -80,7 +197,7 @@ def _readable_base(path: str, base: str) -> bool:
 
 
 @router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
-def download_by_version(body: Annotated[DeltaByVersion, Body()]):
+def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated[Wait, Query()] = 0):
     path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
     if base == link.content_hash:
@@ -99,22 +216,30 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()]):
             "base_hash": base,
             "base_cache_name": jobs.base_cache_name(base),
         },
+        wait=wait,
     )
 
 
-@router.put("/v1/delta/download", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
-def download_by_signature(path: Annotated[UserPath, Query()]):
+@router.put(
+    "/v1/delta/download", responses=replies((200, 202), Job, 404, 409, 413), openapi_extensions=BINARY_BODY
+)
+def download_by_signature(
+    path: Annotated[UserPath, Query()],
+    staged: Annotated[ContentHash | None, Query()] = None,
+    wait: Annotated[Wait, Query()] = 0,
+):
+    """The checksum list comes as the body or, when larger than one request, `staged` in S3."""
     path = paths.normalize(path)
-    signature = _body()
+    signature, staged_key, digest = _body_or_staged(staged)
     link = _large(path)
-    digest = hashlib.sha256(signature).hexdigest()
-    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest)
+    key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest.hex())
     spec = {
         "action": "encode",
         "cache_name": paths.cache_name(user(router), path),
         "content_hash": link.content_hash,
+        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
-    return _start(key, spec, stage=lambda job: _stage(job, "sig", signature))
+    return _start(key, spec, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait)
 
 
 def _holds(path: str, content_hash: str) -> bool:
@@ -122,14 +247,19 @@ def _holds(path: str, content_hash: str) -> bool:
     return link is not None and link.content_hash == content_hash
 
 
-@router.put("/v1/delta/upload", responses=replies(202, Job, 404, 409, 413), openapi_extensions=BINARY_BODY)
+@router.put(
+    "/v1/delta/upload", responses=replies((200, 202), Job, 404, 409, 413), openapi_extensions=BINARY_BODY
+)
 def upload(
     path: Annotated[UserPath, Query()],
     base_hash: Annotated[ContentHash, Query()],
     content_hash: Annotated[ContentHash, Query()],
+    staged: Annotated[ContentHash | None, Query()] = None,
+    wait: Annotated[Wait, Query()] = 0,
 ):
+    """The delta comes as the body or, when larger than one request, `staged` in S3."""
     path, base, new = paths.normalize(path), base_hash, content_hash
-    delta = _body()
+    delta, staged_key, digest = _body_or_staged(staged)
     namespace(router).require_dir(paths.parent(path))
     link = namespace(router).current_link(path)
     if link is None or link.content_hash != base:
@@ -137,7 +267,7 @@ def upload(
             f"{path} does not hold the base version; make the delta against its current version",
             code="version-mismatch",
         )
-    key = jobs.job_key("ul", user(router), path, base, new, hashlib.sha256(delta).digest())
+    key = jobs.job_key("ul", user(router), path, base, new, digest)
     spec = {
         "action": "apply",
         "user": user(router),
@@ -145,9 +275,14 @@ def upload(
         "content_hash": new,
         "base_hash": base,
         "base_cache_name": jobs.base_cache_name(base),
+        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
     return _start(
-        key, spec, alive=lambda job: _holds(path, new), stage=lambda job: _stage(job, "delta", delta)
+        key,
+        spec,
+        alive=lambda job: _holds(path, new),
+        stage=lambda job: staged_key or _stage(job, "delta", delta),
+        wait=wait,
     )
 
 
@@ -159,6 +294,13 @@ def job_status(job_id: Annotated[JobId, Query(alias="id")], wait: Annotated[Wait
         wait,
         lambda r: r["state"] == "running",
     )
+    result = state.get("result") or {}
+    if result.get("delta_key"):  # a delta too large for the API: fetched from S3 directly
+        result["delta_url"] = s3().generate_presigned_url(
+            "get_object",
+            ExpiresIn=URL_TTL_S,
+            Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
+        )
     return ok({"job": job, **state})
 
 

@@ -22,6 +22,8 @@ class DataStores(Construct):
                 s3.LifecycleRule(
                     prefix="shares/", expiration=Duration.days(1)
                 ),  # copies of shared small files
+                # checksum lists and deltas too large for the API pass through here (delta jobs)
+                s3.LifecycleRule(prefix="staging/", expiration=Duration.days(1)),
             ],
             # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
             cors=[

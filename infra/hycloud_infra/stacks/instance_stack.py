@@ -17,6 +17,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.tree_jobs import TreeJobs
+from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
 
@@ -85,17 +86,19 @@ class InstanceStack(Stack):
         )
         stores.bucket.grant_read_write(delta_fn)
         stores.table.grant_read_write_data(delta_fn)
+        warm = int(ctx("hycloud:provisionedConcurrency") or 0)
+        relay_job_fn, delta_job_fn = warm_target(relay_fn, warm), warm_target(delta_fn, warm)
         delta = SfnFromAsl(
             self,
             "DeltaJob",
             asl_file=statemachines_dir / "delta_job.asl.json",
             substitutions={
-                "RelayFetchFunctionArn": relay_fn.function_arn,
-                "DeltaFunctionArn": delta_fn.function_arn,
+                "RelayFetchFunctionArn": relay_job_fn.function_arn,
+                "DeltaFunctionArn": delta_job_fn.function_arn,
             },
         ).state_machine
-        relay_fn.grant_invoke(delta)
-        delta_fn.grant_invoke(delta)
+        relay_job_fn.grant_invoke(delta)
+        delta_job_fn.grant_invoke(delta)
 
         tree = TreeJobs(
             self,

@@ -87,3 +87,20 @@ def failure(error: str | None) -> dict[str, str]:
     """The report of a failed job: a code and a fixed message, whatever the cause said."""
     code, message = FAILURES.get(error or "", UNKNOWN_FAILURE)
     return {"code": code, "message": message}
+
+
+# Checksum lists and deltas over one API request go through S3 under staging/ (expired by a
+# bucket lifecycle rule): the client's by their sha256, a job's delta by the job.
+STAGED_MAX = 5 * 1024**3  # one presigned PUT
+
+
+def staged_key(user: str, sha256: str) -> str:
+    """S3 key of a checksum list or delta a client staged, named by its sha256 (checked by S3)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
+        raise BadRequestError("staged must be a sha256 in hex", code="bad-staged")
+    return f"staging/{user}/{sha256}"
+
+
+def delta_object_key(job: str) -> str:
+    """S3 key of a job's delta too large for the API, handed to the client as a presigned GET."""
+    return f"staging/jobs/{checked_job_id(job)}.delta"

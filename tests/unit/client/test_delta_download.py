@@ -37,7 +37,7 @@ class DeltaApi:
             delta(against, io.BytesIO(self.new), out)
             job = f"job-{len(self.signatures)}"
             self.deltas[job] = out.getvalue()
-            return {"job": job}
+            return {"job": job, "state": "running"}
         if (method, route) == ("GET", "/v1/delta/jobs"):
             job = kw["params"]["id"]
             return {"state": "ready", "result": {"kind": "rsync", "delta_size": len(self.deltas[job])}}

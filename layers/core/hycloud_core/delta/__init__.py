@@ -14,7 +14,7 @@ from .adaptive import (
     elimination_ratios,
     measure_candidates,
 )
-from .decision import should_delta_upload
+from .decision import delta_seconds, should_delta_download, should_delta_upload
 from .encoder import DeltaStats, delta
 from .errors import DeltaError, DeltaFormatError, DeltaMismatch
 from .patcher import patch
@@ -44,6 +44,8 @@ __all__ = [
     "patch",
     "patch_bytes",
     "should_delta_upload",
+    "should_delta_download",
+    "delta_seconds",
     "signature",
     "signature_bytes",
 ]

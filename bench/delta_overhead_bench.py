@@ -1,0 +1,177 @@
+"""Where a delta job's time goes, from the request to the first delta byte, cold and warm.
+
+Each run uploads a new version of an 8 MiB file and downloads a version-aware delta from the
+previous one (a new job every time: jobs are keyed by what they compute). Steps are taken from
+the client's clock and the workflow's history (same machine, same clock):
+  request -> execution start -> relay of both versions done -> delta Lambda done ->
+  execution end -> result seen by the client -> first delta byte.
+The first run is cold (new Lambda containers, forced by a changed environment); the rest are warm.
+
+    .venv/bin/python bench/delta_overhead_bench.py [--runs 6]
+
+Needs the local deployment (started and deployed if absent); writes bench/results/delta_overhead.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import result_files  # noqa: E402
+
+from hycloud.admin import create_user  # noqa: E402
+from hycloud.sdk import HyCloud  # noqa: E402
+from hycloud.transfer.delta import run_job  # noqa: E402
+from hycloud_core import content  # noqa: E402
+from hycloud_core.relay import execution_arn  # noqa: E402
+from infra.local import deploy as local  # noqa: E402
+
+SIZE = 8 * 2**20
+STEPS = ["start", "relay", "delta_fn", "end", "result", "first_byte"]
+COLUMNS = [*STEPS, "total", "encode_work"]
+
+
+def edit(data: bytes, rnd: random.Random) -> bytes:
+    out = bytearray(data)
+    for _ in range(8):
+        at = rnd.randrange(len(out) - 2000)
+        out[at : at + 1000] = rnd.randbytes(1000)
+    return bytes(out)
+
+
+def history_marks(sfn, machine: str, job: str) -> dict[str, float]:
+    """Epoch seconds of the workflow's milestones."""
+    events = sfn.get_execution_history(executionArn=execution_arn(machine, job), maxResults=1000)["events"]
+    marks: dict[str, float] = {}
+    for e in events:
+        ts = e["timestamp"].timestamp()
+        name = (e.get("stateExitedEventDetails") or {}).get("name", "")
+        if e["type"] == "ExecutionStarted":
+            marks["start"] = ts
+        elif e["type"].endswith("StateExited") and name.startswith("Fetch"):
+            marks["relay"] = ts
+        elif e["type"] == "TaskStateExited" and name == "Delta":
+            marks["delta_fn"] = ts
+        elif e["type"] == "ExecutionSucceeded":
+            marks["end"] = ts
+    return marks
+
+
+def make_cold(lam) -> None:
+    """New containers for the job's functions: a changed environment retires the warm ones."""
+    for fn in lam.list_functions()["Functions"]:
+        if not any(part in fn["FunctionName"] for part in ("Delta", "Relay", "Controller")):
+            continue
+        env = (fn.get("Environment") or {}).get("Variables", {})
+        lam.update_function_configuration(
+            FunctionName=fn["FunctionName"],
+            Environment={"Variables": {**env, "HYCLOUD_COLD": uuid.uuid4().hex}},
+        )
+        lam.get_waiter("function_updated_v2").wait(FunctionName=fn["FunctionName"])
+
+
+def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
+    t0 = time.time()
+    job, result = run_job(sdk.http, "POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
+    t_result = time.time()
+    if result.get("delta"):
+        t_first = t_result  # the delta came inline with the result
+    else:
+        sdk.http.request("GET", "/v1/delta/data", params={"id": job, "offset": 0, "length": 1})
+        t_first = time.time()
+    marks = history_marks(sfn, machine, job)
+    return {
+        "request": t0,
+        **marks,
+        "result": t_result,
+        "first_byte": t_first,
+        "inline": bool(result.get("delta")),
+        "encode_work": result.get("encode_seconds", 0.0),
+    }
+
+
+def steps(run: dict) -> dict[str, float]:
+    """Seconds spent in each step (from the previous milestone), and the total."""
+    out, prev = {}, run["request"]
+    for step in STEPS:
+        at = run.get(step, prev)
+        out[step] = at - prev
+        prev = at
+    out["total"] = run["first_byte"] - run["request"]
+    out["encode_work"] = run["encode_work"]
+    return out
+
+
+def markdown(doc: dict) -> str:
+    lines = [
+        f"Delta job overhead, {doc['size_mib']} MiB file, version-aware delta download, local cloud "
+        f"(request -> first delta byte; seconds per step, from the previous milestone).",
+        "",
+        "| run | " + " | ".join(COLUMNS) + " |",
+        "| --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+    ]
+    for label, s in doc["table"].items():
+        lines.append(f"| {label} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
+    lines += [
+        "",
+        "start: request to execution start (controller: job ledger, StartExecution); relay: the base "
+        "version fetched into the EFS cache (0 when the client's base is reused from it); delta_fn: the "
+        "delta task (Lambda invocation, new version read from S3, delta computed), of which encode_work "
+        "is the work inside the function; end: to the execution's end; result: until the client has the "
+        "result (the start request waits for it); first_byte: 0 when the delta comes inline.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=6)
+    args = parser.parse_args()
+    local.start()
+    outputs = local.deploy(log=lambda m: None)
+    os.environ.update(local.cloud_env())
+    sfn = boto3.client("stepfunctions")
+    machine = next(
+        m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if "Delta" in m["name"]
+    )
+    sdk = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"ovh-{uuid.uuid4().hex[:8]}"))
+    rnd = random.Random(3)
+    data = rnd.randbytes(SIZE)
+    path = "/bench/overhead.bin"
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "v"
+        file.write_bytes(data)
+        sdk.put(file, path, parents=True, via="direct")
+        for i in range(args.runs):
+            if i == 0:
+                make_cold(boto3.client("lambda"))
+            base_hash = content.hash_file(file)[0]
+            data = edit(data, rnd)
+            file.write_bytes(data)
+            sdk.put(file, path, via="direct")
+            runs.append(one_run(sdk, sfn, machine, path, base_hash))
+    per_run = [steps(r) for r in runs]
+    table = {"cold (new containers)": per_run[0]}
+    if len(per_run) > 1:
+        table["warm (median of the rest)"] = {
+            k: statistics.median(s[k] for s in per_run[1:]) for k in COLUMNS
+        }
+    doc = {"size_mib": SIZE // 2**20, "runs": runs, "steps": per_run, "table": table}
+    result_files.write("delta_overhead", doc, markdown(doc))
+    print(markdown(doc))
+
+
+if __name__ == "__main__":
+    main()

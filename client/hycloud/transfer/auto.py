@@ -1,0 +1,131 @@
+"""Which way a large file moves (`--via auto`): direct, relay, or a delta, by eq. 2 with measured rates.
+
+The rates are the client's own: its download and upload rates from recent transfers, its delta
+computation rate measured once on this machine, the S3<->EFS rate the delta jobs report, and the
+overhead of a delta job as the client last saw it. Until measured, each has the paper's value.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hycloud_core.delta import delta as rsync_delta
+from hycloud_core.delta import delta_seconds, should_delta_download, signature
+
+from ..versions import VersionStore
+
+LINK = 50e6 / 8  # the paper's client link, 50 Mbit/s, until measured
+S3_EFS = 100 * 2**20
+OVERHEAD_S = 1.0  # a delta job's start-to-result time until measured
+GAMMA = 0.9  # elimination expected of a new version against the previous one until measured
+RELAY_MARGIN = 1.1  # relay only when measured clearly faster than direct
+PROBE = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class Rates:
+    down: float
+    up: float
+    relay_down: float | None
+    compute: float
+    s3_efs: float
+    overhead_s: float
+    gamma: float
+
+
+def compute_rate(store: VersionStore) -> float:
+    """This machine's delta computation rate (checksum list + delta), measured once and kept."""
+    cached = store.rate("compute")
+    if cached:
+        return cached
+    rng = random.Random(1)
+    old = rng.randbytes(PROBE)
+    new = bytearray(old)
+    for _ in range(16):  # scattered edits, like a new release
+        at = rng.randrange(PROBE - 64)
+        new[at : at + 64] = rng.randbytes(64)
+    started = time.perf_counter()
+    rsync_delta(signature(io.BytesIO(old), 4096), io.BytesIO(bytes(new)), io.BytesIO())
+    rate = PROBE / max(time.perf_counter() - started, 1e-6)
+    store.add_rate("compute", rate)
+    return rate
+
+
+def rates(store: VersionStore, s3_efs: float | None = None) -> Rates:
+    return Rates(
+        down=store.rate("down") or LINK,
+        up=store.rate("up") or LINK,
+        relay_down=store.rate("relay_down"),
+        compute=compute_rate(store),
+        s3_efs=store.rate("s3_efs") or s3_efs or S3_EFS,
+        overhead_s=store.rate("overhead_s") or OVERHEAD_S,
+        gamma=store.rate("gamma") or GAMMA,
+    )
+
+
+def download_mode(size: int, r: Rates, has_base: bool) -> str:
+    """'delta' when a local base exists and eq. 2 says it pays, else 'relay' if measured faster, else 'direct'."""
+    if has_base and should_delta_download(size, r.down, r.compute, r.s3_efs, r.gamma, r.overhead_s):
+        return "delta"
+    if r.relay_down and r.relay_down > RELAY_MARGIN * r.down:
+        return "relay"
+    return "direct"
+
+
+def upload_pays(size: int, delta_size: int, r: Rates) -> bool:
+    """Eq. 2 with the delta already computed: its measured γ, plus the job's overhead."""
+    gamma = 1 - delta_size / size if size else 0.0
+    return delta_seconds(size, r.up, r.compute, r.s3_efs, gamma, r.overhead_s) < size / r.up
+
+
+def learn_job(store: VersionStore, size: int, delta_size: int, result: dict, overhead_s: float) -> None:
+    """Keep what a finished delta job taught: γ, the S3<->EFS rate it reports, its overhead."""
+    if size:
+        store.add_rate("gamma", max(1 - delta_size / size, 1e-3))
+    if result.get("s3_efs_rate"):
+        store.add_rate("s3_efs", result["s3_efs_rate"])
+    store.add_rate("overhead_s", max(overhead_s, 1e-3))
+
+
+REMEMBERING: list[threading.Thread] = []
+
+
+def signature_block(size: int) -> int:
+    """rsync's choice, about √size, as a power of two in [1 KiB, 64 KiB]: a list of ~√size sums."""
+    return min(max(1 << max(int(math.isqrt(max(size, 1))).bit_length() - 1, 0), 1024), 65536)
+
+
+def remember(store: VersionStore, remote: str, content_hash: str, local: Path) -> None:
+    """Record that `local` holds `content_hash`; its checksum list is added from the background
+    (a later `put` of the edited file sends a delta against it)."""
+    if not store.enabled:
+        return
+    store.remember(remote, content_hash, local, None)
+    st = local.stat()
+
+    def run() -> None:
+        try:
+            with open(local, "rb") as f:
+                sig = signature(f, signature_block(st.st_size))
+            now = local.stat()
+        except OSError:
+            return
+        if (now.st_mtime_ns, now.st_size) == (st.st_mtime_ns, st.st_size):  # unchanged meanwhile
+            store.set_signature(remote, content_hash, sig)
+
+    thread = threading.Thread(target=run, name="hycloud-remember", daemon=True)
+    REMEMBERING.append(thread)
+    thread.start()
+
+
+def settle(timeout: float = 600.0) -> None:
+    """Wait for the records being written (the CLI calls this before it exits)."""
+    for thread in list(REMEMBERING):
+        thread.join(timeout)
+        REMEMBERING.remove(thread)

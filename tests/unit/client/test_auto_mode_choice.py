@@ -1,0 +1,125 @@
+"""The automatic transfer mode: eq. 2 for downloads, and the client's version and rate store."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from hycloud.transfer import auto
+from hycloud.versions import VersionStore
+from hycloud_core.delta import should_delta_download
+from hycloud_core.delta.decision import delta_upload_threshold
+
+MB = 1e6
+
+
+def test_download_rule_without_overhead_is_eq2():
+    r_c, r_t, gamma = 80 * MB, 100 * MB, 0.95
+    threshold = delta_upload_threshold(r_c, r_t, gamma)
+    assert should_delta_download(10**8, threshold * 0.99, r_c, r_t, gamma)
+    assert not should_delta_download(10**8, threshold * 1.01, r_c, r_t, gamma)
+
+
+def test_overhead_keeps_small_files_direct():
+    assert should_delta_download(10**9, 6 * MB, 150 * MB, 100 * MB, 0.99, overhead_s=1.0)
+    assert not should_delta_download(3 * 10**6, 6 * MB, 150 * MB, 100 * MB, 0.99, overhead_s=1.0)
+
+
+def test_rates_are_per_endpoint_and_the_median_of_recent_ones(tmp_path):
+    a = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    b = VersionStore("http://b", "key", tmp_path / "s.sqlite3")
+    for rate in (1.0, 100.0, 3.0, 4.0, 5.0):
+        a.add_rate("down", rate)
+    assert a.rate("down") == 4.0 and b.rate("down") is None
+    for rate in range(1, 30):
+        a.add_rate("down", float(rate))
+    assert a.rate("down") == pytest.approx(sum(range(22, 30)) / 8, abs=1)  # only the recent ones
+    a.add_rate("compute", 7.0)
+    assert b.rate("compute") == 7.0  # the machine's compute rate is shared
+
+
+def test_version_record_matches_only_the_unchanged_file(tmp_path):
+    store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    f = tmp_path / "f"
+    f.write_bytes(b"one")
+    store.remember("/x", "h1", f, None)
+    assert store.get("/x").matches(f) and store.get("/y") is None
+    store.set_signature("/x", "h1", b"sig")
+    assert store.get("/x").signature == b"sig"
+    store.set_signature("/x", "other", b"nope")
+    assert store.get("/x").signature == b"sig"
+    f.write_bytes(b"two!")
+    assert not store.get("/x").matches(f)
+    assert VersionStore("http://a", "other-key", tmp_path / "s.sqlite3").get("/x") is None
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = tmp_path / "s.sqlite3"
+
+    def write(i: int) -> None:
+        store = VersionStore("http://a", "key", path)
+        f = tmp_path / f"f{i}"
+        f.write_bytes(os.urandom(8))
+        for j in range(20):
+            store.remember(f"/p{i}-{j}", f"h{i}", f, b"s" * 100)
+            store.add_rate("up", float(i + 1))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store = VersionStore("http://a", "key", path)
+    assert all(store.get(f"/p{i}-{j}").content_hash == f"h{i}" for i in range(6) for j in range(20))
+
+
+def test_an_unwritable_place_means_no_memory_not_an_error(tmp_path):
+    (tmp_path / "file").write_bytes(b"")
+    store = VersionStore("http://a", "key", tmp_path / "file" / "s.sqlite3")
+    assert not store.enabled
+    store.add_rate("down", 5.0)
+    assert store.get("/x") is None and store.rate("down") is None
+
+
+def test_mode_choice(tmp_path):
+    store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    slow = auto.rates(store)
+    assert auto.download_mode(200 * 2**20, slow, has_base=True) == "delta"
+    assert auto.download_mode(200 * 2**20, slow, has_base=False) == "direct"
+    store.add_rate("relay_down", slow.down * 2)
+    assert auto.download_mode(200 * 2**20, auto.rates(store), has_base=False) == "relay"
+    for _ in range(8):
+        store.add_rate("down", 10e9)  # a link faster than computing a delta
+    assert auto.download_mode(200 * 2**20, auto.rates(store), has_base=True) != "delta"
+    assert auto.upload_pays(200 * 2**20, 2**20, slow) and not auto.upload_pays(200 * 2**20, 200 * 2**20, slow)
+
+
+def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
+    """A local copy with the remote's content but no record: the delta path finds them equal."""
+    from hycloud.sdk import HyCloud
+    from hycloud.sdk import client as sdk_client
+
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "s.sqlite3"))
+    local = tmp_path / "f"
+    local.write_bytes(b"x" * 100)
+    sdk = HyCloud("http://unused", "key")
+    link = {"path": "/f", "content_hash": "h", "size": 100}
+    monkeypatch.setattr(sdk, "_fetch", lambda path: _LinkResponse(link))
+    monkeypatch.setattr(
+        sdk_client, "delta_download", lambda *a, **k: {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
+    )
+    monkeypatch.setattr(auto, "download_mode", lambda *a: "delta")
+    assert sdk.get("/f", local) == local
+    assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["kind"] == "same"
+    auto.settle()
+
+
+class _LinkResponse:
+    def __init__(self, link: dict) -> None:
+        self.headers = {"Content-Type": "application/vnd.hycloud.link+json"}
+        self._link = link
+
+    def json(self) -> dict:
+        return self._link
