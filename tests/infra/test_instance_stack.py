@@ -7,30 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
 from hycloud_infra.constructs.sfn_from_asl import placeholders
-from hycloud_infra.stacks.instance_stack import InstanceStack
+from tests.infra.stack import instance_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Template:
-    layer = tmp_path_factory.mktemp("layer")
-    (layer / "python").mkdir()
-    (layer / "python" / "placeholder.py").write_text("")
-    app = cdk.App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
-    stack = InstanceStack(
-        app,
-        "Test",
-        functions_dir=ROOT / "functions",
-        statemachines_dir=ROOT / "statemachines",
-        layer_dir=layer,
-    )
-    return Template.from_stack(stack)
+    return Template.from_stack(instance_stack(tmp_path_factory.mktemp("layer"))[1])
 
 
 def test_functions_mount_efs_at_mnt_efs(template):

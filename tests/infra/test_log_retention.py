@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
-from hycloud_infra.stacks.instance_stack import InstanceStack
+from tests.infra.stack import instance_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def synth(tmp_path: Path, **context) -> Template:
-    (tmp_path / "python").mkdir(exist_ok=True)
-    (tmp_path / "python" / "placeholder.py").write_text("")
-    app = cdk.App(context={**json.loads((ROOT / "cdk.json").read_text())["context"], **context})
-    stack = InstanceStack(
-        app,
-        "Logs",
-        functions_dir=ROOT / "functions",
-        statemachines_dir=ROOT / "statemachines",
-        layer_dir=tmp_path,
-    )
-    return Template.from_stack(stack)
+    return Template.from_stack(instance_stack(tmp_path, "Logs", **context)[1])
 
 
 @pytest.fixture(scope="module")

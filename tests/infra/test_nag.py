@@ -6,7 +6,6 @@ each with its reason; a new finding fails this test until it is fixed or justifi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -14,24 +13,14 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 from cdk_nag import AwsSolutionsChecks
 
-from hycloud_infra.stacks.instance_stack import InstanceStack
+from tests.infra.stack import instance_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def annotations(tmp_path_factory) -> Annotations:
-    layer = tmp_path_factory.mktemp("layer")
-    (layer / "python").mkdir()
-    (layer / "python" / "placeholder.py").write_text("")
-    app = cdk.App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
-    stack = InstanceStack(
-        app,
-        "Nag",
-        functions_dir=ROOT / "functions",
-        statemachines_dir=ROOT / "statemachines",
-        layer_dir=layer,
-    )
+    app, stack = instance_stack(tmp_path_factory.mktemp("layer"), "Nag")
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     app.synth()
     return Annotations.from_stack(stack)

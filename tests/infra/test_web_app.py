@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from hycloud_infra.stacks.instance_stack import InstanceStack
+from tests.infra.stack import instance_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _template(tmp_path_factory, account: str | None) -> Template:
-    layer = tmp_path_factory.mktemp("layer")
-    (layer / "python").mkdir()
-    (layer / "python" / "placeholder.py").write_text("")
-    app = cdk.App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
-    stack = InstanceStack(
-        app,
-        "Web",
-        functions_dir=ROOT / "functions",
-        statemachines_dir=ROOT / "statemachines",
-        layer_dir=layer,
-        env=cdk.Environment(account=account, region="us-east-1") if account else None,
-    )
-    return Template.from_stack(stack)
+    return Template.from_stack(instance_stack(tmp_path_factory.mktemp("layer"), "Web", account)[1])
 
 
 @pytest.fixture(scope="module")
