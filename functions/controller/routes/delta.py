@@ -165,17 +165,18 @@ def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
     cache.publish(dst, tmp, content_hash)
 
 
-def _report(job: str) -> dict:
-    """The job's state as the caller sees it; a small delta comes inline, saving a request."""
+def _report(job: str, inline: bool = True) -> dict:
+    """The job's state as the caller sees it: a delta too large for the API as a presigned S3 URL;
+    with `inline`, a small delta in the answer itself, saving a request."""
     state = report(describe(CONFIG.delta_state_machine, job))
     result = state.get("result") or {}
-    if result.get("delta_key"):  # a delta too large for the API: fetched from S3 directly
+    if result.get("delta_key"):
         result["delta_url"] = s3().generate_presigned_url(
             "get_object",
             ExpiresIn=URL_TTL_S,
             Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
         )
-    elif 0 < result.get("delta_size", 0) <= INLINE_DELTA:
+    elif inline and 0 < result.get("delta_size", 0) <= INLINE_DELTA:
         try:
             with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
                 result["delta"] = base64.b64encode(f.read(INLINE_DELTA + 1)).decode()
@@ -289,18 +290,7 @@ def upload(
 @router.get("/v1/delta/jobs", responses=replies(200, Job, 404))
 def job_status(job_id: Annotated[JobId, Query(alias="id")], wait: Annotated[Wait, Query()] = 0):
     job = owned(router, job_id)
-    state = long_poll(
-        lambda: report(describe(CONFIG.delta_state_machine, job)),
-        wait,
-        lambda r: r["state"] == "running",
-    )
-    result = state.get("result") or {}
-    if result.get("delta_key"):  # a delta too large for the API: fetched from S3 directly
-        result["delta_url"] = s3().generate_presigned_url(
-            "get_object",
-            ExpiresIn=URL_TTL_S,
-            Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
-        )
+    state = long_poll(lambda: _report(job, inline=False), wait, lambda r: r["state"] == "running")
     return ok({"job": job, **state})
 
 
