@@ -358,9 +358,10 @@ def cp(
     emit(entry, f"copied {src} -> {entry['path']}")
 
 
-@app.command()
+@app.command(epilog=examples("hycloud usage", "hycloud --json usage | jq .costs"))
 def usage() -> None:
-    """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3 and all-EFS."""
+    """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3, all-EFS
+    and Amazon S3 Files."""
     usage_command(STATE["json"])
 
 
