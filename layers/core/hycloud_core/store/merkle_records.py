@@ -88,11 +88,11 @@ class MerkleRecords:
     def file_written(self, path: str, digest: str, mtime: float) -> None:
         """A file now holds content `digest` (hex content hash)."""
         self.table.put_item(Item=self._file_item(path, digest, mtime))
-        self._invalidate(ancestors(path))
+        self.invalidate(ancestors(path))
 
     def dir_made(self, path: str) -> None:
         """A folder exists at `path` (and its parents)."""
-        self._invalidate([path, *ancestors(path)] if path != ROOT else [ROOT])
+        self.invalidate([path, *ancestors(path)] if path != ROOT else [ROOT])
 
     def removed(self, path: str, when: float | None = None) -> None:
         """A file or a whole folder is gone: a tombstone replaces it, then what was below goes."""
@@ -108,11 +108,11 @@ class MerkleRecords:
             }
         )
         self._delete(self._below(path))
-        self._invalidate(ancestors(path))
+        self.invalidate(ancestors(path))
 
     def copied(self, src: str, dst: str) -> None:
         """The live nodes at and below `src` now also exist at and below `dst` (replacing them)."""
-        top = self._get(src)
+        top = self.get(src)
         if top is None or top["kind"] == "tombstone":
             return  # nothing to copy: or already moved (a job step done twice)
         items = [top, *self._below(src)]
@@ -126,11 +126,11 @@ class MerkleRecords:
                 elif item["kind"] == "dir":
                     dirs.append(path)
         # folders are (re)made afterwards, deepest first: no reader can hash one before its content
-        self._invalidate(sorted(dirs, key=_depth, reverse=True) + ancestors(dst))
+        self.invalidate(sorted(dirs, key=_depth, reverse=True) + ancestors(dst))
 
     def moved(self, src: str, dst: str) -> None:
         self.copied(src, dst)
-        top = self._get(src)
+        top = self.get(src)
         if top is not None and top["kind"] != "tombstone":
             self.removed(src)
 
@@ -147,7 +147,7 @@ class MerkleRecords:
         return [self._summary(self._fresh(i)) for i in sorted(items, key=lambda i: i["path"])]
 
     def root_item(self) -> dict[str, Any]:
-        item = self._get(ROOT) or {"path": ROOT, "kind": "dir", "mtime": 0}
+        item = self.get(ROOT) or {"path": ROOT, "kind": "dir", "mtime": 0}
         return self._fresh(item)
 
     def items(self) -> list[dict[str, Any]]:
@@ -166,7 +166,7 @@ class MerkleRecords:
             "mtime": _num(mtime),
         }
 
-    def _invalidate(self, folders: Iterable[str]) -> None:
+    def invalidate(self, folders: Iterable[str]) -> None:
         """Each folder (in the order given: deepest first) exists, with a new generation and no hash."""
         now = _num(time.time())
         for path in folders:
@@ -220,7 +220,7 @@ class MerkleRecords:
             item["path"], item["kind"], b"" if tomb else bytes.fromhex(item["hash"]), float(item["mtime"])
         )
 
-    def _get(self, path: str) -> dict[str, Any] | None:
+    def get(self, path: str) -> dict[str, Any] | None:
         got = self.table.get_item(Key={"pk": self.pk, "sk": node_key(path)}, ConsistentRead=True).get("Item")
         return dict(got) if got else None
 
