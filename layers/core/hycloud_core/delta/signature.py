@@ -12,7 +12,7 @@ import zstandard
 from ..streams import read_full
 from . import rolling
 from .errors import DeltaFormatError
-from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, VERSION
+from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, SIG_VERSION
 
 MAX_BLOCK_SIZE = 1 << 24
 _READ_TARGET = 1 << 20
@@ -43,7 +43,9 @@ class Signature:
             packed = zstandard.ZstdCompressor(level=3).compress(body)
             if len(packed) < len(body):
                 body, flags = packed, SIG_FLAG_ZSTD
-        header = SIG_HEADER.pack(SIG_MAGIC, VERSION, flags, self.block_size, self.strong_len, self.old_size)
+        header = SIG_HEADER.pack(
+            SIG_MAGIC, SIG_VERSION, flags, self.block_size, self.strong_len, self.old_size
+        )
         return header + body
 
     @classmethod
@@ -66,7 +68,7 @@ class Signature:
 def _check_header(magic: bytes, version: int, flags: int, block_size: int, strong_len: int) -> None:
     if magic != SIG_MAGIC:
         raise DeltaFormatError("not a signature (bad magic)")
-    if version != VERSION:
+    if version != SIG_VERSION:
         raise DeltaFormatError(f"unsupported signature version {version}")
     if flags & ~SIG_FLAG_ZSTD:
         raise DeltaFormatError(f"unknown signature flags {flags:#x}")
