@@ -19,7 +19,6 @@ made it slower, not faster.
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +30,17 @@ import zstandard
 from ..streams import read_full
 from . import rolling
 from .signature import SigIndex, Signature
-from .wire import DELTA_HEADER, DELTA_MAGIC, OP_COPY, OP_END, OP_LITERAL, VERSION, put_varint, zigzag
+from .wire import (
+    DELTA_HEADER,
+    DELTA_MAGIC,
+    OP_COPY,
+    OP_END,
+    OP_LITERAL,
+    VERSION,
+    put_varint,
+    result_hash,
+    zigzag,
+)
 
 DEFAULT_LEVEL = 3
 PIECE_TARGET = 1 << 18
@@ -39,12 +48,13 @@ _FLUSH_AT = 1 << 20
 _MAX_SAME_WEAK = 16
 _WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
 _WINDOW_MAX = 1 << 18
+_RESYNC_BLOCKS = 3  # old blocks looked for right after a run ends
 
 
 @dataclass(frozen=True)
 class DeltaStats:
     new_size: int
-    sha256: bytes
+    digest: bytes  # XXH3-128 of the new file, as in END
     literal_bytes: int
     copied_bytes: int
     copy_ops: int
@@ -128,13 +138,13 @@ class _Piece:
     weaks: np.ndarray  # weak sum at every offset data[k] with a full block after it
 
 
-def _pieces(new: BinaryIO, block_size: int, sha, piece_size: int) -> Iterator[_Piece]:
+def _pieces(new: BinaryIO, block_size: int, check, piece_size: int) -> Iterator[_Piece]:
     start = 0
     cur = read_full(new, piece_size)
-    sha.update(cur)
+    check.update(cur)
     while cur:
         nxt = read_full(new, piece_size)
-        sha.update(nxt)
+        check.update(nxt)
         data = cur + nxt[: block_size - 1] if nxt else cur
         n_off = max(0, min(len(cur), len(data) - block_size + 1))
         weaks = np.empty(0, dtype=np.uint32)
@@ -184,10 +194,18 @@ class _Matcher:
         i = 0
         looked_up = 0  # candidates are known for piece offsets below this
         window = _WINDOW_MIN
+        resync = self.pos > p.start or p.start == 0
         while True:
             rel_pos = self.pos - p.start
             if i < len(cand) and cand[i] < rel_pos:
                 i = bisect_left(cand, rel_pos, i + 1)
+            if resync and rel_pos < n_off:
+                resync = False
+                hit = self._resync(p, mv, rel_pos, n_off)
+                if hit is not None and not (i < len(cand) and cand[i] < hit[0]):
+                    self._take(p, mv, rel_pos, *hit)
+                    resync = True
+                    continue
             if i >= len(cand):
                 lo = max(rel_pos, looked_up)
                 if lo >= n_off:
@@ -200,12 +218,8 @@ class _Matcher:
             rel = cand[i]
             j = self._match(mv[rel : rel + bs], slot[i])
             if j >= 0:
-                self.w.literal(mv[rel_pos:rel])
-                run = 1 + self._extend(p, mv, rel + bs, j + 1)
-                self.w.copy_run(j, run)
-                self.pos = p.start + rel + bs * run
-                self.last_j = j + run - 1
-                window = _WINDOW_MIN
+                self._take(p, mv, rel_pos, rel, j)
+                window, resync = _WINDOW_MIN, True
             i += 1
         if p.last:
             self._tail(p, mv)
@@ -213,6 +227,42 @@ class _Matcher:
         if self.pos < end:
             self.w.literal(mv[self.pos - p.start : p.length])
             self.pos = end
+
+    def _take(self, p: _Piece, mv: memoryview, rel_pos: int, rel: int, j: int) -> None:
+        """Block j matches at piece offset rel: literal up to it, then the run it starts."""
+        self.w.literal(mv[rel_pos:rel])
+        run = 1 + self._extend(p, mv, rel + self.index.block_size, j + 1)
+        self.w.copy_run(j, run)
+        self.pos = p.start + rel + self.index.block_size * run
+        self.last_j = j + run - 1
+
+    def _resync(self, p: _Piece, mv: memoryview, rel: int, n_off: int) -> tuple[int, int] | None:
+        """Where the old file's next blocks reappear after a run ends, if within a few blocks.
+
+        A small edit ends a run, and the blocks after it (the one the edit hit, or the next two)
+        reappear shortly after, shifted by what was inserted or removed. Comparing the weak sums of
+        the next few offsets with just those blocks' sums costs a few numpy passes, far less than a
+        lookup of every offset against the whole signature; the general lookup runs only when this
+        finds nothing. (Greedy rsync would take a match of another block that starts earlier in
+        that short span; this finds the next blocks in order, which is what an edit leaves.)
+        """
+        ix, sig = self.index, self.sig
+        e = self.last_j + 1
+        targets = ix.weak[e : e + _RESYNC_BLOCKS].tolist()
+        if not targets:
+            return None
+        bs, s = ix.block_size, sig.strong_len
+        region = p.weaks[rel : min(n_off, rel + (_RESYNC_BLOCKS + 1) * bs)]
+        hits = region == targets[0]
+        for t in targets[1:]:
+            hits |= region == t
+        for k in np.flatnonzero(hits)[:_MAX_SAME_WEAK].tolist():
+            w = int(region[k])
+            digest = rolling.strong_sum(mv[rel + k : rel + k + bs], s)
+            for j in range(e, e + len(targets)):
+                if targets[j - e] == w and sig.strong[j * s : j * s + s] == digest:
+                    return rel + k, j
+        return None
 
     def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
         """How many of blocks j, j+1, ... follow back to back from piece offset `rel`."""
@@ -259,19 +309,19 @@ def delta(
     sig = sig if isinstance(sig, Signature) else Signature.decode(sig)
     index = SigIndex(sig)
     piece_size = max(piece_size, 4 * sig.block_size)
-    sha = hashlib.sha256()
+    check = result_hash()
     counter = _CountingWriter(out)
     zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
     writer = _OpWriter(zw, sig.block_size, sig.old_size)
     matcher = _Matcher(index, writer)
-    for piece in _pieces(new, sig.block_size, sha, piece_size):
+    for piece in _pieces(new, sig.block_size, check, piece_size):
         matcher.feed(piece)
-    digest = sha.digest()
+    digest = check.digest()
     writer.end(matcher.pos, digest)
     zw.close()  # ends the zstd frame; closefd=False leaves `out` open
     return DeltaStats(
         new_size=matcher.pos,
-        sha256=digest,
+        digest=digest,
         literal_bytes=writer.literal_bytes,
         copied_bytes=matcher.pos - writer.literal_bytes,
         copy_ops=writer.copy_ops,
