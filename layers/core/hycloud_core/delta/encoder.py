@@ -48,6 +48,7 @@ _FLUSH_AT = 1 << 20
 _MAX_SAME_WEAK = 16
 _WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
 _WINDOW_MAX = 1 << 18
+_SHORT_RUN = 4  # blocks of a run checked one by one before the bulk check
 _RESYNC_BLOCKS = 3  # old blocks looked for right after a run ends
 
 
@@ -211,8 +212,8 @@ class _Matcher:
                 if lo >= n_off:
                     break
                 hi = min(n_off, lo + max(window, 4 * bs))
-                idx, slots = ix.candidates(p.weaks[lo:hi])
-                cand, slot, i, looked_up = (idx + lo).tolist(), slots.tolist(), 0, hi
+                cand, slot = ix.candidates(p.weaks[lo:hi], lo)
+                i, looked_up = 0, hi
                 window = min(2 * window, _WINDOW_MAX)
                 continue
             rel = cand[i]
@@ -265,12 +266,27 @@ class _Matcher:
         return None
 
     def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
-        """How many of blocks j, j+1, ... follow back to back from piece offset `rel`."""
+        """How many of blocks j, j+1, ... follow back to back from piece offset `rel`.
+
+        Most runs in a file with many small edits are a few blocks long, so the first blocks are
+        checked one by one (a numpy call costs more than such a short run); a run that goes on is
+        checked in bulk: one strided comparison of weak sums and one joined comparison of strong
+        sums."""
         ix, sig = self.index, self.sig
         bs, s = ix.block_size, sig.strong_len
-        m = min((len(p.weaks) - 1 - rel) // bs + 1 if rel < len(p.weaks) else 0, ix.n_full - j)
-        if m <= 0 or p.weaks[rel] != ix.weak[j]:  # scalar test first: many runs end here
-            return 0
+        weaks, weak, strong = p.weaks, ix.weak_list, sig.strong
+        m = min((len(weaks) - 1 - rel) // bs + 1 if rel < len(weaks) else 0, ix.n_full - j)
+        for t in range(min(m, _SHORT_RUN)):
+            k, jj = rel + t * bs, j + t
+            if weaks[k] != weak[jj] or rolling.strong_sum(mv[k : k + bs], s) != strong[jj * s : jj * s + s]:
+                return t
+        if m <= _SHORT_RUN:
+            return m
+        return _SHORT_RUN + self._extend_bulk(p, mv, rel + _SHORT_RUN * bs, j + _SHORT_RUN, m - _SHORT_RUN)
+
+    def _extend_bulk(self, p: _Piece, mv: memoryview, rel: int, j: int, m: int) -> int:
+        ix, sig = self.index, self.sig
+        bs, s = ix.block_size, sig.strong_len
         differ = np.flatnonzero(p.weaks[rel : rel + m * bs : bs] != ix.weak[j : j + m])
         if len(differ):
             m = int(differ[0])
