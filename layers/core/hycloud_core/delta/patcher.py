@@ -30,6 +30,7 @@ from .wire import (
 _CHUNK = 1 << 20
 _OLD_READ = 1 << 18  # least read-ahead per old-file read; the window holds at most _CHUNK
 _OP_MAX = 1 + 10 + 10  # opcode and two varints
+_DIRECT = 1 << 16
 
 
 def patch(old: BinaryIO, delta: BinaryIO, out: BinaryIO) -> int:
@@ -64,7 +65,7 @@ def _apply(old: BinaryIO, ops: _Ops, out: BinaryIO) -> int:
             offset = start * block_size
             n = min(count * block_size, old_size - offset)
             rel = offset - window.start
-            if 0 <= rel and rel + n <= window.length and n < _CHUNK:  # the common case, inline
+            if 0 <= rel and rel + n <= window.length:  # the common case, inline
                 sink.add(window.view[rel : rel + n])
                 window.prev_end = offset + n
             else:
@@ -94,7 +95,7 @@ def _header(raw: bytes) -> tuple[int, int]:
 
 
 class _Sink:
-    """Gathers output into 1 MiB writes; each write is hashed once."""
+    """Gathers short pieces into 1 MiB writes; each write is hashed once."""
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
@@ -105,7 +106,7 @@ class _Sink:
     def add(self, data: memoryview | bytes) -> None:
         self.written += len(data)
         buf = self._buf
-        if len(data) >= _CHUNK:
+        if len(data) >= _DIRECT:  # long pieces go out as they are, without a copy into the buffer
             self.flush()
             self.check.update(data)
             self._out.write(data)
