@@ -274,7 +274,7 @@ class _Matcher:
         sums."""
         ix, sig = self.index, self.sig
         bs, s = ix.block_size, sig.strong_len
-        weaks, weak, strong = p.weaks, ix.weak_list, sig.strong
+        weaks, weak, strong = p.weaks, ix.weak, sig.strong
         m = min((len(weaks) - 1 - rel) // bs + 1 if rel < len(weaks) else 0, ix.n_full - j)
         for t in range(min(m, _SHORT_RUN)):
             k, jj = rel + t * bs, j + t

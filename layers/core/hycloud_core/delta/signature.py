@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import BinaryIO
 
 import numpy as np
@@ -161,7 +160,6 @@ class SigIndex:
         self.tail_len = sig.old_size % sig.block_size
         weak = sig.weak[: self.n_full]
         self.weak = weak
-        self.weak_list = weak.tolist()  # scalar reads from a list cost a fraction of numpy's
         self.order = np.argsort(weak, kind="stable")
         self.sorted_weak = weak[self.order]
         bits = min(_MAX_BITS, max(12, self.n_full.bit_length() + 8))
@@ -172,33 +170,22 @@ class SigIndex:
         self.table2[_remix(self.sorted_weak, self.shift)] = True
 
     def candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
-        """Offsets (base + index into `weaks`) whose weak sum is some block's, and its first slot in
+        """Offsets (base + index into `weaks`) whose weak sum is some block's, and its slot in
         sorted order.
 
         Two bitmaps (top bits, and top bits after a multiplicative remix) reject almost every
-        non-matching offset in a few numpy passes; each is at most 4 MiB, so lookups stay cached.
-        The few survivors are settled by a dict lookup: cheaper than more numpy calls on arrays
-        that short, and this runs once per change in the file.
+        non-matching offset before the binary search; each is at most 4 MiB, so lookups stay cached.
         """
         if self.n_full == 0 or len(weaks) == 0:
             return [], []
         idx = np.flatnonzero(self.table.take(weaks >> self.shift, mode="wrap"))
-        if len(idx):
-            idx = idx[self.table2.take(_remix(weaks[idx], self.shift), mode="wrap")]
-        first = self.first_slot
-        offsets, slots = [], []
-        for k, w in zip(idx.tolist(), weaks[idx].tolist(), strict=True):
-            slot = first.get(w)
-            if slot is not None:
-                offsets.append(base + k)
-                slots.append(slot)
-        return offsets, slots
-
-    @cached_property
-    def first_slot(self) -> dict[int, int]:
-        """Weak sum -> its first position in sorted order."""
-        n = len(self.sorted_weak)
-        return dict(zip(self.sorted_weak[::-1].tolist(), range(n - 1, -1, -1), strict=True))
+        w = weaks[idx]
+        keep = self.table2.take(_remix(w, self.shift), mode="wrap")
+        idx, w = idx[keep], w[keep]
+        slot = np.searchsorted(self.sorted_weak, w)
+        np.minimum(slot, self.n_full - 1, out=slot)
+        hit = self.sorted_weak[slot] == w
+        return (idx[hit] + base).tolist(), slot[hit].tolist()
 
 
 def _remix(w: np.ndarray, shift: np.uint32) -> np.ndarray:
