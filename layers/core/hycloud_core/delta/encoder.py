@@ -49,7 +49,6 @@ _MAX_SAME_WEAK = 16
 _WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
 _WINDOW_MAX = 1 << 18
 _SHORT_RUN = 4  # blocks of a run checked one by one before the bulk check
-_RESYNC_BLOCKS = 3  # old blocks looked for right after a run ends
 
 
 @dataclass(frozen=True)
@@ -195,18 +194,10 @@ class _Matcher:
         i = 0
         looked_up = 0  # candidates are known for piece offsets below this
         window = _WINDOW_MIN
-        resync = self.pos > p.start or p.start == 0
         while True:
             rel_pos = self.pos - p.start
             if i < len(cand) and cand[i] < rel_pos:
                 i = bisect_left(cand, rel_pos, i + 1)
-            if resync and rel_pos < n_off:
-                resync = False
-                hit = self._resync(p, mv, rel_pos, n_off)
-                if hit is not None and not (i < len(cand) and cand[i] < hit[0]):
-                    self._take(p, mv, rel_pos, *hit)
-                    resync = True
-                    continue
             if i >= len(cand):
                 lo = max(rel_pos, looked_up)
                 if lo >= n_off:
@@ -220,7 +211,7 @@ class _Matcher:
             j = self._match(mv[rel : rel + bs], slot[i])
             if j >= 0:
                 self._take(p, mv, rel_pos, rel, j)
-                window, resync = _WINDOW_MIN, True
+                window = _WINDOW_MIN
             i += 1
         if p.last:
             self._tail(p, mv)
@@ -236,34 +227,6 @@ class _Matcher:
         self.w.copy_run(j, run)
         self.pos = p.start + rel + self.index.block_size * run
         self.last_j = j + run - 1
-
-    def _resync(self, p: _Piece, mv: memoryview, rel: int, n_off: int) -> tuple[int, int] | None:
-        """Where the old file's next blocks reappear after a run ends, if within a few blocks.
-
-        A small edit ends a run, and the blocks after it (the one the edit hit, or the next two)
-        reappear shortly after, shifted by what was inserted or removed. Comparing the weak sums of
-        the next few offsets with just those blocks' sums costs a few numpy passes, far less than a
-        lookup of every offset against the whole signature; the general lookup runs only when this
-        finds nothing. (Greedy rsync would take a match of another block that starts earlier in
-        that short span; this finds the next blocks in order, which is what an edit leaves.)
-        """
-        ix, sig = self.index, self.sig
-        e = self.last_j + 1
-        targets = ix.weak[e : e + _RESYNC_BLOCKS].tolist()
-        if not targets:
-            return None
-        bs, s = ix.block_size, sig.strong_len
-        region = p.weaks[rel : min(n_off, rel + (_RESYNC_BLOCKS + 1) * bs)]
-        hits = region == targets[0]
-        for t in targets[1:]:
-            hits |= region == t
-        for k in np.flatnonzero(hits)[:_MAX_SAME_WEAK].tolist():
-            w = int(region[k])
-            digest = rolling.strong_sum(mv[rel + k : rel + k + bs], s)
-            for j in range(e, e + len(targets)):
-                if targets[j - e] == w and sig.strong[j * s : j * s + s] == digest:
-                    return rel + k, j
-        return None
 
     def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
         """How many of blocks j, j+1, ... follow back to back from piece offset `rel`.

@@ -1,6 +1,6 @@
 """Round trips that cross every window boundary of the patcher (old-file window, output buffer,
-decompressed op chunks) and exercise the encoder's paths after a run ends (the nearby look for the
-next blocks, short runs checked block by block, long runs checked in bulk).
+decompressed op chunks) and exercise both ways the encoder checks a run (short runs block by
+block, long runs in bulk).
 
 The patcher's windows are 1 MiB in production; here they are shrunk to a few bytes so that small
 random files cross them many times."""
@@ -64,8 +64,8 @@ def test_blocks_shuffled_and_repeated_roundtrip(seed, blocks, block, windows):
     st.sampled_from([0, 1, 4, 16]),
 )
 def test_many_small_edits_roundtrip_whatever_the_short_run_length(seed, size, edits, block, short):
-    """Dense small edits, so most runs are short and most run ends are followed by the old file's
-    next blocks a few bytes later; the block-by-block check covers 0 to 16 blocks."""
+    """Dense small edits, so most runs are short; the block-by-block check covers 0 to 16 blocks
+    before the bulk check takes over."""
     rng = random.Random(seed)
     old = rng.randbytes(size)
     new = bytearray(old)
