@@ -8,13 +8,17 @@ second, remixed one) discards almost every non-matching offset with one table re
 confirms the rest, and offsets inside matched runs are never looked up at all. The Python loop
 applies rsync's greedy rule (take a match, jump a block, else slide one byte) to the survivors.
 Once a block matches, the run that follows (block j+1 at the next block offset, j+2 after it, ...)
-is confirmed in bulk: one numpy comparison of weak sums and one joined compare of strong sums, so
-unchanged stretches cost about one strong-hash call per block. Memory stays bounded by one piece
-and its arrays. On source tarballs this runs at 0.5-2x librsync's speed with the same bytes on the
-wire (bench/results/delta.md), needs no native build for the Lambda layer (numpy, xxhash and
-zstandard ship manylinux wheels) and keeps the wire format ours (FORMAT.md). A reader thread
-running one piece ahead was tried and dropped: the many short GIL hand-offs around numpy calls
-made it slower, not faster.
+is checked: its first few blocks one by one (most runs in a file with many small edits are that
+short, and a numpy call costs more), the rest in bulk with one numpy comparison of weak sums and
+one joined compare of strong sums, so unchanged stretches cost about one strong-hash call per
+block. Memory stays bounded by one piece and its arrays, plus the signature's index (about
+16 + strong_len bytes per old block and two bitmaps of at most 4 MiB). Measured against librsync's
+rdiff on three series of source tarballs in bench/results/delta.md; it needs no native build for
+the Lambda layer (numpy, xxhash and zstandard ship manylinux wheels) and keeps the wire format ours
+(FORMAT.md). Tried and dropped: a reader thread running one piece ahead (the many short GIL
+hand-offs around numpy calls made it slower), and, after a run ends, comparing the next offsets
+with just the old file's next few blocks before the general lookup (on Django's tarballs it almost
+never found them and cost a quarter more time).
 """
 
 from __future__ import annotations
