@@ -8,7 +8,8 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_nag import AwsSolutionsChecks
 
 from hycloud_core import constants as c
 from hycloud_infra.app_stacks import build_stacks
@@ -108,3 +109,15 @@ def test_one_region_gives_the_single_instance_template(tmp_path):
 def _strip_assets(template: dict) -> str:
     """Asset hashes differ with the layer folder's path; everything else must match."""
     return re.sub(r"[0-9a-f]{64}", "<hash>", json.dumps(template, sort_keys=True))
+
+
+def test_aws_solutions_checks_pass_on_every_stack_of_three_regions(tmp_path):
+    """The data instance stacks and the home stack's rights on them meet the rules test_nag.py applies."""
+    app = _app(tmp_path)
+    home, data = build_stacks(app, root=ROOT, layer_dir=tmp_path, account=ACCOUNT)
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    app.synth()
+    for stack in (home, *data):
+        found = Annotations.from_stack(stack)
+        rules = Match.string_like_regexp("AwsSolutions-.*")
+        assert found.find_error("*", rules) == [] and found.find_warning("*", rules) == [], stack.stack_name
