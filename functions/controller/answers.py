@@ -83,6 +83,17 @@ class Whoami(BaseModel):
     s3_efs_rate: int
 
 
+class InstanceInfo(BaseModel):
+    region: str
+    bucket: str
+    home: bool = Field(description="the controller's own instance")
+    s3_endpoint: str = Field(description="where the instance's presigned URLs point")
+
+
+class Instances(BaseModel):
+    instances: list[InstanceInfo] = Field(description="home first")
+
+
 class DownloadLink(BaseModel):
     path: str
     size: int

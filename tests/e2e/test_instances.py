@@ -122,3 +122,19 @@ def test_put_get_through_the_cli_with_instances_deployed(deployment, instances, 
         }
         assert any(result["content_hash"] in key for key in keys[home])
         assert all(keys[region] == [] for region in others)
+
+
+def test_instances_route_lists_every_instance_with_a_reachable_endpoint(deployment, instances, alice):
+    listed = alice.sdk().instances()
+    assert [(i["region"], i["bucket"], i["home"]) for i in listed] == [
+        (region, out["BucketName"], n == 0) for n, (region, out) in enumerate(instances.items())
+    ]
+    for item in listed:  # the client reaches each bucket where presigned URLs would point
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=item["s3_endpoint"],
+            region_name=item["region"],
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        assert s3.head_bucket(Bucket=item["bucket"])["ResponseMetadata"]["HTTPStatusCode"] == 200

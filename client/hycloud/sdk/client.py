@@ -62,6 +62,10 @@ class HyCloud:
     def whoami(self) -> str:
         return self.info()["user"]
 
+    def instances(self) -> list[dict]:
+        """The deployment's instances (region, bucket, S3 endpoint), home first."""
+        return self.http.json("GET", "/v1/instances")["instances"]
+
     @property
     def small_file_threshold(self) -> int:
         return (
