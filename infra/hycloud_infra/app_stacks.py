@@ -40,5 +40,5 @@ def build_stacks(
         **dirs,
     )
     for stack in data:
-        instance.add_dependency(stack)
+        instance.add_stack_dependency(stack)
     return instance, data
