@@ -39,8 +39,7 @@ from bench.wan import SpawnedWanLink, WanAdapter  # noqa: E402
 from hycloud import http as client_http  # noqa: E402
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
-from hycloud.transfer import auto  # noqa: E402
-from hycloud.transfer.delta import wait_for_adaptation  # noqa: E402
+from hycloud.transfer import auto, background  # noqa: E402
 from hycloud_core import content  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
@@ -96,7 +95,7 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
         row["e_direct_up"] = measure(link, lambda: wan.put(new, up_path, via="direct"))
         for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
             setup.put(old, up_path, via="direct")
-            auto.settle()  # the old release's checksum list is in the store
+            background.settle()  # the old release's checksum list is in the store
             result: dict = {}
             if kind == "rsync":  # against the checksum list kept from the old release's upload
                 put = lambda r=result: r.update(wan.put(new, up_path, via="delta"))  # noqa: E731
@@ -108,7 +107,7 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
             row[mode]["eq2_says_delta"] = auto.upload_pays(
                 row["size"], result.get("sent_bytes", row["size"]), auto.rates(wan.store)
             )
-            auto.settle()
+            background.settle()
         setup.put(new, down_path, via="direct")  # the previous release becomes a retained old version
         row["a_direct"] = measure(link, lambda: wan.get(down_path, work / "a.tar", via="direct"))
         row["b_relay"] = measure(link, lambda: wan.get(down_path, work / "b.tar", via="relay"))
@@ -121,8 +120,7 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
             )
             row[mode]["kind"] = wan.last_transfer.get("kind")
             assert held.read_bytes() == new.read_bytes(), f"{mode} rebuilt wrong bytes"
-            wait_for_adaptation()
-            auto.settle()
+            background.settle()
     for name in ("a.tar", "b.tar"):
         assert (work / name).stat().st_size == row["size"]
     return row

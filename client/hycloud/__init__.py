@@ -3,34 +3,5 @@
 from hycloud import HyCloud, NotFoundError
 """
 
-from .sdk import (
-    BadRequestError,
-    ConflictError,
-    ForbiddenError,
-    HyCloud,
-    HyCloudError,
-    InvalidPathError,
-    NotFoundError,
-    PayloadTooLargeError,
-    Subscriber,
-    TreeJobDetached,
-    TreeJobFailed,
-    TreeResult,
-    UnauthorizedError,
-)
-
-__all__ = [
-    "BadRequestError",
-    "ConflictError",
-    "ForbiddenError",
-    "HyCloud",
-    "HyCloudError",
-    "InvalidPathError",
-    "NotFoundError",
-    "PayloadTooLargeError",
-    "Subscriber",
-    "TreeJobDetached",
-    "TreeJobFailed",
-    "TreeResult",
-    "UnauthorizedError",
-]
+from .sdk import *  # noqa: F403 - the SDK's public names, listed once in hycloud.sdk
+from .sdk import __all__ as __all__

@@ -11,10 +11,12 @@ import hashlib
 import time
 from collections.abc import Callable
 from functools import cache
+from typing import Annotated
 
 import boto3
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.params import Header
 from botocore.config import Config
 
 from hycloud_core import auth
@@ -128,17 +130,27 @@ def check_sha256(data: bytes, declared: str | None) -> str:
     return digest
 
 
-def expected_version(app: APIGatewayRestResolver) -> str | None:
-    """`If-Match: <version>` (the path's content hash, or sha256 of a small file) or
-    `If-None-Match: *` (the path must not exist); None when the request names no version."""
-    headers = app.current_event.headers or {}
-    lower = {k.lower(): v for k, v in headers.items()}
-    if lower.get("if-none-match", "").strip() == "*":
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="if-match",
+        description="The path's current content_hash (a small file's body sha256 too); else 409 version-mismatch",
+    ),
+]
+IfNoneMatch = Annotated[
+    str | None,
+    Header(alias="if-none-match", description="`*`: the path must not exist; else 409 version-mismatch"),
+]
+
+
+def expected_version(if_match: str | None, if_none_match: str | None) -> str | None:
+    """The version a write requires the path to hold (ABSENT for `If-None-Match: *`); None when
+    the request names none, and the last writer wins."""
+    if (if_none_match or "").strip() == "*":
         return ABSENT
-    value = lower.get("if-match")
-    if value is None:
+    if if_match is None:
         return None
-    value = value.strip().strip('"').lower()
+    value = if_match.strip().strip('"').lower()
     if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
         raise BadRequestError("If-Match must be a content hash (64 hex digits)", code="bad-version")
     return value

@@ -8,11 +8,14 @@ import os
 
 import pytest
 
+from tests.e2e.conftest import _make_user
+
 pytestmark = pytest.mark.e2e
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 
-def test_usage_has_an_s3_files_column_and_a_measured_relay_cost(deployment, carol, tmp_path):
+def test_usage_has_an_s3_files_column_and_a_measured_relay_cost(deployment, tmp_path):
+    carol = _make_user(deployment, "cost")  # a user of its own: the shared ones hold other tests' files
     small, large = os.urandom(100 * KiB), os.urandom(3 * MiB + 17)
     (tmp_path / "small.bin").write_bytes(small)
     (tmp_path / "large.bin").write_bytes(large)

@@ -118,6 +118,20 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     assert int(deployment.object_record(h3)["keep_until"]) > time.time()
 
 
+def test_delta_upload_to_a_new_path_uploads_the_whole_file(alice, versions, tmp_path):
+    v1, v2 = versions[0], versions[1]
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    out = json.loads(
+        alice.cli(
+            "--json", "put", str(tmp_path / "v2"), f"/new-{tmp_path.name}.bin", "--base", str(tmp_path / "v1")
+        ).stdout
+    )
+    assert out["mode"] == "direct" and out["content_hash"] == content.hash_bytes(v2)
+    alice.cli("get", f"/new-{tmp_path.name}.bin", str(tmp_path / "back"), "--via", "direct")
+    assert (tmp_path / "back").read_bytes() == v2
+
+
 def test_failed_job_leaves_namespace_unchanged_and_is_reported(deployment, alice, versions, tmp_path):
     v1 = edit(versions[0], 31) + os.urandom(16)
     v2 = edit(v1, 32)

@@ -8,6 +8,7 @@ import random
 import shutil
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ SIZES = {  # relative path -> size: empty, tiny, small, just above the small-fil
     "a/b/edge.bin": 2 * MiB + 1,
     "big/large.bin": 5 * MiB + 3,
 }
+TREE = f"mounted-{uuid.uuid4().hex[:8]}"  # alice is shared: other tests have their own /tree
 CANNOT_MOUNT = (
     None
     if os.path.exists("/dev/fuse") and shutil.which("fusermount3")
@@ -75,38 +77,38 @@ def tree(tmp_path_factory) -> Path:
 
 
 def test_tree_in_and_out_byte_exact(mounted, tree, alice, tmp_path):
-    subprocess.run(["cp", "-r", str(tree), str(mounted / "tree")], check=True, timeout=120)
+    subprocess.run(["cp", "-r", str(tree), str(mounted / TREE)], check=True, timeout=120)
     back = tmp_path / "back"
-    subprocess.run(["cp", "-r", str(mounted / "tree"), str(back)], check=True, timeout=120)
+    subprocess.run(["cp", "-r", str(mounted / TREE), str(back)], check=True, timeout=120)
     for rel in SIZES:
         assert _sha(back / rel) == _sha(tree / rel), rel
     assert (back / "empty dir").is_dir() and not any((back / "empty dir").iterdir())
     sdk = alice.sdk()
     for rel, size in SIZES.items():
-        info = sdk.stat(f"/tree/{rel}")
+        info = sdk.stat(f"/{TREE}/{rel}")
         assert info["size"] == size, rel
         if info["storage"] == "large":
             assert info["content_hash"] == content.hash_file(tree / rel)[0], rel
         else:
-            assert hashlib.sha256(sdk.get_bytes(f"/tree/{rel}")).hexdigest() == _sha(tree / rel), rel
-    assert sdk.stat("/tree/big/large.bin")["storage"] == "large"
-    assert sdk.stat("/tree/empty dir")["type"] == "dir"
+            assert hashlib.sha256(sdk.get_bytes(f"/{TREE}/{rel}")).hexdigest() == _sha(tree / rel), rel
+    assert sdk.stat(f"/{TREE}/big/large.bin")["storage"] == "large"
+    assert sdk.stat(f"/{TREE}/empty dir")["type"] == "dir"
 
 
 def test_random_reads_and_updates_through_the_mount(mounted, tree, alice):
     local = (tree / "big/large.bin").read_bytes()
-    with open(mounted / "tree/big/large.bin", "rb") as f:
+    with open(mounted / TREE / "big/large.bin", "rb") as f:
         for offset in (4 * MiB + 17, 10, 5 * MiB - 5, 8 * MiB):
             f.seek(offset)
             assert f.read(70_000) == local[offset : offset + 70_000]
-    with open(mounted / "tree/a/notes.txt", "ab") as f:  # update in place: uploaded on close
+    with open(mounted / TREE / "a/notes.txt", "ab") as f:  # update in place: uploaded on close
         f.write(b"appended")
     expected = (tree / "a/notes.txt").read_bytes() + b"appended"
-    assert alice.sdk().get_bytes("/tree/a/notes.txt") == expected
-    os.rename(mounted / "tree/a/notes.txt", mounted / "tree/one byte")  # replaces, as POSIX rename does
-    assert alice.sdk().get_bytes("/tree/one byte") == expected
-    os.unlink(mounted / "tree/one byte")
-    assert not (mounted / "tree/one byte").exists()
+    assert alice.sdk().get_bytes(f"/{TREE}/a/notes.txt") == expected
+    os.rename(mounted / TREE / "a/notes.txt", mounted / TREE / "one byte")  # replaces, as POSIX rename does
+    assert alice.sdk().get_bytes(f"/{TREE}/one byte") == expected
+    os.unlink(mounted / TREE / "one byte")
+    assert not (mounted / TREE / "one byte").exists()
     with pytest.raises(OSError) as err:
-        os.rmdir(mounted / "tree/a")
+        os.rmdir(mounted / TREE / "a")
     assert err.value.errno == 39  # ENOTEMPTY

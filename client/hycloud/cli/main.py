@@ -20,8 +20,7 @@ from hycloud_core.errors import HyCloudError
 
 from .. import http
 from ..sdk import HyCloud
-from ..transfer.auto import settle
-from ..transfer.delta import wait_for_adaptation
+from ..transfer.background import settle
 from . import exit_codes, targets
 from .admin import admin
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
@@ -278,7 +277,6 @@ def get(
                     f"{remote} is a directory; use -r", code="is-a-directory", status=400
                 ) from None
             raise
-        wait_for_adaptation()
         settle()
     finally:
         bar.close()
@@ -358,9 +356,10 @@ def cp(
     emit(entry, f"copied {src} -> {entry['path']}")
 
 
-@app.command()
+@app.command(epilog=examples("hycloud usage", "hycloud --json usage | jq .costs"))
 def usage() -> None:
-    """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3 and all-EFS."""
+    """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3, all-EFS
+    and Amazon S3 Files."""
     usage_command(STATE["json"])
 
 

@@ -208,6 +208,8 @@ class HyCloud:
         via: str,
     ) -> dict | None:
         """The delta upload when one is possible and pays, else None (upload directly)."""
+        if base is not None and not self.exists(remote):
+            return None  # nothing there to patch: the whole file is the upload
         if base is not None:
             rate = upload_rate or self.store.rate("up") or self.upload_rate
             known = self.store.get(remote)

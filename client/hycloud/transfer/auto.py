@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import math
 import random
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import delta_seconds, should_delta_download, signature
 
 from ..versions import VersionStore
+from . import background
 
 LINK = 50e6 / 8  # the paper's client link, 50 Mbit/s, until measured
 S3_EFS = 100 * 2**20
@@ -93,9 +93,6 @@ def learn_job(store: VersionStore, size: int, delta_size: int, result: dict, ove
     store.add_rate("overhead_s", max(overhead_s, 1e-3))
 
 
-REMEMBERING: list[threading.Thread] = []
-
-
 def signature_block(size: int) -> int:
     """rsync's choice, about √size, as a power of two in [1 KiB, 64 KiB]: a list of ~√size sums."""
     return min(max(1 << max(int(math.isqrt(max(size, 1))).bit_length() - 1, 0), 1024), 65536)
@@ -119,13 +116,4 @@ def remember(store: VersionStore, remote: str, content_hash: str, local: Path) -
         if (now.st_mtime_ns, now.st_size) == (st.st_mtime_ns, st.st_size):  # unchanged meanwhile
             store.set_signature(remote, content_hash, sig)
 
-    thread = threading.Thread(target=run, name="hycloud-remember", daemon=True)
-    REMEMBERING.append(thread)
-    thread.start()
-
-
-def settle(timeout: float = 600.0) -> None:
-    """Wait for the records being written (the CLI calls this before it exits)."""
-    for thread in list(REMEMBERING):
-        thread.join(timeout)
-        REMEMBERING.remove(thread)
+    background.later("hycloud-remember", run, timeout=600.0)

@@ -17,7 +17,6 @@ import io
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
 from ..verify import check_stored
+from . import background
 from .progress import Progress
 
 PIECE = 4 * 1024 * 1024
@@ -274,9 +274,6 @@ def delta_download(
     return traffic
 
 
-ADAPTERS: list[threading.Thread] = []
-
-
 def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
     """Measure γ for every candidate chunk size in the background and store the new choice.
 
@@ -309,15 +306,7 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
         except HyCloudError:
             pass  # the file changed meanwhile: the next download measures again
 
-    thread = threading.Thread(target=run, name="hycloud-adapt", daemon=True)
-    ADAPTERS.append(thread)
-    thread.start()
-
-
-def wait_for_adaptation(timeout: float = 120.0) -> None:
-    for thread in list(ADAPTERS):
-        thread.join(timeout)
-        ADAPTERS.remove(thread)
+    background.later("hycloud-adapt", run, timeout=120.0)
 
 
 def delta_upload(

@@ -10,10 +10,20 @@ from answers import BINARY_BODY, BYTES, LINK_TYPE, Deleted, DownloadLink, Stored
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, check_sha256, expected_version, filesystem, namespace, ok, raw_body
+from context import (
+    CONFIG,
+    IfMatch,
+    IfNoneMatch,
+    check_sha256,
+    expected_version,
+    filesystem,
+    namespace,
+    ok,
+    raw_body,
+)
 from models import FileMode, FileTime, Text, UserPath
 
-from hycloud_core import paths
+from hycloud_core import content, paths
 from hycloud_core.errors import PayloadTooLargeError
 
 router = APIGatewayRouter()
@@ -29,6 +39,8 @@ def upload(
     sha256: Annotated[
         Text, Header(alias="x-hycloud-sha256", description="sha256 of the body; a mismatch is refused")
     ] = "",
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatch = None,
 ):
     path = paths.normalize(path)
     data = raw_body(router)
@@ -40,9 +52,16 @@ def upload(
         )
     digest = check_sha256(data, sha256)
     entry = filesystem(router).put_small(
-        path, data, digest, parents=parents, expect=expected_version(router), mtime=mtime, mode=mode
+        path,
+        data,
+        digest,
+        parents=parents,
+        expect=expected_version(if_match, if_none_match),
+        mtime=mtime,
+        mode=mode,
     )
-    return ok({**entry.to_dict(), "sha256": digest}, 201)
+    # content_hash: the file's version (If-Match), the same content address a large file has
+    return ok({**entry.to_dict(), "sha256": digest, "content_hash": content.hash_bytes(data)}, 201)
 
 
 @router.get("/v1/files", responses=replies(200, None, 404, 409, content=DOWNLOAD))
@@ -63,7 +82,7 @@ def download(path: Annotated[UserPath, Query()]):
 
 
 @router.delete("/v1/files", responses=replies(200, Deleted, 404, 409))
-def delete(path: Annotated[UserPath, Query()]):
+def delete(path: Annotated[UserPath, Query()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None):
     path = paths.normalize(path)
-    filesystem(router).delete(path, expect=expected_version(router))
+    filesystem(router).delete(path, expect=expected_version(if_match, if_none_match))
     return ok({"deleted": path})

@@ -7,7 +7,7 @@ from typing import Annotated
 from answers import Aborted, Entry, PartUrls, UploadPlan, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import expected_version, filesystem, ok
+from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
 from models import CommitUpload, ContentHash, StartUpload, UploadUrls
 
 router = APIGatewayRouter()
@@ -24,13 +24,15 @@ def urls(body: Annotated[UploadUrls, Body()]):
 
 
 @router.post("/v1/uploads/commit", responses=replies(201, Entry, 404, 409))
-def commit(body: Annotated[CommitUpload, Body()]):
+def commit(
+    body: Annotated[CommitUpload, Body()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None
+):
     entry = filesystem(router).commit_large(
         body.path,
         body.content_hash,
         body.proof,
         parents=bool(body.parents),
-        expect=expected_version(router),
+        expect=expected_version(if_match, if_none_match),
         mtime=body.mtime,
         mode=body.mode,
     )

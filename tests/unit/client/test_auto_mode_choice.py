@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from hycloud.transfer import auto
+from hycloud.transfer import auto, background
 from hycloud.versions import VersionStore
 from hycloud_core.delta import should_delta_download
 from hycloud_core.delta.decision import delta_upload_threshold
@@ -113,7 +113,7 @@ def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(auto, "download_mode", lambda *a: "delta")
     assert sdk.get("/f", local) == local
     assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["kind"] == "same"
-    auto.settle()
+    background.settle()
 
 
 class _LinkResponse:

@@ -77,27 +77,28 @@ class FileSystem:
         return path_leases(self.records.table, self.user, list(changed))
 
     # --- versions ------------------------------------------------------------------------------
-    def version(self, path: str) -> str:
-        """The path's current version: content hash of a large file, sha256 of a small one,
-        ABSENT when nothing is there."""
+    def versions(self, path: str) -> set[str]:
+        """The names of the path's current version: its content hash (for a small file also the
+        sha256 of its bytes, as its upload declared it); {ABSENT} when nothing is there."""
         try:
             entry = self.ns.stat(path)
         except NotFoundError:
-            return ABSENT
+            return {ABSENT}
         if entry.type == "dir":
-            return "dir"
+            return {"dir"}
         if entry.storage == "large":
-            return entry.content_hash or ""
-        return hashlib.sha256(self.ns.read(path)).hexdigest()
+            return {entry.content_hash or ""}
+        data = self.ns.read(path)
+        return {content.hash_bytes(data), hashlib.sha256(data).hexdigest()}
 
     def _check_expected(self, path: str, expect: str | None) -> None:
         if expect is None:
             return
-        current = self.version(path)
-        if current != expect.lower():
+        current = self.versions(path)
+        if expect.lower() not in current:
+            shown = "absent" if current == {ABSENT} else min(current, key=len)
             raise ConflictError(
-                f"{path} is not at the expected version (it is {current or 'absent'})",
-                code="version-mismatch",
+                f"{path} is not at the expected version (it is {shown})", code="version-mismatch"
             )
 
     def readable_versions(self, path: str) -> set[str]:
