@@ -1,0 +1,232 @@
+"""Erasure-coded large files across the deployed instances (docs/GEO.md): blocks where the ring
+says, byte-exact downloads from several instances, degraded reads, measurements and plans."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+
+import boto3
+import pytest
+
+from hycloud_core import content
+from hycloud_core.codec.erasure import encode_stream
+from hycloud_core.coded_layout import block_key
+from hycloud_core.merkle.hashing import file_hash
+from hycloud_core.placement.ring import HashRing
+from infra.local import deploy as local
+
+MiB = 1024 * 1024
+CLOSED = "http://127.0.0.1:9"  # nothing listens there: the instance is unreachable
+
+
+@pytest.fixture(scope="module")
+def instances(deployment) -> dict[str, dict[str, str]]:
+    found = local.instances()
+    if len(found) < 3:
+        pytest.skip("erasure coding needs three instances (hycloud:regions)")
+    return found
+
+
+def _s3(deployment, region: str):
+    return boto3.client(
+        "s3",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=region,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+def _expected_blocks(data: bytes, regions: list[str]) -> list[list[tuple[str, str, bytes]]]:
+    """Per chunk, (region, block sha256, block bytes) as RS(3,2) and the ring place them."""
+    ring = HashRing(regions)
+    out = []
+    for chunk in encode_stream(io.BytesIO(data), 3, 2, 2 * MiB):
+        homes = ring.place(chunk.key, 3)
+        out.append([(r, hashlib.sha256(b).hexdigest(), b) for r, b in zip(homes, chunk.blocks, strict=True)])
+    return out
+
+
+@pytest.fixture(scope="module")
+def coded_file(deployment, instances, alice, tmp_path_factory):
+    """A 5 MiB + 1234 byte file (three chunks, the last short) uploaded coded through the CLI."""
+    src = tmp_path_factory.mktemp("geo") / "big.bin"
+    src.write_bytes(os.urandom(5 * MiB + 1234))
+    result = json.loads(alice.cli("--json", "put", "-p", "--coded", str(src), "/geo/coded/big.bin").stdout)
+    return src, result
+
+
+def test_coded_upload_places_each_block_where_the_ring_says(deployment, instances, alice, coded_file):
+    src, result = coded_file
+    data = src.read_bytes()
+    assert result["coded"] == {"n": 3, "k": 2} and result["content_hash"] == content.hash_bytes(data)
+    expected = _expected_blocks(data, list(instances))
+    assert len(expected) == 3
+    used = set()
+    for chunk in expected:
+        for region, digest, block in chunk:
+            body = _s3(deployment, region).get_object(
+                Bucket=instances[region]["BucketName"], Key=block_key(digest)
+            )
+            assert body["Body"].read() == block
+            used.add(region)
+            for other in instances:  # nowhere else
+                if other != region:
+                    listed = _s3(deployment, other).list_objects_v2(
+                        Bucket=instances[other]["BucketName"], Prefix=block_key(digest)
+                    )
+                    assert listed.get("KeyCount", 0) == 0
+    assert used == set(instances)  # every instance holds blocks of this file
+    link = json.loads((alice.ns_dir() / "geo" / "coded" / "big.bin").read_bytes())
+    layout = link["erasure"]
+    assert (layout["n"], layout["k"], layout["chunk_size"]) == (3, 2, 2 * MiB)
+    assert [[(b["instance"], b["hash"]) for b in c["blocks"]] for c in layout["chunks"]] == [
+        [(r, h) for r, h, _ in chunk] for chunk in expected
+    ]
+    hashes = [bytes.fromhex(h) for chunk in expected for _, h, _ in chunk]
+    assert (
+        layout["merkle"]
+        == file_hash("/geo/coded/big.bin", bytes.fromhex(result["content_hash"]), hashes).hex()
+    )
+
+
+def test_coded_file_downloads_byte_exact_from_every_instance(alice, coded_file, tmp_path):
+    src, _ = coded_file
+    out = json.loads(alice.cli("--json", "get", "/geo/coded/big.bin", str(tmp_path / "back.bin")).stdout)
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    assert out["mode"] == "coded" and out["unreachable"] == []
+    served = {r: s["blocks"] for r, s in out["per_instance"].items()}
+    assert sum(served.values()) == 3 * 2  # k blocks per chunk, no more
+    assert sum(1 for n in served.values() if n) >= 2  # from several instances at once
+
+
+@pytest.mark.parametrize("way", ["closed-port", "blocks-deleted"])
+def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_path, way):
+    """RS(3,2) tolerates n - k = 1 lost instance: its blocks come from the two others."""
+    sdk = alice.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(4 * MiB + 77))
+    sdk.put(src, f"/geo/degraded-{way}.bin", parents=True, coded=True)
+    lost = list(instances)[1]
+    if way == "closed-port":
+        sdk.instance_endpoints = {lost: CLOSED}
+    else:
+        for chunk in _expected_blocks(src.read_bytes(), list(instances)):
+            for region, digest, _ in chunk:
+                if region == lost:
+                    _s3(deployment, region).delete_object(
+                        Bucket=instances[region]["BucketName"], Key=block_key(digest)
+                    )
+    sdk.get(f"/geo/degraded-{way}.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    stats = sdk.last_transfer["per_instance"]
+    assert stats[lost]["blocks"] == 0
+    assert sum(s["blocks"] for s in stats.values()) == 2 * 3
+    assert sdk.last_transfer["unreachable"] == ([lost] if way == "closed-port" else [])
+
+
+def test_two_lost_instances_fail_cleanly(instances, alice, coded_file, tmp_path):
+    sdk = alice.sdk()
+    sdk.instance_endpoints = {r: CLOSED for r in list(instances)[1:]}
+    with pytest.raises(sdk.HyCloudError) as err:
+        sdk.get("/geo/coded/big.bin", tmp_path / "back.bin")
+    assert err.value.code == "download-failed"
+    assert not (tmp_path / "back.bin").exists()
+
+
+def test_downloads_report_measurements_that_plans_use(deployment, instances, bob, tmp_path):
+    sdk = bob.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(4 * MiB))
+    sdk.put(src, "/m.bin", coded=True)
+    before = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
+    assert set(before["estimates"]) == set(instances) and before["optimal"] is None
+    sdk.get("/m.bin", tmp_path / "back.bin")
+    reported = {s["instance"]: s for s in sdk.last_transfer["samples"]}
+    plan = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
+    for region, sample in reported.items():  # one sample each: the estimate is that rate
+        assert plan["estimates"][region] == pytest.approx(sample["bytes"] / sample["seconds"], rel=0.01)
+    assert plan["optimal"] in reported and plan["optimal"] == plan["service_instances"][0]
+    lowest = min(plan["latencies_ms"].values())
+    assert all(plan["latencies_ms"][r] <= lowest * 1.1 for r in plan["service_instances"])
+    item = deployment.client("dynamodb").get_item(
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"BW#{bob.ns_key}"}, "sk": {"S": next(iter(reported))}},
+    )
+    assert len(item["Item"]["links"]["M"]["d"]["M"]["samples"]["L"]) == 1
+
+
+def test_measurements_keep_the_harmonic_mean_of_the_last_five(instances, carol):
+    api = carol.api()
+    region = list(instances)[0]
+    rates = [1e6, 2e6, 4e6, 8e6, 16e6, 32e6]  # six transfers of 1 MB: the first drops out
+    for rate in rates:
+        r = api.call(
+            "POST",
+            "/v1/measurements",
+            json={"samples": [{"instance": region, "bytes": 10**6, "seconds": 1e6 / rate}]},
+        )
+        assert r.status_code == 200, r.text
+    kept = rates[1:]
+    assert r.json()["estimates"][region] == pytest.approx(len(kept) / sum(1 / x for x in kept), rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        ({"samples": [{"instance": "mars-1", "bytes": 1, "seconds": 1.0}]}, "unknown-instance"),
+        ({"samples": [{"instance": "us-east-1", "bytes": 0, "seconds": 1.0}]}, None),
+        ({"samples": []}, None),
+    ],
+)
+def test_bad_measurements_are_refused(instances, alice, body, code):
+    r = alice.api().call("POST", "/v1/measurements", json=body)
+    assert r.status_code == 400, r.text
+    if code:
+        assert r.json()["error"]["code"] == code
+
+
+def _upload_body(n: int, k: int, size: int = 3 * MiB) -> dict:
+    data = os.urandom(size)
+    chunks = [
+        {
+            "length": c.length,
+            "key": c.key,
+            "blocks": [{"hash": hashlib.sha256(b).hexdigest(), "size": len(b)} for b in c.blocks],
+        }
+        for c in encode_stream(io.BytesIO(data), n, k, 2 * MiB)
+    ]
+    return {
+        "path": "/bad.bin",
+        "size": size,
+        "content_hash": content.hash_bytes(data),
+        "layout": {"n": n, "k": k, "chunk_size": 2 * MiB, "chunks": chunks},
+    }
+
+
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        (lambda b: b, None),  # fine as it is: 200
+        (lambda b: _upload_body(4, 2), "bad-code"),  # more blocks than instances
+        (lambda b: _upload_body(3, 1), "bad-code"),  # k = 1 only means replication below three
+        (lambda b: {**b, "size": b["size"] + 1}, "bad-layout"),
+        (lambda b: {**b, "layout": {**b["layout"], "chunk_size": 1 * MiB}}, "bad-layout"),
+    ],
+)
+def test_coded_upload_checks_the_layout(instances, alice, change, code):
+    r = alice.api().call("POST", "/v1/coded/uploads", json=change(_upload_body(3, 2)))
+    if code is None:
+        assert r.status_code == 200 and len(r.json()["urls"]) == 2 * 3
+    else:
+        assert r.status_code == 400 and r.json()["error"]["code"] == code, r.text
+
+
+def test_commit_refuses_blocks_never_uploaded(instances, alice):
+    body = _upload_body(3, 2)
+    r = alice.api().call("POST", "/v1/coded/commit", json=body)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "blocks-missing"
+    assert alice.api().call("GET", "/v1/stat", params={"path": "/bad.bin"}).status_code == 404
