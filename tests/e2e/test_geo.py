@@ -10,6 +10,7 @@ import os
 
 import boto3
 import pytest
+import requests
 
 from hycloud_core import content
 from hycloud_core.codec.erasure import encode_stream
@@ -126,6 +127,30 @@ def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_p
     assert stats[lost]["blocks"] == 0
     assert sum(s["blocks"] for s in stats.values()) == 2 * 3
     assert sdk.last_transfer["unreachable"] == ([lost] if way == "closed-port" else [])
+
+
+def test_a_slow_instance_loses_its_blocks_to_the_others(deployment, instances, alice, tmp_path):
+    """One instance behind a 1 Mbit/s link: a 1 MiB block there takes 8 s, the others' well under
+    one. Its queued and stuck blocks move to the other holders; the download ends without it."""
+    from urllib.parse import urlsplit
+
+    from bench.wan import WanLink, session_through
+
+    sdk = alice.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(8 * MiB))
+    sdk.put(src, "/geo/slow.bin", parents=True, coded=True)
+    slow = list(instances)[2]
+    port = urlsplit(deployment.env["AWS_ENDPOINT_URL"]).port
+    with WanLink(("127.0.0.1", port), down_mbps=1, up_mbps=None, rtt_ms=0, max_seconds=120) as link:
+        through = session_through(link)
+        sdk.instance_sessions = lambda region: through if region == slow else requests.Session()
+        sdk.get("/geo/slow.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    result = sdk.last_transfer
+    assert result["per_instance"][slow]["blocks"] == 0  # every block it was planned for moved
+    assert result["moved_blocks"] >= 1
+    assert sum(s["blocks"] for s in result["per_instance"].values()) == 2 * 4
 
 
 def test_two_lost_instances_fail_cleanly(instances, alice, coded_file, tmp_path):

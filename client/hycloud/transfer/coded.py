@@ -38,6 +38,8 @@ from .progress import Progress
 
 UPLOAD_WORKERS = 8
 STREAMS_PER_INSTANCE = 2
+HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
+HEDGE_MIN_S = 0.5
 TIMEOUT = (5, 120)  # connect, read: an instance that does not answer loses its blocks
 SessionFor = Callable[[str], requests.Session]
 
@@ -151,8 +153,10 @@ class Fetcher:
 
     `queues[r]` holds the chunks instance r serves, in plan order. A worker of r takes from its own
     queue; when that is empty it takes a chunk still queued at another instance that r also holds
-    (the slow instance's pending blocks move to r); a block that fails is fetched from another
-    holder, and an instance that cannot be reached is dropped with its whole queue.
+    (the slow instance's pending blocks move to r), and at last a chunk whose block has been in
+    flight elsewhere far longer than blocks take (the first k good blocks win); a block that fails
+    is fetched from another holder, and an instance that cannot be reached is dropped with its
+    whole queue. `wait()` returns once every chunk is written, without waiting for stragglers.
     """
 
     layout: CodedLayout
@@ -171,6 +175,12 @@ class Fetcher:
         self.orphans: deque[int] = deque()
         self.dead: set[str] = set()
         self.inflight = 0
+        self.since: dict[int, float] = {}  # chunk -> when its oldest fetch still running began
+        self.block_seconds: list[float] = []
+        self.planned = [{r for r, q in self.queues.items() if c in q} for c in range(m)]
+        self.moved = 0  # chunks served by an instance the plan did not pick
+        self.written = 0
+        self.alive = 0
         self.error: str | None = None
         self.cond = threading.Condition()
         self.stats = {r: InstanceStats() for r in self.queues}
@@ -195,7 +205,15 @@ class Fetcher:
                 if self._open(c, r):
                     queue.remove(c)
                     return c
-        return None
+        return self._hedge(r)
+
+    def _hedge(self, r: str) -> int | None:
+        """A chunk stuck on a slow fetch elsewhere that r can serve too."""
+        times = sorted(self.block_seconds)
+        typical = times[len(times) // 2] if times else 1.0
+        late = time.perf_counter() - max(HEDGE_MIN_S, HEDGE_FACTOR * typical)
+        stuck = [c for c, began in self.since.items() if began < late and self._open(c, r)]
+        return min(stuck, key=self.since.__getitem__) if stuck else None
 
     def _can_progress(self) -> bool:
         live = [r for r in self.queues if r not in self.dead]
@@ -209,6 +227,7 @@ class Fetcher:
                 if c is not None:
                     self.tried[c].add(r)
                     self.busy[c] += 1
+                    self.since.setdefault(c, time.perf_counter())
                     self.inflight += 1
                     return c
                 if self.inflight == 0 and not self._can_progress():
@@ -218,16 +237,43 @@ class Fetcher:
                 self.cond.wait(0.2)
             return None
 
+    def start(self, on_chunk: Callable[[int, list[bytes]], None], streams: int) -> None:
+        for r in self.queues:
+            for _ in range(streams):
+                self.alive += 1
+                threading.Thread(
+                    target=self.work, args=(r, on_chunk), daemon=True, name=f"hycloud-{r}"
+                ).start()
+
+    def wait(self) -> None:
+        with self.cond:
+            while self.error is None and self.written < len(self.done) and self.alive > 0:
+                self.cond.wait(0.5)
+
     def work(self, r: str, on_chunk: Callable[[int, list[bytes]], None]) -> None:
+        try:
+            self._serve(r, on_chunk)
+        finally:
+            with self.cond:
+                self.alive -= 1
+                self.cond.notify_all()
+
+    def _serve(self, r: str, on_chunk: Callable[[int, list[bytes]], None]) -> None:
         while (c := self._next(r)) is not None:
             bi = self.where[c][r]
+            began = time.perf_counter()
             block, reachable = self._fetch(r, c, bi)
             ready = None
             with self.cond:
                 self.inflight -= 1
                 self.busy[c] -= 1
+                if self.busy[c] == 0 or self.done[c]:
+                    self.since.pop(c, None)
                 if block is not None and not self.done[c]:
+                    self.block_seconds.append(time.perf_counter() - began)
                     self.got[c][bi] = block
+                    self.stats[r].blocks += 1
+                    self.moved += r not in self.planned[c]
                     if len(self.got[c]) >= self.layout.k:
                         self.done[c], ready = True, list(self.got[c].values())
                         self.got[c] = {}
@@ -245,6 +291,10 @@ class Fetcher:
                     with self.cond:
                         self.error = str(err)
                         self.cond.notify_all()
+                    return
+                with self.cond:
+                    self.written += 1
+                    self.cond.notify_all()
 
     def _fetch(self, r: str, c: int, bi: int) -> tuple[bytes | None, bool]:
         """The verified block, or None and whether the instance is still worth asking."""
@@ -267,7 +317,6 @@ class Fetcher:
             stats.failed += 1
             return None, True
         stats.nbytes += len(block)
-        stats.blocks += 1
         return block, True
 
 
@@ -327,23 +376,21 @@ def download_coded(
             chunk = decode_chunk(blocks)
             if hashlib.sha256(chunk).hexdigest() != layout.chunks[c].key:
                 raise HyCloudError(f"chunk {c} of {remote} is corrupt", code="corrupt-download")
-            os.pwrite(fd, chunk, c * layout.chunk_size)
+            with fetcher.cond:  # never after the file is closed (its descriptor may be reused)
+                if fetcher.error is not None:
+                    raise HyCloudError("download ended", code="download-failed")
+                os.pwrite(fd, chunk, c * layout.chunk_size)
             progress.advance(len(chunk))
 
-        threads = [
-            threading.Thread(target=fetcher.work, args=(r, write), daemon=True, name=f"hycloud-{r}")
-            for r in queues
-            for _ in range(STREAMS_PER_INSTANCE)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        fetcher.start(write, STREAMS_PER_INSTANCE)
+        fetcher.wait()
     finally:
+        with fetcher.cond:  # a straggler's late block is no longer written
+            fetcher.error = fetcher.error or ("" if fetcher.written == len(fetcher.done) else "interrupted")
         os.close(fd)
     seconds = time.perf_counter() - started
     try:
-        if fetcher.error or not all(fetcher.done):
+        if fetcher.error or fetcher.written < len(fetcher.done):
             raise HyCloudError(f"download of {remote} failed: {fetcher.error}", code="download-failed")
         if content.hash_file(tmp)[0] != answer["content_hash"]:
             raise HyCloudError(
@@ -372,5 +419,6 @@ def download_coded(
             r: {"bytes": s.nbytes, "blocks": s.blocks, "failed": s.failed} for r, s in fetcher.stats.items()
         },
         "unreachable": sorted(fetcher.dead),
+        "moved_blocks": fetcher.moved,
         "samples": samples,
     }
