@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import time
 
 import boto3
 import pytest
@@ -255,3 +256,60 @@ def test_commit_refuses_blocks_never_uploaded(instances, alice):
     r = alice.api().call("POST", "/v1/coded/commit", json=body)
     assert r.status_code == 409 and r.json()["error"]["code"] == "blocks-missing"
     assert alice.api().call("GET", "/v1/stat", params={"path": "/bad.bin"}).status_code == 404
+
+
+def _repair(api, region: str) -> dict:
+    started = api.call("POST", "/v1/coded/repair", json={"region": region})
+    assert started.status_code == 202, started.text
+    job = started.json()["job"]
+    for _ in range(300):
+        status = api.call("GET", "/v1/coded/repair", params={"job": job}).json()
+        if status["state"] != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError("repair job did not finish")
+
+
+def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, instances, dave, tmp_path):
+    sdk, api = dave.sdk(), dave.api()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(6 * MiB + 5))
+    sdk.put(src, "/r.bin", coded=True)
+    lost = list(instances)[1]
+    s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
+    theirs = [
+        (d, b)
+        for chunk in _expected_blocks(src.read_bytes(), list(instances))
+        for r, d, b in chunk
+        if r == lost
+    ]
+    assert theirs
+    for digest, _ in theirs:
+        s3.delete_object(Bucket=bucket, Key=block_key(digest))
+    status = _repair(api, lost)
+    assert status["state"] == "succeeded", status
+    assert status["result"]["rebuilt"] == len(theirs) and status["result"]["unrecoverable"] == 0
+    for digest, block in theirs:
+        assert s3.get_object(Bucket=bucket, Key=block_key(digest))["Body"].read() == block
+    again = _repair(api, lost)  # nothing left to do: every block checked, none rebuilt
+    assert again["result"]["rebuilt"] == 0 and again["result"]["checked"] == len(theirs)
+    sdk.instance_endpoints = {r: CLOSED for r in instances if r != lost}  # lost + one other: k = 2
+    sdk.instance_endpoints.pop(list(instances)[0])
+    sdk.get("/r.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "call, status, code",
+    [
+        (("POST", "/v1/coded/repair", {"json": {"region": "mars-1"}}), 400, "unknown-instance"),
+        (("GET", "/v1/coded/repair", {"params": {"job": "0" * 32}}), 404, "no-such-job"),
+        (("GET", "/v1/coded/repair", {"params": {"job": "../x"}}), 400, None),
+    ],
+)
+def test_bad_repair_requests_are_refused(instances, alice, call, status, code):
+    method, route, kwargs = call
+    r = alice.api().call(method, route, **kwargs)
+    assert r.status_code == status, r.text
+    if code:
+        assert r.json()["error"]["code"] == code

@@ -145,3 +145,27 @@ def test_data_instance_upkeep_only_evicts(three):
         (rule,) = Template.from_stack(stack).find_resources("AWS::Events::Rule").values()
         assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
         assert json.loads(rule["Properties"]["Targets"][0]["Input"]) == {"walk": False}
+
+
+def test_home_stack_runs_repair_jobs_on_every_instance_bucket(three):
+    home, data = three
+    template = Template.from_stack(home)
+    env = _controller_env(home)
+    assert c.ENV_REPAIR_STATE_MACHINE in env
+    functions = template.find_resources("AWS::Lambda::Function")
+    (step,) = [f for name, f in functions.items() if name.startswith("CodedRepairStep")]
+    assert step["Properties"]["FileSystemConfigs"]  # it reads link files on the home EFS
+    policies = json.dumps(template.find_resources("AWS::IAM::Policy"))
+    for stack in data:
+        (bucket,) = Template.from_stack(stack).find_resources("AWS::S3::Bucket").values()
+        assert bucket["Properties"]["BucketName"] in policies
+    asl = json.loads((ROOT / "statemachines" / "coded_repair.asl.json").read_text())
+    assert asl["States"]["Done?"]["Choices"][0]["Next"] == "Step"
+
+
+def test_one_region_has_no_repair_jobs(tmp_path):
+    home, data = build_stacks(
+        _app(tmp_path, **{"hycloud:regions": "us-east-1"}), root=ROOT, layer_dir=tmp_path, account=ACCOUNT
+    )
+    assert data == []
+    assert c.ENV_REPAIR_STATE_MACHINE not in _controller_env(home)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import uuid
 from functools import cache
 from typing import Annotated, Any
 
@@ -16,8 +19,9 @@ from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok, reco
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
 
+from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
-from hycloud_core.errors import BadRequestError
+from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.instances import from_environment
 from hycloud_core.store.measurements import Measurements, Sample
@@ -158,3 +162,56 @@ def measurements(body: Annotated[MeasurementsIn, BodyParam()]):
     store = Measurements(records().table, user(router))
     store.record(Sample(s.instance, s.bytes, s.seconds, s.rtt_ms) for s in body.samples)
     return ok(store.view(regions))
+
+
+class RepairIn(Body):
+    region: Annotated[Text, Field(min_length=1, max_length=64)]
+
+
+class RepairJob(BaseModel):
+    job: str
+    state: str = Field(description="running, succeeded or failed")
+    result: dict[str, Any] | None = None
+
+
+JOB_NAME = r"^[0-9a-f]{32}$"
+
+
+def _repair_machine() -> str:
+    arn = os.environ.get(c.ENV_REPAIR_STATE_MACHINE)
+    if not arn:
+        raise ConflictError("repair needs several instances (hycloud:regions)", code="no-repair")
+    return arn
+
+
+@router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
+def repair(body: Annotated[RepairIn, BodyParam()]):
+    """Rebuild the caller's coded blocks on one instance from the others (a Step Functions job)."""
+    if body.region not in {i.region for i in from_environment()}:
+        raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
+    name = uuid.uuid4().hex
+    _sfn().start_execution(
+        stateMachineArn=_repair_machine(),
+        name=name,
+        input=json.dumps({"user": user(router), "region": body.region}),
+    )
+    return ok({"job": name, "state": "running"}, 202)
+
+
+@router.get("/v1/coded/repair", responses=replies(200, RepairJob, 404, 409))
+def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
+    arn = _repair_machine().replace(":stateMachine:", ":execution:") + f":{job}"
+    try:
+        run = _sfn().describe_execution(executionArn=arn)
+    except _sfn().exceptions.ExecutionDoesNotExist:
+        raise NotFoundError("no such repair job", code="no-such-job") from None
+    if json.loads(run["input"]).get("user") != user(router):
+        raise NotFoundError("no such repair job", code="no-such-job")
+    state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")
+    result = json.loads(run["output"]) if run.get("output") else None
+    return ok({"job": job, "state": state, **({"result": result} if result else {})})
+
+
+@cache
+def _sfn():
+    return boto3.client("stepfunctions")

@@ -17,6 +17,7 @@ from constructs import Construct
 from hycloud_core import constants as c
 
 from ..constructs.api_to_controller import ApiToController
+from ..constructs.coded_repair import CodedRepair
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
@@ -176,6 +177,9 @@ class InstanceStack(Stack):
         )
         if data_instances:
             self._know_data_instances(controller, list(data_instances))
+            self._repair_jobs(
+                controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
+            )
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,
@@ -204,6 +208,34 @@ class InstanceStack(Stack):
         }.items():
             CfnOutput(self, name, value=value)
         suppress_accepted_findings(self)
+
+    def _repair_jobs(
+        self,
+        controller: lambda_.Function,
+        instances: list[DataInstanceNames],
+        functions_dir: Path,
+        statemachines_dir: Path,
+        layer: lambda_.ILayerVersion,
+        env: dict[str, str],
+        stores: DataStores,
+        volume: EfsVolume,
+    ) -> None:
+        """Repair of coded files across the instances: a job the controller starts (docs/GEO.md)."""
+        repair = CodedRepair(
+            self,
+            "CodedRepair",
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir,
+            layer=layer,
+            environment={**env, c.ENV_INSTANCES: instances_env(self, instances)},
+            table=stores.table,
+            home_bucket=stores.bucket,
+            data_buckets=[item.bucket for item in instances],
+            mount=volume.mount(),
+        )
+        repair.allow_control(controller)
+        controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
+        CfnOutput(self, "RepairStateMachineArn", value=repair.machine_arn)
 
     def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
         """Tell the controller where the other regions' instances are and let it use them."""

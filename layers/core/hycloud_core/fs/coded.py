@@ -8,54 +8,32 @@ presigned GETs for downloads. Data regions need no table or function of their ow
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from .. import paths
-from ..coded_layout import CodedLayout, block_homes, block_key, merkle_hash, placed
+from ..coded_layout import CodedLayout, block_homes, merkle_hash, placed
 from ..errors import ConflictError, NotFoundError
 from ..instances import Instance
+from .blocks import BlockStore
 from .operations import FileSystem
 
 URL_TTL_S = 3600
-
-
-def _b64(hex_hash: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_hash)).decode()
 
 
 class CodedFiles:
     """`s3_for(region)`: an S3 client for that region's bucket."""
 
     def __init__(self, fs: FileSystem, instances: list[Instance], s3_for: Callable[[str], Any]) -> None:
-        self.fs, self.s3_for = fs, s3_for
-        self.buckets = {i.region: i.bucket for i in instances}
+        self.fs = fs
+        self.blocks = BlockStore(instances, s3_for)
 
     @property
     def regions(self) -> list[str]:
-        return list(self.buckets)
-
-    def _head(self, region: str, block_hash: str) -> dict | None:
-        s3 = self.s3_for(region)
-        try:
-            return s3.head_object(
-                Bucket=self.buckets[region], Key=block_key(block_hash), ChecksumMode="ENABLED"
-            )
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return None
-            raise
+        return self.blocks.regions
 
     def _has(self, region: str, block_hash: str, size: int) -> bool:
-        head = self._head(region, block_hash)
-        return bool(
-            head
-            and head.get("ContentLength") == size
-            and head.get("ChecksumSHA256") == _b64(block_hash)
-        )
+        return self.blocks.has(region, block_hash, size)
 
     def start(self, size: int, layout: CodedLayout) -> dict:
         """Place the blocks; presigned PUTs for those their instance does not hold yet."""
@@ -63,14 +41,8 @@ class CodedFiles:
         urls = {}
         for ci, bi, block in block_homes(layout):
             if not self._has(block.instance, block.hash, block.size):
-                urls[f"{ci}/{bi}"] = self.s3_for(block.instance).generate_presigned_url(
-                    "put_object",
-                    ExpiresIn=URL_TTL_S,
-                    Params={
-                        "Bucket": self.buckets[block.instance],
-                        "Key": block_key(block.hash),
-                        "ChecksumSHA256": _b64(block.hash),
-                    },
+                urls[f"{ci}/{bi}"] = self.blocks.presigned(
+                    block.instance, block.hash, "put_object", URL_TTL_S
                 )
         return {"layout": layout.to_dict(), "urls": urls}
 
@@ -114,11 +86,7 @@ class CodedFiles:
     def download_urls(self, layout: CodedLayout) -> dict[str, str]:
         """A presigned GET for every block, keyed "chunk/block"."""
         return {
-            f"{ci}/{bi}": self.s3_for(b.instance).generate_presigned_url(
-                "get_object",
-                ExpiresIn=URL_TTL_S,
-                Params={"Bucket": self.buckets[b.instance], "Key": block_key(b.hash)},
-            )
+            f"{ci}/{bi}": self.blocks.presigned(b.instance, b.hash, "get_object", URL_TTL_S)
             for ci, bi, b in block_homes(layout)
-            if b.instance in self.buckets
+            if b.instance in self.blocks.buckets
         }
