@@ -1,5 +1,7 @@
 """Repair job step: rebuild one user's coded blocks on a lost or replaced instance, a slice at a time.
 
+Event {"action": "sweep", "grace_s"?} instead reclaims blocks no link file names (coded_sweep).
+
 Event: {"user", "region", "cursor"?, "checked"?, "rebuilt"?, "unrecoverable"?, "files"?}; answers
 the same with "state" ("running": the workflow runs the next slice from "cursor"; "succeeded").
 The step runs in the home region and reaches every instance's bucket (docs/GEO.md).
@@ -8,12 +10,14 @@ The step runs in the home region and reaches every instance's bucket (docs/GEO.m
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from functools import cache
 
 import boto3
 
 from hycloud_core.coded_layout import CodedLayout
 from hycloud_core.coded_repair import RepairCount, repair_file
+from hycloud_core.coded_sweep import sweep_blocks
 from hycloud_core.config import InstanceConfig
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.blocks import BlockStore
@@ -35,8 +39,18 @@ def _coded_paths(user: str) -> list[str]:
     return sorted(item["sk"][2:] for item in files if item.get("kind") == "large")
 
 
+def sweep(event: dict) -> dict:
+    """Reclaim blocks no link names, in every bucket (hourly, and on demand)."""
+    grace = float(event.get("grace_s", CONFIG.gc_grace_s))
+    result = sweep_blocks(BlockStore(from_environment(), _s3), CONFIG.namespaces_dir, grace)
+    logger.info("block sweep", extra={"listed": result.listed, "deleted": sum(result.deleted.values())})
+    return {"state": "succeeded", **asdict(result)}
+
+
 @observed
 def handler(event: dict, context: object) -> dict:
+    if event.get("action") == "sweep":
+        return sweep(event)
     user, region = event["user"], event["region"]
     store = BlockStore(from_environment(), _s3)
     if region not in store.buckets:

@@ -313,3 +313,52 @@ def test_bad_repair_requests_are_refused(instances, alice, call, status, code):
     assert r.status_code == status, r.text
     if code:
         assert r.json()["error"]["code"] == code
+
+
+def _sweep(deployment, instances) -> dict:
+    lam = deployment.client("lambda")
+    name = local.instances()[list(instances)[0]]["RepairStepFunctionName"]
+    answer = lam.invoke(FunctionName=name, Payload=json.dumps({"action": "sweep", "grace_s": 0}).encode())
+    result = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, result
+    return result
+
+
+def _stored(deployment, instances, blocks) -> set[str]:
+    """The block hashes of `blocks` ((region, hash, bytes)) still in their region's bucket."""
+    kept = set()
+    for region, digest, _ in blocks:
+        listed = _s3(deployment, region).list_objects_v2(
+            Bucket=instances[region]["BucketName"], Prefix=block_key(digest)
+        )
+        kept |= {digest} if listed.get("KeyCount", 0) else set()
+    return kept
+
+
+def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
+    deployment, instances, alice, bob, tmp_path
+):
+    src = tmp_path / "twin.bin"
+    src.write_bytes(os.urandom(4 * MiB + 9))
+    blocks = [b for chunk in _expected_blocks(src.read_bytes(), list(instances)) for b in chunk]
+    first = alice.sdk().put(src, "/twin-a.bin", coded=True)
+    second = bob.sdk().put(src, "/twin-b.bin", coded=True)  # another user, same bytes
+    assert first["sent_bytes"] == sum(len(b) for _, _, b in blocks) and second["sent_bytes"] == 0
+    alice.sdk().rm("/twin-a.bin")
+    _sweep(deployment, instances)
+    assert _stored(deployment, instances, blocks) == {d for _, d, _ in blocks}  # bob still links them
+    bob.sdk().get("/twin-b.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    bob.sdk().rm("/twin-b.bin")
+    result = _sweep(deployment, instances)
+    assert _stored(deployment, instances, blocks) == set()
+    assert sum(result["deleted"].values()) >= len(blocks)
+    # every block left in any bucket is named by some link file: no orphans
+    linked = set()
+    for path in deployment.efs_root().joinpath("ns").rglob("*"):
+        if path.is_file() and path.stat().st_mode & 0o1000:
+            doc = json.loads(path.read_bytes())
+            linked |= {b["hash"] for c in (doc.get("erasure") or {}).get("chunks", []) for b in c["blocks"]}
+    for region, out in instances.items():
+        listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
+        assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked

@@ -7,8 +7,10 @@ on the home EFS and reads and writes the blocks in every instance's bucket (docs
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -46,9 +48,24 @@ class CodedRepair(Construct):
         )
         table.grant_read_data(self.step_function)
         home_bucket.grant_read_write(self.step_function)
+        home_bucket.grant_delete(self.step_function)  # the block sweep
         arns = [f"arn:{Stack.of(self).partition}:s3:::{name}" for name in data_buckets]
         self.step_function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject*", "s3:PutObject"], resources=[f"{a}/*" for a in arns])
+            iam.PolicyStatement(
+                actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject"],
+                resources=[f"{a}/*" for a in arns],
+            )
+        )
+        self.step_function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=arns))
+        events.Rule(  # blocks no link names: swept hourly, like the collector's objects
+            self,
+            "SweepSchedule",
+            schedule=events.Schedule.rate(Duration.hours(1)),
+            targets=[
+                targets.LambdaFunction(
+                    self.step_function, event=events.RuleTargetInput.from_object({"action": "sweep"})
+                )
+            ],
         )
         stack = Stack.of(self)
         name = f"{stack.stack_name}-CodedRepair"

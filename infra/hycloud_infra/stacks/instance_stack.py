@@ -236,6 +236,7 @@ class InstanceStack(Stack):
         repair.allow_control(controller)
         controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
         CfnOutput(self, "RepairStateMachineArn", value=repair.machine_arn)
+        CfnOutput(self, "RepairStepFunctionName", value=repair.step_function.function_name)
 
     def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
         """Tell the controller where the other regions' instances are and let it use them."""
