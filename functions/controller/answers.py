@@ -156,6 +156,7 @@ class Usage(BaseModel):
     shared: dict[str, Any]
     share_links: dict[str, int] = absent()
     costs: dict[str, Any]
+    region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     prices: dict[str, Any]
 

@@ -362,3 +362,22 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     for region, out in instances.items():
         listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
+
+
+def test_cost_report_counts_blocks_in_every_region(instances, carol, tmp_path):
+    sdk = carol.sdk()
+    src = tmp_path / "cost.bin"
+    src.write_bytes(os.urandom(4 * MiB + 3))
+    sdk.put(src, "/cost.bin", coded=True)
+    expected: dict[str, int] = {}
+    for chunk in _expected_blocks(src.read_bytes(), list(instances)):
+        for region, _, block in chunk:
+            expected[region] = expected.get(region, 0) + len(block)
+    report = carol.api().call("GET", "/v1/usage").json()
+    usage = report["usage"]
+    assert usage["coded_files"] == 1 and usage["coded_region_bytes"] == expected
+    assert usage["s3_bytes"] == sum(expected.values())  # n/k of the file: 1.5 × for RS(3,2)
+    assert usage["s3_bytes"] == pytest.approx(1.5 * src.stat().st_size, rel=0.01)
+    price = report["costs"]
+    assert set(report["region_storage_costs"]) == set(expected) and price
+    assert all(v > 0 for v in report["region_storage_costs"].values())

@@ -163,6 +163,7 @@ class Fetcher:
     urls: dict[str, str]
     queues: dict[str, deque]
     get: Callable[[str, str], requests.Response]
+    rebalance: bool = True  # False: keep to the queues (a fixed schedule, for comparison)
     got: list[dict[int, bytes]] = field(init=False)
     stats: dict[str, InstanceStats] = field(init=False)
 
@@ -175,8 +176,8 @@ class Fetcher:
         self.orphans: deque[int] = deque()
         self.dead: set[str] = set()
         self.inflight = 0
-        self.since: dict[int, float] = {}  # chunk -> when its oldest fetch still running began
-        self.block_seconds: list[float] = []
+        self.running: dict[int, list[tuple[str, float]]] = {}  # chunk -> (instance, start) in flight
+        self.block_seconds: dict[str, list[float]] = {}  # per instance, its good blocks' times
         self.planned = [{r for r, q in self.queues.items() if c in q} for c in range(m)]
         self.moved = 0  # chunks served by an instance the plan did not pick
         self.written = 0
@@ -199,6 +200,8 @@ class Fetcher:
             if self._open(c, r):
                 self.orphans.remove(c)
                 return c
+        if not self.rebalance:
+            return None
         victims = sorted((q for s, q in self.queues.items() if s != r and q), key=len, reverse=True)
         for queue in victims:
             for c in reversed(queue):
@@ -208,12 +211,21 @@ class Fetcher:
         return self._hedge(r)
 
     def _hedge(self, r: str) -> int | None:
-        """A chunk stuck on a slow fetch elsewhere that r can serve too."""
-        times = sorted(self.block_seconds)
-        typical = times[len(times) // 2] if times else 1.0
-        late = time.perf_counter() - max(HEDGE_MIN_S, HEDGE_FACTOR * typical)
-        stuck = [c for c, began in self.since.items() if began < late and self._open(c, r)]
-        return min(stuck, key=self.since.__getitem__) if stuck else None
+        """A chunk whose fetches all run far longer than their instance's blocks take, that r can serve too."""
+        now = time.perf_counter()
+        known = [_median(t) for t in self.block_seconds.values() if t]
+        fallback = max(known, default=1.0)
+
+        def late(instance: str, began: float) -> bool:
+            times = self.block_seconds.get(instance)
+            return now - began > max(HEDGE_MIN_S, HEDGE_FACTOR * (_median(times) if times else fallback))
+
+        stuck = [
+            c
+            for c, running in self.running.items()
+            if running and all(late(s, t) for s, t in running) and self._open(c, r)
+        ]
+        return min(stuck, key=lambda c: min(t for _, t in self.running[c])) if stuck else None
 
     def _can_progress(self) -> bool:
         live = [r for r in self.queues if r not in self.dead]
@@ -227,7 +239,7 @@ class Fetcher:
                 if c is not None:
                     self.tried[c].add(r)
                     self.busy[c] += 1
-                    self.since.setdefault(c, time.perf_counter())
+                    self.running.setdefault(c, []).append((r, time.perf_counter()))
                     self.inflight += 1
                     return c
                 if self.inflight == 0 and not self._can_progress():
@@ -267,10 +279,11 @@ class Fetcher:
             with self.cond:
                 self.inflight -= 1
                 self.busy[c] -= 1
-                if self.busy[c] == 0 or self.done[c]:
-                    self.since.pop(c, None)
+                self.running[c] = [(s, t) for s, t in self.running.get(c, []) if s != r]
+                if not self.running[c] or self.done[c]:
+                    self.running.pop(c, None)
                 if block is not None and not self.done[c]:
-                    self.block_seconds.append(time.perf_counter() - began)
+                    self.block_seconds.setdefault(r, []).append(time.perf_counter() - began)
                     self.got[c][bi] = block
                     self.stats[r].blocks += 1
                     self.moved += r not in self.planned[c]
@@ -318,6 +331,11 @@ class Fetcher:
             return None, True
         stats.nbytes += len(block)
         return block, True
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
 
 
 def _costs(regions: list[str], estimates: dict[str, float | None]) -> dict[str, float]:
