@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 import result_files  # noqa: E402
 
 from bench.wan import SpawnedWanLink, session_through  # noqa: E402
-from hycloud.transfer.coded import Fetcher  # noqa: E402
+from hycloud.transfer.coded import STREAMS_PER_INSTANCE, Fetcher  # noqa: E402
 from hycloud_core.codec.erasure import choose_params, decode_chunk, encode_stream  # noqa: E402
 from hycloud_core.coded_layout import Block, Chunk, CodedLayout, block_key  # noqa: E402
 from hycloud_core.control.planner import PlanProblem, plan_exact, plan_fast  # noqa: E402
@@ -48,7 +48,7 @@ from infra.local import deploy as local  # noqa: E402
 
 MiB = 1024 * 1024
 CHUNK = 2 * MiB
-STREAMS = 2
+STREAMS = STREAMS_PER_INSTANCE  # the client's own setting
 # (region, Mbit/s, RTT ms)
 SETUPS = {
     "three": [("us-east-1", 50, 40), ("us-west-2", 20, 100), ("eu-west-1", 10, 200)],
@@ -131,7 +131,9 @@ def _round_robin(layout: CodedLayout) -> dict[str, deque]:
     return _queues_of(assignment, [], layout)
 
 
-def _fetch(layout: CodedLayout, queues: dict[str, deque], sessions: dict, rebalance: bool) -> float:
+def _fetch(
+    layout: CodedLayout, queues: dict[str, deque], sessions: dict, rebalance: bool
+) -> tuple[float, dict]:
     urls = _urls(layout)
     fetcher = Fetcher(layout, urls, queues, lambda r, url: sessions[r].get(url, timeout=(5, 600)), rebalance)
 
@@ -145,7 +147,8 @@ def _fetch(layout: CodedLayout, queues: dict[str, deque], sessions: dict, rebala
     seconds = time.perf_counter() - started
     if fetcher.error or fetcher.written < len(layout.chunks):
         raise RuntimeError(f"download failed: {fetcher.error}")
-    return seconds
+    served = {r: s.blocks for r, s in fetcher.stats.items()}
+    return seconds, {"served_blocks": served, "moved_blocks": fetcher.moved, "dropped": sorted(fetcher.dead)}
 
 
 def run_setup(name: str, size_mib: int) -> dict:
@@ -177,9 +180,11 @@ def run_setup(name: str, size_mib: int) -> dict:
         sessions = {r: session_through(link, pool_maxsize=8) for r, link in spawned.items()}
         problem, names = _problem(coded, rate)
         fast, exact = plan_fast(problem), plan_exact(problem)
-        measured = _fetch(coded, _queues_of(fast.assignment, names, coded), sessions, True)
-        robin = _fetch(coded, _round_robin(coded), sessions, False)
-        single_s = _fetch(single, {best: deque(range(len(single.chunks)))}, sessions, False)
+        planned = _queues_of(fast.assignment, names, coded)
+        planned_blocks = {r: len(q) for r, q in planned.items()}
+        measured, detail = _fetch(coded, planned, sessions, True)
+        robin, _ = _fetch(coded, _round_robin(coded), sessions, False)
+        single_s, _ = _fetch(single, {best: deque(range(len(single.chunks)))}, sessions, False)
     finally:
         for link in spawned.values():
             link.close()
@@ -203,6 +208,8 @@ def run_setup(name: str, size_mib: int) -> dict:
         "measured_vs_predicted": measured / fast.makespan - 1,
         "reduction_vs_single": 1 - measured / single_s,
         "reduction_vs_round_robin": 1 - measured / robin,
+        "planned_blocks": planned_blocks,
+        **detail,
     }
 
 
@@ -243,7 +250,7 @@ def main() -> None:
         for name in args.setups:
             row = run_setup(name, size)
             rows.append(row)
-            print(report([row]).splitlines()[-1], flush=True)
+            print(report([row]).splitlines()[-1], row["planned_blocks"], row["served_blocks"], flush=True)
     text = report(rows)
     print(text)
     result_files.write("geo", {"rows": rows, "streams_per_instance": STREAMS, "chunk_bytes": CHUNK}, text)

@@ -37,10 +37,11 @@ from .parallel import run_parallel
 from .progress import Progress
 
 UPLOAD_WORKERS = 8
-STREAMS_PER_INSTANCE = 2
+STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
 HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
 HEDGE_MIN_S = 0.5
-TIMEOUT = (5, 120)  # connect, read: an instance that does not answer loses its blocks
+TIMEOUT = (10, 120)  # connect, read: an instance that does not answer loses its blocks
+DROP_AFTER = 2  # connection failures in a row that drop an instance for the rest of the download
 SessionFor = Callable[[str], requests.Session]
 
 
@@ -175,6 +176,7 @@ class Fetcher:
         self.done = [False] * m
         self.orphans: deque[int] = deque()
         self.dead: set[str] = set()
+        self.refused: dict[str, int] = {}  # connection failures in a row, per instance
         self.inflight = 0
         self.running: dict[int, list[tuple[str, float]]] = {}  # chunk -> (instance, start) in flight
         self.block_seconds: dict[str, list[float]] = {}  # per instance, its good blocks' times
@@ -290,9 +292,12 @@ class Fetcher:
                     if len(self.got[c]) >= self.layout.k:
                         self.done[c], ready = True, list(self.got[c].values())
                         self.got[c] = {}
-                elif block is None:
+                if reachable:
+                    self.refused[r] = 0
+                if block is None:
                     self.orphans.append(c)
-                    if not reachable:
+                    self.refused[r] = self.refused.get(r, 0) + (not reachable)
+                    if self.refused[r] >= DROP_AFTER:
                         self.dead.add(r)
                         self.orphans.extend(self.queues[r])
                         self.queues[r].clear()
@@ -376,8 +381,7 @@ def download_coded(
     layout = CodedLayout.from_dict(answer["layout"])
     queues, predicted = plan_queues(layout, answer.get("estimates") or {})
     endpoints = endpoints or {}
-    shared = new_session()
-    sessions = {r: (session_for(r) if session_for else shared) for r in queues}
+    sessions = {r: (session_for(r) if session_for else new_session()) for r in queues}  # a pool each
 
     def get(region: str, url: str) -> requests.Response:
         return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT)

@@ -78,8 +78,8 @@ class CodedFiles:
             )
 
     def layout(self, path: str) -> tuple[Any, CodedLayout]:
-        link = self.fs.ns.read_link(paths.normalize(path))
-        if not link.erasure:
+        link = self.fs.ns.current_link(paths.normalize(path))  # None for a folder or a small file
+        if link is None or not link.erasure:
             raise NotFoundError(f"{path} is not an erasure-coded file", code="not-coded")
         return link, CodedLayout.from_dict(link.erasure)
 
