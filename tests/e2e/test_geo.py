@@ -13,9 +13,10 @@ import boto3
 import pytest
 import requests
 
+from hycloud.transfer.coded import plan_queues
 from hycloud_core import content
 from hycloud_core.codec.erasure import encode_stream
-from hycloud_core.coded_layout import block_key
+from hycloud_core.coded_layout import CodedLayout, block_key
 from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.placement.ring import HashRing
 from infra.local import deploy as local
@@ -112,7 +113,9 @@ def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_p
     src = tmp_path / "src.bin"
     src.write_bytes(os.urandom(4 * MiB + 77))
     sdk.put(src, f"/geo/degraded-{way}.bin", parents=True, coded=True)
-    lost = list(instances)[1]
+    answer = sdk.http.json("GET", "/v1/plan", params={"path": f"/geo/degraded-{way}.bin"})
+    queues, _ = plan_queues(CodedLayout.from_dict(answer["layout"]), answer["estimates"])
+    lost = max(queues, key=lambda r: (len(queues[r]), r))  # the plan counts on it most
     if way == "closed-port":
         sdk.instance_endpoints = {lost: CLOSED}
     else:
@@ -127,7 +130,7 @@ def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_p
     stats = sdk.last_transfer["per_instance"]
     assert stats[lost]["blocks"] == 0
     assert sum(s["blocks"] for s in stats.values()) == 2 * 3
-    assert stats[lost]["failed"] >= 1  # asked, refused or missing, then served by the others
+    assert stats[lost]["asked"] >= 1  # planned there, then served by the others
 
 
 def test_a_slow_instance_loses_its_blocks_to_the_others(deployment, instances, alice, tmp_path):

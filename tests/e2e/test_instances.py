@@ -121,7 +121,7 @@ def test_put_get_through_the_cli_with_instances_deployed(deployment, instances, 
             for region in instances
         }
         assert any(result["content_hash"] in key for key in keys[home])
-        assert all(keys[region] == [] for region in others)
+        assert not any(result["content_hash"] in key for region in others for key in keys[region])
 
 
 def test_instances_route_lists_every_instance_with_a_reachable_endpoint(deployment, instances, alice):

@@ -137,6 +137,7 @@ class InstanceStats:
     """What one instance's link did during a download: reported as a measurement."""
 
     nbytes: int = 0
+    asked: int = 0
     blocks: int = 0
     failed: int = 0
     first: float | None = None
@@ -177,6 +178,8 @@ class Fetcher:
         self.orphans: deque[int] = deque()
         self.dead: set[str] = set()
         self.refused: dict[str, int] = {}  # connection failures in a row, per instance
+        self.active: dict[str, int] = {}  # fetches in flight, per instance
+        self.streams = 1
         self.inflight = 0
         self.running: dict[int, list[tuple[str, float]]] = {}  # chunk -> (instance, start) in flight
         self.block_seconds: dict[str, list[float]] = {}  # per instance, its good blocks' times
@@ -204,7 +207,11 @@ class Fetcher:
                 return c
         if not self.rebalance:
             return None
-        victims = sorted((q for s, q in self.queues.items() if s != r and q), key=len, reverse=True)
+        # only chunks waiting behind an instance whose every worker is busy: never race its own workers
+        waiting = [
+            q for s, q in self.queues.items() if s != r and q and self.active.get(s, 0) >= self.streams
+        ]
+        victims = sorted(waiting, key=len, reverse=True)
         for queue in victims:
             for c in reversed(queue):
                 if self._open(c, r):
@@ -242,6 +249,7 @@ class Fetcher:
                     self.tried[c].add(r)
                     self.busy[c] += 1
                     self.running.setdefault(c, []).append((r, time.perf_counter()))
+                    self.active[r] = self.active.get(r, 0) + 1
                     self.inflight += 1
                     return c
                 if self.inflight == 0 and not self._can_progress():
@@ -252,6 +260,7 @@ class Fetcher:
             return None
 
     def start(self, on_chunk: Callable[[int, list[bytes]], None], streams: int) -> None:
+        self.streams = streams
         for r in self.queues:
             for _ in range(streams):
                 self.alive += 1
@@ -281,6 +290,7 @@ class Fetcher:
             with self.cond:
                 self.inflight -= 1
                 self.busy[c] -= 1
+                self.active[r] -= 1
                 self.running[c] = [(s, t) for s, t in self.running.get(c, []) if s != r]
                 if not self.running[c] or self.done[c]:
                     self.running.pop(c, None)
@@ -317,6 +327,7 @@ class Fetcher:
     def _fetch(self, r: str, c: int, bi: int) -> tuple[bytes | None, bool]:
         """The verified block, or None and whether the instance is still worth asking."""
         stats = self.stats[r]
+        stats.asked += 1
         started = time.perf_counter()
         stats.first = started if stats.first is None else min(stats.first, started)
         try:
@@ -438,7 +449,8 @@ def download_coded(
         "seconds": seconds,
         "predicted_seconds": predicted,
         "per_instance": {
-            r: {"bytes": s.nbytes, "blocks": s.blocks, "failed": s.failed} for r, s in fetcher.stats.items()
+            r: {"bytes": s.nbytes, "asked": s.asked, "blocks": s.blocks, "failed": s.failed}
+            for r, s in fetcher.stats.items()
         },
         "unreachable": sorted(fetcher.dead),
         "moved_blocks": fetcher.moved,
