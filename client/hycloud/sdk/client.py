@@ -90,6 +90,14 @@ class HyCloud:
             if not cursor:
                 return
 
+    def merkle_children(self, paths_: list[str]) -> dict:
+        """One round of the Merkle exchange: {path: [summary, ...]} (hycloud_core.merkle.exchange)."""
+        return self.http.json("POST", "/v1/merkle/children", json={"paths": list(paths_)})
+
+    def merkle_root(self) -> str:
+        """The hex Merkle hash of the whole namespace."""
+        return self.http.json("GET", "/v1/merkle/root")["hash"]
+
     # --- directories and namespace changes ---------------------------------------------------------
     def mkdir(self, path: str, parents: bool = False, exist_ok: bool = True) -> dict:
         """Make a directory; with `exist_ok=False` an existing one is a ConflictError, as `mkdir`."""

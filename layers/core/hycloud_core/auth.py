@@ -25,7 +25,14 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Requests that only read, though their method is not GET: they start jobs that fetch or encode a
 # file the caller can read (relay to EFS, delta download) and change nothing the caller owns.
 # POST /v1/files/chunking is a write (it updates the file's link file); the client ignores its refusal.
-READ_LIKE = frozenset({("POST", "/v1/relay"), ("POST", "/v1/delta/download"), ("PUT", "/v1/delta/download")})
+READ_LIKE = frozenset(
+    {
+        ("POST", "/v1/relay"),
+        ("POST", "/v1/delta/download"),
+        ("PUT", "/v1/delta/download"),
+        ("POST", "/v1/merkle/children"),
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
+
+from hycloud_core.content import hash_bytes
 
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
     """A live file.
 
-    `content_hash` is the sha256 of the content, the same digest a link file
-    records for a large file, so an instance can hash an S3-backed file without
+    `content_hash` is the content hash of content.py (sha256 over the sha256 of
+    each 8 MiB part), the digest a link file records for a large file and the
+    version of a small file, so an instance can hash an S3-backed file without
     reading it. `blocks` are the hashes of its erasure-coded blocks in order
     (chunk-major, then block index), empty for a file stored whole.
     """
@@ -22,7 +24,7 @@ class FileEntry:
 
     @classmethod
     def of(cls, content: bytes, mtime: float, blocks: tuple[bytes, ...] = ()) -> FileEntry:
-        return cls(hashlib.sha256(content).digest(), mtime, tuple(blocks))
+        return cls(bytes.fromhex(hash_bytes(content)), mtime, tuple(blocks))
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hycloud_core.merkle.entries import normalise_path, parent_of
 from hycloud_core.merkle.tree import Node
 
 VIRTUAL_ROOT = ""
@@ -157,11 +158,15 @@ class LevelExchange:
     """Side A: drives the rounds and collects the differences.
 
     Usage: ``while not ex.done: ex.receive(send(ex.request()))``, then ``ex.result()``.
+    With `scope` ("/proj"), only that folder is compared: round 1 asks for its parent's
+    children and keeps the folder alone (the local tree holds it at that path, e.g. built
+    by ``tree_from_directory(folder, prefix="/proj")``).
     """
 
-    def __init__(self, local: Node) -> None:
+    def __init__(self, local: Node, scope: str = "/") -> None:
         self._local = Responder(local)
-        self._pending: list[str] = [VIRTUAL_ROOT]
+        self._scope = normalise_path(scope)
+        self._pending: list[str] = [VIRTUAL_ROOT if self._scope == "/" else parent_of(self._scope)]
         self._found: list[Difference] = []
         self.rounds = 0
         self.summaries_received = 0
@@ -182,6 +187,9 @@ class LevelExchange:
         for parent in self._pending:
             remote = {s.path: s for s in map(NodeSummary.from_dict, reply.get(parent, ()))}
             local = {s.path: s for s in self._local._children(parent)}
+            if self.rounds == 1 and self._scope != "/":
+                remote = {p: s for p, s in remote.items() if p == self._scope}
+                local = {p: s for p, s in local.items() if p == self._scope}
             self.summaries_received += len(remote)
             for path in sorted(local.keys() | remote.keys()):
                 if self._compare(path, local.get(path), remote.get(path)):

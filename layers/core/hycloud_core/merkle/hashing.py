@@ -1,6 +1,7 @@
 """The hash rules of seed 000 §III-D, eq. 9 and 10 ("+" is concatenation, H is MD5).
 
-- file:        H(f)  = MD5(C(f) + path), C(f) the sha256 of the content.
+- file:        H(f)  = MD5(C(f) + path), C(f) the content hash of content.py
+  (sha256 over the sha256 of each 8 MiB part: one sha256 more for a small file).
   The paper hashes content and full path; hashing the content *digest* with the
   path keeps that meaning while letting a MOVE re-hash a large file from its
   link file alone, without reading the object from S3.

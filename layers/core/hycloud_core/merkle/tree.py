@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -10,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from hycloud_core import content
 from hycloud_core.merkle.entries import (
     DirEntry,
     Entry,
@@ -48,6 +48,18 @@ class Node:
         yield self
         for child in self.children.values():
             yield from child.walk()
+
+    def find(self, path: str) -> Node | None:
+        """The node at `path` in this tree, if there is one."""
+        node: Node | None = self
+        target = normalise_path(path)
+        while node is not None and node.path != target:
+            here = node.path.rstrip("/")
+            if not target.startswith(here + "/"):
+                return None
+            name = target[len(here) + 1 :].split("/", 1)[0]
+            node = node.children.get(f"{here}/{name}")
+        return node
 
     def height(self) -> int:
         """Number of levels, counting the root (a lone root has height 1)."""
@@ -113,34 +125,41 @@ def build_tree(entries: Mapping[str, Entry]) -> Node:
     return build(ROOT)
 
 
-def sha256_file(path: Path, bufsize: int = 1 << 20) -> bytes:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while piece := f.read(bufsize):
-            h.update(piece)
-    return h.digest()
+def content_digest_file(path: Path) -> bytes:
+    """The file's content hash as the cloud records it (content.py), so both sides hash alike."""
+    return bytes.fromhex(content.hash_file(path)[0])
 
 
 def _default_file_entry(path: Path, st: os.stat_result) -> FileEntry:
-    return FileEntry(sha256_file(path), st.st_mtime)
+    return FileEntry(content_digest_file(path), st.st_mtime)
+
+
+def _mounted(prefix: str, rel: str) -> str:
+    """`rel` ("/" or "/x/y") as a path below `prefix`, the remote folder a local one stands for."""
+    prefix = normalise_path(prefix)
+    if rel == ROOT:
+        return prefix
+    return rel if prefix == ROOT else prefix + rel
 
 
 def entries_from_directory(
     root: str | os.PathLike[str],
     file_entry: Callable[[Path, os.stat_result], FileEntry | None] = _default_file_entry,
+    prefix: str = ROOT,
 ) -> dict[str, Entry]:
     """Listing of a local directory; `file_entry` lets an instance turn link files into coded entries.
 
-    Symbolic links are skipped: the namespace holds regular files and directories only.
+    Symbolic links are skipped: the namespace holds regular files and directories only. With
+    `prefix`, the directory stands for that remote folder: paths (and so hashes) are the remote ones.
     """
     base = Path(root)
-    out: dict[str, Entry] = {ROOT: DirEntry(base.stat().st_mtime)}
+    out: dict[str, Entry] = {_mounted(prefix, ROOT): DirEntry(base.stat().st_mtime)}
     stack = [base]
     while stack:
         current = stack.pop()
         with os.scandir(current) as it:
             for item in it:
-                rel = "/" + Path(item.path).relative_to(base).as_posix()
+                rel = _mounted(prefix, "/" + Path(item.path).relative_to(base).as_posix())
                 if item.is_symlink():
                     continue
                 st = item.stat()
@@ -156,9 +175,14 @@ def tree_from_directory(
     root: str | os.PathLike[str],
     tombstones: Mapping[str, Tombstone] | None = None,
     file_entry: Callable[[Path, os.stat_result], FileEntry | None] = _default_file_entry,
+    prefix: str = ROOT,
 ) -> Node:
-    """The tree of a local directory, plus the deletion marks the caller keeps (its delete log)."""
-    entries = entries_from_directory(root, file_entry)
+    """The tree of a local directory, plus the deletion marks the caller keeps (its delete log).
+
+    The tree's root is always "/": with `prefix` the directory sits at that path inside it
+    (see `find`), and its hashes are those of the remote folder `prefix` holding the same files.
+    """
+    entries = entries_from_directory(root, file_entry, prefix)
     for path, mark in (tombstones or {}).items():
         entries.setdefault(normalise_path(path), mark)
     return build_tree(entries)

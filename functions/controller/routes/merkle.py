@@ -1,0 +1,96 @@
+"""The Merkle exchange (merkle/exchange.py): children's hashes of a set of folders, and the root.
+
+A client comparing its folder with the cloud asks, level by level, for the children of the
+paths that differed in the previous round, so finding what changed takes at most h requests
+(h the tree's depth) whatever the tree's size. A file's hash is MD5(content hash + path)
+with the content hash of content.py and the path inside the caller's namespace, so
+`merkle.tree_from_directory(folder, prefix=remote_folder)` gives a client the same hashes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from answers import JSON, replies
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from context import namespace, ok
+from models import Body as StrictBody
+from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from hycloud_core import paths
+from hycloud_core.errors import HyCloudError
+from hycloud_core.fs.merkle_scan import namespace_tree
+from hycloud_core.merkle import Responder
+from hycloud_core.merkle.exchange import VIRTUAL_ROOT
+
+router = APIGatewayRouter()
+MAX_PATHS = 1000  # one round of an exchange; a client splits a larger round
+
+
+def _exchange_path(value: str) -> str:
+    """The empty path (the root's virtual parent) or a canonical path: replies are keyed by it as sent."""
+    if value == VIRTUAL_ROOT:
+        return value
+    try:
+        canonical = paths.normalize(value)
+    except HyCloudError as err:
+        raise PydanticCustomError(err.code, err.message) from None
+    if canonical != value:
+        raise PydanticCustomError("invalid-path", f"path must be canonical, e.g. {canonical!r}")
+    return value
+
+
+ExchangePath = Annotated[
+    str,
+    AfterValidator(_exchange_path),
+    WithJsonSchema({"type": "string", "maxLength": paths.MAX_PATH_BYTES, "description": '"" or /a/b'}),
+]
+
+
+class ChildrenRequest(StrictBody):
+    paths: Annotated[list[ExchangePath], Field(min_length=1, max_length=MAX_PATHS)]
+
+
+SUMMARY = {
+    "type": "object",
+    "required": ["path", "kind", "hash", "mtime"],
+    "properties": {
+        "path": {"type": "string"},
+        "kind": {"type": "string", "enum": ["dir", "file", "block", "tombstone"]},
+        "hash": {"type": "string", "description": "hex; empty for a tombstone"},
+        "mtime": {"type": "number", "description": "a tombstone's: when the deletion happened"},
+        "children": {"type": "integer"},
+        "index": {"type": "integer"},
+    },
+}
+CHILDREN = {
+    JSON: {
+        "schema": {
+            "type": "object",
+            "description": "each requested path: its children's summaries (none for an unknown path)",
+            "additionalProperties": {"type": "array", "items": SUMMARY},
+        }
+    }
+}
+ROOT = {
+    JSON: {
+        "schema": {
+            "type": "object",
+            "required": ["hash", "path"],
+            "properties": {"hash": {"type": "string"}, "path": {"type": "string"}},
+        }
+    }
+}
+
+
+@router.post("/v1/merkle/children", responses=replies(200, None, content=CHILDREN))
+def children(body: Annotated[ChildrenRequest, Body()]):
+    """One round of the exchange: `{path: [summary, ...]}`, "" answering with the root."""
+    return ok(Responder(namespace_tree(namespace(router))).answer(body.paths))
+
+
+@router.get("/v1/merkle/root", responses=replies(200, None, content=ROOT))
+def root():
+    return ok({"hash": namespace_tree(namespace(router)).hash.hex(), "path": "/"})
