@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hycloud_core.merkle import DirEntry, FileEntry, LevelExchange, NodeSummary, build_tree
-from hycloud_core.merkle.entries import parent_of
-from hycloud_core.merkle.exchange import VIRTUAL_ROOT
 from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.merkle.tree import Node
 
@@ -23,6 +21,19 @@ from .filters import PathFilter
 from .scan import LocalTree
 
 Ask = Callable[[list[str]], Mapping[str, Sequence[Mapping[str, Any]]]]
+MAX_PATHS = 1000  # paths the route answers in one request
+
+
+def chunked(ask: Ask) -> Ask:
+    """One round as several requests when it asks about more paths than one request may carry."""
+
+    def asked(paths: list[str]) -> dict[str, Sequence[Mapping[str, Any]]]:
+        reply: dict[str, Sequence[Mapping[str, Any]]] = {}
+        for start in range(0, len(paths), MAX_PATHS):
+            reply.update(ask(paths[start : start + MAX_PATHS]))
+        return reply
+
+    return asked
 
 
 @dataclass(frozen=True)
@@ -66,26 +77,10 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
     return build_tree(entries)
 
 
-class SubtreeExchange(LevelExchange):
-    """The exchange rooted at a folder of the user's tree rather than at "/": round 1 asks the
-    folder's parent for its children and keeps only the folder itself."""
-
-    def __init__(self, local: Node, root: str) -> None:
-        super().__init__(local)
-        self.root = root
-        if root != "/":
-            self._pending = [parent_of(root)]
-
-    def receive(self, reply: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
-        if self.rounds == 0 and self.root != "/":
-            parent = self._pending[0]
-            reply = {parent: [s for s in reply.get(parent, ()) if s.get("path") == self.root]}
-        return super().receive(reply)
-
-
 def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter) -> Differences:
     """Run the exchange, then list the cloud's side of folders only the cloud has."""
-    exchange = SubtreeExchange(local_merkle_tree(root, local), root)
+    ask = chunked(ask)
+    exchange = LevelExchange(local_merkle_tree(root, local), scope=root)
     out = Differences()
     while not exchange.done:
         exchange.receive(ask(exchange.request()))
@@ -148,4 +143,4 @@ def _expand_remote(ask: Ask, root: str, folders: list[str], keep: PathFilter, ou
         folders = following
 
 
-__all__ = ["VIRTUAL_ROOT", "Differences", "RemoteFile", "find", "full_path", "merkle_of", "rel_path"]
+__all__ = ["Differences", "RemoteFile", "find", "full_path", "merkle_of", "rel_path"]

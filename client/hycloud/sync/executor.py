@@ -21,7 +21,7 @@ from .progress import SyncProgress
 from .scan import LocalTree, remember_file
 from .state import BaseEntry, SyncState
 
-BATCH = 64  # files per bundle call: a killed sync loses at most one batch's record
+BATCH = 32  # files per bundle call: a killed sync loses at most one batch's record
 Done = Callable[[str, str], None]
 
 
