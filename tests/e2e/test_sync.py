@@ -8,12 +8,14 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import HYCLOUD, _make_user
+from tests.e2e.fault_proxy import FaultProxy
 
 pytestmark = [pytest.mark.e2e]
 LARGE = 3 * 1024 * 1024  # above the small-file threshold: S3 behind a link file
@@ -167,9 +169,12 @@ def test_exclude_holds(user, run, tmp_path):
     assert report["files"] == 0 and not sdk.exists("/filtered/debug.log")
 
 
+@pytest.mark.slow
 def test_a_killed_sync_resumes_without_resending_done_files(user, run, tmp_path):
     src, back = tmp_path / "src", tmp_path / "back"
-    files = {f"d{i % 4}/f{i:03d}.txt": os.urandom(2000 + i) for i in range(120)}
+    files = {
+        f"d{i % 4}/f{i:03d}.txt": os.urandom(2000 + i) for i in range(70)
+    }  # three batches: killed after the first
     write_tree(src, files)
     proc = subprocess.Popen(
         [HYCLOUD, "-v", "sync", str(src), "hc:/killed"], env=run.env, stderr=subprocess.PIPE, text=True
@@ -188,3 +193,71 @@ def test_a_killed_sync_resumes_without_resending_done_files(user, run, tmp_path)
     assert rest["resumed"]
     run("sync", "hc:/killed", str(back))
     assert local_files(back) == local_files(src)
+
+
+def _lines(stream, into: list[str]) -> threading.Thread:
+    def read() -> None:
+        for line in stream:
+            into.append(line)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_watch_queues_while_the_controller_is_busy_and_a_queued_upload_then_delete_sends_neither(
+    user, run, tmp_path
+):
+    src, sdk, api = tmp_path / "src", user.sdk(), user.deployment.api_url.rstrip("/")
+    write_tree(src, {"first.txt": b"first\n"})
+    busy, seen = threading.Event(), []
+
+    def refuse(x) -> None:  # while busy, no change reaches the cloud: the proxy answers 503 itself
+        seen.append((x.method, x.query.get("path"), busy.is_set()))
+        if (
+            busy.is_set()
+            and x.method in ("PUT", "POST", "DELETE")
+            and not x.route.endswith("/merkle/children")
+        ):
+            x.method, x.url, x.body, x.refused = "GET", api + "/v1/whoami", b"", True
+
+    def answer(x) -> None:
+        if getattr(x, "refused", False):
+            x.status, x.response_headers = 503, {"Content-Type": "application/json"}
+            x.response_body = b'{"error": {"code": "overloaded", "message": "try later"}}'
+
+    with FaultProxy(on_request=refuse, on_response=answer) as proxy:
+        env = {**run.env, **proxy.env()}
+        args = [HYCLOUD, "--json", "-v", "sync", "--watch-for", "18", str(src), "hc:/watched"]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = [], []
+        _lines(proc.stdout, out), _lines(proc.stderr, err)
+        _wait(lambda: any(line.startswith("watching ") for line in err))
+        busy.set()
+        (src / "a.txt").write_bytes(b"made while the cloud was busy\n")
+
+        def refused_a() -> int:
+            return sum(1 for m, p, b in seen if m == "PUT" and p == "/watched/a.txt" and b)
+
+        _wait(lambda: refused_a() >= 5)  # the first try and the client's four retries, all 503
+        (src / "x.txt").write_bytes(b"short-lived\n")
+        time.sleep(0.8)
+        (src / "x.txt").unlink()
+        time.sleep(0.8)
+        busy.clear()
+        proc.wait(timeout=90)
+    report = json.loads("".join(out))
+    assert proc.returncode == 0, "".join(err)
+    assert not [s for s in seen if s[1] == "/watched/x.txt"], "the upload and delete of x.txt were sent"
+    assert {"kind": "upload", "path": "/watched/a.txt"} in report["watch"]["sent"]
+    assert report["watch"]["eliminated"] >= 2 and report["watch"]["held"] == []
+    assert sdk.get_bytes("/watched/a.txt") == b"made while the cloud was busy\n"
+    assert not sdk.exists("/watched/x.txt") and sdk.exists("/watched/first.txt")

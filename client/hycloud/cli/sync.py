@@ -12,7 +12,10 @@ from hycloud_core.errors import BadRequestError
 
 from ..sdk import HyCloud
 from ..sync import SyncOptions, sync
+from ..sync.filters import PathFilter
 from ..sync.progress import SyncProgress
+from ..sync.watch import flush_held
+from ..sync.watch import watch as watch_changes
 from . import exit_codes
 from .output import STATE, emit, human_size, note
 
@@ -28,6 +31,8 @@ EPILOG = """Examples:
   hycloud sync ./docs hc:/docs --dry-run      # list what would be done
 
   hycloud --json sync ./docs hc:/docs | jq .rounds
+
+  hycloud sync --watch ./notes hc:/notes      # then send each local change as it happens
 """
 
 VERBS = {"push": ("upload", "uploaded"), "pull": ("download", "downloaded")}
@@ -61,6 +66,12 @@ def sync_command(
         list[str] | None,
         typer.Option("--include", metavar="GLOB", help="Keep paths matching, though excluded."),
     ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="After syncing, keep sending local changes (until Ctrl-C).")
+    ] = False,
+    watch_for: Annotated[
+        float | None, typer.Option("--watch-for", metavar="SECONDS", help="With --watch: stop after SECONDS.")
+    ] = None,
     checksum: Annotated[
         bool,
         typer.Option(
@@ -73,12 +84,45 @@ def sync_command(
     Changes made at DST since the last sync are never overwritten: a file changed on both sides
     keeps the newer (by mtime) and the other beside it as NAME.conflict-DEVICE-TIME."""
     direction, local, remote = split_ends(src, dst)
+    if (watch or watch_for is not None) and (direction != "push" or dry_run):
+        raise BadRequestError(
+            "--watch sends local changes: SRC local, DST hc:/path, no --dry-run", code="bad-usage"
+        )
     options = SyncOptions(dry_run, delete, tuple(exclude or ()), tuple(include or ()), checksum)
     client = HyCloud.from_config()
+    if watch or watch_for is not None:
+        flush_held(client, local, remote)
     bars = not STATE["quiet"] and (STATE["progress"] or (not STATE["json"] and sys.stderr.isatty()))
     report = sync(client, local, remote, direction, options, SyncProgress(bars), _each_file)
-    emit(report, "\n".join(human_lines(report, src, dst)))
-    finish(report)
+    if not (watch or watch_for is not None):
+        emit(report, "\n".join(human_lines(report, src, dst)))
+        return finish(report)
+    if not STATE["json"]:
+        emit(report, "\n".join(human_lines(report, src, dst)))
+    keep = PathFilter.of(options.exclude, options.include)
+    watched = watch_changes(
+        client,
+        local,
+        remote,
+        keep,
+        watch_for,
+        on_sent=_sent,
+        ready=lambda: note(f"watching {local}; Ctrl-C to stop"),
+    )
+    emit({**report, "watch": watched}, watch_line(watched))
+    finish({**report, "failed": report["failed"] + watched["failed"]})
+
+
+def _sent(op) -> None:
+    if STATE["verbose"]:
+        note(f"sent {op.kind.value} {op.path}")
+
+
+def watch_line(watched: dict) -> str:
+    return (
+        f"watch: sent {len(watched['sent'])} operations, {watched['eliminated']} merged away, "
+        f"{len(watched['held'])} still queued (sent on the next run)"
+    )
 
 
 def _each_file(what: str, rel: str) -> None:
