@@ -72,6 +72,7 @@ def _walk(grace_s: int) -> dict:
         "records_written": reconciled.records_written,
         "records_removed": reconciled.records_removed,
         "temporary_removed": reconciled.temporary_removed,
+        "merkle_repaired": reconciled.merkle_repaired,
         "usage_recounted": recounted,
         "users_purged": purged,
     }

@@ -84,3 +84,11 @@ def unreadable_links(deployment, ns_dir: Path) -> list[str]:
 
 def object_key(content_hash: str) -> str:
     return content.object_key(content_hash)
+
+
+def merkle_tree_on_efs(ns_dir: Path):
+    """The namespace's Merkle tree recomputed from EFS (what the kept hashes must equal)."""
+    from hycloud_core.fs.merkle_scan import namespace_tree
+    from hycloud_core.fs.namespace import Namespace
+
+    return namespace_tree(Namespace(str(ns_dir.parent), ns_dir.name))

@@ -23,6 +23,7 @@ from hycloud.http import new_session
 from hycloud_core.errors import HyCloudError
 from tests.e2e.invariants import (
     efs_files,
+    merkle_tree_on_efs,
     records_disagreeing,
     stored_objects,
     temporary_files,
@@ -257,6 +258,7 @@ def test_randomized_concurrent_clients_keep_every_acknowledged_write(deployment,
     assert temporary_files(carol.ns_dir()) == []
     assert records_disagreeing(carol.deployment, carol.ns_key, carol.ns_dir()) == []
     assert unreadable_links(carol.deployment, carol.ns_dir()) == []
+    assert setup.merkle_root() == merkle_tree_on_efs(carol.ns_dir()).hash.hex()
 
     result = deployment.upkeep(grace_s=0)
     assert result["collected"]["skipped"] is None, result

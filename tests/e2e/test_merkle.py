@@ -7,13 +7,18 @@ API finds nothing to do on equal trees and exactly the changed paths otherwise.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from hycloud_core.merkle import LevelExchange, Node, tree_from_directory
+from hycloud.sdk.tree_jobs import follow
+from hycloud_core.merkle import LevelExchange, Node, Responder, tree_from_directory
 from tests.e2e.conftest import _make_user
+from tests.e2e.invariants import merkle_tree_on_efs
 
 pytestmark = [pytest.mark.e2e]
 LARGE = 2 * 1024 * 1024 + 1000  # above the small-file threshold: stored in S3 behind a link file
@@ -107,3 +112,100 @@ def test_bad_requests_are_refused(owner, body):
     r = owner.api().call("POST", "/v1/merkle/children", json=body)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"]
+
+
+def _agree(user, *folders: str) -> Node:
+    """The route's root and the children of `folders` are what a recompute from EFS says."""
+    efs = merkle_tree_on_efs(user.ns_dir())
+    sdk = user.sdk()
+    assert sdk.merkle_root() == efs.hash.hex()
+    asked = ["", *folders]
+    expected = Responder(efs).answer(asked)
+    for path, got in sdk.merkle_children(asked).items():
+        live = [(s["path"], s["kind"], s["hash"]) for s in got if s["kind"] != "tombstone"]
+        assert live == [(s["path"], s["kind"], s["hash"]) for s in expected[path]], path
+    return efs
+
+
+def _tombstones(sdk, folder: str) -> set[str]:
+    return {s["path"] for s in sdk.merkle_children([folder])[folder] if s["kind"] == "tombstone"}
+
+
+@pytest.fixture
+def worker(deployment):
+    """A user of its own: its root hash is the test's alone."""
+    return _make_user(deployment, "merkle-ops")
+
+
+def test_each_operation_changes_the_hashes_as_a_recompute_says(worker):
+    sdk = worker.sdk()
+    roots = [_agree(worker).hash]
+
+    def step(*folders: str) -> None:
+        roots.append(_agree(worker, *folders).hash)
+        assert roots[-1] != roots[-2]
+
+    sdk.mkdir("/w/empty", parents=True)
+    step("/w")
+    sdk.put_bytes("/w/a.txt", b"one")
+    sdk.put_bytes("/w/sub/b.txt", b"two", parents=True)
+    step("/w", "/w/sub")
+    sdk.cp("/w/sub", "/w/copy")
+    step("/w", "/w/copy")
+    sdk.mv("/w/copy", "/moved")
+    step("/", "/w", "/moved")
+    assert "/w/copy" in _tombstones(sdk, "/w")
+    sdk.rm("/w/a.txt")
+    step("/w")
+    assert "/w/a.txt" in _tombstones(sdk, "/w")
+    sdk.rmdir("/w/empty")
+    step("/w")
+    sdk.rmdir("/moved", recursive=True)
+    step("/")
+    assert "/moved" in _tombstones(sdk, "/") and sdk.merkle_children(["/moved"]) == {"/moved": []}
+
+
+def test_an_exchange_carries_deletions(owner, mirrored):
+    """A file the cloud deleted after the client last saw it is a deletion to apply locally."""
+    sdk = owner.sdk()
+    sdk.put_bytes("/proj/gone.txt", b"soon gone")
+    (mirrored / "gone.txt").write_bytes(b"soon gone")
+    os.utime(mirrored / "gone.txt", (1, 1))  # last changed long before the deletion
+    sdk.rm("/proj/gone.txt")
+    (diff,) = exchange(sdk, tree_from_directory(mirrored, prefix="/proj"), scope="/proj")
+    assert diff.path == "/proj/gone.txt" and diff.remote.kind == "tombstone" and diff.action == "delete_local"
+    (mirrored / "gone.txt").unlink()
+    assert len(exchange(sdk, tree_from_directory(mirrored, prefix="/proj"), scope="/proj")) == 0
+
+
+@pytest.mark.slow
+def test_tree_jobs_leave_the_hashes_right(worker):
+    """Past the inline limit (200 entries) copy, move and remove run as jobs, page by page."""
+    api, local = worker.api(), threading.local()
+
+    def put(j: int) -> None:
+        if not hasattr(local, "api"):
+            local.api = worker.api()
+        r = local.api.call(
+            "PUT",
+            "/v1/files",
+            params={"path": f"/t/d{j % 3}/f{j:03d}", "parents": "true"},
+            data=hashlib.sha256(str(j).encode()).digest(),
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        assert r.status_code == 201, r.text
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, range(210)))
+    _agree(worker, "/t")
+    sdk = worker.sdk()
+    for method, route, kwargs, changed in (
+        ("POST", "/v1/copy", {"json": {"src": "/t", "dst": "/c"}}, ["/", "/c", "/c/d1"]),
+        ("POST", "/v1/move", {"json": {"src": "/c", "dst": "/m"}}, ["/", "/m", "/m/d2"]),
+        ("DELETE", "/v1/dirs", {"params": {"path": "/m", "recursive": "true"}}, ["/"]),
+    ):
+        started = api.call(method, route, **kwargs)
+        assert started.status_code == 202, started.text
+        follow(sdk.http, started.json())
+        _agree(worker, *changed)
+    assert {"/c", "/m"} <= _tombstones(sdk, "/")

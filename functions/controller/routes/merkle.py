@@ -5,6 +5,7 @@ paths that differed in the previous round, so finding what changed takes at most
 (h the tree's depth) whatever the tree's size. A file's hash is MD5(content hash + path)
 with the content hash of content.py and the path inside the caller's namespace, so
 `merkle.tree_from_directory(folder, prefix=remote_folder)` gives a client the same hashes.
+Answers come from the hashes kept in DynamoDB (store/merkle_records.py), not from EFS.
 """
 
 from __future__ import annotations
@@ -14,16 +15,15 @@ from typing import Annotated
 from answers import JSON, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok
+from context import ok, records, user
 from models import Body as StrictBody
 from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from hycloud_core import paths
 from hycloud_core.errors import HyCloudError
-from hycloud_core.fs.merkle_scan import namespace_tree
-from hycloud_core.merkle import Responder
 from hycloud_core.merkle.exchange import VIRTUAL_ROOT
+from hycloud_core.store.merkle_records import MerkleRecords
 
 router = APIGatewayRouter()
 MAX_PATHS = 1000  # one round of an exchange; a client splits a larger round
@@ -88,9 +88,13 @@ ROOT = {
 @router.post("/v1/merkle/children", responses=replies(200, None, content=CHILDREN))
 def children(body: Annotated[ChildrenRequest, Body()]):
     """One round of the exchange: `{path: [summary, ...]}`, "" answering with the root."""
-    return ok(Responder(namespace_tree(namespace(router))).answer(body.paths))
+    return ok(_tree().answer(body.paths))
 
 
 @router.get("/v1/merkle/root", responses=replies(200, None, content=ROOT))
 def root():
-    return ok({"hash": namespace_tree(namespace(router)).hash.hex(), "path": "/"})
+    return ok({"hash": _tree().root_item()["hash"], "path": "/"})
+
+
+def _tree() -> MerkleRecords:
+    return MerkleRecords(records().table, user(router))

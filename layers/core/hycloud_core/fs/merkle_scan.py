@@ -8,11 +8,17 @@ file names it, a small file's bytes give it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
+from .. import content
+from ..errors import NotFoundError
 from ..linkfile import LinkFile, is_link_mode
-from ..merkle import Entry, FileEntry, Node, build_tree, entries_from_directory
+from ..merkle import DirEntry, Entry, FileEntry, Node, build_tree, entries_from_directory
 from ..merkle.tree import content_digest_file
+from ..store.merkle_records import MerkleRecords
 from .namespace import TMP_PREFIX, Namespace
 
 
@@ -32,3 +38,73 @@ def namespace_entries(ns: Namespace) -> dict[str, Entry]:
 
 def namespace_tree(ns: Namespace) -> Node:
     return build_tree(namespace_entries(ns))
+
+
+def _efs_state(ns: Namespace, path: str) -> tuple[str, str, float]:
+    """What EFS holds at `path` now: ("none"|"dir"|"file", content hash, mtime)."""
+    try:
+        entry = ns.stat(path)
+    except NotFoundError:
+        return "none", "", 0.0
+    if entry.type == "dir":
+        return "dir", "", entry.mtime
+    digest = entry.content_hash if entry.storage == "large" else content.hash_bytes(ns.read(path))
+    return "file", digest or "", entry.mtime
+
+
+def _fix(ns: Namespace, tree: MerkleRecords, path: str, item: dict[str, Any] | None) -> bool:
+    """Rewrite the node of `path` from EFS if it disagrees; True when it did."""
+    kind, digest, mtime = _efs_state(ns, path)
+    kept = "none" if item is None or item["kind"] == "tombstone" else item["kind"]
+    if kind == kept and (kind != "file" or (item or {}).get("digest") == digest):
+        return False
+    if kind == "file":
+        tree.file_written(path, digest, mtime)
+    elif kind == "dir":
+        tree.dir_made(path)
+    else:
+        tree.removed(path)
+    return True
+
+
+def repair(
+    ns: Namespace, tree: MerkleRecords, lease: Callable[[str], AbstractContextManager[Any]]
+) -> list[str]:
+    """Make the kept hashes agree with EFS (upkeep); the paths whose nodes were rewritten.
+
+    A path found different is re-read under its lease (`lease(path)`) before it is rewritten,
+    as file records are. Folder hashes that differ from EFS's are invalidated: invalidating is
+    always safe, the route recomputes them.
+    """
+    entries = namespace_entries(ns)
+    kept = {i["path"]: i for i in tree.items()}
+    live = {p for p, i in kept.items() if i["kind"] != "tombstone"}
+    fixed: list[str] = []
+    gone: list[str] = []
+    for path in sorted(set(entries) | live):
+        if any(path.startswith(top.rstrip("/") + "/") for top in gone):
+            continue  # below a folder removed in this pass
+        entry, item = entries.get(path), kept.get(path)
+        same = (
+            isinstance(entry, FileEntry)
+            and item is not None
+            and item["kind"] == "file"
+            and item.get("digest") == entry.content_hash.hex()
+        ) or (isinstance(entry, DirEntry) and item is not None and item["kind"] == "dir")
+        if same:
+            continue
+        with lease(path):
+            if _fix(ns, tree, path, tree.get(path)):
+                fixed.append(path)
+                if entry is None:
+                    gone.append(path)
+    efs = build_tree(entries)
+    stale = [
+        n.path
+        for n in efs.walk()
+        if n.kind == "dir" and n.path in kept and kept[n.path].get("hash") not in (None, n.hash.hex())
+    ]
+    for path in sorted(stale, key=len, reverse=True):
+        tree.invalidate([path])
+        fixed.append(path)
+    return fixed

@@ -26,6 +26,7 @@ from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..linkfile import LinkFile
 from ..store.collector import bump_tree_epoch
 from ..store.locks import path_leases
+from ..store.merkle_records import MerkleRecords
 from ..store.objects import Objects
 from ..store.quotas import Quota
 from ..store.records import Records
@@ -72,6 +73,11 @@ class FileSystem:
             bucket,
         )
         self.uploads = Uploads(user, records, objects, s3, bucket)
+
+    @property
+    def merkle(self) -> MerkleRecords:
+        """The user's Merkle hashes: every mutation below tells it what changed."""
+        return MerkleRecords(self.records.table, self.user)
 
     def _leases(self, *changed: str):
         return path_leases(self.records.table, self.user, list(changed))
@@ -124,6 +130,7 @@ class FileSystem:
             bits = 0o640 if mode is None else file_mode(mode)
             entry = self.ns.write(path, data, parents=parents, mode=bits, mtime=mtime)
             self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
+            self.merkle.file_written(path, content.hash_bytes(data), entry.mtime)
             if old:
                 self.objects.retain(old.content_hash, self.retain_s)
         return entry
@@ -177,6 +184,7 @@ class FileSystem:
             self.objects.retain(old.content_hash, self.retain_s)
         entry = self.ns.write_link(path, link)
         self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
+        self.merkle.file_written(path, content_hash, entry.mtime)
         return entry
 
     def set_chunk_state(self, path: str, content_hash: str, chunk_size: int, probabilities: dict) -> Entry:
@@ -218,6 +226,7 @@ class FileSystem:
             self._check_expected(path, expect)
             self.ns.unlink(path)
             self.records.delete_file(self.user, path)
+            self.merkle.removed(path)
 
     # --- directories ---------------------------------------------------------------------------
     def mkdir(self, path: str, parents: bool = False) -> Entry:
@@ -225,7 +234,9 @@ class FileSystem:
         if path == "/":
             return self.ns.stat(path)
         with self._leases(path):
-            return self.ns.mkdir(path, parents=parents)
+            entry = self.ns.mkdir(path, parents=parents)
+            self.merkle.dir_made(path)
+            return entry
 
     def rmdir(self, path: str, recursive: bool = False) -> int:
         """Remove a directory (with `recursive`, everything in it); return how many files went."""
@@ -236,9 +247,11 @@ class FileSystem:
             self.ns.require_dir(path)
             if not recursive:
                 self.ns.rmdir(path)
+                self.merkle.removed(path)
                 return 0
             removed = self._remove_tree(path)
             self.records.rewrite_subtree(self.user, path, None)
+            self.merkle.removed(path)
             return removed
 
     def _remove_tree(self, path: str) -> int:
@@ -286,6 +299,7 @@ class FileSystem:
             self.rename_tree(entry, dst)
             self.records.rewrite_subtree(self.user, dst, None)
             self.records.rewrite_subtree(self.user, src, dst)
+            self.merkle.moved(src, dst)
             if replaced:
                 self.objects.retain(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)
@@ -303,6 +317,7 @@ class FileSystem:
             else:
                 self._copy_file(entry, dst)
             self.records.rewrite_subtree(self.user, src, dst, keep_src=True)
+            self.merkle.copied(src, dst)
             if replaced:
                 self.objects.retain(replaced.content_hash, self.retain_s)
             return self.ns.stat(dst)

@@ -3,7 +3,8 @@
 EFS is the source of truth; a record is an index entry written after EFS under the same lease,
 so a crash between the two leaves them apart. The check walks both; each path that differs is
 re-read under its lease and the record rewritten (or removed) from what EFS holds. Temporary
-files older than the grace period belong to no running operation and are removed.
+files older than the grace period belong to no running operation and are removed. The Merkle
+hashes (store/merkle_records.py) are repaired from EFS the same way (fs/merkle_scan.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import NotFoundError
 from ..store.locks import leased_paths, path_leases
+from ..store.merkle_records import MerkleRecords
 from ..store.records import Records
+from .merkle_scan import repair
 from .namespace import TMP_PREFIX, Namespace
 
 
@@ -24,10 +27,12 @@ class Reconciled:
     records_written: list[str] = field(default_factory=list)
     records_removed: list[str] = field(default_factory=list)
     temporary_removed: int = 0
+    merkle_repaired: list[str] = field(default_factory=list)
 
     def merge(self, other: Reconciled) -> None:
         self.records_written += other.records_written
         self.records_removed += other.records_removed
+        self.merkle_repaired += other.merkle_repaired
         self.temporary_removed += other.temporary_removed
 
 
@@ -93,6 +98,9 @@ def reconcile_user(
             else:
                 records.put_file(user, path, **expected)
                 out.records_written.append(path)
+    if not busy:  # Merkle hashes: the next round repairs a tree some operation is changing
+        lease = lambda path: path_leases(records.table, user, [path])  # noqa: E731
+        out.merkle_repaired = repair(ns, MerkleRecords(records.table, user), lease)
     return out
 
 

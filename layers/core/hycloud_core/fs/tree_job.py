@@ -180,4 +180,15 @@ class TreeJobStep:
     def _finish(self) -> None:
         if self.job.op == "remove":  # records no walk reached (none unless EFS and records differed)
             self.fs.records.rewrite_subtree(self.fs.user, self.job.src, None)
+        self._merkle()
         self.job.state = SUCCEEDED
+
+    def _merkle(self) -> None:
+        """The Merkle hashes follow the whole tree at once (each step does that much again if redone)."""
+        job, merkle = self.job, self.fs.merkle
+        if job.op == "remove":
+            merkle.removed(job.src)
+        elif job.op == "move":
+            merkle.moved(job.src, job.dst or "")
+        else:
+            merkle.copied(job.src, job.dst or "")

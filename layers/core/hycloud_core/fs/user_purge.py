@@ -19,7 +19,7 @@ from boto3.dynamodb.conditions import Key
 
 from .. import content
 
-PARTITIONS = ("NS", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES")
+PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES")
 
 
 def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, grace_s: float) -> list[str]:

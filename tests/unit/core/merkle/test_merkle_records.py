@@ -1,0 +1,137 @@
+"""The Merkle hashes kept in DynamoDB (moto) follow every filesystem operation, races and repairs."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from hycloud_core.fs.merkle_scan import namespace_tree, repair
+from hycloud_core.merkle import Responder
+from hycloud_core.merkle.exchange import VIRTUAL_ROOT
+from hycloud_core.store import merkle_records
+from hycloud_core.store.merkle_records import MerkleRecords, children_prefix, node_key
+
+
+@pytest.fixture
+def fs(moto_filesystems):
+    return moto_filesystems.fs("u1")
+
+
+def put(fs, path: str, data: bytes) -> None:
+    import hashlib
+
+    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
+
+
+def live(answer: dict) -> dict:
+    """Path -> (kind, hash) of every live summary in an exchange answer."""
+    return {
+        s["path"]: (s["kind"], s["hash"])
+        for kids in answer.values()
+        for s in kids
+        if s["kind"] != "tombstone"
+    }
+
+
+def assert_agrees(fs) -> None:
+    """Every folder's children, as the route tells them, are what EFS says."""
+    tree = namespace_tree(fs.ns)
+    folders = [VIRTUAL_ROOT] + [n.path for n in tree.walk() if n.kind == "dir"]
+    assert live(fs.merkle.answer(folders)) == live(Responder(tree).answer(folders))
+    assert fs.merkle.root_item()["hash"] == tree.hash.hex()
+
+
+def test_keys_select_exactly_the_children():
+    assert node_key("/") == "/" and node_key("/a") == "///a" and node_key("/a/b") == "/a//b"
+    assert node_key("/a/b").startswith(children_prefix("/a"))
+    assert not node_key("/a/b/c").startswith(children_prefix("/a"))
+    assert not node_key("/ab").startswith(children_prefix("/a"))
+    assert node_key("/a/b/c").startswith("/a/") and not node_key("/a").startswith("/a/")
+
+
+def test_every_operation_keeps_the_hashes_right(fs):
+    assert_agrees(fs)
+    put(fs, "/docs/a.txt", b"a")
+    put(fs, "/docs/sub/b.txt", b"b")
+    fs.mkdir("/empty")
+    assert_agrees(fs)
+    before = fs.merkle.root_item()["hash"]
+    put(fs, "/docs/sub/b.txt", b"b2")
+    assert fs.merkle.root_item()["hash"] != before
+    assert_agrees(fs)
+    fs.copy("/docs", "/copy")
+    assert_agrees(fs)
+    fs.move("/copy/sub", "/moved")
+    assert_agrees(fs)
+    fs.move("/docs/a.txt", "/a.txt")
+    assert_agrees(fs)
+    fs.delete("/a.txt")
+    fs.rmdir("/empty")
+    fs.rmdir("/docs", recursive=True)
+    assert_agrees(fs)
+
+
+def test_deletions_leave_tombstones_until_they_expire(fs, monkeypatch):
+    put(fs, "/d/a", b"a")
+    put(fs, "/d/b", b"b")
+    fs.delete("/d/a")
+    kids = {s["path"]: s for s in fs.merkle.answer(["/d"])["/d"]}
+    assert kids["/d/a"]["kind"] == "tombstone" and kids["/d/a"]["hash"] == ""
+    put(fs, "/d/a", b"again")  # a live file supersedes the mark
+    assert fs.merkle.answer(["/d"])["/d"][0]["kind"] == "file"
+    fs.delete("/d/b")
+    monkeypatch.setattr(merkle_records, "TOMBSTONE_TTL_S", -1)
+    fs.delete("/d/a")
+    assert [s["path"] for s in fs.merkle.answer(["/d"])["/d"]] == ["/d/b"]  # /d/a's mark is past its TTL
+
+
+def test_a_mutation_racing_a_recompute_is_not_hidden(fs, monkeypatch):
+    put(fs, "/d/a", b"a")
+    fs.merkle.root_item()
+    put(fs, "/d/b", b"b")  # /d and / are stale now
+    query = MerkleRecords._query
+    raced = []
+
+    def query_then_write(self, prefix):
+        found = query(self, prefix)
+        if prefix == children_prefix("/d") and not raced:
+            raced.append(True)
+            put(fs, "/d/c", b"c")  # lands after the recompute read /d's children
+        return found
+
+    monkeypatch.setattr(MerkleRecords, "_query", query_then_write)
+    stale = fs.merkle.root_item()["hash"]
+    monkeypatch.setattr(MerkleRecords, "_query", query)
+    assert raced and stale != namespace_tree(fs.ns).hash.hex()
+    assert_agrees(fs)  # the stored hashes were not the racing recompute's
+
+
+def test_upkeep_repairs_what_disagrees_with_efs(fs):
+    put(fs, "/d/a", b"a")
+    put(fs, "/d/e/b", b"b")
+    fs.mkdir("/x")
+    tree = fs.merkle
+    tree.root_item()
+    tree.table.delete_item(Key={"pk": tree.pk, "sk": node_key("/d/a")})  # a lost write
+    tree.table.put_item(
+        Item={
+            "pk": tree.pk,
+            "sk": node_key("/ghost"),
+            "path": "/ghost",
+            "kind": "file",
+            "digest": "00" * 32,
+            "hash": "00" * 16,
+            "mtime": 1,
+        }
+    )
+    tree.table.update_item(
+        Key={"pk": tree.pk, "sk": node_key("/d/e")},
+        UpdateExpression="SET #h = :h",
+        ExpressionAttributeNames={"#h": "hash"},
+        ExpressionAttributeValues={":h": "11" * 16},
+    )
+    fixed = repair(fs.ns, tree, lambda path: contextlib.nullcontext())
+    assert {"/d/a", "/ghost"} <= set(fixed)
+    assert_agrees(fs)
+    assert repair(fs.ns, tree, lambda path: contextlib.nullcontext()) == []
