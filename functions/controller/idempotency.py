@@ -38,6 +38,10 @@ EXEMPT = frozenset(
         ("POST", "/v1/uploads/urls"),
         ("POST", "/v1/relay"),
         ("POST", "/v1/delta/download"),
+        # A bundle commits each file as its own idempotent write (same bytes, same path), and its
+        # answers (one entry per file, or the files themselves) are too large to keep.
+        ("POST", "/v1/bundles"),
+        ("POST", "/v1/bundles/download"),
     }
 )
 TTL_S = 3600

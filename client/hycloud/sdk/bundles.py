@@ -1,64 +1,304 @@
-"""Many small files at once: `put_files` / `get_files`, one result per file.
+"""Many files to and from the cloud: small ones in bundles (hycloud_core.bundle), large ones alone.
 
-This version sends them file by file in a thread pool; bundling many files into one request
-replaces it without changing the interface.
+On a long link a small file costs a round trip, not its bytes: a tree of small files sent one
+request each spends its time waiting. Here small files travel many to a request, several requests
+at once (files are independent, so order does not matter), and each comes back with its own
+status. A file that failed is sent once more, then reported in its result ("status": "error"); the
+others are not held back by it. Large files go through `client.put` / `client.get` as always.
+Files keep their modification time and mode bits both ways, as `sdk/trees.py` does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hycloud_core.errors import HyCloudError
+from hycloud_core import bundle, content, paths
+from hycloud_core.errors import HyCloudError, error_from_body
 
-from .subscribers import ProgressLike
+from ..verify import check_stored
+from .subscribers import ProgressLike, as_progress, report
 
 if TYPE_CHECKING:
     from .client import HyCloud
 
-WORKERS = 8
+OCTET = "application/octet-stream"
+PARALLEL = 4  # bundle requests in flight at once
+MEMBERS = 64  # files per upload bundle: the cloud commits them side by side within a few seconds
+RAW = 8 * 1024 * 1024  # bytes per upload bundle before compression
+SPREAD = 16  # with at least this many files per bundle, use all PARALLEL requests
+PATHS = 200  # paths per download request (the answer says which did not fit: asked again)
+TRIES = 2  # a failed file is re-queued once
+
+
+@dataclass
+class _Upload:
+    index: int
+    local: Path
+    remote: str
+    size: int
+    mtime: float
+    mode: int
 
 
 def put_files(
     client: HyCloud, pairs: Sequence[tuple[Path, str]], progress: ProgressLike = None
 ) -> list[dict]:
-    """Upload (local Path, remote path) pairs; each result has "path" and "status" or "error"."""
+    """Upload each local file to its remote path (parents made as needed); one result per pair,
+    in order: `{"path", "status": "ok", ...what client.put returns}` or `{"path", "status":
+    "error", "error": message, "code"}`."""
+    results: list[dict] = [{} for _ in pairs]
+    lock, progress = threading.Lock(), as_progress(progress)
+    small, large = _plan_uploads(client, pairs, results)
 
-    def one(pair: tuple[Path, str]) -> dict:
-        local, remote = pair
-        st = local.stat()
-        kept = {"mtime": st.st_mtime, "mode": stat.S_IMODE(st.st_mode) & 0o777}
-        return client.put(local, remote, parents=True, progress=progress, **kept)
+    def done(item: _Upload, result: dict) -> None:
+        with lock:
+            results[item.index] = result
+            if result["status"] == "ok":
+                report(progress, f"upload {item.local.name}", item.size)
 
-    return _each(pairs, one, lambda pair: pair[1])
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        for _ in range(TRIES):
+            jobs = [pool.submit(_send_bundle, client, group, done) for group in _groups(small)]
+            jobs += [pool.submit(_put_large, client, item, done) for item in large]
+            for job in jobs:
+                job.result()
+            small = [i for i in small if results[i.index]["status"] != "ok"]
+            large = [i for i in large if results[i.index]["status"] != "ok"]
+    return results
 
 
+def _plan_uploads(
+    client: HyCloud, pairs: Sequence[tuple[Path, str]], results: list[dict]
+) -> tuple[list[_Upload], list[_Upload]]:
+    """Small and large uploads; a pair that cannot be sent at all gets its error result now."""
+    threshold = client.small_file_threshold if pairs else 0
+    small, large = [], []
+    for index, (local, remote) in enumerate(pairs):
+        try:
+            path = paths.normalize(remote)
+            st = Path(local).stat()
+        except HyCloudError as err:
+            results[index] = _failed(remote, err)
+            continue
+        except OSError as err:
+            results[index] = _failed(
+                remote, HyCloudError(f"{local}: {err.strerror}", code="no-such-local-file")
+            )
+            continue
+        item = _Upload(index, Path(local), path, st.st_size, st.st_mtime, stat.S_IMODE(st.st_mode) & 0o777)
+        (small if st.st_size <= threshold else large).append(item)
+    return small, large
+
+
+def _groups(items: list[_Upload]) -> Iterator[list[_Upload]]:
+    """Bundles of at most MEMBERS files and RAW bytes, spread over PARALLEL requests when there
+    are enough files for it."""
+    per = max(1, min(MEMBERS, max(SPREAD, -(-len(items) // PARALLEL))))
+    group: list[_Upload] = []
+    size = 0
+    for item in items:
+        if group and (len(group) >= per or size + item.size > RAW):
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += item.size
+    if group:
+        yield group
+
+
+def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload, dict], None]) -> None:
+    """Read, pack and send one bundle (halved while too large compressed); report every file."""
+    files, sent = [], []
+    for item in group:
+        try:
+            data = item.local.read_bytes()
+        except OSError as err:
+            done(item, _failed(item.remote, HyCloudError(f"{item.local}: {err.strerror}", code="unreadable")))
+            continue
+        files.append((bundle.member_of(item.remote, data, item.mtime, item.mode), data))
+        sent.append(item)
+    if not files:
+        return
+    body = bundle.pack(files)
+    if len(body) > bundle.MAX_BODY and len(sent) > 1:
+        half = len(sent) // 2
+        _send_bundle(client, sent[:half], done)
+        _send_bundle(client, sent[half:], done)
+        return
+    try:
+        answer = client.http.json(
+            "POST", "/v1/bundles", params={"parents": "true"}, data=body, headers={"Content-Type": OCTET}
+        )
+        for item, (member, data), entry in zip(sent, files, answer["files"], strict=True):
+            done(item, _stored(item, member, data, entry))
+    except HyCloudError as err:  # the whole bundle was refused or lost: every file failed
+        for item in sent:
+            done(item, _failed(item.remote, err))
+
+
+def _stored(item: _Upload, member: bundle.Member, data: bytes, entry: dict) -> dict:
+    """A member's answer as `client.put` would have answered a single upload of it."""
+    if entry.get("status") != "ok":
+        error = entry.get("error") or {}
+        return {
+            "path": item.remote,
+            "status": "error",
+            "error": error.get("message", "failed"),
+            **_code(error),
+        }
+    try:
+        check_stored(item.remote, entry.get("sha256"), member.sha256)
+    except HyCloudError as err:
+        return _failed(item.remote, err)
+    result = {k: v for k, v in entry.items() if k not in ("sha256", "status")}
+    return {**result, "content_hash": content.hash_bytes(data), "mode": "small", "status": "ok"}
+
+
+def _put_large(client: HyCloud, item: _Upload, done: Callable[[_Upload, dict], None]) -> None:
+    try:
+        result = client.put(item.local, item.remote, parents=True, mtime=item.mtime, mode=item.mode)
+    except HyCloudError as err:
+        done(item, _failed(item.remote, err))
+    else:
+        done(item, {**result, "status": "ok"})
+
+
+# --- downloads -------------------------------------------------------------------------------
 def get_files(
     client: HyCloud, pairs: Sequence[tuple[str, Path]], progress: ProgressLike = None
 ) -> list[dict]:
-    """Download (remote path, local Path) pairs; each result has "path" and "status" or "error"."""
-
-    def one(pair: tuple[str, Path]) -> dict:
-        remote, local = pair
-        local.parent.mkdir(parents=True, exist_ok=True)
-        client.get(remote, local, progress=progress)
-        return {"local": str(local), "size": os.path.getsize(local)}
-
-    return _each(pairs, one, lambda pair: pair[0])
-
-
-def _each(pairs: Sequence, one: Callable[..., dict], remote_of: Callable[..., str]) -> list[dict]:
-    def run(pair) -> dict:
+    """Download each remote file to its local path (folders made as needed), replacing a local
+    file only once its bytes verified; one result per pair, in order: `{"path", "status": "ok",
+    "local", "size", "content_hash"}` or `{"path", "status": "error", "error": message, "code"}`."""
+    results: list[dict] = [{} for _ in pairs]
+    lock, progress = threading.Lock(), as_progress(progress)
+    wanted: list[tuple[int, str, Path]] = []
+    for index, (remote, local) in enumerate(pairs):
         try:
-            return {**one(pair), "path": remote_of(pair), "status": "ok"}
-        except (HyCloudError, OSError) as e:
-            return {"path": remote_of(pair), "status": "failed", "error": str(e)}
+            wanted.append((index, paths.normalize(remote), Path(local)))
+        except HyCloudError as err:
+            results[index] = _failed(remote, err)
 
-    if not pairs:
-        return []
-    with ThreadPoolExecutor(min(WORKERS, len(pairs))) as pool:
-        return list(pool.map(run, pairs))
+    def done(index: int, result: dict) -> None:
+        with lock:
+            results[index] = result
+            if result["status"] == "ok":
+                report(progress, f"download {Path(result['path']).name}", result["size"])
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        for _ in range(TRIES):
+            queue = list(wanted)
+            while queue:  # an answer serves at least one file, so this ends
+                chunks = [queue[i : i + PATHS] for i in range(0, len(queue), PATHS)]
+                answers = list(pool.map(lambda chunk: _fetch_bundle(client, chunk, done), chunks))
+                large = [item for _, chunk_large in answers for item in chunk_large]
+                for index, result in pool.map(lambda item: _get_large(client, *item), large):
+                    done(index, result)
+                queue = [item for later, _ in answers for item in later]
+            wanted = [w for w in wanted if results[w[0]].get("status") != "ok"]
+    return results
+
+
+def _fetch_bundle(
+    client: HyCloud, chunk: list[tuple[int, str, Path]], done: Callable[[int, dict], None]
+) -> tuple[list[tuple[int, str, Path]], list[tuple[int, str, Path, dict]]]:
+    """Ask for one chunk's files and write those that came; return those the answer had no room
+    for, and the large ones (fetched alone)."""
+    try:
+        response = client.http.request(
+            "POST",
+            "/v1/bundles/download",
+            json={"paths": sorted({path for _, path, _ in chunk})},
+            headers={"Accept": OCTET},  # else API Gateway answers the bundle base64-encoded
+        )
+        answer = bundle.unpack(response.content)
+    except HyCloudError as err:
+        for index, path, _ in chunk:
+            done(index, _failed(path, err))
+        return [], []
+    served = {m.path: (m, data) for m, data in answer.files}
+    others = {o.get("path"): o for o in answer.others}
+    later, large = [], []
+    for index, path, local in chunk:
+        if path in served:
+            done(index, _write(path, local, *served[path]))
+        elif others.get(path, {}).get("status") == "large":
+            large.append((index, path, local, others[path]))
+        elif others.get(path, {}).get("status") == "later":
+            later.append((index, path, local))
+        else:
+            error = others.get(path, {}).get("error") or {"message": "not in the answer"}
+            done(index, {"path": path, "status": "error", "error": error.get("message", ""), **_code(error)})
+    return later, large
+
+
+def _write(path: str, local: Path, member: bundle.Member, data: bytes) -> dict:
+    """Write a served file in place of `local` once it verified, with its mtime and mode."""
+    if hashlib.sha256(data).hexdigest() != member.sha256:
+        return _failed(
+            path, HyCloudError(f"download of {path} is corrupt (sha256 mismatch)", code="corrupt-download")
+        )
+    tmp = local.with_name(local.name + ".hycloud-part")
+    try:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        _restore(tmp, member.mtime, member.mode)
+        tmp.replace(local)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        return _failed(path, HyCloudError(f"{local}: {err.strerror}", code="unwritable"))
+    return _got(path, local, len(data), content.hash_bytes(data))
+
+
+def _get_large(client: HyCloud, index: int, path: str, local: Path, entry: dict) -> tuple[int, dict]:
+    try:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        client.get(path, local)
+        _restore(local, entry.get("mtime"), entry.get("mode"))
+    except HyCloudError as err:
+        return index, _failed(path, err)
+    except OSError as err:
+        return index, _failed(path, HyCloudError(f"{local}: {err.strerror}", code="unwritable"))
+    return index, _got(path, local, local.stat().st_size, entry.get("content_hash", ""))
+
+
+def _restore(local: Path, mtime: float | None, mode: int | None) -> None:
+    if mode is not None:
+        os.chmod(local, mode & 0o777)
+    if mtime is not None:
+        os.utime(local, (mtime, mtime))
+
+
+def _got(path: str, local: Path, size: int, content_hash: str) -> dict:
+    return {"path": path, "status": "ok", "local": str(local), "size": size, "content_hash": content_hash}
+
+
+def _failed(path: str, err: HyCloudError) -> dict:
+    return {
+        "path": path,
+        "status": "error",
+        "error": err.message,
+        "code": err.code,
+        "http_status": err.status,
+    }
+
+
+def _code(error: dict) -> dict:
+    return {"code": error.get("code", "failed"), "http_status": error.get("status", 500)}
+
+
+def raise_first_error(results: list[dict]) -> None:
+    """Raise the first failure among `results` as the error it was (for callers that stop on one)."""
+    for result in results:
+        if result.get("status") == "error":
+            message = f"{result['path']}: {result['error']}"
+            body = {"error": {"code": result.get("code", "failed"), "message": message}}
+            raise error_from_body(result.get("http_status", 500), body)

@@ -1,4 +1,5 @@
-"""Whole directory trees to and from the cloud, file by file over the SDK.
+"""Whole directory trees to and from the cloud: small files in bundles (sdk/bundles.py), large
+ones alone, several requests at a time; `bundles=False` sends one request per file, as before.
 
 Symbolic links are not followed unless asked (`follow_symlinks`): each one left out is reported
 through `on_skip`, so nothing is dropped without a word. A link that would loop back into the
@@ -9,17 +10,21 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hycloud_core import paths
 
+from . import bundles
 from .subscribers import ProgressLike, as_progress
 
 if TYPE_CHECKING:
     from .client import HyCloud
+
+LISTINGS = 8  # folders listed at once
 
 
 @dataclass
@@ -61,8 +66,10 @@ def upload_tree(
     progress: ProgressLike = None,
     follow_symlinks: bool = False,
     on_skip: Callable[[Path], None] | None = None,
+    bundled: bool = True,
 ) -> TreeResult:
-    """Upload the contents of `local_dir` into `remote_dir` (made if missing)."""
+    """Upload the contents of `local_dir` into `remote_dir` (made if missing); the first file
+    that failed (after one retry) is raised once the others are stored."""
     local_dir, remote_dir, progress = Path(local_dir), paths.normalize(remote_dir), as_progress(progress)
     result = TreeResult()
 
@@ -71,6 +78,29 @@ def upload_tree(
         (on_skip or _ignore)(item)
 
     client.mkdir(remote_dir, parents=True)
+    if not bundled:
+        return _upload_one_by_one(client, local_dir, remote_dir, progress, follow_symlinks, skip, result)
+    found = list(local_files(local_dir, follow_symlinks, skip))
+    pairs = [(item, _under(remote_dir, rel)) for item, rel, is_dir in found if not is_dir]
+    stored = bundles.put_files(client, pairs, progress)
+    made = _ancestors(remote for _, remote in pairs)
+    empty = [d for _, rel, is_dir in found if is_dir and (d := _under(remote_dir, rel)) not in made]
+    with ThreadPoolExecutor(bundles.PARALLEL) as pool:  # folders that no file made
+        list(pool.map(lambda d: client.mkdir(d, parents=True), _leaves(empty)))
+    bundles.raise_first_error(stored)
+    result.files = [{k: v for k, v in r.items() if k != "status"} for r in stored]
+    return result
+
+
+def _upload_one_by_one(
+    client: HyCloud,
+    local_dir: Path,
+    remote_dir: str,
+    progress: ProgressLike,
+    follow_symlinks: bool,
+    skip: Callable[[Path], None],
+    result: TreeResult,
+) -> TreeResult:
     for item, rel, is_dir in local_files(local_dir, follow_symlinks, skip):
         target = f"{remote_dir.rstrip('/')}/{rel}"
         if is_dir:
@@ -83,21 +113,79 @@ def upload_tree(
 
 
 def download_tree(
-    client: HyCloud, remote_dir: str, local_dir: str | Path, progress: ProgressLike = None
+    client: HyCloud,
+    remote_dir: str,
+    local_dir: str | Path,
+    progress: ProgressLike = None,
+    bundled: bool = True,
 ) -> TreeResult:
-    """Download the contents of `remote_dir` into `local_dir` (made if missing)."""
+    """Download the contents of `remote_dir` into `local_dir` (made if missing); the first file
+    that failed (after one retry) is raised once the others are written."""
     local_dir, progress = Path(local_dir), as_progress(progress)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    if not bundled:
+        return _download_one_by_one(client, remote_dir, local_dir, progress)
+    files = []
+    for entry, target in remote_files(client, paths.normalize(remote_dir), local_dir):
+        if entry is None:
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            files.append((entry["path"], target))
+    got = bundles.get_files(client, files, progress)
+    bundles.raise_first_error(got)
+    return TreeResult(files=[{k: r[k] for k in ("path", "local", "size")} for r in got])
+
+
+def remote_files(client: HyCloud, remote_dir: str, local_dir: Path) -> Iterator[tuple[dict | None, Path]]:
+    """(entry, local path) of every file below `remote_dir`, and (None, local path) of every
+    folder; folders are listed several at a time (a listing costs a round trip)."""
+    level = [(remote_dir, local_dir)]
+    with ThreadPoolExecutor(LISTINGS) as pool:
+        while level:
+            listings = pool.map(lambda d: list(client.iter_dir(d[0])), level)
+            below = []
+            for (_, folder), entries in zip(level, listings, strict=True):
+                yield None, folder
+                for entry in entries:
+                    target = folder / entry["name"]
+                    if entry["type"] == "dir":
+                        below.append((entry["path"], target))
+                    else:
+                        yield entry, target
+            level = below
+
+
+def _download_one_by_one(client: HyCloud, remote_dir: str, local_dir: Path, progress) -> TreeResult:
     local_dir.mkdir(parents=True, exist_ok=True)
     result = TreeResult()
     for entry in client.iter_dir(paths.normalize(remote_dir)):
         target = local_dir / entry["name"]
         if entry["type"] == "dir":
-            result.files += download_tree(client, entry["path"], target, progress).files
+            result.files += _download_one_by_one(client, entry["path"], target, progress).files
         else:
             client.get(entry["path"], target, progress=progress)
             restore_metadata(target, entry)
             result.files.append({"path": entry["path"], "local": str(target), "size": entry["size"]})
     return result
+
+
+def _under(remote_dir: str, rel: str) -> str:
+    return f"{remote_dir.rstrip('/')}/{rel}"
+
+
+def _ancestors(files: Iterable[str]) -> set[str]:
+    """Every folder above the given paths (made by the uploads of those files)."""
+    out: set[str] = set()
+    for path in files:
+        while (path := paths.parent(path)) not in out and path != "/":
+            out.add(path)
+    return out
+
+
+def _leaves(folders: list[str]) -> list[str]:
+    """The folders no other one is inside: making them with parents makes all."""
+    inner = _ancestors(folders)
+    return [d for d in folders if d not in inner]
 
 
 def restore_metadata(local: Path, entry: dict) -> None:

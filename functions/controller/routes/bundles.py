@@ -1,0 +1,154 @@
+"""Bundles: many small files uploaded or downloaded in one request (hycloud_core.bundle).
+
+Each member of an upload is committed on its own through the same `put_small` a single-file PUT
+uses (leases, records, usage, quota), side by side, and acknowledged on its own: a bad member
+(hostile path, hash mismatch, over quota, a folder in its way) is reported with the status a
+single PUT would have answered, and the others commit. A download answers the small files asked
+for in one bundle, large ones by reference (the client fetches them straight from S3), and those
+that did not fit the answer as `later` (ask again).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, Literal
+
+from answers import BINARY_BODY, BYTES, replies
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from context import CONFIG, filesystem, namespace, ok, raw_body
+from models import Body as JsonBody
+from models import UserPath
+from pydantic import BaseModel, Field
+
+from hycloud_core import bundle, content
+from hycloud_core.errors import BadRequestError, HyCloudError
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.observability import logger
+
+router = APIGatewayRouter()
+_POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
+# what an answer's files may add up to before compression; more is left for the next request
+ANSWER_RAW = bundle.MAX_RAW // 2
+
+
+class MemberError(BaseModel):
+    code: str
+    message: str
+    status: int
+
+
+class MemberResult(BaseModel):
+    path: str
+    status: Literal["ok", "error"]
+    error: MemberError | None = None
+    size: int | None = None
+    content_hash: str | None = None
+    sha256: str | None = None
+    mtime: float | None = None
+    mode: int | None = None
+
+
+class BundleResult(BaseModel):
+    files: list[MemberResult] = Field(description="one per member, in the bundle's order")
+
+
+class BundleRequest(JsonBody):
+    paths: list[UserPath] = Field(min_length=1, max_length=bundle.MAX_MEMBERS)
+
+
+@router.post("/v1/bundles", responses=replies(200, BundleResult, 413), openapi_extensions=BINARY_BODY)
+def upload(parents: Annotated[bool, Query(description="make missing parent folders")] = True):
+    """Commit each file of a bundle on its own; the answer says, per file, how that went."""
+    members = bundle.unpack(raw_body(router)).files
+    fs, firsts = filesystem(router), _first_of_each_path(members)
+    work = [(m, data, first) for (m, data), first in zip(members, firsts, strict=True)]
+    return ok({"files": list(_POOL.map(lambda w: _commit(fs, *w, parents), work))})
+
+
+def _first_of_each_path(members: list[tuple[bundle.Member, bytes]]) -> list[bool]:
+    """Whether each member is the first to name its path (two writes of one path would race)."""
+    seen: set[str] = set()
+    firsts = []
+    for member, _ in members:
+        firsts.append(member.path not in seen)
+        seen.add(member.path)
+    return firsts
+
+
+def _commit(fs: FileSystem, member: bundle.Member, data: bytes, first: bool, parents: bool) -> dict:
+    try:
+        if not first:
+            raise BadRequestError("the bundle names this path twice", code="duplicate-path")
+        path = bundle.check_member(member, data, CONFIG.small_file_threshold)
+        entry = fs.put_small(path, data, member.sha256, parents=parents, mtime=member.mtime, mode=member.mode)
+    except HyCloudError as err:
+        return bundle.error_entry(member.path, err)
+    except Exception:  # noqa: BLE001 - one member's fault must not sink the others
+        logger.exception("bundle member failed")
+        return bundle.error_entry(member.path, HyCloudError("internal error"))
+    return {
+        **entry.to_dict(),
+        "status": "ok",
+        "sha256": member.sha256,
+        "content_hash": content.hash_bytes(data),
+    }
+
+
+@router.post("/v1/bundles/download", responses=replies(200, None, content=BYTES))
+def download(body: Annotated[BundleRequest, Body()]):
+    """The small files asked for, in one bundle; `others` says where the rest are."""
+    ns = namespace(router)
+    entries = list(_POOL.map(lambda p: _look(ns, p), body.paths))
+    files, others = _read(ns, entries)
+    packed = bundle.pack(files, others)
+    while len(packed) > bundle.MAX_BODY and len(files) > 1:  # incompressible: half waits for later
+        keep = len(files) // 2
+        others += [_later(m.path) for m, _ in files[keep:]]
+        files = files[:keep]
+        packed = bundle.pack(files, others)
+    return Response(status_code=200, content_type="application/octet-stream", body=packed)
+
+
+def _look(ns: Namespace, path: str) -> dict[str, Any]:
+    try:
+        entry = ns.stat(path).to_dict()
+    except HyCloudError as err:
+        return bundle.error_entry(path, err)
+    if entry["type"] == "dir":
+        return bundle.error_entry(
+            path, HyCloudError(f"{path} is a directory", code="is-a-directory", status=409)
+        )
+    return {**entry, "status": "large" if entry.get("storage") == "large" else "small"}
+
+
+def _read(ns: Namespace, entries: list[dict]) -> tuple[list[tuple[bundle.Member, bytes]], list[dict]]:
+    """Read the small files that fit one answer; everything else is described in `others`."""
+    chosen, others, total = [], [], 0
+    for entry in entries:
+        if entry["status"] != "small":
+            others.append(entry)
+        elif total + entry["size"] <= ANSWER_RAW or not chosen:
+            chosen.append(entry)
+            total += entry["size"]
+        else:
+            others.append(_later(entry["path"]))
+    files = []
+    for entry, data in zip(chosen, _POOL.map(lambda e: _data(ns, e["path"]), chosen), strict=True):
+        if isinstance(data, HyCloudError):
+            others.append(bundle.error_entry(entry["path"], data))
+        else:
+            files.append((bundle.member_of(entry["path"], data, entry["mtime"], entry.get("mode")), data))
+    return files, others
+
+
+def _data(ns: Namespace, path: str) -> bytes | HyCloudError:
+    try:
+        return ns.read(path)
+    except HyCloudError as err:  # removed or replaced by a large file meanwhile
+        return err
+
+
+def _later(path: str) -> dict:
+    return {"path": path, "status": "later"}
