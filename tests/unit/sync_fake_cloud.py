@@ -88,3 +88,18 @@ def write(path: Path, data: bytes, mtime: float | None = None) -> None:
     path.write_bytes(data)
     if mtime is not None:
         os.utime(path, (mtime, mtime))
+
+
+class FileByFile:
+    """`sdk.bundles` for the fake cloud: each file through its put/get."""
+
+    @staticmethod
+    def put_files(client, pairs, progress=None):
+        return [{**client.put(local, remote, progress=progress), "status": "ok"} for local, remote in pairs]
+
+    @staticmethod
+    def get_files(client, pairs, progress=None):
+        return [
+            {"path": remote, "local": str(client.get(remote, local, progress=progress)), "status": "ok"}
+            for remote, local in pairs
+        ]

@@ -6,11 +6,12 @@ import pytest
 
 from hycloud.sync import SyncOptions, sync
 from hycloud.sync.filters import PathFilter
-from tests.unit.sync_fake_cloud import FakeCloud, write
+from tests.unit.sync_fake_cloud import FakeCloud, FileByFile, write
 
 
 @pytest.fixture(autouse=True)
 def state_file(tmp_path, monkeypatch):
+    monkeypatch.setattr("hycloud.sync.executor.bundles", FileByFile)
     monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state.sqlite3"))
     monkeypatch.setenv("HYCLOUD_DEVICE", "laptop")
 
