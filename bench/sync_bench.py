@@ -9,8 +9,8 @@ Peers over the same link, against an S3 bucket in the same LocalStack holding th
             local file's size and mtime (no request per file), then `put_object` of what differs;
   list+head the same listing plus one `head_object` per object (10 threads), as a compare that
             checks stored metadata (e.g. a checksum) must.
-Both trees are seeded off the link (the cloud's straight into its EFS namespace, as a first
-sync would leave it); a first sync off the link records the sync state.
+Both are seeded off the link: the cloud by a first `hycloud sync` (bundles), the bucket by
+`put_object`.
 
     .venv/bin/python bench/sync_bench.py [--files 10000] [--changed 0.01] [--down 50 --up 50 --rtt 100]
 
@@ -20,10 +20,8 @@ Needs the local deployment (started and deployed if absent); writes bench/result
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -79,12 +77,6 @@ def edit(root: Path, rels: list[str], fraction: float, rng: random.Random) -> li
         (root / rel).write_bytes(rng.randbytes(rng.randint(1024, 8192)))
         os.utime(root / rel, (later, later))
     return changed
-
-
-def efs_namespace(outputs: dict, user_id: str) -> Path:
-    mapping = json.loads((ROOT / ".localcloud" / "efs" / "map.json").read_text())
-    folder = next(Path(f) for arn, f in mapping.items() if arn.endswith(outputs["AccessPointId"]))
-    return folder / "ns" / user_id
 
 
 def seed_s3(s3, bucket: str, root: Path, rels: list[str]) -> None:
@@ -164,15 +156,17 @@ def run(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         rels = make_tree(tree, args.files, rng)
-        ns = efs_namespace(outputs, account["id"])
-        shutil.copytree(tree, ns / REMOTE.lstrip("/"), dirs_exist_ok=True)  # as a first sync leaves it
         direct = HyCloud(url, key)
-        first = sync(direct, tree, REMOTE, "push")  # off the link: records the state
-        assert first["files"] == 0, f"the seeded tree differs from the local one: {first['copied'][:5]}"
+        first = sync(direct, tree, REMOTE, "push")  # off the link: uploads the tree, records the state
+        assert first["files"] == args.files and not first["failed"], first["failed"][:3]
+        print(f"seeded the cloud: {first['seconds']:.0f} s", flush=True)
+        again = sync(direct, tree, REMOTE, "push")  # nothing to do: the cloud's hashes now settled
+        assert again["files"] == 0, again["copied"][:5]
         bucket = f"sync-bench-{uuid.uuid4().hex[:8]}"
         s3_direct = s3_client(env["AWS_ENDPOINT_URL"])
         s3_direct.create_bucket(Bucket=bucket)
         seed_s3(s3_direct, bucket, tree, rels)
+        print("seeded the bucket", flush=True)
         time.sleep(2)  # local files now older than the objects, as after `aws s3 sync`
         changed = edit(tree, rels, args.changed, rng)
         rows: dict[str, dict] = {}

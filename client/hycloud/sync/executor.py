@@ -90,16 +90,8 @@ def _join(parent: str, name: str) -> str:
 
 def execute(ctx: Context, plan: Plan, sizes: dict[str, dict]) -> Outcome:
     push = plan.direction == "push"
-    for rel in plan.mkdirs:
-        _guard(
-            ctx,
-            rel,
-            lambda r=rel: (
-                ctx.client.mkdir(ctx.remote(r), parents=True)
-                if push
-                else ctx.path(r).mkdir(parents=True, exist_ok=True)
-            ),
-        )
+    for rel in _needed_dirs(plan) if push else plan.mkdirs:
+        _guard(ctx, rel, lambda r=rel: _make_dir(ctx, r, push))
     pairs = _resolve_conflicts(ctx, plan, push)
     for old, new in plan.moves:
         if _guard(ctx, new, lambda o=old, n=new: _move(ctx, o, n, push)):
@@ -113,6 +105,22 @@ def execute(ctx: Context, plan: Plan, sizes: dict[str, dict]) -> Outcome:
     for rel in plan.rmdirs:
         _remove_dir(ctx, rel, push)
     return ctx.outcome
+
+
+def _make_dir(ctx: Context, rel: str, push: bool) -> None:
+    if push:
+        ctx.client.mkdir(ctx.remote(rel), parents=True)
+    else:
+        ctx.path(rel).mkdir(parents=True, exist_ok=True)
+
+
+def _needed_dirs(plan: Plan) -> list[str]:
+    """Folders to make in the cloud: uploads make their parents, so only those left empty."""
+    filled = set()
+    for rel in [*plan.copies, *(c.rel for c in plan.conflicts)]:
+        parts = rel.split("/")[:-1]
+        filled.update("/".join(parts[:i]) for i in range(len(parts) + 1))
+    return [rel for rel in plan.mkdirs if rel not in filled]
 
 
 def _guard(ctx: Context, rel: str, step: Callable[[], object]) -> bool:
