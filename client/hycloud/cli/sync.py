@@ -17,7 +17,7 @@ from ..sync.progress import SyncProgress
 from ..sync.watch import flush_held
 from ..sync.watch import watch as watch_changes
 from . import exit_codes
-from .output import STATE, emit, human_size, note
+from .output import STATE, emit, note
 
 REMOTE_PREFIX = "hc:"
 EPILOG = """Examples:
@@ -142,10 +142,10 @@ def human_lines(report: dict, src: str, dst: str) -> list[str]:
         lines.append(f"{len(report['not_deleted'])} files gone from the source not deleted (use --delete)")
     lines += [f"failed {f['path']}: {f['error']}" for f in report["failed"]]
     lines += [f"skipped {rel}: a file on one side, a folder on the other" for rel in report["clashes"]]
-    size = human_size(report["bytes"])
     head = f"would {verb}" if would else done
+    files = f"{report['files']} file" + ("" if report["files"] == 1 else "s")
     lines.append(
-        f"{head} {report['files']} files ({size} bytes) from {src} to {dst}; "
+        f"{head} {files} ({report['bytes']:,} bytes) from {src} to {dst}; "
         f"{report['rounds']} exchange rounds, {report['seconds']:.1f} s"
     )
     return lines
