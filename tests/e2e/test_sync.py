@@ -172,9 +172,7 @@ def test_exclude_holds(user, run, tmp_path):
 @pytest.mark.slow
 def test_a_killed_sync_resumes_without_resending_done_files(user, run, tmp_path):
     src, back = tmp_path / "src", tmp_path / "back"
-    files = {
-        f"d{i % 4}/f{i:03d}.txt": os.urandom(2000 + i) for i in range(70)
-    }  # three batches: killed after the first
+    files = {f"d{i % 4}/f{i:03d}.txt": os.urandom(200 + i) for i in range(384)}  # two batches of the executor
     write_tree(src, files)
     proc = subprocess.Popen(
         [HYCLOUD, "-v", "sync", str(src), "hc:/killed"], env=run.env, stderr=subprocess.PIPE, text=True
@@ -187,9 +185,11 @@ def test_a_killed_sync_resumes_without_resending_done_files(user, run, tmp_path)
                 break
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    done += [line.split(" ", 1)[1].strip() for line in proc.stderr if line.startswith("uploaded ")]
     assert 20 <= len(done) < len(files), "the sync finished before it could be killed"
     rest = run("sync", str(src), "hc:/killed")
     assert not set(rest["copied"]) & set(done) and rest["files"] <= len(files) - len(done)
+    assert rest["files"] > 0, "nothing was left to resume: the kill came too late"
     assert rest["resumed"]
     run("sync", "hc:/killed", str(back))
     assert local_files(back) == local_files(src)

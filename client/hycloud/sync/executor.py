@@ -21,7 +21,7 @@ from .progress import SyncProgress
 from .scan import LocalTree, remember_file
 from .state import BaseEntry, SyncState
 
-BATCH = 128  # files per put_files/get_files call (two bundles at once); a killed sync re-checks one batch
+BATCH = 256  # files per put_files/get_files call (four bundles at once); a killed sync re-checks one batch
 Done = Callable[[str, str], None]
 
 

@@ -30,6 +30,9 @@ def test_push_then_nothing_to_do_in_one_round(tmp_path):
     again = sync(cloud, local, "/p/q", "push")
     assert (again["files"], again["bytes"], again["rounds"]) == (0, 0, 1)
     assert cloud.calls == ["merkle"]
+    write(local / "d/e/z.txt", b"edited")
+    edited = sync(cloud, local, "/p/q", "push")
+    assert edited["copied"] == ["d/e/z.txt"] and edited["rounds"] == 4  # h = 3 levels below /p/q, plus /p/q
 
 
 def test_pull_edits_adds_deletes_and_a_rename(tmp_path):
