@@ -5,6 +5,7 @@ through `put`/`get`, which send a delta when eq. 2 says it pays."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from .scan import LocalTree, remember_file
 from .state import BaseEntry, SyncState
 
 BATCH = 256  # files per put_files/get_files call (four bundles at once); a killed sync re-checks one batch
+BUSY_TRIES, BUSY_PAUSE = 3, 1.0  # files refused as busy (a path lease held elsewhere) are sent again
 Done = Callable[[str, str], None]
 
 
@@ -182,11 +184,18 @@ def _push(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
     threshold = ctx.client.small_file_threshold
     small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
     for batch in _batches(small):
-        results = bundles.put_files(
-            ctx.client, [(ctx.path(s), ctx.remote(d)) for s, d in batch], ctx.progress
-        )
-        for (src, dst), result in zip(batch, results, strict=True):
-            _pushed(ctx, src, dst, result.get("error"))
+        for attempt in range(BUSY_TRIES):
+            results = bundles.put_files(
+                ctx.client, [(ctx.path(s), ctx.remote(d)) for s, d in batch], ctx.progress
+            )
+            busy = [p for p, r in zip(batch, results, strict=True) if r.get("code") == "busy"]
+            for pair, result in zip(batch, results, strict=True):
+                if pair not in busy or attempt == BUSY_TRIES - 1:
+                    _pushed(ctx, *pair, result.get("error"))
+            if not busy:
+                break
+            batch = busy  # a path another operation held: once it is done, try again
+            time.sleep(BUSY_PAUSE * (attempt + 1))
     for src, dst in (p for p in pairs if sizes[p[0]]["size"] > threshold):
         f = ctx.local.files[src]
         try:

@@ -107,3 +107,23 @@ def test_filter_matches_folders_and_files():
         True,
     ]
     assert not keep.keeps_dir("src/build") and keep.keeps_dir("src")
+
+
+def test_files_refused_as_busy_are_sent_again(tmp_path, monkeypatch):
+    cloud, local, refused = FakeCloud(), tmp_path / "busy", []
+    tree(local, {"a.txt": b"a", "b.txt": b"b"})
+    monkeypatch.setattr("hycloud.sync.executor.BUSY_PAUSE", 0.0)
+
+    class OnceBusy(FileByFile):
+        @staticmethod
+        def put_files(client, pairs, progress=None):
+            if not refused:
+                refused.append(pairs[0][1])
+                first = {"path": pairs[0][1], "status": "error", "error": "busy; retry", "code": "busy"}
+                return [first, *FileByFile.put_files(client, pairs[1:], progress)]
+            return FileByFile.put_files(client, pairs, progress)
+
+    monkeypatch.setattr("hycloud.sync.executor.bundles", OnceBusy)
+    report = sync(cloud, local, "/busy", "push")
+    assert report["files"] == 2 and not report["failed"] and refused == ["/busy/a.txt"]
+    assert sorted(cloud.files) == ["/busy/a.txt", "/busy/b.txt"]
