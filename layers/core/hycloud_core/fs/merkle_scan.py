@@ -32,8 +32,20 @@ def namespace_file(path: Path, st: os.stat_result) -> FileEntry | None:
     return FileEntry(content_digest_file(path), st.st_mtime)
 
 
-def namespace_entries(ns: Namespace) -> dict[str, Entry]:
-    return entries_from_directory(ns.root, namespace_file)
+def namespace_entries(ns: Namespace, known: dict[str, tuple[int, str]] | None = None) -> dict[str, Entry]:
+    """The namespace's listing; `known` ({path: (size, sha256 hex)}, from file records just checked
+    against EFS) spares reading small files of that size again."""
+    if not known:
+        return entries_from_directory(ns.root, namespace_file)
+
+    def file_entry(path: Path, st: os.stat_result) -> FileEntry | None:
+        rel = "/" + path.relative_to(ns.root).as_posix()
+        size, sha = known.get(rel, (-1, ""))
+        if is_link_mode(st.st_mode) or size != st.st_size or size > content.PART_SIZE:
+            return namespace_file(path, st)
+        return FileEntry(bytes.fromhex(content.hash_from_parts([bytes.fromhex(sha)])), st.st_mtime)
+
+    return entries_from_directory(ns.root, file_entry)
 
 
 def namespace_tree(ns: Namespace) -> Node:
@@ -68,15 +80,18 @@ def _fix(ns: Namespace, tree: MerkleRecords, path: str, item: dict[str, Any] | N
 
 
 def repair(
-    ns: Namespace, tree: MerkleRecords, lease: Callable[[str], AbstractContextManager[Any]]
+    ns: Namespace,
+    tree: MerkleRecords,
+    lease: Callable[[str], AbstractContextManager[Any]],
+    known: dict[str, tuple[int, str]] | None = None,
 ) -> list[str]:
     """Make the kept hashes agree with EFS (upkeep); the paths whose nodes were rewritten.
 
     A path found different is re-read under its lease (`lease(path)`) before it is rewritten,
     as file records are. Folder hashes that differ from EFS's are invalidated: invalidating is
-    always safe, the route recomputes them.
+    always safe, the route recomputes them. `known`: see namespace_entries.
     """
-    entries = namespace_entries(ns)
+    entries = namespace_entries(ns, known)
     kept = {i["path"]: i for i in tree.items()}
     live = {p for p, i in kept.items() if i["kind"] != "tombstone"}
     fixed: list[str] = []

@@ -100,7 +100,13 @@ def reconcile_user(
                 out.records_written.append(path)
     if not busy:  # Merkle hashes: the next round repairs a tree some operation is changing
         lease = lambda path: path_leases(records.table, user, [path])  # noqa: E731
-        out.merkle_repaired = repair(ns, MerkleRecords(records.table, user), lease)
+        redone = set(out.records_written) | set(out.records_removed)
+        known = {
+            p: (int(r["size"]), r["sha256"])
+            for p, r in recorded.items()
+            if r.get("kind") == "small" and "sha256" in r and p not in redone
+        }
+        out.merkle_repaired = repair(ns, MerkleRecords(records.table, user), lease, known)
     return out
 
 

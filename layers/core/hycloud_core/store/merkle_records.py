@@ -23,11 +23,12 @@ out ABA (a folder removed and made again). Recomputing eagerly would read every 
 every level on every write; invalidating costs one small write per level, and a folder
 written a thousand times between two syncs is hashed once.
 
-Cost per mutation, d the path's depth (the root is depth 0): 1 write for the node (1 WCU, the
-item is well under 1 KB) + d + 1 ancestor updates (1 WCU each), i.e. d + 2 WCUs; a delete
-also leaves a tombstone (that node write). A subtree move or copy of n nodes adds n reads
-(0.5 RCU per 4 KB, consistent) and n writes (2n for a move). The route spends one Query
-per requested path plus, per stale folder, one Query and one conditional write.
+Cost per mutation, d the path's depth (/a/b/c.txt: 3): 1 write for the node (1 WCU, the item
+is well under 1 KB) + d ancestor updates (1 WCU each), i.e. d + 1 WCUs, $2.50 per million
+uploads at depth 3 ($0.625 per million WCUs on demand, cost/prices.json); a delete's
+node write is its tombstone. A subtree move or copy of n nodes adds n consistent reads and n
+writes (2n for a move). The route spends one Query per requested path plus, per stale folder,
+one Query and one conditional write.
 """
 
 from __future__ import annotations

@@ -135,3 +135,15 @@ def test_upkeep_repairs_what_disagrees_with_efs(fs):
     assert {"/d/a", "/ghost"} <= set(fixed)
     assert_agrees(fs)
     assert repair(fs.ns, tree, lambda path: contextlib.nullcontext()) == []
+
+
+def test_reconcile_repairs_the_hashes_using_checked_records(fs):
+    from hycloud_core.fs.reconcile import reconcile_user
+
+    put(fs, "/d/a", b"a")
+    put(fs, "/d/b", b"b" * 3000)
+    fs.merkle.root_item()
+    assert reconcile_user(fs.records, fs.ns, fs.user, grace_s=0).merkle_repaired == []
+    fs.merkle.table.delete_item(Key={"pk": fs.merkle.pk, "sk": node_key("/d/b")})
+    assert "/d/b" in reconcile_user(fs.records, fs.ns, fs.user, grace_s=0).merkle_repaired
+    assert_agrees(fs)
