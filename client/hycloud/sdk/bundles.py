@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from hycloud_core import bundle, content, paths
 from hycloud_core.errors import HyCloudError, error_from_body
 
+from ..transfer import Progress
 from ..verify import check_stored
 from .subscribers import ProgressLike, as_progress, report
 
@@ -61,13 +62,13 @@ def put_files(
     def done(item: _Upload, result: dict) -> None:
         with lock:
             results[item.index] = result
-            if result["status"] == "ok":
+            if result["status"] == "ok" and result.get("storage") == "small":  # large: reported as sent
                 report(progress, f"upload {item.local.name}", item.size)
 
     with ThreadPoolExecutor(PARALLEL) as pool:
         for _ in range(TRIES):
             jobs = [pool.submit(_send_bundle, client, group, done) for group in _groups(small)]
-            jobs += [pool.submit(_put_large, client, item, done) for item in large]
+            jobs += [pool.submit(_put_large, client, item, done, progress) for item in large]
             for job in jobs:
                 job.result()
             small = [i for i in small if results[i.index]["status"] != "ok"]
@@ -162,9 +163,12 @@ def _stored(item: _Upload, member: bundle.Member, data: bytes, entry: dict) -> d
     return {**result, "content_hash": content.hash_bytes(data), "mode": "small", "status": "ok"}
 
 
-def _put_large(client: HyCloud, item: _Upload, done: Callable[[_Upload, dict], None]) -> None:
+def _put_large(
+    client: HyCloud, item: _Upload, done: Callable[[_Upload, dict], None], progress: Progress
+) -> None:
     try:
-        result = client.put(item.local, item.remote, parents=True, mtime=item.mtime, mode=item.mode)
+        keep = {"mtime": item.mtime, "mode": item.mode}
+        result = client.put(item.local, item.remote, parents=True, progress=progress, **keep)
     except HyCloudError as err:
         done(item, _failed(item.remote, err))
     else:
@@ -187,10 +191,10 @@ def get_files(
         except HyCloudError as err:
             results[index] = _failed(remote, err)
 
-    def done(index: int, result: dict) -> None:
+    def done(index: int, result: dict, reported: bool = False) -> None:
         with lock:
             results[index] = result
-            if result["status"] == "ok":
+            if result["status"] == "ok" and not reported:
                 report(progress, f"download {Path(result['path']).name}", result["size"])
 
     with ThreadPoolExecutor(PARALLEL) as pool:
@@ -200,8 +204,8 @@ def get_files(
                 chunks = [queue[i : i + PATHS] for i in range(0, len(queue), PATHS)]
                 answers = list(pool.map(lambda chunk: _fetch_bundle(client, chunk, done), chunks))
                 large = [item for _, chunk_large in answers for item in chunk_large]
-                for index, result in pool.map(lambda item: _get_large(client, *item), large):
-                    done(index, result)
+                for index, result in pool.map(lambda item: _get_large(client, *item, progress), large):
+                    done(index, result, reported=True)
                 queue = [item for later, _ in answers for item in later]
             wanted = [w for w in wanted if results[w[0]].get("status") != "ok"]
     return results
@@ -258,10 +262,12 @@ def _write(path: str, local: Path, member: bundle.Member, data: bytes) -> dict:
     return _got(path, local, len(data), content.hash_bytes(data))
 
 
-def _get_large(client: HyCloud, index: int, path: str, local: Path, entry: dict) -> tuple[int, dict]:
+def _get_large(
+    client: HyCloud, index: int, path: str, local: Path, entry: dict, progress: Progress
+) -> tuple[int, dict]:
     try:
         local.parent.mkdir(parents=True, exist_ok=True)
-        client.get(path, local)
+        client.get(path, local, progress=progress)
         _restore(local, entry.get("mtime"), entry.get("mode"))
     except HyCloudError as err:
         return index, _failed(path, err)
