@@ -209,3 +209,27 @@ def test_tree_jobs_leave_the_hashes_right(worker):
         follow(sdk.http, started.json())
         _agree(worker, *changed)
     assert {"/c", "/m"} <= _tombstones(sdk, "/")
+
+
+@pytest.mark.slow
+def test_upkeep_repairs_a_lost_hash_write(deployment, worker):
+    """A node lost between EFS and DynamoDB (a crash) is rewritten from EFS by upkeep."""
+    sdk = worker.sdk()
+    sdk.put_bytes("/r/kept.txt", b"kept", parents=True)
+    sdk.put_bytes("/r/lost.txt", b"lost")
+    ddb = deployment.client("dynamodb")
+    ddb.delete_item(
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"MK#{worker.ns_key}"}, "sk": {"S": "/r//lost.txt"}},
+    )
+    ddb.update_item(  # and a folder's kept hash changed behind its back
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"MK#{worker.ns_key}"}, "sk": {"S": "///r"}},
+        UpdateExpression="SET #h = :h",
+        ExpressionAttributeNames={"#h": "hash"},
+        ExpressionAttributeValues={":h": {"S": "00" * 16}},
+    )
+    assert sdk.merkle_root() != merkle_tree_on_efs(worker.ns_dir()).hash.hex()
+    result = deployment.upkeep(grace_s=0)
+    assert "/r/lost.txt" in result["merkle_repaired"]
+    _agree(worker, "/r")
