@@ -266,3 +266,25 @@ def test_files_of_a_failed_bundle_are_sent_once_more(alice, tmp_path):
     assert api_requests(proxy).count("/bundles") >= 2
     for i in range(20):
         assert (alice.ns_dir() / "requeued" / f"f{i}").read_bytes() == (src / f"f{i}").read_bytes()
+
+
+def test_a_read_only_key_may_download_a_bundle_but_not_upload_one(alice):
+    from tests.e2e.conftest import ApiSession
+
+    alice.sdk().put_bytes("/ro/a.txt", b"readable", parents=True)
+    env = {**os.environ, **alice.deployment.env}
+    cmd = [HYCLOUD, "--json", "admin", "add-key", alice.name, "--read-only"]
+    cmd += ["--table", alice.deployment.outputs["TableName"]]
+    made = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=60)
+    reader = ApiSession(alice.deployment.api_url, json.loads(made.stdout)["api_key"])
+    got = reader.call(
+        "POST",
+        "/v1/bundles/download",
+        json={"paths": ["/ro/a.txt"]},
+        headers={"Accept": "application/octet-stream"},
+    )
+    assert got.status_code == 200 and bundle.unpack(got.content).files[0][1] == b"readable"
+    members = [(bundle.member_of("/ro/b.txt", b"no"), b"no")]
+    refused = reader.call("POST", "/v1/bundles", data=bundle.pack(members), headers=OCTET)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "read-only-key"
+    assert not (alice.ns_dir() / "ro" / "b.txt").exists()

@@ -24,8 +24,6 @@ from .subscribers import ProgressLike, as_progress
 if TYPE_CHECKING:
     from .client import HyCloud
 
-LISTINGS = 8  # folders listed at once
-
 
 @dataclass
 class TreeResult:
@@ -137,22 +135,20 @@ def download_tree(
 
 
 def remote_files(client: HyCloud, remote_dir: str, local_dir: Path) -> Iterator[tuple[dict | None, Path]]:
-    """(entry, local path) of every file below `remote_dir`, and (None, local path) of every
-    folder; folders are listed several at a time (a listing costs a round trip)."""
-    level = [(remote_dir, local_dir)]
-    with ThreadPoolExecutor(LISTINGS) as pool:
-        while level:
-            listings = pool.map(lambda d: list(client.iter_dir(d[0])), level)
-            below = []
-            for (_, folder), entries in zip(level, listings, strict=True):
-                yield None, folder
-                for entry in entries:
-                    target = folder / entry["name"]
-                    if entry["type"] == "dir":
-                        below.append((entry["path"], target))
-                    else:
-                        yield entry, target
-            level = below
+    """({"path"}, local path) of every file below `remote_dir`, and (None, local path) of every
+    folder, folders first; listed a page of thousands of entries per request."""
+    yield None, local_dir
+    cursor = ""
+    while True:
+        params = {"path": remote_dir, **({"cursor": cursor} if cursor else {})}
+        page = client.http.json("GET", "/v1/bundles/tree", params=params)
+        for entry in page["entries"]:
+            rel = paths.normalize(entry["rel"]).lstrip("/")  # never "..": stays inside local_dir
+            target = local_dir.joinpath(*rel.split("/"))
+            yield (None if entry["type"] == "dir" else {"path": _under(remote_dir, entry["rel"])}), target
+        cursor = page.get("cursor")
+        if not cursor:
+            return
 
 
 def _download_one_by_one(client: HyCloud, remote_dir: str, local_dir: Path, progress) -> TreeResult:

@@ -19,18 +19,20 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, filesystem, namespace, ok, raw_body
 from models import Body as JsonBody
-from models import UserPath
+from models import Text, UserPath
 from pydantic import BaseModel, Field
 
 from hycloud_core import bundle, content
 from hycloud_core.errors import BadRequestError, HyCloudError
 from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.tree_walk import PRE, walk
 from hycloud_core.observability import logger
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
 # what an answer's files may add up to before compression; more is left for the next request
 ANSWER_RAW = bundle.MAX_RAW // 2
+TREE_PAGE = 5000  # entries of a tree listing page
 
 
 class MemberError(BaseModel):
@@ -52,6 +54,16 @@ class MemberResult(BaseModel):
 
 class BundleResult(BaseModel):
     files: list[MemberResult] = Field(description="one per member, in the bundle's order")
+
+
+class TreeEntry(BaseModel):
+    rel: str = Field(description="path below the listed folder")
+    type: Literal["file", "dir"]
+
+
+class TreePage(BaseModel):
+    entries: list[TreeEntry]
+    cursor: str | None = Field(description="pass back for the next page; null on the last")
 
 
 class BundleRequest(JsonBody):
@@ -94,6 +106,25 @@ def _commit(fs: FileSystem, member: bundle.Member, data: bytes, first: bool, par
         "sha256": member.sha256,
         "content_hash": content.hash_bytes(data),
     }
+
+
+@router.get("/v1/bundles/tree", responses=replies(200, TreePage, 404, 409))
+def tree(
+    path: Annotated[UserPath, Query()],
+    cursor: Annotated[Text, Query(description="from the previous page")] = "",
+    limit: Annotated[int, Query(ge=1, le=TREE_PAGE)] = TREE_PAGE,
+):
+    """Everything below a folder, folders before what they hold, in pages: what a bundled
+    download asks for, without one listing (and one round trip) per folder."""
+    ns = namespace(router)
+    ns.require_dir(path)
+    entries: list[dict] = []
+    for step in walk(ns, path, PRE, cursor or None):
+        if step.rel:
+            entries.append({"rel": step.rel, "type": "dir" if step.is_dir else "file"})
+        if len(entries) >= limit:
+            return ok({"entries": entries, "cursor": step.rel})
+    return ok({"entries": entries, "cursor": None})
 
 
 @router.post("/v1/bundles/download", responses=replies(200, None, content=BYTES))
