@@ -8,10 +8,15 @@ throughput and bytes. Traffic of a delta download = checksum list sent + compres
 (rdiff's delta compressed with the same zstd level). It then replays the adaptive chunk-size
 mechanism version by version, with the paper's γ and with the traffic-counting γ.
 
-    python bench/delta_bench.py [--quick] [--series typescript,django] [--repeat 1]
+    python bench/delta_bench.py [--quick] [--series typescript,django,gevent] [--repeat 1]
+                                [--versions N] [--sizes 512,1024,...]
+
+The gevent series is C: its sdists vendor libev, libuv and c-ares and ship Cython-generated C, so
+consecutive releases differ by many small changes spread over many files (the case where matches
+do not come in long runs).
 
 Needs `rdiff` (Debian: apt-get install rdiff), `npm` and network access to the npm registry and PyPI.
-Writes bench/results/delta.json and bench/results/delta.md.
+Writes bench/results/delta.json and .md, and delta_gevent.json and .md for the C series alone.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -80,6 +86,13 @@ def django_versions(n: int) -> list[str]:
     return series[-n:]
 
 
+def gevent_versions(n: int) -> list[str]:
+    out = _run([sys.executable, "-m", "pip", "index", "versions", "gevent"])
+    listed = re.search(r"Available versions: (.*)", out).group(1).split(", ")
+    series = sorted((v for v in listed if re.fullmatch(r"2[56]\.\d+\.\d+", v)), key=_semver_key)
+    return series[-n:]
+
+
 def _gunzip(src: Path, dst: Path) -> None:
     tmp = dst.with_suffix(".part")
     with gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
@@ -112,10 +125,27 @@ def fetch_django(version: str) -> Path:
     return tar
 
 
+def fetch_gevent(version: str) -> Path:
+    folder = CACHE / "gevent"
+    tar = folder / f"gevent-{version}.tar"
+    if not tar.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        sdist = folder / f"gevent-{version}.tar.gz"
+        if not sdist.exists():
+            _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                  f"gevent=={version}", "-d", str(folder), "-q"])  # fmt: skip
+        _gunzip(sdist, tar)
+    return tar
+
+
 SERIES = {
     "typescript": (typescript_versions, fetch_typescript),
     "django": (django_versions, fetch_django),
+    # C: the sdists vendor libev, libuv and c-ares and ship Cython-generated C; 37-39 MB as .tar,
+    # with small changes spread over many files from one release to the next
+    "gevent": (gevent_versions, fetch_gevent),
 }
+C_SERIES = "gevent"  # also reported on its own (delta_gevent.*)
 
 
 # ---------------------------------------------------------------- measurements
@@ -147,6 +177,17 @@ class Row:
     rd_delta_s: float
     rd_patch_s: float
     rd_zstd_s: float
+    # CPU seconds (0 in rows measured before CPU time was recorded)
+    sig_cpu: float = 0.0
+    delta_cpu: float = 0.0
+    patch_cpu: float = 0.0
+    rd_sig_cpu: float = 0.0
+    rd_delta_cpu: float = 0.0
+    rd_patch_cpu: float = 0.0
+    rd_zstd_cpu: float = 0.0
+    # rdiff's delta as it would travel: decompressing it (zstd, as ours) before `rdiff patch`
+    rd_unzstd_s: float = 0.0
+    rd_unzstd_cpu: float = 0.0
 
     @property
     def traffic(self) -> int:
@@ -160,13 +201,26 @@ class Row:
         return TrafficSample(self.block, self.new_size, self.sig_wire, self.delta_zstd)
 
 
-def _timed(fn, repeat: int):
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
+class _Best:
+    """Minimum wall and CPU seconds per operation over the repeats."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    def run(self, name: str, fn, cpu_clock):
+        c0, w0 = cpu_clock(), time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
+        wall, cpu = time.perf_counter() - w0, cpu_clock() - c0
+        self.wall[name] = min(self.wall.get(name, wall), wall)
+        self.cpu[name] = min(self.cpu.get(name, cpu), cpu)
+        return result
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes: rdiff's own time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _sha(path: Path) -> bytes:
@@ -177,60 +231,58 @@ def _sha(path: Path) -> bytes:
     return h.digest()
 
 
-def measure_ours(old: Path, new: Path, block: int, strong_len: int, work: Path, repeat: int) -> dict:
+def measure_pair(old: Path, new: Path, block: int, strong_len: int, work: Path, repeat: int) -> dict:
+    """Ours and rdiff, operation by operation, interleaved within every repeat so both see the same
+    load; the minimum over the repeats, wall and CPU, for each. Our CPU clock is this process's,
+    rdiff's the finished children's."""
+    best = _Best()
+    own, kids = time.process_time, _children_cpu
+    rd = ["rdiff", "-f"]
+    rd_sig, rd_delta, rd_out = work / "rd.sig", work / "rd.delta", work / "rd.out"
+    ours_delta, ours_out = work / "ours.delta", work / "ours.out"
+
     def sign() -> bytes:
         with open(old, "rb") as f:
             return compute(f, block, strong_len).encode()
 
-    sig_s, sig = _timed(sign, repeat)
-
-    def diff():
-        with open(new, "rb") as f, open(work / "ours.delta", "wb") as out:
+    def diff(sig: bytes):
+        with open(new, "rb") as f, open(ours_delta, "wb") as out:
             return delta(sig, f, out, DEFAULT_LEVEL)
 
-    delta_s, stats = _timed(diff, repeat)
-
     def apply() -> None:
-        with open(old, "rb") as f, open(work / "ours.delta", "rb") as d, open(work / "ours.out", "wb") as o:
+        with open(old, "rb") as f, open(ours_delta, "rb") as d, open(ours_out, "wb") as o:
             patch(f, d, o)
 
-    patch_s, _ = _timed(apply, repeat)
-    if _sha(work / "ours.out") != _sha(new):
+    for _ in range(repeat):
+        sig = best.run("sig", sign, own)
+        best.run("rd_sig", lambda: _run(rd + ["-b", str(block), "-S", str(strong_len), "signature", str(old), str(rd_sig)]), kids)  # fmt: skip
+        stats = best.run("delta", lambda sig=sig: diff(sig), own)
+        best.run("rd_delta", lambda: _run(rd + ["delta", str(rd_sig), str(new), str(rd_delta)]), kids)
+        best.run("patch", apply, own)
+        best.run("rd_patch", lambda: _run(rd + ["patch", str(old), str(rd_delta), str(rd_out)]), kids)
+        raw = rd_delta.read_bytes()
+        packed = best.run(
+            "rd_zstd", lambda raw=raw: zstandard.ZstdCompressor(level=DEFAULT_LEVEL).compress(raw), own
+        )
+        best.run("rd_unzstd", lambda packed=packed: zstandard.ZstdDecompressor().decompress(packed), own)
+    want = _sha(new)
+    if _sha(ours_out) != want:
         raise SystemExit(f"patched output differs from {new.name} (block {block})")
+    if _sha(rd_out) != want:
+        raise SystemExit(f"rdiff patch output differs from {new.name} (block {block})")
+    sig_bytes = rd_sig.read_bytes()
     n = -(-os.path.getsize(old) // block)
     return dict(
         sig_raw=19 + n * (4 + strong_len),
         sig_wire=len(sig),
         delta_raw=stats.raw_bytes,
         delta_zstd=stats.compressed_bytes,
-        sig_s=sig_s,
-        delta_s=delta_s,
-        patch_s=patch_s,
-    )
-
-
-def measure_rdiff(old: Path, new: Path, block: int, strong_len: int, work: Path, repeat: int) -> dict:
-    sig, dl, out = work / "rd.sig", work / "rd.delta", work / "rd.out"
-    rd = ["rdiff", "-f"]
-    sig_s, _ = _timed(
-        lambda: _run(rd + ["-b", str(block), "-S", str(strong_len), "signature", str(old), str(sig)]), repeat
-    )
-    delta_s, _ = _timed(lambda: _run(rd + ["delta", str(sig), str(new), str(dl)]), repeat)
-    patch_s, _ = _timed(lambda: _run(rd + ["patch", str(old), str(dl), str(out)]), repeat)
-    if _sha(out) != _sha(new):
-        raise SystemExit(f"rdiff patch output differs from {new.name} (block {block})")
-    raw = dl.read_bytes()
-    zstd_s, packed = _timed(lambda: zstandard.ZstdCompressor(level=DEFAULT_LEVEL).compress(raw), repeat)
-    sig_bytes = sig.read_bytes()
-    return dict(
+        **{f"{k}_s": v for k, v in best.wall.items()},
         rd_sig=len(sig_bytes),
         rd_sig_zstd=len(zstandard.ZstdCompressor(level=DEFAULT_LEVEL).compress(sig_bytes)),
         rd_delta_raw=len(raw),
         rd_delta_zstd=len(packed),
-        rd_sig_s=sig_s,
-        rd_delta_s=delta_s,
-        rd_patch_s=patch_s,
-        rd_zstd_s=zstd_s,
+        **{f"{k}_cpu": v for k, v in best.cpu.items()},
     )
 
 
@@ -242,9 +294,8 @@ def measure_series(name: str, files: list[tuple[str, Path]], sizes, repeat: int)
             old_size, new_size = os.path.getsize(old), os.path.getsize(new)
             for block in sizes:
                 strong_len = default_strong_len(old_size, block)
-                ours = measure_ours(old, new, block, strong_len, work, repeat)
-                theirs = measure_rdiff(old, new, block, strong_len, work, repeat)
-                row = Row(name, v_old, v_new, block, strong_len, old_size, new_size, **ours, **theirs)
+                measured = measure_pair(old, new, block, strong_len, work, repeat)
+                row = Row(name, v_old, v_new, block, strong_len, old_size, new_size, **measured)
                 rows.append(row)
                 print(
                     f"{name} {v_old}->{v_new} b={block:>5} S={strong_len} "
@@ -336,6 +387,7 @@ def summarize(rows: list[Row]) -> list[dict]:
             old_b = sum(r.old_size for r in sel)
             new_b = sum(r.new_size for r in sel)
             t = {k: sum(getattr(r, k) for r in sel) for k in Row.__dataclass_fields__ if k.endswith("_s")}
+            cpu = {k: sum(getattr(r, k) for r in sel) for k in Row.__dataclass_fields__ if k.endswith("_cpu")}
             traffic, rd_traffic = sum(r.traffic for r in sel), sum(r.rd_traffic for r in sel)
             ours_sd = _mbps(old_b + new_b, t["sig_s"] + t["delta_s"])
             rd_sd = _mbps(old_b + new_b, t["rd_sig_s"] + t["rd_delta_s"])
@@ -356,6 +408,8 @@ def summarize(rows: list[Row]) -> list[dict]:
                         old_b + new_b, t["rd_sig_s"] + t["rd_delta_s"] + t["rd_zstd_s"]
                     ),
                     throughput_ratio=ours_sd / rd_sd,
+                    **speed_ratios(t, "_s"),
+                    **{f"{k}_cpu": v for k, v in speed_ratios(cpu, "_cpu").items()},
                     sig_raw=sum(r.sig_raw for r in sel),
                     sig_wire=sum(r.sig_wire for r in sel),
                     delta_raw=sum(r.delta_raw for r in sel),
@@ -373,6 +427,44 @@ def summarize(rows: list[Row]) -> list[dict]:
     return out
 
 
+def speed_ratios(t: dict[str, float], suffix: str) -> dict[str, float | None]:
+    """rdiff's time over ours (above 1: ours is faster), per operation and for signature + delta."""
+
+    def ratio(ours: float, theirs: float) -> float | None:
+        return theirs / ours if ours > 0 and theirs > 0 else None
+
+    sig, dl, pt = (t["sig" + suffix], t["delta" + suffix], t["patch" + suffix])
+    rsig, rdl, rpt = (t["rd_sig" + suffix], t["rd_delta" + suffix], t["rd_patch" + suffix])
+    unzstd = t.get("rd_unzstd" + suffix, 0.0)
+    return dict(
+        sig_x=ratio(sig, rsig),
+        delta_x=ratio(dl, rdl),
+        sig_delta_x=ratio(sig + dl, rsig + rdl),
+        patch_x=ratio(pt, rpt),
+        patch_unzstd_x=ratio(pt, rpt + unzstd) if unzstd else None,
+    )
+
+
+def _x(wall: float | None, cpu: float | None) -> str:
+    return " / ".join("n/a" if v is None else f"{v:.2f}x" for v in (wall, cpu))
+
+
+def speed_table(doc: dict, series: str) -> list[str]:
+    lines = [
+        "Speed against rdiff (rdiff's time over ours, wall / CPU; above 1x ours is faster). Our delta "
+        "is zstd-compressed and our patch decompresses it; the last column adds the decompression of "
+        "rdiff's delta, compressed the same way, to rdiff's patch:",
+        "",
+        "| block | signature | delta | signature + delta | patch | patch vs rdiff patch + unzstd |",
+        "|---|---|---|---|---|---|",
+    ]
+    keys = ("sig_x", "delta_x", "sig_delta_x", "patch_x", "patch_unzstd_x")
+    for s in (s for s in doc["summary"] if s["series"] == series):
+        cells = [_x(s.get(k), s.get(k + "_cpu")) for k in keys]
+        lines.append(f"| {s['block']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _fmt(ratio: float | None) -> str:
     return "n/a (fewer than 4 versions)" if ratio is None else f"{ratio:.3f}"
 
@@ -383,13 +475,15 @@ def markdown(doc: dict) -> str:
         "",
         f"Command: `{doc['command']}`. zstd level {doc['zstd_level']} on both deltas. "
         "Traffic = checksum list + zstd(delta); rdiff at the same block size and strong-sum length. "
-        f"Throughputs are the best of {doc['repeat']} wall-clock run(s) on a shared 2-core machine with "
-        "other jobs running (noisy); MB/s columns are summed over all pairs; sig+delta counts old+new "
-        "bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
+        f"Times are the minimum of {doc['repeat']} run(s), ours and rdiff's interleaved operation by "
+        "operation, on a shared 2-core machine (other jobs running); CPU time is user + system (ours: "
+        "this process; rdiff: its process). MB/s columns (wall) are summed over all pairs; sig+delta "
+        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
         "",
     ]
     for series, versions in doc["versions"].items():
         lines += [f"## {series}: {', '.join(versions)}", ""]
+        lines += speed_table(doc, series)
         lines += [
             "| block | sig MB/s | delta MB/s | patch MB/s | rdiff sig | rdiff delta | rdiff patch "
             "| sig+delta vs rdiff | checksum list (raw/wire) | rdiff sig | delta raw / zstd | rdiff delta raw / zstd "
@@ -449,7 +543,20 @@ def targets(summary: list[dict], adaptive: dict) -> dict:
         ),
         "worst throughput ratio": f"{worst_speed['throughput_ratio']:.2f} ({worst_speed['series']}, {worst_speed['block']})",
     }
+    for key, label in (
+        ("sig_delta_x", "signature + delta"),
+        ("patch_x", "patch"),
+        ("patch_unzstd_x", "patch (rdiff's with unzstd)"),
+    ):
+        for clock, suffix in (("wall", ""), ("CPU", "_cpu")):
+            figures = [(s[key + suffix], s["series"], s["block"]) for s in summary if s.get(key + suffix)]
+            if figures:
+                worst = min(figures)
+                out[f"{label} >= 1x rdiff at every (series, block), {clock} time"] = worst[0] >= 1
+                out[f"worst {label} ratio, {clock} time"] = f"{worst[0]:.2f} ({worst[1]}, {worst[2]})"
     for series, modes in adaptive.items():
+        if DEFAULT_REPLAY not in modes:
+            continue
         checks = modes[DEFAULT_REPLAY]["checks"]
         out[f"{series}: default ({DEFAULT_REPLAY}) <= 1.1x best from 4th version"] = checks[
             "within_1_1_from_4th"
@@ -463,7 +570,9 @@ def targets(summary: list[dict], adaptive: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 releases per series instead of 10")
-    ap.add_argument("--series", default="typescript,django")
+    ap.add_argument("--series", default="typescript,django,gevent")
+    ap.add_argument("--versions", type=int, help="releases per series (default 10, 3 with --quick)")
+    ap.add_argument("--sizes", help="block sizes, comma-separated (default: the client's candidates)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N timings")
     ap.add_argument("--out", type=Path, default=result_files.RESULTS)
     ap.add_argument(
@@ -477,8 +586,8 @@ def main() -> int:
     if not shutil.which("rdiff"):
         print("rdiff (librsync) is needed for the comparison: apt-get update && apt-get install -y rdiff")
         return 2
-    n_versions = 3 if args.quick else 10
-    sizes = list(CANDIDATE_SIZES)
+    n_versions = args.versions or (3 if args.quick else 10)
+    sizes = [int(b) for b in args.sizes.split(",")] if args.sizes else list(CANDIDATE_SIZES)
     rows: list[Row] = []
     versions: dict[str, list[str]] = {}
     for name in args.series.split(","):
@@ -494,6 +603,21 @@ def main() -> int:
 def report(
     rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int, out: Path
 ) -> int:
+    doc = document(rows, versions, sizes, command, repeat)
+    result_files.write("delta", doc, markdown(doc), out)
+    if C_SERIES in versions:
+        only = document(
+            [r for r in rows if r.series == C_SERIES], {C_SERIES: versions[C_SERIES]}, sizes, command, repeat
+        )
+        result_files.write(f"delta_{C_SERIES}", only, markdown(only), out)
+    print()
+    print(markdown(doc))
+    return 0
+
+
+def document(
+    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int
+) -> dict:
     adaptive = {}
     for name in versions:
         sel = [r for r in rows if r.series == name]
@@ -503,11 +627,13 @@ def report(
             (GammaMode.TRAFFIC, False),
             (GammaMode.TRAFFIC, True),
         ):
+            if AdaptiveChunkSize().initial not in sizes:
+                break  # the chooser starts from a size this run did not measure: no replay
             result = replay(sel, sizes, mode, predictive)
             result["checks"] = replay_checks(result)
             adaptive[name][result["mode"]] = result
     summary = summarize(rows)
-    doc = dict(
+    return dict(
         command=command,
         repeat=repeat,
         zstd_level=DEFAULT_LEVEL,
@@ -518,10 +644,6 @@ def report(
         targets=targets(summary, adaptive),
         rows=[asdict(r) for r in rows],
     )
-    result_files.write("delta", doc, markdown(doc), out)
-    print()
-    print(markdown(doc))
-    return 0
 
 
 if __name__ == "__main__":

@@ -10,17 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "infra"), str(ROOT / "layers" / "core")]
 from build_layer import build  # noqa: E402
 
-from hycloud_infra.stacks.instance_stack import InstanceStack  # noqa: E402
+from hycloud_infra.app_stacks import build_stacks  # noqa: E402
 
 app = cdk.App()
-InstanceStack(
-    app,
-    app.node.try_get_context("hycloud:instanceName"),
-    functions_dir=ROOT / "functions",
-    statemachines_dir=ROOT / "statemachines",
-    layer_dir=build(),
-    env=cdk.Environment(
-        account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
-    ),
-)
+build_stacks(app, root=ROOT, layer_dir=build(), account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
 app.synth()

@@ -83,6 +83,17 @@ class Whoami(BaseModel):
     s3_efs_rate: int
 
 
+class InstanceInfo(BaseModel):
+    region: str
+    bucket: str
+    home: bool = Field(description="the controller's own instance")
+    s3_endpoint: str = Field(description="where the instance's presigned URLs point")
+
+
+class Instances(BaseModel):
+    instances: list[InstanceInfo] = Field(description="home first")
+
+
 class DownloadLink(BaseModel):
     path: str
     size: int
@@ -145,6 +156,7 @@ class Usage(BaseModel):
     shared: dict[str, Any]
     share_links: dict[str, int] = absent()
     costs: dict[str, Any]
+    region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     prices: dict[str, Any]
 

@@ -51,6 +51,12 @@ def s3():
 
 
 @cache
+def s3_endpoint(region: str) -> str:
+    """The S3 endpoint a presigned URL of that region's bucket names."""
+    return boto3.client("s3", region_name=region).meta.endpoint_url
+
+
+@cache
 def sfn():
     return boto3.client("stepfunctions")
 

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from context import authenticate
 from idempotency import HEADER, idempotent
 from request_log import name_route, name_user, request_done, set_correlation_id, tag_route
-from routes import bundles, delta, dirs, files, merkle, meta, ops, relay, share, tree_jobs, uploads, usage
+from routes import bundles, coded, delta, dirs, files, merkle, meta, ops, relay, share, tree_jobs, uploads, usage
 from validation import bad_request, body_is_text, parse_json
 
 from hycloud_core import cors
@@ -35,9 +35,8 @@ CORS = CORSConfig(
 )
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json, cors=CORS)
 app.use(middlewares=[name_route, authenticate, name_user, idempotent])
-for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs, share, merkle):
+for module in (files, dirs, meta, ops, relay, uploads, usage, delta, tree_jobs, share, merkle, bundles, coded):
     app.include_router(module.router)
-app.include_router(bundles.router)
 
 
 def _error(err: HyCloudError) -> Response:

@@ -4,6 +4,11 @@ Uses the same app and templates as a real `cdk deploy`; only the endpoint differ
 API's public URL names a DNS host that does not resolve offline, so a `LocalApiUrl` output is
 added that reaches the same API through the gateway on 127.0.0.1; the web app is published by
 invoking its function (no custom resources here), which gives `LocalWebUrl`.
+
+Every region of `hycloud:regions` (cdk.json, or `--regions a,b`) is bootstrapped and deployed
+into the one local cloud. outputs.json keeps the home instance stack's outputs only (what the
+client's `configure --outputs` reads); .localcloud/instances.json lists every instance's outputs
+by region, home first (design: docs/GEO.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 STATE = ROOT / ".localcloud"
 OUTPUTS = STATE / "outputs.json"
+INSTANCES = STATE / "instances.json"
 CDKLOCAL = STATE / "node" / "node_modules" / ".bin" / "cdklocal"
 LOCALCLOUD = ROOT / "infra" / "local" / "localcloud.py"
 
@@ -52,8 +58,14 @@ def _run_cdk(args: list[str], env: dict[str, str]) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{tail}")
 
 
-def deploy(log=print) -> dict[str, str]:
-    """Bootstrap (first time per local cloud) and deploy; return the instance stack's outputs."""
+def configured_regions() -> list[str]:
+    """The regions cdk.json deploys by default."""
+    return json.loads((ROOT / "cdk.json").read_text())["context"]["hycloud:regions"]
+
+
+def deploy(log=print, regions: list[str] | None = None) -> dict[str, str]:
+    """Bootstrap (first time per local cloud) and deploy; return the home instance stack's outputs."""
+    regions = regions or configured_regions()
     env = {
         **os.environ,
         **cloud_env(),
@@ -63,20 +75,34 @@ def deploy(log=print) -> dict[str, str]:
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1",
     }
     started = time.monotonic()
-    _run_cdk(["bootstrap", "aws://000000000000/us-east-1"], env)
+    _run_cdk(["bootstrap", *(f"aws://000000000000/{region}" for region in regions)], env)
     log(f"bootstrap: {time.monotonic() - started:.1f}s")
     started = time.monotonic()
     deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]
-    _run_cdk([*deploy_args, "-c", "hycloud:tracing=false"], env)  # LocalStack's free edition has no X-Ray
+    context = ["-c", "hycloud:tracing=false", "-c", f"hycloud:regions={','.join(regions)}"]
+    _run_cdk([*deploy_args, *context], env)  # LocalStack's free edition has no X-Ray
     log(f"deploy: {time.monotonic() - started:.1f}s")
     data = json.loads(OUTPUTS.read_text())
-    name, outputs = next(iter(data.items()))
+    name, outputs = next((stack, out) for stack, out in data.items() if "ApiUrl" in out)
     api_id = re.match(r"https?://([^.]+)\.execute-api", outputs["ApiUrl"]).group(1)
     outputs["LocalApiUrl"] = f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
     if "WebPublishFunctionName" in outputs:  # custom resources are LocalStack Pro only: publish here
         outputs["LocalWebUrl"] = _invoke(outputs["WebPublishFunctionName"], env)["SiteUrl"]
     OUTPUTS.write_text(json.dumps({name: outputs}, indent=2))
+    _write_instances(name, data, regions)
     return outputs
+
+
+def _write_instances(home: str, data: dict[str, dict[str, str]], regions: list[str]) -> None:
+    """region -> that instance's outputs (the home's under the first region)."""
+    stacks = {regions[0]: home, **{region: f"{home}-{region}" for region in regions[1:]}}
+    instances = {region: {"Region": region, **data[stack]} for region, stack in stacks.items()}
+    INSTANCES.write_text(json.dumps(instances, indent=2))
+
+
+def instances() -> dict[str, dict[str, str]]:
+    """The deployed instances' outputs by region, home first."""
+    return json.loads(INSTANCES.read_text())
 
 
 def _invoke(function_name: str, env: dict[str, str]) -> dict:
@@ -97,5 +123,10 @@ def _invoke(function_name: str, env: dict[str, str]) -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Start the local cloud and deploy the app into it.")
+    parser.add_argument("--regions", help="comma-separated regions, home first (default: cdk.json)")
+    args = parser.parse_args()
     start()
-    print(json.dumps(deploy(), indent=2))
+    print(json.dumps(deploy(regions=args.regions.split(",") if args.regions else None), indent=2))

@@ -18,7 +18,16 @@ import pytest
 import zstandard
 
 from hycloud_core import content
-from hycloud_core.delta.wire import DELTA_HEADER, DELTA_MAGIC, OP_COPY, OP_END, VERSION, put_varint, zigzag
+from hycloud_core.delta.wire import (
+    DELTA_HEADER,
+    DELTA_MAGIC,
+    OP_COPY,
+    OP_END,
+    VERSION,
+    put_varint,
+    result_hash,
+    zigzag,
+)
 from tests.e2e.conftest import _make_user
 
 pytestmark = pytest.mark.e2e
@@ -27,14 +36,16 @@ JOB_ID = re.compile(r"\b(dl|ul)-[0-9a-f]{40}(-\d+)?\b")
 
 
 def hand_made_delta(old_size: int, first_block: int, count: int, result: bytes) -> bytes:
-    """Block size 1: copy `count` bytes of the base from `first_block`, claim `result`'s sha256."""
+    """Block size 1: copy `count` bytes of the base from `first_block`, claim `result`'s hash."""
     ops = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, VERSION, 0, 1, old_size))
     ops.append(OP_COPY)
     put_varint(zigzag(first_block), ops)
     put_varint(count, ops)
     ops.append(OP_END)
     put_varint(len(result), ops)
-    ops += hashlib.sha256(result).digest()
+    check = result_hash()
+    check.update(result)
+    ops += check.digest()
     return zstandard.ZstdCompressor().compress(bytes(ops))
 
 

@@ -70,7 +70,9 @@ def test_rest_api_takes_binary_bodies(template):
 
 def test_every_asl_placeholder_is_substituted(template):
     machines = template.find_resources("AWS::StepFunctions::StateMachine")
-    assert len(machines) == len(list((ROOT / "statemachines").glob("*.asl.json")))
+    several_regions_only = {"coded_repair.asl.json"}  # tests/infra/test_regions.py
+    own = [asl for asl in (ROOT / "statemachines").glob("*.asl.json") if asl.name not in several_regions_only]
+    assert len(machines) == len(own)
     for asl in (ROOT / "statemachines").glob("*.asl.json"):
         assert placeholders(asl), f"{asl.name} has no function placeholder"
     for machine in machines.values():

@@ -198,6 +198,9 @@ def put(
             metavar="WAY", help="Large files: 'auto' (eq. 2 with measured rates), 'direct' or 'delta'."
         ),
     ] = "auto",
+    coded: Annotated[
+        bool, flag("--coded", help="Large files: erasure-code across the instances (RS(3,2) with three).")
+    ] = False,
 ) -> None:
     """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
     if via not in ("auto", "direct", "delta"):
@@ -221,11 +224,13 @@ def put(
             delta_kind=delta_kind,
             force_delta=force_delta,
             via=via,
+            coded=coded,
         )
         settle()
     finally:
         bar.close()
     how = f"delta {entry['kind']}" if "kind" in entry else entry.get("storage", "small")
+    how = f"coded RS({entry['coded']['n']},{entry['coded']['k']})" if "coded" in entry else how
     mode = f", mode {entry['mode']}" if STATE["verbose"] and "mode" in entry else ""
     emit(entry, f"uploaded {local} -> {entry['path']} ({entry['size']} bytes, {how}{mode})")
 

@@ -16,6 +16,7 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, Payl
 from ..config import ClientConfig
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
+from ..transfer.coded import SessionFor, download_coded, upload_coded
 from ..transfer.delta import delta_download, delta_upload, signature_upload
 from ..verify import check_stored
 from ..versions import VersionStore
@@ -46,6 +47,8 @@ class HyCloud:
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
         self.store = VersionStore(endpoint, api_key)
+        self.instance_endpoints: dict[str, str] = {}  # region -> host to reach its bucket by instead
+        self.instance_sessions: SessionFor | None = None  # region -> its own HTTP session
 
     @classmethod
     def from_config(cls, profile: str | None = None) -> HyCloud:
@@ -61,6 +64,10 @@ class HyCloud:
 
     def whoami(self) -> str:
         return self.info()["user"]
+
+    def instances(self) -> list[dict]:
+        """The deployment's instances (region, bucket, S3 endpoint), home first."""
+        return self.http.json("GET", "/v1/instances")["instances"]
 
     @property
     def small_file_threshold(self) -> int:
@@ -175,13 +182,18 @@ class HyCloud:
         via: str = "auto",
         mtime: float | None = None,
         mode: int | None = None,
+        coded: bool = False,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
         delta when eq. 2 says it pays: against `base` (a local copy of a version the cloud has) or,
         with `via="auto"`, against the version this client last transferred at `remote`.
+        `coded=True` stores a large file erasure-coded across the instances (docs/GEO.md).
         `mtime` and `mode` (permission bits) are kept with the file when given."""
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         size = os.path.getsize(local)
+        if coded and size > self.small_file_threshold:
+            result = upload_coded(self.http, local, remote, parents, progress, _keep(mtime, mode))
+            return self._noted(result, "coded")
         if size <= self.small_file_threshold:
             try:
                 entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
@@ -276,7 +288,11 @@ class HyCloud:
             report(as_progress(progress), f"download {path}", len(data))
             return data
         with tempfile.TemporaryDirectory(prefix="hycloud-") as folder:
-            local = download_large(response.json(), Path(folder) / "file", as_progress(progress))
+            info, target = response.json(), Path(folder) / "file"
+            if "erasure" in info:
+                download_coded(self.http, path, target, as_progress(progress), self.instance_endpoints)
+                return target.read_bytes()
+            local = download_large(info, target, as_progress(progress))
             return local.read_bytes()
 
     # --- trees ---------------------------------------------------------------------------------
@@ -320,6 +336,12 @@ class HyCloud:
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local, progress)
         info = response.json()
+        if "erasure" in info:
+            result = download_coded(
+                self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
+            )
+            self.last_transfer = {"mode": "coded", **result}
+            return local
         asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
         if base is None and via in ("auto", "delta") and local.exists():
             base = local

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Entry, Whoami, replies
+from answers import Entry, Instances, Whoami, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, user_name
+from context import CONFIG, namespace, ok, s3_endpoint, user_name
 from models import UserPath
 
 from hycloud_core import content
+from hycloud_core.instances import from_environment
 
 router = APIGatewayRouter()
 
@@ -28,5 +29,19 @@ def whoami():
             "small_file_threshold": CONFIG.small_file_threshold,
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,
+        }
+    )
+
+
+@router.get("/v1/instances", responses=replies(200, Instances))
+def instances():
+    """Every instance's region and bucket, home first: where coded blocks can go (docs/GEO.md)."""
+    found = from_environment()
+    return ok(
+        {
+            "instances": [
+                {"region": i.region, "bucket": i.bucket, "home": i.home, "s3_endpoint": s3_endpoint(i.region)}
+                for i in found
+            ]
         }
     )

@@ -50,6 +50,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
             },
             "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
+            "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),
             "relay": relay_cost(read_stats(records().table), table),
             "prices": {"region": table.region, "date": table.date},
         }

@@ -6,36 +6,42 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 
+def content_bucket(
+    scope: Construct, *, removal_policy: RemovalPolicy, bucket_name: str | None = None
+) -> s3.Bucket:
+    """The bucket of large-file content; a data instance in another region names it (see regions.py)."""
+    return s3.Bucket(
+        scope,
+        "Content",
+        bucket_name=bucket_name,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        versioned=False,  # content keys are immutable; old versions are kept by explicit retention
+        removal_policy=removal_policy,
+        lifecycle_rules=[
+            s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
+            s3.LifecycleRule(prefix="shares/", expiration=Duration.days(1)),  # copies of shared small files
+            # checksum lists and deltas too large for the API pass through here (delta jobs)
+            s3.LifecycleRule(prefix="staging/", expiration=Duration.days(1)),
+        ],
+        # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
+        cors=[
+            s3.CorsRule(
+                allowed_methods=[s3.HttpMethods.GET, s3.HttpMethods.PUT, s3.HttpMethods.HEAD],
+                allowed_origins=["*"],
+                allowed_headers=["*"],
+                exposed_headers=["ETag", "x-amz-checksum-sha256"],
+                max_age=600,
+            )
+        ],
+    )
+
+
 class DataStores(Construct):
     def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, id)
-        self.bucket = s3.Bucket(
-            self,
-            "Content",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            versioned=False,  # content keys are immutable; old versions are kept by explicit retention
-            removal_policy=removal_policy,
-            lifecycle_rules=[
-                s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
-                s3.LifecycleRule(
-                    prefix="shares/", expiration=Duration.days(1)
-                ),  # copies of shared small files
-                # checksum lists and deltas too large for the API pass through here (delta jobs)
-                s3.LifecycleRule(prefix="staging/", expiration=Duration.days(1)),
-            ],
-            # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
-            cors=[
-                s3.CorsRule(
-                    allowed_methods=[s3.HttpMethods.GET, s3.HttpMethods.PUT, s3.HttpMethods.HEAD],
-                    allowed_origins=["*"],
-                    allowed_headers=["*"],
-                    exposed_headers=["ETag", "x-amz-checksum-sha256"],
-                    max_age=600,
-                )
-            ],
-        )
+        self.bucket = content_bucket(self, removal_policy=removal_policy)
         self.table = dynamodb.Table(
             self,
             "Table",

@@ -18,7 +18,15 @@ def placeholders(asl_file: Path) -> set[str]:
 
 
 class SfnFromAsl(Construct):
-    def __init__(self, scope: Construct, id: str, *, asl_file: Path, substitutions: dict[str, str]) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        asl_file: Path,
+        substitutions: dict[str, str],
+        state_machine_name: str | None = None,
+    ) -> None:
         super().__init__(scope, id)
         missing = placeholders(asl_file) - substitutions.keys()
         if missing:
@@ -26,6 +34,7 @@ class SfnFromAsl(Construct):
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
+            state_machine_name=state_machine_name,
             definition_body=sfn.DefinitionBody.from_file(str(asl_file)),
             definition_substitutions=substitutions,
             tracing_enabled=tracing_on(self),

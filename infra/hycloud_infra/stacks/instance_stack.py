@@ -1,16 +1,23 @@
-"""One HyCloud instance: storage (S3, EFS, DynamoDB), the controller API and the relay workflow."""
+"""One HyCloud instance: storage (S3, EFS, DynamoDB), the controller API and the relay workflow.
 
+With several regions it is the home instance: its controller is also told of the data instances
+of the other regions (`data_instances`, design: docs/GEO.md).
+"""
+
+from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from hycloud_core import constants as c
 
 from ..constructs.api_to_controller import ApiToController
+from ..constructs.coded_repair import CodedRepair
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
@@ -20,6 +27,7 @@ from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
+from ..regions import DataInstanceNames, instances_env
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -37,6 +45,7 @@ class InstanceStack(Stack):
         functions_dir: Path,
         statemachines_dir: Path,
         layer_dir: Path,
+        data_instances: Sequence[DataInstanceNames] = (),
         **kwargs,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -166,6 +175,11 @@ class InstanceStack(Stack):
                 actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
             )
         )
+        if data_instances:
+            self._know_data_instances(controller, list(data_instances))
+            self._repair_jobs(
+                controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
+            )
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,
@@ -194,3 +208,59 @@ class InstanceStack(Stack):
         }.items():
             CfnOutput(self, name, value=value)
         suppress_accepted_findings(self)
+
+    def _repair_jobs(
+        self,
+        controller: lambda_.Function,
+        instances: list[DataInstanceNames],
+        functions_dir: Path,
+        statemachines_dir: Path,
+        layer: lambda_.ILayerVersion,
+        env: dict[str, str],
+        stores: DataStores,
+        volume: EfsVolume,
+    ) -> None:
+        """Repair of coded files across the instances: a job the controller starts (docs/GEO.md)."""
+        repair = CodedRepair(
+            self,
+            "CodedRepair",
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir,
+            layer=layer,
+            environment={**env, c.ENV_INSTANCES: instances_env(self, instances)},
+            table=stores.table,
+            home_bucket=stores.bucket,
+            data_buckets=[item.bucket for item in instances],
+            mount=volume.mount(),
+        )
+        repair.allow_control(controller)
+        controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
+        CfnOutput(self, "RepairStateMachineArn", value=repair.machine_arn)
+        CfnOutput(self, "RepairStepFunctionName", value=repair.step_function.function_name)
+
+    def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
+        """Tell the controller where the other regions' instances are and let it use them."""
+        controller.add_environment(c.ENV_INSTANCES, instances_env(self, instances))
+        buckets = [f"arn:{self.partition}:s3:::{item.bucket}" for item in instances]
+        machines = [
+            item.state_machine_arn(self, name)
+            for item in instances
+            for name in (item.relay_state_machine, item.delta_state_machine)
+        ]
+        executions = [arn.replace(":stateMachine:", ":execution:") + ":*" for arn in machines]
+        controller.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject*", "s3:AbortMultipartUpload"],
+                resources=[f"{arn}/*" for arn in buckets],
+            )
+        )
+        controller.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket*"], resources=buckets))
+        controller.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=machines)
+        )
+        controller.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:DescribeExecution", "states:StopExecution"], resources=executions
+            )
+        )
+        CfnOutput(self, "DataInstanceRegions", value=",".join(item.region for item in instances))

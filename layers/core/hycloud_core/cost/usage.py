@@ -39,6 +39,9 @@ class Usage:
     # files under Amazon S3 Files' import threshold (128 KiB), which it keeps on file-system storage
     s3files_small_files: int = 0
     s3files_small_bytes: int = 0
+    # erasure-coded files: their blocks' bytes per instance region (each content once; in s3_bytes too)
+    coded_files: int = 0
+    coded_region_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def files(self) -> int:
@@ -60,6 +63,12 @@ class Usage:
         derived = ("files", "logical_bytes", "efs_metered_bytes", "dedup_saved_bytes")
         return {**asdict(self), **{name: getattr(self, name) for name in derived}}
 
+    def region_costs(self, price_gb_month: float, gb_bytes: int) -> dict[str, float]:
+        """Monthly storage of the coded blocks in each region, at the given S3 price."""
+        return {
+            r: round(b / gb_bytes * price_gb_month, 6) for r, b in sorted(self.coded_region_bytes.items())
+        }
+
 
 @dataclass
 class UsageBuilder:
@@ -69,6 +78,7 @@ class UsageBuilder:
     counts: Counter = field(default_factory=Counter)
     contents: dict[str, int] = field(default_factory=dict)  # content hash -> size
     refs: Counter = field(default_factory=Counter)  # content hash -> link files of this user
+    coded: dict[str, dict[str, int]] = field(default_factory=dict)  # content hash -> bytes per region
 
     def add_dir(self) -> None:
         self.counts["efs_dirs"] += 1
@@ -100,11 +110,25 @@ class UsageBuilder:
         self.contents[content_hash] = size
         self.refs[content_hash] += 1
 
+    def add_coded(self, content_hash: str, erasure: dict) -> None:
+        """A large file stored as blocks: S3 holds the blocks (n/k of its size) across the regions."""
+        regions: Counter = Counter()
+        for chunk in erasure.get("chunks", []):
+            for block in chunk["blocks"]:
+                regions[block["instance"]] += int(block["size"])
+        self.counts["coded_files"] += 1
+        self.coded[content_hash] = dict(regions)
+        self.contents[content_hash] = sum(regions.values())
+
     def build(self) -> Usage:
+        regions: Counter = Counter()
+        for per_region in self.coded.values():
+            regions.update(per_region)
         return Usage(
             **self.counts,
             s3_objects=len(self.contents),
             s3_bytes=sum(self.contents.values()),
+            coded_region_bytes=dict(regions),
         )
 
 
@@ -128,6 +152,8 @@ def _walk(host_dir: str, path: str, builder: UsageBuilder) -> None:
             _walk(entry.path, child, builder)
         elif is_link_mode(st.st_mode) and (link := _read_link(entry.path)):
             builder.add_large(link[0].size, link[0].content_hash, link[1], child)
+            if link[0].erasure:
+                builder.add_coded(link[0].content_hash, link[0].erasure)
         elif stat_mod.S_ISREG(st.st_mode):
             builder.add_small(st.st_size, child)
 

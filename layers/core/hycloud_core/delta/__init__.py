@@ -2,7 +2,7 @@
 
 The client builds a signature (checksum list) of its old version, the relay computes a
 zstd-compressed delta of the new version against it, and the client patches and checks the
-result against the sha256 the delta carries. Formats: FORMAT.md. Engine choice: encoder.py.
+result against the hash the delta carries. Formats: FORMAT.md. Engine choice: encoder.py.
 """
 
 from .adaptive import (

@@ -22,7 +22,7 @@ file over a few MiB) to 64 KiB (above that almost every edit dirties a whole blo
 First download of a file, before any measurement: DEFAULT_INITIAL (1 KiB). rsync's sqrt(size)
 rule (8 KiB for a 64 MiB file) assumes few, clustered edits; archives and source trees change in
 many scattered places (every member's header carries an mtime), where 512 B - 2 KiB moves the
-fewest bytes (bench/results/delta.md). Callers with a better prior (e.g. the state of a sibling
+fewest bytes (bench/results/delta_adaptive.md, 10 releases per series). Callers with a better prior (e.g. the state of a sibling
 file of the same type) pass `initial=`.
 """
 

@@ -13,7 +13,7 @@ def is_versioned(head: bytes) -> bool:
 
 
 def apply_delta(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> int:
-    """Rebuild the new file from `base` and a delta of either kind; both verify the result's sha256."""
+    """Rebuild the new file from `base` and a delta of either kind; both verify the result's hash."""
     head = delta.read(4)
     delta.seek(0)
     return versioned.apply(base, delta, out) if is_versioned(head) else patch(base, delta, out)

@@ -8,18 +8,21 @@ second, remixed one) discards almost every non-matching offset with one table re
 confirms the rest, and offsets inside matched runs are never looked up at all. The Python loop
 applies rsync's greedy rule (take a match, jump a block, else slide one byte) to the survivors.
 Once a block matches, the run that follows (block j+1 at the next block offset, j+2 after it, ...)
-is confirmed in bulk: one numpy comparison of weak sums and one joined compare of strong sums, so
-unchanged stretches cost about one strong-hash call per block. Memory stays bounded by one piece
-and its arrays. On source tarballs this runs at 0.5-2x librsync's speed with the same bytes on the
-wire (bench/results/delta.md), needs no native build for the Lambda layer (numpy, xxhash and
-zstandard ship manylinux wheels) and keeps the wire format ours (FORMAT.md). A reader thread
-running one piece ahead was tried and dropped: the many short GIL hand-offs around numpy calls
-made it slower, not faster.
+is checked: its first few blocks one by one (most runs in a file with many small edits are that
+short, and a numpy call costs more), the rest in bulk with one numpy comparison of weak sums and
+one joined compare of strong sums, so unchanged stretches cost about one strong-hash call per
+block. Memory stays bounded by one piece and its arrays, plus the signature's index (about
+16 + strong_len bytes per old block and two bitmaps of at most 4 MiB). Measured against librsync's
+rdiff on three series of source tarballs in bench/results/delta.md; it needs no native build for
+the Lambda layer (numpy, xxhash and zstandard ship manylinux wheels) and keeps the wire format ours
+(FORMAT.md). Tried and dropped: a reader thread running one piece ahead (the many short GIL
+hand-offs around numpy calls made it slower), and, after a run ends, comparing the next offsets
+with just the old file's next few blocks before the general lookup (on Django's tarballs it almost
+never found them and cost a quarter more time).
 """
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +34,17 @@ import zstandard
 from ..streams import read_full
 from . import rolling
 from .signature import SigIndex, Signature
-from .wire import DELTA_HEADER, DELTA_MAGIC, OP_COPY, OP_END, OP_LITERAL, VERSION, put_varint, zigzag
+from .wire import (
+    DELTA_HEADER,
+    DELTA_MAGIC,
+    OP_COPY,
+    OP_END,
+    OP_LITERAL,
+    VERSION,
+    put_varint,
+    result_hash,
+    zigzag,
+)
 
 DEFAULT_LEVEL = 3
 PIECE_TARGET = 1 << 18
@@ -39,12 +52,13 @@ _FLUSH_AT = 1 << 20
 _MAX_SAME_WEAK = 16
 _WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
 _WINDOW_MAX = 1 << 18
+_SHORT_RUN = 4  # blocks of a run checked one by one before the bulk check
 
 
 @dataclass(frozen=True)
 class DeltaStats:
     new_size: int
-    sha256: bytes
+    digest: bytes  # XXH3-128 of the new file, as in END
     literal_bytes: int
     copied_bytes: int
     copy_ops: int
@@ -128,13 +142,13 @@ class _Piece:
     weaks: np.ndarray  # weak sum at every offset data[k] with a full block after it
 
 
-def _pieces(new: BinaryIO, block_size: int, sha, piece_size: int) -> Iterator[_Piece]:
+def _pieces(new: BinaryIO, block_size: int, check, piece_size: int) -> Iterator[_Piece]:
     start = 0
     cur = read_full(new, piece_size)
-    sha.update(cur)
+    check.update(cur)
     while cur:
         nxt = read_full(new, piece_size)
-        sha.update(nxt)
+        check.update(nxt)
         data = cur + nxt[: block_size - 1] if nxt else cur
         n_off = max(0, min(len(cur), len(data) - block_size + 1))
         weaks = np.empty(0, dtype=np.uint32)
@@ -193,18 +207,14 @@ class _Matcher:
                 if lo >= n_off:
                     break
                 hi = min(n_off, lo + max(window, 4 * bs))
-                idx, slots = ix.candidates(p.weaks[lo:hi])
-                cand, slot, i, looked_up = (idx + lo).tolist(), slots.tolist(), 0, hi
+                cand, slot = ix.candidates(p.weaks[lo:hi], lo)
+                i, looked_up = 0, hi
                 window = min(2 * window, _WINDOW_MAX)
                 continue
             rel = cand[i]
             j = self._match(mv[rel : rel + bs], slot[i])
             if j >= 0:
-                self.w.literal(mv[rel_pos:rel])
-                run = 1 + self._extend(p, mv, rel + bs, j + 1)
-                self.w.copy_run(j, run)
-                self.pos = p.start + rel + bs * run
-                self.last_j = j + run - 1
+                self._take(p, mv, rel_pos, rel, j)
                 window = _WINDOW_MIN
             i += 1
         if p.last:
@@ -214,13 +224,36 @@ class _Matcher:
             self.w.literal(mv[self.pos - p.start : p.length])
             self.pos = end
 
+    def _take(self, p: _Piece, mv: memoryview, rel_pos: int, rel: int, j: int) -> None:
+        """Block j matches at piece offset rel: literal up to it, then the run it starts."""
+        self.w.literal(mv[rel_pos:rel])
+        run = 1 + self._extend(p, mv, rel + self.index.block_size, j + 1)
+        self.w.copy_run(j, run)
+        self.pos = p.start + rel + self.index.block_size * run
+        self.last_j = j + run - 1
+
     def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
-        """How many of blocks j, j+1, ... follow back to back from piece offset `rel`."""
+        """How many of blocks j, j+1, ... follow back to back from piece offset `rel`.
+
+        Most runs in a file with many small edits are a few blocks long, so the first blocks are
+        checked one by one (a numpy call costs more than such a short run); a run that goes on is
+        checked in bulk: one strided comparison of weak sums and one joined comparison of strong
+        sums."""
         ix, sig = self.index, self.sig
         bs, s = ix.block_size, sig.strong_len
-        m = min((len(p.weaks) - 1 - rel) // bs + 1 if rel < len(p.weaks) else 0, ix.n_full - j)
-        if m <= 0 or p.weaks[rel] != ix.weak[j]:  # scalar test first: many runs end here
-            return 0
+        weaks, weak, strong = p.weaks, ix.weak, sig.strong
+        m = min((len(weaks) - 1 - rel) // bs + 1 if rel < len(weaks) else 0, ix.n_full - j)
+        for t in range(min(m, _SHORT_RUN)):
+            k, jj = rel + t * bs, j + t
+            if weaks[k] != weak[jj] or rolling.strong_sum(mv[k : k + bs], s) != strong[jj * s : jj * s + s]:
+                return t
+        if m <= _SHORT_RUN:
+            return m
+        return _SHORT_RUN + self._extend_bulk(p, mv, rel + _SHORT_RUN * bs, j + _SHORT_RUN, m - _SHORT_RUN)
+
+    def _extend_bulk(self, p: _Piece, mv: memoryview, rel: int, j: int, m: int) -> int:
+        ix, sig = self.index, self.sig
+        bs, s = ix.block_size, sig.strong_len
         differ = np.flatnonzero(p.weaks[rel : rel + m * bs : bs] != ix.weak[j : j + m])
         if len(differ):
             m = int(differ[0])
@@ -259,19 +292,19 @@ def delta(
     sig = sig if isinstance(sig, Signature) else Signature.decode(sig)
     index = SigIndex(sig)
     piece_size = max(piece_size, 4 * sig.block_size)
-    sha = hashlib.sha256()
+    check = result_hash()
     counter = _CountingWriter(out)
     zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
     writer = _OpWriter(zw, sig.block_size, sig.old_size)
     matcher = _Matcher(index, writer)
-    for piece in _pieces(new, sig.block_size, sha, piece_size):
+    for piece in _pieces(new, sig.block_size, check, piece_size):
         matcher.feed(piece)
-    digest = sha.digest()
+    digest = check.digest()
     writer.end(matcher.pos, digest)
     zw.close()  # ends the zstd frame; closefd=False leaves `out` open
     return DeltaStats(
         new_size=matcher.pos,
-        sha256=digest,
+        digest=digest,
         literal_bytes=writer.literal_bytes,
         copied_bytes=matcher.pos - writer.literal_bytes,
         copy_ops=writer.copy_ops,

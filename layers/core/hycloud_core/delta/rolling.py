@@ -11,7 +11,7 @@ Strong sum, computed only where a weak sum matches: the first ``strong_len`` byt
 when strong_len <= 16, else BLAKE2b with ``digest_size=strong_len``. Short sums (the default is
 2-5 bytes) give no cryptographic protection whatever the hash, so they use the hash with the
 cheapest call (a 256-byte block costs about a quarter of BLAKE2b's time); a wrong match is caught
-by the delta's sha256. The retry after a mismatch uses 32-byte sums, hence BLAKE2b, so a file
+by the delta's whole-file hash. The retry after a mismatch uses 32-byte sums, hence BLAKE2b, so a file
 crafted to collide cannot defeat it.
 """
 
@@ -106,7 +106,7 @@ def default_strong_len(file_size: int, block_size: int) -> int:
     """rsync's rule: enough bits that a false block match over the whole file stays unlikely.
 
     bits = 10 + 2*log2(file_size) - log2(block_size); the 32 bits of the weak sum count towards
-    it. A wrong match that slips through is caught by the whole-file sha256 in the delta.
+    it. A wrong match that slips through is caught by the whole-file hash in the delta.
     """
     bits = 10 + 2 * max(file_size, 1).bit_length() - 2 - (max(block_size, 1).bit_length() - 1)
     return max(2, min(FULL_STRONG_LEN, (bits + 1 - 32 + 7) // 8))

@@ -12,10 +12,11 @@ import zstandard
 from ..streams import read_full
 from . import rolling
 from .errors import DeltaFormatError
-from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, VERSION
+from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, SIG_VERSION
 
 MAX_BLOCK_SIZE = 1 << 24
 _READ_TARGET = 1 << 20
+_MAX_BITS = 22
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,9 @@ class Signature:
             packed = zstandard.ZstdCompressor(level=3).compress(body)
             if len(packed) < len(body):
                 body, flags = packed, SIG_FLAG_ZSTD
-        header = SIG_HEADER.pack(SIG_MAGIC, VERSION, flags, self.block_size, self.strong_len, self.old_size)
+        header = SIG_HEADER.pack(
+            SIG_MAGIC, SIG_VERSION, flags, self.block_size, self.strong_len, self.old_size
+        )
         return header + body
 
     @classmethod
@@ -66,7 +69,7 @@ class Signature:
 def _check_header(magic: bytes, version: int, flags: int, block_size: int, strong_len: int) -> None:
     if magic != SIG_MAGIC:
         raise DeltaFormatError("not a signature (bad magic)")
-    if version != VERSION:
+    if version != SIG_VERSION:
         raise DeltaFormatError(f"unsupported signature version {version}")
     if flags & ~SIG_FLAG_ZSTD:
         raise DeltaFormatError(f"unknown signature flags {flags:#x}")
@@ -159,30 +162,30 @@ class SigIndex:
         self.weak = weak
         self.order = np.argsort(weak, kind="stable")
         self.sorted_weak = weak[self.order]
-        bits = min(22, max(12, self.n_full.bit_length() + 8))
+        bits = min(_MAX_BITS, max(12, self.n_full.bit_length() + 8))
         self.shift = np.uint32(32 - bits)
         self.table = np.zeros(1 << bits, dtype=bool)
         self.table[self.sorted_weak >> self.shift] = True
         self.table2 = np.zeros(1 << bits, dtype=bool)
         self.table2[_remix(self.sorted_weak, self.shift)] = True
 
-    def candidates(self, weaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Offsets (indices into `weaks`) whose weak sum is some block's, and its slot in sorted order.
+    def candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
+        """Offsets (base + index into `weaks`) whose weak sum is some block's, and its slot in
+        sorted order.
 
         Two bitmaps (top bits, and top bits after a multiplicative remix) reject almost every
         non-matching offset before the binary search; each is at most 4 MiB, so lookups stay cached.
         """
         if self.n_full == 0 or len(weaks) == 0:
-            empty = np.empty(0, dtype=np.intp)
-            return empty, empty
-        idx = np.flatnonzero(np.take(self.table, weaks >> self.shift, mode="clip"))
+            return [], []
+        idx = np.flatnonzero(self.table.take(weaks >> self.shift, mode="wrap"))
         w = weaks[idx]
-        keep = np.take(self.table2, _remix(w, self.shift), mode="clip")
+        keep = self.table2.take(_remix(w, self.shift), mode="wrap")
         idx, w = idx[keep], w[keep]
         slot = np.searchsorted(self.sorted_weak, w)
         np.minimum(slot, self.n_full - 1, out=slot)
         hit = self.sorted_weak[slot] == w
-        return idx[hit], slot[hit]
+        return (idx[hit] + base).tolist(), slot[hit].tolist()
 
 
 def _remix(w: np.ndarray, shift: np.uint32) -> np.ndarray:

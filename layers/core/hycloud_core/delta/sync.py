@@ -48,7 +48,7 @@ def fetch_and_patch(
     out: BinaryIO,
     strong_len: int | None = None,
 ) -> int:
-    """Download-side flow: signature, delta, patch; on a sha256 mismatch retry once with full-length
+    """Download-side flow: signature, delta, patch; on a hash mismatch retry once with full-length
     strong sums. Returns the number of attempts (1 or 2). `out` must be seekable and truncatable;
     it holds the new file only when this returns."""
     lengths = [strong_len, rolling.FULL_STRONG_LEN]

@@ -171,7 +171,13 @@ class FileSystem:
             self.ns.require_dir(paths.parent(path))
 
     def _link(
-        self, path: str, content_hash: str, size: int, mtime: float | None = None, mode: int | None = None
+        self,
+        path: str,
+        content_hash: str,
+        size: int,
+        mtime: float | None = None,
+        mode: int | None = None,
+        erasure: dict | None = None,
     ) -> Entry:
         """Point `path` at content just touched for it; the version it replaces is retained."""
         now = time.time()
@@ -182,6 +188,7 @@ class FileSystem:
             link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now, mode=mode)
         if old and old.content_hash != content_hash:
             self.objects.retain(old.content_hash, self.retain_s)
+        link.erasure = erasure
         entry = self.ns.write_link(path, link)
         self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
         self.merkle.file_written(path, content_hash, entry.mtime)
@@ -214,6 +221,7 @@ class FileSystem:
             "part_size": content.PART_SIZE,
             "mtime": link.mtime,
             "url": url,
+            **({"erasure": link.erasure} if link.erasure else {}),
         }
 
     def delete(self, path: str, expect: str | None = None) -> None:

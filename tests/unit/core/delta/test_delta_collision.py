@@ -1,4 +1,4 @@
-"""A genuine weak+strong collision: a wrong block is copied, the sha256 catches it, the retry fixes it.
+"""A genuine weak+strong collision: a wrong block is copied, the whole-file hash catches it, the retry fixes it.
 
 Thue-Morse strings collide for every polynomial hash modulo 2**32 with an odd base once they are
 128 bytes long (the difference is a product of factors p**(2**i) - 1, which together hold more
@@ -45,7 +45,7 @@ def test_blocks_really_collide(colliding_blocks):
     assert strong_sum(s, 32) != strong_sum(t, 32)
 
 
-def test_short_strong_sum_copies_wrong_block_and_sha256_catches_it(colliding_blocks):
+def test_short_strong_sum_copies_wrong_block_and_the_file_hash_catches_it(colliding_blocks):
     s, t = colliding_blocks
     tail = bytes(range(200))
     old, new = s + tail, t + tail

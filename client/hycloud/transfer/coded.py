@@ -1,0 +1,458 @@
+"""Erasure-coded large files: code and upload to every instance, download from several at once.
+
+Upload: the file is cut into chunks, each coded RS(n, k) into framed blocks (hycloud_core.codec)
+kept in a temporary folder; the controller places them by the ring and hands out presigned PUTs
+to each instance's bucket, then verifies and commits. Download: the planner (eq. 3/5) picks k
+holders per chunk on this user's estimates; each instance's queue is fetched by its own
+workers, and an instance that fails or falls behind loses its pending blocks to the others
+(see Fetcher). Every block is checked against its sha256, every chunk against its own, and
+the whole file against its content hash.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from hycloud_core import content
+from hycloud_core.codec.erasure import DEFAULT_CHUNK_SIZE, choose_params, decode_chunk, encode_stream
+from hycloud_core.coded_layout import CodedLayout
+from hycloud_core.control.planner import plan_download
+from hycloud_core.errors import HyCloudError
+
+from ..http import Http, new_session
+from ..verify import check_stored
+from .parallel import run_parallel
+from .progress import Progress
+
+UPLOAD_WORKERS = 8
+STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
+HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
+HEDGE_MIN_S = 0.5
+TIMEOUT = (10, 120)  # connect, read: an instance that does not answer loses its blocks
+DROP_AFTER = 2  # connection failures in a row that drop an instance for the rest of the download
+SessionFor = Callable[[str], requests.Session]
+
+
+def default_code(instances: int) -> tuple[int, int]:
+    """RS(3, 2) with three or more instances (the paper's smallest code), replication below."""
+    return choose_params(instances, max_n=3)
+
+
+# --- upload ----------------------------------------------------------------------------------
+def _encode(local: Path, n: int, k: int, chunk_size: int, folder: Path) -> dict:
+    """Code the file into `folder` (one file per block, named by its sha256); the layout body."""
+    chunks = []
+    with open(local, "rb") as src:
+        for chunk in encode_stream(src, n, k, chunk_size):
+            blocks = []
+            for block in chunk.blocks:
+                digest = hashlib.sha256(block).hexdigest()
+                (folder / digest).write_bytes(block)
+                blocks.append({"hash": digest, "size": len(block)})
+            chunks.append({"length": chunk.length, "key": chunk.key, "blocks": blocks})
+    return {"n": n, "k": k, "chunk_size": chunk_size, "chunks": chunks}
+
+
+def _put_block(session: requests.Session, url: str, path: Path) -> int:
+    data = path.read_bytes()
+    checksum = base64.b64encode(bytes.fromhex(path.name)).decode()
+    for attempt in range(3):
+        try:
+            r = session.put(url, data=data, headers={"x-amz-checksum-sha256": checksum}, timeout=TIMEOUT)
+        except requests.RequestException:
+            if attempt == 2:
+                raise
+            continue
+        if r.status_code == 200:
+            return len(data)
+        if r.status_code < 500 or attempt == 2:
+            raise HyCloudError(
+                f"S3 refused a block ({r.status_code}): {r.text[:200]}", code="block-upload-failed"
+            )
+    return 0
+
+
+def upload_coded(
+    http: Http,
+    local: Path,
+    remote: str,
+    parents: bool,
+    progress: Progress,
+    keep: dict,
+    code: tuple[int, int] | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> dict:
+    """Code, place, upload and commit `local` at `remote`; blocks an instance holds already are not sent."""
+    regions = [i["region"] for i in http.json("GET", "/v1/instances")["instances"]]
+    n, k = code or default_code(len(regions))
+    size = os.path.getsize(local)
+    content_hash, _ = content.hash_file(local)
+    with tempfile.TemporaryDirectory(prefix="hycloud-coded-") as tmp:
+        folder = Path(tmp)
+        layout = _encode(local, n, k, chunk_size, folder)
+        body = {"path": remote, "size": size, "content_hash": content_hash, "layout": layout}
+        started = http.json("POST", "/v1/coded/uploads", json=body)
+        placed = started["layout"]
+        progress.start(
+            f"upload {local.name} (RS({n},{k}))",
+            sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
+        )
+        session = new_session()
+        items = []
+        for key, url in started["urls"].items():
+            ci, bi = (int(x) for x in key.split("/"))
+            items.append((url, folder / placed["chunks"][ci]["blocks"][bi]["hash"]))
+        sent = 0
+        for nbytes in run_parallel(lambda item: _put_block(session, *item), items, UPLOAD_WORKERS):
+            sent += nbytes
+            progress.advance(nbytes)
+    entry = http.json("POST", "/v1/coded/commit", json={**body, "parents": parents, **keep})
+    check_stored(remote, entry.get("content_hash"), content_hash)
+    return {**entry, "content_hash": content_hash, "sent_bytes": sent, "coded": {"n": n, "k": k}}
+
+
+# --- download --------------------------------------------------------------------------------
+def redirect(url: str, endpoint: str | None) -> str:
+    """The URL with its scheme and host:port replaced by `endpoint` (path and signature kept)."""
+    if not endpoint:
+        return url
+    parts, target = urlsplit(url), urlsplit(endpoint)
+    return urlunsplit((target.scheme, target.netloc, parts.path, parts.query, parts.fragment))
+
+
+@dataclass
+class InstanceStats:
+    """What one instance's link did during a download: reported as a measurement."""
+
+    nbytes: int = 0
+    asked: int = 0
+    blocks: int = 0
+    failed: int = 0
+    first: float | None = None
+    last: float = 0.0
+    rtt_s: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return max(self.last - self.first, 1e-6) if self.first is not None else 0.0
+
+
+@dataclass
+class Fetcher:
+    """Fetches k verified blocks of every chunk, following a plan but never waiting on a bad instance.
+
+    `queues[r]` holds the chunks instance r serves, in plan order. A worker of r takes from its own
+    queue; when that is empty it takes a chunk still queued at another instance that r also holds
+    (the slow instance's pending blocks move to r), and at last a chunk whose block has been in
+    flight elsewhere far longer than blocks take (the first k good blocks win); a block that fails
+    is fetched from another holder, and an instance that cannot be reached is dropped with its
+    whole queue. `wait()` returns once every chunk is written, without waiting for stragglers.
+    """
+
+    layout: CodedLayout
+    urls: dict[str, str]
+    queues: dict[str, deque]
+    get: Callable[[str, str], requests.Response]
+    rebalance: bool = True  # False: keep to the queues (a fixed schedule, for comparison)
+    got: list[dict[int, bytes]] = field(init=False)
+    stats: dict[str, InstanceStats] = field(init=False)
+
+    def __post_init__(self) -> None:
+        m = len(self.layout.chunks)
+        self.got = [{} for _ in range(m)]
+        self.tried: list[set[str]] = [set() for _ in range(m)]
+        self.busy = [0] * m
+        self.done = [False] * m
+        self.orphans: deque[int] = deque()
+        self.dead: set[str] = set()
+        self.refused: dict[str, int] = {}  # connection failures in a row, per instance
+        self.active: dict[str, int] = {}  # fetches in flight, per instance
+        self.streams = 1
+        self.inflight = 0
+        self.running: dict[int, list[tuple[str, float]]] = {}  # chunk -> (instance, start) in flight
+        self.block_seconds: dict[str, list[float]] = {}  # per instance, its good blocks' times
+        self.planned = [{r for r, q in self.queues.items() if c in q} for c in range(m)]
+        self.moved = 0  # chunks served by an instance the plan did not pick
+        self.written = 0
+        self.alive = 0
+        self.error: str | None = None
+        self.cond = threading.Condition()
+        self.stats = {r: InstanceStats() for r in self.queues}
+        self.where = [{b.instance: bi for bi, b in enumerate(c.blocks)} for c in self.layout.chunks]
+
+    def _open(self, c: int, r: str) -> bool:
+        return not self.done[c] and r in self.where[c] and r not in self.tried[c]
+
+    def _pick(self, r: str) -> int | None:
+        own = self.queues[r]
+        while own:
+            c = own.popleft()
+            if self._open(c, r):
+                return c
+        for c in list(self.orphans):
+            if self._open(c, r):
+                self.orphans.remove(c)
+                return c
+        if not self.rebalance:
+            return None
+        # only chunks waiting behind an instance whose every worker is busy: never race its own workers
+        waiting = [
+            q for s, q in self.queues.items() if s != r and q and self.active.get(s, 0) >= self.streams
+        ]
+        victims = sorted(waiting, key=len, reverse=True)
+        for queue in victims:
+            for c in reversed(queue):
+                if self._open(c, r):
+                    queue.remove(c)
+                    return c
+        return self._hedge(r)
+
+    def _hedge(self, r: str) -> int | None:
+        """A chunk whose fetches all run far longer than their instance's blocks take, that r can serve too."""
+        now = time.perf_counter()
+        known = [_median(t) for t in self.block_seconds.values() if t]
+        fallback = max(known, default=1.0)
+
+        def late(instance: str, began: float) -> bool:
+            times = self.block_seconds.get(instance)
+            return now - began > max(HEDGE_MIN_S, HEDGE_FACTOR * (_median(times) if times else fallback))
+
+        stuck = [
+            c
+            for c, running in self.running.items()
+            if running and all(late(s, t) for s, t in running) and self._open(c, r)
+        ]
+        return min(stuck, key=lambda c: min(t for _, t in self.running[c])) if stuck else None
+
+    def _can_progress(self) -> bool:
+        live = [r for r in self.queues if r not in self.dead]
+        pending = [c for c in range(len(self.done)) if not self.done[c]]
+        return any(self._open(c, r) for c in pending for r in live)
+
+    def _next(self, r: str) -> int | None:
+        with self.cond:
+            while self.error is None and not all(self.done) and r not in self.dead:
+                c = self._pick(r)
+                if c is not None:
+                    self.tried[c].add(r)
+                    self.busy[c] += 1
+                    self.running.setdefault(c, []).append((r, time.perf_counter()))
+                    self.active[r] = self.active.get(r, 0) + 1
+                    self.inflight += 1
+                    return c
+                if self.inflight == 0 and not self._can_progress():
+                    self.error = "not enough reachable blocks to rebuild the file"
+                    self.cond.notify_all()
+                    return None
+                self.cond.wait(0.2)
+            return None
+
+    def start(self, on_chunk: Callable[[int, list[bytes]], None], streams: int) -> None:
+        self.streams = streams
+        for r in self.queues:
+            for _ in range(streams):
+                self.alive += 1
+                threading.Thread(
+                    target=self.work, args=(r, on_chunk), daemon=True, name=f"hycloud-{r}"
+                ).start()
+
+    def wait(self) -> None:
+        with self.cond:
+            while self.error is None and self.written < len(self.done) and self.alive > 0:
+                self.cond.wait(0.5)
+
+    def work(self, r: str, on_chunk: Callable[[int, list[bytes]], None]) -> None:
+        try:
+            self._serve(r, on_chunk)
+        finally:
+            with self.cond:
+                self.alive -= 1
+                self.cond.notify_all()
+
+    def _serve(self, r: str, on_chunk: Callable[[int, list[bytes]], None]) -> None:
+        while (c := self._next(r)) is not None:
+            bi = self.where[c][r]
+            began = time.perf_counter()
+            block, reachable = self._fetch(r, c, bi)
+            ready = None
+            with self.cond:
+                self.inflight -= 1
+                self.busy[c] -= 1
+                self.active[r] -= 1
+                self.running[c] = [(s, t) for s, t in self.running.get(c, []) if s != r]
+                if not self.running[c] or self.done[c]:
+                    self.running.pop(c, None)
+                if block is not None and not self.done[c]:
+                    self.block_seconds.setdefault(r, []).append(time.perf_counter() - began)
+                    self.got[c][bi] = block
+                    self.stats[r].blocks += 1
+                    self.moved += r not in self.planned[c]
+                    if len(self.got[c]) >= self.layout.k:
+                        self.done[c], ready = True, list(self.got[c].values())
+                        self.got[c] = {}
+                if reachable:
+                    self.refused[r] = 0
+                if block is None:
+                    self.orphans.append(c)
+                    self.refused[r] = self.refused.get(r, 0) + (not reachable)
+                    if self.refused[r] >= DROP_AFTER:
+                        self.dead.add(r)
+                        self.orphans.extend(self.queues[r])
+                        self.queues[r].clear()
+                self.cond.notify_all()
+            if ready is not None:
+                try:
+                    on_chunk(c, ready)
+                except Exception as err:  # a decode or write failure ends the whole download
+                    with self.cond:
+                        self.error = str(err)
+                        self.cond.notify_all()
+                    return
+                with self.cond:
+                    self.written += 1
+                    self.cond.notify_all()
+
+    def _fetch(self, r: str, c: int, bi: int) -> tuple[bytes | None, bool]:
+        """The verified block, or None and whether the instance is still worth asking."""
+        stats = self.stats[r]
+        stats.asked += 1
+        started = time.perf_counter()
+        stats.first = started if stats.first is None else min(stats.first, started)
+        try:
+            response = self.get(r, self.urls[f"{c}/{bi}"])
+        except requests.RequestException:
+            stats.failed += 1
+            return None, False
+        stats.last = max(stats.last, time.perf_counter())
+        elapsed = response.elapsed.total_seconds()
+        stats.rtt_s = elapsed if stats.rtt_s is None else min(stats.rtt_s, elapsed)
+        block = response.content
+        if (
+            response.status_code != 200
+            or hashlib.sha256(block).hexdigest() != self.layout.chunks[c].blocks[bi].hash
+        ):
+            stats.failed += 1
+            return None, True
+        stats.nbytes += len(block)
+        return block, True
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _costs(regions: list[str], estimates: dict[str, float | None]) -> dict[str, float]:
+    """Seconds per byte per instance; an unmeasured one is taken as the median measured speed."""
+    known = sorted(v for v in estimates.values() if v)
+    fallback = known[len(known) // 2] if known else 1.0
+    return {r: 1.0 / (estimates.get(r) or fallback) for r in regions}
+
+
+def plan_queues(layout: CodedLayout, estimates: dict[str, float | None]) -> tuple[dict[str, deque], float]:
+    """Per instance the chunks it serves (the planner's choice) and the predicted time."""
+    regions = sorted({b.instance for c in layout.chunks for b in c.blocks})
+    sizes = [c.blocks[0].size for c in layout.chunks]
+    holders = [[b.instance for b in c.blocks] for c in layout.chunks]
+    assignment, makespan = plan_download(sizes, holders, layout.k, _costs(regions, estimates))
+    queues: dict[str, deque] = {r: deque() for r in regions}
+    for c, chosen in enumerate(assignment):
+        for r in chosen:
+            queues[r].append(c)
+    return queues, makespan
+
+
+def download_coded(
+    http: Http,
+    remote: str,
+    local: Path,
+    progress: Progress,
+    endpoints: dict[str, str] | None = None,
+    session_for: SessionFor | None = None,
+    report: bool = True,
+) -> dict:
+    """Download a coded file from several instances at once into `local` (replaced once verified).
+
+    `endpoints` sends an instance's requests to another host:port, `session_for` gives each
+    instance its own HTTP session (an emulated link in the benchmarks).
+    """
+    answer = http.json("GET", "/v1/plan", params={"path": remote})
+    layout = CodedLayout.from_dict(answer["layout"])
+    queues, predicted = plan_queues(layout, answer.get("estimates") or {})
+    endpoints = endpoints or {}
+    sessions = {r: (session_for(r) if session_for else new_session()) for r in queues}  # a pool each
+
+    def get(region: str, url: str) -> requests.Response:
+        return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT)
+
+    fetcher = Fetcher(layout, answer["urls"], queues, get)
+    tmp = local.with_name(local.name + ".hycloud-part")
+    progress.start(f"download {remote} (RS({layout.n},{layout.k}))", answer["size"])
+    started = time.perf_counter()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.ftruncate(fd, answer["size"])
+
+        def write(c: int, blocks: list[bytes]) -> None:
+            chunk = decode_chunk(blocks)
+            if hashlib.sha256(chunk).hexdigest() != layout.chunks[c].key:
+                raise HyCloudError(f"chunk {c} of {remote} is corrupt", code="corrupt-download")
+            with fetcher.cond:  # never after the file is closed (its descriptor may be reused)
+                if fetcher.error is not None:
+                    raise HyCloudError("download ended", code="download-failed")
+                os.pwrite(fd, chunk, c * layout.chunk_size)
+            progress.advance(len(chunk))
+
+        fetcher.start(write, STREAMS_PER_INSTANCE)
+        fetcher.wait()
+    finally:
+        with fetcher.cond:  # a straggler's late block is no longer written
+            fetcher.error = fetcher.error or ("" if fetcher.written == len(fetcher.done) else "interrupted")
+        os.close(fd)
+    seconds = time.perf_counter() - started
+    try:
+        if fetcher.error or fetcher.written < len(fetcher.done):
+            raise HyCloudError(f"download of {remote} failed: {fetcher.error}", code="download-failed")
+        if content.hash_file(tmp)[0] != answer["content_hash"]:
+            raise HyCloudError(
+                f"download of {remote} is corrupt (content hash mismatch)", code="corrupt-download"
+            )
+        tmp.replace(local)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    samples = [
+        {
+            "instance": r,
+            "bytes": s.nbytes,
+            "seconds": s.seconds,
+            **({"rtt_ms": s.rtt_s * 1000} if s.rtt_s else {}),
+        }
+        for r, s in fetcher.stats.items()
+        if s.nbytes > 0
+    ]
+    if report and samples:
+        http.json("POST", "/v1/measurements", json={"samples": samples})
+    return {
+        "seconds": seconds,
+        "predicted_seconds": predicted,
+        "per_instance": {
+            r: {"bytes": s.nbytes, "asked": s.asked, "blocks": s.blocks, "failed": s.failed}
+            for r, s in fetcher.stats.items()
+        },
+        "unreachable": sorted(fetcher.dead),
+        "moved_blocks": fetcher.moved,
+        "samples": samples,
+    }

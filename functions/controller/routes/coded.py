@@ -1,0 +1,217 @@
+"""Erasure-coded large files across instances: upload, commit, download plan, measurements (docs/GEO.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from functools import cache
+from typing import Annotated, Any
+
+import boto3
+from annotated_types import Ge, Le
+from answers import Entry, replies
+from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from botocore.config import Config
+from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, user
+from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
+from pydantic import BaseModel, Field
+
+from hycloud_core import constants as c
+from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
+from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
+from hycloud_core.fs.coded import CodedFiles
+from hycloud_core.instances import from_environment
+from hycloud_core.store.measurements import Measurements, Sample
+
+router = APIGatewayRouter()
+Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
+Small = Annotated[int, Ge(1), Le(255)]
+
+
+class BlockIn(Body):
+    hash: Hash
+    size: Annotated[int, Ge(1), Le(2**33)]
+
+
+class ChunkIn(Body):
+    length: Annotated[int, Ge(1), Le(2**32 - 1)]
+    key: Hash
+    blocks: Annotated[list[BlockIn], Field(min_length=1, max_length=255)]
+
+
+class LayoutIn(Body):
+    n: Small
+    k: Small
+    chunk_size: Annotated[int, Ge(1), Le(2**32 - 1)]
+    chunks: Annotated[list[ChunkIn], Field(min_length=1, max_length=MAX_CHUNKS)]
+
+
+class CodedUpload(Body):
+    path: UserPath
+    size: ByteCount
+    content_hash: ContentHash
+    layout: LayoutIn
+
+
+class CodedCommit(CodedUpload):
+    parents: bool | None = None
+    mtime: FileTime | None = None
+    mode: FileMode | None = None
+
+
+class SampleIn(Body):
+    instance: Annotated[Text, Field(min_length=1, max_length=64)]
+    bytes: Annotated[int, Ge(1), Le(2**50)]
+    seconds: Annotated[float, Ge(1e-6), Le(86_400)]
+    rtt_ms: Annotated[float, Ge(0), Le(600_000)] | None = None
+
+
+class MeasurementsIn(Body):
+    samples: Annotated[list[SampleIn], Field(min_length=1, max_length=64)]
+
+
+class CodedPlan(BaseModel):
+    layout: dict[str, Any]
+    urls: dict[str, str] = Field(description='presigned PUT (upload) or GET (plan) per "chunk/block"')
+
+
+class Estimates(BaseModel):
+    estimates: dict[str, float | None] = Field(
+        description="bytes/s per instance: harmonic mean of the last K"
+    )
+    latencies_ms: dict[str, float]
+    service_instances: list[str]
+    optimal: str | None
+
+
+class DownloadPlan(CodedPlan, Estimates):
+    path: str
+    size: int
+    content_hash: str
+
+
+@cache
+def _s3(region: str):
+    config = Config(
+        signature_version="s3v4",
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
+    return boto3.client("s3", region_name=region, config=config)
+
+
+def _coded() -> CodedFiles:
+    return CodedFiles(filesystem(router), from_environment(), _s3)
+
+
+def _layout(body: LayoutIn) -> CodedLayout:
+    chunks = [Chunk(c.length, c.key, [Block(b.hash, b.size) for b in c.blocks]) for c in body.chunks]
+    return CodedLayout(body.n, body.k, body.chunk_size, chunks)
+
+
+@router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 409))
+def start(body: Annotated[CodedUpload, BodyParam()]):
+    return ok(_coded().start(body.size, _layout(body.layout)))
+
+
+@router.post("/v1/coded/commit", responses=replies(201, Entry, 404, 409))
+def commit(
+    body: Annotated[CodedCommit, BodyParam()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None
+):
+    entry = _coded().commit(
+        body.path,
+        body.content_hash,
+        body.size,
+        _layout(body.layout),
+        parents=bool(body.parents),
+        expect=expected_version(if_match, if_none_match),
+        mtime=body.mtime,
+        mode=body.mode,
+    )
+    return ok(entry.to_dict(), 201)
+
+
+@router.get("/v1/plan", responses=replies(200, DownloadPlan, 404))
+def plan(path: Annotated[UserPath, Query()]):
+    """Where every block of a coded file is, with the caller's estimates for the planner."""
+    coded = _coded()
+    link, layout = coded.layout(path)
+    view = Measurements(records().table, user(router)).view(coded.regions)
+    return ok(
+        {
+            "path": path,
+            "size": link.size,
+            "content_hash": link.content_hash,
+            "layout": layout.to_dict(),
+            "urls": coded.download_urls(layout),
+            **view,
+        }
+    )
+
+
+@router.post("/v1/measurements", responses=replies(200, Estimates))
+def measurements(body: Annotated[MeasurementsIn, BodyParam()]):
+    """A transfer's bytes and seconds per instance; answers the updated estimates."""
+    regions = [i.region for i in from_environment()]
+    unknown = sorted({s.instance for s in body.samples} - set(regions))
+    if unknown:
+        raise BadRequestError(f"no such instance: {unknown[0]}", code="unknown-instance")
+    store = Measurements(records().table, user(router))
+    store.record(Sample(s.instance, s.bytes, s.seconds, s.rtt_ms) for s in body.samples)
+    return ok(store.view(regions))
+
+
+class RepairIn(Body):
+    region: Annotated[Text, Field(min_length=1, max_length=64)]
+
+
+class RepairJob(BaseModel):
+    job: str
+    state: str = Field(description="running, succeeded or failed")
+    result: dict[str, Any] | None = None
+
+
+JOB_NAME = r"^[0-9a-f]{32}$"
+
+
+def _repair_machine() -> str:
+    arn = os.environ.get(c.ENV_REPAIR_STATE_MACHINE)
+    if not arn:
+        raise ConflictError("repair needs several instances (hycloud:regions)", code="no-repair")
+    return arn
+
+
+@router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
+def repair(body: Annotated[RepairIn, BodyParam()]):
+    """Rebuild the caller's coded blocks on one instance from the others (a Step Functions job)."""
+    if body.region not in {i.region for i in from_environment()}:
+        raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
+    name = uuid.uuid4().hex
+    _sfn().start_execution(
+        stateMachineArn=_repair_machine(),
+        name=name,
+        input=json.dumps({"user": user(router), "region": body.region}),
+    )
+    return ok({"job": name, "state": "running"}, 202)
+
+
+@router.get("/v1/coded/repair", responses=replies(200, RepairJob, 404, 409))
+def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
+    arn = _repair_machine().replace(":stateMachine:", ":execution:") + f":{job}"
+    try:
+        run = _sfn().describe_execution(executionArn=arn)
+    except _sfn().exceptions.ExecutionDoesNotExist:
+        raise NotFoundError("no such repair job", code="no-such-job") from None
+    if json.loads(run["input"]).get("user") != user(router):
+        raise NotFoundError("no such repair job", code="no-such-job")
+    state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")
+    result = json.loads(run["output"]) if run.get("output") else None
+    return ok({"job": job, "state": state, **({"result": result} if result else {})})
+
+
+@cache
+def _sfn():
+    return boto3.client("stepfunctions")

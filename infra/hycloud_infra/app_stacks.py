@@ -1,0 +1,44 @@
+"""The app's stacks from context: the home instance stack in the first region of `hycloud:regions`
+and one data instance stack in each other region (design: docs/GEO.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+
+from .regions import data_stack_name, regions
+from .stacks.data_instance_stack import DataInstanceStack
+from .stacks.instance_stack import InstanceStack
+
+
+def build_stacks(
+    app: cdk.App, *, root: Path, layer_dir: Path, account: str | None
+) -> tuple[InstanceStack, list[DataInstanceStack]]:
+    """Data stacks first: the home controller names their resources, so they must exist before it."""
+    home_name = app.node.try_get_context("hycloud:instanceName")
+    home, *others = regions(app.node.try_get_context("hycloud:regions"))
+    dirs = {
+        "functions_dir": root / "functions",
+        "statemachines_dir": root / "statemachines",
+        "layer_dir": layer_dir,
+    }
+    data = [
+        DataInstanceStack(
+            app,
+            data_stack_name(home_name, region),
+            env=cdk.Environment(account=account, region=region),
+            **dirs,
+        )
+        for region in others
+    ]
+    instance = InstanceStack(
+        app,
+        home_name,
+        data_instances=[stack.names for stack in data],
+        env=cdk.Environment(account=account, region=home),
+        **dirs,
+    )
+    for stack in data:
+        instance.add_stack_dependency(stack)
+    return instance, data

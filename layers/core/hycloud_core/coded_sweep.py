@@ -1,0 +1,75 @@
+"""Reclaiming coded blocks no link file names, in every instance's bucket.
+
+Blocks are content-addressed and shared (dedup across files and users), so a block goes only
+when no link file in any namespace lists it and it is older than the grace period: an upload
+whose blocks are stored but not yet committed finishes well within it. The mark walks the link
+files twice, before and after listing the buckets, so a dedup commit landing during the listing
+keeps its blocks. A dedup commit between the second walk and a deletion can still lose a block
+it shares with a deleted file; the chunk's other blocks remain and the repair job rebuilds it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .coded_layout import BLOCK_PREFIX
+from .fs.blocks import BlockStore
+from .linkfile import LinkFile, is_link_mode
+
+
+@dataclass
+class Sweep:
+    marked: int = 0
+    listed: int = 0
+    deleted: dict[str, int] = field(default_factory=dict)
+
+
+def linked_blocks(namespaces_dir: str) -> set[str]:
+    """Every block hash a coded link file names, in every namespace."""
+    return {b["hash"] for erasure in _layouts(namespaces_dir) for c in erasure["chunks"] for b in c["blocks"]}
+
+
+def _layouts(namespaces_dir: str) -> Iterator[dict]:
+    for top, _dirs, files in os.walk(namespaces_dir):
+        for name in files:
+            host = os.path.join(top, name)
+            try:
+                st = os.lstat(host)
+                if not is_link_mode(st.st_mode) or stat_mod.S_ISLNK(st.st_mode):
+                    continue
+                with open(host, "rb") as f:
+                    link = LinkFile.from_bytes(f.read())
+            except (OSError, ValueError):
+                continue
+            if link.erasure:
+                yield link.erasure
+
+
+def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None) -> Sweep:
+    """Delete unlinked blocks older than `grace_s` from every bucket."""
+    cutoff = (time.time() if now is None else now) - grace_s
+    marks = linked_blocks(namespaces_dir)
+    candidates: list[tuple[str, str]] = []
+    result = Sweep()
+    for region in store.regions:
+        s3 = store.s3_for(region)
+        pages = s3.get_paginator("list_objects_v2").paginate(
+            Bucket=store.buckets[region], Prefix=BLOCK_PREFIX
+        )
+        for page in pages:
+            for obj in page.get("Contents", []):
+                result.listed += 1
+                block_hash = obj["Key"][len(BLOCK_PREFIX) :]
+                if block_hash not in marks and obj["LastModified"].timestamp() < cutoff:
+                    candidates.append((region, block_hash))
+    marks |= linked_blocks(namespaces_dir)
+    result.marked = len(marks)
+    for region, block_hash in candidates:
+        if block_hash not in marks:
+            store.delete(region, block_hash)
+            result.deleted[region] = result.deleted.get(region, 0) + 1
+    return result

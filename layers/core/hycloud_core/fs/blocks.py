@@ -1,0 +1,65 @@
+"""The coded blocks in every instance's bucket, addressed by region and block sha256 (coded_layout)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..coded_layout import block_key
+from ..instances import Instance
+
+_ABSENT = ("404", "NoSuchKey", "NotFound")
+
+
+def b64(hex_hash: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_hash)).decode()
+
+
+class BlockStore:
+    """`s3_for(region)`: an S3 client for that region's bucket."""
+
+    def __init__(self, instances: list[Instance], s3_for: Callable[[str], Any]) -> None:
+        self.s3_for = s3_for
+        self.buckets = {i.region: i.bucket for i in instances}
+
+    @property
+    def regions(self) -> list[str]:
+        return list(self.buckets)
+
+    def has(self, region: str, block_hash: str, size: int) -> bool:
+        """Stored with this size and the SHA-256 checksum S3 verified when it was written."""
+        try:
+            head = self.s3_for(region).head_object(
+                Bucket=self.buckets[region], Key=block_key(block_hash), ChecksumMode="ENABLED"
+            )
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") in _ABSENT:
+                return False
+            raise
+        return head.get("ContentLength") == size and head.get("ChecksumSHA256") == b64(block_hash)
+
+    def get(self, region: str, block_hash: str) -> bytes | None:
+        try:
+            body = self.s3_for(region).get_object(Bucket=self.buckets[region], Key=block_key(block_hash))
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") in _ABSENT:
+                return None
+            raise
+        return body["Body"].read()
+
+    def put(self, region: str, block_hash: str, data: bytes) -> None:
+        self.s3_for(region).put_object(
+            Bucket=self.buckets[region], Key=block_key(block_hash), Body=data, ChecksumSHA256=b64(block_hash)
+        )
+
+    def delete(self, region: str, block_hash: str) -> None:
+        self.s3_for(region).delete_object(Bucket=self.buckets[region], Key=block_key(block_hash))
+
+    def presigned(self, region: str, block_hash: str, method: str, ttl_s: int) -> str:
+        params = {"Bucket": self.buckets[region], "Key": block_key(block_hash)}
+        if method == "put_object":
+            params["ChecksumSHA256"] = b64(block_hash)
+        return self.s3_for(region).generate_presigned_url(method, ExpiresIn=ttl_s, Params=params)

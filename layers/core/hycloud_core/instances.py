@@ -1,0 +1,49 @@
+"""The instances a controller can use: its own (home) and the data instances of other regions.
+
+The CDK app passes the data instances in `HYCLOUD_INSTANCES` (JSON list, see docs/GEO.md); with
+one region the variable is absent and the home instance is the only one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+from . import constants as c
+
+
+@dataclass(frozen=True)
+class Instance:
+    region: str
+    bucket: str
+    relay_state_machine: str
+    delta_state_machine: str
+    home: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def instances(
+    home_region: str, bucket: str, relay_state_machine: str, delta_state_machine: str, listed: str | None
+) -> list[Instance]:
+    """Home first, then the listed data instances in their configured order."""
+    home = Instance(home_region, bucket, relay_state_machine, delta_state_machine, home=True)
+    others = [
+        Instance(item["region"], item["bucket"], item["relayStateMachineArn"], item["deltaStateMachineArn"])
+        for item in json.loads(listed or "[]")
+    ]
+    return [home, *others]
+
+
+def from_environment() -> list[Instance]:
+    """What a function's own environment says (Lambda sets AWS_REGION)."""
+    env = os.environ
+    return instances(
+        env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION", ""),
+        env.get(c.ENV_BUCKET, ""),
+        env.get(c.ENV_RELAY_STATE_MACHINE, ""),
+        env.get(c.ENV_DELTA_STATE_MACHINE, ""),
+        env.get(c.ENV_INSTANCES),
+    )

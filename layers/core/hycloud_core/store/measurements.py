@@ -1,0 +1,93 @@
+"""What a user's transfers measured per instance, kept in the table (seed 000 eq. 4, §III-B).
+
+Record `BW#<user>` / `<instance>`: the client-link estimator of control/bandwidth.py (the last
+K <= 5 rates; its harmonic mean is the estimate) and the lowest round trip of recent transfers.
+The service instances (within +10% of the lowest latency) and the optimal one follow from them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from ..control.bandwidth import Direction, InstanceBandwidth
+from ..control.selection import select_service_instances
+from .records import query_all
+
+MAX_LATENCIES = 5
+
+
+@dataclass(frozen=True)
+class Sample:
+    instance: str
+    nbytes: int
+    seconds: float
+    rtt_ms: float | None = None
+
+
+class Measurements:
+    def __init__(self, table: Any, user: str) -> None:
+        self.table, self.user = table, user
+
+    def _load(self) -> dict[str, dict]:
+        items = query_all(self.table, Key("pk").eq(f"BW#{self.user}"), consistent=True)
+        return {item["sk"]: item for item in items}
+
+    def record(self, samples: Iterable[Sample], now: float | None = None) -> None:
+        """Add one transfer's samples; each instance keeps its last K rates and round trips."""
+        now = time.time() if now is None else now
+        items = self._load()
+        for sample in samples:
+            item = items.get(sample.instance)
+            links = (
+                InstanceBandwidth.from_dict(_ints(item["links"]))
+                if item
+                else InstanceBandwidth(sample.instance)
+            )
+            links.record_transfer(Direction.EFS_TO_CLIENT, now, sample.nbytes, sample.seconds)
+            rtts = [int(v) for v in item.get("rtt_ms", [])] if item else []
+            if sample.rtt_ms is not None:
+                rtts = [*rtts, max(0, round(sample.rtt_ms))][-MAX_LATENCIES:]
+            items[sample.instance] = {"links": links.to_dict(), "rtt_ms": rtts}
+            self.table.put_item(
+                Item={
+                    "pk": f"BW#{self.user}",
+                    "sk": sample.instance,
+                    "links": links.to_dict(),
+                    "rtt_ms": rtts,
+                }
+            )
+
+    def view(self, instances: Iterable[str], now: float | None = None) -> dict:
+        """Estimates (bytes/s, None if never measured), latencies, service and optimal instance."""
+        now = time.time() if now is None else now
+        items = self._load()
+        estimates, latencies = {}, {}
+        for name in instances:
+            item = items.get(name)
+            links = InstanceBandwidth.from_dict(_ints(item["links"])) if item else None
+            estimates[name] = links.estimate(Direction.EFS_TO_CLIENT, now) if links else None
+            if item and item.get("rtt_ms"):
+                latencies[name] = float(min(int(v) for v in item["rtt_ms"]))
+        service = select_service_instances(latencies) if latencies else None
+        return {
+            "estimates": estimates,
+            "latencies_ms": latencies,
+            "service_instances": list(service.instances) if service else [],
+            "optimal": service.optimal if service else None,
+        }
+
+
+def _ints(doc: Any) -> Any:
+    """DynamoDB hands numbers back as Decimal; the estimator wants ints."""
+    if isinstance(doc, dict):
+        return {k: _ints(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_ints(v) for v in doc]
+    if doc is None or isinstance(doc, str | bool):
+        return doc
+    return int(doc)

@@ -1,0 +1,393 @@
+"""Erasure-coded large files across the deployed instances (docs/GEO.md): blocks where the ring
+says, byte-exact downloads from several instances, degraded reads, measurements and plans."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+
+import boto3
+import pytest
+import requests
+
+from hycloud.transfer.coded import plan_queues
+from hycloud_core import content
+from hycloud_core.codec.erasure import encode_stream
+from hycloud_core.coded_layout import CodedLayout, block_key
+from hycloud_core.merkle.hashing import file_hash
+from hycloud_core.placement.ring import HashRing
+from infra.local import deploy as local
+
+MiB = 1024 * 1024
+CLOSED = "http://127.0.0.1:9"  # nothing listens there: the instance is unreachable
+
+
+@pytest.fixture(scope="module")
+def instances(deployment) -> dict[str, dict[str, str]]:
+    found = local.instances()
+    if len(found) < 3:
+        pytest.skip("erasure coding needs three instances (hycloud:regions)")
+    return found
+
+
+def _s3(deployment, region: str):
+    return boto3.client(
+        "s3",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=region,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+def _expected_blocks(data: bytes, regions: list[str]) -> list[list[tuple[str, str, bytes]]]:
+    """Per chunk, (region, block sha256, block bytes) as RS(3,2) and the ring place them."""
+    ring = HashRing(regions)
+    out = []
+    for chunk in encode_stream(io.BytesIO(data), 3, 2, 2 * MiB):
+        homes = ring.place(chunk.key, 3)
+        out.append([(r, hashlib.sha256(b).hexdigest(), b) for r, b in zip(homes, chunk.blocks, strict=True)])
+    return out
+
+
+@pytest.fixture(scope="module")
+def coded_file(deployment, instances, alice, tmp_path_factory):
+    """A 5 MiB + 1234 byte file (three chunks, the last short) uploaded coded through the CLI."""
+    src = tmp_path_factory.mktemp("geo") / "big.bin"
+    src.write_bytes(os.urandom(5 * MiB + 1234))
+    result = json.loads(alice.cli("--json", "put", "-p", "--coded", str(src), "/geo/coded/big.bin").stdout)
+    return src, result
+
+
+def test_coded_upload_places_each_block_where_the_ring_says(deployment, instances, alice, coded_file):
+    src, result = coded_file
+    data = src.read_bytes()
+    assert result["coded"] == {"n": 3, "k": 2} and result["content_hash"] == content.hash_bytes(data)
+    expected = _expected_blocks(data, list(instances))
+    assert len(expected) == 3
+    used = set()
+    for chunk in expected:
+        for region, digest, block in chunk:
+            body = _s3(deployment, region).get_object(
+                Bucket=instances[region]["BucketName"], Key=block_key(digest)
+            )
+            assert body["Body"].read() == block
+            used.add(region)
+            for other in instances:  # nowhere else
+                if other != region:
+                    listed = _s3(deployment, other).list_objects_v2(
+                        Bucket=instances[other]["BucketName"], Prefix=block_key(digest)
+                    )
+                    assert listed.get("KeyCount", 0) == 0
+    assert used == set(instances)  # every instance holds blocks of this file
+    link = json.loads((alice.ns_dir() / "geo" / "coded" / "big.bin").read_bytes())
+    layout = link["erasure"]
+    assert (layout["n"], layout["k"], layout["chunk_size"]) == (3, 2, 2 * MiB)
+    assert [[(b["instance"], b["hash"]) for b in c["blocks"]] for c in layout["chunks"]] == [
+        [(r, h) for r, h, _ in chunk] for chunk in expected
+    ]
+    hashes = [bytes.fromhex(h) for chunk in expected for _, h, _ in chunk]
+    assert (
+        layout["merkle"]
+        == file_hash("/geo/coded/big.bin", bytes.fromhex(result["content_hash"]), hashes).hex()
+    )
+
+
+def test_coded_file_downloads_byte_exact_from_every_instance(alice, coded_file, tmp_path):
+    src, _ = coded_file
+    out = json.loads(alice.cli("--json", "get", "/geo/coded/big.bin", str(tmp_path / "back.bin")).stdout)
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    assert out["mode"] == "coded" and out["unreachable"] == []
+    served = {r: s["blocks"] for r, s in out["per_instance"].items()}
+    assert sum(served.values()) == 3 * 2  # k blocks per chunk, no more
+    assert sum(1 for n in served.values() if n) >= 2  # from several instances at once
+
+
+@pytest.mark.parametrize("way", ["closed-port", "blocks-deleted"])
+def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_path, way):
+    """RS(3,2) tolerates n - k = 1 lost instance: its blocks come from the two others."""
+    sdk = alice.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(4 * MiB + 77))
+    sdk.put(src, f"/geo/degraded-{way}.bin", parents=True, coded=True)
+    answer = sdk.http.json("GET", "/v1/plan", params={"path": f"/geo/degraded-{way}.bin"})
+    queues, _ = plan_queues(CodedLayout.from_dict(answer["layout"]), answer["estimates"])
+    lost = max(queues, key=lambda r: (len(queues[r]), r))  # the plan counts on it most
+    if way == "closed-port":
+        sdk.instance_endpoints = {lost: CLOSED}
+    else:
+        for chunk in _expected_blocks(src.read_bytes(), list(instances)):
+            for region, digest, _ in chunk:
+                if region == lost:
+                    _s3(deployment, region).delete_object(
+                        Bucket=instances[region]["BucketName"], Key=block_key(digest)
+                    )
+    sdk.get(f"/geo/degraded-{way}.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    stats = sdk.last_transfer["per_instance"]
+    assert stats[lost]["blocks"] == 0
+    assert sum(s["blocks"] for s in stats.values()) == 2 * 3
+    assert stats[lost]["asked"] >= 1  # planned there, then served by the others
+
+
+def test_a_slow_instance_loses_its_blocks_to_the_others(deployment, instances, alice, tmp_path):
+    """One instance behind a 1 Mbit/s link: a 1 MiB block there takes 8 s, the others' well under
+    one. Its queued and stuck blocks move to the other holders; the download ends without it."""
+    from urllib.parse import urlsplit
+
+    from bench.wan import WanLink, session_through
+
+    sdk = alice.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(8 * MiB))
+    sdk.put(src, "/geo/slow.bin", parents=True, coded=True)
+    slow = list(instances)[2]
+    port = urlsplit(deployment.env["AWS_ENDPOINT_URL"]).port
+    with WanLink(("127.0.0.1", port), down_mbps=1, up_mbps=None, rtt_ms=0, max_seconds=120) as link:
+        through = session_through(link)
+        sdk.instance_sessions = lambda region: through if region == slow else requests.Session()
+        sdk.get("/geo/slow.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    result = sdk.last_transfer
+    assert result["per_instance"][slow]["blocks"] == 0  # every block it was planned for moved
+    assert result["moved_blocks"] >= 1
+    assert sum(s["blocks"] for s in result["per_instance"].values()) == 2 * 4
+
+
+def test_two_lost_instances_fail_cleanly(instances, alice, coded_file, tmp_path):
+    sdk = alice.sdk()
+    sdk.instance_endpoints = {r: CLOSED for r in list(instances)[1:]}
+    with pytest.raises(sdk.HyCloudError) as err:
+        sdk.get("/geo/coded/big.bin", tmp_path / "back.bin")
+    assert err.value.code == "download-failed"
+    assert not (tmp_path / "back.bin").exists()
+
+
+def test_downloads_report_measurements_that_plans_use(deployment, instances, bob, tmp_path):
+    sdk = bob.sdk()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(4 * MiB))
+    sdk.put(src, "/m.bin", coded=True)
+    before = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
+    assert set(before["estimates"]) == set(instances) and before["optimal"] is None
+    sdk.get("/m.bin", tmp_path / "back.bin")
+    reported = {s["instance"]: s for s in sdk.last_transfer["samples"]}
+    plan = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
+    for region, sample in reported.items():  # one sample each: the estimate is that rate
+        assert plan["estimates"][region] == pytest.approx(sample["bytes"] / sample["seconds"], rel=0.01)
+    assert plan["optimal"] in reported and plan["optimal"] == plan["service_instances"][0]
+    lowest = min(plan["latencies_ms"].values())
+    assert all(plan["latencies_ms"][r] <= lowest * 1.1 for r in plan["service_instances"])
+    item = deployment.client("dynamodb").get_item(
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"BW#{bob.ns_key}"}, "sk": {"S": next(iter(reported))}},
+    )
+    assert len(item["Item"]["links"]["M"]["d"]["M"]["samples"]["L"]) == 1
+
+
+def test_measurements_keep_the_harmonic_mean_of_the_last_five(instances, carol):
+    api = carol.api()
+    region = list(instances)[0]
+    rates = [1e6, 2e6, 4e6, 8e6, 16e6, 32e6]  # six transfers of 1 MB: the first drops out
+    for rate in rates:
+        r = api.call(
+            "POST",
+            "/v1/measurements",
+            json={"samples": [{"instance": region, "bytes": 10**6, "seconds": 1e6 / rate}]},
+        )
+        assert r.status_code == 200, r.text
+    kept = rates[1:]
+    assert r.json()["estimates"][region] == pytest.approx(len(kept) / sum(1 / x for x in kept), rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        ({"samples": [{"instance": "mars-1", "bytes": 1, "seconds": 1.0}]}, "unknown-instance"),
+        ({"samples": [{"instance": "us-east-1", "bytes": 0, "seconds": 1.0}]}, None),
+        ({"samples": []}, None),
+    ],
+)
+def test_bad_measurements_are_refused(instances, alice, body, code):
+    r = alice.api().call("POST", "/v1/measurements", json=body)
+    assert r.status_code == 400, r.text
+    if code:
+        assert r.json()["error"]["code"] == code
+
+
+def _upload_body(n: int, k: int, size: int = 3 * MiB) -> dict:
+    data = os.urandom(size)
+    chunks = [
+        {
+            "length": c.length,
+            "key": c.key,
+            "blocks": [{"hash": hashlib.sha256(b).hexdigest(), "size": len(b)} for b in c.blocks],
+        }
+        for c in encode_stream(io.BytesIO(data), n, k, 2 * MiB)
+    ]
+    return {
+        "path": "/bad.bin",
+        "size": size,
+        "content_hash": content.hash_bytes(data),
+        "layout": {"n": n, "k": k, "chunk_size": 2 * MiB, "chunks": chunks},
+    }
+
+
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        (lambda b: b, None),  # fine as it is: 200
+        (lambda b: _upload_body(4, 2), "bad-code"),  # more blocks than instances
+        (lambda b: _upload_body(3, 1), "bad-code"),  # k = 1 only means replication below three
+        (lambda b: {**b, "size": b["size"] + 1}, "bad-layout"),
+        (lambda b: {**b, "layout": {**b["layout"], "chunk_size": 1 * MiB}}, "bad-layout"),
+    ],
+)
+def test_coded_upload_checks_the_layout(instances, alice, change, code):
+    r = alice.api().call("POST", "/v1/coded/uploads", json=change(_upload_body(3, 2)))
+    if code is None:
+        assert r.status_code == 200 and len(r.json()["urls"]) == 2 * 3
+    else:
+        assert r.status_code == 400 and r.json()["error"]["code"] == code, r.text
+
+
+@pytest.mark.parametrize("path", ["/geo", "/geo/coded", "/no/such/file", "/small.txt"])
+def test_plan_of_anything_but_a_coded_file_is_404(instances, alice, coded_file, path):
+    alice.sdk().put_bytes("/small.txt", b"tiny")
+    r = alice.api().call("GET", "/v1/plan", params={"path": path})
+    assert r.status_code == 404, r.text
+
+
+def test_commit_refuses_blocks_never_uploaded(instances, alice):
+    body = _upload_body(3, 2)
+    r = alice.api().call("POST", "/v1/coded/commit", json=body)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "blocks-missing"
+    assert alice.api().call("GET", "/v1/stat", params={"path": "/bad.bin"}).status_code == 404
+
+
+def _repair(api, region: str) -> dict:
+    started = api.call("POST", "/v1/coded/repair", json={"region": region})
+    assert started.status_code == 202, started.text
+    job = started.json()["job"]
+    for _ in range(300):
+        status = api.call("GET", "/v1/coded/repair", params={"job": job}).json()
+        if status["state"] != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError("repair job did not finish")
+
+
+def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, instances, dave, tmp_path):
+    sdk, api = dave.sdk(), dave.api()
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(6 * MiB + 5))
+    sdk.put(src, "/r.bin", coded=True)
+    lost = list(instances)[1]
+    s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
+    theirs = [
+        (d, b)
+        for chunk in _expected_blocks(src.read_bytes(), list(instances))
+        for r, d, b in chunk
+        if r == lost
+    ]
+    assert theirs
+    for digest, _ in theirs:
+        s3.delete_object(Bucket=bucket, Key=block_key(digest))
+    status = _repair(api, lost)
+    assert status["state"] == "succeeded", status
+    assert status["result"]["rebuilt"] == len(theirs) and status["result"]["unrecoverable"] == 0
+    for digest, block in theirs:
+        assert s3.get_object(Bucket=bucket, Key=block_key(digest))["Body"].read() == block
+    again = _repair(api, lost)  # nothing left to do: every block checked, none rebuilt
+    assert again["result"]["rebuilt"] == 0 and again["result"]["checked"] == len(theirs)
+    sdk.instance_endpoints = {r: CLOSED for r in instances if r != lost}  # lost + one other: k = 2
+    sdk.instance_endpoints.pop(list(instances)[0])
+    sdk.get("/r.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "call, status, code",
+    [
+        (("POST", "/v1/coded/repair", {"json": {"region": "mars-1"}}), 400, "unknown-instance"),
+        (("GET", "/v1/coded/repair", {"params": {"job": "0" * 32}}), 404, "no-such-job"),
+        (("GET", "/v1/coded/repair", {"params": {"job": "../x"}}), 400, None),
+    ],
+)
+def test_bad_repair_requests_are_refused(instances, alice, call, status, code):
+    method, route, kwargs = call
+    r = alice.api().call(method, route, **kwargs)
+    assert r.status_code == status, r.text
+    if code:
+        assert r.json()["error"]["code"] == code
+
+
+def _sweep(deployment, instances) -> dict:
+    lam = deployment.client("lambda")
+    name = local.instances()[list(instances)[0]]["RepairStepFunctionName"]
+    answer = lam.invoke(FunctionName=name, Payload=json.dumps({"action": "sweep", "grace_s": 0}).encode())
+    result = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, result
+    return result
+
+
+def _stored(deployment, instances, blocks) -> set[str]:
+    """The block hashes of `blocks` ((region, hash, bytes)) still in their region's bucket."""
+    kept = set()
+    for region, digest, _ in blocks:
+        listed = _s3(deployment, region).list_objects_v2(
+            Bucket=instances[region]["BucketName"], Prefix=block_key(digest)
+        )
+        kept |= {digest} if listed.get("KeyCount", 0) else set()
+    return kept
+
+
+def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
+    deployment, instances, alice, bob, tmp_path
+):
+    src = tmp_path / "twin.bin"
+    src.write_bytes(os.urandom(4 * MiB + 9))
+    blocks = [b for chunk in _expected_blocks(src.read_bytes(), list(instances)) for b in chunk]
+    first = alice.sdk().put(src, "/twin-a.bin", coded=True)
+    second = bob.sdk().put(src, "/twin-b.bin", coded=True)  # another user, same bytes
+    assert first["sent_bytes"] == sum(len(b) for _, _, b in blocks) and second["sent_bytes"] == 0
+    alice.sdk().rm("/twin-a.bin")
+    _sweep(deployment, instances)
+    assert _stored(deployment, instances, blocks) == {d for _, d, _ in blocks}  # bob still links them
+    bob.sdk().get("/twin-b.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    bob.sdk().rm("/twin-b.bin")
+    result = _sweep(deployment, instances)
+    assert _stored(deployment, instances, blocks) == set()
+    assert sum(result["deleted"].values()) >= len(blocks)
+    # every block left in any bucket is named by some link file: no orphans
+    linked = set()
+    for path in deployment.efs_root().joinpath("ns").rglob("*"):
+        if path.is_file() and path.stat().st_mode & 0o1000:
+            doc = json.loads(path.read_bytes())
+            linked |= {b["hash"] for c in (doc.get("erasure") or {}).get("chunks", []) for b in c["blocks"]}
+    for region, out in instances.items():
+        listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
+        assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
+
+
+def test_cost_report_counts_blocks_in_every_region(instances, carol, tmp_path):
+    sdk = carol.sdk()
+    src = tmp_path / "cost.bin"
+    src.write_bytes(os.urandom(4 * MiB + 3))
+    sdk.put(src, "/cost.bin", coded=True)
+    expected: dict[str, int] = {}
+    for chunk in _expected_blocks(src.read_bytes(), list(instances)):
+        for region, _, block in chunk:
+            expected[region] = expected.get(region, 0) + len(block)
+    report = carol.api().call("GET", "/v1/usage").json()
+    usage = report["usage"]
+    assert usage["coded_files"] == 1 and usage["coded_region_bytes"] == expected
+    assert usage["s3_bytes"] == sum(expected.values())  # n/k of the file: 1.5 × for RS(3,2)
+    assert usage["s3_bytes"] == pytest.approx(1.5 * src.stat().st_size, rel=0.01)
+    price = report["costs"]
+    assert set(report["region_storage_costs"]) == set(expected) and price
+    assert all(v > 0 for v in report["region_storage_costs"].values())

@@ -1,0 +1,102 @@
+"""Round trips that cross every window boundary of the patcher (old-file window, output buffer,
+decompressed op chunks) and exercise both ways the encoder checks a run (short runs block by
+block, long runs in bulk).
+
+The patcher's windows are 1 MiB in production; here they are shrunk to a few bytes so that small
+random files cross them many times."""
+
+import io
+import random
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hycloud_core.delta import delta, encoder, patch, patch_bytes, patcher, signature_bytes
+from hycloud_core.delta.errors import DeltaMismatch
+
+from .conftest import BLOCK_SIZES, edited_versions
+
+WINDOWS = st.sampled_from([(32, 8), (64, 64), (100, 7), (4096, 1024)])  # (chunk, least old read)
+
+
+def _roundtrip(old: bytes, new: bytes, block: int, piece: int = 64) -> bytes:
+    out = io.BytesIO()
+    delta(signature_bytes(old, block), io.BytesIO(new), out, piece_size=piece)
+    return patch_bytes(old, out.getvalue())
+
+
+def small_windows(chunk: int, least_read: int):
+    return mock.patch.multiple(patcher, _CHUNK=chunk, _OLD_READ=least_read)
+
+
+@settings(max_examples=150, deadline=None)
+@given(edited_versions(max_size=20_000), st.sampled_from(BLOCK_SIZES), WINDOWS)
+def test_random_edits_roundtrip_across_patch_windows(pair, block, windows):
+    old, new = pair
+    with small_windows(*windows):
+        assert _roundtrip(old, new, block) == new
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([4, 16, 64]), WINDOWS)
+def test_blocks_shuffled_and_repeated_roundtrip(seed, blocks, block, windows):
+    """Copies that jump back and forth in the old file, and one block copied again and again (as a
+    tar header is): both the window moves and the stand-alone reads."""
+    rng = random.Random(seed)
+    old = rng.randbytes(blocks * block + rng.randrange(block))
+    parts = [old[i * block : (i + 1) * block] for i in range(blocks)]
+    new = b"".join(
+        rng.choice(parts) if rng.random() < 0.3 else part for part in rng.sample(parts, len(parts))
+    )
+    new += parts[0] * rng.randrange(5) + rng.randbytes(rng.randrange(50))
+    with small_windows(*windows):
+        assert _roundtrip(old, new, block) == new
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(2_000, 30_000),
+    st.lists(st.tuples(st.floats(0, 1), st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=40),
+    st.sampled_from([16, 64, 256]),
+    st.sampled_from([0, 1, 4, 16]),
+)
+def test_many_small_edits_roundtrip_whatever_the_short_run_length(seed, size, edits, block, short):
+    """Dense small edits, so most runs are short; the block-by-block check covers 0 to 16 blocks
+    before the bulk check takes over."""
+    rng = random.Random(seed)
+    old = rng.randbytes(size)
+    new = bytearray(old)
+    for where, deleted, inserted in edits:
+        at = int(where * len(new))
+        new[at : at + deleted] = rng.randbytes(inserted)
+    out = io.BytesIO()
+    with mock.patch.object(encoder, "_SHORT_RUN", short):
+        stats = delta(signature_bytes(old, block), io.BytesIO(bytes(new)), out, piece_size=4096)
+    assert patch_bytes(old, out.getvalue()) == bytes(new)
+    assert stats.literal_bytes <= sum(ins for _, _, ins in edits) + (2 * len(edits) + 1) * block
+
+
+def test_patch_output_crosses_the_write_buffer_in_one_long_copy():
+    """A copy longer than the window is served in window-sized reads."""
+    old = random.Random(1).randbytes(10_000)
+    new = old[:3000] + b"edit" + old[3000:]
+    with small_windows(64, 16):
+        assert _roundtrip(old, new, 16) == new
+
+
+def test_old_file_shorter_than_the_copy_is_a_mismatch():
+    """The old file's size is checked first; a file that shrinks under the patch still cannot
+    yield wrong bytes silently."""
+    old = random.Random(2).randbytes(5_000)
+    out = io.BytesIO()
+    delta(signature_bytes(old, 16), io.BytesIO(old), out)
+
+    class Shrunk(io.BytesIO):
+        def seek(self, pos, whence=0):
+            return len(old) if whence == 2 else super().seek(pos, whence)
+
+    with small_windows(64, 16), pytest.raises(DeltaMismatch):
+        patch(Shrunk(old[:2_000]), io.BytesIO(out.getvalue()), io.BytesIO())

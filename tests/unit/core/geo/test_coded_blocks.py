@@ -1,0 +1,174 @@
+"""Coded layouts, repair, ring migration and the multi-source fetcher over an in-memory block store."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import time
+
+import pytest
+import requests
+
+from hycloud.transfer.coded import Fetcher, plan_queues
+from hycloud_core.codec.erasure import decode_chunk, encode_stream
+from hycloud_core.coded_layout import Block, Chunk, CodedLayout, placed
+from hycloud_core.coded_migration import migrate_layout
+from hycloud_core.coded_repair import repair_file
+from hycloud_core.errors import BadRequestError
+
+MiB = 1024 * 1024
+REGIONS = ["us-east-1", "us-west-2", "eu-west-1"]
+
+
+class MemoryStore:
+    """BlockStore's interface over a dict: (region, hash) -> bytes."""
+
+    def __init__(self, regions: list[str]) -> None:
+        self.buckets = {r: f"bucket-{r}" for r in regions}
+        self.blobs: dict[tuple[str, str], bytes] = {}
+
+    @property
+    def regions(self) -> list[str]:
+        return list(self.buckets)
+
+    def has(self, region: str, block_hash: str, size: int) -> bool:
+        data = self.blobs.get((region, block_hash))
+        return data is not None and len(data) == size and hashlib.sha256(data).hexdigest() == block_hash
+
+    def get(self, region: str, block_hash: str) -> bytes | None:
+        return self.blobs.get((region, block_hash))
+
+    def put(self, region: str, block_hash: str, data: bytes) -> None:
+        assert region in self.buckets
+        self.blobs[(region, block_hash)] = data
+
+    def delete(self, region: str, block_hash: str) -> None:
+        self.blobs.pop((region, block_hash), None)
+
+
+def _coded(data: bytes, regions: list[str], n: int = 3, k: int = 2) -> tuple[CodedLayout, dict]:
+    chunks, blocks = [], {}
+    for chunk in encode_stream(io.BytesIO(data), n, k, 1 * MiB):
+        hashes = [hashlib.sha256(b).hexdigest() for b in chunk.blocks]
+        blocks.update(zip(hashes, chunk.blocks, strict=True))
+        chunks.append(
+            Chunk(
+                chunk.length, chunk.key, [Block(h, len(b)) for h, b in zip(hashes, chunk.blocks, strict=True)]
+            )
+        )
+    return placed(CodedLayout(n, k, 1 * MiB, chunks), len(data), regions), blocks
+
+
+def _stored(layout: CodedLayout, blocks: dict, regions: list[str]) -> MemoryStore:
+    store = MemoryStore(regions)
+    for chunk in layout.chunks:
+        for b in chunk.blocks:
+            store.put(b.instance, b.hash, blocks[b.hash])
+    return store
+
+
+def test_layout_checks_code_and_lengths():
+    layout, _ = _coded(os.urandom(3 * MiB + 5), REGIONS)
+    assert [len({b.instance for b in c.blocks}) for c in layout.chunks] == [3] * 4
+    with pytest.raises(BadRequestError):
+        placed(layout, layout.size + 1, REGIONS)
+    with pytest.raises(BadRequestError):
+        placed(_coded(os.urandom(MiB), REGIONS[:2] + ["x"], 3, 1)[0], MiB, REGIONS)
+    small, _ = _coded(os.urandom(MiB), REGIONS)
+    with pytest.raises(BadRequestError):  # three blocks cannot go on two instances
+        placed(small, MiB, REGIONS[:2])
+
+
+def test_repair_rebuilds_only_lost_blocks_byte_exact():
+    layout, blocks = _coded(os.urandom(4 * MiB), REGIONS)
+    store = _stored(layout, blocks, REGIONS)
+    lost = [(r, h) for (r, h) in store.blobs if r == "us-west-2"]
+    for key in lost:
+        del store.blobs[key]
+    count = repair_file(layout, "us-west-2", store)
+    assert count.rebuilt == count.checked == len(lost) and count.unrecoverable == 0
+    assert all(store.blobs[key] == blocks[key[1]] for key in lost)
+
+
+def test_adding_a_fourth_instance_moves_only_what_the_ring_moves():
+    layout, blocks = _coded(os.urandom(40 * MiB), REGIONS)
+    store = _stored(layout, blocks, REGIONS + ["ap-south-1"])
+    before = [[b.instance for b in c.blocks] for c in layout.chunks]
+    result = migrate_layout(layout, REGIONS + ["ap-south-1"], store)
+    after = [[b.instance for b in c.blocks] for c in layout.chunks]
+    changed = [
+        (x, y)
+        for old, new in zip(before, after, strict=True)
+        for x, y in zip(old, new, strict=True)
+        if x != y
+    ]
+    assert result.moved == len(changed) > 0 and result.kept == 3 * len(layout.chunks) - len(changed)
+    assert all(y == "ap-south-1" for _, y in changed)  # blocks only go to the new instance
+    assert len(changed) < 3 * len(layout.chunks) / 2  # about 1/4 of 3 blocks per chunk move
+    for chunk in layout.chunks:
+        for b in chunk.blocks:
+            assert store.blobs[(b.instance, b.hash)] == blocks[b.hash]
+    assert len(result.stale) == result.moved
+
+
+def _fetcher(layout, blocks, get_delay, fail=(), rebalance=True):
+    urls = {
+        f"{ci}/{bi}": f"{b.instance}|{b.hash}"
+        for ci, c in enumerate(layout.chunks)
+        for bi, b in enumerate(c.blocks)
+    }
+
+    class Answer:
+        status_code = 200
+
+        def __init__(self, body):
+            self.content = body
+            self.elapsed = __import__("datetime").timedelta(seconds=0.001)
+
+    def get(region, url):
+        if region in fail:
+            raise requests.ConnectionError("refused")
+        time.sleep(get_delay.get(region, 0.0))
+        return Answer(blocks[url.split("|")[1]])
+
+    queues, _ = plan_queues(layout, {})
+    return Fetcher(layout, urls, queues, get, rebalance)
+
+
+def _run(fetcher, layout) -> bytes:
+    out = {}
+
+    def keep(ci, got):
+        out[ci] = decode_chunk(got)
+
+    fetcher.start(keep, 2)
+    fetcher.wait()
+    assert fetcher.error in (None, "")
+    return b"".join(out[i] for i in range(len(layout.chunks)))
+
+
+def test_fetcher_survives_an_unreachable_instance():
+    data = os.urandom(6 * MiB)
+    layout, blocks = _coded(data, REGIONS)
+    fetcher = _fetcher(layout, blocks, {}, fail={"eu-west-1"})
+    assert _run(fetcher, layout) == data
+    assert fetcher.dead == {"eu-west-1"} and fetcher.stats["eu-west-1"].blocks == 0
+
+
+def test_fetcher_moves_a_slow_instances_blocks():
+    data = os.urandom(8 * MiB)
+    layout, blocks = _coded(data, REGIONS)
+    fetcher = _fetcher(layout, blocks, {"us-west-2": 5.0, "us-east-1": 0.01, "eu-west-1": 0.01})
+    started = time.monotonic()
+    assert _run(fetcher, layout) == data
+    assert time.monotonic() - started < 5.0  # nobody waited for the slow instance
+    assert fetcher.stats["us-west-2"].blocks == 0 and fetcher.moved >= 1
+
+
+def test_fetcher_fails_when_two_instances_are_lost():
+    layout, blocks = _coded(os.urandom(2 * MiB), REGIONS)
+    fetcher = _fetcher(layout, blocks, {}, fail={"eu-west-1", "us-west-2"})
+    fetcher.start(lambda ci, got: None, 2)
+    fetcher.wait()
+    assert fetcher.error and fetcher.written == 0
