@@ -1,0 +1,264 @@
+"""Carries out a plan, recording each file's new agreed state as soon as it is done (the journal
+a killed sync resumes from). Small files go through `sdk.bundles` in batches; large files
+through `put`/`get`, which send a delta when eq. 2 says it pays."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hycloud_core import content
+from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
+
+from ..sdk import HyCloud, bundles
+from ..sdk.trees import restore_metadata
+from .diff import Differences, full_path, merkle_of
+from .plan import Plan
+from .progress import SyncProgress
+from .scan import LocalTree, remember_file
+from .state import BaseEntry, SyncState
+
+BATCH = 256  # files per put_files/get_files call (four bundles at once); a killed sync re-checks one batch
+BUSY_TRIES, BUSY_PAUSE = 3, 1.0  # files refused as busy (a path lease held elsewhere) are sent again
+Done = Callable[[str, str], None]
+
+
+@dataclass
+class Outcome:
+    transferred: list[str] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    client: HyCloud
+    root: str
+    local_root: Path
+    local: LocalTree
+    diff: Differences
+    state: SyncState
+    base: dict[str, BaseEntry]
+    progress: SyncProgress
+    on_done: Done
+    outcome: Outcome = field(default_factory=Outcome)
+
+    def remote(self, rel: str) -> str:
+        return full_path(self.root, rel)
+
+    def path(self, rel: str) -> Path:
+        return self.local_root / rel
+
+    def failed(self, rel: str, error: Exception | str) -> None:
+        self.outcome.failed.append({"path": rel, "error": str(error)})
+
+
+def transfer_sizes(ctx: Context, plan: Plan) -> dict[str, dict]:
+    """Each file to send or fetch with its size (and, for the cloud's files, the listing entry)."""
+    rels = [*plan.copies, *(c.rel for c in plan.conflicts)]
+    if plan.direction == "push":
+        return {rel: {"size": ctx.local.files[rel].size} for rel in rels}
+    return remote_entries(ctx.client, ctx.root, rels)
+
+
+def remote_entries(client: HyCloud, root: str, rels: Iterable[str]) -> dict[str, dict]:
+    """Listing entries of the cloud's files, one directory listing per folder holding any."""
+    folders: dict[str, set[str]] = {}
+    for rel in rels:
+        parent, _, name = rel.rpartition("/")
+        folders.setdefault(parent, set()).add(name)
+
+    def listing(parent: str) -> dict[str, dict]:
+        wanted = folders[parent]
+        try:
+            entries = client.iter_dir(full_path(root, parent))
+            return {_join(parent, e["name"]): e for e in entries if e["name"] in wanted}
+        except NotFoundError:
+            return {}
+
+    out: dict[str, dict] = {}
+    with ThreadPoolExecutor(8) as pool:
+        for found in pool.map(listing, list(folders)):
+            out.update(found)
+    return out
+
+
+def _join(parent: str, name: str) -> str:
+    return f"{parent}/{name}" if parent else name
+
+
+def execute(ctx: Context, plan: Plan, sizes: dict[str, dict]) -> Outcome:
+    push = plan.direction == "push"
+    for rel in _needed_dirs(plan) if push else plan.mkdirs:
+        _guard(ctx, rel, lambda r=rel: _make_dir(ctx, r, push))
+    pairs = _resolve_conflicts(ctx, plan, push)
+    for old, new in plan.moves:
+        if _guard(ctx, new, lambda o=old, n=new: _move(ctx, o, n, push)):
+            ctx.on_done("moved", f"{old} -> {new}")
+    pairs += [(rel, rel) for rel in plan.copies]
+    (_push if push else _pull)(ctx, pairs, sizes)
+    for rel in plan.deletes:
+        if _guard(ctx, rel, lambda r=rel: _delete(ctx, r, push)):
+            ctx.state.record(rel, None)
+            ctx.on_done("deleted", rel)
+    for rel in plan.rmdirs:
+        _remove_dir(ctx, rel, push)
+    return ctx.outcome
+
+
+def _make_dir(ctx: Context, rel: str, push: bool) -> None:
+    if push:
+        ctx.client.mkdir(ctx.remote(rel), parents=True)
+    else:
+        ctx.path(rel).mkdir(parents=True, exist_ok=True)
+
+
+def _needed_dirs(plan: Plan) -> list[str]:
+    """Folders to make in the cloud: uploads make their parents, so only those left empty."""
+    filled = set()
+    for rel in [*plan.copies, *(c.rel for c in plan.conflicts)]:
+        parts = rel.split("/")[:-1]
+        filled.update("/".join(parts[:i]) for i in range(len(parts) + 1))
+    return [rel for rel in plan.mkdirs if rel not in filled]
+
+
+def _guard(ctx: Context, rel: str, step: Callable[[], object]) -> bool:
+    try:
+        step()
+        return True
+    except (HyCloudError, OSError) as e:
+        ctx.failed(rel, e)
+        return False
+
+
+def _resolve_conflicts(ctx: Context, plan: Plan, push: bool) -> list[tuple[str, str]]:
+    """Set the losing version aside; returns (source rel, destination rel) pairs still to copy."""
+    pairs = []
+    for c in plan.conflicts:
+        if c.winner == "destination":
+            pairs.append((c.rel, c.loser_name))  # the source's version lands beside the winner
+        elif _guard(ctx, c.rel, lambda c=c: _move(ctx, c.rel, c.loser_name, push, record=False)):
+            pairs.append((c.rel, c.rel))
+    return pairs
+
+
+def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> None:
+    if push:
+        ctx.client.mv(ctx.remote(old), ctx.remote(new))
+    else:
+        ctx.path(new).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(ctx.path(old), ctx.path(new))
+    if record:
+        before = ctx.base.get(old)
+        ctx.state.record(old, None)
+        if before is not None and before.content_hash:
+            entry = BaseEntry(
+                merkle_of(ctx.root, new, before.content_hash), before.content_hash, before.mtime
+            )
+            ctx.state.record(new, entry)
+
+
+def _delete(ctx: Context, rel: str, push: bool) -> None:
+    if push:
+        ctx.client.rm(ctx.remote(rel))
+    else:
+        ctx.path(rel).unlink(missing_ok=True)
+
+
+def _remove_dir(ctx: Context, rel: str, push: bool) -> None:
+    """A folder the source no longer has, removed only once empty."""
+    try:
+        if push:
+            ctx.client.rmdir(ctx.remote(rel))
+        else:
+            ctx.path(rel).rmdir()
+        ctx.on_done("removed", rel + "/")
+    except (ConflictError, NotFoundError, OSError):
+        pass
+
+
+def _push(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) -> None:
+    threshold = ctx.client.small_file_threshold
+    small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
+    for batch in _batches(small):
+        for attempt in range(BUSY_TRIES):
+            results = bundles.put_files(
+                ctx.client, [(ctx.path(s), ctx.remote(d)) for s, d in batch], ctx.progress
+            )
+            busy = [p for p, r in zip(batch, results, strict=True) if r.get("code") == "busy"]
+            for pair, result in zip(batch, results, strict=True):
+                if pair not in busy or attempt == BUSY_TRIES - 1:
+                    _pushed(ctx, *pair, result.get("error"))
+            if not busy:
+                break
+            batch = busy  # a path another operation held: once it is done, try again
+            time.sleep(BUSY_PAUSE * (attempt + 1))
+    for src, dst in (p for p in pairs if sizes[p[0]]["size"] > threshold):
+        f = ctx.local.files[src]
+        try:
+            ctx.client.put(
+                ctx.path(src),
+                ctx.remote(dst),
+                parents=True,
+                progress=ctx.progress,
+                mtime=f.mtime,
+                mode=f.mode,
+            )
+            _pushed(ctx, src, dst, None)
+        except HyCloudError as e:
+            _pushed(ctx, src, dst, e)
+
+
+def _pushed(ctx: Context, src: str, dst: str, error: object) -> None:
+    if error:
+        return ctx.failed(dst, str(error))
+    f = ctx.local.files[src]
+    ctx.state.record(src, BaseEntry(merkle_of(ctx.root, src, f.content_hash), f.content_hash, f.mtime))
+    ctx.outcome.transferred.append(dst)
+    ctx.progress.file_done()
+    ctx.on_done("uploaded", dst)
+
+
+def _pull(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) -> None:
+    threshold = ctx.client.small_file_threshold
+    missing = [p for p in pairs if p[0] not in sizes]
+    for src, _ in missing:
+        ctx.failed(src, "no longer in the cloud")
+    pairs = [p for p in pairs if p[0] in sizes]
+    small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
+    for batch in _batches(small):
+        for _, dst in batch:
+            ctx.path(dst).parent.mkdir(parents=True, exist_ok=True)
+        results = bundles.get_files(
+            ctx.client, [(ctx.remote(s), ctx.path(d)) for s, d in batch], ctx.progress
+        )
+        for (src, dst), result in zip(batch, results, strict=True):
+            _pulled(ctx, src, dst, sizes[src], result.get("error"))
+    for src, dst in (p for p in pairs if sizes[p[0]]["size"] > threshold):
+        try:
+            ctx.path(dst).parent.mkdir(parents=True, exist_ok=True)
+            ctx.client.get(ctx.remote(src), ctx.path(dst), progress=ctx.progress)
+            _pulled(ctx, src, dst, sizes[src], None)
+        except (HyCloudError, OSError) as e:
+            _pulled(ctx, src, dst, sizes[src], e)
+
+
+def _pulled(ctx: Context, src: str, dst: str, entry: dict, error: object) -> None:
+    if error:
+        return ctx.failed(dst, str(error))
+    local = ctx.path(dst)
+    restore_metadata(local, entry)
+    digest = content.hash_file(local)[0]
+    f = remember_file(ctx.state, local, digest)
+    ctx.state.record(src, BaseEntry(ctx.diff.remote[src].merkle, digest, f.mtime))
+    ctx.outcome.transferred.append(dst)
+    ctx.progress.file_done()
+    ctx.on_done("downloaded", dst)
+
+
+def _batches(items: list, size: int = BATCH) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,151 @@
+"""What a sync does, decided per differing path from three states: the source's, the
+destination's and both sides' at the last sync (the base).
+
+The destination is made like the source, except where that would lose what changed at the
+destination since the last sync:
+
+- only the source changed (or the destination lost the file): copy it;
+- only the destination changed: keep it (reported, not overwritten);
+- both changed, or there is no last sync and both have different files: a conflict; the newer by
+  mtime wins, the other is kept beside it as `name.conflict-<device>-<time>`;
+- the source deleted it: deleted at the destination with --delete, if unchanged there since the
+  last sync (or when the pair was never synced); a deletion plus a new file with the same content
+  is a move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .conflicts import CLOUD, conflict_name
+from .diff import Differences, merkle_of
+from .scan import LocalTree
+from .state import BaseEntry
+
+Direction = Literal["push", "pull"]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    rel: str
+    winner: Literal["source", "destination"]
+    loser_name: str  # where the losing version is kept, relative to the synced root
+
+
+@dataclass
+class Plan:
+    direction: Direction
+    mkdirs: list[str] = field(default_factory=list)
+    copies: list[str] = field(default_factory=list)
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    rmdirs: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # changed at the destination only
+    not_deleted: list[str] = field(default_factory=list)  # gone at the source; no --delete
+    clashes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.mkdirs or self.copies or self.moves or self.deletes or self.rmdirs or self.conflicts)
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Merkle hashes of one path: source, destination, base (None where absent), and mtimes."""
+
+    src: str | None
+    dst: str | None
+    base: str | None
+    src_mtime: float
+    dst_mtime: float
+
+
+def make_plan(
+    direction: Direction,
+    root: str,
+    diff: Differences,
+    local: LocalTree,
+    base: dict[str, BaseEntry],
+    history: bool,
+    delete: bool,
+    device: str,
+) -> Plan:
+    plan = Plan(direction, clashes=sorted(diff.clashes))
+    src_dirs, dst_dirs = (
+        (diff.local_dirs, diff.remote_dirs) if direction == "push" else (diff.remote_dirs, diff.local_dirs)
+    )
+    plan.mkdirs = sorted(src_dirs)
+    for rel in sorted(diff.files):
+        sides = _sides(direction, root, rel, diff, local, base)
+        _decide(plan, rel, sides, history, delete, device)
+    if delete:
+        plan.rmdirs = sorted(dst_dirs, reverse=True)  # deepest first; a folder still holding files stays
+        _find_moves(plan, root, diff, local, base)
+    return plan
+
+
+def _sides(
+    direction: Direction, root: str, rel: str, diff: Differences, local: LocalTree, base: dict
+) -> Sides:
+    lf, rf = local.files.get(rel), diff.remote.get(rel)
+    lh = merkle_of(root, rel, lf.content_hash) if lf else None
+    rh = rf.merkle if rf else None
+    lt, rt = (lf.mtime if lf else 0.0), (rf.mtime if rf else 0.0)
+    b = base.get(rel)
+    bh = b.merkle if b else None
+    return Sides(lh, rh, bh, lt, rt) if direction == "push" else Sides(rh, lh, bh, rt, lt)
+
+
+def _decide(plan: Plan, rel: str, s: Sides, history: bool, delete: bool, device: str) -> None:
+    if s.src == s.dst:
+        return
+    if s.src is None:
+        if not delete:
+            plan.not_deleted.append(rel)
+        elif s.dst == s.base or not history:
+            plan.deletes.append(rel)
+        else:
+            plan.kept.append(rel)
+    elif s.dst is None or (s.dst == s.base and s.base is not None):
+        plan.copies.append(rel)
+    elif s.src == s.base:
+        plan.kept.append(rel)
+    else:
+        plan.conflicts.append(_conflict(plan.direction, rel, s, device))
+
+
+def _conflict(direction: Direction, rel: str, s: Sides, device: str) -> Conflict:
+    """Newer by mtime wins; on a tie the source wins (it is what the user asked to send)."""
+    src_device, dst_device = (device, CLOUD) if direction == "push" else (CLOUD, device)
+    if s.src_mtime >= s.dst_mtime:
+        return Conflict(rel, "source", conflict_name(rel, dst_device, s.dst_mtime))
+    return Conflict(rel, "destination", conflict_name(rel, src_device, s.src_mtime))
+
+
+def _find_moves(
+    plan: Plan, root: str, diff: Differences, local: LocalTree, base: dict[str, BaseEntry]
+) -> None:
+    """A deleted file whose content reappears at a new path is moved there, not re-sent."""
+    gone = {base[rel].content_hash: rel for rel in plan.deletes if rel in base and base[rel].content_hash}
+    if not gone:
+        return
+    for rel in list(plan.copies):
+        if rel in base:
+            continue
+        old = _same_content(plan.direction, root, rel, diff, local, gone)
+        if old is not None:
+            plan.copies.remove(rel)
+            plan.deletes.remove(old)
+            plan.moves.append((old, rel))
+            gone = {h: r for h, r in gone.items() if r != old}
+
+
+def _same_content(
+    direction: Direction, root: str, rel: str, diff: Differences, local: LocalTree, gone: dict
+) -> str | None:
+    if direction == "push":
+        return gone.get(local.files[rel].content_hash)
+    remote = diff.remote[rel].merkle
+    return next((old for h, old in gone.items() if merkle_of(root, rel, h) == remote), None)

@@ -1,0 +1,153 @@
+"""The client's operation queue (seed 000 §III-C): while the controller answers 503/429 or the
+client's own link is busy, operations wait on disk (`control.local_queue`, a journal that
+survives a restart) and redundant ones are merged away (`control.elimination`: an upload followed
+by another upload or a delete of the same path) before anything is sent."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from hycloud_core.control.elimination import LocalOp
+from hycloud_core.control.fop import OpKind
+from hycloud_core.control.local_queue import LocalOperationQueue, link_congested
+from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
+
+from ..sdk import HyCloud
+from ..versions import state_path
+
+OVERLOADED = (429, 503)
+FIRST_WAIT, LONGEST_WAIT = 1.0, 30.0
+WINDOW = 2.0  # seconds of recent transfers the link's load is measured over
+DEFAULT_CAPACITY = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
+
+
+class LinkMeter:
+    """The client's recent send rate against the link's measured capacity."""
+
+    def __init__(self, capacity: float | None) -> None:
+        self.capacity = capacity or DEFAULT_CAPACITY
+        self._sent: deque[tuple[float, int]] = deque()
+        self._lock = threading.Lock()
+
+    def __call__(self, nbytes: int) -> None:
+        with self._lock:
+            self._sent.append((time.monotonic(), nbytes))
+
+    def throughput(self) -> float:
+        cutoff = time.monotonic() - WINDOW
+        with self._lock:
+            while self._sent and self._sent[0][0] < cutoff:
+                self._sent.popleft()
+            return sum(n for _, n in self._sent) / WINDOW
+
+    def congested(self) -> bool:
+        return link_congested(self.throughput(), self.capacity)
+
+
+def new_op(kind: OpKind, path: str, creates: bool = False, **data: object) -> LocalOp:
+    return LocalOp(uuid.uuid4().hex, kind, path, creates=creates, data=data)
+
+
+class OperationQueue:
+    """Sends operations at once on a clear path; holds and merges them while congested."""
+
+    def __init__(
+        self,
+        client: HyCloud,
+        name: str,
+        directory: Path | None = None,
+        on_sent: Callable[[LocalOp], None] = lambda op: None,
+    ) -> None:
+        self.client = client
+        self.queue = LocalOperationQueue(directory or state_path().parent / "queues" / name)
+        self.link = LinkMeter(client.store.rate("up"))
+        self.on_sent = on_sent
+        self.sent: list[LocalOp] = []
+        self.failed: list[dict] = []
+        self.submitted = len(self.queue.pending())  # held by an earlier run count as submitted
+        self._wait, self._retry_at = FIRST_WAIT, 0.0
+
+    def submit(self, op: LocalOp) -> None:
+        self.submitted += 1
+        self._refresh()
+        for ready in self.queue.submit(op):
+            if not self._send(ready):
+                self.queue.submit(ready)  # the controller refused it: held until it recovers
+
+    def pending(self) -> list[LocalOp]:
+        return self.queue.pending()
+
+    @property
+    def eliminated(self) -> int:
+        """Operations merged away before they were sent."""
+        return self.submitted - len(self.sent) - len(self.failed) - len(self.pending())
+
+    def flush(self) -> int:
+        """Send what is held once the bottleneck has cleared; returns how many were sent."""
+        self._refresh()
+        done: list[str] = []
+        for op in self.queue.ready_batch():
+            if not self._send(op):
+                break
+            done.append(op.op_id)
+        if done:
+            self.queue.confirm(done)
+        return len(done)
+
+    def _refresh(self) -> None:
+        overloaded = self.queue.controller_overloaded and time.monotonic() < self._retry_at
+        self.queue.set_congestion(overloaded, self.link.congested())
+
+    def _send(self, op: LocalOp) -> bool:
+        """Carry out one operation; False when the controller is overloaded (nothing was done)."""
+        try:
+            self._perform(op)
+        except HyCloudError as e:
+            if e.status in OVERLOADED:
+                self._retry_at, self._wait = time.monotonic() + self._wait, min(self._wait * 2, LONGEST_WAIT)
+                self.queue.set_congestion(True, self.queue.link_congested)
+                return False
+            self.failed.append({"path": op.path, "kind": op.kind.value, "error": e.message})
+            return True
+        self._wait = FIRST_WAIT
+        self.sent.append(op)
+        self.on_sent(op)
+        return True
+
+    def _perform(self, op: LocalOp) -> None:
+        client = self.client
+        if op.kind is OpKind.UPLOAD:
+            local = Path(str(op.data["local"]))
+            if local.is_file():  # gone since: its delete follows in the queue
+                st = local.stat()
+                client.put(
+                    local,
+                    op.path,
+                    parents=True,
+                    progress=self.link,
+                    mtime=st.st_mtime,
+                    mode=st.st_mode & 0o777,
+                )
+        elif op.kind is OpKind.DELETE:
+            _quietly(lambda: client.rm(op.path), NotFoundError)
+        elif op.kind is OpKind.MKDIR:
+            client.mkdir(op.path, parents=True)
+        elif op.kind is OpKind.RMDIR:
+            _quietly(lambda: client.rmdir(op.path), NotFoundError, ConflictError)
+        elif op.kind is OpKind.MOVE:
+            assert op.dest is not None
+            client.mv(op.path, op.dest)
+        else:
+            raise ValueError(f"cannot queue a {op.kind.value}")
+
+
+def _quietly(step: Callable[[], object], *errors: type[Exception]) -> None:
+    try:
+        step()
+    except errors:
+        pass

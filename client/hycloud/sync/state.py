@@ -1,0 +1,120 @@
+"""What sync remembers between runs, in SQLite beside the config (as `versions.py`).
+
+- `hashes`: each local file's content hash with the size and mtime it had when hashed, so a
+  rescan re-hashes only files whose size or mtime changed.
+- `base`: per sync pair (endpoint, user, remote root, local root), each file's state at the last
+  sync, written as each transfer completes: it tells "changed on one side" from "changed on both"
+  and is the journal a killed sync resumes from (done files already agree and are not re-sent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..versions import state_path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sync_hashes (
+    local TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, content_hash TEXT);
+CREATE TABLE IF NOT EXISTS sync_base (
+    pair TEXT, rel TEXT, merkle TEXT, content_hash TEXT, mtime REAL,
+    PRIMARY KEY (pair, rel));
+CREATE TABLE IF NOT EXISTS sync_pairs (pair TEXT PRIMARY KEY, endpoint TEXT, remote TEXT,
+    local TEXT, started REAL, finished REAL);
+"""
+
+
+@dataclass(frozen=True)
+class BaseEntry:
+    """A file as both sides held it after the last sync: its Merkle hash and, if known, content hash."""
+
+    merkle: str
+    content_hash: str | None
+    mtime: float
+
+
+def pair_id(endpoint: str, user: str, remote_root: str, local_root: Path) -> str:
+    key = "\n".join((endpoint.rstrip("/"), user, remote_root, str(local_root.resolve())))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+class SyncState:
+    """One connection per store; every write is its own short transaction (WAL)."""
+
+    def __init__(self, pair: str, path: Path | None = None) -> None:
+        self.pair = pair
+        self.path = path or state_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- local content hashes -------------------------------------------------------------------
+    def cached_hashes(self, root: Path) -> dict[str, tuple[int, int, str]]:
+        prefix = str(root.resolve()).rstrip("/") + "/"
+        rows = self.db.execute(
+            "SELECT local, size, mtime_ns, content_hash FROM sync_hashes WHERE local >= ? AND local < ?",
+            (prefix, prefix[:-1] + "0"),
+        )
+        return {local: (size, mtime_ns, h) for local, size, mtime_ns, h in rows}
+
+    def save_hashes(self, rows: Iterable[tuple[str, int, int, str]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO sync_hashes VALUES (?,?,?,?)", rows)
+
+    # --- state at the last sync -------------------------------------------------------------------
+    def has_history(self) -> bool:
+        """Whether a sync of this pair ever ran to its end."""
+        row = self.db.execute("SELECT finished FROM sync_pairs WHERE pair=?", (self.pair,)).fetchone()
+        return row is not None and row[0] is not None
+
+    def interrupted(self) -> bool:
+        row = self.db.execute(
+            "SELECT started, finished FROM sync_pairs WHERE pair=?", (self.pair,)
+        ).fetchone()
+        return row is not None and (row[1] is None or row[1] < row[0])
+
+    def begin(self, endpoint: str, remote: str, local: Path) -> None:
+        now = time.time()
+        with self.db:
+            self.db.execute(
+                "INSERT INTO sync_pairs VALUES (?,?,?,?,?,NULL) ON CONFLICT(pair) DO UPDATE SET started=?",
+                (self.pair, endpoint, remote, str(local.resolve()), now, now),
+            )
+
+    def finish(self) -> None:
+        with self.db:
+            self.db.execute("UPDATE sync_pairs SET finished=? WHERE pair=?", (time.time(), self.pair))
+
+    def base(self) -> dict[str, BaseEntry]:
+        rows = self.db.execute(
+            "SELECT rel, merkle, content_hash, mtime FROM sync_base WHERE pair=?", (self.pair,)
+        )
+        return {rel: BaseEntry(m, h, t) for rel, m, h, t in rows}
+
+    def record(self, rel: str, entry: BaseEntry | None) -> None:
+        """One file's new agreed state (None: gone on both sides)."""
+        with self.db:
+            self._write(rel, entry)
+
+    def record_many(self, entries: dict[str, BaseEntry | None]) -> None:
+        with self.db:
+            for rel, entry in entries.items():
+                self._write(rel, entry)
+
+    def _write(self, rel: str, entry: BaseEntry | None) -> None:
+        if entry is None:
+            self.db.execute("DELETE FROM sync_base WHERE pair=? AND rel=?", (self.pair, rel))
+        else:
+            self.db.execute(
+                "INSERT OR REPLACE INTO sync_base VALUES (?,?,?,?,?)",
+                (self.pair, rel, entry.merkle, entry.content_hash, entry.mtime),
+            )

@@ -1,0 +1,129 @@
+"""Sync against an in-memory cloud: what is sent, kept, deleted and set aside, and in how many rounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from hycloud.sync import SyncOptions, sync
+from hycloud.sync.filters import PathFilter
+from tests.unit.sync_fake_cloud import FakeCloud, FileByFile, write
+
+
+@pytest.fixture(autouse=True)
+def state_file(tmp_path, monkeypatch):
+    monkeypatch.setattr("hycloud.sync.executor.bundles", FileByFile)
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state.sqlite3"))
+    monkeypatch.setenv("HYCLOUD_DEVICE", "laptop")
+
+
+def tree(root, files):
+    for rel, data in files.items():
+        write(root / rel, data)
+
+
+def test_push_then_nothing_to_do_in_one_round(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "a"
+    tree(local, {"x.txt": b"x", "d/y.txt": b"y", "d/e/z.txt": b"z" * 2000})
+    first = sync(cloud, local, "/p/q", "push")
+    assert first["files"] == 3 and cloud.files["/p/q/d/e/z.txt"][0] == b"z" * 2000
+    cloud.calls.clear()
+    again = sync(cloud, local, "/p/q", "push")
+    assert (again["files"], again["bytes"], again["rounds"]) == (0, 0, 1)
+    assert cloud.calls == ["merkle"]
+    write(local / "d/e/z.txt", b"edited")
+    edited = sync(cloud, local, "/p/q", "push")
+    assert edited["copied"] == ["d/e/z.txt"] and edited["rounds"] == 4  # h = 3 levels below /p/q, plus /p/q
+
+
+def test_pull_edits_adds_deletes_and_a_rename(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "b"
+    for i in range(5):
+        cloud.files[f"/r/f{i}.txt"] = (f"content {i}".encode(), 1000.0 + i)
+    cloud.dirs.add("/r")
+    assert sync(cloud, local, "/r", "pull")["files"] == 5
+    cloud.files["/r/f0.txt"] = (b"edited", 2000.0)
+    cloud.files["/r/new/g.txt"] = (b"new", 2000.0)
+    cloud.dirs.add("/r/new")
+    del cloud.files["/r/f1.txt"]
+    cloud.files["/r/moved.txt"] = cloud.files.pop("/r/f2.txt")
+    report = sync(cloud, local, "/r", "pull", SyncOptions(delete=True))
+    assert sorted(report["copied"]) == ["f0.txt", "new/g.txt"]
+    assert report["moved"] == [{"from": "f2.txt", "to": "moved.txt"}] and report["deleted"] == ["f1.txt"]
+    names = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    assert names == ["f0.txt", "f3.txt", "f4.txt", "moved.txt", "new/g.txt"]
+    assert (local / "f0.txt").read_bytes() == b"edited" and (local / "moved.txt").read_bytes() == b"content 2"
+
+
+def test_conflict_keeps_both_and_newer_wins(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "c"
+    tree(local, {"n.txt": b"v1"})
+    sync(cloud, local, "/c", "push")
+    write(local / "n.txt", b"local edit", mtime=5000.0)
+    cloud.files["/c/n.txt"] = (b"cloud edit", 6000.0)  # newer
+    report = sync(cloud, local, "/c", "push")
+    assert report["conflicts"] == [
+        {"path": "n.txt", "winner": "destination", "kept_as": "n.txt.conflict-laptop-19700101T012320Z"}
+    ]
+    assert cloud.files["/c/n.txt"][0] == b"cloud edit"
+    assert cloud.files["/c/n.txt.conflict-laptop-19700101T012320Z"][0] == b"local edit"
+
+
+def test_changes_only_at_destination_are_kept_and_deletes_need_the_flag(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "k"
+    tree(local, {"a.txt": b"a", "b.txt": b"b"})
+    sync(cloud, local, "/k", "push")
+    cloud.files["/k/a.txt"] = (b"changed in the cloud", 9.0)
+    (local / "b.txt").unlink()
+    report = sync(cloud, local, "/k", "push")
+    assert report["kept"] == ["a.txt"] and report["not_deleted"] == ["b.txt"] and report["files"] == 0
+    assert cloud.files["/k/a.txt"][0] == b"changed in the cloud" and "/k/b.txt" in cloud.files
+    assert sync(cloud, local, "/k", "push", SyncOptions(delete=True))["deleted"] == ["b.txt"]
+    assert "/k/b.txt" not in cloud.files
+
+
+def test_dry_run_changes_nothing(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "d"
+    tree(local, {"a.txt": b"a"})
+    report = sync(cloud, local, "/d", "push", SyncOptions(dry_run=True))
+    assert report["copied"] == ["a.txt"] and report["files"] == 1 and cloud.files == {}
+
+
+def test_exclude_and_include(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "e"
+    tree(local, {"a.log": b"1", "keep.log": b"2", "build/o": b"3", "src/a.c": b"4"})
+    options = SyncOptions(exclude=("*.log", "build/"), include=("keep.log",))
+    sync(cloud, local, "/e", "push", options)
+    assert sorted(cloud.files) == ["/e/keep.log", "/e/src/a.c"]
+    cloud.files["/e/b.log"] = (b"cloud only", 1.0)
+    assert sync(cloud, local, "/e", "push", SyncOptions(delete=True, exclude=("*.log",)))["deleted"] == []
+
+
+def test_filter_matches_folders_and_files():
+    keep = PathFilter.of(["*.log", "build/"], ["keep.log"])
+    assert [keep.keeps_file(p) for p in ("a/x.log", "a/keep.log", "build/x.c", "a.txt")] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    assert not keep.keeps_dir("src/build") and keep.keeps_dir("src")
+
+
+def test_files_refused_as_busy_are_sent_again(tmp_path, monkeypatch):
+    cloud, local, refused = FakeCloud(), tmp_path / "busy", []
+    tree(local, {"a.txt": b"a", "b.txt": b"b"})
+    monkeypatch.setattr("hycloud.sync.executor.BUSY_PAUSE", 0.0)
+
+    class OnceBusy(FileByFile):
+        @staticmethod
+        def put_files(client, pairs, progress=None):
+            if not refused:
+                refused.append(pairs[0][1])
+                first = {"path": pairs[0][1], "status": "error", "error": "busy; retry", "code": "busy"}
+                return [first, *FileByFile.put_files(client, pairs[1:], progress)]
+            return FileByFile.put_files(client, pairs, progress)
+
+    monkeypatch.setattr("hycloud.sync.executor.bundles", OnceBusy)
+    report = sync(cloud, local, "/busy", "push")
+    assert report["files"] == 2 and not report["failed"] and refused == ["/busy/a.txt"]
+    assert sorted(cloud.files) == ["/busy/a.txt", "/busy/b.txt"]

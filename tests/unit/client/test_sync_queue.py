@@ -1,0 +1,74 @@
+"""The operation queue: held while the controller answers 503, merged, kept across a restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from hycloud.sync.queue import OperationQueue, new_op
+from hycloud_core.control.fop import OpKind
+from hycloud_core.errors import HyCloudError
+
+
+class BusyCloud:
+    """Refuses every change with 503 while `busy`; records what it carried out."""
+
+    def __init__(self) -> None:
+        self.busy = True
+        self.done: list[str] = []
+        self.store = type("S", (), {"rate": staticmethod(lambda kind: None)})()
+
+    def _change(self, what: str) -> dict:
+        if self.busy:
+            raise HyCloudError("overloaded", code="overloaded", status=503)
+        self.done.append(what)
+        return {}
+
+    def put(self, local, remote, **_):
+        return self._change(f"put {remote}")
+
+    def rm(self, path):
+        return self._change(f"rm {path}")
+
+    def mkdir(self, path, **_):
+        return self._change(f"mkdir {path}")
+
+
+@pytest.fixture
+def files(tmp_path):
+    for name in ("a.txt", "x.txt"):
+        (tmp_path / name).write_bytes(b"data")
+    return tmp_path
+
+
+def test_a_held_upload_then_its_delete_sends_neither_and_the_queue_survives_a_restart(files, monkeypatch):
+    monkeypatch.setattr("hycloud.sync.queue.FIRST_WAIT", 0.0)
+    cloud, folder = BusyCloud(), files / "queue"
+    queue = OperationQueue(cloud, "pair", directory=folder)
+    queue.submit(new_op(OpKind.UPLOAD, "/w/a.txt", creates=True, local=str(files / "a.txt")))
+    queue.submit(new_op(OpKind.UPLOAD, "/w/x.txt", creates=True, local=str(files / "x.txt")))
+    queue.submit(new_op(OpKind.DELETE, "/w/x.txt"))
+    assert [op.path for op in queue.pending()] == ["/w/a.txt"] and queue.eliminated == 2
+    assert cloud.done == []
+    restarted = OperationQueue(cloud, "pair", directory=folder)  # a new process, same journal
+    assert [op.path for op in restarted.pending()] == ["/w/a.txt"]
+    cloud.busy = False
+    assert restarted.flush() == 1 and cloud.done == ["put /w/a.txt"]
+    assert OperationQueue(cloud, "pair", directory=folder).pending() == []
+
+
+def test_on_a_clear_path_operations_go_at_once(files):
+    cloud = BusyCloud()
+    cloud.busy = False
+    queue = OperationQueue(cloud, "pair", directory=files / "q")
+    queue.submit(new_op(OpKind.MKDIR, "/w/d"))
+    assert cloud.done == ["mkdir /w/d"] and queue.pending() == []
+
+
+def test_a_saturated_link_holds_new_operations(files):
+    cloud = BusyCloud()
+    cloud.busy = False
+    queue = OperationQueue(cloud, "pair", directory=files / "q")
+    queue.link.capacity = 1000.0
+    queue.link(10_000)  # 5,000 B/s over the window: above 90% of capacity
+    queue.submit(new_op(OpKind.MKDIR, "/w/d"))
+    assert cloud.done == [] and len(queue.pending()) == 1

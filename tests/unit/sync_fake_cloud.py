@@ -1,0 +1,105 @@
+"""An in-memory cloud with the SDK calls sync makes, its Merkle route answered by `Responder`."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from hycloud.sdk.subscribers import as_progress, report
+from hycloud_core import content
+from hycloud_core.errors import ConflictError, NotFoundError
+from hycloud_core.merkle import DirEntry, FileEntry, Responder, build_tree
+from hycloud_core.merkle.entries import parent_of
+
+
+class FakeCloud:
+    small_file_threshold = 1024
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, float]] = {}
+        self.dirs: set[str] = {"/"}
+        self.calls: list[str] = []
+        self.http = type("H", (), {"base": "http://fake"})()
+        self.store = type("S", (), {"user": "u1"})()
+
+    def merkle_children(self, paths: list[str]) -> dict:
+        self.calls.append("merkle")
+        entries = {d: DirEntry() for d in self.dirs}
+        for p, (data, mtime) in self.files.items():
+            entries[p] = FileEntry(bytes.fromhex(content.hash_bytes(data)), mtime)
+        return Responder(build_tree(entries)).answer(paths)
+
+    def _parents(self, path: str) -> None:
+        while (path := parent_of(path)) != "/":
+            self.dirs.add(path)
+
+    def put(self, local, remote, parents=False, progress=None, mtime=None, mode=None, **_):
+        self.calls.append(f"put {remote}")
+        data = Path(local).read_bytes()
+        self._parents(remote)
+        self.files[remote] = (data, mtime if mtime is not None else time.time())
+        report(as_progress(progress), "upload", len(data))
+        return {"path": remote, "size": len(data)}
+
+    def get(self, remote, local, progress=None, **_):
+        self.calls.append(f"get {remote}")
+        data, _mtime = self.files[remote]
+        Path(local).write_bytes(data)
+        report(as_progress(progress), "download", len(data))
+        return Path(local)
+
+    def iter_dir(self, path):
+        if path not in self.dirs:
+            raise NotFoundError(path)
+        for p, (data, mtime) in self.files.items():
+            if parent_of(p) == path:
+                yield {
+                    "name": p.rsplit("/", 1)[1],
+                    "path": p,
+                    "type": "file",
+                    "size": len(data),
+                    "mtime": mtime,
+                }
+
+    def mkdir(self, path, parents=False, **_):
+        self.calls.append(f"mkdir {path}")
+        self._parents(path + "/x")
+        return {"path": path}
+
+    def mv(self, src, dst, **_):
+        self.calls.append(f"mv {src} {dst}")
+        self._parents(dst)
+        self.files[dst] = self.files.pop(src)
+
+    def rm(self, path):
+        self.calls.append(f"rm {path}")
+        del self.files[path]
+
+    def rmdir(self, path, **_):
+        self.calls.append(f"rmdir {path}")
+        if any(p.startswith(path + "/") for p in [*self.files, *self.dirs]):
+            raise ConflictError("not empty")
+        self.dirs.discard(path)
+
+
+def write(path: Path, data: bytes, mtime: float | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+
+
+class FileByFile:
+    """`sdk.bundles` for the fake cloud: each file through its put/get."""
+
+    @staticmethod
+    def put_files(client, pairs, progress=None):
+        return [{**client.put(local, remote, progress=progress), "status": "ok"} for local, remote in pairs]
+
+    @staticmethod
+    def get_files(client, pairs, progress=None):
+        return [
+            {"path": remote, "local": str(client.get(remote, local, progress=progress)), "status": "ok"}
+            for remote, local in pairs
+        ]
