@@ -89,6 +89,8 @@ def test_first_get_is_direct_then_plain_get_and_put_send_deltas(alice, v1, tmp_p
     sdk.mkdir(remote.rsplit("/", 1)[0], parents=True)
     (tmp_path / "v1").write_bytes(v1)
     sdk.put(tmp_path / "v1", remote)
+    with SlowLink() as proxy:  # the client measures its upload rate on this link, not the paper's
+        hycloud(alice, proxy, state, "put", str(tmp_path / "v1"), remote + ".rate")
 
     with SlowLink() as proxy:
         first = json.loads(hycloud(alice, proxy, state, "--json", "get", remote, str(local)).stdout)

@@ -20,6 +20,7 @@ from hycloud_core.coded_layout import CodedLayout, block_key
 from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.placement.ring import HashRing
 from infra.local import deploy as local
+from tests.e2e.conftest import _make_user
 
 MiB = 1024 * 1024
 CLOSED = "http://127.0.0.1:9"  # nothing listens there: the instance is unreachable
@@ -374,7 +375,8 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
 
 
-def test_cost_report_counts_blocks_in_every_region(instances, carol, tmp_path):
+def test_cost_report_counts_blocks_in_every_region(deployment, instances, tmp_path):
+    carol = _make_user(deployment, "geo-cost")  # a user of its own: the shared ones hold other tests' files
     sdk = carol.sdk()
     src = tmp_path / "cost.bin"
     src.write_bytes(os.urandom(4 * MiB + 3))
