@@ -17,20 +17,25 @@ from ..transfer import Progress as TransferProgress
 MIN_BYTES_FOR_BAR = 4 * 1024 * 1024
 
 
+def transfer_bars() -> Progress:
+    """The one look of a transfer bar: description, bar, bytes, rate, ETA, on stderr."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
 class RichProgress(TransferProgress):
     """One bar per transfer phase (hash, upload, download); hidden for small transfers."""
 
     def __init__(self, enabled: bool = True) -> None:
         super().__init__()
-        self.bars = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
+        self.bars = transfer_bars()
         self.enabled = enabled
         self.task = None
 

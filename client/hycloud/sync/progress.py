@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+from rich.progress import Progress
+
+from ..cli.progress_bar import transfer_bars
 
 
 class SyncProgress:
@@ -26,14 +20,7 @@ class SyncProgress:
         self.total_files = 0
         self.bars: Progress | None = None
         if enabled:
-            self.bars = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
+            self.bars = transfer_bars()
         self.task = None
 
     def start(self, files: int, total_bytes: int) -> None:
