@@ -10,15 +10,13 @@ it shares with a deleted file; the chunk's other blocks remain and the repair jo
 
 from __future__ import annotations
 
-import os
-import stat as stat_mod
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .coded_layout import BLOCK_PREFIX
 from .fs.blocks import BlockStore
-from .linkfile import LinkFile, is_link_mode
+from .linkfile import link_files_under
 
 
 @dataclass
@@ -34,19 +32,7 @@ def linked_blocks(namespaces_dir: str) -> set[str]:
 
 
 def _layouts(namespaces_dir: str) -> Iterator[dict]:
-    for top, _dirs, files in os.walk(namespaces_dir):
-        for name in files:
-            host = os.path.join(top, name)
-            try:
-                st = os.lstat(host)
-                if not is_link_mode(st.st_mode) or stat_mod.S_ISLNK(st.st_mode):
-                    continue
-                with open(host, "rb") as f:
-                    link = LinkFile.from_bytes(f.read())
-            except (OSError, ValueError):
-                continue
-            if link.erasure:
-                yield link.erasure
+    return (link.erasure for link in link_files_under(namespaces_dir) if link.erasure)
 
 
 def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None) -> Sweep:

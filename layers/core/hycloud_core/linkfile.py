@@ -9,7 +9,9 @@ that a stray sticky bit on user data is never mistaken for a link.
 from __future__ import annotations
 
 import json
+import os
 import stat
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,3 +69,19 @@ class LinkFile:
 
 def is_link_mode(mode: int) -> bool:
     return stat.S_ISREG(mode) and bool(mode & stat.S_ISVTX)
+
+
+def link_files_under(folder: str) -> Iterator[LinkFile]:
+    """Every link file below `folder`; one that vanishes or is not a link while read is skipped."""
+    for top, _dirs, files in os.walk(folder):
+        for name in files:
+            host = os.path.join(top, name)
+            try:
+                st = os.lstat(host)
+                if not is_link_mode(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                    continue
+                with open(host, "rb") as f:
+                    link = LinkFile.from_bytes(f.read())
+            except (OSError, ValueError):
+                continue  # vanished meanwhile (its object was touched) or not a link
+            yield link

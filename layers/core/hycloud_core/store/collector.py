@@ -18,14 +18,13 @@ between storing and recording), once they are older than the grace period.
 from __future__ import annotations
 
 import os
-import stat as stat_mod
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..linkfile import LinkFile, is_link_mode
+from ..linkfile import link_files_under
 from .bloom import BloomFilter
 from .objects import LIVE, Objects
 from .records import _plain
@@ -145,19 +144,9 @@ class Collector:
         """Every content hash a link file names, in every namespace, retained history included."""
         if not os.path.isdir(self.namespaces_dir):
             return
-        for top, _dirs, files in os.walk(self.namespaces_dir):
-            for name in files:
-                host = os.path.join(top, name)
-                try:
-                    st = os.lstat(host)
-                    if not is_link_mode(st.st_mode) or stat_mod.S_ISLNK(st.st_mode):
-                        continue
-                    with open(host, "rb") as f:
-                        link = LinkFile.from_bytes(f.read())
-                except (OSError, ValueError):
-                    continue  # vanished meanwhile (its object was touched) or not a link
-                yield link.content_hash
-                yield from (h for h, _ in link.history)
+        for link in link_files_under(self.namespaces_dir):
+            yield link.content_hash
+            yield from (h for h, _ in link.history)
 
     def _scan(self) -> Iterator[dict]:
         kwargs: dict[str, Any] = {"ConsistentRead": True}
