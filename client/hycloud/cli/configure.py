@@ -15,7 +15,7 @@ import typer
 
 from hycloud_core.errors import HyCloudError
 
-from ..config import ClientConfig, endpoint_from_outputs, profile_name
+from ..config import ClientConfig, endpoint_from_outputs, profile_name, standby_from_outputs
 from ..sdk import HyCloud
 from .output import emit, note
 
@@ -43,6 +43,10 @@ def configure(
     key: Annotated[
         str | None, typer.Option(hidden=True, help="Deprecated: visible in shell history.")
     ] = None,
+    standby: Annotated[
+        str | None,
+        typer.Option(help="The standby controller's API URL, to fail over to (default: from --outputs)."),
+    ] = None,
 ) -> None:
     """Save the endpoint and API key of a profile, after checking them with `whoami`."""
     url = endpoint or (endpoint_from_outputs(outputs) if outputs else None)
@@ -54,10 +58,11 @@ def configure(
     if not secret:
         raise HyCloudError("no API key given", code="bad-usage", status=400)
     user = check(url, secret)
+    standby = standby or (standby_from_outputs(outputs) if outputs else None)
     name = profile_name(profile)
-    path = ClientConfig(endpoint=url, api_key=secret).save(name)
+    path = ClientConfig(endpoint=url, api_key=secret, standby=standby).save(name)
     emit(
-        {"config": str(path), "profile": name, "endpoint": url, "user": user},
+        {"config": str(path), "profile": name, "endpoint": url, "user": user, "standby": standby},
         f"saved profile '{name}' ({user}) in {path}",
     )
 
