@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -29,13 +30,31 @@ import requests
 
 from hycloud_core.errors import HyCloudError
 
-from .failover_journal import Journal
+from .failover_journal import Change, Journal
 from .http import MUTATING, Http
 
 CONNECT_TIMEOUT_S = 3.0
 LAG_POLL_S = 10.0
+REPLAY_THREADS = 8
 DOWN_CODES = ("unreachable", "outcome-unknown")
 DOWN_STATUSES = (502, 503, 504)
+
+
+def _runs(changes: list[Change]) -> Iterator[list[Change]]:
+    """Consecutive small-file writes to distinct paths together; any other change alone."""
+    run: list[Change] = []
+    for change in changes:
+        leaf = change.expected_leaf()
+        if leaf and leaf[0] not in {c.expected_leaf()[0] for c in run}:
+            run.append(change)
+            continue
+        if run:
+            yield run
+        run = [change] if leaf else []
+        if not leaf:
+            yield [change]
+    if run:
+        yield run
 
 
 def primary_down(err: HyCloudError) -> bool:
@@ -137,21 +156,22 @@ class FailoverHttp:
             )
 
     def _replay_on_standby(self) -> int:
-        """Send the standby the journaled changes it does not have; how many were sent."""
+        """Send the standby the journaled changes it does not have; how many were sent. Runs of
+        small-file writes to distinct paths go side by side, everything else in journal order."""
         changes = self.journal.take()
         have = self._standby_leaves([leaf for c in changes if (leaf := c.expected_leaf())])
-        sent = 0
-        for change in changes:
-            leaf = change.expected_leaf()
-            if leaf and have.get(leaf[0]) == leaf[1]:
-                continue
-            try:
-                self.standby.request(change.method, change.route, **change.kwargs)
-            except HyCloudError as err:
-                if err.status not in (404, 409):  # 404/409: already gone or done there
-                    raise
-            sent += 1
-        return sent
+        missing = [c for c in changes if not ((leaf := c.expected_leaf()) and have.get(leaf[0]) == leaf[1])]
+        with ThreadPoolExecutor(REPLAY_THREADS) as pool:
+            for run in _runs(missing):
+                list(pool.map(self._replay, run))
+        return len(missing)
+
+    def _replay(self, change: Change) -> None:
+        try:
+            self.standby.request(change.method, change.route, **change.kwargs)
+        except HyCloudError as err:
+            if err.status not in (404, 409):  # already gone or done there
+                raise
 
     def _standby_leaves(self, leaves: list[tuple[str, str]]) -> dict[str, str]:
         """One exchange round on the standby: the hashes of the files' folders' children."""

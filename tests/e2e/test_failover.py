@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -17,11 +18,11 @@ import pytest
 
 from hycloud.sdk import HyCloud
 
-from .conftest import Deployment, _make_user
+from .conftest import HYCLOUD, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
 DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
-SWITCH_BOUND_S = 10.0  # detection plus the replay of the writes the stale standby lacks
+SWITCH_BOUND_S = 15.0  # detection plus the replay of the writes the stale standby lacks (about 0.5 s each here)
 WRITERS = 4
 
 
@@ -64,6 +65,20 @@ class Writers:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=60)
+
+
+def status_cli(user, standby_url: str) -> dict:
+    """`hycloud --json status` with the standby given by environment."""
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": user.deployment.api_url,
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_STANDBY_URL": standby_url,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+    }
+    done = subprocess.run([HYCLOUD, "--json", "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def put(client: HyCloud, path: str, acked: dict[str, str]) -> None:
@@ -147,6 +162,9 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     assert_holds(standby, acked, "standby")
     assert standby.merkle_root() == primary.merkle_root()
     report = standby.http.json("GET", "/v1/replication")
+    shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
+    assert shown["primary"]["role"] == "primary" and shown["standby"]["role"] == "standby"
+    assert shown["standby"]["lag_s"] >= 0 and not shown["standby"]["diverged"]
     print(
         f"\nfailover: primary given up after {detected:.2f}s, switched in {took:.2f}s replaying {switch['replayed']} writes; "
         f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "
