@@ -85,7 +85,8 @@ def deploy(
     started = time.monotonic()
     deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]
     context = ["-c", "hycloud:tracing=false", "-c", f"hycloud:regions={','.join(regions)}"]
-    context += ["-c", f"hycloud:standby={standby or ''}"]
+    # the standby's replication runs when invoked: every minute it would copy each test user's files
+    context += ["-c", f"hycloud:standby={standby or ''}", "-c", "hycloud:standbyEveryMinutes=0"]
     _run_cdk([*deploy_args, *context], env)  # LocalStack's free edition has no X-Ray
     log(f"deploy: {time.monotonic() - started:.1f}s")
     data = json.loads(OUTPUTS.read_text())

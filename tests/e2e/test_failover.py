@@ -22,7 +22,9 @@ from .conftest import HYCLOUD, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
 DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
-SWITCH_BOUND_S = 15.0  # detection plus the replay of the writes the stale standby lacks (about 0.5 s each here)
+SWITCH_BOUND_S = (
+    15.0  # detection plus the replay of the writes the stale standby lacks (about 0.5 s each here)
+)
 WRITERS = 4
 
 

@@ -77,6 +77,13 @@ def test_the_home_replicator_reaches_the_standby_by_name_every_minute(built):
     assert "rate(1 minute)" in rules
 
 
+def test_the_schedule_can_be_left_out(tmp_path):
+    _, home, _ = _build(tmp_path, **{"hycloud:standby": "us-west-2", "hycloud:standbyEveryMinutes": 0})
+    assert [n for n in _functions(home) if n.startswith("StandbyReplicator")]
+    rules = Template.from_stack(home).find_resources("AWS::Events::Rule")
+    assert not [name for name in rules if name.startswith("StandbySchedule")]
+
+
 def test_no_standby_unless_asked(tmp_path):
     app, home, _ = _build(tmp_path)
     assert not [

@@ -1,5 +1,6 @@
 """The replication job of the home instance: a function with the primary's EFS mounted that brings
-the standby in step (hycloud_core/standby/replicate.py), every minute and whenever invoked."""
+the standby in step (hycloud_core/standby/replicate.py), every `hycloud:standbyEveryMinutes`
+(default 1; 0 for no schedule) and whenever invoked."""
 
 from typing import Any
 
@@ -70,9 +71,12 @@ class StandbyReplication(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:ListBucket"], resources=[arns["bucket"]])
         )
-        events.Rule(
-            self,
-            "Schedule",
-            schedule=events.Schedule.rate(Duration.minutes(1)),
-            targets=[targets.LambdaFunction(self.function)],
-        )
+        every = stack.node.try_get_context("hycloud:standbyEveryMinutes")
+        minutes = 1 if every is None else int(every)
+        if minutes > 0:  # 0: only when invoked (the local cloud, docs/FAILOVER.md)
+            events.Rule(
+                self,
+                "Schedule",
+                schedule=events.Schedule.rate(Duration.minutes(minutes)),
+                targets=[targets.LambdaFunction(self.function)],
+            )
