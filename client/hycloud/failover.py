@@ -28,6 +28,7 @@ from typing import Any
 
 import requests
 
+from hycloud_core.auth import READ_LIKE
 from hycloud_core.errors import HyCloudError
 
 from .failover_journal import Change, Journal
@@ -109,7 +110,7 @@ class FailoverHttp:
                 self._fail_over(err)
                 target = self.standby
                 response = target.request(method, route, **kwargs)
-            if target is self.primary and method in MUTATING:
+            if target is self.primary and method in MUTATING and (method, route) not in READ_LIKE:
                 self._acknowledged(method, route, kwargs)
             return response
 

@@ -20,8 +20,17 @@ from hycloud_core.merkle.hashing import file_hash
 
 CLOCK_MARGIN_S = 60.0  # the standby's clock may be this far from ours
 MAX_BYTES = 256 * 1024 * 1024  # beyond this the oldest entries go (and `overflowed` says so)
-REPLAYED = {("PUT", "/v1/files"), ("POST", "/v1/dirs"), ("DELETE", "/v1/files"), ("DELETE", "/v1/dirs"),
-            ("POST", "/v1/move"), ("POST", "/v1/copy")}  # fmt: skip
+REPLAYED = frozenset(
+    {
+        ("PUT", "/v1/files"),
+        ("POST", "/v1/bundles"),  # small files many to a request (put -r): each file commits again
+        ("POST", "/v1/dirs"),
+        ("DELETE", "/v1/files"),
+        ("DELETE", "/v1/dirs"),
+        ("POST", "/v1/move"),
+        ("POST", "/v1/copy"),
+    }
+)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Switch-back's reconciliation: the primary is given what was written on the standby while it was
 unreachable, found by comparing the two controllers' Merkle trees level by level
-(hycloud_core/merkle/compare.py), so an unchanged namespace costs one round per controller.
+(hycloud_core/merkle/remote_diff.py), so an unchanged namespace costs one round per controller.
 
 For each topmost difference: the standby's file or folder is copied to the primary unless the
 primary's is newer; a deletion on the standby (a tombstone) removes the primary's copy unless
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hycloud_core.errors import NotFoundError
-from hycloud_core.merkle.compare import Difference, differences
+from hycloud_core.merkle.remote_diff import Difference, differences
 
 if TYPE_CHECKING:
     from .http import Http

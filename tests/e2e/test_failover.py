@@ -18,13 +18,11 @@ import pytest
 
 from hycloud.sdk import HyCloud
 
-from .conftest import HYCLOUD, Deployment, _make_user
+from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
 DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
-SWITCH_BOUND_S = (
-    15.0  # detection plus the replay of the writes the stale standby lacks (about 0.5 s each here)
-)
+REPLAY_BUDGET_S = 2.0  # per write the stale standby lacks (0.15-1.6 s each measured on this loaded machine)
 WRITERS = 4
 
 
@@ -140,7 +138,8 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
             time.sleep(1.5)
         (switch,) = client.http.switches
         detected, took = switch["began_at"] - down_at, switch["at"] - down_at
-        assert switch["to"] == "standby" and detected < DETECT_BOUND_S and took < SWITCH_BOUND_S, switch
+        bound = DETECT_BOUND_S + REPLAY_BUDGET_S * max(1, switch["replayed"])
+        assert switch["to"] == "standby" and detected < DETECT_BOUND_S and took < bound, switch
         after = [p for p, (_, when) in writers.acked.items() if when > switch["at"]]
         before = [p for p, (_, when) in writers.acked.items() if when < down_at]
         assert before and after, (len(before), len(after), writers.errors[:3])
@@ -164,6 +163,10 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     assert_holds(standby, acked, "standby")
     assert standby.merkle_root() == primary.merkle_root()
     report = standby.http.json("GET", "/v1/replication")
+    refused = ApiSession(deployment.outputs["StandbyLocalApiUrl"], user.key).call(
+        "POST", "/v1/relay", json={"path": "/docs/a0.txt"}
+    )
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "primary-only"
     shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
     assert shown["primary"]["role"] == "primary" and shown["standby"]["role"] == "standby"
     assert shown["standby"]["lag_s"] >= 0 and not shown["standby"]["diverged"]

@@ -14,11 +14,13 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import ok, records, user
 
+from hycloud_core.auth import READ_LIKE, WRITE_METHODS
+from hycloud_core.errors import HyCloudError
 from hycloud_core.standby.status import ReplicationStatus, role
 
 router = APIGatewayRouter()
-MUTATING = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 ROUTE = "/v1/replication"
+PRIMARY_ONLY = ("/v1/relay", "/v1/delta", "/v1/coded")  # their jobs are not deployed on the standby
 
 REPORT = {
     JSON: {
@@ -61,9 +63,16 @@ def reconciled():
 
 
 def mark_diverged(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
-    """On the standby, a change by a user makes that user's namespace its own until reconciled."""
-    event = app.current_event
-    if role() == "standby" and event.http_method in MUTATING and not event.path.startswith(ROUTE):
-        if "user" in app.context:
-            _status().mark_diverged(app.context["user"])
+    """On the standby, a change by a user makes that user's namespace its own until reconciled;
+    jobs that run only on the primary (relay, delta, coded files) are refused with a 503."""
+    method, path = app.current_event.http_method.upper(), app.current_event.path.rstrip("/")
+    if role() == "standby" and path.startswith(PRIMARY_ONLY):
+        raise HyCloudError(
+            f"{path} runs on the primary controller only; retry once it is back",
+            code="primary-only",
+            status=503,
+        )
+    changes = method in WRITE_METHODS and (method, path) not in READ_LIKE and not path.startswith(ROUTE)
+    if changes and role() == "standby" and "user" in app.context:
+        _status().mark_diverged(app.context["user"])
     return next_middleware(app)

@@ -1,7 +1,7 @@
 """One user's namespace brought in step on the standby, driven by the Merkle exchange.
 
 The primary's tree (its Merkle records) is compared with the standby's level by level
-(merkle/compare.py); only the topmost differing nodes are read from the primary's EFS and sent
+(merkle/remote_diff.py); only the topmost differing nodes are read from the primary's EFS and sent
 to the standby's apply function (standby/apply.py), in batches that fit one invocation.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..fs.namespace import TMP_PREFIX, Namespace
-from ..merkle.compare import Difference, differences
+from ..merkle.remote_diff import Difference, differences
 from ..store.merkle_records import MerkleRecords
 
 BATCH_BYTES = 3 * 1024 * 1024  # base64 grows it by a third: one invocation's payload stays under 6 MB

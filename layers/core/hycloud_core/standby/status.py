@@ -15,6 +15,7 @@ be overwritten) until its client has reconciled the primary and cleared the mark
 
 from __future__ import annotations
 
+import os
 import time
 from decimal import Decimal
 from typing import Any
@@ -104,6 +105,4 @@ ENV_ROLE = "HYCLOUD_ROLE"  # "standby" on the standby's controller; unset on the
 
 
 def role() -> str:
-    import os
-
     return os.environ.get(ENV_ROLE) or "primary"

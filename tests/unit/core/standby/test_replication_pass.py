@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from hycloud_core.fs import FileSystem, Namespace
-from hycloud_core.merkle.compare import differences
+from hycloud_core.merkle.remote_diff import differences
 from hycloud_core.standby.apply import apply_ops
 from hycloud_core.standby.records_copy import object_copier
 from hycloud_core.standby.replicate import Standby, run_pass
