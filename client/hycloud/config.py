@@ -92,16 +92,6 @@ def endpoint_from_outputs(outputs_file: Path) -> str:
     raise HyCloudError(f"no ApiUrl output in {outputs_file}", code="bad-outputs", status=400)
 
 
-def standby_from_outputs(outputs_file: Path) -> str | None:
-    """The standby controller's API URL from the same outputs, when one is deployed."""
-    for outputs in _read_json(Path(outputs_file), "bad-outputs").values():
-        if isinstance(outputs, dict) and (
-            url := outputs.get("StandbyLocalApiUrl") or outputs.get("StandbyApiUrl")
-        ):
-            return url
-    return None
-
-
 def _read_json(path: Path, code: str) -> dict:
     """A JSON object from a file; a file that is not one is a one-line error naming it."""
     try:

@@ -5,7 +5,7 @@
   (failover_journal.py) until the standby is known to have it (`in_step_at`, polled at most
   every `LAG_POLL_S`).
 - When the primary is unreachable (no connection, no answer in time, or a 502/503/504 from its
-  gateway after the usual retries), the client fails over: it replays on the standby each
+  gateway, not from the controller, after the usual retries), the client fails over: it replays on the standby each
   journaled change the standby lacks (a small-file write is checked first by one Merkle-exchange
   round on the file's folder: equal leaf hash, nothing to send), then sends the failed request
   there and goes on with the standby. Time to switch: the primary's connect timeout
@@ -39,6 +39,7 @@ LAG_POLL_S = 10.0
 REPLAY_THREADS = 8
 DOWN_CODES = ("unreachable", "outcome-unknown")
 DOWN_STATUSES = (502, 503, 504)
+GATEWAY_CODES = ("internal-error", "http-error")  # an answer without the controller's error body
 
 
 def _runs(changes: list[Change]) -> Iterator[list[Change]]:
@@ -59,7 +60,9 @@ def _runs(changes: list[Change]) -> Iterator[list[Change]]:
 
 
 def primary_down(err: HyCloudError) -> bool:
-    return err.code in DOWN_CODES or err.status in DOWN_STATUSES
+    """No connection or answer, or a 5xx from the gateway itself; a 503 the controller gives
+    (busy, primary-only) means it is up."""
+    return err.code in DOWN_CODES or (err.status in DOWN_STATUSES and err.code in GATEWAY_CODES)
 
 
 class FailoverHttp:

@@ -15,7 +15,7 @@ import typer
 
 from hycloud_core.errors import HyCloudError
 
-from ..config import ClientConfig, endpoint_from_outputs, profile_name, standby_from_outputs
+from ..config import ClientConfig, endpoint_from_outputs, profile_name
 from ..sdk import HyCloud
 from .output import emit, note
 
@@ -45,7 +45,7 @@ def configure(
     ] = None,
     standby: Annotated[
         str | None,
-        typer.Option(help="The standby controller's API URL, to fail over to (default: from --outputs)."),
+        typer.Option(help="The standby controller's API URL, to fail over to (docs/FAILOVER.md)."),
     ] = None,
 ) -> None:
     """Save the endpoint and API key of a profile, after checking them with `whoami`."""
@@ -58,7 +58,6 @@ def configure(
     if not secret:
         raise HyCloudError("no API key given", code="bad-usage", status=400)
     user = check(url, secret)
-    standby = standby or (standby_from_outputs(outputs) if outputs else None)
     name = profile_name(profile)
     path = ClientConfig(endpoint=url, api_key=secret, standby=standby).save(name)
     emit(

@@ -108,3 +108,13 @@ def test_switch_back_waits_for_requests_in_flight_and_holds_new_ones(http, monke
     assert slow_done <= reconciled[0] <= write_at
     assert http.switches[-1]["to"] == "primary" and not http.on_standby
     assert ("DELETE", "/v1/replication/diverged") in [(m, r) for m, r, _ in http.standby.log]
+
+
+def test_only_an_unreachable_primary_or_its_gateway_triggers_failover():
+    from hycloud.failover import primary_down
+
+    assert primary_down(HyCloudError("cannot reach", code="unreachable", status=503))
+    assert primary_down(HyCloudError("no answer", code="outcome-unknown", status=504))
+    assert primary_down(HyCloudError("HTTP 502", status=502))  # the gateway's own body
+    assert not primary_down(HyCloudError("busy", code="busy", status=503))  # the controller is up
+    assert not primary_down(HyCloudError("bug", status=500))
