@@ -3,7 +3,7 @@ unreachable, found by comparing the two controllers' Merkle trees level by level
 (hycloud_core/merkle/remote_diff.py), so an unchanged namespace costs one round per controller.
 
 For each topmost difference: the standby's file or folder is copied to the primary unless the
-primary's is newer; a deletion on the standby (a tombstone) removes the primary's copy unless
+primary's is newer (or the primary deleted it later: its tombstone is newer); a deletion on the standby (a tombstone) removes the primary's copy unless
 that copy is newer; what only the primary has (written there after the standby was last in
 step, and never seen by the standby) stays.
 """
@@ -44,8 +44,8 @@ def _settle(diff: Difference, src: HyCloud, dst: HyCloud, tmp: Path) -> int:
             _remove(dst, diff.path, t["kind"])
             return 1
         return 0
-    if diff.target_live and not _newer(s, t):
-        return 0
+    if t is not None and not _newer(s, t):
+        return 0  # the primary's is newer, or the primary deleted it after the standby's copy was made
     if diff.target_live and t["kind"] != s["kind"]:
         _remove(dst, diff.path, t["kind"])
     local = tmp / uuid.uuid4().hex
