@@ -1,5 +1,6 @@
 """The standby's replication job (scheduled, or invoked): `{}` runs a pass, `{"action": "pause"}` /
-`"resume"` stop and restart it, `"status"` reports the lag (hycloud_core/standby, docs/FAILOVER.md)."""
+`"resume"` stop and restart it, `{"users": [id, ...]}` runs a pass over those users only, `"status"`
+reports the lag (hycloud_core/standby, docs/FAILOVER.md)."""
 
 from __future__ import annotations
 
@@ -46,5 +47,5 @@ def handler(event: dict | None, context: Any) -> dict[str, Any]:
     if action in ("pause", "resume"):
         status.set_paused(action == "pause")
     elif action == "pass":
-        return run_pass(status.table, CONFIG.namespaces_dir, _standby())
+        return run_pass(status.table, CONFIG.namespaces_dir, _standby(), (event or {}).get("users"))
     return status.report("primary")

@@ -52,7 +52,8 @@ def _status() -> ReplicationStatus:
 @router.get(ROUTE, responses=replies(200, None, content=REPORT))
 def replication():
     status = _status()
-    return ok({**status.report(role()), "diverged": status.is_diverged(user(router))})
+    caller = user(router)
+    return ok({**status.report(role(), user=caller), "diverged": status.is_diverged(caller)})
 
 
 @router.delete(f"{ROUTE}/diverged", responses=replies(200, None, content=CLEARED))

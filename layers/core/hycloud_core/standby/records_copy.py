@@ -9,7 +9,7 @@ record always names content the standby's bucket holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +44,21 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
     return item["pk"], item["sk"]
 
 
-def copy_records(source: Any, target: Any, copy_object: Any) -> Copied:
-    """Make the target's user, key and object records equal to the source's.
-    `copy_object(s3_key)` puts one object's content into the standby's bucket."""
-    theirs = {_key(item): item for item in _scan(target)}
-    ours = {_key(item): item for item in _scan(source)}
+def of_users(items: list[dict[str, Any]], users: set[str]) -> Callable[[dict[str, Any]], bool]:
+    """The records of these users (by internal id): their id, profile and key records."""
+    names = {item["name"] for item in items if item["pk"] in {f"USERID#{u}" for u in users}}
+    pks = {f"USERID#{u}" for u in users} | {f"USER#{n}" for n in names}
+    return lambda item: item["pk"] in pks or (item["pk"].startswith("KEY#") and item.get("user") in names)
+
+
+def copy_records(source: Any, target: Any, copy_object: Any, users: set[str] | None = None) -> Copied:
+    """Make the target's user, key and object records equal to the source's (with `users`, only
+    those users' records, and no objects). `copy_object(s3_key)` puts one object's content into
+    the standby's bucket."""
+    found = list(_scan(source))
+    keep = of_users(found, users) if users is not None else (lambda item: True)
+    theirs = {_key(item): item for item in _scan(target) if keep(item)}
+    ours = {_key(item): item for item in found if keep(item)}
     done = Copied(users=tuple(sorted(pk[len("USERID#") :] for pk, _ in ours if pk.startswith("USERID#"))))
     with target.batch_writer() as batch:
         for key, item in ours.items():

@@ -26,15 +26,20 @@ class Standby:
     copy_object: Callable[[str], None]
 
 
-def run_pass(primary_table: Any, namespaces_dir: str, standby: Standby) -> dict[str, Any]:
+def run_pass(
+    primary_table: Any, namespaces_dir: str, standby: Standby, users: list[str] | None = None
+) -> dict[str, Any]:
+    """A full pass, or with `users` one over just those users' records and namespaces (whose
+    status is then theirs alone: a user's lag, status.py)."""
     if ReplicationStatus(primary_table).paused():
         return {"paused": True}
     started = time.time()
-    copied = copy_records(primary_table, standby.table, standby.copy_object)
+    scope = set(users) if users is not None else None
+    copied = copy_records(primary_table, standby.table, standby.copy_object, scope)
     diverged = ReplicationStatus(standby.table).diverged()
     ops = failed = 0
     for user in copied.users:
-        if user not in diverged:
+        if user not in diverged and (scope is None or user in scope):
             got = copy_namespace(user, namespaces_dir, primary_table, standby.table, standby.apply)
             ops, failed = ops + got["ops"], failed + got["failed"]
     counts = {
@@ -46,5 +51,5 @@ def run_pass(primary_table: Any, namespaces_dir: str, standby: Standby) -> dict[
     }
     in_step = not failed  # diverged users are the standby's own until reconciled: reported apart
     for table in (primary_table, standby.table):
-        ReplicationStatus(table).record_pass(started, in_step, **counts)
+        ReplicationStatus(table).record_pass(started, in_step, users=users, **counts)
     return {"paused": False, "in_step": in_step, "started": started, **counts}

@@ -4,6 +4,7 @@ Items (records.py's table; the replication job writes the status into both table
 
     pk = "REPL#STANDBY", sk = "STATUS"     in_step_at, last_pass_at, pass_s, copied, removed,
                                             diverged (users skipped), paused
+    pk = "REPL#STANDBY", sk = "USER#<user>" in_step_at of the last pass over that user alone
     pk = "REPL#DIVERGED", sk = "<user>"    since: a user wrote to the standby while the primary
                                             was unreachable (standby's table only)
 
@@ -29,6 +30,10 @@ STATUS = {"pk": "REPL#STANDBY", "sk": "STATUS"}
 DIVERGED = "REPL#DIVERGED"
 
 
+def _user_key(user: str) -> dict[str, str]:
+    return {"pk": STATUS["pk"], "sk": f"USER#{user}"}
+
+
 def _num(value: float) -> Decimal:
     return Decimal(repr(round(float(value), 3)))
 
@@ -49,8 +54,15 @@ class ReplicationStatus:
             Key=STATUS, UpdateExpression="SET paused = :p", ExpressionAttributeValues={":p": paused}
         )
 
-    def record_pass(self, started: float, in_step: bool, **counts: int) -> None:
-        """A pass that began at `started` ended; `in_step`: nothing was left out or failed."""
+    def record_pass(
+        self, started: float, in_step: bool, users: list[str] | None = None, **counts: int
+    ) -> None:
+        """A pass that began at `started` ended; `in_step`: nothing was left out or failed.
+        A pass over some `users` only moves those users' own `in_step_at`."""
+        if users is not None:
+            for user in users if in_step else []:
+                self.table.put_item(Item={**_user_key(user), "in_step_at": _num(started)})
+            return
         sets = [f"#{k} = :{k}" for k in counts] + ["last_pass_at = :started", "pass_s = :took"]
         if in_step:
             sets.append("in_step_at = :started")
@@ -66,11 +78,14 @@ class ReplicationStatus:
             **names,
         )
 
-    def report(self, role: str, now: float | None = None) -> dict[str, Any]:
-        """What `GET /v1/replication` answers: the lag, or None before the first complete pass."""
+    def report(self, role: str, now: float | None = None, user: str | None = None) -> dict[str, Any]:
+        """What `GET /v1/replication` answers: the lag (for `user`, the later of the last full pass
+        and the last pass over that user), or None before the first complete pass."""
         now = time.time() if now is None else now
         item = self.read()
-        in_step = item.get("in_step_at")
+        mine = self.table.get_item(Key=_user_key(user), ConsistentRead=True).get("Item") if user else None
+        passes = [float(x["in_step_at"]) for x in (item, mine or {}) if x.get("in_step_at") is not None]
+        in_step = max(passes) if passes else None
         return {
             "role": role,
             "in_step_at": in_step,

@@ -4,6 +4,7 @@ a diverged user is left alone, a paused job does nothing, and the lag is reporte
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import boto3
 import pytest
@@ -123,3 +124,18 @@ def test_differences_report_the_topmost_node_only(pair):
     found = differences(primary.merkle.answer, standby_fs.merkle.answer)
     assert [(d.path, d.source["kind"], d.target) for d in found] == [("/deep", "dir", None)]
     assert MerkleRecords(standby_fs.records.table, USER).root_item()["kind"] == "dir"
+
+
+def test_a_pass_over_some_users_leaves_the_others_and_moves_only_their_lag(pair, moto_filesystems):
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    table.put_item(Item={"pk": "USERID#u-2", "sk": "ID", "name": "bo", "state": "active"})
+    put(primary, "/mine.txt", b"1")
+    put(moto_filesystems.fs("u-2"), "/theirs.txt", b"2")
+    result = run_pass(table, ns_dir, standby, users=[USER])
+    assert result["in_step"] and result["copied"] == 1
+    assert standby_fs.ns.exists("/mine.txt")
+    assert not (Path(standby_fs.ns.root).parent / "u-2" / "theirs.txt").exists()
+    status = ReplicationStatus(table)
+    assert status.report("primary")["in_step_at"] is None  # no full pass yet
+    assert status.report("primary", user=USER)["in_step_at"] == pytest.approx(result["started"], abs=0.01)
