@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/failover_bench.py [--files 60] [--stale 20]
 
-1. Replication passes for one new user: the first copies `--files` small files (a full copy),
+1. Replication passes over one new user (`{"users": [id]}`): the first copies `--files` small files (a full copy),
    the next finds nothing changed (one Merkle round), the last follows one changed file: the
    Merkle-driven pass against the full copy, in the same run.
 2. Failover with `--stale` writes the standby lacks (replication paused): time to switch when the
@@ -53,15 +53,15 @@ def dead_url(url: str) -> str:
     return f"http://127.0.0.1:{port}/{path}"
 
 
-def passes(outputs: dict, key: str, files: int) -> dict:
+def passes(outputs: dict, key: str, uid: str, files: int) -> dict:
     client = HyCloud(outputs["LocalApiUrl"], key)
     for i in range(files):
         client.put_bytes(f"/tree/d{i % 6}/f{i}.bin", os.urandom(4096), parents=True)
     replicate(outputs, action="resume")
-    full, first = replicate(outputs)
-    same, second = replicate(outputs)
+    full, first = replicate(outputs, users=[uid])  # this user only: the cloud may hold others
+    same, second = replicate(outputs, users=[uid])
     client.put_bytes("/tree/d0/f0.bin", os.urandom(4096))
-    one, third = replicate(outputs)
+    one, third = replicate(outputs, users=[uid])
     return {
         "full_copy": {"seconds": full, "ops": first["copied"]},
         "no_change": {"seconds": same, "ops": second["copied"]},
@@ -118,9 +118,10 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.update(local.cloud_env())
     outputs = next(iter(json.loads(local.OUTPUTS.read_text()).values()))
-    key = create_account(outputs["TableName"], f"bench-failover-{uuid.uuid4().hex[:8]}")["api_key"]
+    account = create_account(outputs["TableName"], f"bench-failover-{uuid.uuid4().hex[:8]}")
+    key = account["api_key"]
     doc = {"files": args.files, "stale": args.stale, "load": os.getloadavg()[0]}
-    doc["passes"] = passes(outputs, key, args.files)
+    doc["passes"] = passes(outputs, key, account["id"], args.files)
     doc["switch"] = [switch(outputs, key, args.stale, threads) for threads in (8, 1)]
     result_files.write("failover", doc, markdown(doc))
     print(markdown(doc))
