@@ -27,7 +27,7 @@ from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
-from ..regions import DataInstanceNames, instances_env
+from ..regions import DataInstanceNames, any_data_bucket, instances_env
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -230,7 +230,10 @@ class InstanceStack(Stack):
             environment={**env, c.ENV_INSTANCES: instances_env(self, instances)},
             table=stores.table,
             home_bucket=stores.bucket,
-            data_buckets=[item.bucket for item in instances],
+            data_buckets=[
+                *(item.bucket for item in instances),
+                any_data_bucket(self.stack_name, self.account),
+            ],
             mount=volume.mount(),
         )
         repair.allow_control(controller)
@@ -241,7 +244,8 @@ class InstanceStack(Stack):
     def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
         """Tell the controller where the other regions' instances are and let it use them."""
         controller.add_environment(c.ENV_INSTANCES, instances_env(self, instances))
-        buckets = [f"arn:{self.partition}:s3:::{item.bucket}" for item in instances]
+        names = [*(item.bucket for item in instances), any_data_bucket(self.stack_name, self.account)]
+        buckets = [f"arn:{self.partition}:s3:::{name}" for name in names]
         machines = [
             item.state_machine_arn(self, name)
             for item in instances
