@@ -336,7 +336,7 @@ class HyCloud:
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local, progress)
         info = response.json()
-        if "erasure" in info:
+        if "erasure" in info and via != "relay":  # through the relay: the job rebuilds it first
             result = download_coded(
                 self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
             )
