@@ -18,7 +18,7 @@ from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
 
 MiB = 1024 * 1024
-FOURTH = "ap-south-1"
+FOURTH = local.SPARE_REGION
 
 
 @pytest.fixture(scope="module")
