@@ -117,6 +117,20 @@ def test_relay_job_rebuilds_a_coded_file_into_its_cache(deployment, alice, coded
     assert cached.read_bytes() == src.read_bytes()  # decoded from k blocks per chunk by the job
 
 
+def test_delta_job_rebuilds_a_coded_file_before_computing_the_delta(deployment, tmp_path):
+    sdk = _make_user(deployment, "cdelta").sdk()
+    old = os.urandom(4 * MiB + 5)
+    new = old[:MiB] + os.urandom(1000) + old[MiB + 1000 :]
+    for version in (old, new):
+        (tmp_path / "src.bin").write_bytes(version)
+        sdk.put(tmp_path / "src.bin", "/d.bin", coded=True)
+    mine = tmp_path / "mine.bin"
+    mine.write_bytes(old)
+    sdk.get("/d.bin", mine, via="delta")
+    assert mine.read_bytes() == new
+    assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["received_bytes"] < len(new) // 4
+
+
 def test_coded_file_downloads_byte_exact_from_every_instance(alice, coded_file, tmp_path):
     src, _ = coded_file
     out = json.loads(alice.cli("--json", "get", "/geo/coded/big.bin", str(tmp_path / "back.bin")).stdout)

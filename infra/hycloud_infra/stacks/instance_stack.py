@@ -177,14 +177,9 @@ class InstanceStack(Stack):
         )
         if data_instances:
             self._know_data_instances(controller, list(data_instances))
-            relay_fn.add_to_role_policy(  # a coded file's blocks in the other regions (docs/GEO.md)
-                iam.PolicyStatement(
-                    actions=["s3:GetObject"],
-                    resources=[
-                        f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}/blocks/*"
-                    ],
-                )
-            )
+            blocks = f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}/blocks/*"
+            for job_fn in (relay_fn, delta_fn):  # they rebuild coded files from blocks of every region
+                job_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[blocks]))
             self._repair_jobs(
                 controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
             )
