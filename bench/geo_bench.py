@@ -5,9 +5,9 @@ link (bench.wan.SpawnedWanLink: rate and RTT per instance). A file is coded with
 for the instance count (RS(3,2) on three, RS(5,3) on five), its blocks placed by the ring, and
 downloaded by the client's own fetcher (hycloud.transfer.coded) three ways:
 
-  multi-source  the planner's plan (eq. 3/5, plan_fast) on the rates the previous transfer (the
-                round-robin run) measured per instance, as the client plans on its measurements;
-                rebalancing on
+  multi-source  the planner's plan (eq. 3/5, plan_fast) on the rates a previous multi-source
+                download (planned on the links' nominal rates) measured per instance, as the
+                client plans on its measurements; rebalancing on
   round-robin   k holders per chunk in turn, whatever their speed, no rebalancing
   best single   the whole file replicated on the fastest instance, fetched from it alone
 
@@ -186,9 +186,11 @@ def run_setup(name: str, size_mib: int) -> dict:
     }
     try:
         sessions = {r: session_through(link, pool_maxsize=8) for r, link in spawned.items()}
-        # round-robin first: like the client, the plan uses what the previous transfer measured
-        robin, previous = _fetch(coded, _round_robin(coded), sessions, False)
-        nominal, _ = _problem(coded, rate)
+        robin, _ = _fetch(coded, _round_robin(coded), sessions, False)
+        # like the client: a first download planned on what is known (here the nominal rates),
+        # then the measured one planned on the rates that download measured per instance
+        nominal, names = _problem(coded, rate)
+        _, previous = _fetch(coded, _queues_of(plan_fast(nominal).assignment, names, coded), sessions, True)
         problem, names = _problem(coded, {r: previous["rates"].get(r, rate[r]) for r in rate})
         fast, exact = plan_fast(problem), plan_exact(problem)
         planned = _queues_of(fast.assignment, names, coded)
