@@ -27,6 +27,7 @@ OUTPUTS = STATE / "outputs.json"
 INSTANCES = STATE / "instances.json"
 CDKLOCAL = STATE / "node" / "node_modules" / ".bin" / "cdklocal"
 LOCALCLOUD = ROOT / "infra" / "local" / "localcloud.py"
+SPARE_REGION = "ap-south-1"  # bootstrapped with the others: where a test adds an instance (add_instance)
 STANDBY_REGION = "us-west-2"  # the local cloud deploys a standby controller here (docs/FAILOVER.md)
 
 
@@ -64,13 +65,8 @@ def configured_regions() -> list[str]:
     return json.loads((ROOT / "cdk.json").read_text())["context"]["hycloud:regions"]
 
 
-def deploy(
-    log=print, regions: list[str] | None = None, standby: str | None = STANDBY_REGION
-) -> dict[str, str]:
-    """Bootstrap (first time per local cloud) and deploy; return the home instance stack's outputs.
-    `standby`: the standby controller's region (docs/FAILOVER.md), None for none."""
-    regions = regions or configured_regions()
-    env = {
+def _cdk_env() -> dict[str, str]:
+    return {
         **os.environ,
         **cloud_env(),
         "CDK_DISABLE_VERSION_CHECK": "1",
@@ -78,9 +74,70 @@ def deploy(
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1",
     }
+
+
+def add_instance(region: str, log=print) -> dict[str, str]:
+    """Deploy one more data instance (not on the ring, unknown to the home stack) unless this local
+    cloud has it; answer its description in the shape of HYCLOUD_INSTANCES (docs/GEO.md)."""
+    env = _cdk_env()
+    stack = f"{_home_stack_name()}-{region}"
+    outputs = _stack_outputs(stack, region, env)
+    if outputs is None:
+        started = time.monotonic()
+        if _stack_outputs("CDKToolkit", region, env) is None:
+            _run_cdk(["bootstrap", f"aws://000000000000/{region}"], env)
+        context = [
+            "-c",
+            "hycloud:tracing=false",
+            "-c",
+            f"hycloud:regions={','.join([*configured_regions(), region])}",
+        ]
+        _run_cdk(["deploy", stack, "--exclusively", "--require-approval", "never", *context], env)
+        log(f"instance {region}: {time.monotonic() - started:.1f}s")
+        outputs = _stack_outputs(stack, region, env) or {}
+    return {
+        "region": region,
+        "bucket": outputs["BucketName"],
+        "relayStateMachineArn": outputs["RelayStateMachineArn"],
+        "deltaStateMachineArn": outputs["DeltaStateMachineArn"],
+    }
+
+
+def _stack_outputs(stack: str, region: str, env: dict[str, str]) -> dict[str, str] | None:
+    """A deployed stack's outputs, None when it is not deployed."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    keys = {
+        "aws_access_key_id": env["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+    }
+    cfn = boto3.client("cloudformation", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=region, **keys)
+    try:
+        (found,) = cfn.describe_stacks(StackName=stack)["Stacks"]
+    except ClientError:
+        return None
+    if not found["StackStatus"].endswith("_COMPLETE") or "ROLLBACK" in found["StackStatus"]:
+        return None
+    return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
+
+
+def _home_stack_name() -> str:
+    return json.loads((ROOT / "cdk.json").read_text())["context"]["hycloud:instanceName"]
+
+
+def deploy(
+    log=print, regions: list[str] | None = None, standby: str | None = STANDBY_REGION
+) -> dict[str, str]:
+    """Bootstrap (first time per local cloud) and deploy; return the home instance stack's outputs.
+    `standby`: the standby controller's region (docs/FAILOVER.md), None for none."""
+    regions = regions or configured_regions()
+    env = _cdk_env()
     started = time.monotonic()
-    targets = [*regions, *([standby] if standby and standby not in regions else [])]
-    _run_cdk(["bootstrap", *(f"aws://000000000000/{region}" for region in targets)], env)
+    extra = [r for r in (SPARE_REGION, standby) if r and r not in regions]  # same command: about free
+    _run_cdk(
+        ["bootstrap", *(f"aws://000000000000/{region}" for region in dict.fromkeys([*regions, *extra]))], env
+    )
     log(f"bootstrap: {time.monotonic() - started:.1f}s")
     started = time.monotonic()
     deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]

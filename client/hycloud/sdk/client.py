@@ -342,13 +342,9 @@ class HyCloud:
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local, progress)
         info = response.json()
-        if "erasure" in info:
-            result = download_coded(
-                self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
-            )
-            self.last_transfer = {"mode": "coded", **result}
-            return local
         asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
+        if "erasure" in info and not asked and via != "relay":  # relay and delta jobs rebuild it
+            return self._get_coded(remote, local, progress)
         if base is None and via in ("auto", "delta") and local.exists():
             base = local
         known = self.store.get(remote)
@@ -377,6 +373,8 @@ class HyCloud:
         started = time.perf_counter()
         if mode == "relay":
             download_relay(self.http, remote, local, progress)
+        elif "erasure" in info:
+            return self._get_coded(remote, local, progress)
         else:
             download_large(info, local, progress)
         rate = info["size"] / max(time.perf_counter() - started, 1e-6)
@@ -384,6 +382,13 @@ class HyCloud:
             self.store.add_rate("relay_down" if mode == "relay" else "down", rate)
         auto.remember(self.store, remote, info["content_hash"], local)
         self.last_transfer = {"mode": mode, "kind": "full"}
+        return local
+
+    def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:
+        result = download_coded(
+            self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
+        )
+        self.last_transfer = {"mode": "coded", **result}
         return local
 
 
