@@ -8,15 +8,17 @@ throughput and bytes. Traffic of a delta download = checksum list sent + compres
 (rdiff's delta compressed with the same zstd level). It then replays the adaptive chunk-size
 mechanism version by version, with the paper's γ and with the traffic-counting γ.
 
-    python bench/delta_bench.py [--quick] [--series typescript,django,gevent] [--repeat 1]
+    python bench/delta_bench.py [--quick] [--series typescript,django,gevent,openssl] [--repeat 1]
                                 [--versions N] [--sizes 512,1024,...]
 
-The gevent series is C: its sdists vendor libev, libuv and c-ares and ship Cython-generated C, so
-consecutive releases differ by many small changes spread over many files (the case where matches
-do not come in long runs).
+Two series where consecutive releases differ by many small changes spread over many files (the
+case where matches do not come in long runs): gevent's sdists (a third C: vendored libev, libuv and
+c-ares, and Cython-generated C; 37-39 MB as .tar) and OpenSSL 3.5.x, a C project's own releases, as
+the `openssl-src` crate ships them (46-50 MB as .tar, fetched with `cargo fetch`).
 
-Needs `rdiff` (Debian: apt-get install rdiff), `npm` and network access to the npm registry and PyPI.
-Writes bench/results/delta.json and .md, and delta_gevent.json and .md for the C series alone.
+Needs `rdiff` (Debian: apt-get install rdiff), `npm`, `cargo` and network access to the npm
+registry, PyPI and crates.io. Writes bench/results/delta.json and .md, and delta_gevent and
+delta_openssl (.json and .md) for the C series alone.
 """
 
 from __future__ import annotations
@@ -93,6 +95,16 @@ def gevent_versions(n: int) -> list[str]:
     return series[-n:]
 
 
+# OpenSSL's releases as the `openssl-src` crate ships them (its source tree, 46-50 MB as .tar): patch
+# releases of one C project, each a few hundred small fixes spread over hundreds of files. One crate
+# per OpenSSL release (the latest crate when several carry the same one), oldest first.
+OPENSSL_CRATES = ("300.5.0+3.5.0", "300.5.1+3.5.1", "300.5.2+3.5.2", "300.5.4+3.5.4", "300.5.5+3.5.5")
+
+
+def openssl_versions(n: int) -> list[str]:
+    return [v.split("+")[1] for v in OPENSSL_CRATES[-n:]]
+
+
 def _gunzip(src: Path, dst: Path) -> None:
     tmp = dst.with_suffix(".part")
     with gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
@@ -138,14 +150,40 @@ def fetch_gevent(version: str) -> Path:
     return tar
 
 
+def fetch_openssl(version: str) -> Path:
+    """`cargo fetch` of a throwaway crate that pins `openssl-src`, into a CARGO_HOME of our own."""
+    folder = CACHE / "openssl"
+    tar = folder / f"openssl-{version}.tar"
+    if not tar.exists():
+        crate_version = next(v for v in OPENSSL_CRATES if v.endswith("+" + version))
+        home = folder / "cargo"
+        crates = list(home.glob(f"registry/cache/*/openssl-src-{crate_version}.crate"))
+        if not crates:
+            with tempfile.TemporaryDirectory(prefix="openssl-fetch-") as tmp:
+                (Path(tmp) / "src").mkdir()
+                (Path(tmp) / "src" / "lib.rs").write_text("")
+                (Path(tmp) / "Cargo.toml").write_text(
+                    '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n\n'
+                    f'[dependencies]\nopenssl-src = "={crate_version}"\n'
+                )
+                subprocess.run(
+                    ["cargo", "fetch", "-q"], cwd=tmp, check=True, env={**os.environ, "CARGO_HOME": str(home)}
+                )
+            crates = list(home.glob(f"registry/cache/*/openssl-src-{crate_version}.crate"))
+        _gunzip(crates[0], tar)
+    return tar
+
+
 SERIES = {
     "typescript": (typescript_versions, fetch_typescript),
     "django": (django_versions, fetch_django),
     # C: the sdists vendor libev, libuv and c-ares and ship Cython-generated C; 37-39 MB as .tar,
     # with small changes spread over many files from one release to the next
     "gevent": (gevent_versions, fetch_gevent),
+    # a C project's own releases: OpenSSL 3.5.x, 2/3 of the bytes C, 3,758 files
+    "openssl": (openssl_versions, fetch_openssl),
 }
-C_SERIES = "gevent"  # also reported on its own (delta_gevent.*)
+C_SERIES = ("gevent", "openssl")  # also reported on their own (delta_<series>.*)
 
 
 # ---------------------------------------------------------------- measurements
@@ -570,7 +608,7 @@ def targets(summary: list[dict], adaptive: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 releases per series instead of 10")
-    ap.add_argument("--series", default="typescript,django,gevent")
+    ap.add_argument("--series", default="typescript,django,gevent,openssl")
     ap.add_argument("--versions", type=int, help="releases per series (default 10, 3 with --quick)")
     ap.add_argument("--sizes", help="block sizes, comma-separated (default: the client's candidates)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N timings")
@@ -605,11 +643,9 @@ def report(
 ) -> int:
     doc = document(rows, versions, sizes, command, repeat)
     result_files.write("delta", doc, markdown(doc), out)
-    if C_SERIES in versions:
-        only = document(
-            [r for r in rows if r.series == C_SERIES], {C_SERIES: versions[C_SERIES]}, sizes, command, repeat
-        )
-        result_files.write(f"delta_{C_SERIES}", only, markdown(only), out)
+    for name in (n for n in C_SERIES if n in versions):
+        only = document([r for r in rows if r.series == name], {name: versions[name]}, sizes, command, repeat)
+        result_files.write(f"delta_{name}", only, markdown(only), out)
     print()
     print(markdown(doc))
     return 0
