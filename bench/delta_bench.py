@@ -514,6 +514,15 @@ def speed_table(doc: dict, series: str) -> list[str]:
     return lines + [""]
 
 
+def _load_note(load: dict | None) -> str:
+    if not load:
+        return ""
+    before, after = (", ".join(f"{x:.1f}" for x in load[k]) for k in ("before", "after"))
+    return (
+        f" Load average (1, 5, 15 min) on {load['cores']} cores: {before} at the start, {after} at the end."
+    )
+
+
 def _fmt(ratio: float | None) -> str:
     return "n/a (fewer than 4 versions)" if ratio is None else f"{ratio:.3f}"
 
@@ -527,7 +536,8 @@ def markdown(doc: dict) -> str:
         f"Times are the minimum of {doc['repeat']} run(s), ours and rdiff's interleaved operation by "
         "operation, on a shared 2-core machine (other jobs running); CPU time is user + system (ours: "
         "this process; rdiff: its process). MB/s columns (wall) are summed over all pairs; sig+delta "
-        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
+        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it)."
+        + _load_note(doc.get("load")),
         "",
     ]
     for series, versions in doc["versions"].items():
@@ -631,10 +641,19 @@ def main() -> int:
     if args.from_json:
         old = json.loads(args.from_json.read_text())
         rows = [Row(**r) for r in old["rows"]]
-        return report(rows, old["versions"], old["sizes"], old["command"], old.get("repeat", 1), args.out)
+        return report(
+            rows,
+            old["versions"],
+            old["sizes"],
+            old["command"],
+            old.get("repeat", 1),
+            args.out,
+            old.get("load"),
+        )
     if not shutil.which("rdiff"):
         print("rdiff (librsync) is needed for the comparison: apt-get update && apt-get install -y rdiff")
         return 2
+    load_before = os.getloadavg()
     n_versions = args.versions or (3 if args.quick else 10)
     sizes = [int(b) for b in args.sizes.split(",")] if args.sizes else list(CANDIDATE_SIZES)
     rows: list[Row] = []
@@ -646,16 +665,25 @@ def main() -> int:
         files = [(v, fetch(v)) for v in versions[name]]
         rows += measure_series(name, files, sizes, args.repeat)
     command = " ".join(["python bench/delta_bench.py", *sys.argv[1:]])
-    return report(rows, versions, sizes, command, args.repeat, args.out)
+    load = dict(before=load_before, after=os.getloadavg(), cores=os.cpu_count())
+    return report(rows, versions, sizes, command, args.repeat, args.out, load)
 
 
 def report(
-    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int, out: Path
+    rows: list[Row],
+    versions: dict[str, list[str]],
+    sizes: list[int],
+    command: str,
+    repeat: int,
+    out: Path,
+    load: dict | None = None,
 ) -> int:
-    doc = document(rows, versions, sizes, command, repeat)
+    doc = document(rows, versions, sizes, command, repeat, load)
     result_files.write("delta", doc, markdown(doc), out)
     for name in (n for n in C_SERIES if n in versions):
-        only = document([r for r in rows if r.series == name], {name: versions[name]}, sizes, command, repeat)
+        only = document(
+            [r for r in rows if r.series == name], {name: versions[name]}, sizes, command, repeat, load
+        )
         result_files.write(f"delta_{name}", only, markdown(only), out)
     print()
     print(markdown(doc))
@@ -663,7 +691,12 @@ def report(
 
 
 def document(
-    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int
+    rows: list[Row],
+    versions: dict[str, list[str]],
+    sizes: list[int],
+    command: str,
+    repeat: int,
+    load: dict | None = None,
 ) -> dict:
     adaptive = {}
     for name in versions:
@@ -683,6 +716,7 @@ def document(
     return dict(
         command=command,
         repeat=repeat,
+        load=load,
         zstd_level=DEFAULT_LEVEL,
         sizes=sizes,
         versions=versions,
