@@ -82,8 +82,8 @@ def _header(raw: bytes) -> tuple[int, int, int]:
 
 @contextmanager
 def _mapped(old: BinaryIO, size: int) -> Iterator[memoryview]:
-    """The old file as one read-only buffer: mapped when it is a file, the buffer of a BytesIO,
-    and any other stream copied to a temporary file and mapped."""
+    """The old file as one read-only buffer: mapped when it is a file, the buffer of a BytesIO;
+    any other stream is copied to a temporary file and mapped, and what cannot be mapped is read."""
     if size == 0:
         yield memoryview(b"")
         return
@@ -92,14 +92,26 @@ def _mapped(old: BinaryIO, size: int) -> Iterator[memoryview]:
             yield view
         return
     mapping = _map(old)
-    if mapping is None:
+    if mapping is None and not _has_fileno(old):
         with tempfile.TemporaryFile() as spill:
             old.seek(0)
             shutil.copyfileobj(old, spill, 1 << 20)
             spill.flush()
-            with _mapped(spill, size) as view:
-                yield view
+            mapping = _map(spill)
+            if mapping is not None:
+                with _view(mapping, size) as view:
+                    yield view
+                return
+    if mapping is None:
+        old.seek(0)
+        yield memoryview(old.read(size))
         return
+    with _view(mapping, size) as view:
+        yield view
+
+
+@contextmanager
+def _view(mapping: mmap.mmap, size: int) -> Iterator[memoryview]:
     try:
         with memoryview(mapping) as view:
             yield view[:size]
@@ -108,6 +120,14 @@ def _mapped(old: BinaryIO, size: int) -> Iterator[memoryview]:
             mapping.close()
         except BufferError:  # a slice still held by an exception's frames: unmapped when collected
             pass
+
+
+def _has_fileno(f: BinaryIO) -> bool:
+    try:
+        f.fileno()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return False
+    return True
 
 
 def _map(f: BinaryIO) -> mmap.mmap | None:

@@ -143,10 +143,12 @@ class _Unmappable(io.RawIOBase):
         return self._inner.seek(pos, whence)
 
 
-@pytest.mark.parametrize("source", ["file", "stream", "bytesio"])
-def test_old_file_is_mapped_copied_or_borrowed(tmp_path, source):
+@pytest.mark.parametrize("source", ["file", "stream", "bytesio", "unmappable file"])
+def test_old_file_is_mapped_copied_or_borrowed(tmp_path, source, monkeypatch):
     """A file is memory-mapped; a stream without a descriptor is copied to a file first; a BytesIO
-    lends its buffer. All three rebuild the same bytes."""
+    lends its buffer; a file the system will not map is read. All rebuild the same bytes."""
+    if source == "unmappable file":
+        monkeypatch.setattr(patcher, "_map", lambda f: None)
     rng = random.Random(3)
     old = rng.randbytes(300_000)
     new = old[:100_000] + rng.randbytes(500) + old[100_000:250_000] + old[:4096]
@@ -156,6 +158,6 @@ def test_old_file_is_mapped_copied_or_borrowed(tmp_path, source):
     path.write_bytes(old)
     rebuilt = io.BytesIO()
     with open(path, "rb") as f:
-        base = {"file": f, "stream": _Unmappable(old), "bytesio": io.BytesIO(old)}[source]
+        base = {"stream": _Unmappable(old), "bytesio": io.BytesIO(old)}.get(source, f)
         assert patch(base, io.BytesIO(out.getvalue()), rebuilt) == len(new)
     assert rebuilt.getvalue() == new
