@@ -157,6 +157,12 @@ class InstanceStack(Stack):
                 **(
                     {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
                 ),
+                **({c.ENV_RELAY_RANGE_BYTES: str(n)} if (n := ctx("hycloud:relayRangeBytes")) else {}),
+                **(
+                    {c.ENV_DELTA_PRECOMPUTE_BYTES: str(n)}
+                    if (n := ctx("hycloud:deltaPrecomputeBytes")) is not None
+                    else {}
+                ),
             },
             **volume.mount(),
         )
