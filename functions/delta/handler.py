@@ -5,7 +5,7 @@ the delta is version-aware (zstd patch-from), otherwise rsync-style against the 
 checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
 verified against the declared content hash, stored at its content address and linked at the
 path in one leased step only if the path still holds the base, so a failed job changes nothing a
-user can see. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
+user can see; the new version then stays in the relay cache for the next job. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import boto3
 
-from hycloud_core import content
+from hycloud_core import content, paths
 from hycloud_core.config import InstanceConfig
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import versioned
@@ -191,6 +191,9 @@ def apply(event: dict) -> dict:
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
+        # kept in the relay cache as the path's current version: the next delta job, either way,
+        # reads it from EFS instead of S3
+        cache.publish(paths.cache_name(event["user"], event["path"]), new_path, got)
         return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
     finally:
         if os.path.exists(new_path):

@@ -23,6 +23,7 @@ from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from botocore.exceptions import ClientError
 from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, s3, user
 from models import (
     Body as JsonBody,
@@ -41,8 +42,9 @@ from models import (
 from pydantic import BaseModel
 
 from hycloud_core import jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
+from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.observability import logger
 
 from .job_runner import describe, owned, report, run
 
@@ -207,18 +209,34 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
-    key = jobs.job_key("dl", user(router), path, link.content_hash, "version", base)
-    return _start(
-        key,
-        {
-            "action": "encode",
-            "cache_name": paths.cache_name(user(router), path),
-            "content_hash": link.content_hash,
-            "base_hash": base,
-            "base_cache_name": jobs.base_cache_name(base),
-        },
-        wait=wait,
-    )
+    key, spec = _version_job(router, path, link.content_hash, base)
+    return _start(key, spec, wait=wait)
+
+
+def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str) -> tuple[str, dict]:
+    """Key and spec of the version-aware delta job from `base` to `new` at `path`."""
+    key = jobs.job_key("dl", user(caller), path, new, "version", base)
+    return key, {
+        "action": "encode",
+        "cache_name": paths.cache_name(user(caller), path),
+        "content_hash": new,
+        "base_hash": base,
+        "base_cache_name": jobs.base_cache_name(base),
+    }
+
+
+def precompute(caller: APIGatewayRouter, path: str) -> None:
+    """Start the delta from the version a new commit superseded, so a client one version behind
+    (the usual download) finds it computed: one request, no job to wait for. Launched, not awaited;
+    files over `delta_precompute_bytes` (0: never) are left to be computed on demand."""
+    link = namespace(caller).current_link(paths.normalize(path))
+    if link is None or not link.history or link.size > CONFIG.delta_precompute_bytes:
+        return
+    key, spec = _version_job(caller, paths.normalize(path), link.content_hash, link.history[0][0])
+    try:
+        run(caller, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, _delta_ready, _no_staging)
+    except (HyCloudError, ClientError):
+        logger.warning("delta precompute not started", exc_info=True)  # computed on demand instead
 
 
 @router.put(
