@@ -51,8 +51,12 @@ def edit(data: bytes, rnd: random.Random) -> bytes:
 
 
 def history_marks(sfn, machine: str, job: str) -> dict[str, float]:
-    """Epoch seconds of the workflow's milestones."""
-    events = sfn.get_execution_history(executionArn=execution_arn(machine, job), maxResults=1000)["events"]
+    """Epoch seconds of the workflow's milestones; none when the job ran direct (no workflow)."""
+    try:
+        history = sfn.get_execution_history(executionArn=execution_arn(machine, job), maxResults=1000)
+    except sfn.exceptions.ExecutionDoesNotExist:
+        return {}
+    events = history["events"]
     marks: dict[str, float] = {}
     for e in events:
         ts = e["timestamp"].timestamp()
@@ -100,16 +104,15 @@ def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
         sdk.http.request("GET", "/v1/delta/data", params={"id": job, "offset": 0, "length": 1})
         t_first = time.time()
     marks = history_marks(sfn, machine, job)
-    if marks.get("start", t0) < t0:  # computed before the request (at commit): no job to wait for
-        marks = {}
+    precomputed = marks.get("start", t0) < t0  # computed before the request (at commit)
     return {
         "request": t0,
-        **marks,
+        **({} if precomputed else marks),
         "result": t_result,
         "first_byte": t_first,
         "inline": bool(result.get("delta")),
-        "precomputed": not marks,
-        "encode_work": result.get("encode_seconds", 0.0) if marks else 0.0,
+        "how": "precomputed" if precomputed else "workflow" if marks else "direct",
+        "encode_work": 0.0 if precomputed else result.get("encode_seconds", 0.0),
     }
 
 
@@ -137,7 +140,9 @@ def markdown(doc: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
     lines += [
         "",
-        "on demand: a delta from two versions back, computed when asked; precomputed at commit: from the "
+        "on demand: a delta from two versions back, computed when asked (its base and the new version "
+        "in the relay cache, the job runs direct: the controller invokes the delta function, so its "
+        "whole time is in `result`); precomputed at commit: from the "
         "version just before (the usual download), started by the commit that superseded it and ended "
         "before the request (its row is all controller: job ledger, result, inline delta). Cold: new "
         "containers for the job functions (relay, delta) before the request (on demand) or before the "

@@ -14,6 +14,7 @@ import hashlib
 import os
 import tempfile
 import time
+import uuid
 from typing import BinaryIO
 
 import boto3
@@ -127,10 +128,11 @@ def encode(event: dict) -> dict:
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
     unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    tmp = f"{out_path}.{uuid.uuid4().hex}.tmp"  # the same job may run twice at once (started direct)
     started = time.perf_counter()
     new, new_size = _new_version(event, cache)
     try:
-        with open(out_path + ".tmp", "wb") as out:
+        with open(tmp, "wb") as out:
             if event.get("base_hash"):
                 base_path = cache.path(event["base_cache_name"])
                 with open(base_path, "rb") as base:
@@ -142,7 +144,7 @@ def encode(event: dict) -> dict:
                 kind = "rsync"
     finally:
         new.close()
-    os.replace(out_path + ".tmp", out_path)
+    os.replace(tmp, out_path)
     count_bytes("DeltaSavedBytes", new_size - os.path.getsize(out_path))
     return {
         "job": event["job"],
@@ -157,7 +159,7 @@ def encode(event: dict) -> dict:
 
 def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
-    new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
+    new_path = f"{staging_file(CONFIG.staging_dir, event['job'], 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
     unstage(event, "delta")
     try:

@@ -129,15 +129,28 @@ def _no_staging(job: str) -> None:
 def _start(
     key: str,
     spec: dict,
+    size: int,
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
     wait: float = 0,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
     seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202."""
-    job = run(router, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, alive, stage)
+    spec = {**spec, **_cached(spec)}
+    direct = CONFIG.delta_function if _runs_direct(spec, size) else None
+    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
+
+
+def _runs_direct(spec: dict, size: int) -> bool:
+    """Whether the job is one Lambda task (nothing to fetch first) short enough to run in the request."""
+    needs_base = spec["action"] == "apply" or spec.get("base_hash")
+    return (
+        bool(CONFIG.delta_function)
+        and size <= CONFIG.delta_direct_bytes
+        and (not needs_base or spec.get("base_cached", False))
+    )
 
 
 def _cached(spec: dict) -> dict:
@@ -210,7 +223,7 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base)
-    return _start(key, spec, wait=wait)
+    return _start(key, spec, link.size, wait=wait)
 
 
 def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str) -> tuple[str, dict]:
@@ -258,7 +271,9 @@ def download_by_signature(
         "content_hash": link.content_hash,
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
-    return _start(key, spec, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait)
+    return _start(
+        key, spec, link.size, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait
+    )
 
 
 def _holds(path: str, content_hash: str) -> bool:
@@ -299,6 +314,7 @@ def upload(
     return _start(
         key,
         spec,
+        link.size,
         alive=lambda job: _holds(path, new),
         stage=lambda job: staged_key or _stage(job, "delta", delta),
         wait=wait,

@@ -153,6 +153,7 @@ class InstanceStack(Stack):
                 **env,
                 c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn,
                 c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
+                c.ENV_DELTA_FUNCTION: delta_job_fn.function_arn,  # short jobs run direct
                 c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
                 **(
                     {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
@@ -171,6 +172,7 @@ class InstanceStack(Stack):
         relay.grant_start_execution(controller)
         relay.grant_read(controller)
         delta.grant_start_execution(controller)
+        delta_job_fn.grant_invoke(controller)
         delta.grant_read(controller)
         tree.allow_control(controller)
         stores.table.grant_read_write_data(upkeep)

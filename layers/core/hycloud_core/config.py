@@ -38,6 +38,10 @@ class InstanceConfig:
     delta_precompute_bytes: int = field(
         default_factory=lambda: _env_int(c.ENV_DELTA_PRECOMPUTE_BYTES, 256 * c.MiB)
     )
+    # a delta job over a file up to this size with nothing to fetch first runs in the delta function
+    # invoked by the controller itself (no workflow): well inside the API's 29 s
+    delta_function: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_FUNCTION, ""))
+    delta_direct_bytes: int = field(default_factory=lambda: _env_int(c.ENV_DELTA_DIRECT_BYTES, 256 * c.MiB))
 
     tree_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_TREE_STATE_MACHINE, ""))
     # trees with more entries than this are copied, moved or removed by a job, not in the request
