@@ -144,6 +144,17 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
     return row
 
 
+def unique_copy(release: Path, work: Path, run_id: str) -> Path:
+    """The release with this run's id appended (64 bytes after the tar's end, which tar ignores): the
+    cloud stores content once by its hash, so a release some earlier run uploaded would otherwise
+    make (e)'s direct upload send nothing."""
+    copy = work / f"{run_id}-{release.name}"
+    shutil.copyfile(release, copy)
+    with open(copy, "ab") as f:
+        f.write(run_id.encode().ljust(64, b"\0"))
+    return copy
+
+
 def summarize(rows: list[dict]) -> dict:
     def avg(mode: str, field: str) -> float:
         return statistics.mean(r[mode][field] for r in rows)
@@ -281,6 +292,7 @@ def main() -> None:
         print(relay_markdown(rows, file.stat().st_size))
         return
     doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
+    run_id = uuid.uuid4().hex
     with (
         SpawnedWanLink(
             target=("127.0.0.1", port), down_mbps=args.down, up_mbps=args.up, rtt_ms=args.rtt
@@ -290,7 +302,7 @@ def main() -> None:
         for series in args.series.split(","):
             versions_of, fetch = SERIES[series]
             versions = versions_of(n)
-            files = [fetch(v) for v in versions]
+            files = [unique_copy(fetch(v), Path(tmp), run_id) for v in versions]
             rows = []
             pairs = zip(
                 zip(versions, files, strict=True), zip(versions[1:], files[1:], strict=True), strict=False

@@ -135,9 +135,10 @@ def _start(
     wait: float = 0,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
-    seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202."""
+    seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
+    A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
     spec = {**spec, **_cached(spec)}
-    direct = CONFIG.delta_function if _runs_direct(spec, size) else None
+    direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
     job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
@@ -306,6 +307,7 @@ def upload(
         "action": "apply",
         "user": user(router),
         "path": path,
+        "cache_name": paths.cache_name(user(router), path),  # where the base may be cached already
         "content_hash": new,
         "base_hash": base,
         "base_cache_name": jobs.base_cache_name(base),
