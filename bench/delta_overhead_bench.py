@@ -51,8 +51,12 @@ def edit(data: bytes, rnd: random.Random) -> bytes:
 
 
 def history_marks(sfn, machine: str, job: str) -> dict[str, float]:
-    """Epoch seconds of the workflow's milestones."""
-    events = sfn.get_execution_history(executionArn=execution_arn(machine, job), maxResults=1000)["events"]
+    """Epoch seconds of the workflow's milestones; none when the job ran direct (no workflow)."""
+    try:
+        history = sfn.get_execution_history(executionArn=execution_arn(machine, job), maxResults=1000)
+    except sfn.exceptions.ExecutionDoesNotExist:
+        return {}
+    events = history["events"]
     marks: dict[str, float] = {}
     for e in events:
         ts = e["timestamp"].timestamp()
@@ -68,10 +72,10 @@ def history_marks(sfn, machine: str, job: str) -> dict[str, float]:
     return marks
 
 
-def make_cold(lam) -> None:
-    """New containers for the job's functions: a changed environment retires the warm ones."""
+def make_cold(lam, parts: tuple[str, ...] = ("Delta", "Relay", "Controller")) -> None:
+    """New containers for these functions: a changed environment retires the warm ones."""
     for fn in lam.list_functions()["Functions"]:
-        if not any(part in fn["FunctionName"] for part in ("Delta", "Relay", "Controller")):
+        if not any(part in fn["FunctionName"] for part in parts):
             continue
         env = (fn.get("Environment") or {}).get("Variables", {})
         lam.update_function_configuration(
@@ -79,6 +83,15 @@ def make_cold(lam) -> None:
             Environment={"Variables": {**env, "HYCLOUD_COLD": uuid.uuid4().hex}},
         )
         lam.get_waiter("function_updated_v2").wait(FunctionName=fn["FunctionName"])
+
+
+def settle(sfn, machine: str, timeout: float = 60) -> None:
+    """Wait until no delta job runs (the one a commit starts, from the version it superseded)."""
+    deadline = time.monotonic() + timeout
+    while sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("delta jobs still running")
+        time.sleep(0.1)
 
 
 def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
@@ -91,13 +104,15 @@ def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
         sdk.http.request("GET", "/v1/delta/data", params={"id": job, "offset": 0, "length": 1})
         t_first = time.time()
     marks = history_marks(sfn, machine, job)
+    precomputed = marks.get("start", t0) < t0  # computed before the request (at commit)
     return {
         "request": t0,
-        **marks,
+        **({} if precomputed else marks),
         "result": t_result,
         "first_byte": t_first,
         "inline": bool(result.get("delta")),
-        "encode_work": result.get("encode_seconds", 0.0),
+        "how": "precomputed" if precomputed else "workflow" if marks else "direct",
+        "encode_work": 0.0 if precomputed else result.get("encode_seconds", 0.0),
     }
 
 
@@ -125,6 +140,15 @@ def markdown(doc: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
     lines += [
         "",
+        "on demand: a delta from two versions back, computed when asked (its base and the new version "
+        "in the relay cache, the job runs direct: the controller invokes the delta function, so its "
+        "whole time is in `result`); precomputed at commit: from the "
+        "version just before (the usual download), started by the commit that superseded it and ended "
+        "before the request (its row is all controller: job ledger, result, inline delta). Cold: new "
+        "containers for the job functions (relay, delta) before the request (on demand) or before the "
+        "commit whose job computed the delta (precomputed); the controller, which serves every request, "
+        "is warm in both, as in the previous milestone.",
+        "",
         "start: request to execution start (controller: job ledger, StartExecution); relay: the base "
         "version fetched into the EFS cache (0 when the client's base is reused from it); delta_fn: the "
         "delta task (Lambda invocation, new version read from S3, delta computed), of which encode_work "
@@ -149,25 +173,34 @@ def main() -> None:
     rnd = random.Random(3)
     data = rnd.randbytes(SIZE)
     path = "/bench/overhead.bin"
-    runs = []
+    on_demand, precomputed, lam = [], [], boto3.client("lambda")
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "v"
-        file.write_bytes(data)
-        sdk.put(file, path, parents=True, via="direct")
-        for i in range(args.runs):
-            if i == 0:
-                make_cold(boto3.client("lambda"))
-            base_hash = content.hash_file(file)[0]
-            data = edit(data, rnd)
+        hashes = []
+        for _ in range(args.runs + 2):
+            data = edit(data, rnd) if hashes else data
             file.write_bytes(data)
-            sdk.put(file, path, via="direct")
-            runs.append(one_run(sdk, sfn, machine, path, base_hash))
+            hashes.append(content.hash_file(file)[0])
+            if len(hashes) == 4:  # its commit's job runs on new containers: the precomputed cold case
+                make_cold(lam, ("Delta", "Relay"))
+            sdk.put(file, path, parents=True, via="direct")
+            settle(sfn, machine)  # the commit's own job, from the version before, has ended
+            if len(hashes) < 3:
+                continue
+            if len(on_demand) == 0:
+                make_cold(lam, ("Delta", "Relay"))
+            # two versions back: nothing computed it, the job runs now
+            on_demand.append(one_run(sdk, sfn, machine, path, hashes[-3]))
+            # one version back (the usual download): computed when the version was committed
+            precomputed.append(one_run(sdk, sfn, machine, path, hashes[-2]))
+    table = {}
+    for label, runs, cold in (("on demand", on_demand, 0), ("precomputed at commit", precomputed, 1)):
+        per_run = [steps(r) for r in runs]
+        table[f"{label}, cold"] = per_run[cold]
+        del per_run[cold]
+        table[f"{label}, warm (median)"] = {k: statistics.median(s[k] for s in per_run) for k in COLUMNS}
+    runs = on_demand + precomputed
     per_run = [steps(r) for r in runs]
-    table = {"cold (new containers)": per_run[0]}
-    if len(per_run) > 1:
-        table["warm (median of the rest)"] = {
-            k: statistics.median(s[k] for s in per_run[1:]) for k in COLUMNS
-        }
     doc = {"size_mib": SIZE // 2**20, "runs": runs, "steps": per_run, "table": table}
     result_files.write("delta_overhead", doc, markdown(doc))
     print(markdown(doc))

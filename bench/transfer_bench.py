@@ -11,7 +11,7 @@ The client remembers the previous release's content hash (as after transferring 
 download does not read its base twice.
 Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
 
-    .venv/bin/python bench/transfer_bench.py [--quick] [--down 50 --up 50 --rtt 100]
+    .venv/bin/python bench/transfer_bench.py [--quick] [--series typescript,django] [--down 50 --up 50 --rtt 100]
 
 Needs the local deployment (started and deployed if absent); writes bench/results/transfer.{json,md}.
 """
@@ -28,6 +28,8 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+
+import boto3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
@@ -81,20 +83,36 @@ def measure(link, fn) -> dict:
     }
 
 
+JOBS: dict = {}  # the delta workflow (sfn client, machine ARN), set in main
+
+
+def settled(setup: HyCloud, local: Path, remote: str, **kwargs) -> None:
+    """A set-up upload (off the measurement), then a wait until the cloud jobs it started have ended
+    (a commit starts the delta from the version it superseded): on this one machine they would
+    share its two cores with the transfer measured next, which on AWS they do not."""
+    setup.put(local, remote, via="direct", **kwargs)
+    deadline = time.monotonic() + 120
+    while (
+        time.monotonic() < deadline
+        and JOBS["sfn"].list_executions(stateMachineArn=JOBS["machine"], statusFilter="RUNNING")["executions"]
+    ):
+        time.sleep(0.1)
+
+
 def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, work: Path, tag: str) -> dict:
     """Both clients share one state store: what `setup` transferred (unmeasured, off the link), the
     measured client remembers, as it would had it transferred that version itself."""
     down_path, up_path = f"/bench/{tag}-down.tar", f"/bench/{tag}-up.tar"
     old_hash = content.hash_file(old)[0]
-    setup.put(old, down_path, parents=True, via="direct")
-    setup.put(old, up_path, parents=True, via="direct")
+    settled(setup, old, down_path, parents=True)
+    settled(setup, old, up_path, parents=True)
     row: dict = {"size": new.stat().st_size}
     with through(link):
         wan = HyCloud(url, key)
         # uploads first: the new release is not in the cloud yet, so (e) is a real upload
         row["e_direct_up"] = measure(link, lambda: wan.put(new, up_path, via="direct"))
         for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
-            setup.put(old, up_path, via="direct")
+            settled(setup, old, up_path)
             background.settle()  # the old release's checksum list is in the store
             result: dict = {}
             if kind == "rsync":  # against the checksum list kept from the old release's upload
@@ -108,7 +126,7 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
                 row["size"], result.get("sent_bytes", row["size"]), auto.rates(wan.store)
             )
             background.settle()
-        setup.put(new, down_path, via="direct")  # the previous release becomes a retained old version
+        settled(setup, new, down_path)  # the previous release becomes a retained old version
         row["a_direct"] = measure(link, lambda: wan.get(down_path, work / "a.tar", via="direct"))
         row["b_relay"] = measure(link, lambda: wan.get(down_path, work / "b.tar", via="relay"))
         held = work / "held.tar"
@@ -124,6 +142,17 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
     for name in ("a.tar", "b.tar"):
         assert (work / name).stat().st_size == row["size"]
     return row
+
+
+def unique_copy(release: Path, work: Path, run_id: str) -> Path:
+    """The release with this run's id appended (64 bytes after the tar's end, which tar ignores): the
+    cloud stores content once by its hash, so a release some earlier run uploaded would otherwise
+    make (e)'s direct upload send nothing."""
+    copy = work / f"{run_id}-{release.name}"
+    shutil.copyfile(release, copy)
+    with open(copy, "ab") as f:
+        f.write(run_id.encode().ljust(64, b"\0"))
+    return copy
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -238,6 +267,9 @@ def main() -> None:
     parser.add_argument("--up", type=float, default=50)
     parser.add_argument("--rtt", type=float, default=100)
     parser.add_argument("--relay-only", action="store_true", help="only the direct-or-relay comparison")
+    parser.add_argument(
+        "--series", default=",".join(SERIES), help="comma-separated, of: " + ", ".join(SERIES)
+    )
     args = parser.parse_args()
     n = 3 if args.quick else args.releases
     state = tempfile.TemporaryDirectory()
@@ -250,6 +282,7 @@ def main() -> None:
     url = outputs["LocalApiUrl"]
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     setup = HyCloud(url, key)
+    JOBS.update(sfn=boto3.client("stepfunctions"), machine=outputs["DeltaStateMachineArn"])
     if args.relay_only:
         with tempfile.TemporaryDirectory() as tmp:
             versions_of, fetch = SERIES["typescript"]
@@ -259,15 +292,17 @@ def main() -> None:
         print(relay_markdown(rows, file.stat().st_size))
         return
     doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
+    run_id = uuid.uuid4().hex
     with (
         SpawnedWanLink(
             target=("127.0.0.1", port), down_mbps=args.down, up_mbps=args.up, rtt_ms=args.rtt
         ) as link,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        for series, (versions_of, fetch) in SERIES.items():
+        for series in args.series.split(","):
+            versions_of, fetch = SERIES[series]
             versions = versions_of(n)
-            files = [fetch(v) for v in versions]
+            files = [unique_copy(fetch(v), Path(tmp), run_id) for v in versions]
             rows = []
             pairs = zip(
                 zip(versions, files, strict=True), zip(versions[1:], files[1:], strict=True), strict=False

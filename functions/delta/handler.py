@@ -5,7 +5,7 @@ the delta is version-aware (zstd patch-from), otherwise rsync-style against the 
 checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
 verified against the declared content hash, stored at its content address and linked at the
 path in one leased step only if the path still holds the base, so a failed job changes nothing a
-user can see. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
+user can see; the new version then stays in the relay cache for the next job. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import hashlib
 import os
 import tempfile
 import time
+import uuid
 from typing import BinaryIO
 
 import boto3
 
-from hycloud_core import content
+from hycloud_core import content, paths
 from hycloud_core.coded_layout import CodedLayout
 from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
@@ -150,10 +151,11 @@ def encode(event: dict) -> dict:
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
     unstage(event, "sig")
     out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    tmp = f"{out_path}.{uuid.uuid4().hex}.tmp"  # the same job may run twice at once (started direct)
     started = time.perf_counter()
     new, new_size = _new_version(event, cache)
     try:
-        with open(out_path + ".tmp", "wb") as out:
+        with open(tmp, "wb") as out:
             if event.get("base_hash"):
                 base_path = cache.path(event["base_cache_name"])
                 with open(base_path, "rb") as base:
@@ -165,7 +167,7 @@ def encode(event: dict) -> dict:
                 kind = "rsync"
     finally:
         new.close()
-    os.replace(out_path + ".tmp", out_path)
+    os.replace(tmp, out_path)
     count_bytes("DeltaSavedBytes", new_size - os.path.getsize(out_path))
     return {
         "job": event["job"],
@@ -180,7 +182,7 @@ def encode(event: dict) -> dict:
 
 def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
-    new_path = staging_file(CONFIG.staging_dir, event["job"], "new")
+    new_path = f"{staging_file(CONFIG.staging_dir, event['job'], 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
     unstage(event, "delta")
     try:
@@ -214,6 +216,9 @@ def apply(event: dict) -> dict:
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
+        # kept in the relay cache as the path's current version: the next delta job, either way,
+        # reads it from EFS instead of S3
+        cache.publish(paths.cache_name(event["user"], event["path"]), new_path, got)
         return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
     finally:
         if os.path.exists(new_path):

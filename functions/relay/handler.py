@@ -1,7 +1,9 @@
 """Relay fetch: copy a large file's S3 object into the EFS relay cache (seed 000 §III-B).
 
-Run as a Step Functions task. An erasure-coded file (event `erasure`: its layout, `instances`:
-region and bucket of each) is decoded from k blocks per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
+Run as a Step Functions task. A file larger than one function may copy in its time runs as a
+Map over byte ranges (`ranges.py`: action `range` per iteration, then `finish`). An erasure-coded
+file (event `erasure`: its layout, `instances`: region and bucket of each) is decoded from k blocks
+per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
 the content hash and only then published, so a reader never sees a partial or wrong copy; a copy
 of the same content already there is a hit.
 """
@@ -14,6 +16,7 @@ import time
 
 import boto3
 from botocore.exceptions import ClientError
+from ranges import copy_range, finish
 
 from hycloud_core import content
 from hycloud_core.coded_layout import CodedLayout
@@ -62,12 +65,34 @@ def _reassembled(event: dict, directory: str) -> tuple[str, str, int]:
         raise
 
 
+def _range(event: dict) -> tuple[dict, int]:
+    request = RelayFetchRequest(event)
+    key = request.key or content.object_key(request.content_hash)
+    answer = copy_range(s3, request.bucket or CONFIG.bucket, key, RelayCache(CONFIG.cache_dir), event)
+    return answer, answer["size"]
+
+
+def _finish(event: dict) -> tuple[dict, int]:
+    answer = finish(RelayCache(CONFIG.cache_dir), event)
+    count_bytes("BytesRelayed", answer["size"])
+    return answer, 0  # its bytes were counted by the ranges that copied them
+
+
+def _whole(event: dict) -> tuple[dict, int]:
+    answer = _fetch(event)
+    return answer, 0 if answer["hit"] else answer["size"]
+
+
 @observed
 def handler(event: dict, context) -> dict:
-    with job_duration("relay") as timer:
-        answer = _fetch(event)
+    actions = {"fetch": _whole, "range": _range, "finish": _finish}
+    action = event.get("action", "fetch")
+    if action not in actions:
+        raise BadRequestError(f"unknown relay action {action!r}")
+    with job_duration("relay" if action == "fetch" else f"relay-{action}") as timer:
+        answer, copied = actions[action](event)
     try:  # the cost report's figures; a run that worked is not failed for them
-        record_run(table, 0 if answer["hit"] else answer["size"], timer.ms, int(context.memory_limit_in_mb))
+        record_run(table, copied, timer.ms, int(context.memory_limit_in_mb))
     except ClientError:
         logger.warning("relay run not recorded", exc_info=True)
     return answer

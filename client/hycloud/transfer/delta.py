@@ -15,8 +15,10 @@ import base64
 import hashlib
 import io
 import os
+import queue
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -159,17 +161,37 @@ def _version_aware_job(http: Http, path: str, base_hash: str) -> tuple[str, dict
 
 
 class _Hashing:
-    """A sequential writer that takes the content hash of what passes: no second read of the file."""
+    """A sequential writer that takes the content hash of what passes (no second read of the file),
+    hashing and writing in a thread of its own so the disk works while the next window is rebuilt;
+    at most two windows wait, so memory stays bounded."""
 
     def __init__(self, out: BinaryIO) -> None:
-        self.out, self.hasher = out, content.PartHasher()
+        self.out, self.hasher, self.error = out, content.PartHasher(), None
+        self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
+        self.thread = threading.Thread(target=self._drain, name="hycloud-delta-write", daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        while (data := self.pending.get()) is not None:
+            try:
+                if self.error is None:
+                    self.hasher.update(data)
+                    self.out.write(data)
+            except OSError as err:  # reported by close(); keep draining so write() never blocks
+                self.error = err
 
     def write(self, data: bytes) -> int:
-        self.hasher.update(data)
-        return self.out.write(data)
+        if self.error is not None:
+            raise self.error
+        self.pending.put(bytes(data))
+        return len(data)
 
-    def __getattr__(self, name: str):
-        return getattr(self.out, name)
+    def close(self) -> None:
+        """Wait until everything is written; raise what writing raised."""
+        self.pending.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def _patch_version_aware(
@@ -181,7 +203,10 @@ def _patch_version_aware(
         _fetch_delta(http, job, result, delta_file)
         delta_file.seek(0)
         hashing = _Hashing(out)
-        apply_delta(old, delta_file, hashing)
+        try:
+            apply_delta(old, delta_file, hashing)
+        finally:
+            hashing.close()
     return {
         "content_hash": hashing.hasher.hexdigest(),
         "kind": result["kind"],

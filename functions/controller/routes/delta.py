@@ -23,6 +23,7 @@ from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from botocore.exceptions import ClientError
 from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, s3, user
 from models import (
     Body as JsonBody,
@@ -41,8 +42,9 @@ from models import (
 from pydantic import BaseModel
 
 from hycloud_core import jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
+from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.observability import logger
 
 from .coded import relay_source
 from .job_runner import describe, owned, report, run
@@ -128,15 +130,29 @@ def _no_staging(job: str) -> None:
 def _start(
     key: str,
     spec: dict,
+    size: int,
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
     wait: float = 0,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
-    seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202."""
-    job = run(router, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, alive, stage)
+    seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
+    A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
+    spec = {**spec, **_cached(spec)}
+    direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
+    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
+
+
+def _runs_direct(spec: dict, size: int) -> bool:
+    """Whether the job is one Lambda task (nothing to fetch first) short enough to run in the request."""
+    needs_base = spec["action"] == "apply" or spec.get("base_hash")
+    return (
+        bool(CONFIG.delta_function)
+        and size <= CONFIG.delta_direct_bytes
+        and (not needs_base or spec.get("base_cached", False))
+    )
 
 
 def _cached(spec: dict) -> dict:
@@ -208,19 +224,38 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
-    key = jobs.job_key("dl", user(router), path, link.content_hash, "version", base)
-    return _start(
-        key,
-        {
-            "action": "encode",
-            "cache_name": paths.cache_name(user(router), path),
-            "content_hash": link.content_hash,
-            "base_hash": base,
-            "base_cache_name": jobs.base_cache_name(base),
-            **relay_source(link),
-        },
-        wait=wait,
+    key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
+    return _start(key, spec, link.size, wait=wait)
+
+
+def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:
+    """Key and spec of the version-aware delta job from `base` to `new` at `path`; `source` says how
+    a coded file is rebuilt from its blocks (empty for any other)."""
+    key = jobs.job_key("dl", user(caller), path, new, "version", base)
+    return key, {
+        "action": "encode",
+        "cache_name": paths.cache_name(user(caller), path),
+        "content_hash": new,
+        "base_hash": base,
+        "base_cache_name": jobs.base_cache_name(base),
+        **source,
+    }
+
+
+def precompute(caller: APIGatewayRouter, path: str) -> None:
+    """Start the delta from the version a new commit superseded, so a client one version behind
+    (the usual download) finds it computed: one request, no job to wait for. Launched, not awaited;
+    files over `delta_precompute_bytes` (0: never) are left to be computed on demand."""
+    link = namespace(caller).current_link(paths.normalize(path))
+    if link is None or not link.history or link.size > CONFIG.delta_precompute_bytes:
+        return
+    key, spec = _version_job(
+        caller, paths.normalize(path), link.content_hash, link.history[0][0], relay_source(link)
     )
+    try:
+        run(caller, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, _delta_ready, _no_staging)
+    except (HyCloudError, ClientError):
+        logger.warning("delta precompute not started", exc_info=True)  # computed on demand instead
 
 
 @router.put(
@@ -243,7 +278,9 @@ def download_by_signature(
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
         **relay_source(link),  # a coded file: the job rebuilds it from its blocks
     }
-    return _start(key, spec, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait)
+    return _start(
+        key, spec, link.size, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait
+    )
 
 
 def _holds(path: str, content_hash: str) -> bool:
@@ -276,6 +313,7 @@ def upload(
         "action": "apply",
         "user": user(router),
         "path": path,
+        "cache_name": paths.cache_name(user(router), path),  # where the base may be cached already
         "content_hash": new,
         "base_hash": base,
         "base_cache_name": jobs.base_cache_name(base),
@@ -284,6 +322,7 @@ def upload(
     return _start(
         key,
         spec,
+        link.size,
         alive=lambda job: _holds(path, new),
         stage=lambda job: staged_key or _stage(job, "delta", delta),
         wait=wait,

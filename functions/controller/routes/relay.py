@@ -20,7 +20,7 @@ from hycloud_core import paths
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.job_ledger import JobLedger
-from hycloud_core.relay import relay_job_key
+from hycloud_core.relay import byte_ranges, relay_job_key
 
 from .coded import relay_source
 from .job_runner import describe, report, run
@@ -58,6 +58,18 @@ def _status(path: str) -> dict:
     return {**info, **job}
 
 
+def _source(path: str, size: int) -> dict:
+    """A coded file is rebuilt from its blocks; any other large file is copied whole or by ranges."""
+    return relay_source(namespace(router).current_link(paths.normalize(path))) or _ranges(size)
+
+
+def _ranges(size: int) -> dict:
+    """Ranges for the workflow's Map when one function could not copy the whole file in its time."""
+    if size <= CONFIG.relay_range_bytes:
+        return {}
+    return {"ranges": byte_ranges(size, CONFIG.relay_range_bytes), "range_options": {}}
+
+
 @router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
 def start(body: Annotated[RelayTarget, Body()]):
     """Start the relay job unless the file is cached; a running job is found, not started twice."""
@@ -71,12 +83,7 @@ def start(body: Annotated[RelayTarget, Body()]):
         router,
         CONFIG.relay_state_machine,
         relay_job_key(name, content_hash),
-        {
-            "cache_name": name,
-            "content_hash": content_hash,
-            "size": size,
-            **relay_source(namespace(router).current_link(paths.normalize(path))),
-        },
+        {"cache_name": name, "content_hash": content_hash, "size": size, **_source(path, size)},
         lambda _: cache.is_ready(name, content_hash),
         lambda _: None,
     )

@@ -10,6 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
 from models import CommitUpload, ContentHash, StartUpload, UploadUrls
 
+from .delta import precompute
+
 router = APIGatewayRouter()
 
 
@@ -36,6 +38,7 @@ def commit(
         mtime=body.mtime,
         mode=body.mode,
     )
+    precompute(router, body.path)
     return ok(entry.to_dict(), 201)
 
 

@@ -156,9 +156,16 @@ class InstanceStack(Stack):
                 **env,
                 c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn,
                 c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
+                c.ENV_DELTA_FUNCTION: delta_job_fn.function_arn,  # short jobs run direct
                 c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
                 **(
                     {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
+                ),
+                **({c.ENV_RELAY_RANGE_BYTES: str(n)} if (n := ctx("hycloud:relayRangeBytes")) else {}),
+                **(
+                    {c.ENV_DELTA_PRECOMPUTE_BYTES: str(n)}
+                    if (n := ctx("hycloud:deltaPrecomputeBytes")) is not None
+                    else {}
                 ),
             },
             **volume.mount(),
@@ -168,6 +175,7 @@ class InstanceStack(Stack):
         relay.grant_start_execution(controller)
         relay.grant_read(controller)
         delta.grant_start_execution(controller)
+        delta_job_fn.grant_invoke(controller)
         delta.grant_read(controller)
         tree.allow_control(controller)
         stores.table.grant_read_write_data(upkeep)

@@ -31,6 +31,17 @@ class InstanceConfig:
     gc_grace_s: int = field(default_factory=lambda: _env_int(c.ENV_GC_GRACE_S, 3600))
     # S3↔EFS transfer rate (bytes/s) told to clients for the delta-upload rule (eq. 2) until measured
     s3_efs_rate: int = field(default_factory=lambda: _env_int(c.ENV_S3_EFS_RATE, 100 * c.MiB))
+    # the most one relay function copies; a larger file is relayed as a Map over ranges this large
+    # (4 GiB: at EFS's ~100 MiB/s per client, well inside Lambda's 15 minutes)
+    relay_range_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_RANGE_BYTES, 4 * c.GiB))
+    # a commit of a large file up to this size starts the delta from the version it superseded
+    delta_precompute_bytes: int = field(
+        default_factory=lambda: _env_int(c.ENV_DELTA_PRECOMPUTE_BYTES, 256 * c.MiB)
+    )
+    # a delta job over a file up to this size with nothing to fetch first runs in the delta function
+    # invoked by the controller itself (no workflow): well inside the API's 29 s
+    delta_function: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_FUNCTION, ""))
+    delta_direct_bytes: int = field(default_factory=lambda: _env_int(c.ENV_DELTA_DIRECT_BYTES, 256 * c.MiB))
 
     tree_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_TREE_STATE_MACHINE, ""))
     # trees with more entries than this are copied, moved or removed by a job, not in the request

@@ -75,9 +75,13 @@ class PartHasher:
                 self._digests.append(self._part.digest())
                 self._part, self._filled = hashlib.sha256(), 0
 
-    def hexdigest(self) -> str:
+    def digests(self) -> list[bytes]:
+        """The part digests so far, the last (partial) part included."""
         tail = [self._part.digest()] if self._filled or not self._digests else []
-        return hash_from_parts(self._digests + tail)
+        return self._digests + tail
+
+    def hexdigest(self) -> str:
+        return hash_from_parts(self.digests())
 
 
 def hash_file(path: str | Path) -> tuple[str, list[bytes]]:

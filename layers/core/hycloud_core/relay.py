@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .content import PART_SIZE
 from .jobs import job_key
 
 
@@ -13,3 +14,16 @@ def relay_job_key(cache_name: str, content_hash: str) -> str:
 def execution_arn(state_machine_arn: str, name: str) -> str:
     """ARN of the execution `name` of a state machine, known before it starts (for status look-ups)."""
     return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
+
+
+def byte_ranges(size: int, range_bytes: int) -> list[dict]:
+    """The pieces a relay too large for one function copies in parallel (a Step Functions Map).
+
+    Each piece is a whole number of content-hash parts, so the digests a piece takes of what it
+    wrote are the file's own part digests and the last step verifies the file without reading it.
+    """
+    step = max(PART_SIZE, range_bytes // PART_SIZE * PART_SIZE)
+    return [
+        {"index": i, "offset": offset, "length": min(step, size - offset)}
+        for i, offset in enumerate(range(0, size, step))
+    ]

@@ -1,0 +1,130 @@
+"""The short ways to a delta: computed when a version is committed, or run direct by the controller.
+
+A commit of a large file starts the version-aware delta from the version it superseded, so a
+client one version behind is answered from that job's result. A job whose base is in the relay
+cache runs in the request: the controller invokes the delta function (no workflow), and its
+outcome (success or a short error) is reported like a workflow's.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import random
+import time
+
+import pytest
+
+from hycloud_core import content, jobs
+from hycloud_core.delta import versioned
+from hycloud_core.delta.apply import apply_delta
+from tests.e2e.conftest import _make_user
+
+pytestmark = pytest.mark.e2e
+MiB = 1024 * 1024
+PATH = "/fast.bin"
+
+
+def _edit(data: bytes, rnd: random.Random) -> bytes:
+    out = bytearray(data)
+    for _ in range(6):
+        at = rnd.randrange(len(out) - 1000)
+        out[at : at + 1000] = rnd.randbytes(1000)
+    return bytes(out)
+
+
+def _patched(base: bytes, answer: dict) -> bytes:
+    out = io.BytesIO()
+    apply_delta(io.BytesIO(base), io.BytesIO(base64.b64decode(answer["result"]["delta"])), out)
+    return out.getvalue()
+
+
+def _job(user, new: bytes, base: bytes) -> str:
+    key = jobs.job_key("dl", user.id, PATH, content.hash_bytes(new), "version", content.hash_bytes(base))
+    return jobs.execution_name(key, 1)
+
+
+@pytest.fixture(scope="module")
+def history(deployment, tmp_path_factory):
+    """Three versions of a 5 MiB file, put one after the other."""
+    user, tmp, rnd = _make_user(deployment, "fastdelta"), tmp_path_factory.mktemp("fast"), random.Random(5)
+    versions = [rnd.randbytes(5 * MiB)]
+    versions += [_edit(versions[0], rnd)]
+    versions += [_edit(versions[1], rnd)]
+    sdk = user.sdk()
+    for i, data in enumerate(versions[:2]):
+        (tmp / f"v{i}").write_bytes(data)
+        sdk.put(tmp / f"v{i}", PATH, via="direct")
+    return user, tmp, versions
+
+
+def _wait_succeeded(sfn, arn: str) -> dict:
+    deadline = time.monotonic() + 60
+    while (desc := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    return desc
+
+
+def test_a_commit_computes_the_delta_from_the_version_it_superseded(deployment, history):
+    user, _, (v0, v1, _) = history
+    sfn, machine = deployment.client("stepfunctions"), deployment.outputs["DeltaStateMachineArn"]
+    job = _job(user, v1, v0)
+    arn = machine.replace(":stateMachine:", ":execution:") + f":{job}"
+    desc = _wait_succeeded(sfn, arn)  # started by the commit, before anyone asked
+    assert desc["status"] == "SUCCEEDED", desc
+    asked = time.time()
+    r = user.api().call(
+        "POST", "/v1/delta/download", json={"path": PATH, "base_hash": content.hash_bytes(v0)}
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["state"] == "ready" and answer["job"] == job
+    assert desc["startDate"].timestamp() < asked
+    assert _patched(v0, answer) == v1
+
+
+def test_a_job_with_its_base_cached_runs_direct(deployment, history):
+    user, tmp, (v0, v1, v2) = history
+    (tmp / "v2").write_bytes(v2)
+    user.sdk().put(tmp / "v2", PATH, via="direct")
+    # v0 -> v2: nothing computed it; v0 is cached as the base of the commit-time job above
+    r = user.api().call(
+        "POST",
+        "/v1/delta/download",
+        params={"wait": 5},  # a caller that waits has a short job run in its request
+        json={"path": PATH, "base_hash": content.hash_bytes(v0)},
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["state"] == "ready" and answer["job"] == _job(user, v2, v0)
+    assert _patched(v0, answer) == v2
+    sfn = deployment.client("stepfunctions")
+    arn = deployment.outputs["DeltaStateMachineArn"].replace(":stateMachine:", ":execution:")
+    with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):
+        sfn.describe_execution(executionArn=f"{arn}:{answer['job']}")
+    assert (deployment.efs_root() / "staging" / f"{answer['job']}.outcome").exists()
+
+
+def test_a_direct_job_that_fails_reports_a_short_error_and_changes_nothing(deployment, history):
+    user, _, (_, v1, v2) = history
+    current = content.hash_bytes(v2)  # the path's version, cached by the delta job that read it
+    delta = io.BytesIO()
+    versioned.encode(io.BytesIO(v2), len(v2), io.BytesIO(v1), len(v1), delta)
+    r = user.api().call(
+        "PUT",
+        "/v1/delta/upload",
+        params={"path": PATH, "base_hash": current, "content_hash": "0" * 64, "wait": 5},
+        data=delta.getvalue(),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["state"] == "failed" and answer["error"]["code"] == "hash-mismatch", answer
+    assert "Traceback" not in r.text
+    sfn = deployment.client("stepfunctions")
+    arn = deployment.outputs["DeltaStateMachineArn"].replace(":stateMachine:", ":execution:")
+    with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):  # it ran direct
+        sfn.describe_execution(executionArn=f"{arn}:{answer['job']}")
+    stat = user.api().call("GET", "/v1/stat", params={"path": PATH})
+    assert stat.json()["content_hash"] == current
