@@ -169,7 +169,7 @@ def markdown(doc: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--files", type=int, default=1000, help="files of the source tree")
+    parser.add_argument("--files", type=int, default=1000, help="files of the source tree (0: skip it)")
     parser.add_argument(
         "--source-repeats", type=int, default=1, help="runs of the source tree (per file takes minutes)"
     )
@@ -196,15 +196,15 @@ def main() -> None:
     }
     with client_link(port, args) as link, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        trees_to_run = {
-            "100 x 10 KiB": small_tree(work / "small"),
-            f"django ({args.files} files)": source_tree(work / "django", args.files),
-        }
-        for (name, src), repeats in zip(
-            trees_to_run.items(), (args.repeats, args.source_repeats), strict=True
-        ):
-            doc["trees"][name] = run_tree(name, src, link, url, key, bucket, work, repeats)
-    result_files.write("bundles", doc, markdown(doc))
+        trees_to_run = [("100 x 10 KiB", lambda: small_tree(work / "small"), args.repeats)]
+        if args.files:
+            source = f"django ({args.files} files)"
+            trees_to_run.append(
+                (source, lambda: source_tree(work / "django", args.files), args.source_repeats)
+            )
+        for name, make, repeats in trees_to_run:
+            doc["trees"][name] = run_tree(name, make(), link, url, key, bucket, work, repeats)
+            result_files.write("bundles", doc, markdown(doc))  # what is done is kept if a later run fails
     print(markdown(doc))
 
 
