@@ -11,6 +11,7 @@ import hashlib
 import os
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -238,11 +239,14 @@ def test_upkeep_repairs_a_lost_hash_write(deployment, worker):
     _agree(worker, "/r")
 
 
+LONG = "x" * 120  # long names: the whole answer is larger than a DynamoDB item (400 KB)
+
+
 def _wide_tree(user) -> list[str]:
     """/w/cK/dI/eJ/f.txt (10 x 10 x 9 folders) in one bundle: no folder of /w has a kept hash yet
     (each write invalidates those above it); the 1,000 folders below /w/cK, to ask about at once."""
     files = [
-        (f"/w/c{k}/d{i}/e{j}/f.txt", f"{k}.{i}.{j}\n".encode())
+        (f"/w/c{k}/d{i}/e{j}-{LONG}/f-{LONG}.txt", f"{k}.{i}.{j}\n".encode())
         for k in range(10)
         for i in range(10)
         for j in range(9)
@@ -252,16 +256,16 @@ def _wide_tree(user) -> list[str]:
         "POST", "/v1/bundles", data=packed, headers={"Content-Type": "application/octet-stream"}
     )
     assert r.status_code == 200 and all(f["status"] == "ok" for f in r.json()["files"]), r.text
-    return [
-        f"/w/c{k}/d{i}{e}" for k in range(10) for i in range(10) for e in ["", *(f"/e{j}" for j in range(9))]
-    ]
+    leaves = ["", *(f"/e{j}-{LONG}" for j in range(9))]
+    return [f"/w/c{k}/d{i}{e}" for k in range(10) for i in range(10) for e in leaves]
 
 
 def test_a_round_of_1000_stale_folders_is_answered_in_time(deployment):
     """Once, 1,000 paths whose folders all needed their hashes recomputed took the route past the
-    API's 29 s and answered 500. Every request now answers in time: 200 with what it had time for
-    (the client asks again for the rest), or 503 with Retry-After; together, exactly the hashes
-    a recompute from EFS gives."""
+    API's 29 s, and an answer larger than a DynamoDB item could not be kept for its Idempotency-Key:
+    both answered 500. Every request now answers in time: 200 with what it had time for (the
+    client asks again for the rest), or 503 with Retry-After; together, exactly the hashes a
+    recompute from EFS gives."""
     user = _make_user(deployment, "merkle-wide")
     asked = _wide_tree(user)
     assert len(asked) == MAX_PATHS
@@ -269,7 +273,12 @@ def test_a_round_of_1000_stale_folders_is_answered_in_time(deployment):
     while len(answers) < len(asked) and requests < 20:
         pending = [p for p in asked if p not in answers]
         started = time.monotonic()
-        r = api.call("POST", "/v1/merkle/children", json={"paths": pending})
+        r = api.call(
+            "POST",
+            "/v1/merkle/children",
+            json={"paths": pending},
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+        )
         requests += 1
         assert time.monotonic() - started < 20, "no time left before the API's 29 s"
         if r.status_code == 503:
