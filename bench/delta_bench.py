@@ -8,15 +8,17 @@ throughput and bytes. Traffic of a delta download = checksum list sent + compres
 (rdiff's delta compressed with the same zstd level). It then replays the adaptive chunk-size
 mechanism version by version, with the paper's γ and with the traffic-counting γ.
 
-    python bench/delta_bench.py [--quick] [--series typescript,django,gevent] [--repeat 1]
+    python bench/delta_bench.py [--quick] [--series typescript,django,gevent,openssl] [--repeat 1]
                                 [--versions N] [--sizes 512,1024,...]
 
-The gevent series is C: its sdists vendor libev, libuv and c-ares and ship Cython-generated C, so
-consecutive releases differ by many small changes spread over many files (the case where matches
-do not come in long runs).
+Two series where consecutive releases differ by many small changes spread over many files (the
+case where matches do not come in long runs): gevent's sdists (a third C: vendored libev, libuv and
+c-ares, and Cython-generated C; 37-39 MB as .tar) and OpenSSL 3.5.x, a C project's own releases, as
+the `openssl-src` crate ships them (46-50 MB as .tar, fetched with `cargo fetch`).
 
-Needs `rdiff` (Debian: apt-get install rdiff), `npm` and network access to the npm registry and PyPI.
-Writes bench/results/delta.json and .md, and delta_gevent.json and .md for the C series alone.
+Needs `rdiff` (Debian: apt-get install rdiff), `npm`, `cargo` and network access to the npm
+registry, PyPI and crates.io. Writes bench/results/delta.json and .md, and delta_gevent and
+delta_openssl (.json and .md) for the C series alone.
 """
 
 from __future__ import annotations
@@ -93,6 +95,16 @@ def gevent_versions(n: int) -> list[str]:
     return series[-n:]
 
 
+# OpenSSL's releases as the `openssl-src` crate ships them (its source tree, 46-50 MB as .tar): patch
+# releases of one C project, each a few hundred small fixes spread over hundreds of files. One crate
+# per OpenSSL release (the latest crate when several carry the same one), oldest first.
+OPENSSL_CRATES = ("300.5.0+3.5.0", "300.5.1+3.5.1", "300.5.2+3.5.2", "300.5.4+3.5.4", "300.5.5+3.5.5")
+
+
+def openssl_versions(n: int) -> list[str]:
+    return [v.split("+")[1] for v in OPENSSL_CRATES[-n:]]
+
+
 def _gunzip(src: Path, dst: Path) -> None:
     tmp = dst.with_suffix(".part")
     with gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
@@ -138,14 +150,40 @@ def fetch_gevent(version: str) -> Path:
     return tar
 
 
+def fetch_openssl(version: str) -> Path:
+    """`cargo fetch` of a throwaway crate that pins `openssl-src`, into a CARGO_HOME of our own."""
+    folder = CACHE / "openssl"
+    tar = folder / f"openssl-{version}.tar"
+    if not tar.exists():
+        crate_version = next(v for v in OPENSSL_CRATES if v.endswith("+" + version))
+        home = folder / "cargo"
+        crates = list(home.glob(f"registry/cache/*/openssl-src-{crate_version}.crate"))
+        if not crates:
+            with tempfile.TemporaryDirectory(prefix="openssl-fetch-") as tmp:
+                (Path(tmp) / "src").mkdir()
+                (Path(tmp) / "src" / "lib.rs").write_text("")
+                (Path(tmp) / "Cargo.toml").write_text(
+                    '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n\n'
+                    f'[dependencies]\nopenssl-src = "={crate_version}"\n'
+                )
+                subprocess.run(
+                    ["cargo", "fetch", "-q"], cwd=tmp, check=True, env={**os.environ, "CARGO_HOME": str(home)}
+                )
+            crates = list(home.glob(f"registry/cache/*/openssl-src-{crate_version}.crate"))
+        _gunzip(crates[0], tar)
+    return tar
+
+
 SERIES = {
     "typescript": (typescript_versions, fetch_typescript),
     "django": (django_versions, fetch_django),
     # C: the sdists vendor libev, libuv and c-ares and ship Cython-generated C; 37-39 MB as .tar,
     # with small changes spread over many files from one release to the next
     "gevent": (gevent_versions, fetch_gevent),
+    # a C project's own releases: OpenSSL 3.5.x, 2/3 of the bytes C, 3,758 files
+    "openssl": (openssl_versions, fetch_openssl),
 }
-C_SERIES = "gevent"  # also reported on its own (delta_gevent.*)
+C_SERIES = ("gevent", "openssl")  # also reported on their own (delta_<series>.*)
 
 
 # ---------------------------------------------------------------- measurements
@@ -408,6 +446,11 @@ def summarize(rows: list[Row]) -> list[dict]:
                         old_b + new_b, t["rd_sig_s"] + t["rd_delta_s"] + t["rd_zstd_s"]
                     ),
                     throughput_ratio=ours_sd / rd_sd,
+                    # the floor of any patch of a compressed delta: decompressing it, against rdiff's
+                    # whole patch of its uncompressed one
+                    unzstd_share_cpu=cpu["rd_unzstd_cpu"] / cpu["rd_patch_cpu"]
+                    if cpu["rd_patch_cpu"]
+                    else None,
                     **speed_ratios(t, "_s"),
                     **{f"{k}_cpu": v for k, v in speed_ratios(cpu, "_cpu").items()},
                     sig_raw=sum(r.sig_raw for r in sel),
@@ -453,16 +496,31 @@ def speed_table(doc: dict, series: str) -> list[str]:
     lines = [
         "Speed against rdiff (rdiff's time over ours, wall / CPU; above 1x ours is faster). Our delta "
         "is zstd-compressed and our patch decompresses it; the last column adds the decompression of "
-        "rdiff's delta, compressed the same way, to rdiff's patch:",
+        "rdiff's delta, compressed the same way, to rdiff's patch. The last column is the CPU time of "
+        "that decompression alone over rdiff's whole patch of its uncompressed delta: a patch that must "
+        "decompress a zstd delta, and still write the whole new file, cannot match `rdiff patch` where "
+        "that share nears 1:",
         "",
-        "| block | signature | delta | signature + delta | patch | patch vs rdiff patch + unzstd |",
-        "|---|---|---|---|---|---|",
+        "| block | signature | delta | signature + delta | patch | patch vs rdiff patch + unzstd "
+        "| unzstd alone / rdiff patch, CPU |",
+        "|---|---|---|---|---|---|---|",
     ]
     keys = ("sig_x", "delta_x", "sig_delta_x", "patch_x", "patch_unzstd_x")
     for s in (s for s in doc["summary"] if s["series"] == series):
         cells = [_x(s.get(k), s.get(k + "_cpu")) for k in keys]
+        share = s.get("unzstd_share_cpu")
+        cells.append("n/a" if share is None else f"{share:.2f}")
         lines.append(f"| {s['block']} | " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def _load_note(load: dict | None) -> str:
+    if not load:
+        return ""
+    before, after = (", ".join(f"{x:.1f}" for x in load[k]) for k in ("before", "after"))
+    return (
+        f" Load average (1, 5, 15 min) on {load['cores']} cores: {before} at the start, {after} at the end."
+    )
 
 
 def _fmt(ratio: float | None) -> str:
@@ -478,7 +536,8 @@ def markdown(doc: dict) -> str:
         f"Times are the minimum of {doc['repeat']} run(s), ours and rdiff's interleaved operation by "
         "operation, on a shared 2-core machine (other jobs running); CPU time is user + system (ours: "
         "this process; rdiff: its process). MB/s columns (wall) are summed over all pairs; sig+delta "
-        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it).",
+        "counts old+new bytes over signature+delta time; rdiff's time excludes zstd (ours includes it)."
+        + _load_note(doc.get("load")),
         "",
     ]
     for series, versions in doc["versions"].items():
@@ -570,7 +629,7 @@ def targets(summary: list[dict], adaptive: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 releases per series instead of 10")
-    ap.add_argument("--series", default="typescript,django,gevent")
+    ap.add_argument("--series", default="typescript,django,gevent,openssl")
     ap.add_argument("--versions", type=int, help="releases per series (default 10, 3 with --quick)")
     ap.add_argument("--sizes", help="block sizes, comma-separated (default: the client's candidates)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N timings")
@@ -582,10 +641,19 @@ def main() -> int:
     if args.from_json:
         old = json.loads(args.from_json.read_text())
         rows = [Row(**r) for r in old["rows"]]
-        return report(rows, old["versions"], old["sizes"], old["command"], old.get("repeat", 1), args.out)
+        return report(
+            rows,
+            old["versions"],
+            old["sizes"],
+            old["command"],
+            old.get("repeat", 1),
+            args.out,
+            old.get("load"),
+        )
     if not shutil.which("rdiff"):
         print("rdiff (librsync) is needed for the comparison: apt-get update && apt-get install -y rdiff")
         return 2
+    load_before = os.getloadavg()
     n_versions = args.versions or (3 if args.quick else 10)
     sizes = [int(b) for b in args.sizes.split(",")] if args.sizes else list(CANDIDATE_SIZES)
     rows: list[Row] = []
@@ -597,26 +665,38 @@ def main() -> int:
         files = [(v, fetch(v)) for v in versions[name]]
         rows += measure_series(name, files, sizes, args.repeat)
     command = " ".join(["python bench/delta_bench.py", *sys.argv[1:]])
-    return report(rows, versions, sizes, command, args.repeat, args.out)
+    load = dict(before=load_before, after=os.getloadavg(), cores=os.cpu_count())
+    return report(rows, versions, sizes, command, args.repeat, args.out, load)
 
 
 def report(
-    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int, out: Path
+    rows: list[Row],
+    versions: dict[str, list[str]],
+    sizes: list[int],
+    command: str,
+    repeat: int,
+    out: Path,
+    load: dict | None = None,
 ) -> int:
-    doc = document(rows, versions, sizes, command, repeat)
+    doc = document(rows, versions, sizes, command, repeat, load)
     result_files.write("delta", doc, markdown(doc), out)
-    if C_SERIES in versions:
+    for name in (n for n in C_SERIES if n in versions):
         only = document(
-            [r for r in rows if r.series == C_SERIES], {C_SERIES: versions[C_SERIES]}, sizes, command, repeat
+            [r for r in rows if r.series == name], {name: versions[name]}, sizes, command, repeat, load
         )
-        result_files.write(f"delta_{C_SERIES}", only, markdown(only), out)
+        result_files.write(f"delta_{name}", only, markdown(only), out)
     print()
     print(markdown(doc))
     return 0
 
 
 def document(
-    rows: list[Row], versions: dict[str, list[str]], sizes: list[int], command: str, repeat: int
+    rows: list[Row],
+    versions: dict[str, list[str]],
+    sizes: list[int],
+    command: str,
+    repeat: int,
+    load: dict | None = None,
 ) -> dict:
     adaptive = {}
     for name in versions:
@@ -636,6 +716,7 @@ def document(
     return dict(
         command=command,
         repeat=repeat,
+        load=load,
         zstd_level=DEFAULT_LEVEL,
         sizes=sizes,
         versions=versions,

@@ -159,6 +159,7 @@ class Usage(BaseModel):
     costs: dict[str, Any]
     region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
+    inter_region: dict[str, Any] = absent()  # block bytes repair and migration moved between regions, USD
     prices: dict[str, Any]
 
 

@@ -19,13 +19,17 @@ from typing import BinaryIO
 import boto3
 
 from hycloud_core import content
+from hycloud_core.coded_layout import CodedLayout
+from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import versioned
 from hycloud_core.delta.apply import apply_delta
 from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.instances import Instance
 from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
 from hycloud_core.observability import count_bytes, job_duration, observed
 from hycloud_core.store.objects import Objects
@@ -113,8 +117,27 @@ class TeeToCache:
             os.unlink(self.tmp)
 
 
+def _rebuild_coded(event: dict, cache: RelayCache) -> None:
+    """A coded new version decoded from its blocks into the relay cache (this region's first)."""
+    instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
+    store = BlockStore(instances, lambda region: boto3.client("s3", region_name=region))
+    fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            got, _ = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3.meta.region_name, out)
+        if got != event["content_hash"]:
+            raise FetchFailed("the new version's blocks do not make its content")
+        cache.publish(event["cache_name"], tmp, got)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
-    """The new version from the relay cache if there, else streamed from S3 into it."""
+    """The new version from the relay cache if there, else streamed from S3 into it (a coded one
+    is rebuilt into it first)."""
+    if event.get("erasure") and not cache.is_ready(event["cache_name"], event["content_hash"]):
+        _rebuild_coded(event, cache)
     if cache.is_ready(event["cache_name"], event["content_hash"]):
         path = cache.path(event["cache_name"])
         return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()

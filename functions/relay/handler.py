@@ -1,6 +1,7 @@
 """Relay fetch: copy a large file's S3 object into the EFS relay cache (seed 000 §III-B).
 
-Run as a Step Functions task. The object is streamed to a temporary file that is verified against
+Run as a Step Functions task. An erasure-coded file (event `erasure`: its layout, `instances`:
+region and bucket of each) is decoded from k blocks per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
 the content hash and only then published, so a reader never sees a partial or wrong copy; a copy
 of the same content already there is a hit.
 """
@@ -15,11 +16,15 @@ import boto3
 from botocore.exceptions import ClientError
 
 from hycloud_core import content
+from hycloud_core.coded_layout import CodedLayout
+from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError
 from hycloud_core.events import RelayFetchRequest
+from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.instances import Instance
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
 
 CONFIG = InstanceConfig()
@@ -38,6 +43,20 @@ def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
                 hasher.update(piece)
                 size += len(piece)
         return tmp, hasher.hexdigest(), size
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _reassembled(event: dict, directory: str) -> tuple[str, str, int]:
+    """The coded file decoded to a temporary file; with its content hash and size."""
+    instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
+    store = BlockStore(instances, lambda region: boto3.client("s3", region_name=region))
+    fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            got, size = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3.meta.region_name, out)
+        return tmp, got, size
     except BaseException:
         os.unlink(tmp)
         raise
@@ -67,7 +86,10 @@ def _fetch(event: dict) -> dict:
         }
     key = request.key or content.object_key(request.content_hash)
     started = time.perf_counter()
-    tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir)
+    if event.get("erasure"):  # a coded file: decoded from k blocks, this region's first
+        tmp, got, size = _reassembled(event, cache.dir)
+    else:
+        tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir)
     seconds = time.perf_counter() - started  # the S3->EFS rate clients feed into eq. 2
     if request.content_hash and got != request.content_hash:
         os.unlink(tmp)

@@ -1,10 +1,15 @@
-"""Repair job step: rebuild one user's coded blocks on a lost or replaced instance, a slice at a time.
+"""Jobs over the coded blocks of every instance, a slice at a time (docs/GEO.md).
 
-Event {"action": "sweep", "grace_s"?} instead reclaims blocks no link file names (coded_sweep).
+- Repair `{"region", "user"?}`: check every coded block on that instance and rebuild the missing
+  or damaged ones from the others; one user's files, or every user's without "user".
+- Migrate `{"action": "migrate", "instances": [...]}`: put these data instances (the shape of
+  `HYCLOUD_INSTANCES`; the home is always on the ring) on the ring, move the blocks the new ring
+  moves (phase "move"), then delete the old copies (phase "clean").
+- Sweep `{"action": "sweep", "grace_s"?}`: reclaim blocks no link file names (hourly).
 
-Event: {"user", "region", "cursor"?, "checked"?, "rebuilt"?, "unrecoverable"?, "files"?}; answers
-the same with "state" ("running": the workflow runs the next slice from "cursor"; "succeeded").
-The step runs in the home region and reaches every instance's bucket (docs/GEO.md).
+A step answers its input with the counts so far and "state": "running" makes the workflow run
+the next slice from "cursor"; "succeeded" or "failed" (with "error") end it. The step runs in the
+home region and reaches every instance's bucket.
 """
 
 from __future__ import annotations
@@ -16,17 +21,21 @@ from functools import cache
 import boto3
 
 from hycloud_core.coded_layout import CodedLayout
+from hycloud_core.coded_migration import coded_links, drop_moved_copies, migrate_link
 from hycloud_core.coded_repair import RepairCount, repair_file
 from hycloud_core.coded_sweep import sweep_blocks
 from hycloud_core.config import InstanceConfig
+from hycloud_core.cost.block_transfer import record_crossed
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.blocks import BlockStore
-from hycloud_core.instances import from_environment
+from hycloud_core.instances import Instance, described, from_environment, on_ring, reachable
 from hycloud_core.observability import logger, observed
+from hycloud_core.store import ring
 from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
 SLICE_S = 20.0
+MIN_RING = 3
 
 
 @cache
@@ -34,47 +43,130 @@ def _s3(region: str):
     return boto3.client("s3", region_name=region)
 
 
-def _coded_paths(user: str) -> list[str]:
-    files = Records(CONFIG.table).files_under(user, "/")
-    return sorted(item["sk"][2:] for item in files if item.get("kind") == "large")
+def _home() -> str:
+    return from_environment()[0].region
+
+
+@cache
+def _table():
+    return Records(CONFIG.table).table
 
 
 def sweep(event: dict) -> dict:
     """Reclaim blocks no link names, in every bucket (hourly, and on demand)."""
     grace = float(event.get("grace_s", CONFIG.gc_grace_s))
-    result = sweep_blocks(BlockStore(from_environment(), _s3), CONFIG.namespaces_dir, grace)
+    result = sweep_blocks(BlockStore(reachable(_table()), _s3), CONFIG.namespaces_dir, grace)
     logger.info("block sweep", extra={"listed": result.listed, "deleted": sum(result.deleted.values())})
     return {"state": "succeeded", **asdict(result)}
 
 
-@observed
-def handler(event: dict, context: object) -> dict:
-    if event.get("action") == "sweep":
-        return sweep(event)
-    user, region = event["user"], event["region"]
-    store = BlockStore(from_environment(), _s3)
+def repair(event: dict) -> dict:
+    """Check and rebuild the blocks on one instance, of one user's coded files or everyone's."""
+    region, user = event["region"], event.get("user")
+    store = BlockStore(on_ring(_table()), _s3, _home())
     if region not in store.buckets:
         return {**event, "state": "failed", "error": f"no instance in {region}"}
-    ns = Namespace(CONFIG.namespaces_dir, user)
     count = RepairCount(*(int(event.get(k, 0)) for k in ("checked", "rebuilt", "unrecoverable")))
     files, cursor = int(event.get("files", 0)), int(event.get("cursor", 0))
-    todo, deadline = _coded_paths(user), time.monotonic() + SLICE_S
+    todo, deadline = coded_links(CONFIG.namespaces_dir, user), time.monotonic() + SLICE_S
     while cursor < len(todo) and time.monotonic() < deadline:
-        link = ns.current_link(todo[cursor])
+        owner, path = todo[cursor]
         cursor += 1
+        link = Namespace(CONFIG.namespaces_dir, owner).current_link(path)
         if link is None or not link.erasure:
             continue
         files += 1
         count.add(repair_file(CodedLayout.from_dict(link.erasure), region, store))
-    state = "running" if cursor < len(todo) else "succeeded"
+    record_crossed(_table(), store.crossed)
     logger.info("repair step", extra={"region": region, "cursor": cursor, "rebuilt": count.rebuilt})
     return {
-        "user": user,
-        "region": region,
+        **event,
         "cursor": cursor,
         "files": files,
-        "checked": count.checked,
-        "rebuilt": count.rebuilt,
-        "unrecoverable": count.unrecoverable,
-        "state": state,
+        **asdict(count),
+        "state": "running" if cursor < len(todo) else "succeeded",
     }
+
+
+def _start_migration(event: dict) -> str | None:
+    """Check the new ring and record it; an error message when it cannot be used."""
+    try:
+        listed = [{k: str(v) for k, v in item.items()} for item in event["instances"]]
+        new = described(listed)
+    except (KeyError, TypeError, AttributeError):
+        return "instances: a list of {region, bucket, ...} objects"
+    regions = [from_environment()[0].region, *(item.region for item in new)]
+    if len(set(regions)) != len(regions) or len(regions) < MIN_RING:
+        return f"a ring needs {MIN_RING} or more distinct regions, home included: {regions}"
+    for item in new:
+        try:
+            _s3(item.region).head_bucket(Bucket=item.bucket)
+        except Exception:  # noqa: BLE001 - any failure means the instance cannot take blocks
+            return f"the bucket {item.bucket} of {item.region} cannot be reached"
+    event["previous"] = [i.to_dict() for i in on_ring(_table())[1:]]  # their old copies go too
+    ring.save(_table(), listed)
+    return None
+
+
+def _distinct(instances: list[Instance]) -> list[Instance]:
+    """One per region, the first named kept."""
+    return list({i.region: i for i in reversed(instances)}.values())
+
+
+def migrate(event: dict) -> dict:
+    """Move the blocks the new ring moves, file by file; then drop the old copies."""
+    if "started" not in event:
+        event = dict(event)
+        error = _start_migration(event)
+        if error:
+            return {**event, "state": "failed", "error": error}
+        event = {
+            **event,
+            "started": time.time(),
+            "phase": "move",
+            "cursor": 0,
+            "files": 0,
+            "moved": 0,
+            "kept": 0,
+        }
+    table = _table()
+    previous = [Instance(**item) for item in event.get("previous", [])]
+    store = BlockStore(_distinct([*reachable(table), *previous]), _s3, _home())
+    regions = [i.region for i in on_ring(table)]
+    if event["phase"] == "clean":
+        deleted = drop_moved_copies(store, CONFIG.namespaces_dir, float(event["started"]))
+        return {**event, "deleted": deleted, "state": "succeeded"}
+    cursor, deadline = int(event["cursor"]), time.monotonic() + SLICE_S
+    todo = coded_links(CONFIG.namespaces_dir)
+    counts = {k: int(event.get(k, 0)) for k in ("files", "moved", "kept", "unmovable")}
+    while cursor < len(todo) and time.monotonic() < deadline:
+        try:
+            result = migrate_link(CONFIG.namespaces_dir, table, *todo[cursor], regions, store)
+        except RuntimeError:  # fewer than k good blocks of a chunk: the file keeps its layout
+            logger.exception("file not migrated", extra={"file": todo[cursor]})
+            counts["unmovable"] += 1
+            result = None
+        cursor += 1
+        if result is not None:
+            counts["files"] += 1
+            counts["moved"] += result.moved
+            counts["kept"] += result.kept
+    record_crossed(table, store.crossed)
+    logger.info("migration step", extra={"cursor": cursor, **counts})
+    return {
+        **event,
+        **counts,
+        "cursor": cursor,
+        "phase": "move" if cursor < len(todo) else "clean",
+        "state": "running",
+    }
+
+
+@observed
+def handler(event: dict, context: object) -> dict:
+    action = event.get("action", "repair")
+    if action == "sweep":
+        return sweep(event)
+    if action == "migrate":
+        return migrate(event)
+    return repair(event)

@@ -30,6 +30,12 @@ def data_stack_name(home_stack_name: str, region: str) -> str:
     return f"{home_stack_name}-{region}"
 
 
+def any_data_bucket(home_stack_name: str, account: str) -> str:
+    """Every bucket a data instance of this app may name (`DataInstanceNames.bucket`): the rights
+    the home functions need on an instance a migration puts on the ring after their deploy."""
+    return f"{home_stack_name.lower()}-*-{account}"
+
+
 @dataclass(frozen=True)
 class DataInstanceNames:
     """Physical names of one data instance's resources that the controller addresses."""

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from hycloud.transfer.coded import plan_queues
-from hycloud_core import content
+from hycloud_core import content, paths
 from hycloud_core.codec.erasure import encode_stream
 from hycloud_core.coded_layout import CodedLayout, block_key
 from hycloud_core.merkle.hashing import file_hash
@@ -97,6 +97,40 @@ def test_coded_upload_places_each_block_where_the_ring_says(deployment, instance
     )
 
 
+def test_ranged_reads_of_a_coded_file_decode_only_the_chunks_they_need(alice, coded_file):
+    src, _ = coded_file
+    data = src.read_bytes()
+    with alice.sdk().open("/geo/coded/big.bin", "rb") as f:
+        f.seek(2 * MiB - 100)  # across the first chunk boundary
+        assert f.read(300) == data[2 * MiB - 100 : 2 * MiB + 200]
+        f.seek(-50, os.SEEK_END)
+        assert f.read() == data[-50:]
+        f.seek(0)
+        assert f.read() == data  # in order to the end: the content hash is checked too
+
+
+def test_relay_job_rebuilds_a_coded_file_into_its_cache(deployment, alice, coded_file, tmp_path):
+    src, _ = coded_file
+    alice.cli("get", "--via", "relay", "/geo/coded/big.bin", str(tmp_path / "relayed.bin"))
+    assert (tmp_path / "relayed.bin").read_bytes() == src.read_bytes()
+    cached = deployment.efs_root() / "cache" / paths.cache_name(alice.id, "/geo/coded/big.bin")
+    assert cached.read_bytes() == src.read_bytes()  # decoded from k blocks per chunk by the job
+
+
+def test_delta_job_rebuilds_a_coded_file_before_computing_the_delta(deployment, tmp_path):
+    sdk = _make_user(deployment, "cdelta").sdk()
+    old = os.urandom(4 * MiB + 5)
+    new = old[:MiB] + os.urandom(1000) + old[MiB + 1000 :]
+    for version in (old, new):
+        (tmp_path / "src.bin").write_bytes(version)
+        sdk.put(tmp_path / "src.bin", "/d.bin", coded=True)
+    mine = tmp_path / "mine.bin"
+    mine.write_bytes(old)
+    sdk.get("/d.bin", mine, via="delta")
+    assert mine.read_bytes() == new
+    assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["received_bytes"] < len(new) // 4
+
+
 def test_coded_file_downloads_byte_exact_from_every_instance(alice, coded_file, tmp_path):
     src, _ = coded_file
     out = json.loads(alice.cli("--json", "get", "/geo/coded/big.bin", str(tmp_path / "back.bin")).stdout)
@@ -174,6 +208,8 @@ def test_downloads_report_measurements_that_plans_use(deployment, instances, bob
     sdk.put(src, "/m.bin", coded=True)
     before = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
     assert set(before["estimates"]) == set(instances) and before["optimal"] is None
+    assert before["measured_by"] == {r: "upload" for r in instances}  # the upload gave each a figure
+    assert all(rate > 0 for rate in before["estimates"].values())
     sdk.get("/m.bin", tmp_path / "back.bin")
     reported = {s["instance"]: s for s in sdk.last_transfer["samples"]}
     plan = sdk.http.json("GET", "/v1/plan", params={"path": "/m.bin"})
@@ -187,6 +223,33 @@ def test_downloads_report_measurements_that_plans_use(deployment, instances, bob
         Key={"pk": {"S": f"BW#{bob.ns_key}"}, "sk": {"S": next(iter(reported))}},
     )
     assert len(item["Item"]["links"]["M"]["d"]["M"]["samples"]["L"]) == 1
+
+
+def test_instances_never_measured_are_probed_before_planning(deployment, instances, tmp_path):
+    user = _make_user(deployment, "probe")
+    sdk, table = user.sdk(), deployment.client("dynamodb")
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(2 * MiB + 1))
+    sdk.put(src, "/p.bin", coded=True)
+    for region in instances:  # forget the upload's figures: no transfer measured any instance
+        table.delete_item(
+            TableName=deployment.outputs["TableName"],
+            Key={"pk": {"S": f"BW#{user.ns_key}"}, "sk": {"S": region}},
+        )
+    plan = sdk.http.json("GET", "/v1/plan", params={"path": "/p.bin"})
+    assert plan["estimates"] == {r: None for r in instances}
+    sdk.get("/p.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+    assert sdk.last_transfer["probed"] == sorted(instances)
+    for region in instances:
+        item = table.get_item(
+            TableName=deployment.outputs["TableName"],
+            Key={"pk": {"S": f"BW#{user.ns_key}"}, "sk": {"S": region}},
+        )["Item"]
+        probe = item["links"]["M"]["d"]["M"]["probe"]["L"]
+        assert int(probe[1]["N"]) > 0  # the probe's bytes/s, kept beside the download's samples
+    sdk.get("/p.bin", tmp_path / "back.bin")  # measured now: no probe
+    assert sdk.last_transfer["probed"] == []
 
 
 def test_measurements_keep_the_harmonic_mean_of_the_last_five(instances, carol):
@@ -310,6 +373,44 @@ def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, inst
     assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
 
 
+def test_whole_instance_repair_rebuilds_every_users_blocks(deployment, instances, tmp_path):
+    """The operator's job (no user): every user's blocks on a lost instance, in one run."""
+    users, lost = [_make_user(deployment, "fleet") for _ in range(2)], list(instances)[2]
+    s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
+    theirs, files = [], {}
+    for user in users:
+        data = os.urandom(2 * MiB + 333)
+        (tmp_path / "src.bin").write_bytes(data)
+        user.sdk().put(tmp_path / "src.bin", "/fleet.bin", coded=True)
+        files[user.name] = data
+        theirs += [
+            (d, b) for chunk in _expected_blocks(data, list(instances)) for r, d, b in chunk if r == lost
+        ]
+    assert theirs
+    for digest, _ in theirs:
+        s3.delete_object(Bucket=bucket, Key=block_key(digest))
+    crossed = users[0].api().call("GET", "/v1/usage").json()["inter_region"]["bytes"]
+    sfn = deployment.client("stepfunctions")
+    arn = local.instances()[list(instances)[0]]["RepairStateMachineArn"]
+    run = sfn.start_execution(stateMachineArn=arn, input=json.dumps({"region": lost}))
+    for _ in range(600):
+        status = sfn.describe_execution(executionArn=run["executionArn"])
+        if status["status"] != "RUNNING":
+            break
+        time.sleep(0.2)
+    assert status["status"] == "SUCCEEDED", status
+    result = json.loads(status["output"])
+    assert result["rebuilt"] >= len(theirs) and result["unrecoverable"] == 0 and "user" not in result
+    for digest, block in theirs:
+        assert s3.get_object(Bucket=bucket, Key=block_key(digest))["Body"].read() == block
+    for user in users:
+        user.sdk().get("/fleet.bin", tmp_path / "back.bin")
+        assert (tmp_path / "back.bin").read_bytes() == files[user.name]
+    priced = users[0].api().call("GET", "/v1/usage").json()["inter_region"]
+    # each rebuilt block was written across regions (the job runs at home), its sources read too
+    assert priced["bytes"] - crossed >= sum(len(b) for _, b in theirs) and priced["usd"] > 0
+
+
 @pytest.mark.parametrize(
     "call, status, code",
     [
@@ -373,6 +474,42 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     for region, out in instances.items():
         listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
+
+
+def _body_of(data: bytes, path: str) -> dict:
+    """An upload body that names the blocks of `data`: what someone knowing only hashes can send."""
+    chunks = [
+        {
+            "length": c.length,
+            "key": c.key,
+            "blocks": [{"hash": hashlib.sha256(b).hexdigest(), "size": len(b)} for b in c.blocks],
+        }
+        for c in encode_stream(io.BytesIO(data), 3, 2, 2 * MiB)
+    ]
+    layout = {"n": 3, "k": 2, "chunk_size": 2 * MiB, "chunks": chunks}
+    return {"path": path, "size": len(data), "content_hash": content.hash_bytes(data), "layout": layout}
+
+
+def test_dedup_of_blocks_needs_proof_of_possession(deployment, instances, tmp_path):
+    owner, other = _make_user(deployment, "pop"), _make_user(deployment, "pop")
+    src = tmp_path / "secret.bin"
+    src.write_bytes(os.urandom(2 * MiB + 77))
+    owner.sdk().put(src, "/secret.bin", coded=True)
+    api, body = other.api(), _body_of(src.read_bytes(), "/stolen.bin")
+    started = api.call("POST", "/v1/coded/uploads", json=body).json()
+    assert started["urls"] == {} and len(started["challenge"]["ranges"]) == 4  # every block is stored
+    r = api.call("POST", "/v1/coded/commit", json=body)  # hashes alone: no proof
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad-proof", r.text
+    r = api.call("POST", "/v1/coded/commit", json={**body, "proof": "0" * 64})  # one answer per challenge
+    assert r.status_code == 409 and r.json()["error"]["code"] == "upload-required", r.text
+    api.call("POST", "/v1/coded/uploads", json=body)
+    r = api.call("POST", "/v1/coded/commit", json={**body, "proof": "0" * 64})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad-proof", r.text
+    assert api.call("GET", "/v1/stat", params={"path": "/stolen.bin"}).status_code == 404
+    kept = other.sdk().put(src, "/mine.bin", coded=True)  # holding the bytes: dedup, nothing sent
+    assert kept["sent_bytes"] == 0
+    other.sdk().get("/mine.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
 
 
 def test_cost_report_counts_blocks_in_every_region(deployment, instances, tmp_path):

@@ -23,7 +23,7 @@ from hycloud_core.delta.wire import (
     DELTA_MAGIC,
     OP_COPY,
     OP_END,
-    VERSION,
+    STREAM_VERSION,
     put_varint,
     result_hash,
     zigzag,
@@ -37,7 +37,7 @@ JOB_ID = re.compile(r"\b(dl|ul)-[0-9a-f]{40}(-\d+)?\b")
 
 def hand_made_delta(old_size: int, first_block: int, count: int, result: bytes) -> bytes:
     """Block size 1: copy `count` bytes of the base from `first_block`, claim `result`'s hash."""
-    ops = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, VERSION, 0, 1, old_size))
+    ops = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, STREAM_VERSION, 0, 1, old_size))
     ops.append(OP_COPY)
     put_varint(zigzag(first_block), ops)
     put_varint(count, ops)

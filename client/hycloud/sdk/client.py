@@ -15,6 +15,7 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, Payl
 from hycloud_core.merkle.exchange import MAX_PATHS
 
 from ..config import ClientConfig
+from ..failover import FailoverHttp
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
 from ..transfer.coded import SessionFor, download_coded, upload_coded
@@ -42,8 +43,13 @@ class HyCloud:
     ConflictError = errors.ConflictError
     PayloadTooLargeError = errors.PayloadTooLargeError
 
-    def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
-        self.http = Http(endpoint, api_key, timeout)
+    def __init__(
+        self, endpoint: str, api_key: str, timeout: float = 60.0, standby: str | None = None
+    ) -> None:
+        """`standby`: the standby controller's API URL; with it the client fails over (failover.py)."""
+        self.http = (
+            FailoverHttp(endpoint, standby, api_key, timeout) if standby else Http(endpoint, api_key, timeout)
+        )
         self._threshold: int | None = None
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
@@ -55,7 +61,7 @@ class HyCloud:
     def from_config(cls, profile: str | None = None) -> HyCloud:
         """The client of a saved profile (`hycloud configure`; default: $HYCLOUD_PROFILE or 'default')."""
         cfg = ClientConfig.load(profile)
-        return cls(cfg.endpoint, cfg.api_key)
+        return cls(cfg.endpoint, cfg.api_key, standby=cfg.standby)
 
     # --- metadata ------------------------------------------------------------------------------
     def info(self) -> dict:
@@ -349,13 +355,9 @@ class HyCloud:
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local, progress)
         info = response.json()
-        if "erasure" in info:
-            result = download_coded(
-                self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
-            )
-            self.last_transfer = {"mode": "coded", **result}
-            return local
         asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
+        if "erasure" in info and not asked and via != "relay":  # relay and delta jobs rebuild it
+            return self._get_coded(remote, local, progress)
         if base is None and via in ("auto", "delta") and local.exists():
             base = local
         known = self.store.get(remote)
@@ -384,6 +386,8 @@ class HyCloud:
         started = time.perf_counter()
         if mode == "relay":
             download_relay(self.http, remote, local, progress)
+        elif "erasure" in info:
+            return self._get_coded(remote, local, progress)
         else:
             download_large(info, local, progress)
         rate = info["size"] / max(time.perf_counter() - started, 1e-6)
@@ -391,6 +395,13 @@ class HyCloud:
             self.store.add_rate("relay_down" if mode == "relay" else "down", rate)
         auto.remember(self.store, remote, info["content_hash"], local)
         self.last_transfer = {"mode": mode, "kind": "full"}
+        return local
+
+    def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:
+        result = download_coded(
+            self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
+        )
+        self.last_transfer = {"mode": "coded", **result}
         return local
 
 

@@ -1,7 +1,8 @@
 """File-like objects over HyCloud: seekable ranged reads, and writes spooled then uploaded on close.
 
 A small file comes in one GET (its sha256 checked) and is then sliced in memory. A large file is
-read with ranged GETs of its presigned S3 URL, fetched again when S3 says it expired; if the file
+read with ranged GETs of its presigned S3 URL (an erasure-coded one chunk by chunk, each from k
+verified blocks: transfer/coded.py ChunkReader), fetched again when S3 says it expired; if the file
 was replaced meanwhile the read fails rather than mixing two versions. A single range cannot be
 checked against the content hash (it covers whole 8 MiB parts); when a reader goes through the
 whole file in order, the hash is checked at the end and a mismatch fails the last read.
@@ -21,6 +22,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import new_session
+from ..transfer.coded import ChunkReader
 
 if TYPE_CHECKING:
     from .client import HyCloud
@@ -39,6 +41,7 @@ class RemoteReader(io.RawIOBase):
         self._data: bytes | None = None
         self._link: dict[str, Any] = {}
         self._session = None
+        self._chunks: ChunkReader | None = None
         self._hasher: content.PartHasher | None = content.PartHasher()
         self._hashed_to = 0
         self._load()
@@ -106,6 +109,9 @@ class RemoteReader(io.RawIOBase):
         return data
 
     def _ranged_get(self, offset: int, length: int) -> bytes:
+        if "erasure" in self._link:  # a coded file: the chunks that hold the range, from k blocks each
+            self._chunks = self._chunks or ChunkReader(self.client.http, self.path)
+            return self._chunks.read(offset, length)
         self._session = self._session or new_session(retries=3)
         headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
         for attempt in range(2):

@@ -40,6 +40,7 @@ UPLOAD_WORKERS = 8
 STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
 HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
 HEDGE_MIN_S = 0.5
+PROBE_BYTES = 256 * 1024  # a probe's read: long enough to pass the round trip, short beside a block
 TIMEOUT = (10, 120)  # connect, read: an instance that does not answer loses its blocks
 DROP_AFTER = 2  # connection failures in a row that drop an instance for the rest of the download
 SessionFor = Callable[[str], requests.Session]
@@ -84,6 +85,16 @@ def _put_block(session: requests.Session, url: str, path: Path) -> int:
     return 0
 
 
+def _proof(challenge: dict, folder: Path) -> str:
+    """Answer the controller's challenge from the coded blocks (proof of possession per block)."""
+    pieces = []
+    for block_hash, offset, length in challenge["ranges"]:
+        with open(folder / block_hash, "rb") as f:
+            f.seek(offset)
+            pieces.append(f.read(length))
+    return content.possession_proof(challenge["nonce"], pieces)
+
+
 def upload_coded(
     http: Http,
     local: Path,
@@ -93,8 +104,10 @@ def upload_coded(
     keep: dict,
     code: tuple[int, int] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    report: bool = True,
 ) -> dict:
-    """Code, place, upload and commit `local` at `remote`; blocks an instance holds already are not sent."""
+    """Code, place, upload and commit `local` at `remote`; blocks an instance holds already are not
+    sent. Reports each instance's upload rate (the controller's estimate before any download)."""
     regions = [i["region"] for i in http.json("GET", "/v1/instances")["instances"]]
     n, k = code or default_code(len(regions))
     size = os.path.getsize(local)
@@ -109,18 +122,114 @@ def upload_coded(
             f"upload {local.name} (RS({n},{k}))",
             sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
         )
-        session = new_session()
+        session, clock = new_session(), _Clock()
         items = []
         for key, url in started["urls"].items():
             ci, bi = (int(x) for x in key.split("/"))
-            items.append((url, folder / placed["chunks"][ci]["blocks"][bi]["hash"]))
+            block = placed["chunks"][ci]["blocks"][bi]
+            items.append((block["instance"], url, folder / block["hash"]))
         sent = 0
-        for nbytes in run_parallel(lambda item: _put_block(session, *item), items, UPLOAD_WORKERS):
+        for nbytes in run_parallel(
+            lambda it: clock.timed(it[0], _put_block, session, *it[1:]), items, UPLOAD_WORKERS
+        ):
             sent += nbytes
             progress.advance(nbytes)
-    entry = http.json("POST", "/v1/coded/commit", json={**body, "parents": parents, **keep})
+        proof = _proof(started["challenge"], folder)
+    entry = http.json("POST", "/v1/coded/commit", json={**body, "proof": proof, "parents": parents, **keep})
     check_stored(remote, entry.get("content_hash"), content_hash)
+    samples = clock.samples("upload")
+    if report and samples:  # a figure per instance before any download from it
+        http.json("POST", "/v1/measurements", json={"samples": samples})
     return {**entry, "content_hash": content_hash, "sent_bytes": sent, "coded": {"n": n, "k": k}}
+
+
+class _Clock:
+    """Bytes and the span from first start to last end, per instance, of parallel transfers."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: dict[str, list[float]] = {}  # region -> [bytes, first start, last end]
+
+    def timed(self, region: str, fn: Callable[..., int], *args: object) -> int:
+        began = time.perf_counter()
+        nbytes = fn(*args)
+        ended = time.perf_counter()
+        with self.lock:
+            got = self.seen.setdefault(region, [0, began, ended])
+            got[0], got[1], got[2] = got[0] + nbytes, min(got[1], began), max(got[2], ended)
+        return nbytes
+
+    def samples(self, kind: str) -> list[dict]:
+        return [
+            {"instance": r, "bytes": int(b), "seconds": max(end - start, 1e-6), "kind": kind}
+            for r, (b, start, end) in self.seen.items()
+            if b > 0
+        ]
+
+
+# --- ranged reads ----------------------------------------------------------------------------
+class ChunkReader:
+    """One chunk at a time from k verified blocks (ranged reads: open(), fsspec, WebDAV, mount).
+
+    Blocks come from the holders the caller's estimates rank fastest, another holder when one
+    fails; the decoded chunk is checked against its sha256. The last chunk read is kept, so
+    reads in order decode each chunk once."""
+
+    def __init__(self, http: Http, remote: str) -> None:
+        self.http, self.remote = http, remote
+        self.session = new_session(retries=2)
+        self.cached: tuple[int, bytes] | None = None
+        self._plan()
+
+    def _plan(self) -> None:
+        answer = self.http.json("GET", "/v1/plan", params={"path": self.remote})
+        self.layout, self.urls = CodedLayout.from_dict(answer["layout"]), answer["urls"]
+        self.content_hash = answer["content_hash"]
+        self.costs = _costs(sorted(set(self.layout.instances)), answer.get("estimates") or {})
+
+    def chunk(self, c: int) -> bytes:
+        if self.cached is None or self.cached[0] != c:
+            self.cached = (c, self._decode(c))
+        return self.cached[1]
+
+    def _decode(self, c: int) -> bytes:
+        blocks = self.layout.chunks[c].blocks
+        order = sorted(range(len(blocks)), key=lambda bi: self.costs.get(blocks[bi].instance, 0.0))
+        got = []
+        for bi in order:
+            data = self._block(c, bi)
+            if data is not None:
+                got.append(data)
+            if len(got) == self.layout.k:
+                chunk = decode_chunk(got)
+                if hashlib.sha256(chunk).hexdigest() == self.layout.chunks[c].key:
+                    return chunk
+                break
+        raise HyCloudError(f"chunk {c} of {self.remote} cannot be read", code="download-failed")
+
+    def _block(self, c: int, bi: int) -> bytes | None:
+        url = self.urls.get(f"{c}/{bi}")
+        if url is None:
+            return None
+        try:
+            r = self.session.get(url, timeout=TIMEOUT)
+        except requests.RequestException:
+            return None
+        block = self.layout.chunks[c].blocks[bi]
+        ok = r.status_code == 200 and hashlib.sha256(r.content).hexdigest() == block.hash
+        return r.content if ok else None
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset+length) of the file, from the chunks that hold them."""
+        size, out = self.layout.chunk_size, bytearray()
+        while length > 0:
+            c, start = divmod(offset, size)
+            piece = self.chunk(c)[start : start + length]
+            if not piece:
+                break
+            out += piece
+            offset, length = offset + len(piece), length - len(piece)
+        return bytes(out)
 
 
 # --- download --------------------------------------------------------------------------------
@@ -374,6 +483,30 @@ def plan_queues(layout: CodedLayout, estimates: dict[str, float | None]) -> tupl
     return queues, makespan
 
 
+def probe_unmeasured(
+    layout: CodedLayout, urls: dict[str, str], regions: list[str], get: Callable[..., requests.Response]
+) -> list[dict]:
+    """A small ranged read of one block on each instance no transfer measured yet: a figure for
+    the planner instead of the median of the others. An instance that fails it gets none."""
+    first = {}
+    for ci, chunk in enumerate(layout.chunks):
+        for bi, block in enumerate(chunk.blocks):
+            first.setdefault(block.instance, f"{ci}/{bi}")
+
+    def probe(region: str) -> dict | None:
+        began = time.perf_counter()
+        try:
+            r = get(region, urls[first[region]], headers={"Range": f"bytes=0-{PROBE_BYTES - 1}"})
+        except (requests.RequestException, KeyError):
+            return None
+        seconds = time.perf_counter() - began
+        if r.status_code not in (200, 206) or not r.content:
+            return None
+        return {"instance": region, "bytes": len(r.content), "seconds": max(seconds, 1e-6), "kind": "probe"}
+
+    return [p for p in run_parallel(probe, [r for r in regions if r in first], len(regions) or 1) if p]
+
+
 def download_coded(
     http: Http,
     remote: str,
@@ -390,12 +523,17 @@ def download_coded(
     """
     answer = http.json("GET", "/v1/plan", params={"path": remote})
     layout = CodedLayout.from_dict(answer["layout"])
-    queues, predicted = plan_queues(layout, answer.get("estimates") or {})
     endpoints = endpoints or {}
-    sessions = {r: (session_for(r) if session_for else new_session()) for r in queues}  # a pool each
+    holders = sorted({b.instance for c in layout.chunks for b in c.blocks})
+    sessions = {r: (session_for(r) if session_for else new_session()) for r in holders}  # a pool each
 
-    def get(region: str, url: str) -> requests.Response:
-        return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT)
+    def get(region: str, url: str, **kwargs: object) -> requests.Response:
+        return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT, **kwargs)
+
+    estimates = dict(answer.get("estimates") or {})
+    probes = probe_unmeasured(layout, answer["urls"], [r for r in holders if estimates.get(r) is None], get)
+    estimates.update({p["instance"]: p["bytes"] / p["seconds"] for p in probes})
+    queues, predicted = plan_queues(layout, estimates)
 
     fetcher = Fetcher(layout, answer["urls"], queues, get)
     tmp = local.with_name(local.name + ".hycloud-part")
@@ -443,10 +581,11 @@ def download_coded(
         for r, s in fetcher.stats.items()
         if s.nbytes > 0
     ]
-    if report and samples:
-        http.json("POST", "/v1/measurements", json={"samples": samples})
+    if report and (samples or probes):
+        http.json("POST", "/v1/measurements", json={"samples": [*probes, *samples]})
     return {
         "seconds": seconds,
+        "probed": sorted(p["instance"] for p in probes),
         "predicted_seconds": predicted,
         "per_instance": {
             r: {"bytes": s.nbytes, "asked": s.asked, "blocks": s.blocks, "failed": s.failed}

@@ -6,7 +6,7 @@ import json
 import os
 import uuid
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import boto3
 from annotated_types import Ge, Le
@@ -23,7 +23,7 @@ from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.coded import CodedFiles
-from hycloud_core.instances import from_environment
+from hycloud_core.instances import on_ring
 from hycloud_core.store.measurements import Measurements, Sample
 
 router = APIGatewayRouter()
@@ -57,6 +57,7 @@ class CodedUpload(Body):
 
 
 class CodedCommit(CodedUpload):
+    proof: Hash | None = Field(default=None, description="answer to the upload's challenge")
     parents: bool | None = None
     mtime: FileTime | None = None
     mode: FileMode | None = None
@@ -67,6 +68,7 @@ class SampleIn(Body):
     bytes: Annotated[int, Ge(1), Le(2**50)]
     seconds: Annotated[float, Ge(1e-6), Le(86_400)]
     rtt_ms: Annotated[float, Ge(0), Le(600_000)] | None = None
+    kind: Literal["download", "upload", "probe"] = "download"
 
 
 class MeasurementsIn(Body):
@@ -76,11 +78,18 @@ class MeasurementsIn(Body):
 class CodedPlan(BaseModel):
     layout: dict[str, Any]
     urls: dict[str, str] = Field(description='presigned PUT (upload) or GET (plan) per "chunk/block"')
+    challenge: dict[str, Any] | None = Field(
+        default=None,
+        description="upload: nonce and [block hash, offset, length] ranges the commit's proof hashes",
+    )
 
 
 class Estimates(BaseModel):
     estimates: dict[str, float | None] = Field(
         description="bytes/s per instance: harmonic mean of the last K"
+    )
+    measured_by: dict[str, str | None] = Field(
+        default_factory=dict, description='what each estimate comes from: "download", "upload", "probe"'
     )
     latencies_ms: dict[str, float]
     service_instances: list[str]
@@ -104,7 +113,7 @@ def _s3(region: str):
 
 
 def _coded() -> CodedFiles:
-    return CodedFiles(filesystem(router), from_environment(), _s3)
+    return CodedFiles(filesystem(router), on_ring(records().table), _s3)
 
 
 def _layout(body: LayoutIn) -> CodedLayout:
@@ -114,7 +123,7 @@ def _layout(body: LayoutIn) -> CodedLayout:
 
 @router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 409))
 def start(body: Annotated[CodedUpload, BodyParam()]):
-    return ok(_coded().start(body.size, _layout(body.layout)))
+    return ok(_coded().start(body.size, _layout(body.layout), body.content_hash))
 
 
 @router.post("/v1/coded/commit", responses=replies(201, Entry, 404, 409))
@@ -130,6 +139,7 @@ def commit(
         expect=expected_version(if_match, if_none_match),
         mtime=body.mtime,
         mode=body.mode,
+        proof=body.proof,
     )
     return ok(entry.to_dict(), 201)
 
@@ -155,12 +165,12 @@ def plan(path: Annotated[UserPath, Query()]):
 @router.post("/v1/measurements", responses=replies(200, Estimates))
 def measurements(body: Annotated[MeasurementsIn, BodyParam()]):
     """A transfer's bytes and seconds per instance; answers the updated estimates."""
-    regions = [i.region for i in from_environment()]
+    regions = [i.region for i in on_ring(records().table)]
     unknown = sorted({s.instance for s in body.samples} - set(regions))
     if unknown:
         raise BadRequestError(f"no such instance: {unknown[0]}", code="unknown-instance")
     store = Measurements(records().table, user(router))
-    store.record(Sample(s.instance, s.bytes, s.seconds, s.rtt_ms) for s in body.samples)
+    store.record(Sample(s.instance, s.bytes, s.seconds, s.rtt_ms, s.kind) for s in body.samples)
     return ok(store.view(regions))
 
 
@@ -187,7 +197,7 @@ def _repair_machine() -> str:
 @router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
 def repair(body: Annotated[RepairIn, BodyParam()]):
     """Rebuild the caller's coded blocks on one instance from the others (a Step Functions job)."""
-    if body.region not in {i.region for i in from_environment()}:
+    if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
     name = uuid.uuid4().hex
     _sfn().start_execution(
@@ -210,6 +220,14 @@ def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
     state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")
     result = json.loads(run["output"]) if run.get("output") else None
     return ok({"job": job, "state": state, **({"result": result} if result else {})})
+
+
+def relay_source(link: Any) -> dict:
+    """What a relay job needs to rebuild a coded file: its layout and every instance's bucket."""
+    if link is None or not link.erasure:
+        return {}
+    where = [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)]
+    return {"erasure": link.erasure, "instances": where}
 
 
 @cache

@@ -44,6 +44,7 @@ from hycloud_core import jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 
+from .coded import relay_source
 from .job_runner import describe, owned, report, run
 
 router = APIGatewayRouter()
@@ -216,6 +217,7 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
             "content_hash": link.content_hash,
             "base_hash": base,
             "base_cache_name": jobs.base_cache_name(base),
+            **relay_source(link),
         },
         wait=wait,
     )
@@ -239,6 +241,7 @@ def download_by_signature(
         "cache_name": paths.cache_name(user(router), path),
         "content_hash": link.content_hash,
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
+        **relay_source(link),  # a coded file: the job rebuilds it from its blocks
     }
     return _start(key, spec, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait)
 

@@ -7,11 +7,11 @@ from typing import Annotated
 from answers import Entry, Instances, Whoami, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, s3_endpoint, user_name
+from context import CONFIG, namespace, ok, records, s3_endpoint, user_name
 from models import UserPath
 
 from hycloud_core import content
-from hycloud_core.instances import from_environment
+from hycloud_core.instances import on_ring
 
 router = APIGatewayRouter()
 
@@ -35,8 +35,8 @@ def whoami():
 
 @router.get("/v1/instances", responses=replies(200, Instances))
 def instances():
-    """Every instance's region and bucket, home first: where coded blocks can go (docs/GEO.md)."""
-    found = from_environment()
+    """Every instance on the ring, home first: where coded blocks go (docs/GEO.md)."""
+    found = on_ring(records().table)
     return ok(
         {
             "instances": [

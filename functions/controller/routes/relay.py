@@ -22,6 +22,7 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.job_ledger import JobLedger
 from hycloud_core.relay import relay_job_key
 
+from .coded import relay_source
 from .job_runner import describe, report, run
 
 router = APIGatewayRouter()
@@ -70,7 +71,12 @@ def start(body: Annotated[RelayTarget, Body()]):
         router,
         CONFIG.relay_state_machine,
         relay_job_key(name, content_hash),
-        {"cache_name": name, "content_hash": content_hash, "size": size},
+        {
+            "cache_name": name,
+            "content_hash": content_hash,
+            "size": size,
+            **relay_source(namespace(router).current_link(paths.normalize(path))),
+        },
         lambda _: cache.is_ready(name, content_hash),
         lambda _: None,
     )

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import namespace, ok, records, user, user_name
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
+from hycloud_core.cost.block_transfer import transfer_cost
 from hycloud_core.cost.model import attributed_s3_cost
 from hycloud_core.cost.records import reference_counts, user_usage_from_records
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
@@ -52,6 +53,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),
             "relay": relay_cost(read_stats(records().table), table),
+            "inter_region": transfer_cost(records().table, table),  # blocks repair/migration moved
             "prices": {"region": table.region, "date": table.date},
         }
     )

@@ -46,17 +46,19 @@ class CodedRepair(Construct):
             memory_mb=1024,
             **mount,
         )
-        table.grant_read_data(self.step_function)
+        table.grant_read_write_data(self.step_function)  # the ring record, path leases
         home_bucket.grant_read_write(self.step_function)
         home_bucket.grant_delete(self.step_function)  # the block sweep
         arns = [f"arn:{Stack.of(self).partition}:s3:::{name}" for name in data_buckets]
         self.step_function.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject"],
+                actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject"],  # blocks moved or rebuilt
                 resources=[f"{a}/*" for a in arns],
             )
         )
-        self.step_function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=arns))
+        self.step_function.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=arns)
+        )  # also HeadBucket
         events.Rule(  # blocks no link names: swept hourly, like the collector's objects
             self,
             "SweepSchedule",

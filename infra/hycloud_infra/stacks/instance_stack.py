@@ -23,11 +23,13 @@ from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
+from ..constructs.standby_replication import StandbyReplication
 from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
-from ..regions import DataInstanceNames, instances_env
+from ..regions import DataInstanceNames, any_data_bucket, instances_env
+from ..standby import StandbyNames
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -46,6 +48,7 @@ class InstanceStack(Stack):
         statemachines_dir: Path,
         layer_dir: Path,
         data_instances: Sequence[DataInstanceNames] = (),
+        standby: StandbyNames | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -177,9 +180,25 @@ class InstanceStack(Stack):
         )
         if data_instances:
             self._know_data_instances(controller, list(data_instances))
+            blocks = f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}/blocks/*"
+            for job_fn in (relay_fn, delta_fn):  # they rebuild coded files from blocks of every region
+                job_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[blocks]))
             self._repair_jobs(
                 controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
             )
+        if standby:  # docs/FAILOVER.md
+            replication = StandbyReplication(
+                self,
+                "Standby",
+                standby=standby,
+                code_dir=functions_dir / "replicator",
+                layer=layer,
+                environment=env,
+                table=stores.table,
+                bucket=stores.bucket,
+                mount=volume.mount(),
+            )
+            CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,
@@ -230,7 +249,10 @@ class InstanceStack(Stack):
             environment={**env, c.ENV_INSTANCES: instances_env(self, instances)},
             table=stores.table,
             home_bucket=stores.bucket,
-            data_buckets=[item.bucket for item in instances],
+            data_buckets=[
+                *(item.bucket for item in instances),
+                any_data_bucket(self.stack_name, self.account),
+            ],
             mount=volume.mount(),
         )
         repair.allow_control(controller)
@@ -241,7 +263,8 @@ class InstanceStack(Stack):
     def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
         """Tell the controller where the other regions' instances are and let it use them."""
         controller.add_environment(c.ENV_INSTANCES, instances_env(self, instances))
-        buckets = [f"arn:{self.partition}:s3:::{item.bucket}" for item in instances]
+        names = [*(item.bucket for item in instances), any_data_bucket(self.stack_name, self.account)]
+        buckets = [f"arn:{self.partition}:s3:::{name}" for name in names]
         machines = [
             item.state_machine_arn(self, name)
             for item in instances

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .coded_layout import BLOCK_PREFIX
 from .fs.blocks import BlockStore
 from .linkfile import link_files_under
 
@@ -42,16 +41,10 @@ def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: fl
     candidates: list[tuple[str, str]] = []
     result = Sweep()
     for region in store.regions:
-        s3 = store.s3_for(region)
-        pages = s3.get_paginator("list_objects_v2").paginate(
-            Bucket=store.buckets[region], Prefix=BLOCK_PREFIX
-        )
-        for page in pages:
-            for obj in page.get("Contents", []):
-                result.listed += 1
-                block_hash = obj["Key"][len(BLOCK_PREFIX) :]
-                if block_hash not in marks and obj["LastModified"].timestamp() < cutoff:
-                    candidates.append((region, block_hash))
+        for block_hash, written in store.listed(region):
+            result.listed += 1
+            if block_hash not in marks and written < cutoff:
+                candidates.append((region, block_hash))
     marks |= linked_blocks(namespaces_dir)
     result.marked = len(marks)
     for region, block_hash in candidates:

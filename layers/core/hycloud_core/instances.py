@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from . import constants as c
+from .store import ring
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,20 @@ def instances(
 ) -> list[Instance]:
     """Home first, then the listed data instances in their configured order."""
     home = Instance(home_region, bucket, relay_state_machine, delta_state_machine, home=True)
-    others = [
-        Instance(item["region"], item["bucket"], item["relayStateMachineArn"], item["deltaStateMachineArn"])
-        for item in json.loads(listed or "[]")
+    return [home, *described(json.loads(listed or "[]"))]
+
+
+def described(items: list[dict]) -> list[Instance]:
+    """Data instances from their descriptions (`HYCLOUD_INSTANCES`, the ring record)."""
+    return [
+        Instance(
+            item["region"],
+            item["bucket"],
+            item.get("relayStateMachineArn", ""),
+            item.get("deltaStateMachineArn", ""),
+        )
+        for item in items
     ]
-    return [home, *others]
 
 
 def from_environment() -> list[Instance]:
@@ -47,3 +58,18 @@ def from_environment() -> list[Instance]:
         env.get(c.ENV_DELTA_STATE_MACHINE, ""),
         env.get(c.ENV_INSTANCES),
     )
+
+
+def on_ring(table: Any) -> list[Instance]:
+    """The instances coded blocks are placed on: the ring a migration set, else the deployed ones."""
+    deployed = from_environment()
+    listed = ring.load(table)
+    return deployed if listed is None else [deployed[0], *described(listed)]
+
+
+def reachable(table: Any) -> list[Instance]:
+    """Every instance a job may read or clean: deployed ones and those on the ring, home first."""
+    seen: dict[str, Instance] = {}
+    for item in [*from_environment(), *on_ring(table)]:
+        seen.setdefault(item.region, item)
+    return list(seen.values())

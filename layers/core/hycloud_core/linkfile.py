@@ -73,6 +73,11 @@ def is_link_mode(mode: int) -> bool:
 
 def link_files_under(folder: str) -> Iterator[LinkFile]:
     """Every link file below `folder`; one that vanishes or is not a link while read is skipped."""
+    return (link for _host, link in link_paths_under(folder))
+
+
+def link_paths_under(folder: str) -> Iterator[tuple[str, LinkFile]]:
+    """(host path, link) of every link file below `folder`, skipping any that vanish while read."""
     for top, _dirs, files in os.walk(folder):
         for name in files:
             host = os.path.join(top, name)
@@ -84,4 +89,4 @@ def link_files_under(folder: str) -> Iterator[LinkFile]:
                     link = LinkFile.from_bytes(f.read())
             except (OSError, ValueError):
                 continue  # vanished meanwhile (its object was touched) or not a link
-            yield link
+            yield host, link

@@ -25,7 +25,8 @@ class Direction(StrEnum):
     """The two legs of a relay download."""
 
     S3_TO_EFS = "t"  # BW^t in eq. 5
-    EFS_TO_CLIENT = "d"  # BW^d in eq. 5
+    EFS_TO_CLIENT = "d"  # BW^d in eq. 5 (also a coded download straight from the instance's bucket)
+    CLIENT_TO_INSTANCE = "u"  # uploads to the instance: a figure for it before any download
 
 
 def harmonic_mean(rates: Iterable[float]) -> float:
@@ -112,5 +113,8 @@ class InstanceBandwidth:
 
     @classmethod
     def from_dict(cls, item: Mapping[str, Any]) -> InstanceBandwidth:
-        links = {d: BandwidthEstimator.from_dict(item[d.value]) for d in Direction}
+        links = {
+            d: BandwidthEstimator.from_dict(item[d.value]) if d.value in item else BandwidthEstimator()
+            for d in Direction
+        }
         return cls(instance=str(item["instance"]), links=links)

@@ -33,22 +33,12 @@ import zstandard
 
 from ..streams import read_full
 from . import rolling
+from .opwriter import WRITERS, OpWriter
 from .signature import SigIndex, Signature
-from .wire import (
-    DELTA_HEADER,
-    DELTA_MAGIC,
-    OP_COPY,
-    OP_END,
-    OP_LITERAL,
-    VERSION,
-    put_varint,
-    result_hash,
-    zigzag,
-)
+from .wire import VERSION, result_hash
 
 DEFAULT_LEVEL = 3
 PIECE_TARGET = 1 << 18
-_FLUSH_AT = 1 << 20
 _MAX_SAME_WEAK = 16
 _WINDOW_MIN = 1 << 12  # offsets looked up after a match run ends
 _WINDOW_MAX = 1 << 18
@@ -65,72 +55,6 @@ class DeltaStats:
     literal_ops: int
     raw_bytes: int  # delta before zstd
     compressed_bytes: int  # what goes on the wire
-
-
-class _OpWriter:
-    """Encodes ops, merging consecutive block copies into runs, and feeds them to zstd."""
-
-    def __init__(self, sink, block_size: int, old_size: int) -> None:
-        self._sink = sink
-        self._buf = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, VERSION, 0, block_size, old_size))
-        self._run_start = -1
-        self._run_len = 0
-        self._expected = 0
-        self.raw = 0
-        self.literal_bytes = self.copied_blocks = self.copy_ops = self.literal_ops = 0
-
-    def copy(self, j: int) -> None:
-        if self._run_len and j == self._run_start + self._run_len:
-            self._run_len += 1
-            return
-        self._end_run()
-        self._run_start, self._run_len = j, 1
-
-    def copy_run(self, j: int, count: int) -> None:
-        if self._run_len and j == self._run_start + self._run_len:
-            self._run_len += count
-            return
-        self._end_run()
-        self._run_start, self._run_len = j, count
-
-    def literal(self, data: memoryview | bytes) -> None:
-        if not len(data):
-            return
-        self._end_run()
-        self._buf.append(OP_LITERAL)
-        put_varint(len(data), self._buf)
-        self._buf += data
-        self.literal_bytes += len(data)
-        self.literal_ops += 1
-        self._maybe_flush()
-
-    def end(self, size: int, digest: bytes) -> None:
-        self._end_run()
-        self._buf.append(OP_END)
-        put_varint(size, self._buf)
-        self._buf += digest
-        self._flush()
-
-    def _end_run(self) -> None:
-        if not self._run_len:
-            return
-        self._buf.append(OP_COPY)
-        put_varint(zigzag(self._run_start - self._expected), self._buf)
-        put_varint(self._run_len, self._buf)
-        self._expected = self._run_start + self._run_len
-        self.copied_blocks += self._run_len
-        self.copy_ops += 1
-        self._run_len = 0
-        self._maybe_flush()
-
-    def _maybe_flush(self) -> None:
-        if len(self._buf) >= _FLUSH_AT:
-            self._flush()
-
-    def _flush(self) -> None:
-        self.raw += len(self._buf)
-        self._sink.write(self._buf)
-        self._buf = bytearray()
 
 
 @dataclass
@@ -163,7 +87,7 @@ def _pieces(new: BinaryIO, block_size: int, check, piece_size: int) -> Iterator[
 class _Matcher:
     """rsync's greedy walk over the candidate offsets of each piece."""
 
-    def __init__(self, index: SigIndex, writer: _OpWriter) -> None:
+    def __init__(self, index: SigIndex, writer: OpWriter) -> None:
         self.index = index
         self.sig = index.sig
         self.w = writer
@@ -284,10 +208,12 @@ def delta(
     out: BinaryIO,
     level: int = DEFAULT_LEVEL,
     piece_size: int = PIECE_TARGET,
+    version: int = VERSION,
 ) -> DeltaStats:
     """Write the zstd-compressed delta that turns the signature's old file into `new`.
 
-    `new` is read once, front to back, `piece_size` bytes at a time (at least 4 blocks).
+    `new` is read once, front to back, `piece_size` bytes at a time (at least 4 blocks). `version`
+    2 writes the older layout, for peers that read only that one (and for tests of its reader).
     """
     sig = sig if isinstance(sig, Signature) else Signature.decode(sig)
     index = SigIndex(sig)
@@ -295,7 +221,7 @@ def delta(
     check = result_hash()
     counter = _CountingWriter(out)
     zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
-    writer = _OpWriter(zw, sig.block_size, sig.old_size)
+    writer = WRITERS[version](zw, sig.block_size, sig.old_size)
     matcher = _Matcher(index, writer)
     for piece in _pieces(new, sig.block_size, check, piece_size):
         matcher.feed(piece)

@@ -1,246 +1,253 @@
 """Apply a delta to the old file, streaming, and verify the result against the hash in the delta.
 
-Why it is built this way: a delta over a source tree is thousands of short ops, so the cost is per
-op, not per byte. Ops are parsed straight out of 1 MiB decompressed chunks (no call per byte),
-copies are served from a window of the old file read ahead with `readinto` (copies that follow one
-another in the old file share one read), and output is gathered into 1 MiB writes, each hashed
-once. Memory: the old-file window (at most 1 MiB), the output buffer (1 MiB) and one decompressed
-chunk (1 MiB plus one op), whatever the file sizes.
+Why it is built this way: a delta over a source tree is thousands of short ops, and librsync's
+patch costs a few nanoseconds per op, so a Python loop over ops (a microsecond each) cannot keep
+up. A version 3 delta carries each chunk's ops in columns (FORMAT.md): numpy decodes them and
+computes every op's source range at once (copies: a byte range of the old file; literals: of the
+chunk's literal bytes), then one list comprehension slices them and `bytes.join` gathers each
+stretch of about 1 MiB of output, which is hashed and written once. The old file is memory-mapped,
+so a copy is one memcpy from the page cache (no read call, no window to refill when copies jump
+around, as they do in a tar whose members moved). Memory: one chunk (1 MiB of literals and its op
+columns) and one gathered stretch, whatever the file sizes; the mapping is the page cache's.
+Version 2 deltas are applied by patcher_v2.py.
 """
 
 from __future__ import annotations
 
+import io
+import mmap
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import BinaryIO
 
+import numpy as np
 import zstandard
 
+from . import patcher_v2
+from .columns import decode_varints, unzigzag
 from .errors import DeltaFormatError, DeltaMismatch
 from .wire import (
     DELTA_HEADER,
     DELTA_MAGIC,
     DIGEST_LEN,
     OP_COPY,
-    OP_END,
     OP_LITERAL,
+    STREAM_VERSION,
     VERSION,
+    read_exact,
+    read_varint,
     result_hash,
-    unzigzag,
 )
 
-_CHUNK = 1 << 20
-_OLD_READ = 1 << 18  # least read-ahead per old-file read; the window holds at most _CHUNK
-_OP_MAX = 1 + 10 + 10  # opcode and two varints
-_DIRECT = 1 << 16
+_GATHER = 1 << 20  # output gathered per write
+_DIRECT = 1 << 16  # an op this long is written as it is, without a copy into the gather buffer
+_MAX_CHUNK_OPS = 1 << 20
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+_MAX_CHUNK_LITERALS = 1 << 24
 
 
 def patch(old: BinaryIO, delta: BinaryIO, out: BinaryIO) -> int:
     """Write the new file to `out`; returns its size.
 
-    `old` must be seekable. On DeltaMismatch `out` already holds wrong bytes: write to a temporary
-    file and rename only on success (sync.fetch_and_patch does this for callers).
+    `old` must be seekable, and a file must not be truncated while it is patched from (it is
+    mapped: pages cut off under the mapping fault). On DeltaMismatch `out` already holds wrong
+    bytes: write to a temporary file and rename only on success (sync.fetch_and_patch does this).
     """
     reader = zstandard.ZstdDecompressor().stream_reader(delta, closefd=False)
     try:
-        return _apply(old, _Ops(reader), out)
+        version, block_size, old_size = _header(read_exact(reader, DELTA_HEADER.size))
+        actual_old = old.seek(0, 2)
+        if actual_old != old_size:
+            raise DeltaMismatch(f"old file is {actual_old} bytes, the signature was made from {old_size}")
+        if version == STREAM_VERSION:
+            return patcher_v2.apply(old, reader, block_size, old_size, out)
+        with _mapped(old, old_size) as old_view:
+            return _apply(reader, block_size, old_size, old_view, out)
     except zstandard.ZstdError as exc:
         raise DeltaFormatError(f"delta does not decompress: {exc}") from exc
 
 
-def _apply(old: BinaryIO, ops: _Ops, out: BinaryIO) -> int:
-    block_size, old_size = _header(ops.take(DELTA_HEADER.size))
-    actual_old = old.seek(0, 2)
-    if actual_old != old_size:
-        raise DeltaMismatch(f"old file is {actual_old} bytes, the signature was made from {old_size}")
-    sink = _Sink(out)
-    window = _OldWindow(old)
-    expected = 0
-    while True:
-        op, first = ops.op()
-        if op == OP_COPY:
-            start = expected + unzigzag(first)
-            count = ops.varint()
-            if start < 0 or count < 1 or start * block_size >= old_size:
-                raise DeltaFormatError(f"copy of blocks {start}+{count} outside the old file")
-            expected = start + count
-            offset = start * block_size
-            n = min(count * block_size, old_size - offset)
-            rel = offset - window.start
-            if 0 <= rel and rel + n <= window.length:  # the common case, inline
-                sink.add(window.view[rel : rel + n])
-                window.prev_end = offset + n
-            else:
-                window.copy(offset, n, sink)
-        elif op == OP_LITERAL:
-            ops.literal(first, sink)
-        elif op == OP_END:
-            digest = ops.take(DIGEST_LEN)
-            if not ops.at_eof():
-                raise DeltaFormatError("trailing bytes after the end of the delta")
-            sink.flush()
-            _verify(first, digest, sink.written, sink.check.digest())
-            return sink.written
-        else:
-            raise DeltaFormatError(f"unknown delta op {op:#x}")
-
-
-def _header(raw: bytes) -> tuple[int, int]:
+def _header(raw: bytes) -> tuple[int, int, int]:
     magic, version, flags, block_size, old_size = DELTA_HEADER.unpack(raw)
     if magic != DELTA_MAGIC:
         raise DeltaFormatError("not a delta (bad magic)")
-    if version != VERSION or flags:
+    if version not in (VERSION, STREAM_VERSION) or flags:
         raise DeltaFormatError(f"unsupported delta version {version} / flags {flags:#x}")
     if block_size < 1:
         raise DeltaFormatError("bad block size 0")
-    return block_size, old_size
+    return version, block_size, old_size
 
 
-class _Sink:
-    """Gathers short pieces into 1 MiB writes; each write is hashed once."""
+@contextmanager
+def _mapped(old: BinaryIO, size: int) -> Iterator[memoryview]:
+    """The old file as one read-only buffer: mapped when it is a file, the buffer of a BytesIO;
+    any other stream is copied to a temporary file and mapped, and what cannot be mapped is read."""
+    if size == 0:
+        yield memoryview(b"")
+        return
+    if isinstance(old, io.BytesIO):
+        with old.getbuffer() as view:
+            yield view
+        return
+    mapping = _map(old)
+    if mapping is None and not _has_fileno(old):
+        with tempfile.TemporaryFile() as spill:
+            old.seek(0)
+            shutil.copyfileobj(old, spill, 1 << 20)
+            spill.flush()
+            mapping = _map(spill)
+            if mapping is not None:
+                with _view(mapping, size) as view:
+                    yield view
+                return
+    if mapping is None:
+        old.seek(0)
+        yield memoryview(old.read(size))
+        return
+    with _view(mapping, size) as view:
+        yield view
 
-    def __init__(self, out: BinaryIO) -> None:
-        self._out = out
+
+@contextmanager
+def _view(mapping: mmap.mmap, size: int) -> Iterator[memoryview]:
+    try:
+        with memoryview(mapping) as view:
+            yield view[:size]
+    finally:
+        try:
+            mapping.close()
+        except BufferError:  # a slice still held by an exception's frames: unmapped when collected
+            pass
+
+
+def _has_fileno(f: BinaryIO) -> bool:
+    try:
+        f.fileno()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return False
+    return True
+
+
+def _map(f: BinaryIO) -> mmap.mmap | None:
+    """Read-only mapping, its pages mapped up front: one call instead of a fault per 4 KiB page."""
+    try:
+        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: BinaryIO) -> int:
+    check = result_hash()
+    written = 0
+    n_blocks = -(-old_size // block_size)
+    expected = 0  # block after the previous copy, carried across chunks
+    literals = _Buffer()
+    gather = io.BytesIO()  # reused: fresh 1 MiB buffers cost a page fault per 4 KiB
+    while n_ops := read_varint(src):
+        copies, columns_len, literals_len = read_varint(src), read_varint(src), read_varint(src)
+        if n_ops > _MAX_CHUNK_OPS or literals_len > _MAX_CHUNK_LITERALS or copies > n_ops:
+            raise DeltaFormatError(f"delta chunk too large ({n_ops} ops, {literals_len} literal bytes)")
+        kinds = np.frombuffer(read_exact(src, n_ops), dtype=np.uint8)
+        values = decode_varints(read_exact(src, columns_len), n_ops + copies)
+        lit = literals.fill(src, literals_len)
+        lo, hi, expected = _ranges(
+            kinds, values, copies, literals_len, expected, block_size, n_blocks, old_size
+        )
+        written += _write(_slices(kinds, lo, hi, old, lit), hi - lo, gather, check, out)
+        del lit
+    size = read_varint(src)
+    digest = read_exact(src, DIGEST_LEN)
+    if src.read(1):
+        raise DeltaFormatError("trailing bytes after the end of the delta")
+    patcher_v2.verify(size, digest, written, check.digest())
+    return written
+
+
+class _Buffer:
+    """A grow-only buffer the chunks' literal bytes are decompressed into."""
+
+    def __init__(self) -> None:
         self._buf = bytearray()
-        self.check = result_hash()
-        self.written = 0
 
-    def add(self, data: memoryview | bytes) -> None:
-        self.written += len(data)
-        buf = self._buf
-        if len(data) >= _DIRECT:  # long pieces go out as they are, without a copy into the buffer
-            self.flush()
-            self.check.update(data)
-            self._out.write(data)
-            return
-        buf += data
-        if len(buf) >= _CHUNK:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._buf:
-            self.check.update(self._buf)
-            self._out.write(self._buf)
-            self._buf = bytearray()
-
-
-class _OldWindow:
-    """A window of the old file that follows the copies as they move forward: a copy that starts
-    shortly after the previous one ends, or a long one, moves the window there (one read of at
-    least 256 KiB), so the copies after it cost no read of their own. A short copy from elsewhere
-    (a block repeated all over the file, such as a tar header) is read on its own and leaves the
-    window where it is."""
-
-    def __init__(self, old: BinaryIO) -> None:
-        self._old = old
-        self._buf = bytearray(_CHUNK)
-        self.view = memoryview(self._buf)
-        self.start = 0
-        self.length = 0
-        self.prev_end = 0
-
-    def copy(self, offset: int, n: int, sink: _Sink) -> None:
-        rel = offset - self.start
-        if not 0 <= rel < self.length and n < _OLD_READ and not 0 <= offset - self.prev_end < _CHUNK:
-            self._old.seek(offset)
-            data = self._old.read(n)
-            if len(data) < n:
-                raise DeltaMismatch("old file ended early")
-            sink.add(data)
-            self.prev_end = offset + n
-            return
-        self.prev_end = offset + n
-        while n:
-            rel = offset - self.start
-            if not 0 <= rel < self.length:
-                self._fill(offset, n)
-                rel = 0
-            take = min(n, self.length - rel)
-            sink.add(self.view[rel : rel + take])
-            offset += take
-            n -= take
-
-    def _fill(self, offset: int, n: int) -> None:
-        self._old.seek(offset)
-        got = self._old.readinto(self.view[: min(_CHUNK, max(n, _OLD_READ))])
-        if not got:
-            raise DeltaMismatch("old file ended early")
-        self.start, self.length = offset, got
-
-
-class _Ops:
-    """The decompressed op stream, parsed from 1 MiB chunks without a call per byte."""
-
-    def __init__(self, src: BinaryIO) -> None:
-        self._src = src
-        self._buf = b""
-        self._pos = 0
-
-    def _more(self, need: int) -> None:
-        """Make at least `need` bytes available (fewer only at the end of the stream)."""
-        parts = [self._buf[self._pos :]]
-        have = len(parts[0])
-        while have < need:
-            chunk = self._src.read(_CHUNK)
-            if not chunk:
-                break
-            parts.append(chunk)
-            have += len(chunk)
-        self._buf, self._pos = b"".join(parts), 0
-
-    def take(self, n: int) -> bytes:
-        if len(self._buf) - self._pos < n:
-            self._more(n)
-            if len(self._buf) < n:
+    def fill(self, src: BinaryIO, n: int) -> memoryview:
+        if len(self._buf) < n:
+            self._buf = bytearray(n)
+        view = memoryview(self._buf)[:n]
+        got = 0
+        while got < n:
+            k = src.readinto(view[got:])
+            if not k:
                 raise DeltaFormatError("delta stream truncated")
-        data = self._buf[self._pos : self._pos + n]
-        self._pos += n
-        return data
-
-    def op(self) -> tuple[int, int]:
-        """The next opcode and its first varint (every op has one)."""
-        if len(self._buf) - self._pos < _OP_MAX:
-            self._more(_OP_MAX)
-        buf, pos = self._buf, self._pos
-        if pos + 2 <= len(buf) and buf[pos + 1] < 0x80:  # one-byte varint: most ops
-            self._pos = pos + 2
-            return buf[pos], buf[pos + 1]
-        if pos >= len(buf):
-            raise DeltaFormatError("delta stream truncated")
-        self._pos = pos + 1
-        return buf[pos], self.varint()
-
-    def varint(self) -> int:
-        buf, pos = self._buf, self._pos
-        value = shift = 0
-        while True:
-            if pos >= len(buf):
-                raise DeltaFormatError("delta stream truncated")
-            byte = buf[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                self._pos = pos
-                return value
-            shift += 7
-            if shift > 63:
-                raise DeltaFormatError("varint too long")
-
-    def literal(self, n: int, sink: _Sink) -> None:
-        while n:
-            if self._pos >= len(self._buf):
-                self._more(1)
-                if not self._buf:
-                    raise DeltaFormatError("delta stream truncated")
-            take = min(n, len(self._buf) - self._pos)
-            sink.add(memoryview(self._buf)[self._pos : self._pos + take])
-            self._pos += take
-            n -= take
-
-    def at_eof(self) -> bool:
-        return self._pos >= len(self._buf) and not self._src.read(1)
+            got += k
+        return view
 
 
-def _verify(size: int, digest: bytes, written: int, actual: bytes) -> None:
-    if size != written:
-        raise DeltaMismatch(f"patched {written} bytes, the delta expects {size}")
-    if digest != actual:
-        raise DeltaMismatch("patched file's hash differs from the new file's")
+def _ranges(
+    kinds: np.ndarray,
+    values: np.ndarray,
+    copies: int,
+    literals_len: int,
+    expected: int,
+    block_size: int,
+    n_blocks: int,
+    old_size: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every op's source range: bytes of the old file for a copy, of the chunk's literals for a
+    literal; and the block after the chunk's last copy."""
+    n_ops = len(kinds)
+    is_copy = kinds == OP_COPY
+    if int(np.count_nonzero(is_copy)) != copies or not np.all(is_copy | (kinds == OP_LITERAL)):
+        bad = kinds[~(is_copy | (kinds == OP_LITERAL))]
+        raise DeltaFormatError(
+            f"unknown delta op {int(bad[0]):#x}" if len(bad) else "op kinds disagree with the chunk"
+        )
+    firsts, counts = values[:n_ops], values[n_ops:].astype(np.int64)
+    lo = np.empty(n_ops, dtype=np.int64)
+    hi = np.empty(n_ops, dtype=np.int64)
+    if copies:
+        moves = unzigzag(firsts[is_copy])
+        if np.any(np.abs(moves) > n_blocks) or np.any(counts < 1) or np.any(counts > n_blocks):
+            raise DeltaFormatError("copy outside the old file")
+        starts = expected + np.cumsum(moves + counts) - counts
+        if np.any(starts < 0) or np.any(starts >= n_blocks):
+            raise DeltaFormatError("copy outside the old file")
+        lo[is_copy] = starts * block_size
+        hi[is_copy] = np.minimum((starts + counts) * block_size, old_size)
+        expected = int(starts[-1] + counts[-1])
+    lengths = firsts[~is_copy].astype(np.int64)
+    if int(lengths.sum()) != literals_len or np.any(lengths < 1):
+        raise DeltaFormatError("literal lengths disagree with the chunk")
+    ends = np.cumsum(lengths)
+    lo[~is_copy] = ends - lengths
+    hi[~is_copy] = ends
+    return lo, hi, expected
+
+
+def _slices(kinds: np.ndarray, lo: np.ndarray, hi: np.ndarray, old: memoryview, lit: memoryview) -> list:
+    is_copy = (kinds == OP_COPY).tolist()
+    return [(old if c else lit)[a:b] for c, a, b in zip(is_copy, lo.tolist(), hi.tolist(), strict=True)]
+
+
+def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, check, out: BinaryIO) -> int:
+    """Hash and write the chunk's output in pieces of about _GATHER bytes; an op of _DIRECT bytes or
+    more goes out as it is."""
+    at = np.cumsum(lengths) - lengths
+    long = lengths >= _DIRECT
+    cut = np.empty(len(parts), dtype=bool)
+    cut[0] = True
+    cut[1:] = (at[1:] // _GATHER != at[:-1] // _GATHER) | long[1:] | long[:-1]
+    bounds = np.flatnonzero(cut).tolist() + [len(parts)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if b - a == 1:
+            check.update(parts[a])
+            out.write(parts[a])
+            continue
+        gather.seek(0)
+        gather.writelines(parts[a:b])
+        n = gather.tell()
+        with gather.getbuffer() as view, view[:n] as piece:
+            check.update(piece)
+            out.write(piece)
+    return int(lengths.sum())

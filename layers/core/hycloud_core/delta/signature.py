@@ -17,6 +17,7 @@ from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, SIG_VERSION
 MAX_BLOCK_SIZE = 1 << 24
 _READ_TARGET = 1 << 20
 _MAX_BITS = 22
+_THIN_ABOVE = 32  # survivors of the first bitmap above which the second one is applied
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,8 @@ class SigIndex:
         self.weak = weak
         self.order = np.argsort(weak, kind="stable")
         self.sorted_weak = weak[self.order]
+        # one slot past the end repeats the last value: a search past it then finds no hit
+        self.sorted_ext = np.append(self.sorted_weak, self.sorted_weak[-1:])
         bits = min(_MAX_BITS, max(12, self.n_full.bit_length() + 8))
         self.shift = np.uint32(32 - bits)
         self.table = np.zeros(1 << bits, dtype=bool)
@@ -173,18 +176,21 @@ class SigIndex:
         """Offsets (base + index into `weaks`) whose weak sum is some block's, and its slot in
         sorted order.
 
-        Two bitmaps (top bits, and top bits after a multiplicative remix) reject almost every
-        non-matching offset before the binary search; each is at most 4 MiB, so lookups stay cached.
+        A bitmap on the top bits rejects almost every non-matching offset with one table read; when
+        many survive (long windows), a second one, after a multiplicative remix, thins them before
+        the binary search. Each is at most 4 MiB, so lookups stay cached. Few numpy calls per
+        window: after a match run ends the window is a few thousand offsets, and then the calls'
+        fixed cost, not the offsets, is what a lookup costs.
         """
         if self.n_full == 0 or len(weaks) == 0:
             return [], []
-        idx = np.flatnonzero(self.table.take(weaks >> self.shift, mode="wrap"))
-        w = weaks[idx]
-        keep = self.table2.take(_remix(w, self.shift), mode="wrap")
-        idx, w = idx[keep], w[keep]
-        slot = np.searchsorted(self.sorted_weak, w)
-        np.minimum(slot, self.n_full - 1, out=slot)
-        hit = self.sorted_weak[slot] == w
+        idx = self.table.take(weaks >> self.shift, mode="wrap").nonzero()[0]
+        w = weaks.take(idx)
+        if len(idx) > _THIN_ABOVE:
+            keep = self.table2.take(_remix(w, self.shift), mode="wrap")
+            idx, w = idx[keep], w[keep]
+        slot = self.sorted_weak.searchsorted(w)
+        hit = self.sorted_ext.take(slot) == w
         return (idx[hit] + base).tolist(), slot[hit].tolist()
 
 

@@ -12,6 +12,7 @@ from .encoder import DEFAULT_LEVEL, DeltaStats, delta
 from .errors import DeltaMismatch
 from .patcher import patch
 from .signature import Signature, compute
+from .wire import VERSION
 
 SPOOL_BYTES = 8 << 20
 
@@ -25,9 +26,11 @@ def signature_bytes(old: bytes, block_size: int, strong_len: int | None = None) 
     return compute(io.BytesIO(old), block_size, strong_len, size_hint=len(old)).encode()
 
 
-def delta_bytes(sig: bytes | Signature, new: bytes, level: int = DEFAULT_LEVEL) -> bytes:
+def delta_bytes(
+    sig: bytes | Signature, new: bytes, level: int = DEFAULT_LEVEL, version: int = VERSION
+) -> bytes:
     out = io.BytesIO()
-    delta(sig, io.BytesIO(new), out, level)
+    delta(sig, io.BytesIO(new), out, level, version=version)
     return out.getvalue()
 
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import struct
+from typing import BinaryIO
 
 import xxhash
+
+from ..streams import read_full
+from .errors import DeltaFormatError
 
 SIG_MAGIC = b"HYSG"
 DELTA_MAGIC = b"HYDL"
 SIG_VERSION = 1
-VERSION = 2  # of the delta; 2: END carries XXH3-128 of the new file (1 carried sha256)
+VERSION = 3  # of the delta that is written: ops in columnar chunks (FORMAT.md)
+STREAM_VERSION = 2  # still read: ops interleaved with literal bytes, END with XXH3-128 (1: sha256)
 
 # magic, version, flags, block_size, strong_len, old_size
 SIG_HEADER = struct.Struct("<4sBBIBQ")
@@ -49,3 +54,26 @@ def zigzag(value: int) -> int:
 
 def unzigzag(value: int) -> int:
     return (value >> 1) if not value & 1 else -((value + 1) >> 1)
+
+
+def read_exact(src: BinaryIO, n: int) -> bytes:
+    """Exactly n bytes of a (decompressed) delta, or DeltaFormatError."""
+    data = read_full(src, n)
+    if len(data) != n:
+        raise DeltaFormatError("delta stream truncated")
+    return data
+
+
+def read_varint(src: BinaryIO) -> int:
+    """One unsigned LEB128 varint, a byte at a time (only chunk headers are read this way)."""
+    value = shift = 0
+    while True:
+        byte = src.read(1)
+        if not byte:
+            raise DeltaFormatError("delta stream truncated")
+        value |= (byte[0] & 0x7F) << shift
+        if byte[0] < 0x80:
+            return value
+        shift += 7
+        if shift > 63:
+            raise DeltaFormatError("varint too long")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..coded_layout import block_key
+from ..coded_layout import BLOCK_PREFIX, block_key
 from ..instances import Instance
 
 _ABSENT = ("404", "NoSuchKey", "NotFound")
@@ -21,9 +21,15 @@ def b64(hex_hash: str) -> str:
 class BlockStore:
     """`s3_for(region)`: an S3 client for that region's bucket."""
 
-    def __init__(self, instances: list[Instance], s3_for: Callable[[str], Any]) -> None:
+    def __init__(self, instances: list[Instance], s3_for: Callable[[str], Any], local: str = "") -> None:
+        """`local`: the region the caller runs in; `crossed` counts block bytes to or from others."""
         self.s3_for = s3_for
         self.buckets = {i.region: i.bucket for i in instances}
+        self.local, self.crossed = local, 0
+
+    def _count(self, region: str, nbytes: int) -> None:
+        if self.local and region != self.local:
+            self.crossed += nbytes
 
     @property
     def regions(self) -> list[str]:
@@ -48,15 +54,37 @@ class BlockStore:
             if err.response.get("Error", {}).get("Code") in _ABSENT:
                 return None
             raise
+        data = body["Body"].read()
+        self._count(region, len(data))
+        return data
+
+    def read_range(self, region: str, block_hash: str, offset: int, length: int) -> bytes:
+        body = self.s3_for(region).get_object(
+            Bucket=self.buckets[region],
+            Key=block_key(block_hash),
+            Range=f"bytes={offset}-{offset + length - 1}",
+        )
         return body["Body"].read()
 
     def put(self, region: str, block_hash: str, data: bytes) -> None:
+        self._count(region, len(data))
         self.s3_for(region).put_object(
             Bucket=self.buckets[region], Key=block_key(block_hash), Body=data, ChecksumSHA256=b64(block_hash)
         )
 
     def delete(self, region: str, block_hash: str) -> None:
         self.s3_for(region).delete_object(Bucket=self.buckets[region], Key=block_key(block_hash))
+
+    def listed(self, region: str) -> Iterator[tuple[str, float]]:
+        """(block hash, time written) of every block in the region's bucket."""
+        pages = (
+            self.s3_for(region)
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=self.buckets[region], Prefix=BLOCK_PREFIX)
+        )
+        for page in pages:
+            for obj in page.get("Contents", []):
+                yield obj["Key"][len(BLOCK_PREFIX) :], obj["LastModified"].timestamp()
 
     def presigned(self, region: str, block_hash: str, method: str, ttl_s: int) -> str:
         params = {"Bucket": self.buckets[region], "Key": block_key(block_hash)}

@@ -27,6 +27,7 @@ class Sample:
     nbytes: int
     seconds: float
     rtt_ms: float | None = None
+    kind: str = "download"  # "upload", or "probe" (a small read where no transfer gave a figure)
 
 
 class Measurements:
@@ -48,7 +49,11 @@ class Measurements:
                 if item
                 else InstanceBandwidth(sample.instance)
             )
-            links.record_transfer(Direction.EFS_TO_CLIENT, now, sample.nbytes, sample.seconds)
+            if sample.kind == "probe":
+                links.record_probe(Direction.EFS_TO_CLIENT, now, sample.nbytes / sample.seconds)
+            else:
+                leg = Direction.CLIENT_TO_INSTANCE if sample.kind == "upload" else Direction.EFS_TO_CLIENT
+                links.record_transfer(leg, now, sample.nbytes, sample.seconds)
             rtts = [int(v) for v in item.get("rtt_ms", [])] if item else []
             if sample.rtt_ms is not None:
                 rtts = [*rtts, max(0, round(sample.rtt_ms))][-MAX_LATENCIES:]
@@ -66,20 +71,34 @@ class Measurements:
         """Estimates (bytes/s, None if never measured), latencies, service and optimal instance."""
         now = time.time() if now is None else now
         items = self._load()
-        estimates, latencies = {}, {}
+        estimates, latencies, sources = {}, {}, {}
         for name in instances:
             item = items.get(name)
             links = InstanceBandwidth.from_dict(_ints(item["links"])) if item else None
-            estimates[name] = links.estimate(Direction.EFS_TO_CLIENT, now) if links else None
+            estimates[name], sources[name] = _estimate(links, now) if links else (None, None)
             if item and item.get("rtt_ms"):
                 latencies[name] = float(min(int(v) for v in item["rtt_ms"]))
         service = select_service_instances(latencies) if latencies else None
         return {
             "estimates": estimates,
+            "measured_by": sources,
             "latencies_ms": latencies,
             "service_instances": list(service.instances) if service else [],
             "optimal": service.optimal if service else None,
         }
+
+
+def _estimate(links: InstanceBandwidth, now: float) -> tuple[float | None, str | None]:
+    """Downloads first (what the planner predicts), else uploads to the instance, else a probe."""
+    download = links.links[Direction.EFS_TO_CLIENT]
+    horizon = now - download.period_s
+    if any(t / 1000 >= horizon for t, _ in download.samples):
+        return download.estimate(now), "download"
+    upload = links.estimate(Direction.CLIENT_TO_INSTANCE, now)
+    if upload is not None:
+        return upload, "upload"
+    probe = download.estimate(now)  # no recent download sample: the probe, if any
+    return probe, ("probe" if probe is not None else None)
 
 
 def _ints(doc: Any) -> Any:

@@ -15,12 +15,23 @@ from hycloud_core.delta import (
     signature_bytes,
 )
 from hycloud_core.delta.signature import Signature, encoded_size_bound, fitting_block_size
+from hycloud_core.delta.wire import (
+    DELTA_HEADER,
+    DELTA_MAGIC,
+    OP_COPY,
+    OP_LITERAL,
+    VERSION,
+    put_varint,
+    result_hash,
+    zigzag,
+)
 
 OLD = bytes(range(256)) * 40 + b"the old tail"
 NEW = bytes(range(256)) * 20 + b"something new in the middle" + bytes(range(256)) * 20
 SIG = signature_bytes(OLD, 64)
 SIG_RAW = Signature.decode(SIG).encode(compress=False)
 DELTA = delta_bytes(SIG, NEW)
+DELTA_V2 = delta_bytes(SIG, NEW, version=2)
 
 
 @pytest.mark.parametrize("sig", [SIG, SIG_RAW])
@@ -57,18 +68,89 @@ def test_zero_block_size_is_rejected():
         Signature.decode(bad)
 
 
-def test_every_truncated_delta_is_rejected():
-    for n in range(len(DELTA)):
+@pytest.mark.parametrize("whole", [DELTA, DELTA_V2])
+def test_every_truncated_delta_is_rejected(whole):
+    for n in range(len(whole)):
         with pytest.raises(DeltaFormatError):
-            patch_bytes(OLD, DELTA[:n])
+            patch_bytes(OLD, whole[:n])
+
+
+def test_both_layouts_rebuild_the_new_file():
+    assert patch_bytes(OLD, DELTA) == patch_bytes(OLD, DELTA_V2) == NEW
 
 
 def _recompress(raw: bytes) -> bytes:
     return zstandard.ZstdCompressor().compress(raw)
 
 
-def _raw_delta() -> bytes:
-    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(DELTA)).read()
+def _raw_delta(whole: bytes = DELTA_V2) -> bytes:
+    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(whole)).read()
+
+
+def _chunk(ops: list[tuple], header: tuple[int, ...] | None = None) -> bytes:
+    """A version 3 chunk from ("copy", zigzagged move, count) and ("lit", bytes) ops; `header`
+    overrides its four counts."""
+    kinds, firsts, counts, literals = bytearray(), bytearray(), bytearray(), bytearray()
+    for op in ops:
+        if op[0] == "copy":
+            kinds.append(OP_COPY)
+            put_varint(op[1], firsts)
+            put_varint(op[2], counts)
+        else:
+            kinds.append(op[0] if isinstance(op[0], int) else OP_LITERAL)
+            put_varint(len(op[1]), firsts)
+            literals += op[1]
+    copies = sum(1 for op in ops if op[0] == "copy")
+    out = bytearray()
+    for value in header or (len(kinds), copies, len(firsts) + len(counts), len(literals)):
+        put_varint(value, out)
+    return bytes(out + kinds + firsts + counts + literals)
+
+
+def _v3(*chunks: bytes, result: bytes = NEW) -> bytes:
+    raw = bytearray(DELTA_HEADER.pack(DELTA_MAGIC, VERSION, 0, 64, len(OLD)))
+    for c in chunks:
+        raw += c
+    raw.append(0)
+    put_varint(len(result), raw)
+    check = result_hash()
+    check.update(result)
+    return _recompress(bytes(raw + check.digest()))
+
+
+def test_hand_made_v3_delta_applies():
+    """Three chunks: the expected block carries over from one chunk to the next."""
+    cut = 20 * 256
+    copy_to_cut = ("copy", zigzag(0), cut // 64)
+    rest = NEW[cut:]
+    moved = ("copy", zigzag(0 - cut // 64), 20 * 256 // 64)  # back to block 0
+    whole = _v3(_chunk([copy_to_cut]), _chunk([("lit", rest[:27])]), _chunk([moved]))
+    assert patch_bytes(OLD, whole) == NEW
+
+
+@pytest.mark.parametrize(
+    "chunk,message",
+    [
+        (_chunk([(7, b"abc")]), "unknown delta op"),
+        (_chunk([("copy", zigzag(len(OLD) // 64 + 1), 1)]), "outside the old file"),
+        (_chunk([("copy", zigzag(-1), 1)]), "outside the old file"),
+        (_chunk([("copy", 0, 0)]), "outside the old file"),
+        (_chunk([("lit", b"abc")], header=(1, 0, 1, 2)), "literal lengths"),
+        (_chunk([("lit", b"abc"), ("copy", 0, 1)], header=(2, 1, 2, 3)), "op column"),
+        (_chunk([("lit", b"abc")], header=(1, 1, 1, 3)), "op column|disagree"),
+        (_chunk([("lit", b"a")], header=(2**21, 0, 1, 1)), "too large"),
+        (_chunk([("lit", b"a")], header=(1, 0, 1, 2**25)), "too large"),
+        (_chunk([("lit", b"")]), "literal lengths"),
+    ],
+)
+def test_garbled_v3_chunk_is_rejected(chunk, message):
+    with pytest.raises(DeltaFormatError, match=message):
+        patch_bytes(OLD, _v3(chunk))
+
+
+def test_v3_trailing_bytes_are_rejected():
+    with pytest.raises(DeltaFormatError, match="trailing"):
+        patch_bytes(OLD, _recompress(_raw_delta(DELTA) + b"\x00"))
 
 
 @pytest.mark.parametrize(
@@ -81,7 +163,7 @@ def _raw_delta() -> bytes:
         (lambda r: r[:18] + b"\x02\xfe\x7f\x01" + r[18:], "outside the old file"),
     ],
 )
-def test_garbled_delta_content_is_rejected(mutate, message):
+def test_garbled_v2_delta_content_is_rejected(mutate, message):
     with pytest.raises(DeltaFormatError, match=message):
         patch_bytes(OLD, _recompress(mutate(_raw_delta())))
 
@@ -92,9 +174,10 @@ def test_not_zstd_is_rejected():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, len(DELTA) - 1), st.integers(1, 255))
-def test_flipped_byte_never_yields_wrong_output(pos, xor):
-    bad = bytearray(DELTA)
+@given(st.sampled_from([DELTA, DELTA_V2]), st.data(), st.integers(1, 255))
+def test_flipped_byte_never_yields_wrong_output(whole, data, xor):
+    pos = data.draw(st.integers(0, len(whole) - 1))
+    bad = bytearray(whole)
     bad[pos] ^= xor
     try:
         out = patch_bytes(OLD, bytes(bad))

@@ -11,9 +11,11 @@ import pytest
 import requests
 
 from hycloud.transfer.coded import Fetcher, plan_queues
+from hycloud_core import content
 from hycloud_core.codec.erasure import decode_chunk, encode_stream
 from hycloud_core.coded_layout import Block, Chunk, CodedLayout, placed
 from hycloud_core.coded_migration import migrate_layout
+from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.coded_repair import repair_file
 from hycloud_core.errors import BadRequestError
 
@@ -45,6 +47,16 @@ class MemoryStore:
 
     def delete(self, region: str, block_hash: str) -> None:
         self.blobs.pop((region, block_hash), None)
+
+
+class CountingStore(MemoryStore):
+    def __init__(self, regions: list[str]) -> None:
+        super().__init__(regions)
+        self.reads: list[str] = []
+
+    def get(self, region: str, block_hash: str) -> bytes | None:
+        self.reads.append(region)
+        return super().get(region, block_hash)
 
 
 def _coded(data: bytes, regions: list[str], n: int = 3, k: int = 2) -> tuple[CodedLayout, dict]:
@@ -110,6 +122,24 @@ def test_adding_a_fourth_instance_moves_only_what_the_ring_moves():
         for b in chunk.blocks:
             assert store.blobs[(b.instance, b.hash)] == blocks[b.hash]
     assert len(result.stale) == result.moved
+
+
+def test_reassembly_reads_its_own_region_first_and_survives_a_lost_block():
+    data = os.urandom(3 * MiB + 17)
+    layout, blocks = _coded(data, REGIONS)
+    store = CountingStore(REGIONS)
+    for chunk in layout.chunks:
+        for b in chunk.blocks:
+            store.put(b.instance, b.hash, blocks[b.hash])
+    (lost,) = [b for b in layout.chunks[-1].blocks if b.instance == "eu-west-1"]  # its own: damaged
+    store.blobs[(lost.instance, lost.hash)] = b"damaged"
+    out = io.BytesIO()
+    content_hash, size = reassemble(layout, store, "eu-west-1", out)
+    assert out.getvalue() == data and size == len(data)
+    assert content_hash == content.hash_bytes(data)
+    whole = [store.reads[i : i + 2] for i in range(0, 2 * (len(layout.chunks) - 1), 2)]
+    assert all(reads[0] == "eu-west-1" for reads in whole)  # k = 2 reads a chunk, its own first
+    assert len(store.reads) == 2 * len(layout.chunks) + 1  # the damaged one, then two others
 
 
 def _fetcher(layout, blocks, get_delay, fail=(), rebalance=True):
