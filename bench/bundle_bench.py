@@ -32,8 +32,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
 
 from bench.delta_bench import django_versions, fetch_django  # noqa: E402
-from bench.transfer_bench import measure, through  # noqa: E402
-from bench.wan import SpawnedWanLink  # noqa: E402
+from bench.links import add_link_args, client_link, describe, through  # noqa: E402
+from bench.links import measure as measure_with_result  # noqa: E402
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud, trees  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
@@ -57,6 +57,11 @@ def source_tree(folder: Path, n: int) -> Path:
         members = sorted((m for m in archive.getmembers() if m.isfile()), key=lambda m: m.name)[:n]
         archive.extractall(folder, members=members, filter="data")
     return folder
+
+
+def measure(link, fn) -> dict:
+    """Time and link bytes of one run (what it returned is not kept)."""
+    return {k: v for k, v in measure_with_result(link, fn).items() if k != "result"}
 
 
 def files_of(root: Path) -> list[tuple[Path, str]]:
@@ -164,13 +169,11 @@ def markdown(doc: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--files", type=int, default=1000, help="files of the source tree")
+    parser.add_argument("--files", type=int, default=1000, help="files of the source tree (0: skip it)")
     parser.add_argument(
         "--source-repeats", type=int, default=1, help="runs of the source tree (per file takes minutes)"
     )
-    parser.add_argument("--down", type=float, default=50)
-    parser.add_argument("--up", type=float, default=50)
-    parser.add_argument("--rtt", type=float, default=100)
+    add_link_args(parser)
     args = parser.parse_args()
     state = tempfile.TemporaryDirectory()
     os.environ["HYCLOUD_STATE"] = str(Path(state.name) / "state.sqlite3")
@@ -187,26 +190,21 @@ def main() -> None:
         Bucket=bucket
     )
     doc = {
-        "link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms",
+        "link": describe(args),
         "repeats": {"small": args.repeats, "source": args.source_repeats},
         "trees": {},
     }
-    with (
-        SpawnedWanLink(
-            target=("127.0.0.1", port), down_mbps=args.down, up_mbps=args.up, rtt_ms=args.rtt
-        ) as link,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
+    with client_link(port, args) as link, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        trees_to_run = {
-            "100 x 10 KiB": small_tree(work / "small"),
-            f"django ({args.files} files)": source_tree(work / "django", args.files),
-        }
-        for (name, src), repeats in zip(
-            trees_to_run.items(), (args.repeats, args.source_repeats), strict=True
-        ):
-            doc["trees"][name] = run_tree(name, src, link, url, key, bucket, work, repeats)
-    result_files.write("bundles", doc, markdown(doc))
+        trees_to_run = [("100 x 10 KiB", lambda: small_tree(work / "small"), args.repeats)]
+        if args.files:
+            source = f"django ({args.files} files)"
+            trees_to_run.append(
+                (source, lambda: source_tree(work / "django", args.files), args.source_repeats)
+            )
+        for name, make, repeats in trees_to_run:
+            doc["trees"][name] = run_tree(name, make(), link, url, key, bucket, work, repeats)
+            result_files.write("bundles", doc, markdown(doc))  # what is done is kept if a later run fails
     print(markdown(doc))
 
 

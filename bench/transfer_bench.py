@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
@@ -36,9 +35,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
 
 from bench.delta_bench import SERIES  # noqa: E402
+from bench.links import through  # noqa: E402
 from bench.relay_links import api_url, split_links  # noqa: E402
-from bench.wan import SpawnedWanLink, WanAdapter  # noqa: E402
-from hycloud import http as client_http  # noqa: E402
+from bench.wan import SpawnedWanLink  # noqa: E402
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud.transfer import auto, background  # noqa: E402
@@ -54,21 +53,6 @@ MODES = [
     "f_rsync_delta_up",
     "g_version_delta_up",
 ]
-
-
-@contextmanager
-def through(link):
-    """Sessions made inside go through the emulated link (API calls and presigned S3 alike)."""
-
-    def hook(session) -> None:
-        for scheme in ("http://", "https://"):
-            session.mount(scheme, WanAdapter(link, pool_maxsize=16))
-
-    client_http.SESSION_HOOKS.append(hook)
-    try:
-        yield
-    finally:
-        client_http.SESSION_HOOKS.remove(hook)
 
 
 def measure(link, fn) -> dict:

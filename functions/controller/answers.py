@@ -26,6 +26,7 @@ ERROR_TEXT = {
     410: "The share link expired or was revoked.",
     413: "The body is too large.",
     422: "The Idempotency-Key was used for a different request.",
+    503: "Busy for now: ask again after the Retry-After seconds.",
 }
 
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from hycloud_core import bundle
 from tests.e2e.conftest import HYCLOUD, User, _make_user
 from tests.e2e.fault_proxy import FaultProxy
+from tests.e2e.invariants import efs_files, merkle_tree_on_efs, records_disagreeing
 
 pytestmark = pytest.mark.e2e
 SMALL, LARGE = 100, 2
@@ -288,3 +290,47 @@ def test_a_read_only_key_may_download_a_bundle_but_not_upload_one(alice):
     refused = reader.call("POST", "/v1/bundles", data=bundle.pack(members), headers=OCTET)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "read-only-key"
     assert not (alice.ns_dir() / "ro" / "b.txt").exists()
+
+
+def test_a_large_bundle_commits_together_and_waits_for_a_busy_path(deployment):
+    """250 files in three folders: their leases span several transactions; one path is leased
+    by another operation for 2 s more, and its file waits for it while the others commit. After:
+    no lease left, one record and one Merkle node per file, the usage counter counts them all."""
+    user = _make_user(deployment, "bundle-batch")
+    ddb, table = deployment.client("dynamodb"), deployment.outputs["TableName"]
+    ddb.put_item(
+        TableName=table,
+        Item={
+            "pk": {"S": f"LOCK#{user.ns_key}"},
+            "sk": {"S": "/b/d1/f100"},
+            "owner": {"S": "another-operation"},
+            "expires": {"N": str(int(time.time()) + 2)},
+        },
+    )
+    data = {f"/b/d{i % 3}/f{i:03d}": f"file {i}\n".encode() * (1 + i % 5) for i in range(250)}
+    members = [(bundle.member_of(path, body), body) for path, body in data.items()]
+    started = time.monotonic()
+    r = user.api().call("POST", "/v1/bundles", data=bundle.pack(members), headers=OCTET)
+    assert r.status_code == 200, r.text
+    assert time.monotonic() - started >= 1, "the busy path was not waited for"
+    assert [(f["path"], f["status"], f["sha256"]) for f in r.json()["files"]] == [
+        (path, "ok", sha(body)) for path, body in data.items()
+    ]
+    assert {p: f["sha256"] for p, f in efs_files(user.ns_dir()).items()} == {
+        p: sha(b) for p, b in data.items()
+    }
+    assert records_disagreeing(deployment, user.ns_key, user.ns_dir()) == []
+    assert _leases(deployment, user) == []
+    quota = user.api().call("GET", "/v1/usage", params={"source": "records"}).json()["quota"]
+    assert quota["files"]["used"] == 250 and quota["bytes"]["used"] == sum(map(len, data.values()))
+    assert user.sdk().merkle_root() == merkle_tree_on_efs(user.ns_dir()).hash.hex()
+
+
+def _leases(deployment, user: User) -> list[dict]:
+    page = deployment.client("dynamodb").query(
+        TableName=deployment.outputs["TableName"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"LOCK#{user.ns_key}"}},
+        ConsistentRead=True,
+    )
+    return page["Items"]

@@ -10,13 +10,17 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from hycloud.sdk.tree_jobs import follow
+from hycloud_core import bundle
 from hycloud_core.merkle import LevelExchange, Node, Responder, tree_from_directory
+from hycloud_core.merkle.exchange import MAX_PATHS
 from tests.e2e.conftest import _make_user
 from tests.e2e.invariants import merkle_tree_on_efs
 
@@ -103,7 +107,7 @@ def test_an_exchange_finds_exactly_the_edited_file(owner, mirrored, tmp_path):
         {"paths": ["a"]},
         {"paths": ["/a/"]},
         {"paths": ["/a\x00b"]},
-        {"paths": ["/"] * 1001},
+        {"paths": ["/"] * (MAX_PATHS + 1)},
         {"path": ["/"]},
         ["/"],
     ],
@@ -233,3 +237,59 @@ def test_upkeep_repairs_a_lost_hash_write(deployment, worker):
     result = deployment.upkeep(grace_s=0)
     assert "/r/lost.txt" in result["merkle_repaired"]
     _agree(worker, "/r")
+
+
+LONG = "x" * 120  # long names: the whole answer is larger than a DynamoDB item (400 KB)
+
+
+def _wide_tree(user) -> list[str]:
+    """/w/cK/dI/eJ/f.txt (10 x 10 x 9 folders) in one bundle: no folder of /w has a kept hash yet
+    (each write invalidates those above it); the 1,000 folders below /w/cK, to ask about at once."""
+    files = [
+        (f"/w/c{k}/d{i}/e{j}-{LONG}/f-{LONG}.txt", f"{k}.{i}.{j}\n".encode())
+        for k in range(10)
+        for i in range(10)
+        for j in range(9)
+    ]
+    packed = bundle.pack((bundle.member_of(path, data), data) for path, data in files)
+    r = user.api().call(
+        "POST", "/v1/bundles", data=packed, headers={"Content-Type": "application/octet-stream"}
+    )
+    assert r.status_code == 200 and all(f["status"] == "ok" for f in r.json()["files"]), r.text
+    leaves = ["", *(f"/e{j}-{LONG}" for j in range(9))]
+    return [f"/w/c{k}/d{i}{e}" for k in range(10) for i in range(10) for e in leaves]
+
+
+def test_a_round_of_1000_stale_folders_is_answered_in_time(deployment):
+    """Once, 1,000 paths whose folders all needed their hashes recomputed took the route past the
+    API's 29 s, and an answer larger than a DynamoDB item could not be kept for its Idempotency-Key:
+    both answered 500. Every request now answers in time: 200 with what it had time for (the
+    client asks again for the rest), or 503 with Retry-After; together, exactly the hashes a
+    recompute from EFS gives."""
+    user = _make_user(deployment, "merkle-wide")
+    asked = _wide_tree(user)
+    assert len(asked) == MAX_PATHS
+    api, answers, requests = user.api(), {}, 0
+    while len(answers) < len(asked) and requests < 20:
+        pending = [p for p in asked if p not in answers]
+        started = time.monotonic()
+        r = api.call(
+            "POST",
+            "/v1/merkle/children",
+            json={"paths": pending},
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+        )
+        requests += 1
+        assert time.monotonic() - started < 20, "no time left before the API's 29 s"
+        if r.status_code == 503:
+            assert int(r.headers["Retry-After"]) >= 1
+            continue
+        assert r.status_code == 200, r.text
+        assert r.json() and set(r.json()) <= set(pending)
+        answers.update(r.json())
+    expected = Responder(merkle_tree_on_efs(user.ns_dir())).answer(asked)
+    for path in asked:
+        assert [(s["path"], s["hash"]) for s in answers[path]] == [
+            (s["path"], s["hash"]) for s in expected[path]
+        ], path
+    assert user.sdk().merkle_children(asked) == answers  # the SDK asks again for what is left

@@ -12,6 +12,7 @@ from pathlib import Path
 from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
+from hycloud_core.merkle.exchange import MAX_PATHS
 
 from ..config import ClientConfig
 from ..failover import FailoverHttp
@@ -104,8 +105,20 @@ class HyCloud:
                 return
 
     def merkle_children(self, paths_: list[str]) -> dict:
-        """One round of the Merkle exchange: {path: [summary, ...]} (hycloud_core.merkle.exchange)."""
-        return self.http.json("POST", "/v1/merkle/children", json={"paths": list(paths_)})
+        """One round of the Merkle exchange: {path: [summary, ...]} (hycloud_core.merkle.exchange).
+
+        A round may take several requests: at most MAX_PATHS paths each, and the paths an answer
+        left out (the cloud ran out of time recomputing hashes; it kept what it did) asked again.
+        """
+        wanted, reply = list(dict.fromkeys(paths_)), {}
+        while wanted:
+            asked = wanted[:MAX_PATHS]
+            got = self.http.json("POST", "/v1/merkle/children", json={"paths": asked})
+            if not any(p in got for p in asked):
+                raise HyCloudError("the Merkle exchange answered nothing", code="bad-answer", status=502)
+            reply.update(got)
+            wanted = [p for p in wanted if p not in reply]
+        return reply
 
     def merkle_root(self) -> str:
         """The hex Merkle hash of the whole namespace."""

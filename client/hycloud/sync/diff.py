@@ -21,19 +21,6 @@ from .filters import PathFilter
 from .scan import LocalTree
 
 Ask = Callable[[list[str]], Mapping[str, Sequence[Mapping[str, Any]]]]
-MAX_PATHS = 1000  # paths the route answers in one request
-
-
-def chunked(ask: Ask) -> Ask:
-    """One round as several requests when it asks about more paths than one request may carry."""
-
-    def asked(paths: list[str]) -> dict[str, Sequence[Mapping[str, Any]]]:
-        reply: dict[str, Sequence[Mapping[str, Any]]] = {}
-        for start in range(0, len(paths), MAX_PATHS):
-            reply.update(ask(paths[start : start + MAX_PATHS]))
-        return reply
-
-    return asked
 
 
 @dataclass(frozen=True)
@@ -79,7 +66,6 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
 
 def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter) -> Differences:
     """Run the exchange, then list the cloud's side of folders only the cloud has."""
-    ask = chunked(ask)
     exchange = LevelExchange(local_merkle_tree(root, local), scope=root)
     out = Differences()
     while not exchange.done:

@@ -1,7 +1,8 @@
 """Bundles: many small files uploaded or downloaded in one request (hycloud_core.bundle).
 
-Each member of an upload is committed on its own through the same `put_small` a single-file PUT
-uses (leases, records, usage, quota), side by side, and acknowledged on its own: a bad member
+Each member of an upload is committed on its own, with the guarantees of a single-file PUT
+(leases, records, usage, quota), the bundle's members together (fs/small_batch.py: one lease
+transaction, one quota reservation and batched records for all), and acknowledged on its own: a bad member
 (hostile path, hash mismatch, over quota, a folder in its way) is reported with the status a
 single PUT would have answered, and the others commit. A download answers the small files asked
 for in one bundle, large ones by reference (the client fetches them straight from S3), and those
@@ -22,11 +23,12 @@ from models import Body as JsonBody
 from models import Text, UserPath
 from pydantic import BaseModel, Field
 
-from hycloud_core import bundle, content
+from hycloud_core import bundle, content, paths
 from hycloud_core.errors import BadRequestError, HyCloudError
-from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs import Namespace
+from hycloud_core.fs.namespace import Entry
+from hycloud_core.fs.small_batch import SmallWrite, put_small_batch
 from hycloud_core.fs.tree_walk import PRE, walk
-from hycloud_core.observability import logger
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
@@ -74,9 +76,20 @@ class BundleRequest(JsonBody):
 def upload(parents: Annotated[bool, Query(description="make missing parent folders")] = True):
     """Commit each file of a bundle on its own; the answer says, per file, how that went."""
     members = bundle.unpack(raw_body(router)).files
-    fs, firsts = filesystem(router), _first_of_each_path(members)
-    work = [(m, data, first) for (m, data), first in zip(members, firsts, strict=True)]
-    return ok({"files": list(_POOL.map(lambda w: _commit(fs, *w, parents), work))})
+    checked = [
+        _checked(m, data, first)
+        for (m, data), first in zip(members, _first_of_each_path(members), strict=True)
+    ]
+    writes = [c for c in checked if isinstance(c, SmallWrite)]
+    done = iter(put_small_batch(filesystem(router), writes, parents=parents))
+    return ok(
+        {
+            "files": [
+                _result(m, data, c if isinstance(c, HyCloudError) else next(done))
+                for (m, data), c in zip(members, checked, strict=True)
+            ]
+        }
+    )
 
 
 def _first_of_each_path(members: list[tuple[bundle.Member, bytes]]) -> list[bool]:
@@ -84,24 +97,35 @@ def _first_of_each_path(members: list[tuple[bundle.Member, bytes]]) -> list[bool
     seen: set[str] = set()
     firsts = []
     for member, _ in members:
-        firsts.append(member.path not in seen)
-        seen.add(member.path)
+        path = _canonical(member.path)
+        firsts.append(path not in seen)
+        seen.add(path)
     return firsts
 
 
-def _commit(fs: FileSystem, member: bundle.Member, data: bytes, first: bool, parents: bool) -> dict:
+def _canonical(path: str) -> str:
+    try:
+        return paths.normalize(path)
+    except HyCloudError:
+        return path
+
+
+def _checked(member: bundle.Member, data: bytes, first: bool) -> SmallWrite | HyCloudError:
+    """The member as a write, or why it cannot be one."""
     try:
         if not first:
             raise BadRequestError("the bundle names this path twice", code="duplicate-path")
         path = bundle.check_member(member, data, CONFIG.small_file_threshold)
-        entry = fs.put_small(path, data, member.sha256, parents=parents, mtime=member.mtime, mode=member.mode)
     except HyCloudError as err:
-        return bundle.error_entry(member.path, err)
-    except Exception:  # noqa: BLE001 - one member's fault must not sink the others
-        logger.exception("bundle member failed")
-        return bundle.error_entry(member.path, HyCloudError("internal error"))
+        return err
+    return SmallWrite(path, data, member.sha256, member.mtime, member.mode)
+
+
+def _result(member: bundle.Member, data: bytes, outcome: Entry | HyCloudError) -> dict:
+    if isinstance(outcome, HyCloudError):
+        return bundle.error_entry(member.path, outcome)
     return {
-        **entry.to_dict(),
+        **outcome.to_dict(),
         "status": "ok",
         "sha256": member.sha256,
         "content_hash": content.hash_bytes(data),

@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from answers import JSON, replies
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from botocore.exceptions import BotoCoreError, ClientError
 from context import ok, records, user
 from models import Body as StrictBody
 from pydantic import AfterValidator, Field, WithJsonSchema
@@ -22,11 +24,22 @@ from pydantic_core import PydanticCustomError
 
 from hycloud_core import paths
 from hycloud_core.errors import HyCloudError
-from hycloud_core.merkle.exchange import VIRTUAL_ROOT
+from hycloud_core.merkle.exchange import MAX_PATHS, VIRTUAL_ROOT
+from hycloud_core.observability import logger
 from hycloud_core.store.merkle_records import MerkleRecords
 
 router = APIGatewayRouter()
-MAX_PATHS = 1000  # one round of an exchange; a client splits a larger round
+RETRY_AFTER_S = 2
+# DynamoDB refusing work for now: the request was not served, and can be sent again as it is
+OVERLOADED = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
 
 
 def _exchange_path(value: str) -> str:
@@ -69,7 +82,8 @@ CHILDREN = {
     JSON: {
         "schema": {
             "type": "object",
-            "description": "each requested path: its children's summaries (none for an unknown path)",
+            "description": "each requested path: its children's summaries (none for an unknown path); "
+            "paths the request had no time for are left out, to be asked for again",
             "additionalProperties": {"type": "array", "items": SUMMARY},
         }
     }
@@ -85,15 +99,34 @@ ROOT = {
 }
 
 
-@router.post("/v1/merkle/children", responses=replies(200, None, content=CHILDREN))
+@router.post("/v1/merkle/children", responses=replies(200, None, 503, content=CHILDREN))
 def children(body: Annotated[ChildrenRequest, Body()]):
-    """One round of the exchange: `{path: [summary, ...]}`, "" answering with the root."""
-    return ok(_tree().answer(body.paths))
+    """One round of the exchange: `{path: [summary, ...]}`, "" answering with the root.
+
+    A round over many folders whose hashes are stale may need more work than one request has
+    time for: the answer then holds the paths done (and the hashes recomputed are kept), and
+    when there are none, or DynamoDB is refusing work, a 503 with Retry-After says to ask again.
+    """
+    try:
+        answered = _tree().answer(body.paths)
+    except (ClientError, BotoCoreError) as err:
+        if isinstance(err, ClientError) and err.response["Error"]["Code"] not in OVERLOADED:
+            raise
+        logger.warning("merkle exchange: the table is overloaded", extra={"error": str(err)})
+        return _busy("the table is busy")
+    return ok(answered) if answered else _busy("recomputing the folders' hashes")
 
 
 @router.get("/v1/merkle/root", responses=replies(200, None, content=ROOT))
 def root():
     return ok({"hash": _tree().root_item()["hash"], "path": "/"})
+
+
+def _busy(why: str) -> Response:
+    body = {"error": {"code": "busy", "message": f"{why}; ask again in {RETRY_AFTER_S} s"}}
+    return Response(
+        status_code=503, content_type=JSON, body=body, headers={"Retry-After": str(RETRY_AFTER_S)}
+    )
 
 
 def _tree() -> MerkleRecords:

@@ -28,6 +28,7 @@ from hycloud_core.merkle.entries import normalise_path, parent_of
 from hycloud_core.merkle.tree import Node
 
 VIRTUAL_ROOT = ""
+MAX_PATHS = 1000  # paths one request of the exchange may ask about; a larger round is split
 
 Side = Literal["local", "remote"]
 Action = Literal["push", "pull", "delete_remote", "delete_local"]

@@ -25,6 +25,7 @@ from ..errors import ConflictError
 
 LEASE_S = 60
 WAIT_S = 10.0
+MAX_TRANSACTION = 100  # items of one TransactWriteItems
 _FREE = "attribute_not_exists(pk) OR expires < :now OR #o = :me"
 
 
@@ -59,13 +60,13 @@ class Lease:
             time.sleep(delay)
             delay = min(delay * 2, 0.3)
         self.held.append(path)
-        while self._held_below(path):
-            if time.monotonic() > deadline:
-                raise ConflictError(f"{path} is busy with another operation; retry", code="busy")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.3)
+        self._wait_below(path, deadline)
 
     def _try(self, path: str) -> bool:
+        return self._try_all([path])
+
+    def _try_all(self, paths: list[str]) -> bool:
+        """Put every path's lease item if all are free and no ancestor is leased: one transaction."""
         now = int(time.time())
         common = {
             "TableName": self.table.name,
@@ -73,15 +74,62 @@ class Lease:
             "ExpressionAttributeNames": {"#o": "owner"},
             "ExpressionAttributeValues": {":now": now, ":me": self.owner},
         }
-        item = {**self._item_key(path), "owner": self.owner, "expires": now + LEASE_S}
-        actions = [{"Put": {**common, "Item": item}}]
-        actions += [{"ConditionCheck": {**common, "Key": self._item_key(a)}} for a in _ancestors(path)]
+        actions = [
+            {"Put": {**common, "Item": {**self._item_key(p), "owner": self.owner, "expires": now + LEASE_S}}}
+            for p in paths
+        ]
+        actions += [{"ConditionCheck": {**common, "Key": self._item_key(a)}} for a in _checked(paths)]
         client = self.table.meta.client  # a resource's client: plain Python values, serialized for us
         try:
             client.transact_write_items(TransactItems=actions)
             return True
         except client.exceptions.TransactionCanceledException:
             return False
+
+    def acquire_all(self, paths: list[str], wait_s: float) -> dict[str, ConflictError]:
+        """Leases on many paths (a bundle's files) in a few transactions; the paths that stayed
+        busy for `wait_s`, each with its error (the others are held).
+
+        Paths are taken in component order as `path_leases` takes them, a transaction's worth
+        at a time; a transaction refused (one of its paths busy) is retried path by path, waiting.
+        """
+        failed: dict[str, ConflictError] = {}
+        for group in _transactions(sorted(set(paths), key=_components)):
+            if self._try_all(group):
+                self.held += group
+                continue
+            for path in group:
+                try:
+                    self.acquire(path, wait_s)
+                except ConflictError as err:
+                    failed[path] = err
+        wanted = set(paths)
+        for path in self._held_below_any(
+            [p for p in self.held if p in wanted and p not in failed]
+        ):  # rare: a member names a folder in use below
+            try:
+                self._wait_below(path, time.monotonic() + wait_s)
+            except ConflictError as err:
+                failed[path] = err
+        return failed
+
+    def _held_below_any(self, paths: list[str]) -> list[str]:
+        """Which of `paths` have a lease of another operation below them: one query for all."""
+        now, mine = int(time.time()), set(paths)
+        others = [
+            p
+            for p in leased_paths(self.table, self.user, with_owner=True)
+            if p[1] != self.owner and p[2] >= now
+        ]
+        return [path for path in mine if any(o.startswith(path.rstrip("/") + "/") for o, _, _ in others)]
+
+    def _wait_below(self, path: str, deadline: float) -> None:
+        delay = 0.02
+        while self._held_below(path):
+            if time.monotonic() > deadline:
+                raise ConflictError(f"{path} is busy with another operation; retry", code="busy")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.3)
 
     def _held_below(self, path: str) -> bool:
         prefix = path.rstrip("/") + "/"
@@ -109,7 +157,34 @@ class Lease:
             except failed:
                 raise ConflictError(f"lost the lease on {path}", code="busy") from None
 
+    def _release_together(self) -> None:
+        """Many leases (a bundle's) given back a transaction at a time; a transaction refused
+        (a lease expired and taken by another) leaves its paths to the one-by-one release."""
+        client = self.table.meta.client
+        kept: list[str] = []
+        for start in range(0, len(self.held), MAX_TRANSACTION):
+            group = self.held[start : start + MAX_TRANSACTION]
+            actions = [
+                {
+                    "Delete": {
+                        "TableName": self.table.name,
+                        "Key": self._item_key(path),
+                        "ConditionExpression": "#o = :o",
+                        "ExpressionAttributeNames": {"#o": "owner"},
+                        "ExpressionAttributeValues": {":o": self.owner},
+                    }
+                }
+                for path in group
+            ]
+            try:
+                client.transact_write_items(TransactItems=actions)
+            except client.exceptions.TransactionCanceledException:
+                kept += group
+        self.held = kept
+
     def release(self) -> None:
+        if len(self.held) > 1:
+            self._release_together()
         failed = self.table.meta.client.exceptions.ConditionalCheckFailedException
         for path in reversed(self.held):
             try:
@@ -124,12 +199,37 @@ class Lease:
         self.held.clear()
 
 
-def leased_paths(table: Any, user: str) -> list[str]:
-    """Paths under an unexpired lease now: an operation (or a job) is changing their subtrees."""
+def _checked(paths: list[str]) -> list[str]:
+    """The ancestors a transaction taking `paths` checks: each once, none it also takes."""
+    taking = set(paths)
+    return sorted({a for p in paths for a in _ancestors(p)} - taking)
+
+
+def _transactions(paths: list[str]) -> Iterator[list[str]]:
+    """`paths` in order, cut into groups whose puts and checks fit one transaction."""
+    group: list[str] = []
+    above: set[str] = set()
+    for path in paths:
+        more = above | set(_ancestors(path))
+        if group and len(group) + 1 + len(more - {*group, path}) > MAX_TRANSACTION:
+            yield group
+            group, more = [], set(_ancestors(path))
+        group.append(path)
+        above = more
+    if group:
+        yield group
+
+
+def leased_paths(table: Any, user: str, with_owner: bool = False) -> list:
+    """Paths under an unexpired lease now: an operation (or a job) is changing their subtrees.
+    With `with_owner`: every lease item as (path, owner, expires), expired ones too."""
     now, paths, kwargs = int(time.time()), [], {}
     while True:
         page = table.query(KeyConditionExpression=Key("pk").eq(f"LOCK#{user}"), ConsistentRead=True, **kwargs)
-        paths += [i["sk"] for i in page["Items"] if int(i["expires"]) >= now]
+        if with_owner:
+            paths += [(i["sk"], i["owner"], int(i["expires"])) for i in page["Items"]]
+        else:
+            paths += [i["sk"] for i in page["Items"] if int(i["expires"]) >= now]
         if "LastEvaluatedKey" not in page:
             return paths
         kwargs = {"ExclusiveStartKey": page["LastEvaluatedKey"]}

@@ -33,11 +33,14 @@ one Query and one conditional write.
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any
+from itertools import batched
+from typing import Any, TypeVar
 
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
@@ -45,9 +48,16 @@ from botocore.exceptions import ClientError
 from ..merkle.entries import parent_of
 from ..merkle.exchange import VIRTUAL_ROOT, NodeSummary
 from ..merkle.hashing import dir_hash, file_hash
-from .records import query_all
+from .records import _plain, query_all
 
+T, R = TypeVar("T"), TypeVar("R")
 ROOT = "/"
+ANSWER_BUDGET_S = 10.0  # of work per exchange request: well inside API Gateway's 29 s
+ANSWER_BATCH = 100  # paths whose children are read side by side
+SUBTREE_ITEMS = 1000  # a folder with at most this many items below it is read whole
+TRANSACTION = 100  # items of one TransactWriteItems
+UNREAD = "unread"  # generation of a folder not seen before its children: its hash is not stored
+_POOL = ThreadPoolExecutor(16)
 TOMBSTONE_TTL_S = 30 * 86400  # a device that has not synced for 30 days compares by content alone
 
 
@@ -90,6 +100,17 @@ class MerkleRecords:
         """A file now holds content `digest` (hex content hash)."""
         self.table.put_item(Item=self._file_item(path, digest, mtime))
         self.invalidate(ancestors(path))
+
+    def files_written(self, files: Sequence[tuple[str, str, float]]) -> None:
+        """Many files (path, digest, mtime) written together, a bundle's: their items in batches,
+        then each folder above them invalidated once, deepest first, not once per file."""
+        with self.table.batch_writer() as batch:
+            for path, digest, mtime in files:
+                batch.put_item(Item=self._file_item(path, digest, mtime))
+        folders = {a for path, _, _ in files for a in ancestors(path)}
+        for depth in sorted({_depth(f) for f in folders}, reverse=True):
+            level = sorted(f for f in folders if _depth(f) == depth)
+            _parallel(lambda f: self.invalidate([f]), level)
 
     def dir_made(self, path: str) -> None:
         """A folder exists at `path` (and its parents)."""
@@ -136,16 +157,41 @@ class MerkleRecords:
             self.removed(src)
 
     # --- what the route calls -----------------------------------------------------------------
-    def answer(self, paths: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """One round of the exchange (merkle/exchange.py's message)."""
-        return {path: [s.to_dict() for s in self.children(path)] for path in paths}
+    def answer(
+        self, paths: Sequence[str], budget_s: float = ANSWER_BUDGET_S
+    ) -> dict[str, list[dict[str, Any]]]:
+        """One round of the exchange (merkle/exchange.py's message), or as much of it as fits in
+        `budget_s`: paths left out of the answer were not reached, and are asked for again.
+
+        Paths are answered a batch at a time. A folder whose subtree is small is read whole in one
+        Query (its children and everything below, so stale folders inside it cost no more reads);
+        reads run side by side and stale folders are recomputed level by level (`_freshen`), so
+        1,000 paths cost a few dozen round trips to DynamoDB instead of thousands one after
+        another. Hashes recomputed are stored before the budget runs out, so the next request
+        starts where this one stopped.
+        """
+        deadline, out, reads = time.monotonic() + budget_s, {}, _Reads(self)
+        for batch in batched(paths, ANSWER_BATCH):
+            if out and time.monotonic() > deadline:
+                break
+            reads.read(batch)
+            kids = {p: reads.of(p) for p in batch}
+            self._freshen([k for items in kids.values() for k in items], deadline, reads)
+            out.update(
+                {
+                    p: [self._summary(k).to_dict() for k in items]
+                    for p, items in kids.items()
+                    if all(k.get("hash") or k["kind"] == "tombstone" for k in items)
+                }
+            )
+        return out
 
     def children(self, path: str) -> list[NodeSummary]:
-        if path == VIRTUAL_ROOT:
-            return [self._summary(self.root_item())]
-        now = time.time()
-        items = [i for i in self._query(children_prefix(path)) if not _expired(i, now)]
-        return [self._summary(self._fresh(i)) for i in sorted(items, key=lambda i: i["path"])]
+        reads = _Reads(self)
+        reads.read([path])
+        items = reads.of(path)
+        self._freshen(items, math.inf, reads)
+        return [self._summary(i) for i in items]
 
     def root_item(self) -> dict[str, Any]:
         item = self.get(ROOT) or {"path": ROOT, "kind": "dir", "mtime": 0}
@@ -184,20 +230,121 @@ class MerkleRecords:
                 },
             )
 
+    def _live_children(self, path: str) -> list[dict[str, Any]]:
+        """A folder's child items, by path, without expired tombstones ("": the root itself)."""
+        if path == VIRTUAL_ROOT:
+            return [self.get(ROOT) or {"path": ROOT, "kind": "dir", "mtime": 0}]
+        now = time.time()
+        items = [i for i in self._query(children_prefix(path)) if not _expired(i, now)]
+        return sorted(items, key=lambda i: i["path"])
+
+    def subtree(self, path: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+        """{folder: its child items} for `path` and, when at most SUBTREE_ITEMS items lie below it,
+        for every folder below it too (then True).
+
+        A stale folder's generation must be read before its children (see above); one Query
+        does not promise which of them it reads first, so when the subtree holds stale folders
+        it is read twice: generations from the first read, children from the second.
+        """
+        if path == VIRTUAL_ROOT:
+            return {path: self._live_children(path)}, False
+        prefix = "/" if path == ROOT else path + "/"
+        first = self._page(prefix)
+        if first is None:
+            return {path: self._live_children(path)}, False
+        if not any(_stale(i) for i in first):
+            return _by_parent(first), True
+        second = self._page(prefix)
+        if second is None:
+            return {path: self._live_children(path)}, False
+        gens = {i["path"]: i.get("gen", UNREAD) for i in first}
+        for item in second:
+            if _stale(item):
+                item["gen"] = gens.get(item["path"], UNREAD)
+        return _by_parent(second), True
+
+    def _page(self, prefix: str) -> list[dict[str, Any]] | None:
+        """The items whose keys start with `prefix`, if they fit SUBTREE_ITEMS; else None."""
+        page = self.table.query(
+            KeyConditionExpression=Key("pk").eq(self.pk) & Key("sk").begins_with(prefix),
+            Limit=SUBTREE_ITEMS,
+            ConsistentRead=True,
+        )
+        return None if "LastEvaluatedKey" in page else [_plain(i) for i in page["Items"]]
+
     def _fresh(self, item: dict[str, Any]) -> dict[str, Any]:
         """The item with its hash, recomputing (and storing) a stale folder's from its children."""
-        if item["kind"] != "dir" or item.get("hash"):
-            return item
-        path, gen = item["path"], item.get("gen")
-        now = time.time()
-        kids = [self._fresh(k) for k in self._query(children_prefix(path)) if not _expired(k, now)]
-        kids.sort(key=lambda k: k["path"])
-        files = [bytes.fromhex(k["hash"]) for k in kids if k["kind"] == "file"]
-        dirs = [bytes.fromhex(k["hash"]) for k in kids if k["kind"] == "dir"]
-        digest = dir_hash(path, files, dirs).hex()
-        mtime = max([float(k["mtime"]) for k in kids] + [float(item.get("mtime", 0))])
-        self._store_hash(path, gen, digest, mtime)
-        return {**item, "hash": digest, "mtime": mtime}
+        self._freshen([item], math.inf, _Reads(self))
+        return item
+
+    def _freshen(self, items: list[dict[str, Any]], deadline: float, reads: _Reads) -> None:
+        """Give every stale folder among `items` its hash, in place (and store it).
+
+        Level by level: the children of all the stale folders of one level are read side by
+        side (most often already read with a subtree), down to the deepest stale level; then
+        hashes are computed deepest first and stored. Past the deadline the descent stops: a
+        folder whose stale children were not reached keeps no hash, and what was computed below
+        it is stored all the same.
+        """
+        levels: list[list[dict[str, Any]]] = []
+        kids: dict[int, list[dict[str, Any]]] = {}
+        stale = [i for i in items if _stale(i)]
+        while stale and time.monotonic() <= deadline:
+            levels.append(stale)
+            reads.read([i["path"] for i in stale])
+            for item in stale:
+                kids[id(item)] = reads.of(item["path"])
+            stale = [k for i in stale for k in kids[id(i)] if _stale(k)]
+        for level in reversed(levels):
+            self._store_hashes([i for i in level if self._hash_from(i, kids[id(i)])])
+
+    @staticmethod
+    def _hash_from(item: dict[str, Any], kids: list[dict[str, Any]]) -> bool:
+        """Set a stale folder's hash and mtime from its children's; False if one has none yet."""
+        live = [k for k in kids if k["kind"] != "tombstone"]
+        if any(not k.get("hash") for k in live):
+            return False
+        files = [bytes.fromhex(k["hash"]) for k in live if k["kind"] == "file"]
+        dirs = [bytes.fromhex(k["hash"]) for k in live if k["kind"] == "dir"]
+        item["hash"] = dir_hash(item["path"], files, dirs).hex()
+        item["mtime"] = max([float(k["mtime"]) for k in kids] + [float(item.get("mtime", 0))])
+        return True
+
+    def _store_hashes(self, items: list[dict[str, Any]]) -> None:
+        """Store recomputed hashes, a transaction of conditional writes at a time; a transaction
+        refused (a mutation came in between for one of them) is stored one by one."""
+        client = self.table.meta.client
+        once = {i["path"]: i for i in items}  # a folder read twice: the same hash twice
+        groups = [list(g) for g in batched(once.values(), TRANSACTION)]
+
+        def store(group: list[dict[str, Any]]) -> None:
+            if len(group) > 1:
+                try:
+                    client.transact_write_items(TransactItems=[self._hash_write(i) for i in group])
+                    return
+                except ClientError:  # cancelled (a mutation came in between), or refused as a whole
+                    pass
+            for i in group:
+                self._store_hash(i["path"], i.get("gen"), i["hash"], i["mtime"])
+
+        _parallel(store, groups)
+
+    def _hash_write(self, item: dict[str, Any]) -> dict[str, Any]:
+        gen = item.get("gen")
+        unchanged = "gen = :g" if gen is not None else "attribute_not_exists(gen)"
+        if item["path"] != ROOT:
+            unchanged += " AND #k = :dir"
+        values = {":h": item["hash"], ":m": _num(item["mtime"]), ":dir": "dir", ":path": item["path"]}
+        return {
+            "Update": {
+                "TableName": self.table.name,
+                "Key": {"pk": self.pk, "sk": node_key(item["path"])},
+                "UpdateExpression": "SET #h = :h, mtime = :m, #k = :dir, #p = :path",
+                "ConditionExpression": unchanged,
+                "ExpressionAttributeNames": {"#h": "hash", "#k": "kind", "#p": "path"},
+                "ExpressionAttributeValues": {**values, **({":g": gen} if gen is not None else {})},
+            }
+        }
 
     def _store_hash(self, path: str, gen: str | None, digest: str, mtime: float) -> None:
         unchanged = Attr("gen").eq(gen) if gen is not None else Attr("gen").not_exists()
@@ -239,6 +386,55 @@ class MerkleRecords:
 
 def _num(value: float) -> Decimal:
     return Decimal(repr(round(float(value), 6)))
+
+
+class _Reads:
+    """The child lists one request has read: a folder read whole is never queried again, nor is
+    anything below it."""
+
+    def __init__(self, tree: MerkleRecords) -> None:
+        self.tree, self.known, self.whole = tree, {}, set()
+
+    def _covered(self, path: str) -> bool:
+        if path in self.known or path == VIRTUAL_ROOT:
+            return path in self.known
+        return any(a in self.whole for a in [path, *ancestors(path)])
+
+    def read(self, paths: Sequence[str]) -> None:
+        """Read what is not known yet: first the paths with no other of them above, then the rest."""
+        wanted = {p for p in paths if not self._covered(p)}
+        tops = {p for p in wanted if not p or not any(a in wanted for a in ancestors(p))}
+        for group in (sorted(tops), sorted(wanted - tops)):
+            group = [p for p in group if not self._covered(p)]
+            for path, (below, whole) in zip(group, _parallel(self.tree.subtree, group), strict=True):
+                self.known.update(below)
+                if whole:
+                    self.whole.add(path)
+
+    def of(self, path: str) -> list[dict[str, Any]]:
+        return self.known.get(path, [])
+
+
+def _by_parent(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Live items below a folder, grouped by their parent and sorted by path."""
+    now, out = time.time(), {}
+    for item in items:
+        if item["path"] != ROOT and not _expired(item, now):
+            out.setdefault(parent_of(item["path"]), []).append(item)
+    for group in out.values():
+        group.sort(key=lambda i: i["path"])
+    return out
+
+
+def _stale(item: dict[str, Any]) -> bool:
+    return item["kind"] == "dir" and not item.get("hash")
+
+
+def _parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """fn over items side by side: each call waits on DynamoDB's round trip, not the CPU."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    return list(_POOL.map(fn, items))
 
 
 def _expired(item: dict[str, Any], now: float) -> bool:

@@ -130,6 +130,11 @@ class Quota:
         return Change(sum(int(i.get("size", 0)) for i in items), len(items))
 
     # --- counting ----------------------------------------------------------------------------
+    def give_back(self, delta: Change) -> None:
+        """Undo part of a change counted or reserved (a bundle's members that did not commit)."""
+        if self.records is not None and delta != Change():
+            self._add(-delta)
+
     @contextmanager
     def change(self, delta: Change) -> Iterator[None]:
         """Reserve growth before the change (refusing it over the limit); count a decrease after it."""

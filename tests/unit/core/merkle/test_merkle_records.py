@@ -90,19 +90,19 @@ def test_a_mutation_racing_a_recompute_is_not_hidden(fs, monkeypatch):
     put(fs, "/d/a", b"a")
     fs.merkle.root_item()
     put(fs, "/d/b", b"b")  # /d and / are stale now
-    query = MerkleRecords._query
-    raced = []
+    page, reads, raced = MerkleRecords._page, [], []
 
-    def query_then_write(self, prefix):
-        found = query(self, prefix)
-        if prefix == children_prefix("/d") and not raced:
+    def read_then_write(self, prefix):
+        found = page(self, prefix)
+        reads.append(prefix)
+        if reads.count("/") == 2 and not raced:  # the read the children are taken from
             raced.append(True)
             put(fs, "/d/c", b"c")  # lands after the recompute read /d's children
         return found
 
-    monkeypatch.setattr(MerkleRecords, "_query", query_then_write)
+    monkeypatch.setattr(MerkleRecords, "_page", read_then_write)
     stale = fs.merkle.root_item()["hash"]
-    monkeypatch.setattr(MerkleRecords, "_query", query)
+    monkeypatch.setattr(MerkleRecords, "_page", page)
     assert raced and stale != namespace_tree(fs.ns).hash.hex()
     assert_agrees(fs)  # the stored hashes were not the racing recompute's
 

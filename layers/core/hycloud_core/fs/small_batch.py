@@ -1,0 +1,157 @@
+"""Committing many small files at once (a bundle's), each with the guarantees of `put_small`.
+
+Committed one by one, every file costs its own lease transaction, lease query and release,
+quota read and update, file record, Merkle node and one update per folder above it: about
+ten DynamoDB round trips, which were nearly all of a bundle's time. Here a bundle pays them
+once: its leases in a few transactions (store/locks.py `acquire_all`), one quota reservation
+for the growth of all its files, records and Merkle nodes in batch writes, and each folder
+above its files invalidated once. The files themselves are written to EFS side by side.
+
+Every file still succeeds or fails on its own: a busy path, a folder in the way or a failed
+write is that file's error, and the quota it had reserved is given back. When the bundle as a
+whole does not fit the quota, its files are counted one at a time, in order, so those that fit
+commit and the rest are refused as a single write would be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from .. import content
+from ..errors import BadRequestError, HyCloudError, NotFoundError
+from ..linkfile import LinkFile
+from ..observability import logger
+from ..store.locks import WAIT_S, Lease
+from ..store.quotas import Change, QuotaExceeded
+from .namespace import Entry, file_mode
+from .operations import FileSystem, in_parallel
+
+Result = Entry | HyCloudError
+
+
+@dataclass(frozen=True)
+class SmallWrite:
+    """One file of a batch; `path` canonical, `sha256` checked against `data` by the caller."""
+
+    path: str
+    data: bytes
+    sha256: str
+    mtime: float | None = None
+    mode: int | None = None
+
+
+@dataclass
+class _Old:
+    """What a write replaces: its quota share and, for a large file, the link to retain."""
+
+    change: Change
+    link: LinkFile | None = None
+
+
+def put_small_batch(fs: FileSystem, writes: list[SmallWrite], parents: bool = False) -> list[Result]:
+    """Write each file (paths distinct); per file, its entry or the error a single PUT would give."""
+    results: list[Result | None] = [None] * len(writes)
+    lease = Lease(fs.records.table, fs.user)
+    try:
+        busy = lease.acquire_all([w.path for w in writes], WAIT_S)
+        todo = [i for i, w in enumerate(writes) if w.path not in busy]
+        for i, w in enumerate(writes):
+            if w.path in busy:
+                results[i] = busy[w.path]
+        olds = dict(zip(todo, in_parallel(lambda i: _old(fs, writes[i].path), todo), strict=True))
+        changes = {i: Change(len(writes[i].data), 1) - olds[i].change for i in todo}
+        _write_counted(fs, writes, todo, changes, olds, results, parents)
+        _index(fs, writes, todo, results, olds)
+    finally:
+        lease.release()
+    return [r if r is not None else HyCloudError("internal error") for r in results]
+
+
+def _write_counted(
+    fs: FileSystem,
+    writes: list[SmallWrite],
+    todo: list[int],
+    changes: dict[int, Change],
+    olds: dict[int, _Old],
+    results: list[Result | None],
+    parents: bool,
+) -> None:
+    """Write the files under one quota reservation, or one each when the whole does not fit."""
+
+    def write(i: int) -> Result:
+        return _write(fs, writes[i], parents)
+
+    total = sum(changes.values(), Change())
+    try:
+        with _counting(fs, total):
+            for i, result in zip(todo, in_parallel(write, todo), strict=True):
+                results[i] = result
+    except QuotaExceeded:
+        for i in todo:
+            results[i] = _write_alone(fs, changes[i], lambda i=i: write(i))
+        return
+    failed = sum((changes[i] for i in todo if isinstance(results[i], HyCloudError)), Change())
+    fs.quota.give_back(failed)
+
+
+def _counting(fs: FileSystem, change: Change):
+    return nullcontext() if fs.quota.records is None else fs.quota.change(change)
+
+
+def _write_alone(fs: FileSystem, change: Change, write: Callable[[], Result]) -> Result:
+    """One file under its own quota reservation (given back if the write failed)."""
+    try:
+        with _counting(fs, change):
+            result = write()
+    except QuotaExceeded as err:
+        return err
+    if isinstance(result, HyCloudError):
+        fs.quota.give_back(change)
+    return result
+
+
+def _old(fs: FileSystem, path: str) -> _Old:
+    try:
+        entry = fs.ns.stat(path)
+    except (NotFoundError, BadRequestError):
+        return _Old(Change())
+    if entry.type != "file":
+        return _Old(Change())
+    link = fs.ns.read_link(path) if entry.storage == "large" else None
+    return _Old(Change(entry.size, 1), link)
+
+
+def _write(fs: FileSystem, w: SmallWrite, parents: bool) -> Result:
+    bits = 0o640 if w.mode is None else file_mode(w.mode)
+    try:
+        return fs.ns.write(w.path, w.data, parents=parents, mode=bits, mtime=w.mtime)
+    except HyCloudError as err:
+        return err
+    except Exception:  # noqa: BLE001 - one file's fault must not sink the others
+        logger.exception("batched small-file write failed")
+        return HyCloudError("internal error")
+
+
+def _index(
+    fs: FileSystem,
+    writes: list[SmallWrite],
+    todo: list[int],
+    results: list[Result | None],
+    olds: dict[int, _Old],
+) -> None:
+    """The written files' records and Merkle nodes, in batches; replaced large versions retained."""
+    done = [i for i in todo if isinstance(results[i], Entry)]
+    fs.records.put_files(
+        fs.user,
+        {
+            writes[i].path: {"kind": "small", "size": len(writes[i].data), "sha256": writes[i].sha256}
+            for i in done
+        },
+    )
+    fs.merkle.files_written(
+        [(writes[i].path, content.hash_bytes(writes[i].data), results[i].mtime) for i in done]  # type: ignore[union-attr]
+    )
+    replaced = [olds[i].link for i in done if olds[i].link is not None]
+    in_parallel(lambda link: fs.objects.retain(link.content_hash, fs.retain_s), replaced)
