@@ -112,7 +112,7 @@ def test_delta_upload_and_direct_upload_leave_right_content_and_references(
     alice.cli("get", "/up.bin", str(tmp_path / "back3"))
     assert (tmp_path / "back3").read_bytes() == v3 and deployment.object_record(h3)["state"] == "live"
 
-    out = json.loads(alice.cli("--json", "put", str(tmp_path / "v1"), "/up.bin").stdout)  # direct
+    out = json.loads(alice.cli("--json", "put", str(tmp_path / "v1"), "/up.bin", "--via", "direct").stdout)
     assert "kind" not in out and out["content_hash"] == h1
     assert deployment.object_record(h1)["state"] == "live"
     assert int(deployment.object_record(h3)["keep_until"]) > time.time()
