@@ -1,12 +1,16 @@
 """FOP scheduling of relay jobs on the deployment: order, related paths, the wait bound, adoption.
 
 Each test sets the deployment's scheduling overrides (``SCHED/config``) for itself and restores
-them, with a per-worker throughput limit so a relay run lasts in proportion to its size.
+them. A burst is queued while dispatching is paused (``max_workers=0``) and released at once,
+so what the tests see does not depend on how fast requests arrive.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
 import time
 
 import boto3
@@ -14,7 +18,7 @@ import pytest
 
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore
-from tests.e2e.conftest import _make_user
+from tests.e2e.conftest import HYCLOUD, _make_user
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -48,7 +52,7 @@ def _settle(queue: QueueStore, timeout_s: float = 60) -> None:
             queue.table.delete_item(Key={"pk": "FOPW", "sk": w["sk"]})
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def user(deployment):
     return _make_user(deployment, "sched")
 
@@ -85,68 +89,94 @@ def _started(deployment, job: str) -> float:
     return deployment.client("stepfunctions").describe_execution(executionArn=arn)["startDate"].timestamp()
 
 
+def _resume(store, user, path: str, **config) -> None:
+    """Lift the pause; a status request runs a dispatch pass at once."""
+    store.set_config(**config)
+    _status(user, path)
+
+
+def _cli_waiting(user, *args: str) -> subprocess.Popen:
+    """Start the CLI and return once it said its job waits in the queue."""
+    env = {**os.environ, "HYCLOUD_ENDPOINT": user.deployment.api_url, "HYCLOUD_API_KEY": user.key}
+    env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
+    proc = subprocess.Popen(
+        [HYCLOUD, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 1)
+        if ready and "queued at position" in proc.stderr.readline():
+            return proc
+    proc.kill()
+    raise AssertionError("the CLI never reported a queued job")
+
+
 def test_burst_starts_small_before_large_within_capacity(deployment, store, user, tmp_path):
-    # capacity 1; the assumed link (0.25 MiB/s) makes t_T dominate the arrival spread
-    store.set_config(capacity=1, max_workers=1, throttle_bps=4 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
-    files = {
-        "/b/blocker": 24 * MiB,
-        "/b/l1": 5 * MiB,
-        "/b/s1": 5 * MiB // 2,
-        "/b/l2": 5 * MiB,
-        "/b/s2": 5 * MiB // 2,
-    }
+    # the assumed link (0.25 MiB/s) makes t_T dominate the arrival spread
+    store.set_config(capacity=1, max_workers=1, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    _put(user, tmp_path, "/b/first", 5 * MiB // 2)
+    first = _relay(user, "/b/first")
+    assert "queue" not in first  # an idle system starts the job in the request
+    assert _started(deployment, first["job"]) > 0
+    _wait_ready(user, "/b/first")
+    store.set_config(max_workers=0)  # paused while the burst arrives
+    files = {"/b/l1": 5 * MiB, "/b/s1": 5 * MiB // 2, "/b/l2": 5 * MiB, "/b/s2": 5 * MiB // 2}
     for path, size in files.items():
         _put(user, tmp_path, path, size)
     answers = {path: _relay(user, path) for path in files}
-    assert "queue" not in answers["/b/blocker"]  # an idle system starts the job in the request
-    assert _started(deployment, answers["/b/blocker"]["job"]) > 0
-    places = {p: answers[p]["queue"] for p in files if p != "/b/blocker"}
-    assert {p: q["position"] for p, q in places.items()} == {"/b/l1": 1, "/b/s1": 1, "/b/l2": 3, "/b/s2": 2}
-    assert places["/b/l2"]["estimated_start_s"] >= 20 * 0.9 and places["/b/s1"]["estimated_start_s"] == 0
+    places = {p: _status(user, p)["queue"] for p in ("/b/s1", "/b/s2", "/b/l1", "/b/l2")}
+    assert [place["position"] for place in places.values()] == [1, 2, 3, 4], places
+    estimates = [place["estimated_start_s"] for place in places.values()]
+    assert estimates == sorted(estimates) and estimates[0] == 0 and estimates[-1] >= 10 * 2 * 0.9
+    _resume(store, user, "/b/s1", max_workers=1)
     for path in files:
         _wait_ready(user, path)
     starts = {p: _started(deployment, answers[p]["job"]) for p in files}
-    order = sorted(files, key=starts.get)
-    assert order == ["/b/blocker", "/b/s1", "/b/s2", "/b/l1", "/b/l2"], starts
+    assert sorted(files, key=starts.get) == ["/b/s1", "/b/s2", "/b/l1", "/b/l2"], starts
     times = sorted(starts.values())
-    least = 2.5 / 4 * 0.9  # capacity 1: a job starts only after the one before it ran
+    least = 2.5 / 16 * 0.9  # capacity 1: a job starts only after the one before it ran
     assert all(b - a >= least for a, b in zip(times, times[1:], strict=False)), starts
 
 
 def test_a_large_job_is_not_overtaken_by_jobs_arriving_after_the_wait_bound(
     deployment, store, user, tmp_path
 ):
-    store.set_config(capacity=1, max_workers=1, throttle_bps=8 * MiB, default_bps=MiB, max_wait_s=1.0)
-    for path, size in {"/w/blocker": 24 * MiB, "/w/large": 8 * MiB, "/w/small": 3 * MiB}.items():
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB, max_wait_s=1.0)
+    for path, size in {"/w/large": 6 * MiB, "/w/small": 5 * MiB // 2}.items():
         _put(user, tmp_path, path, size)
-    blocker = _relay(user, "/w/blocker")
     large = _relay(user, "/w/large")
-    time.sleep(1.5)  # past large's arrival + max_wait_s: its queue key is now below any new arrival's
+    time.sleep(1.2)  # past large's arrival + max_wait_s: its queue key is now below any new arrival's
     small = _relay(user, "/w/small")
-    assert "queue" in large and "queue" in small
-    assert small["queue"]["position"] == 2  # behind large although smaller
-    for path in ("/w/blocker", "/w/large", "/w/small"):
-        _wait_ready(user, path)
-    started = [_started(deployment, job["job"]) for job in (blocker, large, small)]
-    assert started == sorted(started)
+    assert large["queue"]["position"] == 1 and small["queue"]["position"] == 2  # behind although smaller
+    got = tmp_path / "small.out"
+    cli = _cli_waiting(user, "--json", "get", "--via", "relay", "/w/small", str(got))
+    _resume(store, user, "/w/large", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert json.loads(out)["queue"]["position"] == 2  # what the CLI saw, in its JSON answer
+    assert got.read_bytes() == (tmp_path / "w_small").read_bytes()
+    _wait_ready(user, "/w/large")
+    assert _started(deployment, large["job"]) < _started(deployment, small["job"])
 
 
 def test_related_paths_keep_request_order_unrelated_ones_overtake(deployment, store, user, tmp_path):
-    store.set_config(capacity=1, max_workers=1, throttle_bps=4 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
-    _put(user, tmp_path, "/r/blocker", 24 * MiB)
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
     _put(user, tmp_path, "/r/f", 5 * MiB)
     _put(user, tmp_path, "/o/small", 5 * MiB // 2)
-    blocker = _relay(user, "/r/blocker")
     first = _relay(user, "/r/f")  # version 1, large
     _put(user, tmp_path, "/r/f", 5 * MiB // 2)  # version 2, small: FOP alone would run it first
     second = _relay(user, "/r/f")
     other = _relay(user, "/o/small")
-    assert first["job"] != second["job"] and "queue" in second
-    for path in ("/r/blocker", "/r/f", "/o/small"):
-        _wait_ready(user, path)
-    jobs = {"blocker": blocker, "first": first, "second": second, "other": other}
+    assert first["job"] != second["job"] and "queue" in second and "queue" in other
+    cli = _cli_waiting(user, "-v", "get", "--via", "relay", "/r/f", str(tmp_path / "f.out"))
+    _resume(store, user, "/o/small", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0 and "queued at position" in out, out + err  # -v names the place
+    assert (tmp_path / "f.out").read_bytes() == (tmp_path / "r_f").read_bytes()
+    _wait_ready(user, "/o/small")
+    jobs = {"first": first, "second": second, "other": other}
     start = {name: _started(deployment, job["job"]) for name, job in jobs.items()}
-    assert start["blocker"] < start["other"] < start["first"] < start["second"], start
+    assert start["other"] < start["first"] < start["second"], start
 
 
 def _in_use(store) -> list[dict]:
@@ -158,14 +188,14 @@ def _worker_of(store, job: str) -> dict:
 
 
 def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, user, tmp_path):
-    store.set_config(capacity=1, max_workers=3, throttle_bps=0, default_bps=MiB)
+    store.set_config(capacity=1, max_workers=2, throttle_bps=0, default_bps=MiB)
     _put(user, tmp_path, "/a/warm", 8 * MiB)
     _wait_ready(user, _relay(user, "/a/warm")["path"])
     (worker,) = store.workers()
     initial = int(worker["initial_bw"])  # BW_o, measured unthrottled
-    throttle = max(MiB // 4, initial // 10)  # <= theta_c of BW_o
-    size = max(3 * MiB, throttle * 3)  # about 3 s at the limit
-    for path in ("/a/one", "/a/two", "/a/three"):
+    throttle = max(MiB // 4, initial // 20)  # <= theta_c of BW_o
+    size = max(3 * MiB, throttle * 8)  # about 8 s at the limit; stopped early below
+    for path in ("/a/one", "/a/two"):
         _put(user, tmp_path, path, size)
     store.set_config(throttle_bps=throttle)
     one = _relay(user, "/a/one")
@@ -177,13 +207,14 @@ def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, us
     assert "queue" not in two
     assert len(_in_use(store)) == 2
     store.set_config(throttle_bps=0)
-    three = _relay(user, "/a/three")  # both still busy at their throttled rate: no retirement yet
-    assert len(_in_use(store)) == 2 and "queue" in three
-    for path in ("/a/one", "/a/two", "/a/three"):
-        _wait_ready(user, path)
+    _status(user, "/a/one")  # a pass: both still busy at their throttled rate, so none retires
+    assert len(_in_use(store)) == 2
+    sfn = deployment.client("stepfunctions")
+    for job in (one, two):
+        sfn.stop_execution(executionArn=execution_arn(deployment.outputs["RelayStateMachineArn"], job["job"]))
     _put(user, tmp_path, "/a/four", 3 * MiB)
-    _wait_ready(user, _relay(user, "/a/four")["path"])  # all at leisure: one retires
-    deadline = time.monotonic() + 10
+    _wait_ready(user, _relay(user, "/a/four")["path"])  # all idle, so at leisure: one retires
+    deadline = time.monotonic() + 20
     while len(store.workers()) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(store.workers()) == 1

@@ -69,7 +69,7 @@ def _size_pool(store: QueueStore, config: SchedConfig, instance: str, result: Pa
         result.retired.append(w["sk"])
     if surplus:
         return store.workers()
-    for _ in range(config.capacity - len(in_use)):
+    for _ in range(min(config.capacity, config.max_workers) - len(in_use)):  # max_workers 0 pauses
         worker = _new_worker_id(workers)
         if store.add_worker(worker, instance):
             result.added.append(worker)
@@ -77,9 +77,9 @@ def _size_pool(store: QueueStore, config: SchedConfig, instance: str, result: Pa
     if result.added:
         return workers
     adjustment = pool_of(workers, config).adjust()
-    if adjustment.add:
-        worker = _new_worker_id(workers)
-        if store.add_worker(worker, instance):
+    if adjustment.add:  # a worker of the same instance starts at its nominal rate (BW_o)
+        worker, nominal = _new_worker_id(workers), max(int(w.get("initial_bw", 0)) for w in workers)
+        if store.add_worker(worker, instance, nominal):
             result.added.append(worker)
     elif adjustment.retire:
         store.retire_worker(adjustment.retire)

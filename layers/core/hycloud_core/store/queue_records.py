@@ -240,10 +240,14 @@ class QueueStore:
     def workers(self) -> list[dict[str, Any]]:
         return query_all(self.table, Key("pk").eq(WORKERS), consistent=True)
 
-    def add_worker(self, worker: str, instance: str) -> bool:
+    def add_worker(self, worker: str, instance: str, nominal_bw: int = 0) -> bool:
+        """A new worker; its BW_o is the instance's measured nominal rate when there is one."""
+        item = {"pk": WORKERS, "sk": worker, "state": "active", "instance": instance}
+        if nominal_bw:
+            item["initial_bw"] = nominal_bw
         try:
             self.table.put_item(
-                Item={"pk": WORKERS, "sk": worker, "state": "active", "instance": instance},
+                Item=item,
                 ConditionExpression="attribute_not_exists(pk)",
             )
             return True

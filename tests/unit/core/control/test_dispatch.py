@@ -103,12 +103,12 @@ def test_workers_added_when_all_congested_and_retired_lazily(store):
     result = dispatch_pass(store, machine.start, machine.describe, config=config)
     assert len(result.added) == 1 and machine.started == ["a", "b"]
     assert len(store.workers()) == 2
+    assert store.workers()[1]["initial_bw"] == 100 * MIB  # a new worker starts at the nominal rate
+    report_throughput(store.table, worker, 90 * MIB)  # both busy and at leisure (>= theta_l)
     report_throughput(store.table, machine.inputs["b"]["worker"], 80 * MIB)
-    machine.finish("a")
     result = dispatch_pass(store, machine.start, machine.describe, config=config)
-    busy = machine.inputs["b"]["worker"]
-    assert result.retired == [busy]  # both at leisure: the lowest BW_o goes, lazily
-    assert {w["sk"]: (w["state"], w.get("job")) for w in store.workers()}[busy] == ("retiring", "b")
-    machine.finish("b")
+    assert result.retired == [worker]  # the most idle of equal BW_o, lazily: it keeps its job
+    assert {w["sk"]: (w["state"], w.get("job")) for w in store.workers()}[worker] == ("retiring", "a")
+    machine.finish("a")
     dispatch_pass(store, machine.start, machine.describe, config=config)
-    assert len(store.workers()) == 1
+    assert [w["sk"] for w in store.workers()] == [machine.inputs["b"]["worker"]]
