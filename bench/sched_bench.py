@@ -138,9 +138,12 @@ class Bench:
                 if state["state"] != "running":
                     break
         for info in sent.values():
-            desc = self.sfn.describe_execution(
-                executionArn=execution_arn(self.outputs["RelayStateMachineArn"], info["job"])
-            )
+            arn = execution_arn(self.outputs["RelayStateMachineArn"], info["job"])
+            for _ in range(100):  # the cache file is there a moment before the execution has ended
+                desc = self.sfn.describe_execution(executionArn=arn)
+                if "stopDate" in desc:
+                    break
+                time.sleep(0.1)
             info["start"], info["end"] = desc["startDate"].timestamp(), desc["stopDate"].timestamp()
         return sent
 

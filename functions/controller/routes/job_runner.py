@@ -45,10 +45,15 @@ def _start(machine: str, name: str, payload: str) -> None:
         pass  # a concurrent pass started this very attempt
 
 
-def pump() -> None:
-    """One dispatch pass: frees the workers of ended jobs and starts what fits, in FOP order."""
+def pump(config: SchedConfig | None = None) -> None:
+    """One dispatch pass: starts what fits, in FOP order. Given the `config` just read (a job was
+    queued), it skips looking for ended jobs: their end events free their workers."""
     _last_pump[0] = time.monotonic()
-    dispatch_pass(QueueStore(records().table), _start, _status, INSTANCE, SCHED)
+    store = QueueStore(records().table)
+    if config is None:
+        dispatch_pass(store, _start, _status, INSTANCE, SCHED)
+    else:
+        dispatch_pass(store, _start, None, INSTANCE, config, merged=True)
 
 
 def describe(machine: str, name: str) -> dict | None:
@@ -100,7 +105,7 @@ def run(
         spb = _seconds_per_byte(caller, config) if size else 0.0
         body = json.dumps({"job": name, **payload})
         store.enqueue(name, machine, body, caller, (path,) if path else (), size, spb, config)
-        pump()
+        pump(config)
 
     return submit(JobLedger(records().table, user(router)), key, status, result_alive, launch)
 

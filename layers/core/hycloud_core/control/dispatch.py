@@ -104,10 +104,15 @@ def dispatch_pass(
     describe: Describe | None = None,
     instance: str = "home",
     config: SchedConfig | None = None,
+    merged: bool = False,
 ) -> PassResult:
-    """Start as many waiting jobs as there are free workers, smallest queue key first."""
+    """Start as many waiting jobs as there are free workers, smallest queue key first.
+
+    Without `describe` no ended job is looked for (the caller knows of none); `merged` says
+    `config` already holds the run-time overrides.
+    """
     now = time.time()
-    config = store.config(config)
+    config = config if merged and config else store.config(config)
     result = PassResult([], [], [], [])
     if describe is not None:
         reconcile(store, describe, result, now)
