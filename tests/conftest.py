@@ -24,6 +24,32 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
+# `make test` runs two pytest-xdist workers: every test that needs the local cloud goes to one of
+# them, in order (one cloud, one deployment), while the other runs the unit and infra tests.
+CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class CloudTestsOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "cloud" if nodeid.startswith(CLOUD_TESTS) else nodeid
+
+    return CloudTestsOnOneWorker(config, log)
+
+
+def pytest_sessionfinish(session) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: hand the phases to the controller
+        session.config.workeroutput["phases"] = json.dumps(PHASES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    PHASES.update(json.loads(getattr(node, "workeroutput", {}).get("phases", "{}")))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if PHASES:
         terminalreporter.write_sep("-", "phases")

@@ -4,7 +4,8 @@ Stored as JSON at $HYCLOUD_CONFIG (default ~/.config/hycloud/config.json), one s
 profile: `{"profiles": {"default": {"endpoint": ..., "api_key": ...}, "work": {...}}}`. A file
 in the older flat form (`{"endpoint", "api_key"}`) reads as the `default` profile. The profile is
 `--profile NAME`, else $HYCLOUD_PROFILE, else `default`; HYCLOUD_ENDPOINT and HYCLOUD_API_KEY
-override the file, which suits CI and scripts.
+override the file, which suits CI and scripts; HYCLOUD_STANDBY_URL (or `standby` in the profile)
+names the standby controller the client fails over to (docs/FAILOVER.md).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def profile_name(explicit: str | None = None) -> str:
 class ClientConfig:
     endpoint: str
     api_key: str
+    standby: str | None = None  # the standby controller's URL (docs/FAILOVER.md)
 
     @classmethod
     def load(cls, profile: str | None = None) -> ClientConfig:
@@ -47,13 +49,14 @@ class ClientConfig:
                 code="not-configured",
                 status=400,
             )
-        return cls(endpoint=endpoint, api_key=api_key)
+        standby = os.environ.get("HYCLOUD_STANDBY_URL") or section.get("standby")
+        return cls(endpoint=endpoint, api_key=api_key, standby=standby or None)
 
     def save(self, profile: str | None = None) -> Path:
         """Write this profile's section, keeping the others; the file is readable by its owner only."""
         path = config_path()
         profiles = read_profiles(path)
-        profiles[profile_name(profile)] = asdict(self)
+        profiles[profile_name(profile)] = {k: v for k, v in asdict(self).items() if v is not None}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.touch(mode=0o600)

@@ -59,10 +59,10 @@ def new_session(retries: int = 0) -> requests.Session:
 
 
 class Http:
-    def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
+    def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0, retries: int = 4) -> None:
         self.base = endpoint.rstrip("/")
-        self.timeout = timeout
-        self.session = new_session(retries=4)
+        self.timeout: float | tuple[float, float] = timeout
+        self.session = new_session(retries=retries)
         self.session.headers["Authorization"] = f"Bearer {api_key}"
 
     def request(self, method: str, route: str, **kwargs: Any) -> requests.Response:

@@ -29,6 +29,7 @@ from routes import (
     meta,
     ops,
     relay,
+    replication,
     share,
     tree_jobs,
     uploads,
@@ -48,7 +49,7 @@ CORS = CORSConfig(
     max_age=cors.MAX_AGE_S,
 )
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_json, cors=CORS)
-app.use(middlewares=[name_route, authenticate, name_user, idempotent])
+app.use(middlewares=[name_route, authenticate, name_user, replication.mark_diverged, idempotent])
 for module in (
     files,
     dirs,
@@ -63,6 +64,7 @@ for module in (
     merkle,
     bundles,
     coded,
+    replication,
 ):
     app.include_router(module.router)
 

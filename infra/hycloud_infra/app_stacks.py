@@ -10,6 +10,8 @@ import aws_cdk as cdk
 from .regions import data_stack_name, regions
 from .stacks.data_instance_stack import DataInstanceStack
 from .stacks.instance_stack import InstanceStack
+from .stacks.standby_stack import StandbyStack
+from .standby import standby_region, standby_stack_name
 
 
 def build_stacks(
@@ -32,13 +34,29 @@ def build_stacks(
         )
         for region in others
     ]
+    standby = _standby(app, home_name, home, account, dirs)
     instance = InstanceStack(
         app,
         home_name,
         data_instances=[stack.names for stack in data],
+        standby=standby.names if standby else None,
         env=cdk.Environment(account=account, region=home),
         **dirs,
     )
-    for stack in data:
+    for stack in [*data, *([standby] if standby else [])]:
         instance.add_stack_dependency(stack)
     return instance, data
+
+
+def _standby(app: cdk.App, home_name: str, home: str, account: str | None, dirs: dict) -> StandbyStack | None:
+    """The standby controller stack when `hycloud:standby` names a region (docs/FAILOVER.md)."""
+    region = standby_region(app.node.try_get_context("hycloud:standby"), home)
+    if region is None:
+        return None
+    return StandbyStack(
+        app,
+        standby_stack_name(home_name),
+        env=cdk.Environment(account=account, region=region),
+        functions_dir=dirs["functions_dir"],
+        layer_dir=dirs["layer_dir"],
+    )

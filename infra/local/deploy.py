@@ -27,6 +27,7 @@ OUTPUTS = STATE / "outputs.json"
 INSTANCES = STATE / "instances.json"
 CDKLOCAL = STATE / "node" / "node_modules" / ".bin" / "cdklocal"
 LOCALCLOUD = ROOT / "infra" / "local" / "localcloud.py"
+STANDBY_REGION = "us-west-2"  # the local cloud deploys a standby controller here (docs/FAILOVER.md)
 
 
 def cloud_env() -> dict[str, str]:
@@ -63,8 +64,11 @@ def configured_regions() -> list[str]:
     return json.loads((ROOT / "cdk.json").read_text())["context"]["hycloud:regions"]
 
 
-def deploy(log=print, regions: list[str] | None = None) -> dict[str, str]:
-    """Bootstrap (first time per local cloud) and deploy; return the home instance stack's outputs."""
+def deploy(
+    log=print, regions: list[str] | None = None, standby: str | None = STANDBY_REGION
+) -> dict[str, str]:
+    """Bootstrap (first time per local cloud) and deploy; return the home instance stack's outputs.
+    `standby`: the standby controller's region (docs/FAILOVER.md), None for none."""
     regions = regions or configured_regions()
     env = {
         **os.environ,
@@ -75,22 +79,32 @@ def deploy(log=print, regions: list[str] | None = None) -> dict[str, str]:
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1",
     }
     started = time.monotonic()
-    _run_cdk(["bootstrap", *(f"aws://000000000000/{region}" for region in regions)], env)
+    targets = [*regions, *([standby] if standby and standby not in regions else [])]
+    _run_cdk(["bootstrap", *(f"aws://000000000000/{region}" for region in targets)], env)
     log(f"bootstrap: {time.monotonic() - started:.1f}s")
     started = time.monotonic()
     deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]
     context = ["-c", "hycloud:tracing=false", "-c", f"hycloud:regions={','.join(regions)}"]
+    # the standby's replication runs when invoked: every minute it would copy each test user's files
+    context += ["-c", f"hycloud:standby={standby or ''}", "-c", "hycloud:standbyEveryMinutes=0"]
     _run_cdk([*deploy_args, *context], env)  # LocalStack's free edition has no X-Ray
     log(f"deploy: {time.monotonic() - started:.1f}s")
     data = json.loads(OUTPUTS.read_text())
     name, outputs = next((stack, out) for stack, out in data.items() if "ApiUrl" in out)
-    api_id = re.match(r"https?://([^.]+)\.execute-api", outputs["ApiUrl"]).group(1)
-    outputs["LocalApiUrl"] = f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
+    outputs["LocalApiUrl"] = _local_api_url(outputs["ApiUrl"], env)
+    for standby in (out for out in data.values() if "StandbyApiUrl" in out):  # docs/FAILOVER.md
+        outputs.update(standby, StandbyLocalApiUrl=_local_api_url(standby["StandbyApiUrl"], env))
     if "WebPublishFunctionName" in outputs:  # custom resources are LocalStack Pro only: publish here
         outputs["LocalWebUrl"] = _invoke(outputs["WebPublishFunctionName"], env)["SiteUrl"]
     OUTPUTS.write_text(json.dumps({name: outputs}, indent=2))
     _write_instances(name, data, regions)
     return outputs
+
+
+def _local_api_url(api_url: str, env: dict[str, str]) -> str:
+    """The same API through the local gateway on 127.0.0.1 (the public host does not resolve offline)."""
+    api_id = re.match(r"https?://([^.]+)\.execute-api", api_url).group(1)
+    return f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
 
 
 def _write_instances(home: str, data: dict[str, dict[str, str]], regions: list[str]) -> None:
@@ -127,6 +141,8 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description="Start the local cloud and deploy the app into it.")
     parser.add_argument("--regions", help="comma-separated regions, home first (default: cdk.json)")
+    parser.add_argument("--no-standby", action="store_true", help="deploy no standby controller")
     args = parser.parse_args()
     start()
-    print(json.dumps(deploy(regions=args.regions.split(",") if args.regions else None), indent=2))
+    regions = args.regions.split(",") if args.regions else None
+    print(json.dumps(deploy(regions=regions, standby=None if args.no_standby else STANDBY_REGION), indent=2))

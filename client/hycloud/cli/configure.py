@@ -43,6 +43,10 @@ def configure(
     key: Annotated[
         str | None, typer.Option(hidden=True, help="Deprecated: visible in shell history.")
     ] = None,
+    standby: Annotated[
+        str | None,
+        typer.Option(help="The standby controller's API URL, to fail over to (docs/FAILOVER.md)."),
+    ] = None,
 ) -> None:
     """Save the endpoint and API key of a profile, after checking them with `whoami`."""
     url = endpoint or (endpoint_from_outputs(outputs) if outputs else None)
@@ -55,9 +59,9 @@ def configure(
         raise HyCloudError("no API key given", code="bad-usage", status=400)
     user = check(url, secret)
     name = profile_name(profile)
-    path = ClientConfig(endpoint=url, api_key=secret).save(name)
+    path = ClientConfig(endpoint=url, api_key=secret, standby=standby).save(name)
     emit(
-        {"config": str(path), "profile": name, "endpoint": url, "user": user},
+        {"config": str(path), "profile": name, "endpoint": url, "user": user, "standby": standby},
         f"saved profile '{name}' ({user}) in {path}",
     )
 

@@ -31,6 +31,7 @@ from .output import STATE, echo, emit, entry_name, error_json, log_requests, lon
 from .progress_bar import RichProgress
 from .serve import serve
 from .share import share_command
+from .status import status_command
 from .sync import EPILOG as SYNC_EPILOG
 from .sync import sync_command
 from .usage import usage_command
@@ -379,6 +380,9 @@ app.add_typer(serve, name="serve")
 app.command("mount")(mount_command)
 app.command("share")(share_command)
 app.command("sync", epilog=SYNC_EPILOG)(sync_command)
+app.command("status", epilog=examples("hycloud status", "hycloud --json status | jq .standby.lag_s"))(
+    status_command
+)
 
 INTERRUPTED = "interrupted; run the same command again to resume"
 

@@ -14,6 +14,7 @@ from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 
 from ..config import ClientConfig
+from ..failover import FailoverHttp
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
 from ..transfer.coded import SessionFor, download_coded, upload_coded
@@ -41,8 +42,13 @@ class HyCloud:
     ConflictError = errors.ConflictError
     PayloadTooLargeError = errors.PayloadTooLargeError
 
-    def __init__(self, endpoint: str, api_key: str, timeout: float = 60.0) -> None:
-        self.http = Http(endpoint, api_key, timeout)
+    def __init__(
+        self, endpoint: str, api_key: str, timeout: float = 60.0, standby: str | None = None
+    ) -> None:
+        """`standby`: the standby controller's API URL; with it the client fails over (failover.py)."""
+        self.http = (
+            FailoverHttp(endpoint, standby, api_key, timeout) if standby else Http(endpoint, api_key, timeout)
+        )
         self._threshold: int | None = None
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
@@ -54,7 +60,7 @@ class HyCloud:
     def from_config(cls, profile: str | None = None) -> HyCloud:
         """The client of a saved profile (`hycloud configure`; default: $HYCLOUD_PROFILE or 'default')."""
         cfg = ClientConfig.load(profile)
-        return cls(cfg.endpoint, cfg.api_key)
+        return cls(cfg.endpoint, cfg.api_key, standby=cfg.standby)
 
     # --- metadata ------------------------------------------------------------------------------
     def info(self) -> dict:

@@ -38,19 +38,27 @@ def content_bucket(
     )
 
 
+def records_table(
+    scope: Construct, *, removal_policy: RemovalPolicy, table_name: str | None = None
+) -> dynamodb.Table:
+    """The single table (records.py); the standby names its own (see standby.py)."""
+    return dynamodb.Table(
+        scope,
+        "Table",
+        table_name=table_name,
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        removal_policy=removal_policy,
+        time_to_live_attribute="expiration",  # Idempotency-Key answers, job ledger records
+    )
+
+
 class DataStores(Construct):
     def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, id)
         self.bucket = content_bucket(self, removal_policy=removal_policy)
-        self.table = dynamodb.Table(
-            self,
-            "Table",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=removal_policy,
-            time_to_live_attribute="expiration",  # Idempotency-Key answers, job ledger records
-        )
+        self.table = records_table(self, removal_policy=removal_policy)

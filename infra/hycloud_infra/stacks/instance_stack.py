@@ -24,11 +24,13 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
+from ..constructs.standby_replication import StandbyReplication
 from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, instances_env
+from ..standby import StandbyNames
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -47,6 +49,7 @@ class InstanceStack(Stack):
         statemachines_dir: Path,
         layer_dir: Path,
         data_instances: Sequence[DataInstanceNames] = (),
+        standby: StandbyNames | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -191,6 +194,19 @@ class InstanceStack(Stack):
             self._repair_jobs(
                 controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
             )
+        if standby:  # docs/FAILOVER.md
+            replication = StandbyReplication(
+                self,
+                "Standby",
+                standby=standby,
+                code_dir=functions_dir / "replicator",
+                layer=layer,
+                environment=env,
+                table=stores.table,
+                bucket=stores.bucket,
+                mount=volume.mount(),
+            )
+            CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,

@@ -1,0 +1,32 @@
+"""The standby's side of replication: applies a batch of one user's ops to its EFS and table
+(hycloud_core/standby/apply.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+
+from hycloud_core.config import InstanceConfig
+from hycloud_core.fs.namespace import Namespace
+from hycloud_core.fs.operations import FileSystem
+from hycloud_core.standby.apply import apply_ops
+from hycloud_core.store.objects import Objects
+from hycloud_core.store.records import Records
+
+CONFIG = InstanceConfig()
+
+
+def handler(event: dict, context: Any) -> dict[str, Any]:
+    user = event["user"]
+    records, s3 = Records(CONFIG.table), boto3.client("s3")
+    fs = FileSystem(
+        user,
+        Namespace(CONFIG.namespaces_dir, user),
+        records,
+        Objects(records.table, s3, CONFIG.bucket),
+        s3,
+        CONFIG.bucket,
+        retain_s=CONFIG.version_retention_s,
+    )
+    return apply_ops(fs, event["ops"])

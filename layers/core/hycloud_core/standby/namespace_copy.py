@@ -1,0 +1,97 @@
+"""One user's namespace brought in step on the standby, driven by the Merkle exchange.
+
+The primary's tree (its Merkle records) is compared with the standby's level by level
+(merkle/remote_diff.py); only the topmost differing nodes are read from the primary's EFS and sent
+to the standby's apply function (standby/apply.py), in batches that fit one invocation.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import NotFoundError
+from ..fs.namespace import TMP_PREFIX, Namespace
+from ..merkle.remote_diff import Difference, differences
+from ..store.merkle_records import MerkleRecords
+
+BATCH_BYTES = 3 * 1024 * 1024  # base64 grows it by a third: one invocation's payload stays under 6 MB
+Op = dict[str, Any]
+
+
+def file_op(ns: Namespace, path: str) -> Op | None:
+    """The op that recreates the file at `path` as EFS holds it now (None: it is gone)."""
+    try:
+        entry = ns.stat(path)
+    except NotFoundError:
+        return None
+    if entry.type == "dir":
+        return None
+    with open(ns.host(path), "rb") as f:
+        data = f.read()
+    op = {"op": "link" if entry.storage == "large" else "small", "path": path, "mtime": entry.mtime}
+    op["data"] = base64.b64encode(data).decode()
+    if op["op"] == "small":
+        op.update(sha256=hashlib.sha256(data).hexdigest(), mode=entry.mode)
+    return op
+
+
+def tree_ops(ns: Namespace, top: str) -> Iterator[Op]:
+    """A folder and everything below it, parents before children."""
+    yield {"op": "dir", "path": top}
+    root = Path(ns.root)
+    for folder, dirs, files in os.walk(ns.host(top)):
+        base = "/" + Path(folder).relative_to(root).as_posix()
+        base = "" if base == "/." else base
+        yield from ({"op": "dir", "path": f"{base}/{name}"} for name in sorted(dirs))
+        for name in sorted(files):
+            if not name.startswith(TMP_PREFIX) and (op := file_op(ns, f"{base}/{name}")):
+                yield op
+
+
+def ops_for(ns: Namespace, diff: Difference) -> Iterator[Op]:
+    if diff.target_live and (not diff.source_live or diff.source["kind"] != diff.target["kind"]):
+        yield {"op": "remove", "path": diff.path}
+    if not diff.source_live:
+        return
+    if diff.source["kind"] == "dir":
+        yield from tree_ops(ns, diff.path)
+    elif op := file_op(ns, diff.path):
+        yield op
+
+
+def batches(ops: Iterator[Op]) -> Iterator[list[Op]]:
+    batch, size = [], 0
+    for op in ops:
+        weight = len(op.get("data", "")) * 3 // 4 + 200
+        if batch and size + weight > BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(op)
+        size += weight
+    if batch:
+        yield batch
+
+
+def copy_namespace(
+    user: str,
+    namespaces_dir: str,
+    source_table: Any,
+    target_table: Any,
+    apply: Callable[[str, list[Op]], dict[str, Any]],
+) -> dict[str, int]:
+    """Send the standby what differs for `user`; counts of ops sent and failed."""
+    found = differences(MerkleRecords(source_table, user).answer, MerkleRecords(target_table, user).answer)
+    if not found:
+        return {"ops": 0, "failed": 0}
+    ns = Namespace(namespaces_dir, user)
+    sent = failed = 0
+    for batch in batches(op for diff in found for op in ops_for(ns, diff)):
+        answer = apply(user, batch)
+        sent += len(batch)
+        failed += len(answer.get("failed", []))
+    return {"ops": sent, "failed": failed}

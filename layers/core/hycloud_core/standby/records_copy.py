@@ -1,0 +1,90 @@
+"""Users, keys and large-file objects copied from the primary's table (and bucket) into the standby's.
+
+One scan of each table per pass, restricted to these record kinds: the standby writes its own
+namespace records (file index, Merkle nodes, usage) as it applies files, so those are never
+copied. An item is written only when it differs; one the primary no longer has is deleted
+(a revoked key, a deleted user). An object's content is copied before its record, so a standby
+record always names content the standby's bucket holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr
+from botocore.exceptions import ClientError
+
+COPIED = ("USER#", "KEY#", "USERID#", "OBJ#")
+
+
+@dataclass
+class Copied:
+    written: int = 0
+    deleted: int = 0
+    objects: int = 0
+    users: tuple[str, ...] = ()
+
+
+def _scan(table: Any) -> Iterator[dict[str, Any]]:
+    cond = Attr("pk").begins_with(COPIED[0])
+    for prefix in COPIED[1:]:
+        cond = cond | Attr("pk").begins_with(prefix)
+    kwargs: dict[str, Any] = {"FilterExpression": cond, "ConsistentRead": True}
+    while True:
+        page = table.scan(**kwargs)
+        yield from page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str]:
+    return item["pk"], item["sk"]
+
+
+def of_users(items: list[dict[str, Any]], users: set[str]) -> Callable[[dict[str, Any]], bool]:
+    """The records of these users (by internal id): their id, profile and key records."""
+    names = {item["name"] for item in items if item["pk"] in {f"USERID#{u}" for u in users}}
+    pks = {f"USERID#{u}" for u in users} | {f"USER#{n}" for n in names}
+    return lambda item: item["pk"] in pks or (item["pk"].startswith("KEY#") and item.get("user") in names)
+
+
+def copy_records(source: Any, target: Any, copy_object: Any, users: set[str] | None = None) -> Copied:
+    """Make the target's user, key and object records equal to the source's (with `users`, only
+    those users' records, and no objects). `copy_object(s3_key)` puts one object's content into
+    the standby's bucket."""
+    found = list(_scan(source))
+    keep = of_users(found, users) if users is not None else (lambda item: True)
+    theirs = {_key(item): item for item in _scan(target) if keep(item)}
+    ours = {_key(item): item for item in found if keep(item)}
+    done = Copied(users=tuple(sorted(pk[len("USERID#") :] for pk, _ in ours if pk.startswith("USERID#"))))
+    with target.batch_writer() as batch:
+        for key, item in ours.items():
+            if theirs.get(key) == item:
+                continue
+            if key[0].startswith("OBJ#") and item.get("s3_key") and item.get("state") != "deleting":
+                copy_object(item["s3_key"])
+                done.objects += 1
+            batch.put_item(Item=item)
+            done.written += 1
+        for key in theirs.keys() - ours.keys():
+            batch.delete_item(Key={"pk": key[0], "sk": key[1]})
+            done.deleted += 1
+    return done
+
+
+def object_copier(s3_source: Any, source_bucket: str, s3_target: Any, target_bucket: str):
+    """copy_object for copy_records: a managed (multipart when large) copy, skipped when present."""
+
+    def copy(key: str) -> None:
+        try:
+            s3_target.head_object(Bucket=target_bucket, Key=key)
+            return  # content keys are immutable: present means equal
+        except ClientError as err:
+            if err.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
+                raise
+        s3_target.copy({"Bucket": source_bucket, "Key": key}, target_bucket, key, SourceClient=s3_source)
+
+    return copy

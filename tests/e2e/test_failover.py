@@ -1,0 +1,177 @@
+"""The standby controller takes over (docs/FAILOVER.md): replication and its lag, failover with
+writes in flight, no acknowledged write lost, and switch-back leaving both controllers equal.
+
+The primary's API is made unreachable by stopping a TCP relay the client reaches it through
+(tcp_relay.py); the local cloud keeps running, as the primary's region would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from hycloud.sdk import HyCloud
+
+from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
+from .tcp_relay import TcpRelay
+
+DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
+REPLAY_BUDGET_S = 2.0  # per write the stale standby lacks (0.15-1.6 s each measured on this loaded machine)
+WRITERS = 4
+
+
+def replicate(deployment: Deployment, **event) -> dict:
+    """Run the replication job now (or pause/resume it) and return its answer."""
+    lam = deployment.client("lambda")
+    answer = lam.invoke(FunctionName=deployment.outputs["ReplicatorFunctionName"], Payload=json.dumps(event))
+    result = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, result
+    return result
+
+
+class Writers:
+    """Threads putting small files through one client until stopped; what was acknowledged, when."""
+
+    def __init__(self, client: HyCloud, prefix: str) -> None:
+        self.client, self.prefix = client, prefix
+        self.acked: dict[str, tuple[str, float]] = {}  # path -> (sha256, when)
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._write, args=(n,)) for n in range(WRITERS)]
+
+    def _write(self, n: int) -> None:
+        i = 0
+        while not self.stop.is_set():
+            path, data = f"{self.prefix}/w{n}/f{i:04d}.bin", os.urandom(1000 + 37 * i)
+            try:
+                self.client.put_bytes(path, data, parents=True)
+                self.acked[path] = (hashlib.sha256(data).hexdigest(), time.time())
+            except Exception as err:  # an unacknowledged write may be lost; it is not counted
+                self.errors.append(f"{path}: {err}")
+            i += 1
+
+    def __enter__(self) -> Writers:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=60)
+
+
+def status_cli(user, standby_url: str) -> dict:
+    """`hycloud --json status` with the standby given by environment."""
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": user.deployment.api_url,
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_STANDBY_URL": standby_url,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+    }
+    done = subprocess.run([HYCLOUD, "--json", "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def put(client: HyCloud, path: str, acked: dict[str, str]) -> None:
+    data = os.urandom(2048)
+    client.put_bytes(path, data, parents=True)
+    acked[path] = hashlib.sha256(data).hexdigest()
+
+
+def assert_holds(client: HyCloud, acked: dict[str, str], where: str) -> None:
+    for path, sha in sorted(acked.items()):
+        assert hashlib.sha256(client.get_bytes(path)).hexdigest() == sha, f"{path} on the {where}"
+
+
+@pytest.mark.slow
+def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment):
+    user = _make_user(deployment, "failover")
+    standby = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key)
+    primary = HyCloud(deployment.api_url, user.key)
+    acked: dict[str, str] = {}
+    with TcpRelay(deployment.api_url) as relay:
+        client = HyCloud(relay.url(), user.key, standby=deployment.outputs["StandbyLocalApiUrl"])
+        client.http.probe_s = 0.5
+
+        # replicated: the standby is in step, its lag small
+        for i in range(3):
+            put(client, f"/docs/a{i}.txt", acked)
+        client.mkdir("/docs/empty", parents=True)
+        replicate(deployment, action="resume")
+        first = replicate(deployment, users=[user.id])  # this user only: others' files are not ours to copy
+        assert first["in_step"] and first["copied"] >= 4, first
+        assert_holds(standby, acked, "standby")
+        assert standby.merkle_root() == primary.merkle_root()
+        in_step_lag = standby.http.json("GET", "/v1/replication")
+        assert in_step_lag["role"] == "standby" and in_step_lag["lag_s"] < 30
+
+        # paused: the standby goes stale, and the lag says by how much
+        replicate(deployment, action="pause")
+        for i in range(3):
+            put(client, f"/docs/b{i}.txt", acked)
+        time.sleep(1.0)
+        stale = primary.http.json("GET", "/v1/replication")
+        assert (
+            stale["paused"] and stale["in_step_at"] >= first["started"] - 0.01
+        )  # the schedule may have run since
+        assert stale["lag_s"] >= 1.0 and abs(stale["lag_s"] - (time.time() - stale["in_step_at"])) < 2
+        with pytest.raises(HyCloud.NotFoundError):
+            standby.stat("/docs/b0.txt")
+
+        # writes in flight; the primary's API becomes unreachable
+        with Writers(client, "/burst") as writers:
+            time.sleep(1.5)
+            relay.stop()
+            down_at = time.time()
+            deadline = time.monotonic() + 30
+            while not client.http.on_standby and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.5)
+        (switch,) = client.http.switches
+        detected, took = switch["began_at"] - down_at, switch["at"] - down_at
+        bound = DETECT_BOUND_S + REPLAY_BUDGET_S * max(1, switch["replayed"])
+        assert switch["to"] == "standby" and detected < DETECT_BOUND_S and took < bound, switch
+        after = [p for p, (_, when) in writers.acked.items() if when > switch["at"]]
+        before = [p for p, (_, when) in writers.acked.items() if when < down_at]
+        assert before and after, (len(before), len(after), writers.errors[:3])
+        acked.update({p: sha for p, (sha, _) in writers.acked.items()})
+        assert_holds(standby, acked, "standby")  # the stale ones were replayed; 0 acknowledged writes lost
+
+        # the primary returns: switch-back holds new writes, reconciles, goes on on the primary
+        relay.start()
+        time.sleep(0.6)
+        with Writers(client, "/after") as more:
+            time.sleep(2.0)
+        assert client.http.switches[-1]["to"] == "primary", (client.http.switches, more.errors[:3])
+        assert client.http.active is client.http.primary
+        assert more.acked, more.errors[:3]
+        acked.update({p: sha for p, (sha, _) in more.acked.items()})
+        assert_holds(primary, acked, "primary")
+
+    replicate(deployment, action="resume")
+    last = replicate(deployment, users=[user.id])
+    assert last["in_step"], last
+    assert_holds(standby, acked, "standby")
+    assert standby.merkle_root() == primary.merkle_root()
+    report = standby.http.json("GET", "/v1/replication")
+    refused = ApiSession(deployment.outputs["StandbyLocalApiUrl"], user.key).call(
+        "POST", "/v1/relay", json={"path": "/docs/a0.txt"}
+    )
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "primary-only"
+    shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
+    assert shown["primary"]["role"] == "primary" and shown["standby"]["role"] == "standby"
+    assert shown["standby"]["lag_s"] >= 0 and not shown["standby"]["diverged"]
+    print(
+        f"\nfailover: primary given up after {detected:.2f}s, switched in {took:.2f}s replaying {switch['replayed']} writes; "
+        f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "
+        f"paused {stale['lag_s']:.1f}s, after switch-back {report['lag_s']:.1f}s"
+    )

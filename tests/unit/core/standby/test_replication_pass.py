@@ -1,0 +1,141 @@
+"""The replication pass (moto): the standby's namespace, records and Merkle root follow the primary's,
+a diverged user is left alone, a paused job does nothing, and the lag is reported."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import boto3
+import pytest
+
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.merkle.remote_diff import differences
+from hycloud_core.standby.apply import apply_ops
+from hycloud_core.standby.records_copy import object_copier
+from hycloud_core.standby.replicate import Standby, run_pass
+from hycloud_core.standby.status import ReplicationStatus
+from hycloud_core.store.merkle_records import MerkleRecords
+from hycloud_core.store.objects import Objects
+from hycloud_core.store.records import Records
+from tests.conftest import MOTO_BUCKET, make_stores
+
+USER = "u-1"
+
+
+@pytest.fixture
+def pair(moto_filesystems, tmp_path):
+    make_stores("standby-content", "standby-table")
+    records = Records("standby-table")
+    s3 = moto_filesystems.s3
+    standby_ns = str(tmp_path / "standby")
+
+    def standby_fs(user: str) -> FileSystem:
+        objects = Objects(records.table, s3, "standby-content")
+        return FileSystem(user, Namespace(standby_ns, user), records, objects, s3, "standby-content")
+
+    records_table = moto_filesystems.records.table
+    records_table.put_item(Item={"pk": f"USERID#{USER}", "sk": "ID", "name": "ann", "state": "active"})
+    standby = Standby(
+        records.table,
+        lambda user, ops: apply_ops(standby_fs(user), ops),
+        object_copier(s3, MOTO_BUCKET, s3, "standby-content"),
+    )
+    primary = moto_filesystems.fs(USER)
+    return primary, standby_fs(USER), standby, str(tmp_path / "ns")
+
+
+def put(fs: FileSystem, path: str, data: bytes) -> None:
+    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
+
+
+def roots(primary: FileSystem, standby: FileSystem) -> tuple[str, str]:
+    return primary.merkle.root_item()["hash"], standby.merkle.root_item()["hash"]
+
+
+def test_a_pass_copies_what_differs_and_nothing_more(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    put(primary, "/a/one.txt", b"one")
+    put(primary, "/a/b/two.txt", b"two")
+    primary.mkdir("/empty")
+    first = run_pass(table, ns_dir, standby)
+    assert first["in_step"] and first["copied"] == 5  # /a, /a/b, their 2 files, /empty
+    assert standby_fs.ns.read("/a/b/two.txt") == b"two"
+    assert roots(primary, standby_fs)[0] == roots(primary, standby_fs)[1]
+    assert (
+        boto3.resource("dynamodb")
+        .Table("standby-table")
+        .get_item(Key={"pk": f"USERID#{USER}", "sk": "ID"})["Item"]["name"]
+        == "ann"
+    )
+
+    put(primary, "/a/one.txt", b"changed")
+    primary.rmdir("/a/b", recursive=True)
+    second = run_pass(table, ns_dir, standby)
+    assert second["copied"] == 2  # the changed file and the removal, found by the exchange
+    assert standby_fs.ns.read("/a/one.txt") == b"changed" and not standby_fs.ns.exists("/a/b")
+    assert len(set(roots(primary, standby_fs))) == 1
+    assert run_pass(table, ns_dir, standby)["copied"] == 0
+
+
+def test_a_diverged_user_is_left_alone_until_cleared(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    put(primary, "/x.txt", b"primary")
+    ReplicationStatus(standby.table).mark_diverged(USER)
+    put(standby_fs, "/written-on-standby.txt", b"standby")
+    result = run_pass(primary.records.table, ns_dir, standby)
+    assert result["diverged"] == 1
+    assert standby_fs.ns.exists("/written-on-standby.txt") and not standby_fs.ns.exists("/x.txt")
+    ReplicationStatus(standby.table).clear_diverged(USER)
+    assert run_pass(primary.records.table, ns_dir, standby)["in_step"]
+    assert len(set(roots(primary, standby_fs))) == 1
+
+
+def test_paused_does_nothing_and_the_lag_grows(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    status = ReplicationStatus(primary.records.table)
+    run_pass(primary.records.table, ns_dir, standby)
+    in_step = status.report("primary")["in_step_at"]
+    status.set_paused(True)
+    put(primary, "/late.txt", b"late")
+    assert run_pass(primary.records.table, ns_dir, standby) == {"paused": True}
+    report = status.report("primary", now=in_step + 42)
+    assert report["paused"] and report["lag_s"] == pytest.approx(42, abs=0.01)
+    assert not standby_fs.ns.exists("/late.txt")
+
+
+def test_large_file_content_and_record_follow_the_link(pair, moto_filesystems):
+    primary, standby_fs, standby, ns_dir = pair
+    s3 = moto_filesystems.s3
+    data = b"L" * 5000
+    digest = hashlib.sha256(data).hexdigest()
+    key = f"objects/{digest}"
+    s3.put_object(Bucket=MOTO_BUCKET, Key=key, Body=data)
+    primary.records.table.put_item(Item={"pk": f"OBJ#{digest}", "sk": "OBJ", "state": "live", "s3_key": key})
+    run_pass(primary.records.table, ns_dir, standby)
+    assert s3.get_object(Bucket="standby-content", Key=key)["Body"].read() == data
+
+
+def test_differences_report_the_topmost_node_only(pair):
+    primary, standby_fs, _, _ = pair
+    for i in range(3):
+        put(primary, f"/deep/x/y{i}.txt", b"%d" % i)
+    found = differences(primary.merkle.answer, standby_fs.merkle.answer)
+    assert [(d.path, d.source["kind"], d.target) for d in found] == [("/deep", "dir", None)]
+    assert MerkleRecords(standby_fs.records.table, USER).root_item()["kind"] == "dir"
+
+
+def test_a_pass_over_some_users_leaves_the_others_and_moves_only_their_lag(pair, moto_filesystems):
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    table.put_item(Item={"pk": "USERID#u-2", "sk": "ID", "name": "bo", "state": "active"})
+    put(primary, "/mine.txt", b"1")
+    put(moto_filesystems.fs("u-2"), "/theirs.txt", b"2")
+    result = run_pass(table, ns_dir, standby, users=[USER])
+    assert result["in_step"] and result["copied"] == 1
+    assert standby_fs.ns.exists("/mine.txt")
+    assert not (Path(standby_fs.ns.root).parent / "u-2" / "theirs.txt").exists()
+    status = ReplicationStatus(table)
+    assert status.report("primary")["in_step_at"] is None  # no full pass yet
+    assert status.report("primary", user=USER)["in_step_at"] == pytest.approx(result["started"], abs=0.01)
