@@ -29,6 +29,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..control import fop
+from .locks import leased_paths
 from .records import query_all
 
 QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
@@ -222,10 +223,13 @@ class QueueStore:
         return {(MARKER_PREFIX + pk, sk) for pk, sk in fop.marker_keys(op, job.user, job.seq)}
 
     def blocked(self, job: QueuedJob) -> bool:
-        """Whether an earlier job on a related path is still queued or running."""
+        """Whether an earlier job on a related path is still queued or running, or a path lease
+        (store/locks.py: a tree copy, move or removal in progress) covers a related path."""
         op = job.operation()
         if op is None:
             return False
+        if fop.paths_related(op.paths(), leased_paths(self.table, job.user)):
+            return True
         for part in fop.blocking_partitions(op, job.user):
             page = self.table.query(
                 KeyConditionExpression=Key("pk").eq(MARKER_PREFIX + part) & Key("sk").lt(f"{job.seq:012d}"),

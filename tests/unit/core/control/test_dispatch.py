@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core.control.dispatch import dispatch_pass
+from hycloud_core.store.locks import Lease
 from hycloud_core.store.queue_records import QueueStore, SchedConfig, report_throughput
 from tests.conftest import make_stores
 
@@ -112,3 +113,17 @@ def test_workers_added_when_all_congested_and_retired_lazily(store):
     machine.finish("a")
     dispatch_pass(store, machine.start, machine.describe, config=config)
     assert [w["sk"] for w in store.workers()] == [machine.inputs["b"]["worker"]]
+
+
+def test_a_path_lease_holds_jobs_below_it(store):
+    config = SchedConfig(capacity=2, max_workers=2)
+    machine = Machine()
+    lease = Lease(store.table, "u")
+    lease.acquire("/tree", 1)  # a tree job moving /tree
+    _queue(store, config, "inside", MIB, 1000.0, path="/tree/x")
+    _queue(store, config, "outside", MIB, 1001.0, path="/other/x")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["outside"]
+    lease.release()
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["outside", "inside"]
