@@ -1,7 +1,7 @@
 """The job dispatcher: one dispatch pass (hycloud_core.control.dispatch) per event.
 
 Invoked when a relay or delta execution ends (its Step Functions status-change event), which
-frees a worker, and once a minute as a backstop; the controller runs the same pass inline when
+frees a worker, and every two minutes as a backstop; the controller runs the same pass inline when
 it queues a job, so an idle system never waits for this function (docs/SCHEDULING.md).
 """
 

@@ -1,4 +1,4 @@
-"""The job dispatcher: a function run when a relay or delta execution ends, and each minute.
+"""The job dispatcher: a function run when a relay or delta execution ends, and every two minutes.
 
 Scheduling settings come from context and reach the controller too (`environment`):
 `hycloud:jobCapacity` (relay workers kept, default 16), `hycloud:maxRelayWorkers` (the cap
@@ -68,6 +68,6 @@ class JobDispatcher(Construct):
         events.Rule(
             self,
             "Backstop",
-            schedule=events.Schedule.rate(Duration.minutes(1)),
+            schedule=events.Schedule.rate(Duration.minutes(2)),
             targets=[targets.LambdaFunction(self.function)],
         )

@@ -2,7 +2,7 @@
 
 The controller runs a pass inline when it queues a job (an idle system starts it at once) and
 while a client waits on a queued job; the dispatcher function runs one when a job execution ends
-(its status-change event) and once a minute as a backstop. Passes may overlap: every change is a
+(its status-change event) and every two minutes as a backstop. Passes may overlap: every change is a
 conditional write (store/queue_records.py), so the worst an overlap costs is a lost claim.
 """
 
