@@ -132,6 +132,14 @@ class JobError(BaseModel):
     message: str
 
 
+class QueuePlace(BaseModel):
+    """Where a job waits in the FOP queue (docs/SCHEDULING.md)."""
+
+    position: int
+    estimated_start_s: float
+    workers: int
+
+
 class RelayStatus(BaseModel):
     path: str
     size: int
@@ -139,6 +147,7 @@ class RelayStatus(BaseModel):
     state: Literal["ready", "running", "absent", "failed"]
     job: str = absent()
     error: JobError = absent()
+    queue: QueuePlace = absent()
 
 
 class Job(BaseModel):
@@ -147,6 +156,7 @@ class Job(BaseModel):
     content_hash: str = absent()
     result: dict[str, Any] = absent()
     error: JobError = absent()
+    queue: QueuePlace = absent()
 
 
 class Usage(BaseModel):

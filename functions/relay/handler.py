@@ -29,14 +29,18 @@ from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
+from hycloud_core.store.queue_records import Pacer
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
 table = boto3.resource("dynamodb").Table(CONFIG.table)
 
 
-def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
-    """Stream the object to a temporary file; return it with its content hash and size."""
+def _copy(bucket: str, key: str, directory: str, pacer: Pacer) -> tuple[str, str, int]:
+    """Stream the object to a temporary file; return it with its content hash and size.
+
+    The pacer holds the run to its worker's throughput limit and reports its rate (SCHEDULING.md).
+    """
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
     hasher, size = content.PartHasher(), 0
     try:
@@ -45,6 +49,8 @@ def _copy(bucket: str, key: str, directory: str) -> tuple[str, str, int]:
                 out.write(piece)
                 hasher.update(piece)
                 size += len(piece)
+                pacer.add(len(piece))
+        pacer.finish()
         return tmp, hasher.hexdigest(), size
     except BaseException:
         os.unlink(tmp)
@@ -114,7 +120,12 @@ def _fetch(event: dict) -> dict:
     if event.get("erasure"):  # a coded file: decoded from k blocks, this region's first
         tmp, got, size = _reassembled(event, cache.dir)
     else:
-        tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir)
+        pacer = Pacer(
+            table,
+            event.get("worker"),
+            event.get("throttle_bps") or os.environ.get("HYCLOUD_RELAY_THROTTLE_BPS"),
+        )
+        tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir, pacer)
     seconds = time.perf_counter() - started  # the S3->EFS rate clients feed into eq. 2
     if request.content_hash and got != request.content_hash:
         os.unlink(tmp)

@@ -23,8 +23,8 @@ def template(tmp_path_factory) -> Template:
 
 def test_functions_mount_efs_at_mnt_efs(template):
     fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    # All but the function that copies the web app to S3.
-    fns = {name: fn for name, fn in fns.items() if not name.startswith("WebPublish")}
+    # All but the function that copies the web app to S3 and the job dispatcher (no files).
+    fns = {name: fn for name, fn in fns.items() if not name.startswith(("WebPublish", "Dispatcher"))}
     assert len(fns) == 5
     for fn in fns.values():
         props = fn["Properties"]
@@ -115,6 +115,22 @@ def test_template_passes_cfn_lint(template, tmp_path):
 
 def test_upkeep_walks_namespaces_hourly_and_evicts_every_five_minutes(template):
     rules = template.find_resources("AWS::Events::Rule")
-    by_rate = {r["Properties"]["ScheduleExpression"]: r["Properties"]["Targets"][0] for r in rules.values()}
+    scheduled = [r["Properties"] for r in rules.values() if "ScheduleExpression" in r["Properties"]]
+    by_rate = {r["ScheduleExpression"]: r["Targets"][0] for r in scheduled}
     assert json.loads(by_rate["rate(5 minutes)"]["Input"]) == {"walk": False}
     assert "Input" not in by_rate["rate(1 hour)"]
+
+
+def test_dispatcher_runs_when_a_job_execution_ends(template):
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": Match.object_like(
+                {
+                    "source": ["aws.states"],
+                    "detail-type": ["Step Functions Execution Status Change"],
+                    "detail": Match.object_like({"status": ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]}),
+                }
+            )
+        },
+    )

@@ -37,7 +37,7 @@ def _function_log_groups(template: Template) -> dict[str, int]:
 
 def test_every_function_has_a_log_group_kept_30_days_by_default(template):
     functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    assert len(functions) == 6  # relay, delta, tree step, upkeep, controller, web app publisher
+    assert len(functions) == 7  # relay, delta, tree step, upkeep, controller, dispatcher, web app publisher
     assert _function_log_groups(template) == {fn: 30 for fn in functions}
 
 

@@ -72,7 +72,8 @@ def test_the_home_replicator_reaches_the_standby_by_name_every_minute(built):
         and "function:HyCloud-Instance-Standby-Apply" in policies
     )
     rules = [
-        r["Properties"]["ScheduleExpression"] for r in template.find_resources("AWS::Events::Rule").values()
+        r["Properties"].get("ScheduleExpression")
+        for r in template.find_resources("AWS::Events::Rule").values()
     ]
     assert "rate(1 minute)" in rules
 

@@ -289,6 +289,11 @@ def get(
     finally:
         bar.close()
     mode = client.last_transfer.get("mode", "")
+    if STATE["verbose"] and "queue" in client.last_transfer:
+        place = client.last_transfer["queue"]
+        mode += (
+            f", queued at position {place['position']}, estimated start in {place['estimated_start_s']:.1f} s"
+        )
     emit(
         {"path": str(path), "size": path.stat().st_size, **client.last_transfer},
         f"downloaded {remote} -> {path}" + (f" (mode {mode})" if STATE["verbose"] and mode else ""),

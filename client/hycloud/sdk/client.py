@@ -383,9 +383,9 @@ class HyCloud:
                 self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
                 return local
             mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
-        started = time.perf_counter()
+        started, queued = time.perf_counter(), {}
         if mode == "relay":
-            download_relay(self.http, remote, local, progress)
+            download_relay(self.http, remote, local, progress, queued)
         elif "erasure" in info:
             return self._get_coded(remote, local, progress)
         else:
@@ -394,7 +394,7 @@ class HyCloud:
         if info["size"] > 4 * MiB:
             self.store.add_rate("relay_down" if mode == "relay" else "down", rate)
         auto.remember(self.store, remote, info["content_hash"], local)
-        self.last_transfer = {"mode": mode, "kind": "full"}
+        self.last_transfer = {"mode": mode, "kind": "full", **queued}
         return local
 
     def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:

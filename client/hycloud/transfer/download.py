@@ -132,13 +132,23 @@ def download_large(info: dict, local: str | Path, progress: Progress | None = No
     )
 
 
-def relay_ready(http: Http, path: str, progress: Progress | None = None) -> dict:
-    """Have the cloud copy the file into its EFS relay cache; wait until it is there."""
-    progress = progress or Progress()
+def relay_ready(http: Http, path: str, progress: Progress | None = None, report: dict | None = None) -> dict:
+    """Have the cloud copy the file into its EFS relay cache; wait until it is there.
+
+    When the job had to wait in the cloud's FOP queue, `report` gets its place when asked
+    (`queue`: position, estimated seconds until it starts, workers).
+    """
+    progress, report = progress or Progress(), report if report is not None else {}
     status = http.json("POST", "/v1/relay", json={"path": path})
     progress.start(f"relay {path.rsplit('/', 1)[-1]} S3→EFS", status["size"])
     deadline, delay = time.monotonic() + RELAY_WAIT_S, 0.1
     while status["state"] == "running":
+        if "queue" in status and "queue" not in report:
+            report["queue"] = place = status["queue"]
+            progress.note(
+                f"relay {path}: queued at position {place['position']},"
+                f" estimated start in {place['estimated_start_s']:.0f} s"
+            )
         if time.monotonic() > deadline:
             raise HyCloudError(f"relay of {path} did not finish in {RELAY_WAIT_S}s", code="relay-timeout")
         time.sleep(delay)
@@ -152,9 +162,11 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None) -> dict
     return status
 
 
-def download_relay(http: Http, path: str, local: str | Path, progress: Progress | None = None) -> Path:
+def download_relay(
+    http: Http, path: str, local: str | Path, progress: Progress | None = None, report: dict | None = None
+) -> Path:
     """Relay download: S3 → EFS cache by a cloud job, then parallel ranged reads from the cache."""
-    status = relay_ready(http, path, progress)
+    status = relay_ready(http, path, progress, report)
 
     def fetch(offset: int, length: int) -> bytes:
         params = {"path": path, "offset": offset, "length": length}

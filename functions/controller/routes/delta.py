@@ -140,7 +140,7 @@ def _start(
     A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
     spec = {**spec, **_cached(spec)}
     direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
-    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct)
+    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct=direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
 

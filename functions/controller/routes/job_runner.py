@@ -1,16 +1,20 @@
 """Starting and reporting relay and delta jobs (Step Functions executions) for the caller.
 
-Which execution serves a job is decided by the job ledger (hycloud_core.job_ledger); this
-module adds the Step Functions calls and turns an execution into what the caller may see.
-A short job that needs nothing fetched first may instead run `direct`: the controller invokes
-its function and waits (no workflow to start, schedule and poll), and keeps the outcome in
-staging as the job's "execution" record.
+Which execution serves a job is decided by the job ledger (hycloud_core.job_ledger); when it
+runs is decided by the FOP queue (hycloud_core.store.queue_records, docs/SCHEDULING.md): a new
+attempt is queued and a dispatch pass runs at once, so on an idle system it starts in this
+request. This module adds the Step Functions calls and turns an execution (or its place in the
+queue) into what the caller may see. A short job that needs nothing fetched first may instead
+run `direct`: the controller invokes its function and waits (no workflow to start, schedule and
+poll; not queued: it holds no relay worker), and keeps the outcome in staging as the job's
+"execution" record.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable
 from functools import cache
@@ -21,9 +25,42 @@ from botocore.config import Config
 from context import CONFIG, records, sfn, user
 
 from hycloud_core import jobs
+from hycloud_core.control.dispatch import dispatch_pass
 from hycloud_core.errors import NotFoundError
 from hycloud_core.job_ledger import JobLedger, submit
 from hycloud_core.relay import execution_arn
+from hycloud_core.store.measurements import Measurements
+from hycloud_core.store.queue_records import QueueStore, SchedConfig
+
+SCHED = SchedConfig.from_environment()
+INSTANCE = os.environ.get("AWS_REGION", "home")
+PUMP_EVERY_S = 0.5  # a waiting client's polls run a dispatch pass at most this often
+_last_pump = [0.0]
+
+
+def _status(machine: str, name: str) -> str:
+    try:
+        return sfn().describe_execution(executionArn=execution_arn(machine, name))["status"]
+    except sfn().exceptions.ExecutionDoesNotExist:
+        return "ABSENT"
+
+
+def _start(machine: str, name: str, payload: str) -> None:
+    try:
+        sfn().start_execution(stateMachineArn=machine, name=name, input=payload)
+    except sfn().exceptions.ExecutionAlreadyExists:
+        pass  # a concurrent pass started this very attempt
+
+
+def pump(config: SchedConfig | None = None) -> None:
+    """One dispatch pass: starts what fits, in FOP order. Given the `config` just read (a job was
+    queued), it skips looking for ended jobs: their end events free their workers."""
+    _last_pump[0] = time.monotonic()
+    store = QueueStore(records().table)
+    if config is None:
+        dispatch_pass(store, _start, _status, INSTANCE, SCHED)
+    else:
+        dispatch_pass(store, _start, None, INSTANCE, config, merged=True)
 
 
 @cache
@@ -33,6 +70,14 @@ def _lambda():
 
 def _outcome_file(name: str) -> str:
     return jobs.staging_file(CONFIG.staging_dir, name, "outcome")
+
+
+def _direct_outcome(name: str) -> dict | None:
+    try:
+        with open(_outcome_file(name)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
 
 
 def invoke_now(function: str, name: str, payload: dict) -> None:
@@ -51,15 +96,27 @@ def invoke_now(function: str, name: str, payload: dict) -> None:
 
 
 def describe(machine: str, name: str) -> dict | None:
-    try:
-        with open(_outcome_file(name)) as f:
-            return json.load(f)  # it ran direct
-    except FileNotFoundError:
-        pass
+    """The execution (or a direct run's outcome); for a job still waiting its place in the queue
+    (status QUEUED); None when none of these."""
+    outcome = _direct_outcome(name)
+    if outcome is not None:
+        return outcome
     try:
         return sfn().describe_execution(executionArn=execution_arn(machine, name))
     except sfn().exceptions.ExecutionDoesNotExist:
-        return None
+        pass
+    store = QueueStore(records().table)
+    place = store.position(name)
+    if place is not None and time.monotonic() - _last_pump[0] >= PUMP_EVERY_S:
+        pump()
+        place = store.position(name)
+    return {"status": "QUEUED", "queue": place} if place is not None else None
+
+
+def _seconds_per_byte(user_id: str, config: SchedConfig) -> float:
+    """The user's measured download rate (eq. 4) or the deployment's default."""
+    rate = Measurements(records().table, user_id).view([INSTANCE])["estimates"].get(INSTANCE)
+    return 1.0 / (rate or config.default_bps)
 
 
 def run(
@@ -69,26 +126,37 @@ def run(
     payload: dict,
     result_alive: Callable[[str], bool],
     stage: Callable[[str], None],
+    path: str | None = None,
+    size: int = 0,
     direct: str | None = None,
 ) -> str:
-    """The execution serving job `key` for the caller, started (with `payload`) when needed; with
-    `direct` (a function name) the job runs in that function before this returns."""
+    """The execution serving job `key` for the caller, queued (with `payload`) when needed; with
+    `direct` (a function name) the job runs in that function before this returns.
+
+    `path` (the file the job works on) keeps related jobs in request order; `size` gives its
+    estimated transfer time, hence its place in the queue.
+    """
+    store = QueueStore(records().table)
+    path = path or payload.get("path")  # a delta upload names its file
 
     def status(name: str) -> str:
-        desc = describe(machine, name)
-        return desc["status"] if desc else "ABSENT"
+        outcome = _direct_outcome(name)
+        if outcome is not None:
+            return outcome["status"]
+        state = _status(machine, name)
+        return "RUNNING" if state == "ABSENT" and store.job(name) else state  # queued counts as running
 
     def launch(name: str) -> None:
         stage(name)
         if direct:
             invoke_now(direct, name, payload)
             return
-        try:
-            sfn().start_execution(
-                stateMachineArn=machine, name=name, input=json.dumps({"job": name, **payload})
-            )
-        except sfn().exceptions.ExecutionAlreadyExists:
-            pass  # a concurrent request launched this very attempt
+        caller = user(router)
+        config = store.config(SCHED)
+        spb = _seconds_per_byte(caller, config) if size else 0.0
+        body = json.dumps({"job": name, **payload})
+        store.enqueue(name, machine, body, caller, (path,) if path else (), size, spb, config)
+        pump(config)
 
     return submit(JobLedger(records().table, user(router)), key, status, result_alive, launch)
 
@@ -103,6 +171,8 @@ def owned(router: APIGatewayRouter, job: str) -> str:
 
 def report(desc: dict | None) -> dict:
     """What the caller sees of an execution: its state, its output when done, a short error when not."""
+    if desc is not None and desc["status"] == "QUEUED":
+        return {"state": "running", "queue": desc["queue"]}  # waiting for a worker: its place
     if desc is None or desc["status"] == "RUNNING":
         return {"state": "running"}  # absent: its launch is on its way
     if desc["status"] == "SUCCEEDED":

@@ -86,9 +86,12 @@ def start(body: Annotated[RelayTarget, Body()]):
         {"cache_name": name, "content_hash": content_hash, "size": size, **_source(path, size)},
         lambda _: cache.is_ready(name, content_hash),
         lambda _: None,
+        path=paths.normalize(path),
+        size=size,
     )
     info = {k: status[k] for k in ("path", "size", "content_hash")}
-    return ok({**info, "job": job, "state": "running"})
+    place = _job_state(relay_job_key(name, content_hash)).get("queue")
+    return ok({**info, "job": job, "state": "running", **({"queue": place} if place else {})})
 
 
 @router.get("/v1/relay", responses=replies(200, RelayStatus, 404, 409))

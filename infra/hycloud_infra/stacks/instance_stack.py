@@ -21,6 +21,7 @@ from ..constructs.coded_repair import CodedRepair
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.standby_replication import StandbyReplication
@@ -64,6 +65,7 @@ class InstanceStack(Stack):
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
             **quota_defaults(ctx),
+            **scheduling_env(self),
         }
 
         relay_fn = python_function(
@@ -178,6 +180,15 @@ class InstanceStack(Stack):
         delta_job_fn.grant_invoke(controller)
         delta.grant_read(controller)
         tree.allow_control(controller)
+        JobDispatcher(
+            self,
+            "Dispatcher",
+            code_dir=functions_dir / "dispatcher",
+            layer=layer,
+            environment=env,
+            table=stores.table,
+            machines=[relay, delta],
+        )
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)

@@ -1,0 +1,144 @@
+"""One dispatch pass: free the workers of ended jobs, size the pool (eq. 7/8), start jobs in FOP order.
+
+The controller runs a pass inline when it queues a job (an idle system starts it at once) and
+while a client waits on a queued job; the dispatcher function runs one when a job execution ends
+(its status-change event) and every two minutes as a backstop. Passes may overlap: every change is a
+conditional write (store/queue_records.py), so the worst an overlap costs is a lost claim.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.queue_records import QueueStore, SchedConfig
+from .relay_adoption import RelayPool, WorkerState
+
+START_GRACE_S = 30.0  # a claimed job whose execution never appeared is given up after this
+SCAN_LIMIT = 200  # queue items looked at per pass (blocked ones are skipped)
+
+Describe = Callable[[str, str], str]  # (machine, execution name) -> status, "ABSENT" when none
+Start = Callable[[str, str, str], None]  # (machine, execution name, input JSON)
+
+
+@dataclass
+class PassResult:
+    released: list[str]
+    started: list[tuple[str, str]]  # (job, worker)
+    added: list[str]
+    retired: list[str]
+
+
+def pool_of(workers: list[dict[str, Any]], config: SchedConfig) -> RelayPool:
+    """The eq. 7/8 view: a busy worker's BW_a is its current run's rate, an idle one is all available."""
+    pool = RelayPool(
+        config.theta_c, config.theta_l, min_workers=config.capacity, max_workers=config.max_workers
+    )
+    nominal = max((int(w.get("initial_bw", 0)) for w in workers), default=0) or 1
+    for w in workers:
+        initial = int(w.get("initial_bw", 0)) or nominal
+        if w["state"] == "retiring":
+            state, available = WorkerState.RETIRING, initial
+        elif "job" in w and "job_bw" not in w:
+            state, available = WorkerState.STARTING, initial  # no report yet: counts as free capacity
+        else:
+            state, available = WorkerState.ACTIVE, int(w["job_bw"]) if "job" in w else initial
+        pool_worker = pool.add(w["sk"], initial)
+        pool_worker.available_bw, pool_worker.state = available, state
+    return pool
+
+
+def _new_worker_id(workers: list[dict[str, Any]]) -> str:
+    taken = {w["sk"] for w in workers}
+    n = 1
+    while f"w{n:03d}" in taken:
+        n += 1
+    return f"w{n:03d}"
+
+
+def _size_pool(store: QueueStore, config: SchedConfig, instance: str, result: PassResult) -> list[dict]:
+    """Keep `capacity` workers at least; add one when all are congested, retire one lazily at leisure."""
+    workers = store.workers()
+    in_use = [w for w in workers if w["state"] != "retiring"]
+    surplus = sorted(in_use, key=lambda w: "job" in w)[: max(0, len(in_use) - config.max_workers)]
+    for w in surplus:  # the cap was lowered: idle workers go first, busy ones after their job
+        store.retire_worker(w["sk"])
+        result.retired.append(w["sk"])
+    if surplus:
+        return store.workers()
+    for _ in range(min(config.capacity, config.max_workers) - len(in_use)):  # max_workers 0 pauses
+        worker = _new_worker_id(workers)
+        if store.add_worker(worker, instance):
+            result.added.append(worker)
+            workers = store.workers()
+    if result.added:
+        return workers
+    adjustment = pool_of(workers, config).adjust()
+    if adjustment.add:  # a worker of the same instance starts at its nominal rate (BW_o)
+        worker, nominal = _new_worker_id(workers), max(int(w.get("initial_bw", 0)) for w in workers)
+        if store.add_worker(worker, instance, nominal):
+            result.added.append(worker)
+    elif adjustment.retire:
+        store.retire_worker(adjustment.retire)
+        result.retired.append(adjustment.retire)
+    return store.workers() if result.added or result.retired else workers
+
+
+def reconcile(store: QueueStore, describe: Describe, result: PassResult, now: float) -> None:
+    """Release the workers whose job's execution has ended (or never started)."""
+    for w in store.workers():
+        if "job" not in w:
+            continue
+        status = describe(w["machine"], w["job"])
+        stale = status == "ABSENT" and now - int(w.get("since_us", 0)) / 1e6 > START_GRACE_S
+        if (status not in ("RUNNING", "ABSENT") or stale) and store.release(w["job"]):
+            result.released.append(w["job"])
+
+
+def dispatch_pass(
+    store: QueueStore,
+    start: Start,
+    describe: Describe | None = None,
+    instance: str = "home",
+    config: SchedConfig | None = None,
+    merged: bool = False,
+) -> PassResult:
+    """Start as many waiting jobs as there are free workers, smallest queue key first.
+
+    Without `describe` no ended job is looked for (the caller knows of none); `merged` says
+    `config` already holds the run-time overrides.
+    """
+    now = time.time()
+    config = config if merged and config else store.config(config)
+    result = PassResult([], [], [], [])
+    if describe is not None:
+        reconcile(store, describe, result, now)
+    workers = _size_pool(store, config, instance, result)
+    free = [w for w in workers if w["state"] == "active" and "job" not in w]
+    pool = pool_of(workers, config)
+    free.sort(key=lambda w: -pool.workers[w["sk"]].available_bw)  # most available bandwidth first
+    scanned = 0
+    for job in store.head():
+        if not free or scanned >= SCAN_LIMIT:
+            break
+        scanned += 1
+        if store.blocked(job):
+            continue
+        worker = free[0]["sk"]
+        if not store.claim(job, worker, now):
+            free = [w for w in store.workers() if w["state"] == "active" and "job" not in w]
+            continue
+        free.pop(0)
+        payload = {**json.loads(job.input), "worker": worker}
+        if config.throttle_bps:
+            payload["throttle_bps"] = config.throttle_bps
+        try:
+            start(job.machine, job.job, json.dumps(payload))
+        except Exception:
+            store.release(job.job)  # the ledger sees no execution and the next request queues it anew
+            raise
+        result.started.append((job.job, worker))
+    return result

@@ -1,0 +1,404 @@
+"""The FOP job queue and the relay workers, kept in the records table (seed 000 §III-C).
+
+Items (all in the one table, so the controller and the dispatcher share them):
+
+* ``SCHED`` / ``config``: run-time overrides of :class:`SchedConfig`; ``SCHED`` / ``seq``: the
+  request counter (request order among related paths).
+* ``FOPQ`` / ``queue_sort_key(key, seq)``: a waiting job. A ``Query`` reads the smallest key first.
+* ``FOPJ`` / ``<execution name>``: a job's state (``queued`` or ``running``, its worker), so a
+  second request for the job finds it and the client can be told its position.
+* ``FOPW`` / ``<worker id>``: a relay worker, one concurrent execution slot, with the job it runs
+  and its throughput reports (``initial_bw`` = BW_o, ``available_bw`` = BW_a, bytes/s).
+* ``FOPM#HERE#<user>#<path>`` / seq and ``FOPM#BELOW#<user>#<ancestor>`` / seq: path markers
+  (control/fop.py) held from enqueue until the job ends, so a job on a related path waits for
+  every earlier one.
+
+Claiming a job for a worker is one transaction (the worker is free, the queue item still there),
+so concurrent dispatchers never start a job twice nor put two jobs on one worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from ..control import fop
+from .locks import leased_paths
+from .records import query_all
+
+QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
+MARKER_PREFIX = "FOPM#"
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+@dataclass(frozen=True)
+class SchedConfig:
+    """Deployment settings (environment, from CDK context), overridable at run time by ``SCHED/config``."""
+
+    capacity: int = 16  # relay workers kept at least (concurrent job executions)
+    max_workers: int = 32  # the cap adoption may grow to
+    max_wait_s: float = 300.0  # starvation bound: t_T counts at most this much in the queue key
+    theta_c: float = 0.20
+    theta_l: float = 0.60
+    default_bps: float = 10 * 1024 * 1024  # a user's link when never measured
+    order: str = "fop"  # or "fifo" (the benchmark's peer)
+    throttle_bps: int = 0  # per-worker throughput limit handed to relay runs (0: none)
+
+    @classmethod
+    def from_environment(cls) -> SchedConfig:
+        d = cls()
+        return cls(
+            capacity=int(_env_float("HYCLOUD_JOB_CAPACITY", d.capacity)),
+            max_workers=int(_env_float("HYCLOUD_MAX_RELAY_WORKERS", d.max_workers)),
+            max_wait_s=_env_float("HYCLOUD_FOP_MAX_WAIT_S", d.max_wait_s),
+            theta_c=_env_float("HYCLOUD_THETA_C", d.theta_c),
+            theta_l=_env_float("HYCLOUD_THETA_L", d.theta_l),
+            default_bps=_env_float("HYCLOUD_FOP_DEFAULT_BPS", d.default_bps),
+            throttle_bps=int(_env_float("HYCLOUD_RELAY_THROTTLE_BPS", d.throttle_bps)),
+        )
+
+    def merged(self, item: dict[str, Any] | None) -> SchedConfig:
+        if not item:
+            return self
+        values = {}
+        for f in fields(self):
+            if f.name in item:
+                kind = type(getattr(self, f.name))
+                values[f.name] = kind(item[f.name]) if kind is not float else float(item[f.name])
+        return SchedConfig(**{**self.__dict__, **values})
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    job: str
+    machine: str
+    input: str  # the execution input, JSON
+    user: str
+    sort_key: str
+    seq: int
+    arrival_us: int
+    tt_us: int  # estimated transfer time
+    paths: tuple[str, ...]
+    size: int
+
+    def operation(self) -> fop.Operation | None:
+        if not self.paths:
+            return None
+        dest = self.paths[1] if len(self.paths) > 1 else None
+        return fop.Operation(self.job, fop.OpKind.DOWNLOAD, self.paths[0], self.arrival_us / 1e6, dest=dest)
+
+
+def _queued(item: dict[str, Any]) -> QueuedJob:
+    return QueuedJob(
+        job=item["job"],
+        machine=item["machine"],
+        input=item["input"],
+        user=item["user"],
+        sort_key=item["sk"],
+        seq=int(item["seq"]),
+        arrival_us=int(item["arrival_us"]),
+        tt_us=int(item["tt_us"]),
+        paths=tuple(item.get("paths", [])),
+        size=int(item.get("size", 0)),
+    )
+
+
+class QueueStore:
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.client = table.meta.client  # a resource's client: plain Python values, serialized for us
+        self._failed = self.client.exceptions.TransactionCanceledException
+
+    # configuration -------------------------------------------------------------------------
+    def config(self, base: SchedConfig | None = None) -> SchedConfig:
+        item = self.table.get_item(Key={"pk": SCHED, "sk": "config"}, ConsistentRead=True).get("Item")
+        return (base or SchedConfig.from_environment()).merged(item)
+
+    def set_config(self, **values: Any) -> None:
+        """Run-time overrides (admin and tests); ``None`` removes one."""
+        item = self.table.get_item(Key={"pk": SCHED, "sk": "config"}, ConsistentRead=True).get("Item") or {}
+        item.update({k: Decimal(str(v)) if isinstance(v, float) else v for k, v in values.items()})
+        item = {k: v for k, v in item.items() if v is not None}
+        self.table.put_item(Item={**item, "pk": SCHED, "sk": "config"})
+
+    def _next_seq(self) -> int:
+        answer = self.table.update_item(
+            Key={"pk": SCHED, "sk": "seq"},
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": 1},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(answer["Attributes"]["n"])
+
+    # the queue -----------------------------------------------------------------------------
+    def enqueue(
+        self,
+        job: str,
+        machine: str,
+        input_json: str,
+        user: str,
+        paths: tuple[str, ...],
+        size: int,
+        seconds_per_byte: float,
+        config: SchedConfig,
+        now: float | None = None,
+    ) -> bool:
+        """Queue a job once (False when it is already queued or running)."""
+        now = time.time() if now is None else now
+        seq = self._next_seq()
+        tt = 0.0 if config.order == "fifo" else min(size * seconds_per_byte, config.max_wait_s)
+        sort_key = fop.queue_sort_key(now + tt, seq)
+        norm = tuple(fop.normalise(p) for p in paths)
+        common = {"job": job, "user": user, "seq": seq, "paths": list(norm), "size": size}
+        entry = {
+            **common,
+            "pk": QUEUE,
+            "sk": sort_key,
+            "machine": machine,
+            "input": input_json,
+            "arrival_us": round(now * 1e6),
+            "tt_us": round(tt * 1e6),
+        }
+        actions = [
+            {
+                "Put": {
+                    "TableName": self.table.name,
+                    "Item": {**common, "pk": JOBS, "sk": job, "state": "queued", "qsk": sort_key},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {"Put": {"TableName": self.table.name, "Item": entry}},
+        ]
+        actions += [
+            {"Put": {"TableName": self.table.name, "Item": {"pk": pk, "sk": sk, "job": job}}}
+            for pk, sk in self._markers(_queued(entry))
+        ]
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+            return True
+        except self._failed:
+            return False
+
+    def head(self, limit: int = 50) -> Iterator[QueuedJob]:
+        """Waiting jobs, smallest queue key first."""
+        kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(QUEUE), "Limit": limit}
+        while True:
+            page = self.table.query(**kwargs)
+            yield from (_queued(i) for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def job(self, job: str) -> dict[str, Any] | None:
+        return self.table.get_item(Key={"pk": JOBS, "sk": job}, ConsistentRead=True).get("Item")
+
+    def position(self, job: str) -> dict[str, Any] | None:
+        """1-based place among waiting jobs and the estimated seconds until it starts, or None."""
+        item = self.job(job)
+        if item is None or item["state"] != "queued":
+            return None
+        ahead = self.table.query(
+            KeyConditionExpression=Key("pk").eq(QUEUE) & Key("sk").lt(item["qsk"]),
+            ProjectionExpression="tt_us",
+        )["Items"]
+        workers = max(1, sum(w["state"] == "active" for w in self.workers()))
+        seconds = sum(int(i["tt_us"]) for i in ahead) / 1e6 / workers
+        return {"position": len(ahead) + 1, "estimated_start_s": round(seconds, 3), "workers": workers}
+
+    # related paths -------------------------------------------------------------------------
+    def _markers(self, job: QueuedJob) -> set[tuple[str, str]]:
+        op = job.operation()
+        if op is None:
+            return set()
+        return {(MARKER_PREFIX + pk, sk) for pk, sk in fop.marker_keys(op, job.user, job.seq)}
+
+    def blocked(self, job: QueuedJob) -> bool:
+        """Whether an earlier job on a related path is still queued or running, or a path lease
+        (store/locks.py: a tree copy, move or removal in progress) covers a related path."""
+        op = job.operation()
+        if op is None:
+            return False
+        if fop.paths_related(op.paths(), leased_paths(self.table, job.user)):
+            return True
+        for part in fop.blocking_partitions(op, job.user):
+            page = self.table.query(
+                KeyConditionExpression=Key("pk").eq(MARKER_PREFIX + part) & Key("sk").lt(f"{job.seq:012d}"),
+                Limit=1,
+                ConsistentRead=True,
+            )
+            if page["Items"]:
+                return True
+        return False
+
+    # workers -------------------------------------------------------------------------------
+    def workers(self) -> list[dict[str, Any]]:
+        return query_all(self.table, Key("pk").eq(WORKERS), consistent=True)
+
+    def add_worker(self, worker: str, instance: str, nominal_bw: int = 0) -> bool:
+        """A new worker; its BW_o is the instance's measured nominal rate when there is one."""
+        item = {"pk": WORKERS, "sk": worker, "state": "active", "instance": instance}
+        if nominal_bw:
+            item["initial_bw"] = nominal_bw
+        try:
+            self.table.put_item(
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def retire_worker(self, worker: str) -> None:
+        """Lazy: the worker takes no new job; it is removed once idle."""
+        self.table.update_item(
+            Key={"pk": WORKERS, "sk": worker},
+            UpdateExpression="SET #s = :r",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues={":r": "retiring"},
+        )
+        self._drop_if_idle(worker)
+
+    def _drop_if_idle(self, worker: str) -> None:
+        try:
+            self.table.delete_item(
+                Key={"pk": WORKERS, "sk": worker},
+                ConditionExpression="#s = :r AND attribute_not_exists(job)",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={":r": "retiring"},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def claim(self, job: QueuedJob, worker: str, now: float | None = None) -> bool:
+        """Move a waiting job onto a free active worker, atomically."""
+        now_us = round((time.time() if now is None else now) * 1e6)
+        name = self.table.name
+        actions = [
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": {"pk": WORKERS, "sk": worker},
+                    "UpdateExpression": "SET job = :j, machine = :m, since_us = :t REMOVE job_bw",
+                    "ConditionExpression": "attribute_exists(pk) AND #s = :a AND attribute_not_exists(job)",
+                    "ExpressionAttributeNames": {"#s": "state"},
+                    "ExpressionAttributeValues": {
+                        ":j": job.job,
+                        ":m": job.machine,
+                        ":t": now_us,
+                        ":a": "active",
+                    },
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": name,
+                    "Key": {"pk": QUEUE, "sk": job.sort_key},
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": {"pk": JOBS, "sk": job.job},
+                    "UpdateExpression": "SET #s = :r, worker = :w, started_us = :t",
+                    "ExpressionAttributeNames": {"#s": "state"},
+                    "ExpressionAttributeValues": {":r": "running", ":w": worker, ":t": now_us},
+                }
+            },
+        ]
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+            return True
+        except self._failed:
+            return False
+
+    def release(self, job: str) -> bool:
+        """A job ended: free its worker and its path markers (False when already released)."""
+        item = self.job(job)
+        if item is None or item["state"] != "running":
+            return False
+        worker = item["worker"]
+        queued = QueuedJob(
+            job, "", "", item["user"], "", int(item["seq"]), 0, 0, tuple(item.get("paths", [])), 0
+        )
+        actions = [
+            {
+                "Delete": {
+                    "TableName": self.table.name,
+                    "Key": {"pk": JOBS, "sk": job},
+                    "ConditionExpression": "#s = :r",
+                    "ExpressionAttributeNames": {"#s": "state"},
+                    "ExpressionAttributeValues": {":r": "running"},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table.name,
+                    "Key": {"pk": WORKERS, "sk": worker},
+                    "UpdateExpression": "REMOVE job, machine, since_us",
+                    "ConditionExpression": "job = :j",
+                    "ExpressionAttributeValues": {":j": job},
+                }
+            },
+        ]
+        actions += [
+            {"Delete": {"TableName": self.table.name, "Key": {"pk": pk, "sk": sk}}}
+            for pk, sk in self._markers(queued)
+        ]
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+        except self._failed:
+            return False
+        self._drop_if_idle(worker)
+        return True
+
+
+def report_throughput(table: Any, worker: str, bytes_per_s: float) -> None:
+    """A relay run's throughput: BW_a now, and BW_o the first time the worker reports."""
+    rate = max(1, round(bytes_per_s))
+    try:
+        table.update_item(
+            Key={"pk": WORKERS, "sk": worker},
+            UpdateExpression="SET available_bw = :r, job_bw = :r, initial_bw = if_not_exists(initial_bw, :r)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":r": rate},
+        )
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        pass  # the worker was retired meanwhile
+
+
+class Pacer:
+    """Holds a relay run to a per-worker throughput limit and reports its rate as it goes."""
+
+    REPORT_EVERY_S = 0.5
+
+    def __init__(self, table: Any, worker: str | None, limit_bps: int = 0) -> None:
+        self.table, self.worker, self.limit = table, worker, max(0, int(limit_bps or 0))
+        self.started = self.last_report = time.monotonic()
+        self.nbytes = 0
+
+    def add(self, nbytes: int) -> None:
+        self.nbytes += nbytes
+        if self.limit:
+            ahead = self.nbytes / self.limit - (time.monotonic() - self.started)
+            if ahead > 0:
+                time.sleep(ahead)
+        if self.worker and time.monotonic() - self.last_report >= self.REPORT_EVERY_S:
+            self.finish()
+
+    def finish(self) -> None:
+        self.last_report = time.monotonic()
+        elapsed = self.last_report - self.started
+        if self.worker and self.nbytes and elapsed > 0:
+            report_throughput(self.table, self.worker, self.nbytes / elapsed)

@@ -1,0 +1,220 @@
+"""FOP scheduling of relay jobs on the deployment: order, related paths, the wait bound, adoption.
+
+Each test sets the deployment's scheduling overrides (``SCHED/config``) for itself and restores
+them. A burst is queued while dispatching is paused (``max_workers=0``) and released at once,
+so what the tests see does not depend on how fast requests arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+
+import boto3
+import pytest
+
+from hycloud_core.relay import execution_arn
+from hycloud_core.store.queue_records import QueueStore
+from tests.e2e.conftest import HYCLOUD, _make_user
+
+pytestmark = pytest.mark.e2e
+MiB = 1024 * 1024
+KNOBS = ("capacity", "max_workers", "max_wait_s", "default_bps", "throttle_bps", "order")
+
+
+@pytest.fixture
+def store(deployment):
+    env = deployment.env
+    resource = boto3.resource(
+        "dynamodb",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    queue = QueueStore(resource.Table(deployment.outputs["TableName"]))
+    _settle(queue)
+    yield queue
+    queue.set_config(**dict.fromkeys(KNOBS))
+    _settle(queue)
+
+
+def _settle(queue: QueueStore, timeout_s: float = 60) -> None:
+    """Wait until no job runs, then forget the workers: each test starts from a fresh pool."""
+    deadline = time.monotonic() + timeout_s
+    while any("job" in w for w in queue.workers()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for w in queue.workers():
+        if "job" not in w:
+            queue.table.delete_item(Key={"pk": "FOPW", "sk": w["sk"]})
+
+
+@pytest.fixture(scope="module")
+def user(deployment):
+    return _make_user(deployment, "sched")
+
+
+def _put(user, tmp_path, path: str, size: int) -> None:
+    local = tmp_path / path.strip("/").replace("/", "_")
+    local.write_bytes(os.urandom(size))
+    user.sdk().put(str(local), path, parents=True)
+
+
+def _relay(user, path: str) -> dict:
+    answer = user.api().call("POST", "/v1/relay", json={"path": path})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _status(user, path: str) -> dict:
+    answer = user.api().call("GET", "/v1/relay", params={"path": path})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _wait_ready(user, path: str) -> None:
+    for _ in range(10):
+        state = user.api().call("GET", "/v1/relay", params={"path": path, "wait": 20}).json()
+        if state["state"] != "running":
+            assert state["state"] == "ready", state
+            return
+    raise AssertionError(f"{path} never finished")
+
+
+def _started(deployment, job: str) -> float:
+    arn = execution_arn(deployment.outputs["RelayStateMachineArn"], job)
+    return deployment.client("stepfunctions").describe_execution(executionArn=arn)["startDate"].timestamp()
+
+
+def _resume(store, user, path: str, **config) -> None:
+    """Lift the pause; a status request runs a dispatch pass at once."""
+    store.set_config(**config)
+    _status(user, path)
+
+
+def _cli_waiting(user, *args: str) -> subprocess.Popen:
+    """Start the CLI and return once it said its job waits in the queue."""
+    env = {**os.environ, "HYCLOUD_ENDPOINT": user.deployment.api_url, "HYCLOUD_API_KEY": user.key}
+    env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
+    proc = subprocess.Popen(
+        [HYCLOUD, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 1)
+        if ready and "queued at position" in proc.stderr.readline():
+            return proc
+    proc.kill()
+    raise AssertionError("the CLI never reported a queued job")
+
+
+def test_burst_starts_small_before_large_within_capacity(deployment, store, user, tmp_path):
+    # the assumed link (0.25 MiB/s) makes t_T dominate the arrival spread
+    store.set_config(capacity=1, max_workers=1, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    _put(user, tmp_path, "/b/first", 5 * MiB // 2)
+    first = _relay(user, "/b/first")
+    assert "queue" not in first  # an idle system starts the job in the request
+    assert _started(deployment, first["job"]) > 0
+    _wait_ready(user, "/b/first")
+    store.set_config(max_workers=0)  # paused while the burst arrives
+    files = {"/b/l1": 5 * MiB, "/b/s1": 5 * MiB // 2, "/b/l2": 5 * MiB, "/b/s2": 5 * MiB // 2}
+    for path, size in files.items():
+        _put(user, tmp_path, path, size)
+    answers = {path: _relay(user, path) for path in files}
+    places = {p: _status(user, p)["queue"] for p in ("/b/s1", "/b/s2", "/b/l1", "/b/l2")}
+    assert [place["position"] for place in places.values()] == [1, 2, 3, 4], places
+    estimates = [place["estimated_start_s"] for place in places.values()]
+    assert estimates == sorted(estimates) and estimates[0] == 0 and estimates[-1] >= 10 * 2 * 0.9
+    _resume(store, user, "/b/s1", max_workers=1)
+    for path in files:
+        _wait_ready(user, path)
+    starts = {p: _started(deployment, answers[p]["job"]) for p in files}
+    assert sorted(files, key=starts.get) == ["/b/s1", "/b/s2", "/b/l1", "/b/l2"], starts
+    times = sorted(starts.values())
+    least = 2.5 / 16 * 0.9  # capacity 1: a job starts only after the one before it ran
+    assert all(b - a >= least for a, b in zip(times, times[1:], strict=False)), starts
+
+
+def test_a_large_job_is_not_overtaken_by_jobs_arriving_after_the_wait_bound(
+    deployment, store, user, tmp_path
+):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB, max_wait_s=1.0)
+    for path, size in {"/w/large": 6 * MiB, "/w/small": 5 * MiB // 2}.items():
+        _put(user, tmp_path, path, size)
+    large = _relay(user, "/w/large")
+    time.sleep(1.2)  # past large's arrival + max_wait_s: its queue key is now below any new arrival's
+    small = _relay(user, "/w/small")
+    assert large["queue"]["position"] == 1 and small["queue"]["position"] == 2  # behind although smaller
+    got = tmp_path / "small.out"
+    cli = _cli_waiting(user, "--json", "get", "--via", "relay", "/w/small", str(got))
+    _resume(store, user, "/w/large", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert json.loads(out)["queue"]["position"] == 2  # what the CLI saw, in its JSON answer
+    assert got.read_bytes() == (tmp_path / "w_small").read_bytes()
+    _wait_ready(user, "/w/large")
+    assert _started(deployment, large["job"]) < _started(deployment, small["job"])
+
+
+def test_related_paths_keep_request_order_unrelated_ones_overtake(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    _put(user, tmp_path, "/r/f", 5 * MiB)
+    _put(user, tmp_path, "/o/small", 5 * MiB // 2)
+    first = _relay(user, "/r/f")  # version 1, large
+    _put(user, tmp_path, "/r/f", 5 * MiB // 2)  # version 2, small: FOP alone would run it first
+    second = _relay(user, "/r/f")
+    other = _relay(user, "/o/small")
+    assert first["job"] != second["job"] and "queue" in second and "queue" in other
+    cli = _cli_waiting(user, "-v", "get", "--via", "relay", "/r/f", str(tmp_path / "f.out"))
+    _resume(store, user, "/o/small", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0 and "queued at position" in out, out + err  # -v names the place
+    assert (tmp_path / "f.out").read_bytes() == (tmp_path / "r_f").read_bytes()
+    _wait_ready(user, "/o/small")
+    jobs = {"first": first, "second": second, "other": other}
+    start = {name: _started(deployment, job["job"]) for name, job in jobs.items()}
+    assert start["other"] < start["first"] < start["second"], start
+
+
+def _in_use(store) -> list[dict]:
+    return [w for w in store.workers() if w["state"] == "active"]
+
+
+def _worker_of(store, job: str) -> dict:
+    return next((w for w in store.workers() if w.get("job") == job), {})
+
+
+def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=2, throttle_bps=0, default_bps=MiB)
+    _put(user, tmp_path, "/a/warm", 8 * MiB)
+    _wait_ready(user, _relay(user, "/a/warm")["path"])
+    (worker,) = store.workers()
+    initial = int(worker["initial_bw"])  # BW_o, measured unthrottled
+    throttle = max(MiB // 4, initial // 20)  # <= theta_c of BW_o
+    size = max(3 * MiB, throttle * 8)  # about 8 s at the limit; stopped early below
+    for path in ("/a/one", "/a/two"):
+        _put(user, tmp_path, path, size)
+    store.set_config(throttle_bps=throttle)
+    one = _relay(user, "/a/one")
+    assert "queue" not in one
+    deadline = time.monotonic() + 10
+    while "job_bw" not in _worker_of(store, one["job"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    two = _relay(user, "/a/two")  # every worker congested: a worker is added and takes it at once
+    assert "queue" not in two
+    assert len(_in_use(store)) == 2
+    store.set_config(throttle_bps=0)
+    _status(user, "/a/one")  # a pass: both still busy at their throttled rate, so none retires
+    assert len(_in_use(store)) == 2
+    sfn = deployment.client("stepfunctions")
+    for job in (one, two):
+        sfn.stop_execution(executionArn=execution_arn(deployment.outputs["RelayStateMachineArn"], job["job"]))
+    _put(user, tmp_path, "/a/four", 3 * MiB)
+    _wait_ready(user, _relay(user, "/a/four")["path"])  # all idle, so at leisure: one retires
+    deadline = time.monotonic() + 20
+    while len(store.workers()) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(store.workers()) == 1

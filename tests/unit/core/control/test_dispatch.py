@@ -1,0 +1,129 @@
+"""The FOP queue and dispatch pass under moto: order, capacity, related paths, the starvation cap, eq. 7/8."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from hycloud_core.control.dispatch import dispatch_pass
+from hycloud_core.store.locks import Lease
+from hycloud_core.store.queue_records import QueueStore, SchedConfig, report_throughput
+from tests.conftest import make_stores
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def store(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        make_stores("content", "table")
+        yield QueueStore(boto3.resource("dynamodb").Table("table"))
+
+
+class Machine:
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.status: dict[str, str] = {}
+        self.inputs: dict[str, dict] = {}
+
+    def start(self, machine: str, name: str, payload: str) -> None:
+        self.started.append(name)
+        self.status[name] = "RUNNING"
+        self.inputs[name] = json.loads(payload)
+
+    def describe(self, machine: str, name: str) -> str:
+        return self.status.get(name, "ABSENT")
+
+    def finish(self, name: str) -> None:
+        self.status[name] = "SUCCEEDED"
+
+
+def _queue(store, config, name, size, now, path=None, user="u"):
+    return store.enqueue(name, "m", "{}", user, (path or f"/{name}",), size, 1 / MIB, config, now=now)
+
+
+def test_smallest_fop_first_within_capacity(store):
+    config = SchedConfig(capacity=1, max_workers=1)
+    machine = Machine()
+    for i, (name, size) in enumerate([("big", 50 * MIB), ("small", MIB), ("mid", 10 * MIB)]):
+        assert _queue(store, config, name, size, 1000.0 + i)
+    assert not _queue(store, config, "big", 50 * MIB, 1005.0)  # queued once
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["small"]
+    assert store.position("big")["position"] == 2
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["small"]  # capacity 1: nothing more while it runs
+    machine.finish("small")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    machine.finish("mid")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["small", "mid", "big"]
+    assert store.workers()[0]["sk"] == machine.inputs["big"]["worker"]
+
+
+def test_related_paths_keep_request_order(store):
+    config = SchedConfig(capacity=2, max_workers=2)
+    machine = Machine()
+    _queue(store, config, "dirjob", 50 * MIB, 1000.0, path="/d")
+    _queue(store, config, "inside", MIB, 1001.0, path="/d/x")
+    _queue(store, config, "other", 2 * MIB, 1002.0, path="/e/x")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert sorted(machine.started) == ["dirjob", "other"]  # /d/x waits for /d although smaller
+    machine.finish("dirjob")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started[-1] == "inside"
+
+
+def test_max_wait_caps_the_transfer_estimate(store):
+    config = SchedConfig(capacity=1, max_workers=1, max_wait_s=5)
+    machine = Machine()
+    _queue(store, config, "huge", 10_000 * MIB, 1000.0)
+    _queue(store, config, "late", 1, 1006.0)  # arrived after huge's arrival + max wait
+    _queue(store, config, "early", 1, 1004.0)
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    machine.finish(machine.started[-1])
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    machine.finish(machine.started[-1])
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["early", "huge", "late"]
+
+
+def test_workers_added_when_all_congested_and_retired_lazily(store):
+    config = SchedConfig(capacity=1, max_workers=3)
+    machine = Machine()
+    _queue(store, config, "a", MIB, 1000.0)
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    worker = machine.inputs["a"]["worker"]
+    report_throughput(store.table, worker, 100 * MIB)  # BW_o
+    report_throughput(store.table, worker, 10 * MIB)  # throttled: 10% <= theta_c
+    _queue(store, config, "b", MIB, 1001.0)
+    result = dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert len(result.added) == 1 and machine.started == ["a", "b"]
+    assert len(store.workers()) == 2
+    assert store.workers()[1]["initial_bw"] == 100 * MIB  # a new worker starts at the nominal rate
+    report_throughput(store.table, worker, 90 * MIB)  # both busy and at leisure (>= theta_l)
+    report_throughput(store.table, machine.inputs["b"]["worker"], 80 * MIB)
+    result = dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert result.retired == [worker]  # the most idle of equal BW_o, lazily: it keeps its job
+    assert {w["sk"]: (w["state"], w.get("job")) for w in store.workers()}[worker] == ("retiring", "a")
+    machine.finish("a")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert [w["sk"] for w in store.workers()] == [machine.inputs["b"]["worker"]]
+
+
+def test_a_path_lease_holds_jobs_below_it(store):
+    config = SchedConfig(capacity=2, max_workers=2)
+    machine = Machine()
+    lease = Lease(store.table, "u")
+    lease.acquire("/tree", 1)  # a tree job moving /tree
+    _queue(store, config, "inside", MIB, 1000.0, path="/tree/x")
+    _queue(store, config, "outside", MIB, 1001.0, path="/other/x")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["outside"]
+    lease.release()
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["outside", "inside"]
