@@ -6,6 +6,7 @@ import base64
 import importlib
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,13 @@ def pytest_xdist_make_scheduler(config, log):
             return "cloud" if nodeid.startswith(CLOUD_TESTS) else nodeid
 
     return CloudTestsOnOneWorker(config, log)
+
+
+def pytest_configure(config) -> None:
+    # Started as a background job (`make test &`), the shell hands pytest SIGINT ignored; every CLI
+    # a test spawns would inherit that and shrug off the Ctrl-C tests' SIGINT.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session) -> None:
