@@ -68,6 +68,14 @@ class Namespace:
         except NotFoundError:
             return False
 
+    def file_entry(self, path: str) -> Entry | None:
+        """The file at `path`; None when nothing, or a folder, is there."""
+        try:
+            entry = self.stat(path)
+        except NotFoundError:
+            return None
+        return None if entry.type == "dir" else entry
+
     def stat(self, path: str) -> Entry:
         path = paths.normalize(path)
         st = self._lstat(path)

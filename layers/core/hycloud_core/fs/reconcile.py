@@ -14,7 +14,6 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..errors import NotFoundError
 from ..store.locks import leased_paths, path_leases
 from ..store.merkle_records import MerkleRecords
 from ..store.records import Records
@@ -38,11 +37,8 @@ class Reconciled:
 
 def expected_record(ns: Namespace, path: str) -> dict | None:
     """The record attributes EFS says `path` should have (None: no file there)."""
-    try:
-        entry = ns.stat(path)
-    except NotFoundError:
-        return None
-    if entry.type == "dir":
+    entry = ns.file_entry(path)
+    if entry is None:
         return None
     if entry.storage == "large":
         return {"kind": "large", "size": entry.size, "content_hash": entry.content_hash}

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError
 from ..fs.namespace import TMP_PREFIX, Namespace
 from ..merkle.remote_diff import Difference, differences
 from ..store.merkle_records import MerkleRecords
@@ -25,11 +24,8 @@ Op = dict[str, Any]
 
 def file_op(ns: Namespace, path: str) -> Op | None:
     """The op that recreates the file at `path` as EFS holds it now (None: it is gone)."""
-    try:
-        entry = ns.stat(path)
-    except NotFoundError:
-        return None
-    if entry.type == "dir":
+    entry = ns.file_entry(path)
+    if entry is None:
         return None
     with open(ns.host(path), "rb") as f:
         data = f.read()
