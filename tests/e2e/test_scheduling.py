@@ -222,3 +222,31 @@ def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, us
     while len(store.workers()) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(store.workers()) == 1
+
+
+def _execution_start(deployment, machine: str, job: str, timeout_s: float = 60) -> float:
+    """When the job's execution started, waiting for it to be dispatched."""
+    sfn, deadline = deployment.client("stepfunctions"), time.monotonic() + timeout_s
+    while True:
+        try:
+            desc = sfn.describe_execution(executionArn=execution_arn(machine, job))
+            return desc["startDate"].timestamp()
+        except sfn.exceptions.ExecutionDoesNotExist:
+            assert time.monotonic() < deadline, f"{job} never started"
+            time.sleep(0.3)
+
+
+def test_commit_time_delta_is_background_work_behind_user_relays(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    size = 5 * MiB // 2
+    _put(user, tmp_path, "/c/doc", size)
+    _put(user, tmp_path, "/c/doc", size)  # version 2: its commit queues the delta from version 1
+    machine = deployment.outputs["DeltaStateMachineArn"]
+    (delta,) = [job for job in store.head() if job.machine == machine and job.user == user.id]
+    assert delta.tt_us >= 2 * size / (MiB // 4) * 1e6 * 0.99  # both versions to read: not ~0
+    _put(user, tmp_path, "/c/big", 2 * size)
+    relay = _relay(user, "/c/big")  # later, and twice the bytes: FOP alone would run it second
+    assert relay["queue"]["position"] == 1, relay
+    _resume(store, user, "/c/big", max_workers=1)
+    _wait_ready(user, "/c/big")
+    assert _started(deployment, relay["job"]) < _execution_start(deployment, machine, delta.job)

@@ -30,7 +30,7 @@ from hycloud_core.errors import NotFoundError
 from hycloud_core.job_ledger import JobLedger, submit
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.measurements import Measurements
-from hycloud_core.store.queue_records import QueueStore, SchedConfig
+from hycloud_core.store.queue_records import USER, QueueStore, SchedConfig
 
 SCHED = SchedConfig.from_environment()
 INSTANCE = os.environ.get("AWS_REGION", "home")
@@ -129,12 +129,13 @@ def run(
     path: str | None = None,
     size: int = 0,
     direct: str | None = None,
+    priority: str = USER,
 ) -> str:
     """The execution serving job `key` for the caller, queued (with `payload`) when needed; with
     `direct` (a function name) the job runs in that function before this returns.
 
-    `path` (the file the job works on) keeps related jobs in request order; `size` gives its
-    estimated transfer time, hence its place in the queue.
+    `path` (the file the job works on) keeps related jobs in request order; `size` (the bytes it
+    moves) gives its estimated transfer time and `priority` its class, hence its place in the queue.
     """
     store = QueueStore(records().table)
     path = path or payload.get("path")  # a delta upload names its file
@@ -155,10 +156,17 @@ def run(
         config = store.config(SCHED)
         spb = _seconds_per_byte(caller, config) if size else 0.0
         body = json.dumps({"job": name, **payload})
-        store.enqueue(name, machine, body, caller, (path,) if path else (), size, spb, config)
+        store.enqueue(
+            name, machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
+        )
         pump(config)
 
     return submit(JobLedger(records().table, user(router)), key, status, result_alive, launch)
+
+
+def delta_bytes(spec: dict, size: int) -> int:
+    """What a delta job reads: the version it encodes or applies, and its base unless cached."""
+    return size * (2 if spec.get("base_hash") and not spec.get("base_cached") else 1)
 
 
 def owned(router: APIGatewayRouter, job: str) -> str:

@@ -5,6 +5,7 @@ Items (all in the one table, so the controller and the dispatcher share them):
 * ``SCHED`` / ``config``: run-time overrides of :class:`SchedConfig`; ``SCHED`` / ``seq``: the
   request counter (request order among related paths).
 * ``FOPQ`` / ``queue_sort_key(key, seq)``: a waiting job. A ``Query`` reads the smallest key first.
+  The key is :func:`queue_key`: FOP with t_T capped at W, plus W for background work.
 * ``FOPJ`` / ``<execution name>``: a job's state (``queued`` or ``running``, its worker), so a
   second request for the job finds it and the client can be told its position.
 * ``FOPW`` / ``<worker id>``: a relay worker, one concurrent execution slot, with the job it runs
@@ -34,6 +35,7 @@ from .records import query_all
 
 QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
 MARKER_PREFIX = "FOPM#"
+USER, BACKGROUND = "user", "background"  # priority classes: what a client waits for, and the rest
 
 
 def _env_float(name: str, default: float) -> float:
@@ -76,6 +78,20 @@ class SchedConfig:
                 kind = type(getattr(self, f.name))
                 values[f.name] = kind(item[f.name]) if kind is not float else float(item[f.name])
         return SchedConfig(**{**self.__dict__, **values})
+
+
+def queue_key(arrival: float, transfer_s: float, priority: str, config: SchedConfig) -> float:
+    """FOP(x) = t_A + min(t_T, W), and W more for background work (a commit-time delta).
+
+    A user job's key is at most t_A + W and a background job's at least t_A + W, so background
+    work waits behind every user job that arrives within W of it, yet never longer than 2W
+    itself, and no job arriving more than W after a user job starts before it (the bound holds).
+    FIFO (the benchmark's peer) orders by arrival alone.
+    """
+    if config.order == "fifo":
+        return arrival
+    delay = config.max_wait_s if priority == BACKGROUND else 0.0
+    return arrival + delay + min(transfer_s, config.max_wait_s)
 
 
 @dataclass(frozen=True)
@@ -152,14 +168,23 @@ class QueueStore:
         seconds_per_byte: float,
         config: SchedConfig,
         now: float | None = None,
+        priority: str = USER,
     ) -> bool:
         """Queue a job once (False when it is already queued or running)."""
         now = time.time() if now is None else now
         seq = self._next_seq()
-        tt = 0.0 if config.order == "fifo" else min(size * seconds_per_byte, config.max_wait_s)
-        sort_key = fop.queue_sort_key(now + tt, seq)
+        key = queue_key(now, size * seconds_per_byte, priority, config)
+        tt = min(size * seconds_per_byte, config.max_wait_s)
+        sort_key = fop.queue_sort_key(key, seq)
         norm = tuple(fop.normalise(p) for p in paths)
-        common = {"job": job, "user": user, "seq": seq, "paths": list(norm), "size": size}
+        common = {
+            "job": job,
+            "user": user,
+            "seq": seq,
+            "paths": list(norm),
+            "size": size,
+            "priority": priority,
+        }
         entry = {
             **common,
             "pk": QUEUE,

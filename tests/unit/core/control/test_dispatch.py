@@ -127,3 +127,11 @@ def test_a_path_lease_holds_jobs_below_it(store):
     lease.release()
     dispatch_pass(store, machine.start, machine.describe, config=config)
     assert machine.started == ["outside", "inside"]
+
+
+def test_background_work_waits_for_user_jobs_within_the_bound(store):
+    config = SchedConfig(capacity=1, max_workers=0, max_wait_s=100.0)
+    store.enqueue("delta", "m", "{}", "u", (), MIB, 1 / MIB, config, now=1000.0, priority="background")
+    _queue(store, config, "relay", 50 * MIB, 1050.0)  # later and larger, but a user's transfer
+    _queue(store, config, "late", MIB, 1200.0)  # arrives more than W after the delta
+    assert [job.job for job in store.head()] == ["relay", "delta", "late"]
