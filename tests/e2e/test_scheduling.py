@@ -18,10 +18,12 @@ import pytest
 
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from tests.e2e.conftest import HYCLOUD, _make_user
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
+TREE_FILES = 205  # more entries than the deployment copies inline (200): a tree job
 KNOBS = ("capacity", "max_workers", "max_wait_s", "default_bps", "throttle_bps", "order")
 
 
@@ -250,3 +252,28 @@ def test_commit_time_delta_is_background_work_behind_user_relays(deployment, sto
     _resume(store, user, "/c/big", max_workers=1)
     _wait_ready(user, "/c/big")
     assert _started(deployment, relay["job"]) < _execution_start(deployment, machine, delta.job)
+
+
+def test_a_queued_tree_job_and_a_queued_relay_start_in_fop_order(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(TREE_FILES):
+        (tree / f"f{i:03d}").write_bytes(b"%d\n" % i)
+    user.sdk().mkdir("/t/src", parents=True)
+    user.cli("put", "-r", str(tree), "/t/src")
+    _put(user, tmp_path, "/t/big", 5 * MiB)
+    relay = _relay(user, "/t/big")  # first, but 20 s at the assumed link
+    cli = _cli_waiting(user, "cp", "-r", "/t/src", "/t/dst")  # a few hundred bytes: it goes first
+    tree_id = job_id("copy", "/t/src", "/t/dst")
+    place = user.api().call("GET", "/v1/tree-jobs", params={"id": tree_id}).json()["queue"]
+    assert place["position"] == 1 and _status(user, "/t/big")["queue"]["position"] == 2, place
+    _resume(store, user, "/t/big", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, out + err
+    _wait_ready(user, "/t/big")
+    execution = TreeJobs(store.table).get(user.id, tree_id).execution
+    tree_start = _execution_start(deployment, deployment.outputs["TreeJobStateMachineArn"], execution)
+    assert tree_start < _started(deployment, relay["job"])
+    copied = sorted(p.name for p in (user.ns_dir() / "t" / "dst").iterdir())
+    assert copied == sorted(p.name for p in tree.iterdir())

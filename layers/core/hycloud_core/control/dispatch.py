@@ -125,7 +125,7 @@ def dispatch_pass(
         if not free or scanned >= SCAN_LIMIT:
             break
         scanned += 1
-        if store.blocked(job):
+        if store.blocked(job) or not store.retake_leases(job):
             continue
         worker = free[0]["sk"]
         if not store.claim(job, worker, now):

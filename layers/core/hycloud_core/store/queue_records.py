@@ -30,7 +30,8 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..control import fop
-from .locks import leased_paths
+from ..errors import ConflictError
+from .locks import Lease, leased_paths
 from .records import query_all
 
 QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
@@ -106,6 +107,7 @@ class QueuedJob:
     tt_us: int  # estimated transfer time
     paths: tuple[str, ...]
     size: int
+    owner: str = ""  # the lease owner of a job that holds path leases (a tree job)
 
     def operation(self) -> fop.Operation | None:
         if not self.paths:
@@ -126,6 +128,7 @@ def _queued(item: dict[str, Any]) -> QueuedJob:
         tt_us=int(item["tt_us"]),
         paths=tuple(item.get("paths", [])),
         size=int(item.get("size", 0)),
+        owner=item.get("owner", ""),
     )
 
 
@@ -169,12 +172,18 @@ class QueueStore:
         config: SchedConfig,
         now: float | None = None,
         priority: str = USER,
+        owner: str = "",
+        extra_s: float = 0.0,
     ) -> bool:
-        """Queue a job once (False when it is already queued or running)."""
+        """Queue a job once (False when it is already queued or running).
+
+        `owner` names the path leases the job took at request time (a tree job): they do not hold
+        it back, and are taken again when it starts. `extra_s` adds to t_T what is not bytes
+        (a tree job's per-entry work)."""
         now = time.time() if now is None else now
         seq = self._next_seq()
-        key = queue_key(now, size * seconds_per_byte, priority, config)
-        tt = min(size * seconds_per_byte, config.max_wait_s)
+        tt = min(size * seconds_per_byte + extra_s, config.max_wait_s)
+        key = queue_key(now, tt, priority, config)
         sort_key = fop.queue_sort_key(key, seq)
         norm = tuple(fop.normalise(p) for p in paths)
         common = {
@@ -193,6 +202,7 @@ class QueueStore:
             "input": input_json,
             "arrival_us": round(now * 1e6),
             "tt_us": round(tt * 1e6),
+            **({"owner": owner} if owner else {}),
         }
         actions = [
             {
@@ -253,7 +263,10 @@ class QueueStore:
         op = job.operation()
         if op is None:
             return False
-        if fop.paths_related(op.paths(), leased_paths(self.table, job.user)):
+        now = int(time.time())
+        leases = leased_paths(self.table, job.user, with_owner=True)
+        others = [path for path, owner, expires in leases if owner != job.owner and expires >= now]
+        if fop.paths_related(op.paths(), others):
             return True
         for part in fop.blocking_partitions(op, job.user):
             page = self.table.query(
@@ -264,6 +277,19 @@ class QueueStore:
             if page["Items"]:
                 return True
         return False
+
+    def retake_leases(self, job: QueuedJob) -> bool:
+        """A job that holds path leases takes them again as it starts: they may have expired
+        while it waited (False when another operation holds one now)."""
+        if not job.owner:
+            return True
+        lease = Lease(self.table, job.user, owner=job.owner)
+        try:
+            for path in sorted(job.paths, key=lambda p: p.count("/")):
+                lease.acquire(path, 0)
+        except ConflictError:
+            return False
+        return True
 
     # workers -------------------------------------------------------------------------------
     def workers(self) -> list[dict[str, Any]]:

@@ -135,3 +135,20 @@ def test_background_work_waits_for_user_jobs_within_the_bound(store):
     _queue(store, config, "relay", 50 * MIB, 1050.0)  # later and larger, but a user's transfer
     _queue(store, config, "late", MIB, 1200.0)  # arrives more than W after the delta
     assert [job.job for job in store.head()] == ["relay", "delta", "late"]
+
+
+def test_a_queued_tree_job_is_not_held_by_its_own_leases_and_retakes_them(store):
+    config = SchedConfig(capacity=1, max_workers=1)
+    machine = Machine()
+    own = Lease(store.table, "u", owner="job-1")
+    own.acquire("/src", 1)
+    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1000.0, owner="job-1")
+    other = Lease(store.table, "u")
+    other.acquire("/dst", 1)  # another operation took the destination meanwhile
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == []
+    other.release()
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["tree"]
+    held = {(i["sk"], i["owner"]) for i in store.table.scan()["Items"] if i["pk"] == "LOCK#u"}
+    assert held == {("/src", "job-1"), ("/dst", "job-1")}
