@@ -257,15 +257,18 @@ class QueueStore:
             return set()
         return {(MARKER_PREFIX + pk, sk) for pk, sk in fop.marker_keys(op, job.user, job.seq)}
 
-    def blocked(self, job: QueuedJob) -> bool:
+    def blocked(self, job: QueuedJob, queued_owners: frozenset[str] = frozenset()) -> bool:
         """Whether an earlier job on a related path is still queued or running, or a path lease
-        (store/locks.py: a tree copy, move or removal in progress) covers a related path."""
+        (store/locks.py: a tree copy, move or removal in progress) covers a related path.
+
+        Leases of waiting jobs (`queued_owners`, the job's own among them) do not count: their
+        markers order them, and an earlier job must not wait for a later one's leases."""
         op = job.operation()
         if op is None:
             return False
-        now = int(time.time())
+        now, ignored = int(time.time()), queued_owners | {job.owner}
         leases = leased_paths(self.table, job.user, with_owner=True)
-        others = [path for path, owner, expires in leases if owner != job.owner and expires >= now]
+        others = [path for path, owner, expires in leases if owner not in ignored and expires >= now]
         if fop.paths_related(op.paths(), others):
             return True
         for part in fop.blocking_partitions(op, job.user):

@@ -152,3 +152,13 @@ def test_a_queued_tree_job_is_not_held_by_its_own_leases_and_retakes_them(store)
     assert machine.started == ["tree"]
     held = {(i["sk"], i["owner"]) for i in store.table.scan()["Items"] if i["pk"] == "LOCK#u"}
     assert held == {("/src", "job-1"), ("/dst", "job-1")}
+
+
+def test_an_earlier_relay_is_not_held_by_the_leases_of_a_tree_job_queued_after_it(store):
+    config = SchedConfig(capacity=1, max_workers=1)
+    machine = Machine()
+    _queue(store, config, "relay", 50 * MIB, 1000.0, path="/src/x")
+    Lease(store.table, "u", owner="job-1").acquire("/src", 1)  # the tree request's leases
+    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1001.0, owner="job-1")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["relay"]  # the tree job waits for it: related, and later
