@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 
+import boto3
 import pytest
 
 from hycloud.sdk import HyCloud
@@ -21,6 +22,8 @@ from hycloud.sdk import HyCloud
 from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
+STANDBY_REGION = "us-west-2"  # infra/local/deploy.py
+STREAM_LAG_BOUND_S = 10.0  # record stream: 1 s batching window + one invocation (1-3 s measured here)
 DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
 REPLAY_BUDGET_S = 2.0  # per write the stale standby lacks (0.15-1.6 s each measured on this loaded machine)
 WRITERS = 4
@@ -79,6 +82,76 @@ def status_cli(user, standby_url: str) -> dict:
     done = subprocess.run([HYCLOUD, "--json", "status"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def standby_item(deployment: Deployment, pk: str, sk: str) -> dict | None:
+    table = boto3.resource(
+        "dynamodb",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=STANDBY_REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    ).Table(deployment.outputs["StandbyTableName"])
+    return table.get_item(Key={"pk": pk, "sk": sk}, ConsistentRead=True).get("Item")
+
+
+def wait_standby(deployment: Deployment, pk: str, sk: str, present: bool = True) -> float:
+    """Seconds until the standby's table has (or no longer has) the item; fails past the bound."""
+    started = time.monotonic()
+    while (standby_item(deployment, pk, sk) is not None) != present:
+        assert time.monotonic() - started < STREAM_LAG_BOUND_S, f"{pk}/{sk} present={not present} still"
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+def admin(deployment: Deployment, *args: str) -> dict:
+    env = {**os.environ, **deployment.env}
+    table = ["--table", deployment.outputs["TableName"]]
+    done = subprocess.run(
+        [HYCLOUD, "--json", "admin", *args, *table], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout or "{}")
+
+
+@pytest.mark.slow
+def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_path):
+    passes = standby_item(deployment, "REPL#STANDBY", "STATUS") or {}
+    user = _make_user(deployment, "stream")
+    lags = [
+        wait_standby(deployment, f"USERID#{user.id}", "ID"),
+        wait_standby(deployment, f"USER#{user.name}", "PROFILE"),
+    ]
+    key_id = admin(deployment, "add-key", user.name)["api_key"].split("_")[1]
+    lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY"))
+
+    data = os.urandom(3 * 1024 * 1024)  # large: S3, an object record
+    (tmp_path / "big.bin").write_bytes(data)
+    content_hash = user.sdk().put(tmp_path / "big.bin", "/big.bin", via="direct")["content_hash"]
+    lags.append(wait_standby(deployment, f"OBJ#{content_hash}", "OBJ"))
+    obj = standby_item(deployment, f"OBJ#{content_hash}", "OBJ")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=STANDBY_REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    held = s3.get_object(Bucket=deployment.outputs["StandbyBucketName"], Key=obj["s3_key"])["Body"].read()
+    assert hashlib.sha256(held).digest() == hashlib.sha256(data).digest()  # content before its record
+    usage = standby_item(deployment, f"USAGE#{user.id}", "USAGE")
+    assert usage and int(usage["bytes"]) >= len(data)
+
+    admin(deployment, "revoke-key", key_id)
+    lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY", present=False))  # a deletion too
+    assert (standby_item(deployment, "REPL#STANDBY", "STATUS") or {}).get("last_pass_at") == passes.get(
+        "last_pass_at"
+    )  # no pass of the namespace job ran meanwhile
+    report = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key).http.json("GET", "/v1/replication")
+    assert report["records_ok"] and 0 <= report["records_lag_s"] < STREAM_LAG_BOUND_S, report
+    print(
+        f"\nrecord stream: on the standby after {', '.join(f'{x:.2f}' for x in lags)} s; reported {report['records_lag_s']} s"
+    )
 
 
 def put(client: HyCloud, path: str, acked: dict[str, str]) -> None:
