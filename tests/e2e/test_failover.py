@@ -166,7 +166,7 @@ def assert_holds(client: HyCloud, acked: dict[str, str], where: str) -> None:
 
 
 @pytest.mark.slow
-def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment):
+def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment, tmp_path):
     user = _make_user(deployment, "failover")
     standby = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key)
     primary = HyCloud(deployment.api_url, user.key)
@@ -191,14 +191,19 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         replicate(deployment, action="pause")
         for i in range(3):
             put(client, f"/docs/b{i}.txt", acked)
+        big = os.urandom(3 * 1024 * 1024)  # large: its parts go to the primary's bucket
+        (tmp_path / "big.bin").write_bytes(big)
+        client.put(tmp_path / "big.bin", "/docs/big.bin", via="direct")
+        acked["/docs/big.bin"] = hashlib.sha256(big).hexdigest()
         time.sleep(1.0)
         stale = primary.http.json("GET", "/v1/replication")
         assert (
             stale["paused"] and stale["in_step_at"] >= first["started"] - 0.01
         )  # the schedule may have run since
         assert stale["lag_s"] >= 1.0 and abs(stale["lag_s"] - (time.time() - stale["in_step_at"])) < 2
-        with pytest.raises(HyCloud.NotFoundError):
-            standby.stat("/docs/b0.txt")
+        for lacking in ("/docs/b0.txt", "/docs/big.bin"):
+            with pytest.raises(HyCloud.NotFoundError):
+                standby.stat(lacking)
 
         # writes in flight; the primary's API becomes unreachable
         with Writers(client, "/burst") as writers:
@@ -218,6 +223,10 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         assert before and after, (len(before), len(after), writers.errors[:3])
         acked.update({p: sha for p, (sha, _) in writers.acked.items()})
         assert_holds(standby, acked, "standby")  # the stale ones were replayed; 0 acknowledged writes lost
+        assert not client.http.journal.unreplayable  # the large upload too, byte-exact above
+        relayed = standby.get("/docs/big.bin", tmp_path / "relayed.bin", via="relay")  # a job on the standby
+        assert hashlib.sha256(relayed.read_bytes()).hexdigest() == acked["/docs/big.bin"]
+        assert standby.last_transfer["mode"] == "relay", standby.last_transfer
 
         # the primary returns: switch-back holds new writes, reconciles, goes on on the primary
         relay.start()
@@ -237,7 +246,7 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     assert standby.merkle_root() == primary.merkle_root()
     report = standby.http.json("GET", "/v1/replication")
     refused = ApiSession(deployment.outputs["StandbyLocalApiUrl"], user.key).call(
-        "POST", "/v1/relay", json={"path": "/docs/a0.txt"}
+        "POST", "/v1/coded/repair", json={"region": "eu-west-1"}
     )
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "primary-only"
     shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
