@@ -252,6 +252,9 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
     assert shown["primary"]["role"] == "primary" and shown["standby"]["role"] == "standby"
     assert shown["standby"]["lag_s"] >= 0 and not shown["standby"]["diverged"]
+    for side in ("primary", "standby"):  # both lags: namespaces (the Merkle job) and records (the stream)
+        assert shown[side]["namespace_lag_s"] == shown[side]["lag_s"], shown
+        assert shown[side]["records_ok"] and 0 <= shown[side]["records_lag_s"] < STREAM_LAG_BOUND_S, shown
     print(
         f"\nfailover: primary given up after {detected:.2f}s, switched in {took:.2f}s replaying {switch['replayed']} writes; "
         f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "

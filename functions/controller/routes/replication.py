@@ -34,6 +34,16 @@ REPORT = {
                     "description": "seconds since the standby was last in step (null: never yet)",
                 },
                 "in_step_at": {"type": ["number", "null"]},
+                "namespace_lag_s": {
+                    "type": ["number", "null"],
+                    "description": "the namespaces' lag (the Merkle-driven job), as lag_s",
+                },
+                "records_lag_s": {
+                    "type": ["number", "null"],
+                    "description": "how long the record stream's last batch took to reach the standby",
+                },
+                "records_applied_at": {"type": ["number", "null"]},
+                "records_ok": {"type": "boolean", "description": "the stream's last batch landed whole"},
                 "last_pass_at": {"type": ["number", "null"]},
                 "paused": {"type": "boolean"},
                 "diverged_users": {"type": "integer"},
