@@ -17,6 +17,7 @@ import time
 import boto3
 import pytest
 
+from hycloud import admin
 from hycloud.sdk import HyCloud
 
 from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
@@ -85,13 +86,7 @@ def status_cli(user, standby_url: str) -> dict:
 
 
 def standby_item(deployment: Deployment, pk: str, sk: str) -> dict | None:
-    table = boto3.resource(
-        "dynamodb",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name=STANDBY_REGION,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).Table(deployment.outputs["StandbyTableName"])
+    table = dynamodb(deployment, STANDBY_REGION).Table(deployment.outputs["StandbyTableName"])
     return table.get_item(Key={"pk": pk, "sk": sk}, ConsistentRead=True).get("Item")
 
 
@@ -104,14 +99,14 @@ def wait_standby(deployment: Deployment, pk: str, sk: str, present: bool = True)
     return time.monotonic() - started
 
 
-def admin(deployment: Deployment, *args: str) -> dict:
-    env = {**os.environ, **deployment.env}
-    table = ["--table", deployment.outputs["TableName"]]
-    done = subprocess.run(
-        [HYCLOUD, "--json", "admin", *args, *table], env=env, capture_output=True, text=True
+def dynamodb(deployment: Deployment, region: str = "us-east-1"):
+    return boto3.resource(
+        "dynamodb",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=region,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
     )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout or "{}")
 
 
 @pytest.mark.slow
@@ -122,8 +117,12 @@ def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_
         wait_standby(deployment, f"USERID#{user.id}", "ID"),
         wait_standby(deployment, f"USER#{user.name}", "PROFILE"),
     ]
-    key_id = admin(deployment, "add-key", user.name)["api_key"].split("_")[1]
+    table, resource = deployment.outputs["TableName"], dynamodb(deployment)
+    token = admin.add_key(table, user.name, resource=resource)
+    key_id = token.split("_")[1]
     lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY"))
+    on_standby = ApiSession(deployment.outputs["StandbyLocalApiUrl"], token)
+    assert on_standby.call("GET", "/v1/whoami").status_code == 200  # the new key works there
 
     data = os.urandom(3 * 1024 * 1024)  # large: S3, an object record
     (tmp_path / "big.bin").write_bytes(data)
@@ -142,8 +141,11 @@ def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_
     usage = standby_item(deployment, f"USAGE#{user.id}", "USAGE")
     assert usage and int(usage["bytes"]) >= len(data)
 
-    admin(deployment, "revoke-key", key_id)
+    admin.users(table, resource).revoke(key_id)
     lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY", present=False))  # a deletion too
+    refused = on_standby.call("GET", "/v1/whoami")  # revoked there as well, as on the primary
+    assert refused.status_code == ApiSession(deployment.api_url, token).call("GET", "/v1/whoami").status_code
+    assert refused.status_code in (401, 403), refused.text
     assert (standby_item(deployment, "REPL#STANDBY", "STATUS") or {}).get("last_pass_at") == passes.get(
         "last_pass_at"
     )  # no pass of the namespace job ran meanwhile
