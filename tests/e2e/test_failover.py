@@ -1,5 +1,7 @@
-"""The standby controller takes over (docs/FAILOVER.md): replication and its lag, failover with
-writes in flight, no acknowledged write lost, and switch-back leaving both controllers equal.
+"""The standby controller takes over (docs/FAILOVER.md): records carried by the table's stream,
+namespaces by the replication job, both lags; failover with writes in flight (a large upload
+included), no acknowledged write lost, a relay job on the standby, and switch-back leaving both
+controllers equal.
 
 The primary's API is made unreachable by stopping a TCP relay the client reaches it through
 (tcp_relay.py); the local cloud keeps running, as the primary's region would.
