@@ -49,6 +49,7 @@ _DIRECT = 1 << 16  # an op this long is written as it is, without a copy into th
 _MAX_CHUNK_OPS = 1 << 20
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MAX_CHUNK_LITERALS = 1 << 24
+_PIECE = 1 << 18  # literal bytes decompressed per write: the piece stays in the L2 cache
 _IOV = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)  # slices per writev
 
 
@@ -147,20 +148,24 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
     written = 0
     n_blocks = -(-old_size // block_size)
     expected = 0  # block after the previous copy, carried across chunks
-    literals = _Buffer()
     sink = _sink(out, check)
+    literals = _Literals(src)
     while n_ops := read_varint(src):
         copies, columns_len, literals_len = read_varint(src), read_varint(src), read_varint(src)
         if n_ops > _MAX_CHUNK_OPS or literals_len > _MAX_CHUNK_LITERALS or copies > n_ops:
             raise DeltaFormatError(f"delta chunk too large ({n_ops} ops, {literals_len} literal bytes)")
         kinds = np.frombuffer(read_exact(src, n_ops), dtype=np.uint8)
         values = decode_varints(read_exact(src, columns_len), n_ops + copies)
-        lit = literals.fill(src, literals_len)
+        lit = literals.start(literals_len)
         lo, hi, expected = _ranges(
             kinds, values, copies, literals_len, expected, block_size, n_blocks, old_size
         )
-        written += sink.put(_slices(kinds, lo, hi, old, lit), hi - lo)
-        del lit
+        parts, lengths = _slices(kinds, lo, hi, old, lit), hi - lo
+        for a, b, need in _batches(kinds, hi):
+            literals.fill_to(need)
+            written += sink.put(parts[a:b], lengths[a:b])
+        literals.fill_to(literals_len)
+        del lit, parts
     size = read_varint(src)
     digest = read_exact(src, DIGEST_LEN)
     if src.read(1):
@@ -169,23 +174,37 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
     return written
 
 
-class _Buffer:
-    """A grow-only buffer the chunks' literal bytes are decompressed into."""
+def _batches(kinds: np.ndarray, hi: np.ndarray) -> list[tuple[int, int, int]]:
+    """Runs of ops, each with the literal bytes it needs decompressed, cut about every _PIECE
+    literal bytes: each piece is decompressed, hashed and written while it is still in the cache."""
+    need = np.maximum.accumulate(np.where(kinds == OP_COPY, 0, hi))
+    bounds = [0, *(np.flatnonzero(np.diff(need // _PIECE)) + 1).tolist(), len(kinds)]
+    return [(a, b, int(need[b - 1])) for a, b in zip(bounds, bounds[1:], strict=False)]
 
-    def __init__(self) -> None:
+
+class _Literals:
+    """A chunk's literal bytes, decompressed into one grow-only buffer as far as the ops need."""
+
+    def __init__(self, src: BinaryIO) -> None:
+        self._src = src
         self._buf = bytearray()
+        self._view = memoryview(self._buf)
+        self._got = 0
 
-    def fill(self, src: BinaryIO, n: int) -> memoryview:
+    def start(self, n: int) -> memoryview:
+        """The next chunk's n literal bytes, none decompressed yet."""
         if len(self._buf) < n:
             self._buf = bytearray(n)
-        view = memoryview(self._buf)[:n]
-        got = 0
-        while got < n:
-            k = src.readinto(view[got:])
+        self._view = memoryview(self._buf)[:n]
+        self._got = 0
+        return self._view
+
+    def fill_to(self, n: int) -> None:
+        while self._got < n:
+            k = self._src.readinto(self._view[self._got : n])
             if not k:
                 raise DeltaFormatError("delta stream truncated")
-            got += k
-        return view
+            self._got += k
 
 
 def _ranges(
