@@ -4,11 +4,19 @@ Why it is built this way: a delta over a source tree is thousands of short ops, 
 patch costs a few nanoseconds per op, so a Python loop over ops (a microsecond each) cannot keep
 up. A version 3 delta carries each chunk's ops in columns (FORMAT.md): numpy decodes them and
 computes every op's source range at once (copies: a byte range of the old file; literals: of the
-chunk's literal bytes), then one list comprehension slices them and `bytes.join` gathers each
-stretch of about 1 MiB of output, which is hashed and written once. The old file is memory-mapped,
-so a copy is one memcpy from the page cache (no read call, no window to refill when copies jump
-around, as they do in a tar whose members moved). Memory: one chunk (1 MiB of literals and its op
-columns) and one gathered stretch, whatever the file sizes; the mapping is the page cache's.
+chunk's literal bytes), and one list comprehension slices them. When the output is a file, the
+slices go to the kernel as they are, up to 1,024 per `os.writev`, so no byte is copied in user space
+but by the decompressor; the literals are decompressed a quarter MiB at a time, just before the ops
+that use them, so each piece is hashed and written while it is still in the L2 cache. The old file is
+memory-mapped, so a copy is read straight from the page cache (no read call, no window to refill
+when copies jump around, as they do in a tar whose members moved). Other outputs (a BytesIO) get
+the slices gathered into writes of about 1 MiB. Memory: one chunk (1 MiB of literals and its op
+columns), whatever the file sizes; the mapping is the page cache's.
+
+What is left is the floor of any patch of a compressed delta: zstd decompression (about 2 GB/s)
+and the kernel's copy into the output file. Where most of the new file is literals (large blocks
+over many scattered edits), that floor is above `rdiff patch`'s whole cost, which reads an
+uncompressed delta (bench/results/delta.md, column "unzstd alone / rdiff patch").
 Version 2 deltas are applied by patcher_v2.py.
 """
 
@@ -47,7 +55,6 @@ from .wire import (
 _GATHER = 1 << 20  # output gathered per write
 _DIRECT = 1 << 16  # an op this long is written as it is, without a copy into the gather buffer
 _MAX_CHUNK_OPS = 1 << 20
-_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MAX_CHUNK_LITERALS = 1 << 24
 _PIECE = 1 << 18  # literal bytes decompressed per write: the piece stays in the L2 cache
 _IOV = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)  # slices per writev
@@ -136,9 +143,10 @@ def _has_fileno(f: BinaryIO) -> bool:
 
 
 def _map(f: BinaryIO) -> mmap.mmap | None:
-    """Read-only mapping, its pages mapped up front: one call instead of a fault per 4 KiB page."""
+    """Read-only mapping, its pages mapped as copies touch them (a fault maps the 64 KiB around it).
+    Mapping the whole file up front (MAP_POPULATE) cost more where most of the output is literals."""
     try:
-        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         return None
 
