@@ -16,6 +16,11 @@ case where matches do not come in long runs): gevent's sdists (a third C: vendor
 c-ares, and Cython-generated C; 37-39 MB as .tar) and OpenSSL 3.5.x, a C project's own releases, as
 the `openssl-src` crate ships them (46-50 MB as .tar, fetched with `cargo fetch`).
 
+Beside each block size it records the 1-minute load average and the context switches of signature +
+delta in the fastest repeat: voluntary ones would mean the engine waits (I/O, page faults on a
+mapped file, a lock), involuntary ones that the machine's load preempted it; a wall ratio below the
+CPU ratio with few voluntary switches is the load, not the engine.
+
 Needs `rdiff` (Debian: apt-get install rdiff), `npm`, `cargo` and network access to the npm
 registry, PyPI and crates.io. Writes bench/results/delta.json and .md, and delta_gevent and
 delta_openssl (.json and .md) for the C series alone.
