@@ -18,10 +18,12 @@ import pytest
 
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from tests.e2e.conftest import HYCLOUD, _make_user
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
+TREE_FILES = 205  # more entries than the deployment copies inline (200): a tree job
 KNOBS = ("capacity", "max_workers", "max_wait_s", "default_bps", "throttle_bps", "order")
 
 
@@ -204,9 +206,10 @@ def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, us
     store.set_config(throttle_bps=throttle)
     one = _relay(user, "/a/one")
     assert "queue" not in one
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # the run's first throughput report (a busy machine starts it late)
     while "job_bw" not in _worker_of(store, one["job"]) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert "job_bw" in _worker_of(store, one["job"]), store.workers()
     two = _relay(user, "/a/two")  # every worker congested: a worker is added and takes it at once
     assert "queue" not in two
     assert len(_in_use(store)) == 2
@@ -222,3 +225,56 @@ def test_relay_workers_rise_when_throttled_and_fall_lazily(deployment, store, us
     while len(store.workers()) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(store.workers()) == 1
+
+
+def _execution_start(deployment, machine: str, job: str, timeout_s: float = 60) -> float:
+    """When the job's execution started, waiting for it to be dispatched."""
+    sfn, deadline = deployment.client("stepfunctions"), time.monotonic() + timeout_s
+    while True:
+        try:
+            desc = sfn.describe_execution(executionArn=execution_arn(machine, job))
+            return desc["startDate"].timestamp()
+        except sfn.exceptions.ExecutionDoesNotExist:
+            assert time.monotonic() < deadline, f"{job} never started"
+            time.sleep(0.3)
+
+
+def test_commit_time_delta_is_background_work_behind_user_relays(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    size = 5 * MiB // 2
+    _put(user, tmp_path, "/c/doc", size)
+    _put(user, tmp_path, "/c/doc", size)  # version 2: its commit queues the delta from version 1
+    machine = deployment.outputs["DeltaStateMachineArn"]
+    (delta,) = [job for job in store.head() if job.machine == machine and job.user == user.id]
+    assert delta.tt_us >= 2 * size / (MiB // 4) * 1e6 * 0.99  # both versions to read: not ~0
+    _put(user, tmp_path, "/c/big", 2 * size)
+    relay = _relay(user, "/c/big")  # later, and twice the bytes: FOP alone would run it second
+    assert relay["queue"]["position"] == 1, relay
+    _resume(store, user, "/c/big", max_workers=1)
+    _wait_ready(user, "/c/big")
+    assert _started(deployment, relay["job"]) < _execution_start(deployment, machine, delta.job)
+
+
+def test_a_queued_tree_job_and_a_queued_relay_start_in_fop_order(deployment, store, user, tmp_path):
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(TREE_FILES):
+        (tree / f"f{i:03d}").write_bytes(b"%d\n" % i)
+    user.sdk().mkdir("/t/src", parents=True)
+    user.cli("put", "-r", str(tree), "/t/src")
+    _put(user, tmp_path, "/t/big", 5 * MiB)
+    relay = _relay(user, "/t/big")  # first, but 20 s at the assumed link
+    cli = _cli_waiting(user, "cp", "-r", "/t/src", "/t/dst")  # a few hundred bytes: it goes first
+    tree_id = job_id("copy", "/t/src", "/t/dst")
+    place = user.api().call("GET", "/v1/tree-jobs", params={"id": tree_id}).json()["queue"]
+    assert place["position"] == 1 and _status(user, "/t/big")["queue"]["position"] == 2, place
+    _resume(store, user, "/t/big", max_workers=1)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, out + err
+    _wait_ready(user, "/t/big")
+    execution = TreeJobs(store.table).get(user.id, tree_id).execution
+    tree_start = _execution_start(deployment, deployment.outputs["TreeJobStateMachineArn"], execution)
+    assert tree_start < _started(deployment, relay["job"])
+    copied = sorted(p.name for p in (user.ns_dir() / "t" / "dst").iterdir())
+    assert copied == sorted(p.name for p in tree.iterdir())

@@ -62,10 +62,23 @@ def _report(progress: Progress | None, job: dict) -> None:
     progress.update(job["done"], total)
 
 
+def _queued(progress: Progress | None, job: dict) -> bool:
+    """Say once where the job waits when the cloud queued it (its FOP queue place)."""
+    place = job.get("queue")
+    if place and progress is not None:
+        progress.note(
+            f"{describe(job)}: queued at position {place['position']},"
+            f" estimated start in {place['estimated_start_s']:.0f} s"
+        )
+    return bool(place)
+
+
 def follow(http: Http, job: dict, progress: Progress | None = None) -> dict:
     """Poll the job until it ends; its final status, or TreeJobFailed / TreeJobDetached."""
+    noted = False
     try:
         while job["state"] == "running":
+            noted = noted or _queued(progress, job)
             _report(progress, job)
             job = http.json("GET", "/v1/tree-jobs", params={"id": job["job"], "wait": POLL_WAIT_S})
     except KeyboardInterrupt:

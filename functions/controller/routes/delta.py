@@ -45,9 +45,10 @@ from hycloud_core import jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import logger
+from hycloud_core.store.queue_records import BACKGROUND
 
 from .coded import relay_source
-from .job_runner import describe, owned, report, run
+from .job_runner import delta_bytes, describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -140,7 +141,16 @@ def _start(
     A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
     spec = {**spec, **_cached(spec)}
     direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
-    job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct=direct)
+    job = run(
+        router,
+        CONFIG.delta_state_machine,
+        key,
+        spec,
+        alive,
+        stage,
+        size=delta_bytes(spec, size),
+        direct=direct,
+    )
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
 
@@ -253,7 +263,18 @@ def precompute(caller: APIGatewayRouter, path: str) -> None:
         caller, paths.normalize(path), link.content_hash, link.history[0][0], relay_source(link)
     )
     try:
-        run(caller, CONFIG.delta_state_machine, key, {**spec, **_cached(spec)}, _delta_ready, _no_staging)
+        spec = {**spec, **_cached(spec)}
+        size = delta_bytes(spec, link.size)  # background: behind the transfers users wait for
+        run(
+            caller,
+            CONFIG.delta_state_machine,
+            key,
+            spec,
+            _delta_ready,
+            _no_staging,
+            size=size,
+            priority=BACKGROUND,
+        )
     except (HyCloudError, ClientError):
         logger.warning("delta precompute not started", exc_info=True)  # computed on demand instead
 

@@ -26,15 +26,18 @@ from context import CONFIG, records, sfn, user
 
 from hycloud_core import jobs
 from hycloud_core.control.dispatch import dispatch_pass
+from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.errors import NotFoundError
+from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.job_ledger import JobLedger, submit
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.measurements import Measurements
-from hycloud_core.store.queue_records import QueueStore, SchedConfig
+from hycloud_core.store.queue_records import USER, QueueStore, SchedConfig
 
 SCHED = SchedConfig.from_environment()
 INSTANCE = os.environ.get("AWS_REGION", "home")
 PUMP_EVERY_S = 0.5  # a waiting client's polls run a dispatch pass at most this often
+SIZE_WALK_S = 2.0  # a tree copy's bytes are summed for this long, the rest extrapolated
 _last_pump = [0.0]
 
 
@@ -129,12 +132,13 @@ def run(
     path: str | None = None,
     size: int = 0,
     direct: str | None = None,
+    priority: str = USER,
 ) -> str:
     """The execution serving job `key` for the caller, queued (with `payload`) when needed; with
     `direct` (a function name) the job runs in that function before this returns.
 
-    `path` (the file the job works on) keeps related jobs in request order; `size` gives its
-    estimated transfer time, hence its place in the queue.
+    `path` (the file the job works on) keeps related jobs in request order; `size` (the bytes it
+    moves) gives its estimated transfer time and `priority` its class, hence its place in the queue.
     """
     store = QueueStore(records().table)
     path = path or payload.get("path")  # a delta upload names its file
@@ -155,10 +159,65 @@ def run(
         config = store.config(SCHED)
         spb = _seconds_per_byte(caller, config) if size else 0.0
         body = json.dumps({"job": name, **payload})
-        store.enqueue(name, machine, body, caller, (path,) if path else (), size, spb, config)
+        store.enqueue(
+            name, machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
+        )
         pump(config)
 
     return submit(JobLedger(records().table, user(router)), key, status, result_alive, launch)
+
+
+def delta_bytes(spec: dict, size: int) -> int:
+    """What a delta job reads: the version it encodes or applies, and its base unless cached."""
+    return size * (2 if spec.get("base_hash") and not spec.get("base_cached") else 1)
+
+
+def copied_bytes(ns, root: str, files: int) -> int:
+    """The bytes a tree copy writes: its small files' (a large file's copy is a new link to the
+    same object). Summed for SIZE_WALK_S at most and extrapolated over `files`."""
+    deadline, seen, total = time.monotonic() + SIZE_WALK_S, 0, 0
+    for step in walk(ns, root, PRE):
+        if step.is_dir:
+            continue
+        entry = ns.stat(under(root, step.rel))
+        seen, total = seen + 1, total + (entry.size if entry.storage == "small" else 0)
+        if time.monotonic() > deadline:
+            break
+    return round(total * max(files, seen) / seen) if seen else 0
+
+
+def queue_tree(machine: str, job, nbytes: int) -> None:
+    """A tree job enters the FOP queue (its subtree leases already taken): t_T is its bytes at
+    the in-cloud copy rate plus a directory operation's time per entry, so a small tree's job
+    overtakes large transfers and a large one waits its turn; on an idle system it starts now."""
+    store = QueueStore(records().table)
+    config = store.config(SCHED)
+    entries = job.files if job.files is not None else job.counted
+    body = json.dumps({"user": job.user, "id": job.id})
+    store.enqueue(
+        job.execution,
+        machine,
+        body,
+        job.user,
+        tuple(job.leases),
+        nbytes,
+        1.0 / CONFIG.s3_efs_rate,
+        config,
+        owner=job.owner,
+        extra_s=entries * DIRECTORY_OP_SECONDS,
+    )
+    pump(config)
+
+
+def waiting(name: str) -> dict | None:
+    """A queued job's place (position, estimated start, workers), None once it started; a
+    client polling it runs a dispatch pass now and then, as for relays (`describe`)."""
+    store = QueueStore(records().table)
+    place = store.position(name)
+    if place is not None and time.monotonic() - _last_pump[0] >= PUMP_EVERY_S:
+        pump()
+        place = store.position(name)
+    return place
 
 
 def owned(router: APIGatewayRouter, job: str) -> str:

@@ -10,12 +10,11 @@ after it failed or stopped, the same submission resumes it from its cursor.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from answers import JSON, absent, replies
+from answers import JSON, QueuePlace, absent, replies
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -41,6 +40,8 @@ from hycloud_core.store.tree_jobs import (
     job_id,
 )
 from hycloud_core.store.tree_jobs import ID_PATTERN as TREE_JOB_PATTERN
+
+from .job_runner import copied_bytes, queue_tree, waiting
 
 router = APIGatewayRouter()
 
@@ -75,6 +76,7 @@ class TreeJobStatus(BaseModel):
     total: int | None = Field(description="files in the tree; null until counted")
     attempt: int
     error: TreeJobError = absent()
+    queue: QueuePlace = absent()
 
 
 ACCEPTED = {
@@ -107,7 +109,7 @@ def status(id: Annotated[TreeJobId, Query()], wait: Annotated[Wait, Query()] = 0
     """A tree job's state and counts; with `wait`, held until it ends (long poll)."""
     jobs = TreeJobs(records().table)
     _reconciled(jobs, _get(jobs, user(router), id))
-    return ok(long_poll(lambda: _get(jobs, user(router), id).status(), wait, lambda s: s["state"] == RUNNING))
+    return ok(long_poll(lambda: _answer(_get(jobs, user(router), id)), wait, lambda s: s["state"] == RUNNING))
 
 
 # --- starting, following, resuming -----------------------------------------------------------
@@ -146,7 +148,7 @@ def _start(app, jobs: TreeJobs, job: TreeJob, expect: str | None) -> TreeJob:
         lease.release()
         jobs.forget(job)
         raise
-    _execute(job)
+    _execute(job, copied_bytes(namespace(app), job.src, job.counted) if job.op == "copy" else 0)
     return job
 
 
@@ -198,12 +200,8 @@ def _resume(jobs: TreeJobs, job: TreeJob) -> TreeJob:
     return job
 
 
-def _execute(job: TreeJob) -> None:
-    sfn().start_execution(
-        stateMachineArn=CONFIG.tree_state_machine,
-        name=job.execution,
-        input=json.dumps({"user": job.user, "id": job.id}),
-    )
+def _execute(job: TreeJob, nbytes: int = 0) -> None:
+    queue_tree(CONFIG.tree_state_machine, job, nbytes)  # FOP queue: started now when idle
 
 
 def _execution_running(job: TreeJob) -> bool:
@@ -211,7 +209,7 @@ def _execution_running(job: TreeJob) -> bool:
     try:
         desc = sfn().describe_execution(executionArn=execution_arn(CONFIG.tree_state_machine, job.execution))
     except sfn().exceptions.ExecutionDoesNotExist:
-        return time.time() - job.updated < STARTING_S
+        return waiting(job.execution) is not None or time.time() - job.updated < STARTING_S
     return desc["status"] == "RUNNING"
 
 
@@ -222,5 +220,11 @@ def _get(jobs: TreeJobs, who: str, id: str) -> TreeJob:
     return job
 
 
+def _answer(job: TreeJob) -> dict:
+    """The job's status, with its place while it waits in the FOP queue."""
+    place = waiting(job.execution) if job.state == RUNNING else None
+    return {**job.status(), **({"queue": place} if place else {})}
+
+
 def _accepted(job: TreeJob) -> Response:
-    return ok(job.status(), 202)
+    return ok(_answer(job), 202)

@@ -1,4 +1,4 @@
-"""The job dispatcher: a function run when a relay or delta execution ends, and every two minutes.
+"""The job dispatcher: a function run when a queued job's execution (relay, delta, tree) ends, and every two minutes.
 
 Scheduling settings come from context and reach the controller too (`environment`):
 `hycloud:jobCapacity` (relay workers kept, default 16), `hycloud:maxRelayWorkers` (the cap

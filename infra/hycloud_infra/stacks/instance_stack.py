@@ -189,7 +189,7 @@ class InstanceStack(Stack):
             layer=layer,
             environment=env,
             table=stores.table,
-            machines=[relay, delta],
+            machines=[relay, delta, tree.state_machine],
         )
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from ..store.queue_records import QueueStore, SchedConfig
@@ -120,12 +121,12 @@ def dispatch_pass(
     free = [w for w in workers if w["state"] == "active" and "job" not in w]
     pool = pool_of(workers, config)
     free.sort(key=lambda w: -pool.workers[w["sk"]].available_bw)  # most available bandwidth first
-    scanned = 0
-    for job in store.head():
-        if not free or scanned >= SCAN_LIMIT:
+    waiting = list(islice(store.head(), SCAN_LIMIT)) if free else []
+    owners = frozenset(job.owner for job in waiting if job.owner)
+    for job in waiting:
+        if not free:
             break
-        scanned += 1
-        if store.blocked(job):
+        if store.blocked(job, owners) or not store.retake_leases(job):
             continue
         worker = free[0]["sk"]
         if not store.claim(job, worker, now):

@@ -5,6 +5,7 @@ Items (all in the one table, so the controller and the dispatcher share them):
 * ``SCHED`` / ``config``: run-time overrides of :class:`SchedConfig`; ``SCHED`` / ``seq``: the
   request counter (request order among related paths).
 * ``FOPQ`` / ``queue_sort_key(key, seq)``: a waiting job. A ``Query`` reads the smallest key first.
+  The key is :func:`queue_key`: FOP with t_T capped at W, plus W for background work.
 * ``FOPJ`` / ``<execution name>``: a job's state (``queued`` or ``running``, its worker), so a
   second request for the job finds it and the client can be told its position.
 * ``FOPW`` / ``<worker id>``: a relay worker, one concurrent execution slot, with the job it runs
@@ -29,11 +30,13 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..control import fop
-from .locks import leased_paths
+from ..errors import ConflictError
+from .locks import Lease, leased_paths
 from .records import query_all
 
 QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
 MARKER_PREFIX = "FOPM#"
+USER, BACKGROUND = "user", "background"  # priority classes: what a client waits for, and the rest
 
 
 def _env_float(name: str, default: float) -> float:
@@ -78,6 +81,20 @@ class SchedConfig:
         return SchedConfig(**{**self.__dict__, **values})
 
 
+def queue_key(arrival: float, transfer_s: float, priority: str, config: SchedConfig) -> float:
+    """FOP(x) = t_A + min(t_T, W), and W more for background work (a commit-time delta).
+
+    A user job's key is at most t_A + W and a background job's at least t_A + W, so background
+    work waits behind every user job that arrives within W of it, yet never longer than 2W
+    itself, and no job arriving more than W after a user job starts before it (the bound holds).
+    FIFO (the benchmark's peer) orders by arrival alone.
+    """
+    if config.order == "fifo":
+        return arrival
+    delay = config.max_wait_s if priority == BACKGROUND else 0.0
+    return arrival + delay + min(transfer_s, config.max_wait_s)
+
+
 @dataclass(frozen=True)
 class QueuedJob:
     job: str
@@ -90,6 +107,7 @@ class QueuedJob:
     tt_us: int  # estimated transfer time
     paths: tuple[str, ...]
     size: int
+    owner: str = ""  # the lease owner of a job that holds path leases (a tree job)
 
     def operation(self) -> fop.Operation | None:
         if not self.paths:
@@ -110,6 +128,7 @@ def _queued(item: dict[str, Any]) -> QueuedJob:
         tt_us=int(item["tt_us"]),
         paths=tuple(item.get("paths", [])),
         size=int(item.get("size", 0)),
+        owner=item.get("owner", ""),
     )
 
 
@@ -152,14 +171,29 @@ class QueueStore:
         seconds_per_byte: float,
         config: SchedConfig,
         now: float | None = None,
+        priority: str = USER,
+        owner: str = "",
+        extra_s: float = 0.0,
     ) -> bool:
-        """Queue a job once (False when it is already queued or running)."""
+        """Queue a job once (False when it is already queued or running).
+
+        `owner` names the path leases the job took at request time (a tree job): they do not hold
+        it back, and are taken again when it starts. `extra_s` adds to t_T what is not bytes
+        (a tree job's per-entry work)."""
         now = time.time() if now is None else now
         seq = self._next_seq()
-        tt = 0.0 if config.order == "fifo" else min(size * seconds_per_byte, config.max_wait_s)
-        sort_key = fop.queue_sort_key(now + tt, seq)
+        tt = min(size * seconds_per_byte + extra_s, config.max_wait_s)
+        key = queue_key(now, tt, priority, config)
+        sort_key = fop.queue_sort_key(key, seq)
         norm = tuple(fop.normalise(p) for p in paths)
-        common = {"job": job, "user": user, "seq": seq, "paths": list(norm), "size": size}
+        common = {
+            "job": job,
+            "user": user,
+            "seq": seq,
+            "paths": list(norm),
+            "size": size,
+            "priority": priority,
+        }
         entry = {
             **common,
             "pk": QUEUE,
@@ -168,6 +202,7 @@ class QueueStore:
             "input": input_json,
             "arrival_us": round(now * 1e6),
             "tt_us": round(tt * 1e6),
+            **({"owner": owner} if owner else {}),
         }
         actions = [
             {
@@ -222,13 +257,19 @@ class QueueStore:
             return set()
         return {(MARKER_PREFIX + pk, sk) for pk, sk in fop.marker_keys(op, job.user, job.seq)}
 
-    def blocked(self, job: QueuedJob) -> bool:
+    def blocked(self, job: QueuedJob, queued_owners: frozenset[str] = frozenset()) -> bool:
         """Whether an earlier job on a related path is still queued or running, or a path lease
-        (store/locks.py: a tree copy, move or removal in progress) covers a related path."""
+        (store/locks.py: a tree copy, move or removal in progress) covers a related path.
+
+        Leases of waiting jobs (`queued_owners`, the job's own among them) do not count: their
+        markers order them, and an earlier job must not wait for a later one's leases."""
         op = job.operation()
         if op is None:
             return False
-        if fop.paths_related(op.paths(), leased_paths(self.table, job.user)):
+        now, ignored = int(time.time()), queued_owners | {job.owner}
+        leases = leased_paths(self.table, job.user, with_owner=True)
+        others = [path for path, owner, expires in leases if owner not in ignored and expires >= now]
+        if fop.paths_related(op.paths(), others):
             return True
         for part in fop.blocking_partitions(op, job.user):
             page = self.table.query(
@@ -239,6 +280,19 @@ class QueueStore:
             if page["Items"]:
                 return True
         return False
+
+    def retake_leases(self, job: QueuedJob) -> bool:
+        """A job that holds path leases takes them again as it starts: they may have expired
+        while it waited (False when another operation holds one now)."""
+        if not job.owner:
+            return True
+        lease = Lease(self.table, job.user, owner=job.owner)
+        try:
+            for path in sorted(job.paths, key=lambda p: p.count("/")):
+                lease.acquire(path, 0)
+        except ConflictError:
+            return False
+        return True
 
     # workers -------------------------------------------------------------------------------
     def workers(self) -> list[dict[str, Any]]:

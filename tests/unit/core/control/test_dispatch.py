@@ -127,3 +127,38 @@ def test_a_path_lease_holds_jobs_below_it(store):
     lease.release()
     dispatch_pass(store, machine.start, machine.describe, config=config)
     assert machine.started == ["outside", "inside"]
+
+
+def test_background_work_waits_for_user_jobs_within_the_bound(store):
+    config = SchedConfig(capacity=1, max_workers=0, max_wait_s=100.0)
+    store.enqueue("delta", "m", "{}", "u", (), MIB, 1 / MIB, config, now=1000.0, priority="background")
+    _queue(store, config, "relay", 50 * MIB, 1050.0)  # later and larger, but a user's transfer
+    _queue(store, config, "late", MIB, 1200.0)  # arrives more than W after the delta
+    assert [job.job for job in store.head()] == ["relay", "delta", "late"]
+
+
+def test_a_queued_tree_job_is_not_held_by_its_own_leases_and_retakes_them(store):
+    config = SchedConfig(capacity=1, max_workers=1)
+    machine = Machine()
+    own = Lease(store.table, "u", owner="job-1")
+    own.acquire("/src", 1)
+    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1000.0, owner="job-1")
+    other = Lease(store.table, "u")
+    other.acquire("/dst", 1)  # another operation took the destination meanwhile
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == []
+    other.release()
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["tree"]
+    held = {(i["sk"], i["owner"]) for i in store.table.scan()["Items"] if i["pk"] == "LOCK#u"}
+    assert held == {("/src", "job-1"), ("/dst", "job-1")}
+
+
+def test_an_earlier_relay_is_not_held_by_the_leases_of_a_tree_job_queued_after_it(store):
+    config = SchedConfig(capacity=1, max_workers=1)
+    machine = Machine()
+    _queue(store, config, "relay", 50 * MIB, 1000.0, path="/src/x")
+    Lease(store.table, "u", owner="job-1").acquire("/src", 1)  # the tree request's leases
+    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1001.0, owner="job-1")
+    dispatch_pass(store, machine.start, machine.describe, config=config)
+    assert machine.started == ["relay"]  # the tree job waits for it: related, and later
