@@ -28,6 +28,7 @@ import boto3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import lambda_cold  # noqa: E402
 import result_files  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
@@ -128,8 +129,49 @@ def steps(run: dict) -> dict[str, float]:
     return out
 
 
+def cold_parts(lam, runs: int) -> dict:
+    """The delta function's cold start taken apart (bench/lambda_cold.py), cold and warm."""
+    name = next(
+        fn["FunctionName"]
+        for fn in lam.list_functions()["Functions"]
+        if "Delta" in fn["FunctionName"] and "Standby" not in fn["FunctionName"]
+    )
+    role = lam.get_function_configuration(FunctionName=name)["Role"]
+    floor = lambda_cold.cold_and_warm(lam, lambda_cold.floor_function(lam, role), {}, runs)
+    noop = lambda_cold.cold_and_warm(lam, name, {"action": "warm"}, runs)
+    imports = lambda_cold.import_seconds(ROOT / "functions" / "delta")
+    return {"spawn_floor": floor, "noop_invoke": noop, "imports": imports}
+
+
+def parts_markdown(parts: dict, table: dict) -> list[str]:
+    cold_job, warm_job = table["on demand, cold"]["total"], table["on demand, warm (median)"]["total"]
+    floor, noop, imports = parts["spawn_floor"], parts["noop_invoke"], parts["imports"]
+    rows = [
+        ("trivial function invoke (spawn floor)", floor["cold"], floor["warm"]),
+        ("delta function, no-op invoke", noop["cold"], noop["warm"]),
+        ("delta handler's imports (python -X importtime)", imports["seconds"], 0.0),
+        ("on-demand delta job, request -> first delta byte", cold_job, warm_job),
+    ]
+    largest = ", ".join(f"{k} {v:.3f}" for k, v in imports["largest"].items())
+    return [
+        "",
+        "Where the cold on-demand job's time goes (seconds, medians; cold: a new container):",
+        "",
+        "| part | cold | warm |",
+        "| --- | ---: | ---: |",
+        *(f"| {label} | {cold:.3f} | {warm:.3f} |" for label, cold, warm in rows),
+        "",
+        f"Cold minus warm: spawn floor {floor['cold'] - floor['warm']:.3f} s, delta function start "
+        f"(floor + imports + set-up) {noop['cold'] - noop['warm']:.3f} s, the job's first call "
+        f"{cold_job - warm_job - (noop['cold'] - noop['warm']):.3f} s beyond the function's start. "
+        f"Slowest imports: {largest}.",
+    ]
+
+
 def markdown(doc: dict) -> str:
     lines = [
+        f"Load average at the start and end: {doc['load'][0]} / {doc['load'][1]}.",
+        "",
         f"Delta job overhead, {doc['size_mib']} MiB file, version-aware delta download, local cloud "
         f"(request -> first delta byte; seconds per step, from the previous milestone).",
         "",
@@ -155,13 +197,17 @@ def markdown(doc: dict) -> str:
         "is the work inside the function; end: to the execution's end; result: until the client has the "
         "result (the start request waits for it); first_byte: 0 when the delta comes inline.",
     ]
+    if doc.get("cold_parts"):
+        lines += parts_markdown(doc["cold_parts"], doc["table"])
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--parts-runs", type=int, default=3, help="cold/warm pairs per cold-start part")
     args = parser.parse_args()
+    load = [" ".join(f"{x:.2f}" for x in os.getloadavg())]
     local.start()
     outputs = local.deploy(log=lambda m: None)
     os.environ.update(local.cloud_env())
@@ -201,7 +247,16 @@ def main() -> None:
         table[f"{label}, warm (median)"] = {k: statistics.median(s[k] for s in per_run) for k in COLUMNS}
     runs = on_demand + precomputed
     per_run = [steps(r) for r in runs]
-    doc = {"size_mib": SIZE // 2**20, "runs": runs, "steps": per_run, "table": table}
+    parts = cold_parts(lam, args.parts_runs)
+    load.append(" ".join(f"{x:.2f}" for x in os.getloadavg()))
+    doc = {
+        "size_mib": SIZE // 2**20,
+        "load": load,
+        "runs": runs,
+        "steps": per_run,
+        "table": table,
+        "cold_parts": parts,
+    }
     result_files.write("delta_overhead", doc, markdown(doc))
     print(markdown(doc))
 
