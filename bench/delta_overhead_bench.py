@@ -114,6 +114,7 @@ def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
         "inline": bool(result.get("delta")),
         "how": "precomputed" if precomputed else "workflow" if marks else "direct",
         "encode_work": 0.0 if precomputed else result.get("encode_seconds", 0.0),
+        "new_from": "" if precomputed else result.get("new_from", ""),
     }
 
 
@@ -179,11 +180,13 @@ def markdown(doc: dict) -> str:
         "| --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
     ]
     for label, s in doc["table"].items():
-        lines.append(f"| {label} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
+        where = f" (new version from {s['new_from']})" if s.get("new_from") else ""
+        lines.append(f"| {label}{where} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
     lines += [
         "",
-        "on demand: a delta from two versions back, computed when asked (its base and the new version "
-        "in the relay cache, the job runs direct: the controller invokes the delta function, so its "
+        "on demand: a delta from two versions back, computed when asked (its base in the relay cache, "
+        "the new version there too or read by the function from S3, by the presigned URL the controller "
+        "gives a direct job; the job runs direct: the controller invokes the delta function, so its "
         "whole time is in `result`); precomputed at commit: from the "
         "version just before (the usual download), started by the commit that superseded it and ended "
         "before the request (its row is all controller: job ledger, result, inline delta). Cold: new "
@@ -243,6 +246,8 @@ def main() -> None:
     for label, runs, cold in (("on demand", on_demand, 0), ("precomputed at commit", precomputed, 1)):
         per_run = [steps(r) for r in runs]
         table[f"{label}, cold"] = per_run[cold]
+        if runs[cold]["new_from"]:
+            table[f"{label}, cold"]["new_from"] = runs[cold]["new_from"]
         del per_run[cold]
         table[f"{label}, warm (median)"] = {k: statistics.median(s[k] for s in per_run) for k in COLUMNS}
     runs = on_demand + precomputed

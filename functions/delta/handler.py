@@ -87,15 +87,9 @@ class TeeToCache:
     written to the relay cache as it goes: published there only if its content hash is right, so
     the next job finds it as the client's base and relay downloads find it too."""
 
-    def __init__(self, cache: RelayCache, name: str, content_hash: str) -> None:
+    def __init__(self, cache: RelayCache, name: str, content_hash: str, url: str | None = None) -> None:
         self.cache, self.name, self.content_hash = cache, name, content_hash
-        from botocore.exceptions import ClientError
-
-        try:
-            response = s3().get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
-        except ClientError as err:
-            raise FetchFailed(f"the new version could not be read: {err}") from None
-        self.size, self.body = response["ContentLength"], response["Body"]
+        self.size, self.body = _open_url(url) if url else _open_object(content_hash)
         fd, self.tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
         self.copy, self.hasher, self.done = os.fdopen(fd, "wb"), content.PartHasher(), 0
 
@@ -118,6 +112,30 @@ class TeeToCache:
             self.cache.publish(self.name, self.tmp, self.content_hash)
         elif os.path.exists(self.tmp):
             os.unlink(self.tmp)
+
+
+def _open_object(content_hash: str) -> tuple[int, BinaryIO]:
+    """(size, body) of a stored version, through the S3 client."""
+    from botocore.exceptions import ClientError
+
+    try:
+        response = s3().get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
+    except ClientError as err:
+        raise FetchFailed(f"the new version could not be read: {err}") from None
+    return response["ContentLength"], response["Body"]
+
+
+def _open_url(url: str) -> tuple[int, BinaryIO]:
+    """(size, body) of a stored version by the presigned URL the controller gave a direct job:
+    plain HTTP from the standard library, so a cold function need not load boto3 (~0.5 s) first."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        response = urllib.request.urlopen(url, timeout=60)
+    except (urllib.error.URLError, OSError) as err:
+        raise FetchFailed(f"the new version could not be read: {err}") from None
+    return int(response.headers["Content-Length"]), response
 
 
 def _rebuild_coded(event: dict, cache: RelayCache) -> None:
@@ -151,7 +169,7 @@ def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache,
     if cache.is_ready(event["cache_name"], event["content_hash"]):
         path = cache.path(event["cache_name"])
         return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
-    tee = TeeToCache(cache, event["cache_name"], event["content_hash"])
+    tee = TeeToCache(cache, event["cache_name"], event["content_hash"], event.get("new_url"))
     return tee, tee.size
 
 
@@ -163,6 +181,7 @@ def encode(event: dict) -> dict:
     tmp = f"{out_path}.{uuid.uuid4().hex}.tmp"  # the same job may run twice at once (started direct)
     started = time.perf_counter()
     new, new_size = _new_version(event, cache)
+    new_from = "cache" if not isinstance(new, TeeToCache) else "url" if event.get("new_url") else "s3"
     try:
         with open(tmp, "wb") as out:
             if event.get("base_hash"):
@@ -187,6 +206,7 @@ def encode(event: dict) -> dict:
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),
         "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
+        "new_from": new_from,
         **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
     }
 

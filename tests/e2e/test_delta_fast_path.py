@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from hycloud_core import content, jobs
-from hycloud_core.delta import versioned
+from hycloud_core import content, jobs, paths
+from hycloud_core.delta import patch_bytes, signature_bytes, versioned
 from hycloud_core.delta.apply import apply_delta
 from tests.e2e.conftest import _make_user
 
@@ -128,3 +128,27 @@ def test_a_direct_job_that_fails_reports_a_short_error_and_changes_nothing(deplo
         sfn.describe_execution(executionArn=f"{arn}:{answer['job']}")
     stat = user.api().call("GET", "/v1/stat", params={"path": PATH})
     assert stat.json()["content_hash"] == current
+
+
+def test_a_direct_job_reads_a_version_not_in_the_relay_cache_by_url(deployment, tmp_path):
+    """A version never cached (one version only: no commit-time job read it) is fetched by the
+    direct job through the presigned URL the controller gives it, then kept in the relay cache."""
+    user, rnd = _make_user(deployment, "fasturl"), random.Random(9)
+    old = rnd.randbytes(3 * MiB)
+    new = _edit(old, rnd)
+    (tmp_path / "new").write_bytes(new)
+    user.sdk().put(tmp_path / "new", "/url.bin", via="direct")
+    r = user.api().call(
+        "PUT",
+        "/v1/delta/download",
+        params={"path": "/url.bin", "wait": 5},
+        data=signature_bytes(old, 2048),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["state"] == "ready" and answer["result"]["new_from"] == "url", answer
+    assert patch_bytes(old, base64.b64decode(answer["result"]["delta"])) == new
+    assert answer["result"]["delta_size"] < len(new) // 10
+    cached = deployment.efs_root() / "cache" / paths.cache_name(user.id, "/url.bin")
+    assert cached.read_bytes() == new

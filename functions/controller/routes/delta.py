@@ -41,7 +41,7 @@ from models import (
 )
 from pydantic import BaseModel
 
-from hycloud_core import jobs, paths
+from hycloud_core import content, jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import logger
@@ -52,6 +52,7 @@ from .job_runner import describe, owned, report, run
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
 URL_TTL_S = 3600
+DIRECT_URL_TTL_S = 300  # a direct job starts within its request
 START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
 INLINE_DELTA = 256 * 1024  # a delta up to this size comes inline with the job's result
 
@@ -140,6 +141,8 @@ def _start(
     A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
     spec = {**spec, **_cached(spec)}
     direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
+    if direct:
+        spec = {**spec, **_new_version_url(spec)}
     job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct=direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
@@ -153,6 +156,22 @@ def _runs_direct(spec: dict, size: int) -> bool:
         and size <= CONFIG.delta_direct_bytes
         and (not needs_base or spec.get("base_cached", False))
     )
+
+
+def _new_version_url(spec: dict) -> dict:
+    """A short-lived GET URL of the version a direct encode job reads when it is not in the relay
+    cache: the function fetches it with plain HTTP instead of loading boto3 at its cold start.
+    Never for queued jobs (the URL would age in the queue) nor coded files (no single object)."""
+    if spec["action"] != "encode" or spec.get("erasure"):
+        return {}
+    if RelayCache(CONFIG.cache_dir).is_ready(spec["cache_name"], spec["content_hash"]):
+        return {}
+    url = s3().generate_presigned_url(
+        "get_object",
+        ExpiresIn=DIRECT_URL_TTL_S,
+        Params={"Bucket": CONFIG.bucket, "Key": content.object_key(spec["content_hash"])},
+    )
+    return {"new_url": url}
 
 
 def _cached(spec: dict) -> dict:
