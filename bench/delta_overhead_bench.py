@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import lambda_cold  # noqa: E402
 import result_files  # noqa: E402
+from cloud_jobs import CloudJobs  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
@@ -84,15 +85,6 @@ def make_cold(lam, parts: tuple[str, ...] = ("Delta", "Relay", "Controller")) ->
             Environment={"Variables": {**env, "HYCLOUD_COLD": uuid.uuid4().hex}},
         )
         lam.get_waiter("function_updated_v2").wait(FunctionName=fn["FunctionName"])
-
-
-def settle(sfn, machine: str, timeout: float = 60) -> None:
-    """Wait until no delta job runs (the one a commit starts, from the version it superseded)."""
-    deadline = time.monotonic() + timeout
-    while sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]:
-        if time.monotonic() > deadline:
-            raise TimeoutError("delta jobs still running")
-        time.sleep(0.1)
 
 
 def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
@@ -218,6 +210,7 @@ def main() -> None:
     machine = next(
         m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if "Delta" in m["name"]
     )
+    jobs = CloudJobs(machine, outputs["TableName"])
     sdk = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"ovh-{uuid.uuid4().hex[:8]}"))
     rnd = random.Random(3)
     data = rnd.randbytes(SIZE)
@@ -233,7 +226,7 @@ def main() -> None:
             if len(hashes) == 4:  # its commit's job runs on new containers: the precomputed cold case
                 make_cold(lam, ("Delta", "Relay"))
             sdk.put(file, path, parents=True, via="direct")
-            settle(sfn, machine)  # the commit's own job, from the version before, has ended
+            jobs.settle()  # the commit's own job, from the version before, has ended
             if len(hashes) < 3:
                 continue
             if len(on_demand) == 0:

@@ -220,7 +220,9 @@ def apply(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     new_path = f"{staging_file(CONFIG.staging_dir, event['job'], 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
+    clock = _Clock()
     unstage(event, "delta")
+    clock.mark("unstage")
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,
@@ -230,13 +232,16 @@ def apply(event: dict) -> dict:
             size = apply_delta(base, delta, out)
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
+        clock.mark("patch")
         got, _ = content.hash_file(new_path)
+        clock.mark("hash")
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
         records = Records(CONFIG.table)
         objects = Objects(records.table, s3(), CONFIG.bucket)
         if not objects.is_stored(got):
             s3().upload_file(new_path, CONFIG.bucket, content.object_key(got))
+        clock.mark("store")
         fs = FileSystem(
             event["user"],
             Namespace(CONFIG.namespaces_dir, event["user"]),
@@ -254,11 +259,29 @@ def apply(event: dict) -> dict:
             raise VersionMismatch("the path no longer holds the base version") from None
         # kept in the relay cache as the path's current version: the next delta job, either way,
         # reads it from EFS instead of S3
+        clock.mark("commit")
         cache.publish(paths.cache_name(event["user"], event["path"]), new_path, got)
-        return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
+        return {
+            "job": event["job"],
+            "entry": entry.to_dict(),
+            "s3_efs_rate": s3_efs_rate(event),
+            "steps": clock.steps,  # where the job's time went, for overhead breakdowns
+        }
     finally:
         if os.path.exists(new_path):
             os.unlink(new_path)
+
+
+class _Clock:
+    """Seconds spent in each named step of a job, in order."""
+
+    def __init__(self) -> None:
+        self.last, self.steps = time.perf_counter(), {}
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.steps[f"cloud_{step}"] = now - self.last
+        self.last = now
 
 
 def _process_age() -> float | None:

@@ -54,7 +54,10 @@ MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request 
 URL_TTL_S = 3600
 DIRECT_URL_TTL_S = 300  # a direct job starts within its request
 START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
-INLINE_DELTA = 256 * 1024  # a delta up to this size comes inline with the job's result
+# a delta up to this size comes inline with the job's result, saving the client a request; no
+# larger: the idempotency store keeps the answer in one DynamoDB item (400 KB, base64 of 256 KiB
+# is 341 KB)
+INLINE_DELTA = 256 * 1024
 
 
 class StageRequest(JsonBody):
@@ -135,6 +138,7 @@ def _start(
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
     wait: float = 0,
+    extra: dict | None = None,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
     seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
@@ -145,7 +149,7 @@ def _start(
         spec = {**spec, **_new_version_url(spec)}
     job = run(router, CONFIG.delta_state_machine, key, spec, alive, stage, direct=direct)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
-    return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
+    return ok({"job": job, **state, **(extra or {})}, 202 if state["state"] == "running" else 200)
 
 
 def _runs_direct(spec: dict, size: int) -> bool:
@@ -237,14 +241,15 @@ def _readable_base(path: str, base: str) -> bool:
 def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated[Wait, Query()] = 0):
     path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
+    file = {"file": {"content_hash": link.content_hash, "size": link.size}}  # no stat needed first
     if base == link.content_hash:
-        return ok({"state": "same", "content_hash": base})
+        return ok({"state": "same", "content_hash": base, **file})
     if not _readable_base(path, base):
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
-    return _start(key, spec, link.size, wait=wait)
+    return _start(key, spec, link.size, wait=wait, extra=file)
 
 
 def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:
