@@ -8,7 +8,8 @@ source tars, fetched from the registries), the time and the bytes on the client 
     the checksum list the client kept when it uploaded the previous release (no old bytes needed),
     (g) version-aware delta (both deltas forced, with eq. 2's own verdict reported beside them).
 The client remembers the previous release's content hash (as after transferring it), so a delta
-download does not read its base twice.
+download does not read its base twice. Each delta upload sends content the cloud does not hold yet
+(the new release made unique for it), so its job stores the new version in S3 as it would on AWS.
 Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
 
     .venv/bin/python bench/transfer_bench.py [--quick] [--series typescript,django] [--down 50 --up 50 --rtt 100]
@@ -92,12 +93,15 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
         for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
             settled(setup, old, up_path)
             background.settle()  # the old release's checksum list is in the store
+            # content the cloud does not hold yet (the new release plus 64 bytes of its own): the job
+            # stores it in S3, as it would a new version, instead of finding it stored by (e)
+            fresh = unique_copy(new, work, f"{mode}-{uuid.uuid4().hex[:8]}")
             result: dict = {}
             if kind == "rsync":  # against the checksum list kept from the old release's upload
-                put = lambda r=result: r.update(wan.put(new, up_path, via="delta"))  # noqa: E731
+                put = lambda r=result, f=fresh: r.update(wan.put(f, up_path, via="delta"))  # noqa: E731
             else:
-                put = lambda r=result: r.update(  # noqa: E731
-                    wan.put(new, up_path, base=old, delta_kind="version", force_delta=True)
+                put = lambda r=result, f=fresh: r.update(  # noqa: E731
+                    wan.put(f, up_path, base=old, delta_kind="version", force_delta=True)
                 )
             row[mode] = measure(link, put)
             row[mode]["steps"] = result.get("steps", {})

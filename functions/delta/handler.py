@@ -211,8 +211,31 @@ def encode(event: dict) -> dict:
     }
 
 
+class _HashingWriter:
+    """A file written front to back, its content hash taken as it passes (no second read)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.hasher = out, content.PartHasher()
+
+    def write(self, data: bytes) -> int:
+        self.hasher.update(data)
+        return self.out.write(data)
+
+
+def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> tuple[int, str | None]:
+    """(size, content hash) of the patched file; the hash is None when the patcher writes in its
+    own way (rsync-style), and the caller reads the file once more for it."""
+    from hycloud_core.delta.apply import apply_delta, is_versioned
+
+    head = delta.read(4)
+    delta.seek(0)
+    if not is_versioned(head):
+        return apply_delta(base, delta, out), None
+    writer = _HashingWriter(out)
+    return versioned.apply(base, delta, writer), writer.hasher.hexdigest()
+
+
 def apply(event: dict) -> dict:
-    from hycloud_core.delta.apply import apply_delta
     from hycloud_core.fs import FileSystem, Namespace
     from hycloud_core.store.objects import Objects
     from hycloud_core.store.records import Records
@@ -229,11 +252,11 @@ def apply(event: dict) -> dict:
             open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
-            size = apply_delta(base, delta, out)
+            size, got = _patch(base, delta, out)
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
         clock.mark("patch")
-        got, _ = content.hash_file(new_path)
+        got = got or content.hash_file(new_path)[0]
         clock.mark("hash")
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
