@@ -28,7 +28,9 @@ import boto3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import lambda_cold  # noqa: E402
 import result_files  # noqa: E402
+from cloud_jobs import CloudJobs  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
@@ -85,15 +87,6 @@ def make_cold(lam, parts: tuple[str, ...] = ("Delta", "Relay", "Controller")) ->
         lam.get_waiter("function_updated_v2").wait(FunctionName=fn["FunctionName"])
 
 
-def settle(sfn, machine: str, timeout: float = 60) -> None:
-    """Wait until no delta job runs (the one a commit starts, from the version it superseded)."""
-    deadline = time.monotonic() + timeout
-    while sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]:
-        if time.monotonic() > deadline:
-            raise TimeoutError("delta jobs still running")
-        time.sleep(0.1)
-
-
 def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
     t0 = time.time()
     job, result = run_job(sdk.http, "POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
@@ -113,6 +106,7 @@ def one_run(sdk: HyCloud, sfn, machine: str, path: str, base_hash: str) -> dict:
         "inline": bool(result.get("delta")),
         "how": "precomputed" if precomputed else "workflow" if marks else "direct",
         "encode_work": 0.0 if precomputed else result.get("encode_seconds", 0.0),
+        "new_from": "" if precomputed else result.get("new_from", ""),
     }
 
 
@@ -128,8 +122,49 @@ def steps(run: dict) -> dict[str, float]:
     return out
 
 
+def cold_parts(lam, runs: int) -> dict:
+    """The delta function's cold start taken apart (bench/lambda_cold.py), cold and warm."""
+    name = next(
+        fn["FunctionName"]
+        for fn in lam.list_functions()["Functions"]
+        if "Delta" in fn["FunctionName"] and "Standby" not in fn["FunctionName"]
+    )
+    role = lam.get_function_configuration(FunctionName=name)["Role"]
+    floor = lambda_cold.cold_and_warm(lam, lambda_cold.floor_function(lam, role), {}, runs)
+    noop = lambda_cold.cold_and_warm(lam, name, {"action": "warm"}, runs)
+    imports = lambda_cold.import_seconds(ROOT / "functions" / "delta")
+    return {"spawn_floor": floor, "noop_invoke": noop, "imports": imports}
+
+
+def parts_markdown(parts: dict, table: dict) -> list[str]:
+    cold_job, warm_job = table["on demand, cold"]["total"], table["on demand, warm (median)"]["total"]
+    floor, noop, imports = parts["spawn_floor"], parts["noop_invoke"], parts["imports"]
+    rows = [
+        ("trivial function invoke (spawn floor)", floor["cold"], floor["warm"]),
+        ("delta function, no-op invoke", noop["cold"], noop["warm"]),
+        ("delta handler's imports (python -X importtime)", imports["seconds"], 0.0),
+        ("on-demand delta job, request -> first delta byte", cold_job, warm_job),
+    ]
+    largest = ", ".join(f"{k} {v:.3f}" for k, v in imports["largest"].items())
+    return [
+        "",
+        "Where the cold on-demand job's time goes (seconds, medians; cold: a new container):",
+        "",
+        "| part | cold | warm |",
+        "| --- | ---: | ---: |",
+        *(f"| {label} | {cold:.3f} | {warm:.3f} |" for label, cold, warm in rows),
+        "",
+        f"Cold minus warm: spawn floor {floor['cold'] - floor['warm']:.3f} s, delta function start "
+        f"(floor + imports + set-up) {noop['cold'] - noop['warm']:.3f} s, the job's first call "
+        f"{cold_job - warm_job - (noop['cold'] - noop['warm']):.3f} s beyond the function's start. "
+        f"Slowest imports: {largest}.",
+    ]
+
+
 def markdown(doc: dict) -> str:
     lines = [
+        f"Load average at the start and end: {doc['load'][0]} / {doc['load'][1]}.",
+        "",
         f"Delta job overhead, {doc['size_mib']} MiB file, version-aware delta download, local cloud "
         f"(request -> first delta byte; seconds per step, from the previous milestone).",
         "",
@@ -137,11 +172,13 @@ def markdown(doc: dict) -> str:
         "| --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
     ]
     for label, s in doc["table"].items():
-        lines.append(f"| {label} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
+        where = f" (new version from {s['new_from']})" if s.get("new_from") else ""
+        lines.append(f"| {label}{where} | " + " | ".join(f"{s[k]:.3f}" for k in COLUMNS) + " |")
     lines += [
         "",
-        "on demand: a delta from two versions back, computed when asked (its base and the new version "
-        "in the relay cache, the job runs direct: the controller invokes the delta function, so its "
+        "on demand: a delta from two versions back, computed when asked (its base in the relay cache, "
+        "the new version there too or read by the function from S3, by the presigned URL the controller "
+        "gives a direct job; the job runs direct: the controller invokes the delta function, so its "
         "whole time is in `result`); precomputed at commit: from the "
         "version just before (the usual download), started by the commit that superseded it and ended "
         "before the request (its row is all controller: job ledger, result, inline delta). Cold: new "
@@ -155,13 +192,17 @@ def markdown(doc: dict) -> str:
         "is the work inside the function; end: to the execution's end; result: until the client has the "
         "result (the start request waits for it); first_byte: 0 when the delta comes inline.",
     ]
+    if doc.get("cold_parts"):
+        lines += parts_markdown(doc["cold_parts"], doc["table"])
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--parts-runs", type=int, default=3, help="cold/warm pairs per cold-start part")
     args = parser.parse_args()
+    load = [" ".join(f"{x:.2f}" for x in os.getloadavg())]
     local.start()
     outputs = local.deploy(log=lambda m: None)
     os.environ.update(local.cloud_env())
@@ -169,6 +210,7 @@ def main() -> None:
     machine = next(
         m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if "Delta" in m["name"]
     )
+    jobs = CloudJobs(machine, outputs["TableName"])
     sdk = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"ovh-{uuid.uuid4().hex[:8]}"))
     rnd = random.Random(3)
     data = rnd.randbytes(SIZE)
@@ -184,7 +226,7 @@ def main() -> None:
             if len(hashes) == 4:  # its commit's job runs on new containers: the precomputed cold case
                 make_cold(lam, ("Delta", "Relay"))
             sdk.put(file, path, parents=True, via="direct")
-            settle(sfn, machine)  # the commit's own job, from the version before, has ended
+            jobs.settle()  # the commit's own job, from the version before, has ended
             if len(hashes) < 3:
                 continue
             if len(on_demand) == 0:
@@ -197,11 +239,22 @@ def main() -> None:
     for label, runs, cold in (("on demand", on_demand, 0), ("precomputed at commit", precomputed, 1)):
         per_run = [steps(r) for r in runs]
         table[f"{label}, cold"] = per_run[cold]
+        if runs[cold]["new_from"]:
+            table[f"{label}, cold"]["new_from"] = runs[cold]["new_from"]
         del per_run[cold]
         table[f"{label}, warm (median)"] = {k: statistics.median(s[k] for s in per_run) for k in COLUMNS}
     runs = on_demand + precomputed
     per_run = [steps(r) for r in runs]
-    doc = {"size_mib": SIZE // 2**20, "runs": runs, "steps": per_run, "table": table}
+    parts = cold_parts(lam, args.parts_runs)
+    load.append(" ".join(f"{x:.2f}" for x in os.getloadavg()))
+    doc = {
+        "size_mib": SIZE // 2**20,
+        "load": load,
+        "runs": runs,
+        "steps": per_run,
+        "table": table,
+        "cold_parts": parts,
+    }
     result_files.write("delta_overhead", doc, markdown(doc))
     print(markdown(doc))
 

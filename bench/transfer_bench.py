@@ -8,7 +8,8 @@ source tars, fetched from the registries), the time and the bytes on the client 
     the checksum list the client kept when it uploaded the previous release (no old bytes needed),
     (g) version-aware delta (both deltas forced, with eq. 2's own verdict reported beside them).
 The client remembers the previous release's content hash (as after transferring it), so a delta
-download does not read its base twice.
+download does not read its base twice. Each delta upload sends content the cloud does not hold yet
+(the new release made unique for it), so its job stores the new version in S3 as it would on AWS.
 Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
 
     .venv/bin/python bench/transfer_bench.py [--quick] [--series typescript,django] [--down 50 --up 50 --rtt 100]
@@ -28,12 +29,11 @@ import time
 import uuid
 from pathlib import Path
 
-import boto3
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
 
+from bench.cloud_jobs import CloudJobs  # noqa: E402
 from bench.delta_bench import SERIES  # noqa: E402
 from bench.links import through  # noqa: E402
 from bench.relay_links import api_url, split_links  # noqa: E402
@@ -67,7 +67,7 @@ def measure(link, fn) -> dict:
     }
 
 
-JOBS: dict = {}  # the delta workflow (sfn client, machine ARN), set in main
+JOBS: dict = {}  # the cloud's delta jobs (CloudJobs), set in main
 
 
 def settled(setup: HyCloud, local: Path, remote: str, **kwargs) -> None:
@@ -75,12 +75,7 @@ def settled(setup: HyCloud, local: Path, remote: str, **kwargs) -> None:
     (a commit starts the delta from the version it superseded): on this one machine they would
     share its two cores with the transfer measured next, which on AWS they do not."""
     setup.put(local, remote, via="direct", **kwargs)
-    deadline = time.monotonic() + 120
-    while (
-        time.monotonic() < deadline
-        and JOBS["sfn"].list_executions(stateMachineArn=JOBS["machine"], statusFilter="RUNNING")["executions"]
-    ):
-        time.sleep(0.1)
+    JOBS["jobs"].settle()
 
 
 def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, work: Path, tag: str) -> dict:
@@ -98,14 +93,18 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
         for mode, kind in (("f_rsync_delta_up", "rsync"), ("g_version_delta_up", "version")):
             settled(setup, old, up_path)
             background.settle()  # the old release's checksum list is in the store
+            # content the cloud does not hold yet (the new release plus 64 bytes of its own): the job
+            # stores it in S3, as it would a new version, instead of finding it stored by (e)
+            fresh = unique_copy(new, work, f"{mode}-{uuid.uuid4().hex[:8]}")
             result: dict = {}
             if kind == "rsync":  # against the checksum list kept from the old release's upload
-                put = lambda r=result: r.update(wan.put(new, up_path, via="delta"))  # noqa: E731
+                put = lambda r=result, f=fresh: r.update(wan.put(f, up_path, via="delta"))  # noqa: E731
             else:
-                put = lambda r=result: r.update(  # noqa: E731
-                    wan.put(new, up_path, base=old, delta_kind="version", force_delta=True)
+                put = lambda r=result, f=fresh: r.update(  # noqa: E731
+                    wan.put(f, up_path, base=old, delta_kind="version", force_delta=True)
                 )
             row[mode] = measure(link, put)
+            row[mode]["steps"] = result.get("steps", {})
             row[mode]["eq2_says_delta"] = auto.upload_pays(
                 row["size"], result.get("sent_bytes", row["size"]), auto.rates(wan.store)
             )
@@ -121,6 +120,9 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
                 link, lambda m=delta_mode: wan.get(down_path, held, via="delta", delta_mode=m)
             )
             row[mode]["kind"] = wan.last_transfer.get("kind")
+            row[mode]["steps"] = wan.last_transfer.get("steps") or {
+                "job": wan.last_transfer.get("job_seconds", 0)
+            }
             assert held.read_bytes() == new.read_bytes(), f"{mode} rebuilt wrong bytes"
             background.settle()
     for name in ("a.tar", "b.tar"):
@@ -162,8 +164,24 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+DELTA_MODES = ["c_rsync_delta", "d_version_delta", "f_rsync_delta_up", "g_version_delta_up"]
+
+
+def breakdown(rows: list[dict]) -> list[str]:
+    """Average seconds of each step of the delta modes, from the client's clock and the job's report
+    (client: compute = delta computed, job = request to result, fetch = delta fetched, apply =
+    patched and hashed; cloud_* = inside the job)."""
+    lines = ["", "| mode | total s | steps (avg s) |", "| --- | ---: | --- |"]
+    for m in DELTA_MODES:
+        names = sorted({k for r in rows for k in r[m].get("steps", {})})
+        avg = {k: statistics.mean(r[m].get("steps", {}).get(k, 0.0) for r in rows) for k in names}
+        total = statistics.mean(r[m]["seconds"] for r in rows)
+        lines.append(f"| {m} | {total:.2f} | " + ", ".join(f"{k} {v:.2f}" for k, v in avg.items()) + " |")
+    return lines
+
+
 def markdown(doc: dict) -> str:
-    lines = [f"Client link: {doc['link']}", ""]
+    lines = [f"Client link: {doc['link']}", "", f"Load average at start / end: {doc.get('load', '')}", ""]
     for series, data in doc["series"].items():
         lines += [
             f"## {series}",
@@ -186,6 +204,7 @@ def markdown(doc: dict) -> str:
                 f"{'' if red is None else f'{red:.1f}%'} | "
                 f"{'' if 'best_reduction_pct' not in s else f'{s["best_reduction_pct"]:.1f}%'} |"
             )
+        lines += breakdown(data["rows"])
         lines.append("")
     return "\n".join(lines)
 
@@ -266,7 +285,7 @@ def main() -> None:
     url = outputs["LocalApiUrl"]
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     setup = HyCloud(url, key)
-    JOBS.update(sfn=boto3.client("stepfunctions"), machine=outputs["DeltaStateMachineArn"])
+    JOBS.update(jobs=CloudJobs(outputs["DeltaStateMachineArn"], outputs["TableName"]))
     if args.relay_only:
         with tempfile.TemporaryDirectory() as tmp:
             versions_of, fetch = SERIES["typescript"]
@@ -276,6 +295,7 @@ def main() -> None:
         print(relay_markdown(rows, file.stat().st_size))
         return
     doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     run_id = uuid.uuid4().hex
     with (
         SpawnedWanLink(
@@ -302,6 +322,7 @@ def main() -> None:
                     flush=True,
                 )
             doc["series"][series] = {"rows": rows, "summary": summarize(rows)}
+    doc["load"] = f"{load_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     result_files.write("transfer", doc, markdown(doc))
     print(markdown(doc))
 

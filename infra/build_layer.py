@@ -7,7 +7,9 @@ with unchanged inputs a no-op.
 
 from __future__ import annotations
 
+import compileall
 import hashlib
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -18,8 +20,11 @@ CORE = ROOT / "layers" / "core"
 OUT = ROOT / "build" / "layers" / "core"
 
 
+LAYOUT = "2"  # bumped when the build itself changes (2: bytecode compiled in)
+
+
 def _inputs_digest() -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(LAYOUT.encode())
     for path in sorted(
         [CORE / "requirements.txt", *CORE.glob("hycloud_core/**/*.py"), *CORE.glob("hycloud_core/**/*.json")]
     ):
@@ -43,6 +48,7 @@ def build() -> Path:
             "install",
             "--quiet",
             "--disable-pip-version-check",
+            "--no-compile",  # compiled once below, in a form that survives the asset zip
             "--target",
             str(target),
             "--platform",
@@ -62,8 +68,20 @@ def build() -> Path:
     shutil.copytree(
         CORE / "hycloud_core", target / "hycloud_core", ignore=shutil.ignore_patterns("__pycache__", "*.md")
     )
+    _compile(target)
     stamp.write_text(digest)
     return OUT
+
+
+def _compile(target: Path) -> None:
+    """Bytecode for every module, checked by nothing: asset zips reset file times (to 1980), which
+    voids timestamp-checked .pyc files, and Lambda's read-only code cannot cache new ones, so
+    without this every cold start compiles what it imports from source (~0.5 s for a delta job)."""
+    if sys.version_info[:2] != (3, 12):  # .pyc files are per Python version: the runtime's only
+        return
+    compileall.compile_dir(
+        target, quiet=1, force=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
 
 
 if __name__ == "__main__":

@@ -157,6 +157,7 @@ class Job(BaseModel):
     result: dict[str, Any] = absent()
     error: JobError = absent()
     queue: QueuePlace = absent()
+    file: dict[str, Any] = absent()  # the path's current version (content_hash, size)
 
 
 class Usage(BaseModel):

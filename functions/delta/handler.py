@@ -15,30 +15,30 @@ import os
 import tempfile
 import time
 import uuid
+from functools import cache
 from typing import BinaryIO
 
-import boto3
-
 from hycloud_core import content, paths
-from hycloud_core.coded_layout import CodedLayout
-from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
-from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta import versioned
-from hycloud_core.delta.apply import apply_delta
 from hycloud_core.errors import BadRequestError, ConflictError
-from hycloud_core.fs import FileSystem, Namespace
-from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.instances import Instance
 from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
 from hycloud_core.observability import count_bytes, job_duration, observed
-from hycloud_core.store.objects import Objects
-from hycloud_core.store.records import Records
 
+# A cold start is this module's imports: what only some jobs need (boto3 and an S3 client when a
+# version is not in the relay cache, the filesystem for uploads, erasure decoding for coded
+# files) is imported by the job that needs it, so a version-aware delta from the cache never pays for it.
 CONFIG = InstanceConfig()
-s3 = boto3.client("s3")
 MAX_API_BODY = 4 * 1024 * 1024
+
+
+@cache
+def s3():
+    """The S3 client, made on first use (boto3's import and client set-up are ~0.3-0.5 s)."""
+    import boto3
+
+    return boto3.client("s3")
 
 
 def s3_efs_rate(event: dict) -> float | None:
@@ -57,7 +57,7 @@ def unstage(event: dict, suffix: str) -> None:
     if not event.get("staged_key") or os.path.exists(target):
         return
     digest = hashlib.sha256()
-    body = s3.get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
+    body = s3().get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
     with open(target + ".tmp", "wb") as out:
         for piece in body.iter_chunks(1 << 20):
             digest.update(piece)
@@ -66,7 +66,7 @@ def unstage(event: dict, suffix: str) -> None:
         os.unlink(target + ".tmp")
         raise HashMismatch("the staged object is not what the client named")
     os.replace(target + ".tmp", target)
-    s3.delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
+    s3().delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
 
 
 def publish_large(job: str, path: str) -> str | None:
@@ -74,7 +74,7 @@ def publish_large(job: str, path: str) -> str | None:
     if os.path.getsize(path) <= MAX_API_BODY:
         return None
     key = delta_object_key(job)
-    s3.upload_file(path, CONFIG.bucket, key)  # multipart, streamed from EFS
+    s3().upload_file(path, CONFIG.bucket, key)  # multipart, streamed from EFS
     return key
 
 
@@ -87,13 +87,9 @@ class TeeToCache:
     written to the relay cache as it goes: published there only if its content hash is right, so
     the next job finds it as the client's base and relay downloads find it too."""
 
-    def __init__(self, cache: RelayCache, name: str, content_hash: str) -> None:
+    def __init__(self, cache: RelayCache, name: str, content_hash: str, url: str | None = None) -> None:
         self.cache, self.name, self.content_hash = cache, name, content_hash
-        try:
-            response = s3.get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
-        except s3.exceptions.ClientError as err:
-            raise FetchFailed(f"the new version could not be read: {err}") from None
-        self.size, self.body = response["ContentLength"], response["Body"]
+        self.size, self.body = _open_url(url) if url else _open_object(content_hash)
         fd, self.tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
         self.copy, self.hasher, self.done = os.fdopen(fd, "wb"), content.PartHasher(), 0
 
@@ -118,14 +114,45 @@ class TeeToCache:
             os.unlink(self.tmp)
 
 
+def _open_object(content_hash: str) -> tuple[int, BinaryIO]:
+    """(size, body) of a stored version, through the S3 client."""
+    from botocore.exceptions import ClientError
+
+    try:
+        response = s3().get_object(Bucket=CONFIG.bucket, Key=content.object_key(content_hash))
+    except ClientError as err:
+        raise FetchFailed(f"the new version could not be read: {err}") from None
+    return response["ContentLength"], response["Body"]
+
+
+def _open_url(url: str) -> tuple[int, BinaryIO]:
+    """(size, body) of a stored version by the presigned URL the controller gave a direct job:
+    plain HTTP from the standard library, so a cold function need not load boto3 (~0.5 s) first."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        response = urllib.request.urlopen(url, timeout=60)
+    except (urllib.error.URLError, OSError) as err:
+        raise FetchFailed(f"the new version could not be read: {err}") from None
+    return int(response.headers["Content-Length"]), response
+
+
 def _rebuild_coded(event: dict, cache: RelayCache) -> None:
     """A coded new version decoded from its blocks into the relay cache (this region's first)."""
+    import boto3
+
+    from hycloud_core.coded_layout import CodedLayout
+    from hycloud_core.coded_reassemble import reassemble
+    from hycloud_core.fs.blocks import BlockStore
+    from hycloud_core.instances import Instance
+
     instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
     store = BlockStore(instances, lambda region: boto3.client("s3", region_name=region))
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, _ = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3.meta.region_name, out)
+            got, _ = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3().meta.region_name, out)
         if got != event["content_hash"]:
             raise FetchFailed("the new version's blocks do not make its content")
         cache.publish(event["cache_name"], tmp, got)
@@ -142,7 +169,7 @@ def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache,
     if cache.is_ready(event["cache_name"], event["content_hash"]):
         path = cache.path(event["cache_name"])
         return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
-    tee = TeeToCache(cache, event["cache_name"], event["content_hash"])
+    tee = TeeToCache(cache, event["cache_name"], event["content_hash"], event.get("new_url"))
     return tee, tee.size
 
 
@@ -154,6 +181,7 @@ def encode(event: dict) -> dict:
     tmp = f"{out_path}.{uuid.uuid4().hex}.tmp"  # the same job may run twice at once (started direct)
     started = time.perf_counter()
     new, new_size = _new_version(event, cache)
+    new_from = "cache" if not isinstance(new, TeeToCache) else "url" if event.get("new_url") else "s3"
     try:
         with open(tmp, "wb") as out:
             if event.get("base_hash"):
@@ -162,6 +190,8 @@ def encode(event: dict) -> dict:
                     size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out)
                 kind = "version"
             else:
+                from hycloud_core.delta import delta as rsync_delta
+
                 with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
                     size = rsync_delta(sig.read(), new, out).compressed_bytes
                 kind = "rsync"
@@ -176,37 +206,71 @@ def encode(event: dict) -> dict:
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),
         "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
+        "new_from": new_from,
         **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
     }
 
 
+class _HashingWriter:
+    """A file written front to back, its content hash taken as it passes (no second read)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.hasher = out, content.PartHasher()
+
+    def write(self, data: bytes) -> int:
+        self.hasher.update(data)
+        return self.out.write(data)
+
+
+def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> tuple[int, str | None]:
+    """(size, content hash) of the patched file; the hash is None when the patcher writes in its
+    own way (rsync-style), and the caller reads the file once more for it."""
+    from hycloud_core.delta.apply import apply_delta, is_versioned
+
+    head = delta.read(4)
+    delta.seek(0)
+    if not is_versioned(head):
+        return apply_delta(base, delta, out), None
+    writer = _HashingWriter(out)
+    return versioned.apply(base, delta, writer), writer.hasher.hexdigest()
+
+
 def apply(event: dict) -> dict:
+    from hycloud_core.fs import FileSystem, Namespace
+    from hycloud_core.store.objects import Objects
+    from hycloud_core.store.records import Records
+
     cache = RelayCache(CONFIG.cache_dir)
     new_path = f"{staging_file(CONFIG.staging_dir, event['job'], 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
+    clock = _Clock()
     unstage(event, "delta")
+    clock.mark("unstage")
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,
             open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
-            size = apply_delta(base, delta, out)
+            size, got = _patch(base, delta, out)
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
-        got, _ = content.hash_file(new_path)
+        clock.mark("patch")
+        got = got or content.hash_file(new_path)[0]
+        clock.mark("hash")
         if got != event["content_hash"]:
             raise HashMismatch("the patched file does not have the declared content hash")
         records = Records(CONFIG.table)
-        objects = Objects(records.table, s3, CONFIG.bucket)
+        objects = Objects(records.table, s3(), CONFIG.bucket)
         if not objects.is_stored(got):
-            s3.upload_file(new_path, CONFIG.bucket, content.object_key(got))
+            s3().upload_file(new_path, CONFIG.bucket, content.object_key(got))
+        clock.mark("store")
         fs = FileSystem(
             event["user"],
             Namespace(CONFIG.namespaces_dir, event["user"]),
             records,
             objects,
-            s3,
+            s3(),
             CONFIG.bucket,
             retain_s=CONFIG.version_retention_s,
         )
@@ -218,17 +282,57 @@ def apply(event: dict) -> dict:
             raise VersionMismatch("the path no longer holds the base version") from None
         # kept in the relay cache as the path's current version: the next delta job, either way,
         # reads it from EFS instead of S3
+        clock.mark("commit")
         cache.publish(paths.cache_name(event["user"], event["path"]), new_path, got)
-        return {"job": event["job"], "entry": entry.to_dict(), "s3_efs_rate": s3_efs_rate(event)}
+        return {
+            "job": event["job"],
+            "entry": entry.to_dict(),
+            "s3_efs_rate": s3_efs_rate(event),
+            "steps": clock.steps,  # where the job's time went, for overhead breakdowns
+        }
     finally:
         if os.path.exists(new_path):
             os.unlink(new_path)
 
 
+class _Clock:
+    """Seconds spent in each named step of a job, in order."""
+
+    def __init__(self) -> None:
+        self.last, self.steps = time.perf_counter(), {}
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.steps[f"cloud_{step}"] = now - self.last
+        self.last = now
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux), for cold-start breakdowns."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            return float(f.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def warm(event: dict) -> dict:
+    """Nothing: a caller expecting a delta job soon starts the function's container ahead of it.
+    Says how old the process is and how long ago its imports ended (cold-start breakdowns)."""
+    return {"warm": True, "process_age": _process_age(), "since_imports": time.monotonic() - IMPORTED}
+
+
 @observed
 def handler(event: dict, context: object) -> dict:
+    if event.get("action") == "warm":
+        return warm(event)
     actions = {"encode": encode, "apply": apply}
     if event.get("action") not in actions:
         raise BadRequestError(f"unknown delta action {event.get('action')!r}")
     with job_duration(f"delta-{event['action']}"):
         return actions[event["action"]](event)
+
+
+IMPORTED = time.monotonic()  # the module's imports ended here

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+import os
 import random
+import subprocess
 import time
 
 import pytest
 
-from hycloud_core import content, jobs
-from hycloud_core.delta import versioned
+from hycloud_core import content, jobs, paths
+from hycloud_core.delta import patch_bytes, signature_bytes, versioned
 from hycloud_core.delta.apply import apply_delta
-from tests.e2e.conftest import _make_user
+from tests.e2e.conftest import HYCLOUD, _make_user
+from tests.e2e.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -128,3 +132,70 @@ def test_a_direct_job_that_fails_reports_a_short_error_and_changes_nothing(deplo
         sfn.describe_execution(executionArn=f"{arn}:{answer['job']}")
     stat = user.api().call("GET", "/v1/stat", params={"path": PATH})
     assert stat.json()["content_hash"] == current
+
+
+def test_a_direct_job_reads_a_version_not_in_the_relay_cache_by_url(deployment, tmp_path):
+    """A version never cached (one version only: no commit-time job read it) is fetched by the
+    direct job through the presigned URL the controller gives it, then kept in the relay cache."""
+    user, rnd = _make_user(deployment, "fasturl"), random.Random(9)
+    old = rnd.randbytes(3 * MiB)
+    new = _edit(old, rnd)
+    (tmp_path / "new").write_bytes(new)
+    user.sdk().put(tmp_path / "new", "/url.bin", via="direct")
+    r = user.api().call(
+        "PUT",
+        "/v1/delta/download",
+        params={"path": "/url.bin", "wait": 5},
+        data=signature_bytes(old, 2048),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["state"] == "ready" and answer["result"]["new_from"] == "url", answer
+    assert patch_bytes(old, base64.b64decode(answer["result"]["delta"])) == new
+    assert answer["result"]["delta_size"] < len(new) // 10
+    cached = deployment.efs_root() / "cache" / paths.cache_name(user.id, "/url.bin")
+    assert cached.read_bytes() == new
+
+
+def _cli(user, proxy: FaultProxy, state, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        **proxy.env(),
+        "HYCLOUD_ENDPOINT": user.deployment.api_url,
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+        "HYCLOUD_STATE": str(state),
+    }
+    result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_a_get_against_a_version_the_client_knows_asks_for_the_delta_first(deployment, tmp_path):
+    """No stat before the delta request: its answer names the path's current version."""
+    user, rnd = _make_user(deployment, "fastknown"), random.Random(11)
+    v1 = rnd.randbytes(4 * MiB)
+    v2 = _edit(v1, rnd)
+    state, local, sdk = tmp_path / "state.sqlite3", tmp_path / "f.bin", user.sdk()
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk.put(tmp_path / "v1", "/known.bin", via="direct")
+    with FaultProxy() as proxy:
+        first = json.loads(_cli(user, proxy, state, "--json", "get", "/known.bin", str(local)).stdout)
+    assert first["mode"] == "direct" and local.read_bytes() == v1
+    sdk.put(tmp_path / "v2", "/known.bin", via="direct")
+    with FaultProxy() as proxy:
+        second = json.loads(
+            _cli(user, proxy, state, "--json", "get", "--via", "delta", "/known.bin", str(local)).stdout
+        )
+    assert second["mode"] == "delta" and local.read_bytes() == v2
+    routes = [(x.method, x.route.split("/v1/")[-1]) for x in proxy.forwarded]
+    assert routes[0] == ("POST", "delta/download"), routes
+    assert not {"files", "stat"} & {route for _, route in routes}, routes
+    assert sum(len(x.body) + len(x.response_body) for x in proxy.forwarded) < 0.05 * len(v2)
+    with FaultProxy() as proxy:  # current already: one request, nothing rewritten
+        third = json.loads(
+            _cli(user, proxy, state, "--json", "get", "--via", "delta", "/known.bin", str(local)).stdout
+        )
+    assert third["mode"] == "same" and len(proxy.forwarded) == 1 and local.read_bytes() == v2

@@ -19,7 +19,7 @@ from ..failover import FailoverHttp
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
 from ..transfer.coded import SessionFor, download_coded, upload_coded
-from ..transfer.delta import delta_download, delta_upload, signature_upload
+from ..transfer.delta import delta_download, delta_from_known, delta_upload, signature_upload
 from ..verify import check_stored
 from ..versions import VersionStore
 from . import tree_jobs, trees
@@ -244,22 +244,9 @@ class HyCloud:
         via: str,
     ) -> dict | None:
         """The delta upload when one is possible and pays, else None (upload directly)."""
-        if base is not None and not self.exists(remote):
-            return None  # nothing there to patch: the whole file is the upload
         if base is not None:
-            rate = upload_rate or self.store.rate("up") or self.upload_rate
-            known = self.store.get(remote)
-            result = delta_upload(
-                self.http,
-                local,
-                remote,
-                Path(base),
-                rate,
-                delta_kind,
-                progress,
-                force=force_delta,
-                s3_efs_rate=auto.rates(self.store).s3_efs,
-                base_hash=known.content_hash if known and known.matches(Path(base)) else None,
+            result = self._put_against(
+                local, remote, progress, Path(base), delta_kind, upload_rate, force_delta
             )
         elif via in ("auto", "delta"):
             known = self.store.get(remote)
@@ -283,6 +270,40 @@ class HyCloud:
         )
         auto.remember(self.store, remote, result["content_hash"], local)
         return self._noted(result, "delta")
+
+    def _put_against(
+        self,
+        local: Path,
+        remote: str,
+        progress: Progress | None,
+        base: Path,
+        delta_kind: str,
+        upload_rate: float | None,
+        force_delta: bool,
+    ) -> dict | None:
+        """The delta upload against a local copy of the path's version, sent without a stat first;
+        None (upload directly) when there is nothing at the path to patch."""
+        rate = upload_rate or self.store.rate("up") or self.upload_rate
+        known = self.store.get(remote)
+        try:
+            return delta_upload(
+                self.http,
+                local,
+                remote,
+                base,
+                rate,
+                delta_kind,
+                progress,
+                force=force_delta,
+                s3_efs_rate=auto.rates(self.store).s3_efs,
+                base_hash=known.content_hash if known and known.matches(base) else None,
+            )
+        except NotFoundError:
+            return None  # no folder there yet: the whole file is the upload
+        except ConflictError as err:
+            if err.code == "version-mismatch" and not self.exists(remote):
+                return None  # nothing there to patch: the whole file is the upload
+            raise
 
     def _journaled(self, local: Path, remote: str, result: dict, keep: dict) -> dict:
         """Tell a failover client of a committed large file (it replays it on the standby)."""
@@ -357,6 +378,9 @@ class HyCloud:
         taking the existing `local` file as the base.
         """
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
+        if via in ("auto", "delta") and base is None and delta_mode != "rsync":
+            if self._get_from_known(remote, local, progress, via) is not None:
+                return local
         response = self._fetch(remote)
         if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
             self.last_transfer = {"mode": "small"}
@@ -382,12 +406,7 @@ class HyCloud:
                 self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
             )
             if result is not None:
-                if result["kind"] != "same":  # a job ran: learn from it
-                    auto.learn_job(
-                        self.store, info["size"], result["received_bytes"], result, result["job_seconds"]
-                    )
-                auto.remember(self.store, remote, info["content_hash"], local)
-                self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
+                self._delta_done(remote, info, local, result, started)
                 return local
             mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
         started, queued = time.perf_counter(), {}
@@ -403,6 +422,39 @@ class HyCloud:
         auto.remember(self.store, remote, info["content_hash"], local)
         self.last_transfer = {"mode": mode, "kind": "full", **queued}
         return local
+
+    def _get_from_known(self, remote: str, local: Path, progress: Progress, via: str) -> dict | None:
+        """A delta against the local file when this client knows its version: asked for at once,
+        one request fewer than a stat first; None leaves it to the usual way."""
+        known = self.store.get(remote)
+        if not local.is_file() or known is None or not known.matches(local):
+            return None
+        size = local.stat().st_size  # the new version's size is not known yet: about the same
+        if via == "auto" and auto.download_mode(size, auto.rates(self.store), True) != "delta":
+            return None
+        started = time.perf_counter()
+        answer = delta_from_known(self.http, remote, known.content_hash)
+        if answer is None:
+            return None
+        info, ran = answer
+        if ran is None:
+            self.last_transfer = {"mode": "same"}
+            return {"kind": "same"}
+        job_seconds = time.perf_counter() - started
+        result = delta_download(
+            self.http, info, local, local, progress, base_hash=known.content_hash, ran=ran
+        )
+        if result is not None:
+            result["job_seconds"] = result["steps"]["job"] = job_seconds
+            self._delta_done(remote, info, local, result, started)
+        return result
+
+    def _delta_done(self, remote: str, info: dict, local: Path, result: dict, started: float) -> None:
+        """Learn from the delta job that ran, remember the version `local` now holds."""
+        if result["kind"] != "same":
+            auto.learn_job(self.store, info["size"], result["received_bytes"], result, result["job_seconds"])
+        auto.remember(self.store, remote, info["content_hash"], local)
+        self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
 
     def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:
         result = download_coded(

@@ -32,7 +32,7 @@ from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
 from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
-from hycloud_core.errors import ConflictError, HyCloudError
+from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from ..http import Http, new_session
 from ..verify import check_stored
@@ -65,12 +65,35 @@ def wait_job(http: Http, job: str) -> dict:
 def run_job(http: Http, method: str, route: str, params: dict | None = None, **kwargs) -> tuple[str, dict]:
     """Start a delta job and follow it to its result: (job id, result). The start request waits up
     to START_WAIT_S for the result itself, so a short job costs one round trip, not two."""
-    answer = http.json(method, route, params={**(params or {}), "wait": START_WAIT_S}, **kwargs)
+    return _followed(
+        http, http.json(method, route, params={**(params or {}), "wait": START_WAIT_S}, **kwargs)
+    )
+
+
+def _followed(http: Http, answer: dict) -> tuple[str, dict]:
+    """(job id, result) of a job from the answer that started it, waiting when it still runs."""
     if answer["state"] == "ready":
         return answer["job"], answer["result"]
     if answer["state"] == "failed":
         raise _job_error(answer)
     return answer["job"], wait_job(http, answer["job"])
+
+
+def delta_from_known(http: Http, path: str, base_hash: str) -> tuple[dict, tuple[str, dict] | None] | None:
+    """The version-aware delta from the version the client holds, asked for straight away (no stat
+    first: the answer names the path's current version). (file, (job, result)); (file, None) when
+    the client's version is current; None when the cloud cannot (not a large file, base unknown)."""
+    try:
+        answer = http.json(
+            "POST",
+            "/v1/delta/download",
+            params={"wait": START_WAIT_S},
+            json={"path": path, "base_hash": base_hash},
+        )
+    except (ConflictError, NotFoundError):
+        return None  # the usual way (stat, then whatever fits) says what is there
+    file = {"path": path, **answer["file"]}
+    return file, None if answer["state"] == "same" else _followed(http, answer)
 
 
 def _job_error(status: dict) -> HyCloudError:
@@ -201,13 +224,21 @@ def _patch_version_aware(
     job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
         _fetch_delta(http, job, result, delta_file)
+        fetched = time.perf_counter()
         delta_file.seek(0)
         hashing = _Hashing(out)
         try:
             apply_delta(old, delta_file, hashing)
         finally:
             hashing.close()
+    steps = {
+        "job": job_seconds,
+        "fetch": fetched - started - job_seconds,
+        "apply": time.perf_counter() - fetched,
+        **({"cloud_encode": result["encode_seconds"]} if "encode_seconds" in result else {}),
+    }
     return {
+        "steps": steps,
         "content_hash": hashing.hasher.hexdigest(),
         "kind": result["kind"],
         "sent_bytes": 0,
@@ -220,7 +251,8 @@ def _patch_version_aware(
 def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
     """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
     does not verify with full-length strong sums."""
-    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0}
+    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0, "steps": {}}
+    steps = traffic["steps"]
 
     def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
         if len(sig) > MAX_SIGNATURE:
@@ -236,7 +268,11 @@ def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO
         )
         traffic["job_seconds"] += time.perf_counter() - started
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
+        fetching = time.perf_counter()
         _fetch_delta(http, job, result, sink)
+        steps["job"] = steps.get("job", 0.0) + fetching - started
+        steps["fetch"] = steps.get("fetch", 0.0) + time.perf_counter() - fetching
+        steps["cloud_encode"] = steps.get("cloud_encode", 0.0) + result.get("encode_seconds", 0.0)
         traffic["sent_bytes"] += len(sig)
         traffic["received_bytes"] += result["delta_size"]
 
@@ -253,10 +289,11 @@ def delta_download(
     adapt: bool = True,
     mode: str = "auto",
     base_hash: str | None = None,
+    ran: tuple[str, dict] | None = None,
 ) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
-    `mode="rsync"` skips the version-aware attempt. Returns traffic figures: bytes sent
+    `mode="rsync"` skips the version-aware attempt; `ran` is a version-aware job already run. Returns traffic figures: bytes sent
     (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
     and no checksum list of the file fits MAX_SIGNATURE (the caller downloads the whole file).
     Lists and deltas over one API request go through S3 by presigned URL.
@@ -271,7 +308,8 @@ def delta_download(
             shutil.copyfile(base, target)
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
     started = time.perf_counter()
-    ran = _version_aware_job(http, path, base_hash) if mode != "rsync" else None
+    if ran is None and mode != "rsync":
+        ran = _version_aware_job(http, path, base_hash)
     block = None
     if ran is None:
         wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
@@ -353,20 +391,44 @@ def delta_upload(
     with tempfile.TemporaryFile() as delta_file:
         started = time.perf_counter()
         with open(base, "rb") as old, open(local, "rb") as new:
+            reader = _HashingReader(new)  # the new version's content hash on the same pass
             if kind == "version":
-                versioned.encode(old, os.path.getsize(base), new, size, delta_file)
+                versioned.encode(old, os.path.getsize(base), reader, size, delta_file)
             else:
-                rsync_delta(rsync_signature(old, 1024), new, delta_file)
-        compute_rate = size / max(time.perf_counter() - started, 1e-6)
+                rsync_delta(rsync_signature(old, 1024), reader, delta_file)
+        compute_seconds = time.perf_counter() - started
+        compute_rate = size / max(compute_seconds, 1e-6)
         delta_size = delta_file.tell()
         gamma = 1 - delta_size / size if size else 0.0
         pays = should_delta_upload(upload_rate, compute_rate, s3_efs_rate, gamma)
         if not (pays or force):
             return None
-        result = send_delta(http, local, remote, base_hash, delta_file, progress)
+        new_hash = reader.hexdigest() if reader.read_all(size) else None
+        result = send_delta(http, local, remote, base_hash, delta_file, progress, new_hash=new_hash)
     if result is None:
         return None
-    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate}
+    steps = {"compute": compute_seconds, **result.get("steps", {})}
+    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate, "steps": steps}
+
+
+class _HashingReader:
+    """A file read front to back, its content hash taken as it passes."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f, self.hasher, self.done = f, content.PartHasher(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.hasher.update(data)
+        self.done += len(data)
+        return data
+
+    def read_all(self, size: int) -> bool:
+        """Whether every byte passed (a reader that seeks or stops early leaves it to a new pass)."""
+        return self.done == size
+
+    def hexdigest(self) -> str:
+        return self.hasher.hexdigest()
 
 
 def signature_upload(
@@ -383,15 +445,27 @@ def signature_upload(
     `pays(size, delta_size)` decides; None means upload directly."""
     size = os.path.getsize(local)
     with tempfile.TemporaryFile() as delta_file:
+        started = time.perf_counter()
         with open(local, "rb") as new:
-            rsync_delta(sig, new, delta_file)
+            reader = _HashingReader(new)
+            rsync_delta(sig, reader, delta_file)
+        compute_seconds = time.perf_counter() - started
         if not pays(size, delta_file.tell()):
             return None
         # the path moved on since this client's transfer: an upload of the whole file replaces it
         result = send_delta(
-            http, local, remote, base_hash, delta_file, progress, ("base-unknown", "version-mismatch")
+            http,
+            local,
+            remote,
+            base_hash,
+            delta_file,
+            progress,
+            ("base-unknown", "version-mismatch"),
+            new_hash=reader.hexdigest() if reader.read_all(size) else None,
         )
-    return None if result is None else {**result, "kind": "rsync"}
+    if result is None:
+        return None
+    return {**result, "kind": "rsync", "steps": {"compute": compute_seconds, **result["steps"]}}
 
 
 def send_delta(
@@ -402,12 +476,14 @@ def send_delta(
     delta_file: BinaryIO,
     progress: Progress | None,
     give_way: tuple[str, ...] = ("base-unknown",),
+    new_hash: str | None = None,
 ) -> dict | None:
     """Send the delta in `delta_file` (written, position at its end) and follow the job; None when
-    the cloud refuses it with one of `give_way` (the caller uploads directly)."""
+    the cloud refuses it with one of `give_way` (the caller uploads directly). `new_hash`, when
+    known, saves reading the new version again."""
     progress = progress or Progress()
     size, delta_size = os.path.getsize(local), delta_file.tell()
-    new_hash = content.hash_file(local)[0]
+    new_hash = new_hash or content.hash_file(local)[0]
     progress.start(f"delta upload {local.name}", size)
     started = time.perf_counter()
     params = {"path": remote, "base_hash": base_hash, "content_hash": new_hash}
@@ -431,4 +507,5 @@ def send_delta(
         "sent_bytes": delta_size,
         "job_seconds": time.perf_counter() - started,
         "s3_efs_rate": result.get("s3_efs_rate"),
+        "steps": {"job": time.perf_counter() - started, **result.get("steps", {})},
     }

@@ -41,7 +41,7 @@ from models import (
 )
 from pydantic import BaseModel
 
-from hycloud_core import jobs, paths
+from hycloud_core import content, jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import logger
@@ -53,8 +53,12 @@ from .job_runner import delta_bytes, describe, owned, report, run
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
 URL_TTL_S = 3600
+DIRECT_URL_TTL_S = 300  # a direct job starts within its request
 START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
-INLINE_DELTA = 256 * 1024  # a delta up to this size comes inline with the job's result
+# a delta up to this size comes inline with the job's result, saving the client a request; no
+# larger: the idempotency store keeps the answer in one DynamoDB item (400 KB, base64 of 256 KiB
+# is 341 KB)
+INLINE_DELTA = 256 * 1024
 
 
 class StageRequest(JsonBody):
@@ -135,12 +139,15 @@ def _start(
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
     wait: float = 0,
+    extra: dict | None = None,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
     seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
     A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
     spec = {**spec, **_cached(spec)}
     direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
+    if direct:
+        spec = {**spec, **_new_version_url(spec)}
     job = run(
         router,
         CONFIG.delta_state_machine,
@@ -152,7 +159,7 @@ def _start(
         direct=direct,
     )
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
-    return ok({"job": job, **state}, 202 if state["state"] == "running" else 200)
+    return ok({"job": job, **state, **(extra or {})}, 202 if state["state"] == "running" else 200)
 
 
 def _runs_direct(spec: dict, size: int) -> bool:
@@ -163,6 +170,22 @@ def _runs_direct(spec: dict, size: int) -> bool:
         and size <= CONFIG.delta_direct_bytes
         and (not needs_base or spec.get("base_cached", False))
     )
+
+
+def _new_version_url(spec: dict) -> dict:
+    """A short-lived GET URL of the version a direct encode job reads when it is not in the relay
+    cache: the function fetches it with plain HTTP instead of loading boto3 at its cold start.
+    Never for queued jobs (the URL would age in the queue) nor coded files (no single object)."""
+    if spec["action"] != "encode" or spec.get("erasure"):
+        return {}
+    if RelayCache(CONFIG.cache_dir).is_ready(spec["cache_name"], spec["content_hash"]):
+        return {}
+    url = s3().generate_presigned_url(
+        "get_object",
+        ExpiresIn=DIRECT_URL_TTL_S,
+        Params={"Bucket": CONFIG.bucket, "Key": content.object_key(spec["content_hash"])},
+    )
+    return {"new_url": url}
 
 
 def _cached(spec: dict) -> dict:
@@ -228,14 +251,15 @@ def _readable_base(path: str, base: str) -> bool:
 def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated[Wait, Query()] = 0):
     path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
+    file = {"file": {"content_hash": link.content_hash, "size": link.size}}  # no stat needed first
     if base == link.content_hash:
-        return ok({"state": "same", "content_hash": base})
+        return ok({"state": "same", "content_hash": base, **file})
     if not _readable_base(path, base):
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
-    return _start(key, spec, link.size, wait=wait)
+    return _start(key, spec, link.size, wait=wait, extra=file)
 
 
 def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:

@@ -1,0 +1,28 @@
+"""Waiting for the cloud's own jobs (a commit starts the delta from the version it superseded) to end
+before a measurement: on this one machine they would share its two cores with the transfer measured
+next, which on AWS they do not. A job may wait in the FOP queue before its execution starts, so both
+the queue and the running executions must be empty."""
+
+from __future__ import annotations
+
+import time
+
+import boto3
+
+from hycloud_core.store.queue_records import QueueStore
+
+
+class CloudJobs:
+    def __init__(self, machine: str, table: str) -> None:
+        self.sfn, self.machine = boto3.client("stepfunctions"), machine
+        self.queue = QueueStore(boto3.resource("dynamodb").Table(table))
+
+    def busy(self) -> bool:
+        running = self.sfn.list_executions(stateMachineArn=self.machine, statusFilter="RUNNING")
+        return bool(running["executions"]) or next(self.queue.head(1), None) is not None
+
+    def settle(self, timeout: float = 120) -> None:
+        """Return once no job is queued or running (or after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        while self.busy() and time.monotonic() < deadline:
+            time.sleep(0.1)
