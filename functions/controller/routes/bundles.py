@@ -75,7 +75,7 @@ class BundleRequest(JsonBody):
     paths: list[UserPath] = Field(min_length=1, max_length=bundle.MAX_MEMBERS)
 
 
-@router.post("/v1/bundles", responses=replies(200, BundleResult, 413), openapi_extensions=BINARY_BODY)
+@router.post("/v1/bundles", responses=replies(200, BundleResult, 409, 413), openapi_extensions=BINARY_BODY)
 def upload(
     parents: Annotated[bool, Query(description="make missing parent folders")] = True,
     staged: Annotated[ContentHash | None, Query(description="sha256 of a bundle staged in S3")] = None,
