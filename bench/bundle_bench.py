@@ -13,7 +13,10 @@ the run. Each upload goes to a new folder (nothing is already there). Before tim
 bundled upload and download of the tree starts the Lambda environments parallel bundles use.
 Medians of the runs, with the load average beside them (the machine is shared).
 
-    .venv/bin/python bench/bundle_bench.py [--repeats 3] [--source-repeats 1] [--files 1000] [--rtt 100]
+    .venv/bin/python bench/bundle_bench.py [--repeats 3] [--source-repeats 1] [--files 1000]
+        [--source-ways up,down] [--rtt 100]
+
+`--repeats 0` keeps the 100 x 10 KiB row of the last results and runs only the source tree.
 
 Needs the local deployment (started and deployed if absent); writes bench/results/bundles.{json,md}.
 """
@@ -21,6 +24,7 @@ Needs the local deployment (started and deployed if absent); writes bench/result
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -109,8 +113,10 @@ def source_tree(folder: Path, n: int) -> Path:
 
 
 def measure(link, fn) -> dict:
-    """Time and link bytes of one run (what it returned is not kept)."""
-    return {k: v for k, v in measure_with_result(link, fn).items() if k != "result"}
+    """Time and link bytes of one run (what it returned is not kept), printed as it ends."""
+    out = {k: v for k, v in measure_with_result(link, fn).items() if k != "result"}
+    print(f"  {out['seconds']:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    return out
 
 
 def files_of(root: Path) -> list[tuple[Path, str]]:
@@ -158,9 +164,14 @@ def warm_up(client: HyCloud, src: Path, out: Path) -> None:
     shutil.rmtree(out)
 
 
-def run_tree(name: str, src: Path, link, url: str, key: str, bucket: str, work: Path, repeats: int) -> dict:
+def run_tree(
+    name: str, src: Path, link, url: str, key: str, bucket: str, work: Path, repeats: int, ways: list[str]
+) -> dict:
+    """`ways`: ["up", "down"], or ["up"] alone (then what was stored is checked by the hashes the
+    uploads verify, not by downloading it)."""
     files = files_of(src)
-    runs: dict[str, list[dict]] = {f"{d}_{m}": [] for d in ("up", "down") for m in MODES}
+    down = "down" in ways
+    runs: dict[str, list[dict]] = {f"{d}_{m}": [] for d in ways for m in MODES}
     loads: list[float] = []
     with through(link):
         client, s3 = HyCloud(url, key), boto3_client(link)
@@ -172,26 +183,31 @@ def run_tree(name: str, src: Path, link, url: str, key: str, bucket: str, work: 
             loads.append(os.getloadavg()[0])
             remote, out = f"/bench/{tag}-bundled", work / f"{tag}-bundled"
             runs["up_bundled"].append(measure(link, lambda r=remote: trees.upload_tree(client, src, r)))
-            runs["down_bundled"].append(
-                measure(link, lambda r=remote, o=out: trees.download_tree(client, r, o))
-            )
-            check_same(src, out)
-            shutil.rmtree(out)
+            if down:
+                runs["down_bundled"].append(
+                    measure(link, lambda r=remote, o=out: trees.download_tree(client, r, o))
+                )
+                check_same(src, out)
+                shutil.rmtree(out)
+            runs["up_boto3_10_threads"].append(measure(link, lambda t=tag: boto3_put(s3, bucket, t, files)))
             remote, out = f"/bench/{tag}-per-file", work / f"{tag}-per-file"
             runs["up_per_file"].append(measure(link, lambda r=remote: per_file.upload(src, r)))
-            runs["down_per_file"].append(measure(link, lambda r=remote, o=out: per_file.download(r, o)))
-            check_same(src, out)
-            shutil.rmtree(out)
-            runs["up_boto3_10_threads"].append(measure(link, lambda t=tag: boto3_put(s3, bucket, t, files)))
+            if down:
+                runs["down_per_file"].append(measure(link, lambda r=remote, o=out: per_file.download(r, o)))
+                check_same(src, out)
+                shutil.rmtree(out)
             out = work / f"{tag}-boto3"
-            runs["down_boto3_10_threads"].append(
-                measure(link, lambda t=tag, o=out: boto3_get(s3, bucket, t, files, o))
-            )
-            check_same(src, out)
-            shutil.rmtree(out)
+            if down:
+                runs["down_boto3_10_threads"].append(
+                    measure(link, lambda t=tag, o=out: boto3_get(s3, bucket, t, files, o))
+                )
+                check_same(src, out)
+                shutil.rmtree(out)
             loads.append(os.getloadavg()[0])
             print(name, rep, {k: round(v[-1]["seconds"], 2) for k, v in runs.items()}, flush=True)
     row = {
+        "command": " ".join([".venv/bin/python bench/bundle_bench.py", *sys.argv[1:]]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "repeats": repeats,
         "load_average_1min": [round(x, 2) for x in loads],
         "per_file_retries": per_file.retries,
@@ -201,7 +217,7 @@ def run_tree(name: str, src: Path, link, url: str, key: str, bucket: str, work: 
         **{k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()},
         **{f"{k}_link_bytes": statistics.median(r["bytes"] for r in v) for k, v in runs.items()},
     }
-    for way in ("up", "down"):
+    for way in ways:
         row[f"{way}_bundled_less_time_than_per_file_pct"] = 100 * (
             1 - row[f"{way}_bundled"] / row[f"{way}_per_file"]
         )
@@ -212,16 +228,15 @@ def run_tree(name: str, src: Path, link, url: str, key: str, bucket: str, work: 
 def markdown(doc: dict) -> str:
     lines = [
         f"Client link: {doc['link']}; medians of the runs. Seconds (MB on the link).",
-        f"`{doc['command']}`; 2-core machine shared with other work: 1-minute load average "
-        "before and after each run in the last column, with the per-file requests sent again "
-        "after a dropped connection.",
+        "A 2-core machine shared with other work: 1-minute load average before and after each "
+        "run in the last column, with the per-file requests sent again after a dropped connection.",
         "",
         "| tree | files | MB | way | bundles | one request per file | boto3, 10 threads | "
         "bundles: less time than per file | bundles vs boto3 | runs, load average, retries |",
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for name, r in doc["trees"].items():
-        for way in ("up", "down"):
+        for way in (w for w in ("up", "down") if f"{w}_bundled" in r):
             cells = " | ".join(
                 f"{r[f'{way}_{m}']:.2f} ({r[f'{way}_{m}_link_bytes'] / 1e6:.1f})" for m in MODES
             )
@@ -232,7 +247,29 @@ def markdown(doc: dict) -> str:
                 f"{min(r['load_average_1min']):.1f}-{max(r['load_average_1min']):.1f}, "
                 f"{r['per_file_retries']} |"
             )
+    lines += ["", "Rows from:"]
+    lines += [f"- {name}: `{r.get('command', '')}` ({r.get('date', '')})" for name, r in doc["trees"].items()]
     return "\n".join(lines) + "\n"
+
+
+SMALL = "100 x 10 KiB"
+
+
+def deployed_outputs() -> dict:
+    """The home instance's outputs of the last deploy (infra/local/deploy.py)."""
+    data = json.loads(local.OUTPUTS.read_text())
+    outputs = next(out for out in data.values() if "ApiUrl" in out)
+    return {**outputs, "LocalApiUrl": local._local_api_url(outputs["ApiUrl"], local._cdk_env())}
+
+
+def kept_rows(args: argparse.Namespace) -> dict:
+    """With `--repeats 0` the 100 x 10 KiB row of the last results is kept as it was (each row
+    names the command and date it came from)."""
+    if args.repeats or not (result_files.RESULTS / "bundles.json").exists():
+        return {}
+    last = json.loads((result_files.RESULTS / "bundles.json").read_text())
+    row = last["trees"].get(SMALL)
+    return {SMALL: {"command": last.get("command", ""), **row}} if row else {}
 
 
 def main() -> None:
@@ -242,12 +279,18 @@ def main() -> None:
     parser.add_argument(
         "--source-repeats", type=int, default=1, help="runs of the source tree (per file takes minutes)"
     )
+    parser.add_argument(
+        "--deployed", action="store_true", help="the app is deployed as it is: skip deploying"
+    )
+    parser.add_argument(
+        "--source-ways", default="up,down", help="up,down or up: the source tree's downloads too, or not"
+    )
     add_link_args(parser)
     args = parser.parse_args()
     state = tempfile.TemporaryDirectory()
     os.environ["HYCLOUD_STATE"] = str(Path(state.name) / "state.sqlite3")
     local.start()
-    outputs = local.deploy(log=lambda m: None)
+    outputs = local.deploy(log=lambda m: None) if not args.deployed else deployed_outputs()
     env = local.cloud_env()
     os.environ.update(env)
     key = create_user(outputs["TableName"], f"bundles-{uuid.uuid4().hex[:8]}")
@@ -258,22 +301,18 @@ def main() -> None:
     boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1").create_bucket(
         Bucket=bucket
     )
-    doc = {
-        "command": " ".join([".venv/bin/python bench/bundle_bench.py", *sys.argv[1:]]),
-        "link": describe(args),
-        "repeats": {"small": args.repeats, "source": args.source_repeats},
-        "trees": {},
-    }
+    doc = {"link": describe(args), "trees": kept_rows(args)}
     with client_link(port, args) as link, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        trees_to_run = [("100 x 10 KiB", lambda: small_tree(work / "small"), args.repeats)]
+        trees_to_run = []
+        if args.repeats:
+            trees_to_run.append((SMALL, lambda: small_tree(work / "small"), args.repeats, ["up", "down"]))
         if args.files:
-            source = f"django ({args.files} files)"
-            trees_to_run.append(
-                (source, lambda: source_tree(work / "django", args.files), args.source_repeats)
-            )
-        for name, make, repeats in trees_to_run:
-            doc["trees"][name] = run_tree(name, make(), link, url, key, bucket, work, repeats)
+            source, ways = f"django ({args.files} files)", args.source_ways.split(",")
+            make = lambda: source_tree(work / "django", args.files)  # noqa: E731
+            trees_to_run.append((source, make, args.source_repeats, ways))
+        for name, make, repeats, ways in trees_to_run:
+            doc["trees"][name] = run_tree(name, make(), link, url, key, bucket, work, repeats, ways)
             result_files.write("bundles", doc, markdown(doc))  # what is done is kept if a later run fails
     print(markdown(doc))
 
