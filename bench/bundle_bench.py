@@ -248,7 +248,10 @@ def markdown(doc: dict) -> str:
                 f"{r['per_file_retries']} |"
             )
     lines += ["", "Rows from:"]
-    lines += [f"- {name}: `{r.get('command', '')}` ({r.get('date', '')})" for name, r in doc["trees"].items()]
+    lines += [
+        f"- {name}: `{r.get('command', '')}`" + (f" ({r['date']})" if r.get("date") else "")
+        for name, r in doc["trees"].items()
+    ]
     return "\n".join(lines) + "\n"
 
 
