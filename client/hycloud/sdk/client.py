@@ -222,9 +222,10 @@ class HyCloud:
                 pass  # the deployment's threshold is lower than we thought
         result = self._put_delta(local, remote, progress, base, delta_kind, upload_rate, force_delta, via)
         if result is not None:
-            return result
+            return self._journaled(local, remote, result, _keep(mtime, mode))
         started = time.perf_counter()
         result = upload_large(self.http, local, remote, parents, progress, keep=_keep(mtime, mode))
+        self._journaled(local, remote, result, _keep(mtime, mode))
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
             self.store.add_rate("up", self.upload_rate)
@@ -282,6 +283,12 @@ class HyCloud:
         )
         auto.remember(self.store, remote, result["content_hash"], local)
         return self._noted(result, "delta")
+
+    def _journaled(self, local: Path, remote: str, result: dict, keep: dict) -> dict:
+        """Tell a failover client of a committed large file (it replays it on the standby)."""
+        if hasattr(self.http, "uploaded"):
+            self.http.uploaded(local, remote, result["content_hash"], keep)
+        return result
 
     def _noted(self, result: dict, mode: str) -> dict:
         self.last_transfer = {"mode": mode, **{k: result[k] for k in ("kind", "sent_bytes") if k in result}}
