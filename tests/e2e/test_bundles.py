@@ -270,6 +270,33 @@ def test_files_of_a_failed_bundle_are_sent_once_more(alice, tmp_path):
         assert (alice.ns_dir() / "requeued" / f"f{i}").read_bytes() == (src / f"f{i}").read_bytes()
 
 
+def test_a_bundle_too_large_for_a_request_is_staged_through_s3(alice, tmp_path):
+    """16 incompressible files of 300 KiB: their bundle (4.9 MB) is larger than a request may
+    be (4 MiB), so it is staged in S3 and committed by one request naming it, not split."""
+    src = tmp_path / "src"
+    src.mkdir()
+    files = {f"f{i:02d}.bin": os.urandom(300 * 1024) for i in range(16)}
+    for name, data in files.items():
+        (src / name).write_bytes(data)
+    with FaultProxy() as proxy:
+        out = json.loads(cli(alice, proxy, "--json", "put", "-r", str(src), "/staged").stdout)
+    assert len(out) == 16
+    assert [r for r in api_requests(proxy) if r.startswith(("/bundles", "/delta"))] == [
+        "/delta/staging",
+        "/bundles",
+    ]
+    [commit] = [x for x in proxy.forwarded if x.route.endswith("/v1/bundles")]
+    assert commit.query.get("staged") and not commit.body
+    assert {p: f["sha256"] for p, f in efs_files(alice.ns_dir()).items() if p.startswith("/staged/")} == {
+        f"/staged/{name}": sha(data) for name, data in files.items()
+    }
+    s3, bucket = alice.deployment.client("s3"), alice.deployment.outputs["BucketName"]
+    left = s3.list_objects_v2(Bucket=bucket, Prefix=f"staging/{alice.ns_key}/").get("KeyCount", 0)
+    assert left == 0, "the staged bundle was left in S3"
+    again = alice.api().call("POST", "/v1/bundles", params={"staged": commit.query["staged"]})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "not-staged"
+
+
 def test_a_read_only_key_may_download_a_bundle_but_not_upload_one(alice):
     from tests.e2e.conftest import ApiSession
 

@@ -137,6 +137,15 @@ def test_a_conflict_keeps_both_versions(user, run, tmp_path):
     assert conflict["winner"] == "destination" and conflict["kept_as"].startswith("notes.txt.conflict-cloud-")
     assert (src / "notes.txt").read_bytes() == b"laptop again\n"
     assert (src / conflict["kept_as"]).read_bytes() == b"cloud again\n"
+    # the source newer: it replaces the destination's version, which is kept beside it
+    sdk.put_bytes("/conflict/notes.txt", b"cloud, older\n")
+    (src / "notes.txt").write_bytes(b"laptop, newer\n")
+    os.utime(src / "notes.txt", (time.time() + 3600, time.time() + 3600))
+    report = run("sync", str(src), "hc:/conflict")
+    [conflict] = report["conflicts"]
+    assert conflict["winner"] == "source" and conflict["kept_as"].startswith("notes.txt.conflict-cloud-")
+    assert sdk.get_bytes("/conflict/notes.txt") == b"laptop, newer\n"
+    assert sdk.get_bytes("/conflict/" + conflict["kept_as"]) == b"cloud, older\n"
 
 
 def test_dry_run_changes_nothing(user, run, tmp_path):

@@ -11,6 +11,7 @@ Files keep their modification time and mode bits both ways, as `sdk/trees.py` do
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import threading
@@ -24,6 +25,7 @@ from hycloud_core import bundle, content, paths
 from hycloud_core.errors import HyCloudError, error_from_body
 
 from ..transfer import Progress
+from ..transfer.delta import stage
 from ..verify import check_stored
 from .subscribers import ProgressLike, as_progress, report
 
@@ -116,7 +118,8 @@ def _groups(items: list[_Upload]) -> Iterator[list[_Upload]]:
 
 
 def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload, dict], None]) -> None:
-    """Read, pack and send one bundle (halved while too large compressed); report every file."""
+    """Read, pack and send one bundle (staged in S3 when too large for a request, halved past
+    what a staged bundle may be); report every file."""
     files, sent = [], []
     for item in group:
         try:
@@ -129,20 +132,28 @@ def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload,
     if not files:
         return
     body = bundle.pack(files)
-    if len(body) > bundle.MAX_BODY and len(sent) > 1:
+    if len(body) > bundle.MAX_STAGED and len(sent) > 1:
         half = len(sent) // 2
         _send_bundle(client, sent[:half], done)
         _send_bundle(client, sent[half:], done)
         return
     try:
-        answer = client.http.json(
-            "POST", "/v1/bundles", params={"parents": "true"}, data=body, headers={"Content-Type": OCTET}
-        )
+        answer = _post_bundle(client, body)
         for item, (member, data), entry in zip(sent, files, answer["files"], strict=True):
             done(item, _stored(item, member, data, entry))
     except HyCloudError as err:  # the whole bundle was refused or lost: every file failed
         for item in sent:
             done(item, _failed(item.remote, err))
+
+
+def _post_bundle(client: HyCloud, body: bytes) -> dict:
+    """One bundle in the request, or staged in S3 first when too large for one (incompressible
+    files): one presigned PUT and one request instead of several smaller bundles."""
+    params: dict[str, str] = {"parents": "true"}
+    if len(body) > bundle.MAX_BODY:
+        params["staged"] = stage(client.http, io.BytesIO(body))
+        body = b""
+    return client.http.json("POST", "/v1/bundles", params=params, data=body, headers={"Content-Type": OCTET})
 
 
 def _stored(item: _Upload, member: bundle.Member, data: bytes, entry: dict) -> dict:

@@ -32,38 +32,48 @@ class LocalTree:
 
 
 def scan(root: Path, state: SyncState, keep: PathFilter, checksum: bool = False) -> LocalTree:
+    """One pass of `os.scandir` (its entries carry the type, so only files need a stat); a file's
+    cache key is the resolved root joined with its relative path, as `resolve()` gives for a
+    tree whose symlinks are skipped."""
     tree = LocalTree()
     if not root.is_dir():
         return tree
+    base = str(root.resolve()).rstrip("/") + "/"
     cached = {} if checksum else state.cached_hashes(root)
     fresh: list[tuple[str, int, int, str]] = []
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        rel_here = here.relative_to(root).as_posix()
-        prefix = "" if rel_here == "." else rel_here + "/"
-        for name in list(dirs):
-            item = here / name
-            if item.is_symlink() or not keep.keeps(prefix + name, is_dir=True):
-                dirs.remove(name)
-            else:
-                tree.dirs.add(prefix + name)
-        for name in files:
-            rel, item = prefix + name, here / name
-            if item.is_symlink() or not keep.keeps_file(rel):
-                continue
-            st = item.stat()
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            known = cached.get(str(item.resolve()))
-            if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
-                digest = known[2]
-            else:
-                digest = content.hash_file(item)[0]
-                fresh.append((str(item.resolve()), st.st_size, st.st_mtime_ns, digest))
-            tree.files[rel] = LocalFile(st.st_size, st.st_mtime, digest, stat.S_IMODE(st.st_mode) & 0o777)
+    folders = [""]
+    while folders:
+        prefix = folders.pop()
+        with os.scandir(base + prefix) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if keep.keeps(rel, is_dir=True):
+                        tree.dirs.add(rel)
+                        folders.append(rel + "/")
+                elif entry.is_file(follow_symlinks=False) and keep.keeps_file(rel):
+                    _add_file(tree, base + rel, rel, entry.stat(follow_symlinks=False), cached, fresh)
     state.save_hashes(fresh)
     tree.hashed = len(fresh)
     return tree
+
+
+def _add_file(
+    tree: LocalTree,
+    local: str,
+    rel: str,
+    st: os.stat_result,
+    cached: dict[str, tuple[int, int, str]],
+    fresh: list[tuple[str, int, int, str]],
+) -> None:
+    """The file's content hash from the cache when its size and mtime are unchanged, else read."""
+    known = cached.get(local)
+    if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
+        digest = known[2]
+    else:
+        digest = content.hash_file(Path(local))[0]
+        fresh.append((local, st.st_size, st.st_mtime_ns, digest))
+    tree.files[rel] = LocalFile(st.st_size, st.st_mtime, digest, stat.S_IMODE(st.st_mode) & 0o777)
 
 
 def remember_file(state: SyncState, local: Path, digest: str) -> LocalFile:

@@ -6,11 +6,14 @@ transaction, one quota reservation and batched records for all), and acknowledge
 (hostile path, hash mismatch, over quota, a folder in its way) is reported with the status a
 single PUT would have answered, and the others commit. A download answers the small files asked
 for in one bundle, large ones by reference (the client fetches them straight from S3), and those
-that did not fit the answer as `later` (ask again).
+that did not fit the answer as `later` (ask again). A bundle too large compressed for one request
+is staged in S3 first (a presigned PUT from `POST /v1/delta/staging`, checked by its sha256) and
+named by `?staged=<sha256>`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
@@ -18,13 +21,13 @@ from answers import BINARY_BODY, BYTES, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, namespace, ok, raw_body
+from context import CONFIG, filesystem, namespace, ok, raw_body, s3, user
 from models import Body as JsonBody
-from models import Text, UserPath
+from models import ContentHash, Text, UserPath
 from pydantic import BaseModel, Field
 
-from hycloud_core import bundle, content, paths
-from hycloud_core.errors import BadRequestError, HyCloudError
+from hycloud_core import bundle, content, jobs, paths
+from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.namespace import Entry
 from hycloud_core.fs.small_batch import SmallWrite, put_small_batch
@@ -72,10 +75,16 @@ class BundleRequest(JsonBody):
     paths: list[UserPath] = Field(min_length=1, max_length=bundle.MAX_MEMBERS)
 
 
-@router.post("/v1/bundles", responses=replies(200, BundleResult, 413), openapi_extensions=BINARY_BODY)
-def upload(parents: Annotated[bool, Query(description="make missing parent folders")] = True):
+@router.post("/v1/bundles", responses=replies(200, BundleResult, 409, 413), openapi_extensions=BINARY_BODY)
+def upload(
+    parents: Annotated[bool, Query(description="make missing parent folders")] = True,
+    staged: Annotated[ContentHash | None, Query(description="sha256 of a bundle staged in S3")] = None,
+):
     """Commit each file of a bundle on its own; the answer says, per file, how that went."""
-    members = bundle.unpack(raw_body(router)).files
+    if staged is None:
+        members = bundle.unpack(raw_body(router)).files
+    else:
+        members = bundle.unpack(_staged_body(staged), max_body=bundle.MAX_STAGED).files
     checked = [
         _checked(m, data, first)
         for (m, data), first in zip(members, _first_of_each_path(members), strict=True)
@@ -90,6 +99,25 @@ def upload(parents: Annotated[bool, Query(description="make missing parent folde
             ]
         }
     )
+
+
+def _staged_body(digest: str) -> bytes:
+    """The bundle the caller staged under `digest` (S3 checked the sha256 at its PUT), taken out of
+    staging: a bundle is committed once, and sent again in full if its answer was lost."""
+    if raw_body(router):
+        raise BadRequestError("send the bundle in the body or stage it, not both", code="bad-body")
+    key = jobs.staged_key(user(router), digest)
+    try:
+        head = s3().head_object(Bucket=CONFIG.bucket, Key=key)
+    except s3().exceptions.ClientError:
+        raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
+    if head["ContentLength"] > bundle.MAX_STAGED:
+        raise PayloadTooLargeError(f"a staged bundle is at most {bundle.MAX_STAGED} bytes", code="too-large")
+    body = s3().get_object(Bucket=CONFIG.bucket, Key=key)["Body"].read()
+    s3().delete_object(Bucket=CONFIG.bucket, Key=key)
+    if hashlib.sha256(body).hexdigest() != digest:
+        raise BadRequestError("the staged bundle is not what its sha256 says", code="hash-mismatch")
+    return body
 
 
 def _first_of_each_path(members: list[tuple[bundle.Member, bytes]]) -> list[bool]:

@@ -35,6 +35,7 @@ HEADER = struct.Struct(">4sI")
 # A bundle's compressed body must fit one API request or answer: Lambda takes 6 MB, base64-encoded.
 MAX_BODY = 4 * MiB
 MAX_RAW = 32 * MiB  # inflated, manifest included: bounds the memory one bundle may take
+MAX_STAGED = MAX_RAW  # a bundle staged in S3 (too large for a request): compressed, at most this
 MAX_MEMBERS = 1000
 MAX_MANIFEST = 1 * MiB
 LEVEL = 3  # zstd's default: several hundred MB/s, source code to about a quarter

@@ -239,24 +239,27 @@ class MerkleRecords:
         return sorted(items, key=lambda i: i["path"])
 
     def subtree(self, path: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
-        """{folder: its child items} for `path` and, when at most SUBTREE_ITEMS items lie below it,
-        for every folder below it too (then True).
+        """{folder: its child items} for `path` and, when a child folder is stale and at most
+        SUBTREE_ITEMS items lie below it, for every folder below it too (then True).
 
+        Children that all have their hashes answer alone: reading ahead below them (a page of
+        up to SUBTREE_ITEMS items, discarded when the subtree is larger) would only cost time.
         A stale folder's generation must be read before its children (see above); one Query
         does not promise which of them it reads first, so when the subtree holds stale folders
         it is read twice: generations from the first read, children from the second.
         """
-        if path == VIRTUAL_ROOT:
-            return {path: self._live_children(path)}, False
+        children = self._live_children(path)
+        if path == VIRTUAL_ROOT or not any(_stale(i) for i in children):
+            return {path: children}, False  # the children have their hashes: nothing below is needed
         prefix = "/" if path == ROOT else path + "/"
         first = self._page(prefix)
         if first is None:
-            return {path: self._live_children(path)}, False
+            return {path: children}, False
         if not any(_stale(i) for i in first):
             return _by_parent(first), True
         second = self._page(prefix)
         if second is None:
-            return {path: self._live_children(path)}, False
+            return {path: children}, False
         gens = {i["path"]: i.get("gen", UNREAD) for i in first}
         for item in second:
             if _stale(item):

@@ -36,4 +36,17 @@ def test_a_scoped_exchange_compares_only_that_folder(tmp_path):
     assert _run(LevelExchange(local), Responder(remote)).paths() == {"/elsewhere"}
     (tmp_path / "sub" / "f").write_bytes(b"edited")
     edited = _run(LevelExchange(tree_from_directory(tmp_path, prefix="/p"), scope="/p"), Responder(remote))
-    assert edited.paths() == {"/p/sub/f"} and edited.rounds == 3
+    assert edited.paths() == {"/p/sub/f"} and edited.rounds == 2  # /p's children came in round 1
+
+
+def test_the_scope_s_children_come_with_round_one_unless_it_holds_many(tmp_path):
+    remote = build_tree({f"/p/f{i}": FileEntry.of(b"cloud", 1.0) for i in range(3)})
+    for n, asked in ((3, ["/", "/p"]), (300, ["/"])):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        for i in range(n):
+            (folder / f"f{i}").write_bytes(b"local")
+        exchange = LevelExchange(tree_from_directory(folder, prefix="/p"), scope="/p")
+        assert exchange.request() == asked
+        diff = _run(exchange, Responder(remote))
+        assert diff.paths() == {f"/p/f{i}" for i in range(n)} and diff.rounds == (1 if n == 3 else 2)
