@@ -105,3 +105,17 @@ def test_retained_coded_version_is_a_delta_base_and_survives_the_sweep(deploymen
     sdk.get("/versions.bin", mine, via="delta")
     assert mine.read_bytes() == new
     assert sdk.last_transfer["kind"] == "version" and sdk.last_transfer["received_bytes"] < len(new) // 4
+
+
+def test_files_above_the_deployments_threshold_are_coded_unless_told_not_to(deployment, user, tmp_path):
+    threshold = user.sdk().info()["coded_threshold"]
+    assert threshold == 64 * MiB  # three instances: the default is on
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(threshold + 1))
+    coded = json.loads(user.cli("--json", "put", str(src), "/default.bin").stdout)
+    assert coded["coded"] == {"n": 3, "k": 2} and _link(user, "/default.bin")["erasure"]["k"] == 2
+    plain = json.loads(user.cli("--json", "put", "--no-coded", str(src), "/plain.bin").stdout)
+    assert "coded" not in plain and _link(user, "/plain.bin")["erasure"] is None
+    key = f"objects/{plain['content_hash'][:2]}/{plain['content_hash']}"
+    stored = deployment.client("s3").head_object(Bucket=deployment.outputs["BucketName"], Key=key)
+    assert stored["ContentLength"] == threshold + 1

@@ -280,16 +280,17 @@ def coded_version(link: Any, content_hash: str) -> dict | None:
     return link.history_erasure.get(content_hash)
 
 
-def cache_coded_base(link: Any, content_hash: str, cache_name: str) -> bool:
-    """Decode a coded version of the file `link` holds into the relay cache as a delta job's
-    base; False when that version is not coded (the job fetches its object as usual)."""
+def cache_coded_base(link: Any, content_hash: str, spec: dict) -> bool:
+    """Decode a coded version of the file `link` holds into the relay cache as the delta job
+    `spec`'s base, unless cached already (under its own name, or the path's as an earlier job's
+    new version); False when that version is not coded (the job fetches its object as usual)."""
     erasure = coded_version(link, content_hash)
     if not erasure:
         return False
-    cache = RelayCache(CONFIG.cache_dir)
-    if not cache.is_ready(cache_name, content_hash):
+    cache, name = RelayCache(CONFIG.cache_dir), spec["base_cache_name"]
+    if not any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
         store, own = _home_blocks()
-        coded_whole.to_cache(erasure, content_hash, store, own, cache, cache_name)
+        coded_whole.to_cache(erasure, content_hash, store, own, cache, name)
     return True
 
 

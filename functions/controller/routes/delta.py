@@ -227,7 +227,7 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
-    cache_coded_base(link, base, spec["base_cache_name"])  # no object to fetch: decoded here
+    cache_coded_base(link, base, spec)  # no object to fetch: decoded here
     return _start(key, spec, link.size, wait=wait)
 
 
@@ -322,7 +322,7 @@ def upload(
         "base_cache_name": jobs.base_cache_name(base),
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
-    cache_coded_base(link, base, spec["base_cache_name"])  # a coded base: decoded here; new version plain
+    cache_coded_base(link, base, spec)  # a coded base: decoded here; new version plain
     return _start(
         key,
         spec,
