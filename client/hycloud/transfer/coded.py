@@ -328,17 +328,28 @@ class Fetcher:
         # only chunks waiting behind an instance whose every worker is busy: never race its own
         # workers; an instance the plan left out only stands in for failed or stuck blocks
         waiting = [
-            q
+            s
             for s, q in self.queues.items()
             if s != r and q and self.active.get(s, 0) >= self.streams and r not in self.spare
         ]
-        victims = sorted(waiting, key=len, reverse=True)
-        for queue in victims:
-            for c in reversed(queue):
-                if self._open(c, r):
-                    queue.remove(c)
+        for s in sorted(waiting, key=lambda s: len(self.queues[s]), reverse=True):
+            queue = self.queues[s]
+            for at in range(len(queue) - 1, -1, -1):
+                c = queue[at]
+                if self._open(c, r) and self._sooner(r, s, at):
+                    del queue[at]
                     return c
         return self._hedge(r)
+
+    def _sooner(self, thief: str, owner: str, at: int) -> bool:
+        """Whether `thief` would have a block in hand before `owner` reaches the one `at` places
+        down its queue (its workers take `streams` at a time): a slow instance taking the last
+        blocks of a fast one would end the download late. A thief with no block yet waits for
+        one; an owner with none yet (a stuck instance) gives its blocks away."""
+        mine, theirs = self.block_seconds.get(thief), self.block_seconds.get(owner)
+        if not mine or not theirs:
+            return bool(mine)
+        return _median(mine) < (at // self.streams + 1) * _median(theirs)
 
     def _hedge(self, r: str) -> int | None:
         """A chunk whose fetches all run far longer than their instance's blocks take, that r can serve too."""

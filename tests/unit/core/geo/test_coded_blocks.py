@@ -220,3 +220,17 @@ def test_an_instance_the_plan_leaves_out_only_stands_in_for_failures():
     one_lost = _fetcher(layout, blocks, {}, fail={"us-east-1"}, queues=queues)
     assert _run(one_lost, layout) == data
     assert one_lost.dead == {"us-east-1"}
+
+
+def test_a_slow_instance_does_not_take_the_last_blocks_of_fast_ones():
+    """Planned on the links' speeds, the slow instance serves what the plan gives it and no
+    more: a block it took from a fast instance's queue would arrive last."""
+    data = os.urandom(16 * MiB)
+    layout, blocks = _coded(data, REGIONS)
+    rates = {"us-east-1": 1e8, "us-west-2": 1e8, "eu-west-1": 1e7}
+    queues, _ = plan_queues(layout, rates)
+    planned = len(queues["eu-west-1"])
+    delays = {"us-east-1": 0.02, "us-west-2": 0.02, "eu-west-1": 0.2}
+    fetcher = _fetcher(layout, blocks, delays, queues=queues)
+    assert _run(fetcher, layout) == data
+    assert fetcher.stats["eu-west-1"].blocks <= planned
