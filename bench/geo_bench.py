@@ -231,6 +231,7 @@ def run_setup(name: str, size_mib: int) -> dict:
         "reduction_vs_single": 1 - measured / single_s,
         "reduction_vs_round_robin": 1 - measured / robin,
         "planned_blocks": planned_blocks,
+        "load_avg_1m": os.getloadavg()[0],  # the machine is shared: read every figure beside it
         **detail,
     }
 
@@ -238,15 +239,15 @@ def run_setup(name: str, size_mib: int) -> dict:
 def report(rows: list[dict]) -> str:
     head = (
         "| setup | size | RS(n,k) | n/k | multi-source s | predicted s | optimum s | plan gap | measured vs plan "
-        "| best single s | vs single | round-robin s | vs round-robin | predicted on nominal rates s |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| best single s | vs single | round-robin s | vs round-robin | predicted on nominal rates s | load |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = [
         f"| {r['setup']} | {r['size_mib']} MiB | RS({r['code'][0]},{r['code'][1]}) | {r['overhead']:.2f} "
         f"| {r['multi_source_s']:.1f} | {r['predicted_s']:.1f} | {r['optimum_s']:.1f} | {r['plan_gap']:+.1%} "
         f"| {r['measured_vs_predicted']:+.1%} | {r['best_single_s']:.1f} ({r['best_single']}) "
         f"| {r['reduction_vs_single']:.1%} less | {r['round_robin_s']:.1f} | {r['reduction_vs_round_robin']:.1%} less "
-        f"| {r['predicted_nominal_s']:.1f} |"
+        f"| {r['predicted_nominal_s']:.1f} | {r.get('load_avg_1m', float('nan')):.1f} |"
         for r in rows
     ]
     setups = "\n".join(
