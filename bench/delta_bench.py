@@ -16,6 +16,11 @@ case where matches do not come in long runs): gevent's sdists (a third C: vendor
 c-ares, and Cython-generated C; 37-39 MB as .tar) and OpenSSL 3.5.x, a C project's own releases, as
 the `openssl-src` crate ships them (46-50 MB as .tar, fetched with `cargo fetch`).
 
+Beside each block size it records the 1-minute load average and the context switches of signature +
+delta in the fastest repeat: voluntary ones would mean the engine waits (I/O, page faults on a
+mapped file, a lock), involuntary ones that the machine's load preempted it; a wall ratio below the
+CPU ratio with few voluntary switches is the load, not the engine.
+
 Needs `rdiff` (Debian: apt-get install rdiff), `npm`, `cargo` and network access to the npm
 registry, PyPI and crates.io. Writes bench/results/delta.json and .md, and delta_gevent and
 delta_openssl (.json and .md) for the C series alone.
@@ -226,6 +231,13 @@ class Row:
     # rdiff's delta as it would travel: decompressing it (zstd, as ours) before `rdiff patch`
     rd_unzstd_s: float = 0.0
     rd_unzstd_cpu: float = 0.0
+    # context switches in signature + delta, in the fastest repeat: voluntary ones mean the process
+    # waited (I/O, a lock), involuntary ones that it was preempted (the machine's load)
+    sd_vcs: int = 0
+    sd_ics: int = 0
+    rd_sd_vcs: int = 0
+    rd_sd_ics: int = 0
+    load1: float = 0.0  # 1-minute load average when the pair was measured
 
     @property
     def traffic(self) -> int:
@@ -240,19 +252,29 @@ class Row:
 
 
 class _Best:
-    """Minimum wall and CPU seconds per operation over the repeats."""
+    """Minimum wall and CPU seconds per operation over the repeats, and the context switches
+    (voluntary, involuntary) of the fastest one."""
 
     def __init__(self) -> None:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.switches: dict[str, tuple[int, int]] = {}
 
     def run(self, name: str, fn, cpu_clock):
-        c0, w0 = cpu_clock(), time.perf_counter()
+        who = resource.RUSAGE_SELF if cpu_clock is time.process_time else resource.RUSAGE_CHILDREN
+        u0, c0, w0 = resource.getrusage(who), cpu_clock(), time.perf_counter()
         result = fn()
-        wall, cpu = time.perf_counter() - w0, cpu_clock() - c0
+        wall, cpu, u1 = time.perf_counter() - w0, cpu_clock() - c0, resource.getrusage(who)
+        if wall < self.wall.get(name, float("inf")):
+            self.switches[name] = (u1.ru_nvcsw - u0.ru_nvcsw, u1.ru_nivcsw - u0.ru_nivcsw)
         self.wall[name] = min(self.wall.get(name, wall), wall)
         self.cpu[name] = min(self.cpu.get(name, cpu), cpu)
         return result
+
+    def sig_delta_switches(self) -> dict[str, int]:
+        ours = [sum(x) for x in zip(self.switches["sig"], self.switches["delta"], strict=True)]
+        rd = [sum(x) for x in zip(self.switches["rd_sig"], self.switches["rd_delta"], strict=True)]
+        return dict(sd_vcs=ours[0], sd_ics=ours[1], rd_sd_vcs=rd[0], rd_sd_ics=rd[1])
 
 
 def _children_cpu() -> float:
@@ -321,6 +343,8 @@ def measure_pair(old: Path, new: Path, block: int, strong_len: int, work: Path, 
         rd_delta_raw=len(raw),
         rd_delta_zstd=len(packed),
         **{f"{k}_cpu": v for k, v in best.cpu.items()},
+        **best.sig_delta_switches(),
+        load1=os.getloadavg()[0],
     )
 
 
@@ -339,7 +363,9 @@ def measure_series(name: str, files: list[tuple[str, Path]], sizes, repeat: int)
                     f"{name} {v_old}->{v_new} b={block:>5} S={strong_len} "
                     f"traffic {row.traffic:>9} vs rdiff {row.rd_traffic:>9} ({row.traffic / row.rd_traffic:.3f}x)  "
                     f"sig+delta {_mbps(old_size + new_size, row.sig_s + row.delta_s):6.0f} MB/s "
-                    f"vs rdiff {_mbps(old_size + new_size, row.rd_sig_s + row.rd_delta_s):6.0f} MB/s",
+                    f"vs rdiff {_mbps(old_size + new_size, row.rd_sig_s + row.rd_delta_s):6.0f} MB/s  "
+                    f"patch CPU {row.patch_cpu * 1e3:5.1f} ms vs rdiff {row.rd_patch_cpu * 1e3:5.1f} ms  "
+                    f"load {row.load1:.1f}",
                     flush=True,
                 )
     return rows
@@ -465,6 +491,11 @@ def summarize(rows: list[Row]) -> list[dict]:
                     rd_traffic=rd_traffic,
                     traffic_ratio=traffic / rd_traffic,
                     new_bytes=new_b,
+                    **{
+                        k: sum(getattr(r, k) for r in sel)
+                        for k in ("sd_vcs", "sd_ics", "rd_sd_vcs", "rd_sd_ics")
+                    },
+                    load1=max(r.load1 for r in sel),
                 )
             )
     return out
@@ -499,17 +530,22 @@ def speed_table(doc: dict, series: str) -> list[str]:
         "rdiff's delta, compressed the same way, to rdiff's patch. The last column is the CPU time of "
         "that decompression alone over rdiff's whole patch of its uncompressed delta: a patch that must "
         "decompress a zstd delta, and still write the whole new file, cannot match `rdiff patch` where "
-        "that share nears 1:",
+        "that share nears 1. Context switches are those of signature + delta in the fastest repeat "
+        "(voluntary: the process waited; involuntary: it was preempted), ours / rdiff's; load is the "
+        "1-minute load average when the block size was measured:",
         "",
         "| block | signature | delta | signature + delta | patch | patch vs rdiff patch + unzstd "
-        "| unzstd alone / rdiff patch, CPU |",
-        "|---|---|---|---|---|---|---|",
+        "| unzstd alone / rdiff patch, CPU | voluntary switches | involuntary switches | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = ("sig_x", "delta_x", "sig_delta_x", "patch_x", "patch_unzstd_x")
     for s in (s for s in doc["summary"] if s["series"] == series):
         cells = [_x(s.get(k), s.get(k + "_cpu")) for k in keys]
         share = s.get("unzstd_share_cpu")
         cells.append("n/a" if share is None else f"{share:.2f}")
+        cells.append(f"{s.get('sd_vcs', 0)} / {s.get('rd_sd_vcs', 0)}")
+        cells.append(f"{s.get('sd_ics', 0)} / {s.get('rd_sd_ics', 0)}")
+        cells.append(f"{s.get('load1', 0):.1f}")
         lines.append(f"| {s['block']} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -28,10 +29,11 @@ from typing import Any
 
 import requests
 
+from hycloud_core import content
 from hycloud_core.auth import READ_LIKE
 from hycloud_core.errors import HyCloudError
 
-from .failover_journal import Change, Journal
+from .failover_journal import PREPARING, UPLOAD, Change, Journal
 from .http import MUTATING, Http
 
 CONNECT_TIMEOUT_S = 3.0
@@ -113,7 +115,7 @@ class FailoverHttp:
                 self._fail_over(err)
                 target = self.standby
                 response = target.request(method, route, **kwargs)
-            if target is self.primary and method in MUTATING and (method, route) not in READ_LIKE:
+            if target is self.primary and method in MUTATING and (method, route) not in READ_LIKE | PREPARING:
                 self._acknowledged(method, route, kwargs)
             return response
 
@@ -171,11 +173,50 @@ class FailoverHttp:
         return len(missing)
 
     def _replay(self, change: Change) -> None:
+        if change.method == UPLOAD:
+            self._replay_upload(change)
+            return
         try:
             self.standby.request(change.method, change.route, **change.kwargs)
         except HyCloudError as err:
             if err.status not in (404, 409):  # already gone or done there
                 raise
+
+    def _replay_upload(self, change: Change) -> None:
+        """Upload the local file again, to the standby, unless it holds that version already or
+        the local file no longer is what the primary acknowledged."""
+        from .transfer.upload import upload_large
+
+        want = change.kwargs["content_hash"]
+        try:
+            if (
+                self.standby.json("GET", "/v1/stat", params={"path": change.route}).get("content_hash")
+                == want
+            ):
+                return
+        except HyCloudError as err:
+            if err.status != 404:
+                raise
+        local = change.kwargs["local"]
+        if not os.path.exists(local) or content.hash_file(local)[0] != want:
+            self.journal.lost(change, "the local file changed since it was uploaded")
+            return
+        upload_large(self.standby, local, change.route, parents=True, keep=change.kwargs["keep"])
+
+    def uploaded(
+        self, local: str | os.PathLike, remote: str, content_hash: str, keep: dict[str, Any]
+    ) -> None:
+        """The SDK committed a large file: journal it to upload again on failover (or, if the client
+        failed over while the commit's answer was on its way, upload it to the standby now)."""
+        with self._cond:
+            if not self._on_standby:
+                self.journal.record_upload(os.fspath(local), remote, content_hash, keep)
+                return
+        self._replay_upload(
+            Change(
+                0.0, UPLOAD, remote, {"local": os.fspath(local), "content_hash": content_hash, "keep": keep}
+            )
+        )
 
     def _standby_leaves(self, leaves: list[tuple[str, str]]) -> dict[str, str]:
         """One exchange round on the standby: the hashes of the files' folders' children."""

@@ -3,9 +3,11 @@ on the standby when the client fails over (docs/FAILOVER.md).
 
 The standby is in step with everything acknowledged before its `in_step_at` (GET /v1/replication),
 so entries older than that (less a margin for clock skew) are dropped whenever the client learns
-it. Only requests whose body is held in memory can be replayed: a streamed body (none today) is
-recorded as lost, and a large file's upload (its parts go to the primary's bucket) is not replayed:
-it is reported in `unreplayable` for the caller to send again.
+it. Requests whose body is held in memory are replayed as sent. A large file's upload (its parts
+went to the primary's bucket) is journaled by the SDK once committed (`record_upload`: the local
+file, the path, the content hash) and replayed as a new upload to the standby, which finds the
+content already there when the record stream has copied it (a dedup claim, no bytes sent). Other
+changes are reported in `unreplayable` for the caller to send again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ REPLAYED = frozenset(
         ("POST", "/v1/copy"),
     }
 )
+UPLOAD = "UPLOAD"  # Change.method of a large upload journaled by the SDK (record_upload)
+PREPARING = frozenset({("POST", "/v1/uploads"), ("POST", "/v1/uploads/urls"), ("POST", "/v1/uploads/commit")})
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Journal:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, method: str, route: str, kwargs: dict[str, Any]) -> None:
+        if (method, route) in PREPARING:
+            return  # a large upload's steps: the SDK journals the upload whole once committed
         change = Change(time.time(), method, route, dict(kwargs))
         with self._lock:
             if (method, route) not in REPLAYED:
@@ -71,6 +77,19 @@ class Journal:
             while sum(c.size for c in self.changes) > MAX_BYTES:
                 self.changes.pop(0)
                 self.overflowed = True
+
+    def record_upload(self, local: str, remote: str, content_hash: str, keep: dict[str, Any]) -> None:
+        """A large file the primary committed at `remote` from the local file `local`."""
+        change = Change(
+            time.time(), UPLOAD, remote, {"local": local, "content_hash": content_hash, "keep": keep}
+        )
+        with self._lock:
+            self.changes.append(change)
+
+    def lost(self, change: Change, why: str) -> None:
+        """A journaled change that could not be replayed (the local file changed since)."""
+        with self._lock:
+            self.unreplayable.append((change.at, f"{change.method} {change.route}: {why}"))
 
     def in_step_at(self, when: float | None) -> None:
         """The standby has everything acknowledged before `when` (its clock)."""

@@ -1,6 +1,7 @@
-"""The standby's replication job (scheduled, or invoked): `{}` runs a pass, `{"action": "pause"}` /
-`"resume"` stop and restart it, `{"users": [id, ...]}` runs a pass over those users only, `"status"`
-reports the lag (hycloud_core/standby, docs/FAILOVER.md)."""
+"""The standby's namespace job (scheduled, or invoked): `{}` runs a pass, `{"action": "pause"}` /
+`"resume"` stop and restart it, `{"users": [id, ...]}` runs a pass over those users only,
+`{"backfill": true}` also copies the records by scan (the stream carries them otherwise),
+`"status"` reports the lag (hycloud_core/standby, docs/FAILOVER.md)."""
 
 from __future__ import annotations
 
@@ -47,5 +48,8 @@ def handler(event: dict | None, context: Any) -> dict[str, Any]:
     if action in ("pause", "resume"):
         status.set_paused(action == "pause")
     elif action == "pass":
-        return run_pass(status.table, CONFIG.namespaces_dir, _standby(), (event or {}).get("users"))
+        event = event or {}
+        return run_pass(
+            status.table, CONFIG.namespaces_dir, _standby(), event.get("users"), bool(event.get("backfill"))
+        )
     return status.report("primary")

@@ -12,6 +12,7 @@ from hycloud_core.fs.namespace import Namespace
 from hycloud_core.fs.operations import FileSystem
 from hycloud_core.standby.apply import apply_ops
 from hycloud_core.store.objects import Objects
+from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
@@ -28,5 +29,6 @@ def handler(event: dict, context: Any) -> dict[str, Any]:
         s3,
         CONFIG.bucket,
         retain_s=CONFIG.version_retention_s,
+        quota=Quota(None, user),  # usage counters come from the primary by the stream
     )
     return apply_ops(fs, event["ops"])

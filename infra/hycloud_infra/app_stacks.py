@@ -59,4 +59,5 @@ def _standby(app: cdk.App, home_name: str, home: str, account: str | None, dirs:
         env=cdk.Environment(account=account, region=region),
         functions_dir=dirs["functions_dir"],
         layer_dir=dirs["layer_dir"],
+        statemachines_dir=dirs["statemachines_dir"],
     )

@@ -1,5 +1,7 @@
-"""The standby controller takes over (docs/FAILOVER.md): replication and its lag, failover with
-writes in flight, no acknowledged write lost, and switch-back leaving both controllers equal.
+"""The standby controller takes over (docs/FAILOVER.md): records carried by the table's stream,
+namespaces by the replication job, both lags; failover with writes in flight (a large upload
+included), no acknowledged write lost, a relay job on the standby, and switch-back leaving both
+controllers equal.
 
 The primary's API is made unreachable by stopping a TCP relay the client reaches it through
 (tcp_relay.py); the local cloud keeps running, as the primary's region would.
@@ -14,13 +16,17 @@ import subprocess
 import threading
 import time
 
+import boto3
 import pytest
 
+from hycloud import admin
 from hycloud.sdk import HyCloud
 
 from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
+STANDBY_REGION = "us-west-2"  # infra/local/deploy.py
+STREAM_LAG_BOUND_S = 10.0  # record stream: 1 s batching window + one invocation (1-3 s measured here)
 DETECT_BOUND_S = 2.0  # failover.py: a primary refusing connections is given up within about 0.1 s
 REPLAY_BUDGET_S = 2.0  # per write the stale standby lacks (0.15-1.6 s each measured on this loaded machine)
 WRITERS = 4
@@ -81,6 +87,77 @@ def status_cli(user, standby_url: str) -> dict:
     return json.loads(done.stdout)
 
 
+def standby_item(deployment: Deployment, pk: str, sk: str) -> dict | None:
+    table = dynamodb(deployment, STANDBY_REGION).Table(deployment.outputs["StandbyTableName"])
+    return table.get_item(Key={"pk": pk, "sk": sk}, ConsistentRead=True).get("Item")
+
+
+def wait_standby(deployment: Deployment, pk: str, sk: str, present: bool = True) -> float:
+    """Seconds until the standby's table has (or no longer has) the item; fails past the bound."""
+    started = time.monotonic()
+    while (standby_item(deployment, pk, sk) is not None) != present:
+        assert time.monotonic() - started < STREAM_LAG_BOUND_S, f"{pk}/{sk} present={not present} still"
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+def dynamodb(deployment: Deployment, region: str = "us-east-1"):
+    return boto3.resource(
+        "dynamodb",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=region,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+@pytest.mark.slow
+def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_path):
+    passes = standby_item(deployment, "REPL#STANDBY", "STATUS") or {}
+    user = _make_user(deployment, "stream")
+    lags = [
+        wait_standby(deployment, f"USERID#{user.id}", "ID"),
+        wait_standby(deployment, f"USER#{user.name}", "PROFILE"),
+    ]
+    table, resource = deployment.outputs["TableName"], dynamodb(deployment)
+    token = admin.add_key(table, user.name, resource=resource)
+    key_id = token.split("_")[1]
+    lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY"))
+    on_standby = ApiSession(deployment.outputs["StandbyLocalApiUrl"], token)
+    assert on_standby.call("GET", "/v1/whoami").status_code == 200  # the new key works there
+
+    data = os.urandom(3 * 1024 * 1024)  # large: S3, an object record
+    (tmp_path / "big.bin").write_bytes(data)
+    content_hash = user.sdk().put(tmp_path / "big.bin", "/big.bin", via="direct")["content_hash"]
+    lags.append(wait_standby(deployment, f"OBJ#{content_hash}", "OBJ"))
+    obj = standby_item(deployment, f"OBJ#{content_hash}", "OBJ")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
+        region_name=STANDBY_REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    held = s3.get_object(Bucket=deployment.outputs["StandbyBucketName"], Key=obj["s3_key"])["Body"].read()
+    assert hashlib.sha256(held).digest() == hashlib.sha256(data).digest()  # content before its record
+    usage = standby_item(deployment, f"USAGE#{user.id}", "USAGE")
+    assert usage and int(usage["bytes"]) >= len(data)
+
+    admin.users(table, resource).revoke(key_id)
+    lags.append(wait_standby(deployment, f"KEY#{key_id}", "KEY", present=False))  # a deletion too
+    refused = on_standby.call("GET", "/v1/whoami")  # revoked there as well, as on the primary
+    assert refused.status_code == ApiSession(deployment.api_url, token).call("GET", "/v1/whoami").status_code
+    assert refused.status_code in (401, 403), refused.text
+    assert (standby_item(deployment, "REPL#STANDBY", "STATUS") or {}).get("last_pass_at") == passes.get(
+        "last_pass_at"
+    )  # no pass of the namespace job ran meanwhile
+    report = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key).http.json("GET", "/v1/replication")
+    assert report["records_ok"] and 0 <= report["records_lag_s"] < STREAM_LAG_BOUND_S, report
+    print(
+        f"\nrecord stream: on the standby after {', '.join(f'{x:.2f}' for x in lags)} s; reported {report['records_lag_s']} s"
+    )
+
+
 def put(client: HyCloud, path: str, acked: dict[str, str]) -> None:
     data = os.urandom(2048)
     client.put_bytes(path, data, parents=True)
@@ -93,7 +170,7 @@ def assert_holds(client: HyCloud, acked: dict[str, str], where: str) -> None:
 
 
 @pytest.mark.slow
-def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment):
+def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment, tmp_path):
     user = _make_user(deployment, "failover")
     standby = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key)
     primary = HyCloud(deployment.api_url, user.key)
@@ -118,14 +195,19 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         replicate(deployment, action="pause")
         for i in range(3):
             put(client, f"/docs/b{i}.txt", acked)
+        big = os.urandom(3 * 1024 * 1024)  # large: its parts go to the primary's bucket
+        (tmp_path / "big.bin").write_bytes(big)
+        client.put(tmp_path / "big.bin", "/docs/big.bin", via="direct")
+        acked["/docs/big.bin"] = hashlib.sha256(big).hexdigest()
         time.sleep(1.0)
         stale = primary.http.json("GET", "/v1/replication")
         assert (
             stale["paused"] and stale["in_step_at"] >= first["started"] - 0.01
         )  # the schedule may have run since
         assert stale["lag_s"] >= 1.0 and abs(stale["lag_s"] - (time.time() - stale["in_step_at"])) < 2
-        with pytest.raises(HyCloud.NotFoundError):
-            standby.stat("/docs/b0.txt")
+        for lacking in ("/docs/b0.txt", "/docs/big.bin"):
+            with pytest.raises(HyCloud.NotFoundError):
+                standby.stat(lacking)
 
         # writes in flight; the primary's API becomes unreachable
         with Writers(client, "/burst") as writers:
@@ -145,6 +227,10 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         assert before and after, (len(before), len(after), writers.errors[:3])
         acked.update({p: sha for p, (sha, _) in writers.acked.items()})
         assert_holds(standby, acked, "standby")  # the stale ones were replayed; 0 acknowledged writes lost
+        assert not client.http.journal.unreplayable  # the large upload too, byte-exact above
+        relayed = standby.get("/docs/big.bin", tmp_path / "relayed.bin", via="relay")  # a job on the standby
+        assert hashlib.sha256(relayed.read_bytes()).hexdigest() == acked["/docs/big.bin"]
+        assert standby.last_transfer["mode"] == "relay", standby.last_transfer
 
         # the primary returns: switch-back holds new writes, reconciles, goes on on the primary
         relay.start()
@@ -164,12 +250,15 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     assert standby.merkle_root() == primary.merkle_root()
     report = standby.http.json("GET", "/v1/replication")
     refused = ApiSession(deployment.outputs["StandbyLocalApiUrl"], user.key).call(
-        "POST", "/v1/relay", json={"path": "/docs/a0.txt"}
+        "POST", "/v1/coded/repair", json={"region": "eu-west-1"}
     )
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "primary-only"
     shown = status_cli(user, deployment.outputs["StandbyLocalApiUrl"])
     assert shown["primary"]["role"] == "primary" and shown["standby"]["role"] == "standby"
     assert shown["standby"]["lag_s"] >= 0 and not shown["standby"]["diverged"]
+    for side in ("primary", "standby"):  # both lags: namespaces (the Merkle job) and records (the stream)
+        assert shown[side]["namespace_lag_s"] == shown[side]["lag_s"], shown
+        assert shown[side]["records_ok"] and 0 <= shown[side]["records_lag_s"] < STREAM_LAG_BOUND_S, shown
     print(
         f"\nfailover: primary given up after {detected:.2f}s, switched in {took:.2f}s replaying {switch['replayed']} writes; "
         f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "

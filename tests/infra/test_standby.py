@@ -78,6 +78,44 @@ def test_the_home_replicator_reaches_the_standby_by_name_every_minute(built):
     assert "rate(1 minute)" in rules
 
 
+def test_the_home_tables_stream_feeds_the_stream_replicator_in_order_with_a_dead_letter_queue(built):
+    _, home, _ = built
+    template = Template.from_stack(home)
+    (table,) = template.find_resources("AWS::DynamoDB::Table").values()
+    assert table["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    props = mapping["Properties"]
+    assert props["BisectBatchOnFunctionError"] and props["ParallelizationFactor"] == 1
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["StartingPosition"] == "TRIM_HORIZON" and props["MaximumRetryAttempts"] == 10
+    assert "StandbyStreamDeadLetters" in json.dumps(props["DestinationConfig"])
+    pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
+    assert {p["prefix"] for p in pattern["dynamodb"]["Keys"]["pk"]["S"]} == {
+        "USER#",
+        "KEY#",
+        "USERID#",
+        "OBJ#",
+        "USAGE#",
+    }
+    stream_fn = next(f for name, f in _functions(home).items() if name.startswith("StandbyStreamReplicator"))
+    assert "HyCloud-Instance-Standby-Table" in json.dumps(stream_fn["Properties"]["Environment"])
+    assert "FileSystemConfigs" not in stream_fn["Properties"]  # records only: no EFS
+
+
+def test_the_standby_runs_relay_and_delta_jobs_of_its_own(built):
+    _, _, standby = built
+    template = Template.from_stack(standby)
+    assert len(template.find_resources("AWS::StepFunctions::StateMachine")) == 2
+    controller = next(f for name, f in _functions(standby).items() if name.startswith("Controller"))
+    env = controller["Properties"]["Environment"]["Variables"]
+    for name in (
+        "HYCLOUD_RELAY_STATE_MACHINE_ARN",
+        "HYCLOUD_DELTA_STATE_MACHINE_ARN",
+        "HYCLOUD_DELTA_FUNCTION",
+    ):
+        assert name in env, name
+
+
 def test_the_schedule_can_be_left_out(tmp_path):
     _, home, _ = _build(tmp_path, **{"hycloud:standby": "us-west-2", "hycloud:standbyEveryMinutes": 0})
     assert [n for n in _functions(home) if n.startswith("StandbyReplicator")]

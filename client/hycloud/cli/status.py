@@ -23,7 +23,10 @@ def _line(name: str, report: dict[str, Any]) -> str:
         return f"{name}: unreachable ({report['error']['code']})"
     lag = "never in step yet" if report.get("lag_s") is None else f"{report['lag_s']:.1f}s"
     paused = ", replication paused" if report.get("paused") else ""
-    return f"{name}: standby lag {lag}{paused}"
+    records = report.get("records_lag_s")
+    stream = "no change streamed yet" if records is None else f"{records:.1f}s"
+    failing = " (failing)" if report.get("records_ok") is False else ""
+    return f"{name}: standby lag: namespaces {lag}{paused}, records {stream}{failing}"
 
 
 def status_command() -> None:

@@ -228,8 +228,7 @@ class HyCloud:
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         size = os.path.getsize(local)
         if coded and size > self.small_file_threshold:
-            result = upload_coded(self.http, local, remote, parents, progress, _keep(mtime, mode))
-            return self._noted(result, "coded")
+            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
         if size <= self.small_file_threshold:
             try:
                 entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
@@ -239,12 +238,12 @@ class HyCloud:
                 pass  # the deployment's threshold is lower than we thought
         result = self._put_delta(local, remote, progress, base, delta_kind, upload_rate, force_delta, via)
         if result is not None:
-            return result
+            return self._journaled(local, remote, result, _keep(mtime, mode))
         if self._codes_by_default(size, coded, via):
-            result = upload_coded(self.http, local, remote, parents, progress, _keep(mtime, mode))
-            return self._noted(result, "coded")
+            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
         started = time.perf_counter()
         result = upload_large(self.http, local, remote, parents, progress, keep=_keep(mtime, mode))
+        self._journaled(local, remote, result, _keep(mtime, mode))
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
             self.store.add_rate("up", self.upload_rate)
@@ -302,6 +301,16 @@ class HyCloud:
         )
         auto.remember(self.store, remote, result["content_hash"], local)
         return self._noted(result, "delta")
+
+    def _put_coded(self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict) -> dict:
+        result = upload_coded(self.http, local, remote, parents, progress, keep)
+        return self._noted(self._journaled(local, remote, result, keep), "coded")
+
+    def _journaled(self, local: Path, remote: str, result: dict, keep: dict) -> dict:
+        """Tell a failover client of a committed large file (it replays it on the standby)."""
+        if hasattr(self.http, "uploaded"):
+            self.http.uploaded(local, remote, result["content_hash"], keep)
+        return result
 
     def _noted(self, result: dict, mode: str) -> dict:
         self.last_transfer = {"mode": mode, **{k: result[k] for k in ("kind", "sent_bytes") if k in result}}

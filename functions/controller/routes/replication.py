@@ -20,7 +20,7 @@ from hycloud_core.standby.status import ReplicationStatus, role
 
 router = APIGatewayRouter()
 ROUTE = "/v1/replication"
-PRIMARY_ONLY = ("/v1/relay", "/v1/delta", "/v1/coded")  # their jobs are not deployed on the standby
+PRIMARY_ONLY = ("/v1/coded",)  # coded files' blocks are in the data instances, unknown to the standby
 
 REPORT = {
     JSON: {
@@ -34,6 +34,16 @@ REPORT = {
                     "description": "seconds since the standby was last in step (null: never yet)",
                 },
                 "in_step_at": {"type": ["number", "null"]},
+                "namespace_lag_s": {
+                    "type": ["number", "null"],
+                    "description": "the namespaces' lag (the Merkle-driven job), as lag_s",
+                },
+                "records_lag_s": {
+                    "type": ["number", "null"],
+                    "description": "how long the record stream's last batch took to reach the standby",
+                },
+                "records_applied_at": {"type": ["number", "null"]},
+                "records_ok": {"type": "boolean", "description": "the stream's last batch landed whole"},
                 "last_pass_at": {"type": ["number", "null"]},
                 "paused": {"type": "boolean"},
                 "diverged_users": {"type": "integer"},
@@ -65,7 +75,7 @@ def reconciled():
 
 def mark_diverged(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
     """On the standby, a change by a user makes that user's namespace its own until reconciled;
-    jobs that run only on the primary (relay, delta, coded files) are refused with a 503."""
+    coded files, which only the primary can reach, are refused with a 503."""
     method, path = app.current_event.http_method.upper(), app.current_event.path.rstrip("/")
     if role() == "standby" and path.startswith(PRIMARY_ONLY):
         raise HyCloudError(

@@ -39,9 +39,14 @@ def content_bucket(
 
 
 def records_table(
-    scope: Construct, *, removal_policy: RemovalPolicy, table_name: str | None = None
+    scope: Construct,
+    *,
+    removal_policy: RemovalPolicy,
+    table_name: str | None = None,
+    stream: dynamodb.StreamViewType | None = None,
 ) -> dynamodb.Table:
-    """The single table (records.py); the standby names its own (see standby.py)."""
+    """The single table (records.py); the standby names its own (see standby.py). With a standby,
+    the home table's stream carries its records there (docs/FAILOVER.md)."""
     return dynamodb.Table(
         scope,
         "Table",
@@ -54,11 +59,19 @@ def records_table(
         ),
         removal_policy=removal_policy,
         time_to_live_attribute="expiration",  # Idempotency-Key answers, job ledger records
+        stream=stream,
     )
 
 
 class DataStores(Construct):
-    def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        removal_policy: RemovalPolicy,
+        stream: dynamodb.StreamViewType | None = None,
+    ) -> None:
         super().__init__(scope, id)
         self.bucket = content_bucket(self, removal_policy=removal_policy)
-        self.table = records_table(self, removal_policy=removal_policy)
+        self.table = records_table(self, removal_policy=removal_policy, stream=stream)

@@ -1,8 +1,16 @@
-"""The replication job of the home instance: a function with the primary's EFS mounted that brings
-the standby in step (hycloud_core/standby/replicate.py), every `hycloud:standbyEveryMinutes`
-(default 1; 0 for no schedule) and whenever invoked."""
+"""Replication into the standby from the home instance (docs/FAILOVER.md):
 
-from typing import Any
+- the stream replicator: the table's stream, filtered to users, keys, user ids, objects and usage,
+  feeds a function that writes them into the standby's table in order (batches of up to 100 within
+  1 s, bisected on error, a failing record retried alone from its place, records still failing
+  after 10 attempts or 1 day go to a dead-letter queue) (hycloud_core/standby/record_stream.py);
+- the namespace job: a function with the primary's EFS mounted that brings each user's namespace
+  in step by Merkle exchange (hycloud_core/standby/replicate.py), every
+  `hycloud:standbyEveryMinutes` (default 1; 0 for no schedule) and whenever invoked; asked to
+  (`{"backfill": true}`), it copies the records by scan (a standby added to a running deployment).
+"""
+
+from pathlib import Path
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -10,8 +18,13 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
+
+from hycloud_core.standby.record_stream import stream_filter
 
 from ..standby import StandbyNames
 from .python_function import python_function
@@ -26,29 +39,75 @@ class StandbyReplication(Construct):
         id: str,
         *,
         standby: StandbyNames,
-        code_dir: Any,
+        functions_dir: Path,
         layer: lambda_.ILayerVersion,
         environment: dict[str, str],
         table: dynamodb.ITable,
         bucket: s3.IBucket,
-        mount: dict[str, Any],
+        mount: dict,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         self.function = python_function(
             self,
             "Replicator",
-            code_dir=code_dir,
+            code_dir=functions_dir / "replicator",
             layer=layer,
             environment={**environment, ENV_STANDBY: standby.describe(stack)},
             timeout_s=900,
             memory_mb=1024,
             **mount,
         )
-        table.grant_read_write_data(self.function)  # reads every record; writes the status item
-        bucket.grant_read(self.function)
-        arns = standby.arns(stack)
-        self.function.add_to_role_policy(
+        self.stream_function = self._stream_replicator(functions_dir, layer, environment, standby, table)
+        for fn in (self.function, self.stream_function):
+            table.grant_read_write_data(fn)  # reads every record; writes the status items
+            bucket.grant_read(fn)
+            self._reach_standby(fn, standby)
+        self._schedule(self.function)
+
+    def _stream_replicator(
+        self,
+        functions_dir: Path,
+        layer: lambda_.ILayerVersion,
+        environment: dict[str, str],
+        standby: StandbyNames,
+        table: dynamodb.ITable,
+    ) -> lambda_.Function:
+        fn = python_function(
+            self,
+            "StreamReplicator",
+            code_dir=functions_dir / "record_stream",
+            layer=layer,
+            environment={**environment, ENV_STANDBY: standby.describe(Stack.of(self))},
+            timeout_s=300,  # a large object's content is copied before its record
+            memory_mb=512,
+        )
+        dead = sqs.Queue(self, "StreamDeadLetters", enforce_ssl=True, retention_period=Duration.days(14))
+        NagSuppressions.add_resource_suppressions(
+            dead,
+            [NagPackSuppression(id="AwsSolutions-SQS3", reason="It is the dead-letter destination itself.")],
+        )
+        fn.add_event_source(
+            sources.DynamoEventSource(
+                table,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                max_batching_window=Duration.seconds(1),
+                parallelization_factor=1,  # one batch per shard at a time: a key's changes in order
+                bisect_batch_on_error=True,
+                report_batch_item_failures=True,
+                retry_attempts=10,
+                max_record_age=Duration.days(1),
+                on_failure=sources.SqsDlq(dead),
+                filters=[lambda_.FilterCriteria.filter(stream_filter())],
+            )
+        )
+        return fn
+
+    def _reach_standby(self, fn: lambda_.Function, standby: StandbyNames) -> None:
+        """Rights on the standby's table, apply function and bucket, by their names."""
+        arns = standby.arns(Stack.of(self))
+        fn.add_to_role_policy(
             iam.PolicyStatement(
                 actions=[
                     "dynamodb:Scan",
@@ -62,21 +121,21 @@ class StandbyReplication(Construct):
                 resources=[arns["table"]],
             )
         )
-        self.function.add_to_role_policy(
+        fn.add_to_role_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[arns["function"]])
         )
-        self.function.add_to_role_policy(
+        fn.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[f"{arns['bucket']}/*"])
         )
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[arns["bucket"]])
-        )
-        every = stack.node.try_get_context("hycloud:standbyEveryMinutes")
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[arns["bucket"]]))
+
+    def _schedule(self, fn: lambda_.Function) -> None:
+        every = Stack.of(self).node.try_get_context("hycloud:standbyEveryMinutes")
         minutes = 1 if every is None else int(every)
         if minutes > 0:  # 0: only when invoked (the local cloud, docs/FAILOVER.md)
             events.Rule(
                 self,
                 "Schedule",
                 schedule=events.Schedule.rate(Duration.minutes(minutes)),
-                targets=[targets.LambdaFunction(self.function)],
+                targets=[targets.LambdaFunction(fn)],
             )

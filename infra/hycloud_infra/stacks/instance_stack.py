@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -56,7 +57,8 @@ class InstanceStack(Stack):
         ctx = self.node.try_get_context
         removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
-        stores = DataStores(self, "Stores", removal_policy=removal)
+        stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if standby else None  # docs/FAILOVER.md
+        stores = DataStores(self, "Stores", removal_policy=removal, stream=stream)
         volume = EfsVolume(self, "Efs", removal_policy=removal)
         env = {
             c.ENV_BUCKET: stores.bucket.bucket_name,
@@ -210,7 +212,7 @@ class InstanceStack(Stack):
                 self,
                 "Standby",
                 standby=standby,
-                code_dir=functions_dir / "replicator",
+                functions_dir=functions_dir,
                 layer=layer,
                 environment=env,
                 table=stores.table,
@@ -218,6 +220,7 @@ class InstanceStack(Stack):
                 mount=volume.mount(),
             )
             CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
+            CfnOutput(self, "StreamReplicatorFunctionName", value=replication.stream_function.function_name)
         api = ApiToController(self, "Api", controller=controller).api
         web = WebApp(
             self,

@@ -2,9 +2,8 @@
 and the function that applies what the primary's replication job sends (docs/FAILOVER.md).
 
 Its table, bucket and apply function carry the physical names of `standby.StandbyNames`, which is
-how the job in the home region reaches them. It runs no relay, delta or tree jobs: while it serves,
-clients get the filesystem operations (large files through its own bucket); long jobs wait for
-the primary.
+how the job in the home region reaches them. It runs relay and delta jobs of its own
+(constructs/standby_jobs.py) but no tree jobs (moves and copies run inline) and no coded files.
 """
 
 from pathlib import Path
@@ -19,13 +18,24 @@ from ..constructs.api_to_controller import ApiToController
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket, records_table
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.job_dispatcher import scheduling_env
 from ..constructs.python_function import python_function
+from ..constructs.standby_jobs import StandbyJobs
 from ..nag_suppressions import suppress_accepted_findings
 from ..standby import StandbyNames
 
 
 class StandbyStack(Stack):
-    def __init__(self, scope: Construct, id: str, *, functions_dir: Path, layer_dir: Path, **kwargs) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        functions_dir: Path,
+        layer_dir: Path,
+        statemachines_dir: Path | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(scope, id, **kwargs)
         ctx = self.node.try_get_context
         removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
@@ -41,15 +51,28 @@ class StandbyStack(Stack):
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_TREE_INLINE_LIMIT: str(1_000_000),  # no tree jobs here: moves and copies run inline
             ENV_ROLE: "standby",
+            **scheduling_env(self),
         }
+        jobs = StandbyJobs(
+            self,
+            "Jobs",
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir or functions_dir.parent / "statemachines",
+            layer=layer,
+            environment=env,
+            table=table,
+            bucket=bucket,
+            mount=volume.mount(),
+        )
         controller = python_function(
             self,
             "Controller",
             code_dir=functions_dir / "controller",
             layer=layer,
-            environment=env,
+            environment={**env, **jobs.controller_env()},
             **volume.mount(),
         )
+        jobs.allow(controller)
         apply = python_function(
             self,
             "Apply",

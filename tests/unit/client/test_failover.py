@@ -118,3 +118,24 @@ def test_only_an_unreachable_primary_or_its_gateway_triggers_failover():
     assert primary_down(HyCloudError("HTTP 502", status=502))  # the gateway's own body
     assert not primary_down(HyCloudError("busy", code="busy", status=503))  # the controller is up
     assert not primary_down(HyCloudError("bug", status=500))
+
+
+def test_a_large_upload_in_the_lag_window_is_uploaded_again_to_the_standby(http, monkeypatch, tmp_path):
+    from hycloud.transfer import upload
+    from hycloud_core import content
+
+    sent: list[tuple[object, str]] = []
+    monkeypatch.setattr(upload, "upload_large", lambda h, local, remote, **kw: sent.append((h, remote)))
+    same, changed = tmp_path / "same.bin", tmp_path / "changed.bin"
+    same.write_bytes(b"acknowledged")
+    changed.write_bytes(b"acknowledged")
+    http.request("POST", "/v1/uploads/commit", json={"path": "/same.bin"})  # a step: not journaled alone
+    http.uploaded(same, "/same.bin", content.hash_file(same)[0], {})
+    http.uploaded(changed, "/changed.bin", content.hash_file(changed)[0], {})
+    changed.write_bytes(b"edited since")
+    http.primary.down = True
+    http.request("GET", "/v1/stat", params={"path": "/x"})
+    assert sent == [(http.standby, "/same.bin")]
+    assert [why for _, why in http.journal.unreplayable] == [
+        "UPLOAD /changed.bin: the local file changed since it was uploaded"
+    ]

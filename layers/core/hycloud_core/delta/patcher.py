@@ -4,11 +4,19 @@ Why it is built this way: a delta over a source tree is thousands of short ops, 
 patch costs a few nanoseconds per op, so a Python loop over ops (a microsecond each) cannot keep
 up. A version 3 delta carries each chunk's ops in columns (FORMAT.md): numpy decodes them and
 computes every op's source range at once (copies: a byte range of the old file; literals: of the
-chunk's literal bytes), then one list comprehension slices them and `bytes.join` gathers each
-stretch of about 1 MiB of output, which is hashed and written once. The old file is memory-mapped,
-so a copy is one memcpy from the page cache (no read call, no window to refill when copies jump
-around, as they do in a tar whose members moved). Memory: one chunk (1 MiB of literals and its op
-columns) and one gathered stretch, whatever the file sizes; the mapping is the page cache's.
+chunk's literal bytes), and one list comprehension slices them. When the output is a file, the
+slices go to the kernel as they are, up to 1,024 per `os.writev`, so no byte is copied in user space
+but by the decompressor; the literals are decompressed a quarter MiB at a time, just before the ops
+that use them, so each piece is hashed and written while it is still in the L2 cache. The old file is
+memory-mapped, so a copy is read straight from the page cache (no read call, no window to refill
+when copies jump around, as they do in a tar whose members moved). Other outputs (a BytesIO) get
+the slices gathered into writes of about 1 MiB. Memory: one chunk (1 MiB of literals and its op
+columns), whatever the file sizes; the mapping is the page cache's.
+
+What is left is the floor of any patch of a compressed delta: zstd decompression (about 2 GB/s)
+and the kernel's copy into the output file. Where most of the new file is literals (large blocks
+over many scattered edits), that floor is above `rdiff patch`'s whole cost, which reads an
+uncompressed delta (bench/results/delta.md, column "unzstd alone / rdiff patch").
 Version 2 deltas are applied by patcher_v2.py.
 """
 
@@ -16,8 +24,11 @@ from __future__ import annotations
 
 import io
 import mmap
+import os
 import shutil
+import stat
 import tempfile
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
@@ -44,8 +55,9 @@ from .wire import (
 _GATHER = 1 << 20  # output gathered per write
 _DIRECT = 1 << 16  # an op this long is written as it is, without a copy into the gather buffer
 _MAX_CHUNK_OPS = 1 << 20
-_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MAX_CHUNK_LITERALS = 1 << 24
+_PIECE = 1 << 18  # literal bytes decompressed per write: the piece stays in the L2 cache
+_IOV = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)  # slices per writev
 
 
 def patch(old: BinaryIO, delta: BinaryIO, out: BinaryIO) -> int:
@@ -131,9 +143,10 @@ def _has_fileno(f: BinaryIO) -> bool:
 
 
 def _map(f: BinaryIO) -> mmap.mmap | None:
-    """Read-only mapping, its pages mapped up front: one call instead of a fault per 4 KiB page."""
+    """Read-only mapping, its pages mapped as copies touch them (a fault maps the 64 KiB around it).
+    Mapping the whole file up front (MAP_POPULATE) cost more where most of the output is literals."""
     try:
-        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         return None
 
@@ -143,20 +156,24 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
     written = 0
     n_blocks = -(-old_size // block_size)
     expected = 0  # block after the previous copy, carried across chunks
-    literals = _Buffer()
-    gather = io.BytesIO()  # reused: fresh 1 MiB buffers cost a page fault per 4 KiB
+    sink = _sink(out, check)
+    literals = _Literals(src)
     while n_ops := read_varint(src):
         copies, columns_len, literals_len = read_varint(src), read_varint(src), read_varint(src)
         if n_ops > _MAX_CHUNK_OPS or literals_len > _MAX_CHUNK_LITERALS or copies > n_ops:
             raise DeltaFormatError(f"delta chunk too large ({n_ops} ops, {literals_len} literal bytes)")
         kinds = np.frombuffer(read_exact(src, n_ops), dtype=np.uint8)
         values = decode_varints(read_exact(src, columns_len), n_ops + copies)
-        lit = literals.fill(src, literals_len)
+        lit = literals.start(literals_len)
         lo, hi, expected = _ranges(
             kinds, values, copies, literals_len, expected, block_size, n_blocks, old_size
         )
-        written += _write(_slices(kinds, lo, hi, old, lit), hi - lo, gather, check, out)
-        del lit
+        parts, lengths = _slices(kinds, lo, hi, old, lit), hi - lo
+        for a, b, need in _batches(kinds, hi):
+            literals.fill_to(need)
+            written += sink.put(parts[a:b], lengths[a:b])
+        literals.fill_to(literals_len)
+        del lit, parts
     size = read_varint(src)
     digest = read_exact(src, DIGEST_LEN)
     if src.read(1):
@@ -165,23 +182,37 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
     return written
 
 
-class _Buffer:
-    """A grow-only buffer the chunks' literal bytes are decompressed into."""
+def _batches(kinds: np.ndarray, hi: np.ndarray) -> list[tuple[int, int, int]]:
+    """Runs of ops, each with the literal bytes it needs decompressed, cut about every _PIECE
+    literal bytes: each piece is decompressed, hashed and written while it is still in the cache."""
+    need = np.maximum.accumulate(np.where(kinds == OP_COPY, 0, hi))
+    bounds = [0, *(np.flatnonzero(np.diff(need // _PIECE)) + 1).tolist(), len(kinds)]
+    return [(a, b, int(need[b - 1])) for a, b in zip(bounds, bounds[1:], strict=False)]
 
-    def __init__(self) -> None:
+
+class _Literals:
+    """A chunk's literal bytes, decompressed into one grow-only buffer as far as the ops need."""
+
+    def __init__(self, src: BinaryIO) -> None:
+        self._src = src
         self._buf = bytearray()
+        self._view = memoryview(self._buf)
+        self._got = 0
 
-    def fill(self, src: BinaryIO, n: int) -> memoryview:
+    def start(self, n: int) -> memoryview:
+        """The next chunk's n literal bytes, none decompressed yet."""
         if len(self._buf) < n:
             self._buf = bytearray(n)
-        view = memoryview(self._buf)[:n]
-        got = 0
-        while got < n:
-            k = src.readinto(view[got:])
+        self._view = memoryview(self._buf)[:n]
+        self._got = 0
+        return self._view
+
+    def fill_to(self, n: int) -> None:
+        while self._got < n:
+            k = self._src.readinto(self._view[self._got : n])
             if not k:
                 raise DeltaFormatError("delta stream truncated")
-            got += k
-        return view
+            self._got += k
 
 
 def _ranges(
@@ -230,9 +261,66 @@ def _slices(kinds: np.ndarray, lo: np.ndarray, hi: np.ndarray, old: memoryview, 
     return [(old if c else lit)[a:b] for c, a, b in zip(is_copy, lo.tolist(), hi.tolist(), strict=True)]
 
 
+def _sink(out: BinaryIO, check) -> _FdSink | _GatherSink:
+    fd = _regular_fd(out)
+    if fd is None:
+        return _GatherSink(out, check)
+    out.flush()  # what the caller buffered goes first
+    return _FdSink(fd, check)
+
+
+def _regular_fd(out: BinaryIO) -> int | None:
+    try:
+        fd = out.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+class _FdSink:
+    """Hashes the output's slices and hands them to the kernel many at a time (one `os.writev` per
+    _IOV slices): no gather copy in user space, a few syscalls per chunk."""
+
+    def __init__(self, fd: int, check) -> None:
+        self._fd = fd
+        self._check = check
+
+    def put(self, parts: list, lengths: np.ndarray) -> int:
+        deque(map(self._check.update, parts), maxlen=0)
+        ends = np.cumsum(lengths).tolist()
+        for a in range(0, len(parts), _IOV):
+            b = min(a + _IOV, len(parts))
+            want = ends[b - 1] - (ends[a - 1] if a else 0)
+            done = os.writev(self._fd, parts[a:b])
+            if done != want:  # a short write (a full disk, a signal): the rest one slice at a time
+                self._rest(parts[a:b], done)
+        return ends[-1] if ends else 0
+
+    def _rest(self, parts: list, done: int) -> None:
+        for part in parts:
+            if done >= len(part):
+                done -= len(part)
+                continue
+            view = part[done:]
+            done = 0
+            while len(view):
+                view = view[os.write(self._fd, view) :]
+
+
+class _GatherSink:
+    """For outputs that are not files (a BytesIO): the chunk's slices gathered into pieces of about
+    _GATHER bytes, each written once; an op of _DIRECT bytes or more goes out as it is."""
+
+    def __init__(self, out: BinaryIO, check) -> None:
+        self._out = out
+        self._check = check
+        self._gather = io.BytesIO()  # reused: fresh 1 MiB buffers cost a page fault per 4 KiB
+
+    def put(self, parts: list, lengths: np.ndarray) -> int:
+        return _write(parts, lengths, self._gather, self._check, self._out)
+
+
 def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, check, out: BinaryIO) -> int:
-    """Hash and write the chunk's output in pieces of about _GATHER bytes; an op of _DIRECT bytes or
-    more goes out as it is."""
     at = np.cumsum(lengths) - lengths
     long = lengths >= _DIRECT
     cut = np.empty(len(parts), dtype=bool)

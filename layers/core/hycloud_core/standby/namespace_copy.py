@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fs.namespace import TMP_PREFIX, Namespace
+from ..linkfile import LinkFile
 from ..merkle.remote_diff import Difference, differences
 from ..store.merkle_records import MerkleRecords
 
@@ -79,14 +80,19 @@ def copy_namespace(
     source_table: Any,
     target_table: Any,
     apply: Callable[[str, list[Op]], dict[str, Any]],
+    before_link: Callable[[str], Any] = lambda content_hash: None,
 ) -> dict[str, int]:
-    """Send the standby what differs for `user`; counts of ops sent and failed."""
+    """Send the standby what differs for `user`; counts of ops sent and failed. `before_link`
+    (content hash) runs before a link file is sent: its object must be on the standby first."""
     found = differences(MerkleRecords(source_table, user).answer, MerkleRecords(target_table, user).answer)
     if not found:
         return {"ops": 0, "failed": 0}
     ns = Namespace(namespaces_dir, user)
     sent = failed = 0
     for batch in batches(op for diff in found for op in ops_for(ns, diff)):
+        for op in batch:
+            if op["op"] == "link":
+                before_link(LinkFile.from_bytes(base64.b64decode(op["data"])).content_hash)
         answer = apply(user, batch)
         sent += len(batch)
         failed += len(answer.get("failed", []))

@@ -1,10 +1,12 @@
-"""Users, keys and large-file objects copied from the primary's table (and bucket) into the standby's.
+"""Users, keys, large-file objects and usage counters copied from the primary's table (and bucket)
+into the standby's by scan: the backfill path (the first pass, or when asked); the table's stream
+carries every later change (record_stream.py).
 
-One scan of each table per pass, restricted to these record kinds: the standby writes its own
-namespace records (file index, Merkle nodes, usage) as it applies files, so those are never
-copied. An item is written only when it differs; one the primary no longer has is deleted
-(a revoked key, a deleted user). An object's content is copied before its record, so a standby
-record always names content the standby's bucket holds.
+One scan of each table, restricted to these record kinds: the standby writes its own namespace
+records (file index, Merkle nodes) as it applies files, so those are never copied. An item is
+written only when it differs; one the primary no longer has is deleted (a revoked key, a deleted
+user). An object's content is copied before its record, so a standby record always names content
+the standby's bucket holds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-COPIED = ("USER#", "KEY#", "USERID#", "OBJ#")
+COPIED = ("USER#", "KEY#", "USERID#", "OBJ#", "USAGE#")
 
 
 @dataclass
@@ -45,9 +47,9 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 
 
 def of_users(items: list[dict[str, Any]], users: set[str]) -> Callable[[dict[str, Any]], bool]:
-    """The records of these users (by internal id): their id, profile and key records."""
+    """The records of these users (by internal id): their id, profile, key and usage records."""
     names = {item["name"] for item in items if item["pk"] in {f"USERID#{u}" for u in users}}
-    pks = {f"USERID#{u}" for u in users} | {f"USER#{n}" for n in names}
+    pks = {f"USERID#{u}" for u in users} | {f"USER#{n}" for n in names} | {f"USAGE#{u}" for u in users}
     return lambda item: item["pk"] in pks or (item["pk"].startswith("KEY#") and item.get("user") in names)
 
 
@@ -73,6 +75,19 @@ def copy_records(source: Any, target: Any, copy_object: Any, users: set[str] | N
             batch.delete_item(Key={"pk": key[0], "sk": key[1]})
             done.deleted += 1
     return done
+
+
+def copy_object_record(source: Any, target: Any, content_hash: str, copy_object: Any) -> bool:
+    """Put one object's content and record on the standby unless it has them (before a link
+    naming it lands there, whatever the stream's lag); True when something was copied."""
+    key = {"pk": f"OBJ#{content_hash}", "sk": "OBJ"}
+    item = source.get_item(Key=key, ConsistentRead=True).get("Item")
+    if not item or target.get_item(Key=key, ConsistentRead=True).get("Item"):
+        return False
+    if item.get("s3_key"):
+        copy_object(item["s3_key"])
+    target.put_item(Item=item)
+    return True
 
 
 def object_copier(s3_source: Any, source_bucket: str, s3_target: Any, target_bucket: str):
