@@ -5,9 +5,10 @@ link (bench.wan.SpawnedWanLink: rate and RTT per instance). A file is coded with
 for the instance count (RS(3,2) on three, RS(5,3) on five), its blocks placed by the ring, and
 downloaded by the client's own fetcher (hycloud.transfer.coded) three ways:
 
-  multi-source  the planner's plan (eq. 3/5, plan_fast) on the rates a previous multi-source
-                download (planned on the links' nominal rates) measured per instance, as the
-                client plans on its measurements; rebalancing on
+  multi-source  the planner's plan (eq. 3/5, plan_fast) on the rates and set-up times (the
+                first answer's wait) a previous multi-source download (planned on the links'
+                nominal rates) measured per instance, as the client plans on its measurements;
+                rebalancing on
   round-robin   k holders per chunk in turn, whatever their speed, no rebalancing
   best single   the whole file replicated on the fastest instance, fetched from it alone
 
@@ -103,7 +104,9 @@ def _urls(layout: CodedLayout) -> dict[str, str]:
     }
 
 
-def _problem(layout: CodedLayout, rate: dict[str, float]) -> tuple[PlanProblem, list[str]]:
+def _problem(
+    layout: CodedLayout, rate: dict[str, float], setup: dict[str, float] | None = None
+) -> tuple[PlanProblem, list[str]]:
     names = sorted(rate)
     index = {r: i for i, r in enumerate(names)}
     problem = PlanProblem(
@@ -111,6 +114,7 @@ def _problem(layout: CodedLayout, rate: dict[str, float]) -> tuple[PlanProblem, 
         holders=[frozenset(index[b.instance] for b in c.blocks) for c in layout.chunks],
         k=layout.k,
         cost=[1.0 / rate[r] for r in names],
+        setup=[setup.get(r, 0.0) for r in names] if setup else (),
     )
     return problem, names
 
@@ -150,12 +154,14 @@ def _fetch(
     if fetcher.error or fetcher.written < len(layout.chunks):
         raise RuntimeError(f"download failed: {fetcher.error}")
     served = {r: s.blocks for r, s in fetcher.stats.items()}
-    rates = {r: s.nbytes / s.seconds for r, s in fetcher.stats.items() if s.nbytes and s.seconds}
+    rates = {r: s.rate for r, s in fetcher.stats.items() if s.rate}
+    setup = {r: s.setup_s for r, s in fetcher.stats.items() if s.setup_s is not None}
     return seconds, {
         "served_blocks": served,
         "moved_blocks": fetcher.moved,
         "dropped": sorted(fetcher.dead),
         "rates": rates,
+        "setup_s": setup,
     }
 
 
@@ -191,7 +197,8 @@ def run_setup(name: str, size_mib: int) -> dict:
         # then the measured one planned on the rates that download measured per instance
         nominal, names = _problem(coded, rate)
         _, previous = _fetch(coded, _queues_of(plan_fast(nominal).assignment, names, coded), sessions, True)
-        problem, names = _problem(coded, {r: previous["rates"].get(r, rate[r]) for r in rate})
+        measured_rates = {r: previous["rates"].get(r, rate[r]) for r in rate}
+        problem, names = _problem(coded, measured_rates, previous["setup_s"])
         fast, exact = plan_fast(problem), plan_exact(problem)
         planned = _queues_of(fast.assignment, names, coded)
         planned_blocks = {r: len(q) for r, q in planned.items()}
@@ -217,12 +224,14 @@ def run_setup(name: str, size_mib: int) -> dict:
         "predicted_s": fast.makespan,
         "predicted_nominal_s": plan_fast(nominal).makespan,  # the same program on the links' nominal rates
         "planning_rates": {r: 1 / problem.cost[i] for i, r in enumerate(names)},
+        "planning_setup_s": previous["setup_s"],
         "optimum_s": exact.makespan,
         "plan_gap": fast.makespan / exact.makespan - 1,
         "measured_vs_predicted": measured / fast.makespan - 1,
         "reduction_vs_single": 1 - measured / single_s,
         "reduction_vs_round_robin": 1 - measured / robin,
         "planned_blocks": planned_blocks,
+        "load_avg_1m": os.getloadavg()[0],  # the machine is shared: read every figure beside it
         **detail,
     }
 
@@ -230,15 +239,15 @@ def run_setup(name: str, size_mib: int) -> dict:
 def report(rows: list[dict]) -> str:
     head = (
         "| setup | size | RS(n,k) | n/k | multi-source s | predicted s | optimum s | plan gap | measured vs plan "
-        "| best single s | vs single | round-robin s | vs round-robin | predicted on nominal rates s |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| best single s | vs single | round-robin s | vs round-robin | predicted on nominal rates s | load |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = [
         f"| {r['setup']} | {r['size_mib']} MiB | RS({r['code'][0]},{r['code'][1]}) | {r['overhead']:.2f} "
         f"| {r['multi_source_s']:.1f} | {r['predicted_s']:.1f} | {r['optimum_s']:.1f} | {r['plan_gap']:+.1%} "
         f"| {r['measured_vs_predicted']:+.1%} | {r['best_single_s']:.1f} ({r['best_single']}) "
         f"| {r['reduction_vs_single']:.1%} less | {r['round_robin_s']:.1f} | {r['reduction_vs_round_robin']:.1%} less "
-        f"| {r['predicted_nominal_s']:.1f} |"
+        f"| {r['predicted_nominal_s']:.1f} | {r.get('load_avg_1m', float('nan')):.1f} |"
         for r in rows
     ]
     setups = "\n".join(

@@ -123,7 +123,10 @@ async function download(entry) {
   const response = await Api.call("GET", "/v1/files", { params: { path: entry.path } });
   let blob;
   if (response.headers.get("Content-Type")?.startsWith("application/vnd.hycloud.link+json")) {
-    const link = await response.json();  // a large file: fetch it straight from S3
+    let link = await response.json();  // a large file: fetch it straight from S3
+    if (link.erasure) {  // coded across instances: one URL of the file made whole
+      link = await (await Api.call("GET", "/v1/coded/whole", { params: { path: entry.path } })).json();
+    }
     const direct = await fetch(link.url);
     if (!direct.ok) throw new Error(`S3 refused the download: HTTP ${direct.status}`);
     blob = await direct.blob();

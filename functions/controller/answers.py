@@ -80,6 +80,10 @@ class Aborted(BaseModel):
 class Whoami(BaseModel):
     user: str
     small_file_threshold: int
+    coded_threshold: int | None = Field(
+        default=None,
+        description="larger files are erasure-coded by default; absent with fewer than 3 instances",
+    )
     part_size: int
     s3_efs_rate: int
 

@@ -465,12 +465,13 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     result = _sweep(deployment, instances)
     assert _stored(deployment, instances, blocks) == set()
     assert sum(result["deleted"].values()) >= len(blocks)
-    # every block left in any bucket is named by some link file: no orphans
+    # every block left in any bucket is named by some link file (a retained version's too): no orphans
     linked = set()
     for path in deployment.efs_root().joinpath("ns").rglob("*"):
         if path.is_file() and path.stat().st_mode & 0o1000:
             doc = json.loads(path.read_bytes())
-            linked |= {b["hash"] for c in (doc.get("erasure") or {}).get("chunks", []) for b in c["blocks"]}
+            layouts = [doc.get("erasure") or {}, *doc.get("history_erasure", {}).values()]
+            linked |= {b["hash"] for layout in layouts for c in layout.get("chunks", []) for b in c["blocks"]}
     for region, out in instances.items():
         listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked

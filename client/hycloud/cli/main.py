@@ -200,8 +200,13 @@ def put(
         ),
     ] = "auto",
     coded: Annotated[
-        bool, flag("--coded", help="Large files: erasure-code across the instances (RS(3,2) with three).")
-    ] = False,
+        bool | None,
+        flag(
+            "--coded/--no-coded",
+            help="Large files: erasure-code across the instances (RS(3,2) with three); default: "
+            "files above the deployment's coded threshold, with three or more instances.",
+        ),
+    ] = None,
 ) -> None:
     """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
     if via not in ("auto", "direct", "delta"):

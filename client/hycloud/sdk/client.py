@@ -51,6 +51,7 @@ class HyCloud:
             FailoverHttp(endpoint, standby, api_key, timeout) if standby else Http(endpoint, api_key, timeout)
         )
         self._threshold: int | None = None
+        self._coded_threshold: int | None | bool = False  # False: not asked yet
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
         self.store = VersionStore(endpoint, api_key)
@@ -67,6 +68,7 @@ class HyCloud:
     def info(self) -> dict:
         info = self.http.json("GET", "/v1/whoami")
         self._threshold = info["small_file_threshold"]
+        self._coded_threshold = info.get("coded_threshold")
         return info
 
     def whoami(self) -> str:
@@ -83,6 +85,20 @@ class HyCloud:
             if self._threshold is not None
             else self.info().get("small_file_threshold", 2 * MiB)
         )
+
+    @property
+    def coded_threshold(self) -> int | None:
+        """Larger files are erasure-coded by default; None when the deployment codes none (fewer
+        than three instances)."""
+        if self._coded_threshold is False:
+            self.info()
+        return self._coded_threshold or None
+
+    def _codes_by_default(self, size: int, coded: bool | None, via: str) -> bool:
+        """Unasked (`coded` None) and no way pinned (`via` auto): coded above the deployment's
+        threshold, after a delta had its chance (an edit of a known file moves as a delta)."""
+        threshold = self.coded_threshold if coded is None and via == "auto" else None
+        return threshold is not None and size > threshold
 
     def stat(self, path: str) -> dict:
         return self.http.json("GET", "/v1/stat", params={"path": paths.normalize(path)})
@@ -201,18 +217,18 @@ class HyCloud:
         via: str = "auto",
         mtime: float | None = None,
         mode: int | None = None,
-        coded: bool = False,
+        coded: bool | None = None,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
         delta when eq. 2 says it pays: against `base` (a local copy of a version the cloud has) or,
         with `via="auto"`, against the version this client last transferred at `remote`.
-        `coded=True` stores a large file erasure-coded across the instances (docs/GEO.md).
+        `coded=True` stores a large file erasure-coded across the instances (docs/GEO.md); unset,
+        files above the deployment's `coded_threshold` are (with `via="auto"`), `False` never.
         `mtime` and `mode` (permission bits) are kept with the file when given."""
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         size = os.path.getsize(local)
         if coded and size > self.small_file_threshold:
-            result = upload_coded(self.http, local, remote, parents, progress, _keep(mtime, mode))
-            return self._noted(result, "coded")
+            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
         if size <= self.small_file_threshold:
             try:
                 entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
@@ -223,6 +239,8 @@ class HyCloud:
         result = self._put_delta(local, remote, progress, base, delta_kind, upload_rate, force_delta, via)
         if result is not None:
             return self._journaled(local, remote, result, _keep(mtime, mode))
+        if self._codes_by_default(size, coded, via):
+            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
         started = time.perf_counter()
         result = upload_large(self.http, local, remote, parents, progress, keep=_keep(mtime, mode))
         self._journaled(local, remote, result, _keep(mtime, mode))
@@ -304,6 +322,10 @@ class HyCloud:
             if err.code == "version-mismatch" and not self.exists(remote):
                 return None  # nothing there to patch: the whole file is the upload
             raise
+
+    def _put_coded(self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict) -> dict:
+        result = upload_coded(self.http, local, remote, parents, progress, keep)
+        return self._noted(self._journaled(local, remote, result, keep), "coded")
 
     def _journaled(self, local: Path, remote: str, result: dict, keep: dict) -> dict:
         """Tell a failover client of a committed large file (it replays it on the standby)."""
@@ -387,7 +409,8 @@ class HyCloud:
             return _write_verified(remote, response, local, progress)
         info = response.json()
         asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
-        if "erasure" in info and not asked and via != "relay":  # relay and delta jobs rebuild it
+        by_eq2 = via == "auto" and local.exists()  # a local copy: a delta may beat the coded download
+        if "erasure" in info and not asked and via != "relay" and not by_eq2:  # jobs rebuild it
             return self._get_coded(remote, local, progress)
         if base is None and via in ("auto", "delta") and local.exists():
             base = local

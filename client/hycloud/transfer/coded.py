@@ -40,6 +40,7 @@ UPLOAD_WORKERS = 8
 STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
 HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
 HEDGE_MIN_S = 0.5
+SETUP_ROUND_TRIPS = 2  # before an instance's first block: TCP connect, then the request
 PROBE_BYTES = 256 * 1024  # a probe's read: long enough to pass the round trip, short beside a block
 TIMEOUT = (10, 120)  # connect, read: an instance that does not answer loses its blocks
 DROP_AFTER = 2  # connection failures in a row that drop an instance for the rest of the download
@@ -252,10 +253,17 @@ class InstanceStats:
     first: float | None = None
     last: float = 0.0
     rtt_s: float | None = None
+    setup_s: float | None = None  # the first answer's wait: connection set-up and first round trip
 
     @property
     def seconds(self) -> float:
         return max(self.last - self.first, 1e-6) if self.first is not None else 0.0
+
+    @property
+    def rate(self) -> float | None:
+        """Bytes/s once the link is set up: the per-byte cost of eq. 3/5 beside `setup_s`."""
+        busy = self.seconds - (self.setup_s or 0.0)
+        return self.nbytes / busy if self.nbytes and busy > 0 else None
 
 
 @dataclass
@@ -293,6 +301,7 @@ class Fetcher:
         self.running: dict[int, list[tuple[str, float]]] = {}  # chunk -> (instance, start) in flight
         self.block_seconds: dict[str, list[float]] = {}  # per instance, its good blocks' times
         self.planned = [{r for r, q in self.queues.items() if c in q} for c in range(m)]
+        self.spare = {r for r, q in self.queues.items() if not q}
         self.moved = 0  # chunks served by an instance the plan did not pick
         self.written = 0
         self.alive = 0
@@ -316,17 +325,31 @@ class Fetcher:
                 return c
         if not self.rebalance:
             return None
-        # only chunks waiting behind an instance whose every worker is busy: never race its own workers
+        # only chunks waiting behind an instance whose every worker is busy: never race its own
+        # workers; an instance the plan left out only stands in for failed or stuck blocks
         waiting = [
-            q for s, q in self.queues.items() if s != r and q and self.active.get(s, 0) >= self.streams
+            s
+            for s, q in self.queues.items()
+            if s != r and q and self.active.get(s, 0) >= self.streams and r not in self.spare
         ]
-        victims = sorted(waiting, key=len, reverse=True)
-        for queue in victims:
-            for c in reversed(queue):
-                if self._open(c, r):
-                    queue.remove(c)
+        for s in sorted(waiting, key=lambda s: len(self.queues[s]), reverse=True):
+            queue = self.queues[s]
+            for at in range(len(queue) - 1, -1, -1):
+                c = queue[at]
+                if self._open(c, r) and self._sooner(r, s, at):
+                    del queue[at]
                     return c
         return self._hedge(r)
+
+    def _sooner(self, thief: str, owner: str, at: int) -> bool:
+        """Whether `thief` would have a block in hand before `owner` reaches the one `at` places
+        down its queue (its workers take `streams` at a time): a slow instance taking the last
+        blocks of a fast one would end the download late. A thief with no block yet waits for
+        one; an owner with none yet (a stuck instance) gives its blocks away."""
+        mine, theirs = self.block_seconds.get(thief), self.block_seconds.get(owner)
+        if not mine or not theirs:
+            return bool(mine)
+        return _median(mine) < (at // self.streams + 1) * _median(theirs)
 
     def _hedge(self, r: str) -> int | None:
         """A chunk whose fetches all run far longer than their instance's blocks take, that r can serve too."""
@@ -447,6 +470,7 @@ class Fetcher:
         stats.last = max(stats.last, time.perf_counter())
         elapsed = response.elapsed.total_seconds()
         stats.rtt_s = elapsed if stats.rtt_s is None else min(stats.rtt_s, elapsed)
+        stats.setup_s = elapsed if stats.setup_s is None else stats.setup_s
         block = response.content
         if (
             response.status_code != 200
@@ -470,12 +494,21 @@ def _costs(regions: list[str], estimates: dict[str, float | None]) -> dict[str, 
     return {r: 1.0 / (estimates.get(r) or fallback) for r in regions}
 
 
-def plan_queues(layout: CodedLayout, estimates: dict[str, float | None]) -> tuple[dict[str, deque], float]:
-    """Per instance the chunks it serves (the planner's choice) and the predicted time."""
+def setup_seconds(latencies_ms: dict[str, float]) -> dict[str, float]:
+    """An instance's set-up before its first block: a connection and a request, two round trips
+    of its measured latency (the lowest response time its transfers saw)."""
+    return {r: SETUP_ROUND_TRIPS * ms / 1000 for r, ms in latencies_ms.items() if ms}
+
+
+def plan_queues(
+    layout: CodedLayout, estimates: dict[str, float | None], setup: dict[str, float] | None = None
+) -> tuple[dict[str, deque], float]:
+    """Per instance the chunks it serves (the planner's choice) and the predicted time; `setup`:
+    seconds each instance costs once if used (eq. 3/5 with a fixed cost per instance)."""
     regions = sorted({b.instance for c in layout.chunks for b in c.blocks})
     sizes = [c.blocks[0].size for c in layout.chunks]
     holders = [[b.instance for b in c.blocks] for c in layout.chunks]
-    assignment, makespan = plan_download(sizes, holders, layout.k, _costs(regions, estimates))
+    assignment, makespan = plan_download(sizes, holders, layout.k, _costs(regions, estimates), setup)
     queues: dict[str, deque] = {r: deque() for r in regions}
     for c, chosen in enumerate(assignment):
         for r in chosen:
@@ -533,7 +566,7 @@ def download_coded(
     estimates = dict(answer.get("estimates") or {})
     probes = probe_unmeasured(layout, answer["urls"], [r for r in holders if estimates.get(r) is None], get)
     estimates.update({p["instance"]: p["bytes"] / p["seconds"] for p in probes})
-    queues, predicted = plan_queues(layout, estimates)
+    queues, predicted = plan_queues(layout, estimates, setup_seconds(answer.get("latencies_ms") or {}))
 
     fetcher = Fetcher(layout, answer["urls"], queues, get)
     tmp = local.with_name(local.name + ".hycloud-part")

@@ -15,14 +15,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.config import Config
-from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, user
+from botocore.exceptions import ClientError
+from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
 
+from hycloud_core import coded_whole, paths
 from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
+from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
+from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
 from hycloud_core.store.measurements import Measurements, Sample
 
@@ -228,6 +232,66 @@ def relay_source(link: Any) -> dict:
         return {}
     where = [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)]
     return {"erasure": link.erasure, "instances": where}
+
+
+WHOLE_PREFIX = "shares/"  # the share cache: the bucket's lifecycle rule forgets it after a day
+WHOLE_URL_TTL_S = 300
+
+
+class WholeFile(BaseModel):
+    path: str
+    size: int
+    content_hash: str
+    url: str = Field(description="presigned GET of the file made whole, valid for minutes")
+
+
+def _home_blocks() -> tuple[BlockStore, str]:
+    return BlockStore(on_ring(records().table), _s3), s3().meta.region_name
+
+
+def whole_object(link: Any) -> str:
+    """The home bucket's key of a coded file made whole, decoded on the first request for it."""
+    key = f"{WHOLE_PREFIX}{link.content_hash}"
+    try:
+        s3().head_object(Bucket=CONFIG.bucket, Key=key)
+    except ClientError:
+        store, own = _home_blocks()
+        coded_whole.to_object(link.erasure, link.content_hash, store, own, s3(), CONFIG.bucket, key)
+    return key
+
+
+@router.get("/v1/coded/whole", responses=replies(200, WholeFile, 404, 409, 413))
+def whole(path: Annotated[UserPath, Query()]):
+    """One URL for a coded file (the web app's download): what a plain file's link gives."""
+    link, _ = _coded().layout(path)
+    url = s3().generate_presigned_url(
+        "get_object", ExpiresIn=WHOLE_URL_TTL_S, Params={"Bucket": CONFIG.bucket, "Key": whole_object(link)}
+    )
+    size, digest = link.size, link.content_hash
+    return ok({"path": paths.normalize(path), "size": size, "content_hash": digest, "url": url})
+
+
+def coded_version(link: Any, content_hash: str) -> dict | None:
+    """The layout of the path's version `content_hash` when it is coded (current or retained)."""
+    if link is None:
+        return None
+    if link.content_hash == content_hash:
+        return link.erasure
+    return link.history_erasure.get(content_hash)
+
+
+def cache_coded_base(link: Any, content_hash: str, spec: dict) -> bool:
+    """Decode a coded version of the file `link` holds into the relay cache as the delta job
+    `spec`'s base, unless cached already (under its own name, or the path's as an earlier job's
+    new version); False when that version is not coded (the job fetches its object as usual)."""
+    erasure = coded_version(link, content_hash)
+    if not erasure:
+        return False
+    cache, name = RelayCache(CONFIG.cache_dir), spec["base_cache_name"]
+    if not any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
+        store, own = _home_blocks()
+        coded_whole.to_cache(erasure, content_hash, store, own, cache, name)
+    return True
 
 
 @cache

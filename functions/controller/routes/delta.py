@@ -47,7 +47,7 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import logger
 from hycloud_core.store.queue_records import BACKGROUND
 
-from .coded import relay_source
+from .coded import cache_coded_base, coded_version, relay_source
 from .job_runner import delta_bytes, describe, owned, report, run
 
 router = APIGatewayRouter()
@@ -244,7 +244,9 @@ def _body(limit: int = MAX_BODY) -> bytes:
 
 def _readable_base(path: str, base: str) -> bool:
     """Whether the caller can read `base` through `path` and the cloud still holds it."""
-    return base in filesystem(router).readable_versions(path) and objects().is_stored(base)
+    if base not in filesystem(router).readable_versions(path):
+        return False
+    return objects().is_stored(base) or bool(coded_version(namespace(router).current_link(path), base))
 
 
 @router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
@@ -259,6 +261,7 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
+    cache_coded_base(link, base, spec)  # no object to fetch: decoded here
     return _start(key, spec, link.size, wait=wait, extra=file)
 
 
@@ -364,6 +367,7 @@ def upload(
         "base_cache_name": jobs.base_cache_name(base),
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
+    cache_coded_base(link, base, spec)  # a coded base: decoded here; new version plain
     return _start(
         key,
         spec,

@@ -14,6 +14,7 @@ from hycloud_core import content
 from hycloud_core.instances import on_ring
 
 router = APIGatewayRouter()
+MIN_CODED_INSTANCES = 3
 
 
 @router.get("/v1/stat", responses=replies(200, Entry, 404))
@@ -27,10 +28,17 @@ def whoami():
         {
             "user": user_name(router),
             "small_file_threshold": CONFIG.small_file_threshold,
+            "coded_threshold": _coded_threshold(),
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,
         }
     )
+
+
+def _coded_threshold() -> int | None:
+    """Coded by default needs RS(3,2) at least: three instances on the ring."""
+    enough = len(on_ring(records().table)) >= MIN_CODED_INSTANCES
+    return CONFIG.coded_threshold if enough and CONFIG.coded_threshold > 0 else None
 
 
 @router.get("/v1/instances", responses=replies(200, Instances))

@@ -6,6 +6,7 @@ minutes. Large files are in S3 already; a small file is first copied from EFS to
 `shares/<sha256>` (once per content; a lifecycle rule forgets it after a day). Answering the
 bytes themselves would reach only clients whose Accept header names a binary media type (API
 Gateway base64-encodes a binary body for anyone else, e.g. a browser), and costs Lambda time.
+A coded file is made whole under the same prefix on its first download (routes/coded.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from models import NewShare, ShareToken
 from hycloud_core import content, paths
 from hycloud_core.errors import ConflictError, NotFoundError
 from hycloud_core.fs import Namespace
+from hycloud_core.linkfile import LinkFile
 from hycloud_core.store.shares import Share, Shares
+
+from .coded import whole_object
 
 router = APIGatewayRouter()
 REDIRECT_TTL_S = 300
@@ -76,7 +80,7 @@ def fetch(token: Annotated[ShareToken, Path()]):
     if entry.type == "dir":
         raise NotFoundError("the shared file was replaced by a directory", code="shared-file-gone")
     if entry.storage == "large":
-        key = content.object_key(ns.read_link(share.path).content_hash)
+        key = _large_key(ns.read_link(share.path))
     else:
         key = _cached(ns, share)
     shares().count_download(share, entry.size)
@@ -85,6 +89,11 @@ def fetch(token: Annotated[ShareToken, Path()]):
 
 def _disposition(share: Share) -> str:
     return f"attachment; filename*=UTF-8''{quote(share.path.rsplit('/', 1)[1])}"
+
+
+def _large_key(link: LinkFile) -> str:
+    """A plain file's object; a coded file made whole once (from k blocks per chunk)."""
+    return whole_object(link) if link.erasure else content.object_key(link.content_hash)
 
 
 def _cached(ns: Namespace, share: Share) -> str:

@@ -26,12 +26,14 @@ class Sweep:
 
 
 def linked_blocks(namespaces_dir: str) -> set[str]:
-    """Every block hash a coded link file names, in every namespace."""
+    """Every block hash a coded link file names, in every namespace, retained versions included."""
     return {b["hash"] for erasure in _layouts(namespaces_dir) for c in erasure["chunks"] for b in c["blocks"]}
 
 
 def _layouts(namespaces_dir: str) -> Iterator[dict]:
-    return (link.erasure for link in link_files_under(namespaces_dir) if link.erasure)
+    for link in link_files_under(namespaces_dir):
+        yield from [link.erasure] if link.erasure else []
+        yield from link.history_erasure.values()
 
 
 def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None) -> Sweep:

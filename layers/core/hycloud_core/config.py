@@ -22,6 +22,9 @@ class InstanceConfig:
     efs_root: str = field(default_factory=lambda: os.environ.get(c.ENV_EFS_ROOT, "/mnt/efs"))
     relay_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_RELAY_STATE_MACHINE, ""))
     small_file_threshold: int = field(default_factory=lambda: _env_int(c.ENV_SMALL_FILE_THRESHOLD, 2 * c.MiB))
+    # with three or more instances, files larger than this are erasure-coded unless the client says
+    # otherwise (docs/GEO.md: where multi-source downloads start to pay; 0 turns the default off)
+    coded_threshold: int = field(default_factory=lambda: _env_int(c.ENV_CODED_THRESHOLD, 64 * c.MiB))
     relay_cache_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_CACHE_BYTES, 1 * c.GiB))
     delta_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_STATE_MACHINE, ""))
     # superseded versions of large files stay this long, for version-aware deltas (7 days)

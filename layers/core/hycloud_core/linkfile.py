@@ -33,6 +33,8 @@ class LinkFile:
     # earlier versions at this path still kept for version-aware deltas: [content_hash, keep_until]
     history: list[list] = field(default_factory=list)
     mode: int | None = None  # permission bits the uploader gave (the link file's own mark them as a link)
+    # the layouts of coded versions in `history`, by content hash: their blocks are their only copy
+    history_erasure: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def superseded_by(
         self, content_hash: str, size: int, mtime: float, keep_s: int, now: float, mode: int | None = None
@@ -42,6 +44,8 @@ class LinkFile:
         history = [[h, until] for h, until in self.history if until > now and h != content_hash]
         if keep_s > 0 and self.content_hash != content_hash:
             history = [[self.content_hash, int(now + keep_s)], *history][:MAX_HISTORY]
+        layouts = {**self.history_erasure, **({self.content_hash: self.erasure} if self.erasure else {})}
+        kept = {h for h, _until in history}
         return LinkFile(
             content_hash=content_hash,
             size=size,
@@ -50,6 +54,7 @@ class LinkFile:
             chunk_probabilities=self.chunk_probabilities,
             history=history,
             mode=self.mode if mode is None else mode,
+            history_erasure={h: e for h, e in layouts.items() if h in kept},
         )
 
     def readable_versions(self, now: float) -> set[str]:

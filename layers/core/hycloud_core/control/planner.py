@@ -4,7 +4,10 @@ Each of m chunks is stored as n erasure-coded blocks on distinct instances; any 
 rebuild the chunk. Instance r spends ``cost[r]`` seconds per byte (the bracket of eq. 5:
 ``1/BW_t + (1-γ)/BW_d + 1/C_r``), so its workload time is ``t_r = cost[r] * Σ b_i d_ri``.
 The file is done when the slowest instance is, so we choose, for each chunk, k holders that
-minimise ``max_r t_r``.
+minimise ``max_r t_r``. An instance used at all also pays ``setup[r]`` seconds once (connection
+set-up and the first round trips, measured): it weighs on short downloads, where leaving a slow,
+far instance out can finish sooner, so with set-up costs every usable set of instances is tried
+(at most 2^N - 1; N is the instance count, a handful).
 
 Two solvers:
 
@@ -52,8 +55,11 @@ class PlanProblem:
     holders: Sequence[frozenset[int]]
     k: int
     cost: Sequence[float]  # seconds per byte per instance
+    setup: Sequence[float] = ()  # seconds an instance costs once if used at all (empty: none)
 
     def __post_init__(self) -> None:
+        if self.setup and len(self.setup) != len(self.cost):
+            raise ValueError("one set-up time per instance")
         if len(self.block_sizes) != len(self.holders):
             raise ValueError("one holder set per chunk")
         if self.k < 1 or any(len(h) < self.k for h in self.holders):
@@ -77,18 +83,41 @@ def evaluate(problem: PlanProblem, assignment: Sequence[Sequence[int]]) -> Plan:
             raise ValueError(f"chunk {i}: need {problem.k} distinct holders, got {chosen}")
         for r in chosen:
             loads[r] += problem.block_sizes[i] * problem.cost[r]
+    for r in {r for chosen in assignment for r in chosen} if problem.setup else ():
+        loads[r] += problem.setup[r]
     frozen = tuple(tuple(sorted(c)) for c in assignment)
     return Plan(frozen, tuple(loads), max(loads, default=0.0))
 
 
 def plan_fast(problem: PlanProblem) -> Plan:
-    """Greedy start plus alternating-path bottleneck relief.
+    """:func:`plan_costs` on all instances; with set-up costs, the best over every usable subset."""
+    if not any(problem.setup):
+        return plan_costs(problem)
+    best: Plan | None = None
+    n = len(problem.cost)
+    for mask in range(1, 1 << n):
+        used = frozenset(r for r in range(n) if mask >> r & 1)
+        holders = [h & used for h in problem.holders]
+        if any(len(h) < problem.k for h in holders):
+            continue
+        offsets = [problem.setup[r] if r in used else 0.0 for r in range(n)]
+        sub = PlanProblem(problem.block_sizes, holders, problem.k, problem.cost)
+        plan = evaluate(problem, plan_costs(sub, offsets).assignment)
+        if best is None or plan.makespan < best.makespan:
+            best = plan
+    assert best is not None  # all instances together are usable (checked by PlanProblem)
+    return best
+
+
+def plan_costs(problem: PlanProblem, offsets: Sequence[float] = ()) -> Plan:
+    """Greedy start plus alternating-path bottleneck relief; `offsets`: each instance's load
+    before any block (its set-up).
 
     Exact when blocks have equal size. A file's last chunk is usually shorter; relief cannot
     see the best home for that odd block, so each k-subset of its holders is tried with the
     block pinned there, warm-started from the current plan (exact again for that layout).
     """
-    state = _State.greedy(problem)
+    state = _State.greedy(problem, offsets)
     state.relieve()
     sizes = problem.block_sizes
     if len(set(sizes)) > 1:
@@ -117,10 +146,11 @@ class _State:
         self.pinned = -1  # a chunk that relief must not move
 
     @classmethod
-    def greedy(cls, problem: PlanProblem) -> _State:
+    def greedy(cls, problem: PlanProblem, offsets: Sequence[float] = ()) -> _State:
         """Longest block first, each onto the k holders that finish it earliest."""
         sizes, cost = problem.block_sizes, problem.cost
-        state = cls(problem, [0.0] * len(cost), [set() for _ in cost], [set() for _ in sizes])
+        loads = list(offsets) or [0.0] * len(cost)
+        state = cls(problem, loads, [set() for _ in cost], [set() for _ in sizes])
         for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
             best = sorted(problem.holders[i], key=lambda r: (state.loads[r] + sizes[i] * cost[r], r))
             for r in best[: problem.k]:
@@ -237,20 +267,31 @@ def plan_exact(problem: PlanProblem) -> Plan:
 
     pairs = [(i, r) for i, h in enumerate(problem.holders) for r in sorted(h)]
     n_pairs, n_inst = len(pairs), len(problem.cost)
+    setup = list(problem.setup) or [0.0] * n_inst
+    # columns: d_ri per pair, u_r per instance (used at all: pays its set-up), T
+    width, t_col = n_pairs + n_inst + 1, n_pairs + n_inst
     scale = max(problem.block_sizes[i] * problem.cost[r] for i, r in pairs) if pairs else 1.0
-    pick = np.zeros((len(problem.holders), n_pairs + 1))
-    load = np.zeros((n_inst, n_pairs + 1))
+    pick = np.zeros((len(problem.holders), width))
+    load = np.zeros((n_inst, width))
+    uses = np.zeros((n_pairs, width))
     for col, (i, r) in enumerate(pairs):
         pick[i, col] = 1.0
         load[r, col] = problem.block_sizes[i] * problem.cost[r] / scale
-    load[:, n_pairs] = -1.0  # sum_i b_i c_r d_ri - T <= 0
-    objective = np.zeros(n_pairs + 1)
-    objective[n_pairs] = 1.0
+        uses[col, col], uses[col, n_pairs + r] = 1.0, -1.0  # d_ri <= u_r
+    for r in range(n_inst):
+        load[r, n_pairs + r] = setup[r] / scale
+    load[:, t_col] = -1.0  # s_r u_r + sum_i b_i c_r d_ri - T <= 0
+    objective = np.zeros(width)
+    objective[t_col] = 1.0
     result = milp(
         objective,
-        constraints=[LinearConstraint(pick, problem.k, problem.k), LinearConstraint(load, -np.inf, 0.0)],
-        integrality=np.r_[np.ones(n_pairs), 0],
-        bounds=Bounds(np.r_[np.zeros(n_pairs), 0.0], np.r_[np.ones(n_pairs), np.inf]),
+        constraints=[
+            LinearConstraint(pick, problem.k, problem.k),
+            LinearConstraint(load, -np.inf, 0.0),
+            LinearConstraint(uses, -np.inf, 0.0),
+        ],
+        integrality=np.r_[np.ones(n_pairs + n_inst), 0],
+        bounds=Bounds(np.zeros(width), np.r_[np.ones(n_pairs + n_inst), np.inf]),
         options={"mip_rel_gap": 1e-9},
     )
     if not result.success:
@@ -286,8 +327,10 @@ def plan_download(
     holders: Sequence[Iterable[str]],
     k: int,
     cost: Mapping[str, float],
+    setup: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[str, ...]], float]:
-    """Named front end of :func:`plan_fast`: per chunk the instances to fetch from, and the makespan."""
+    """Named front end of :func:`plan_fast`: per chunk the instances to fetch from, and the makespan.
+    `setup`: seconds per instance used at all (absent: none)."""
     names = sorted(cost)
     index = {name: r for r, name in enumerate(names)}
     problem = PlanProblem(
@@ -295,6 +338,7 @@ def plan_download(
         holders=[frozenset(index[name] for name in chunk) for chunk in holders],
         k=k,
         cost=[cost[name] for name in names],
+        setup=[(setup or {}).get(name, 0.0) for name in names] if setup else (),
     )
     plan = plan_fast(problem)
     return [tuple(names[r] for r in chunk) for chunk in plan.assignment], plan.makespan

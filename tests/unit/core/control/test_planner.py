@@ -152,3 +152,40 @@ def test_the_layer_does_not_load_scipy_unless_the_exact_solver_runs():
         "import sys, hycloud_core.control; assert 'scipy' not in sys.modules and 'boto3' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "layers/core"})
+
+
+def _with_setup(problem: PlanProblem, rng: random.Random) -> PlanProblem:
+    """The same file with a set-up time per instance of up to about a third of the whole download."""
+    whole = sum(problem.block_sizes) * max(problem.cost)
+    setup = [rng.uniform(0, whole / 3) for _ in problem.cost]
+    return PlanProblem(problem.block_sizes, problem.holders, problem.k, problem.cost, setup)
+
+
+def test_set_up_costs_keep_the_fast_plan_within_5_percent_of_the_optimum():
+    rng = random.Random(7)
+    for _ in range(60):
+        problem = _with_setup(file_layout(rng, max_chunks=12), rng)
+        fast, exact = plan_fast(problem), plan_exact(problem)
+        assert exact.makespan <= fast.makespan * (1 + 1e-7)
+        assert fast.makespan <= exact.makespan * 1.05
+        used = {r for chunk in fast.assignment for r in chunk}
+        per_byte = [0.0] * len(problem.cost)
+        for i, chunk in enumerate(fast.assignment):
+            for r in chunk:
+                per_byte[r] += problem.block_sizes[i] * problem.cost[r]
+        assert fast.loads == pytest.approx(
+            [per_byte[r] + problem.setup[r] * (r in used) for r in range(len(per_byte))]
+        )
+
+
+def test_a_slow_far_instance_is_left_out_of_a_short_download_only():
+    """RS(4,2) on four instances, one at a tenth of the others' rate and a 2 s set-up."""
+    cost, setup = [1 / 5e6, 1 / 5e6, 1 / 5e6, 1 / 0.5e6], [0.1, 0.1, 0.1, 2.0]
+
+    def used(chunks: int) -> set[int]:
+        holders = [frozenset(range(4))] * chunks
+        plan = plan_fast(PlanProblem([CHUNK // 2] * chunks, holders, 2, cost, setup))
+        return {r for chunk in plan.assignment for r in chunk}
+
+    assert used(4) == {0, 1, 2}
+    assert used(400) == {0, 1, 2, 3}

@@ -6,6 +6,7 @@ import hashlib
 import io
 import os
 import time
+from collections import deque
 
 import pytest
 import requests
@@ -142,7 +143,7 @@ def test_reassembly_reads_its_own_region_first_and_survives_a_lost_block():
     assert len(store.reads) == 2 * len(layout.chunks) + 1  # the damaged one, then two others
 
 
-def _fetcher(layout, blocks, get_delay, fail=(), rebalance=True):
+def _fetcher(layout, blocks, get_delay, fail=(), rebalance=True, queues=None):
     urls = {
         f"{ci}/{bi}": f"{b.instance}|{b.hash}"
         for ci, c in enumerate(layout.chunks)
@@ -162,8 +163,8 @@ def _fetcher(layout, blocks, get_delay, fail=(), rebalance=True):
         time.sleep(get_delay.get(region, 0.0))
         return Answer(blocks[url.split("|")[1]])
 
-    queues, _ = plan_queues(layout, {})
-    return Fetcher(layout, urls, queues, get, rebalance)
+    queues = queues or plan_queues(layout, {})[0]
+    return Fetcher(layout, urls, {r: deque(q) for r, q in queues.items()}, get, rebalance)
 
 
 def _run(fetcher, layout) -> bytes:
@@ -202,3 +203,34 @@ def test_fetcher_fails_when_two_instances_are_lost():
     fetcher.start(lambda ci, got: None, 2)
     fetcher.wait()
     assert fetcher.error and fetcher.written == 0
+
+
+def test_an_instance_the_plan_leaves_out_only_stands_in_for_failures():
+    """RS(4,2) on four instances, the plan on three: the fourth takes no queued block from the
+    busy others; with one of them lost the download still completes."""
+    regions = [*REGIONS, "ap-south-1"]
+    data = os.urandom(8 * MiB)
+    layout, blocks = _coded(data, regions, n=4, k=2)
+    setup = {r: 0.0 for r in REGIONS} | {"ap-south-1": 100.0}  # far too slow to start
+    queues, _ = plan_queues(layout, {r: 1e8 for r in regions}, setup)
+    assert not queues["ap-south-1"] and all(queues[r] for r in REGIONS)
+    healthy = _fetcher(layout, blocks, {r: 0.05 for r in REGIONS}, queues=queues)
+    assert _run(healthy, layout) == data
+    assert healthy.stats["ap-south-1"].blocks == 0
+    one_lost = _fetcher(layout, blocks, {}, fail={"us-east-1"}, queues=queues)
+    assert _run(one_lost, layout) == data
+    assert one_lost.dead == {"us-east-1"}
+
+
+def test_a_slow_instance_does_not_take_the_last_blocks_of_fast_ones():
+    """Planned on the links' speeds, the slow instance serves what the plan gives it and no
+    more: a block it took from a fast instance's queue would arrive last."""
+    data = os.urandom(16 * MiB)
+    layout, blocks = _coded(data, REGIONS)
+    rates = {"us-east-1": 1e8, "us-west-2": 1e8, "eu-west-1": 1e7}
+    queues, _ = plan_queues(layout, rates)
+    planned = len(queues["eu-west-1"])
+    delays = {"us-east-1": 0.02, "us-west-2": 0.02, "eu-west-1": 0.2}
+    fetcher = _fetcher(layout, blocks, delays, queues=queues)
+    assert _run(fetcher, layout) == data
+    assert fetcher.stats["eu-west-1"].blocks <= planned

@@ -1,0 +1,23 @@
+"""A retained coded version keeps its layout beside its hash: its blocks are its only copy."""
+
+from hycloud_core.coded_sweep import linked_blocks
+from hycloud_core.linkfile import LinkFile
+
+LAYOUT = {"n": 3, "k": 2, "chunk_size": 4, "chunks": [{"blocks": [{"hash": "b1"}, {"hash": "b2"}]}]}
+
+
+def test_a_superseded_coded_version_keeps_its_layout_until_it_expires():
+    coded = LinkFile(content_hash="old", size=4, mtime=0, erasure=LAYOUT)
+    plain = coded.superseded_by("new", 4, 1, keep_s=100, now=10)
+    assert plain.erasure is None and plain.history_erasure == {"old": LAYOUT}
+    later = plain.superseded_by("newer", 4, 2, keep_s=100, now=200)  # "old" expired at 110
+    assert [h for h, _ in later.history] == ["new"] and later.history_erasure == {}
+
+
+def test_the_sweep_keeps_the_blocks_of_retained_coded_versions(tmp_path):
+    link = LinkFile(content_hash="old", size=4, mtime=0, erasure=LAYOUT).superseded_by("new", 4, 1, 100, 10)
+    host = tmp_path / "u" / "f.bin"
+    host.parent.mkdir()
+    host.write_bytes(link.to_bytes())
+    host.chmod(0o1640)
+    assert linked_blocks(str(tmp_path)) == {"b1", "b2"}
