@@ -152,7 +152,9 @@ def _rebuild_coded(event: dict, cache: RelayCache) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, _ = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3().meta.region_name, out)
+            got, _ = reassemble(
+                CodedLayout.from_dict(cache.layout(event["erasure_ref"])), store, s3().meta.region_name, out
+            )
         if got != event["content_hash"]:
             raise FetchFailed("the new version's blocks do not make its content")
         cache.publish(event["cache_name"], tmp, got)
@@ -164,7 +166,7 @@ def _rebuild_coded(event: dict, cache: RelayCache) -> None:
 def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
     """The new version from the relay cache if there, else streamed from S3 into it (a coded one
     is rebuilt into it first)."""
-    if event.get("erasure") and not cache.is_ready(event["cache_name"], event["content_hash"]):
+    if event.get("erasure_ref") and not cache.is_ready(event["cache_name"], event["content_hash"]):
         _rebuild_coded(event, cache)
     if cache.is_ready(event["cache_name"], event["content_hash"]):
         path = cache.path(event["cache_name"])

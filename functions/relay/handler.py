@@ -2,8 +2,8 @@
 
 Run as a Step Functions task. A file larger than one function may copy in its time runs as a
 Map over byte ranges (`ranges.py`: action `range` per iteration, then `finish`). An erasure-coded
-file (event `erasure`: its layout, `instances`: region and bucket of each) is decoded from k blocks
-per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
+file (event `erasure_ref`: its layout's name in the relay cache; `instances`: region and bucket
+of each) is decoded from k blocks per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
 the content hash and only then published, so a reader never sees a partial or wrong copy; a copy
 of the same content already there is a hit.
 """
@@ -57,6 +57,10 @@ def _copy(bucket: str, key: str, directory: str, pacer: Pacer) -> tuple[str, str
         raise
 
 
+def _layout(event: dict) -> CodedLayout:
+    return CodedLayout.from_dict(RelayCache(CONFIG.cache_dir).layout(event["erasure_ref"]))
+
+
 def _reassembled(event: dict, directory: str) -> tuple[str, str, int]:
     """The coded file decoded to a temporary file; with its content hash and size."""
     instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
@@ -64,7 +68,7 @@ def _reassembled(event: dict, directory: str) -> tuple[str, str, int]:
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, size = reassemble(CodedLayout.from_dict(event["erasure"]), store, s3.meta.region_name, out)
+            got, size = reassemble(_layout(event), store, s3.meta.region_name, out)
         return tmp, got, size
     except BaseException:
         os.unlink(tmp)
@@ -117,7 +121,7 @@ def _fetch(event: dict) -> dict:
         }
     key = request.key or content.object_key(request.content_hash)
     started = time.perf_counter()
-    if event.get("erasure"):  # a coded file: decoded from k blocks, this region's first
+    if event.get("erasure_ref"):  # a coded file: decoded from k blocks, this region's first
         tmp, got, size = _reassembled(event, cache.dir)
     else:
         pacer = Pacer(

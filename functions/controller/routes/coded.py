@@ -227,11 +227,13 @@ def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
 
 
 def relay_source(link: Any) -> dict:
-    """What a relay job needs to rebuild a coded file: its layout and every instance's bucket."""
+    """What a relay job needs to rebuild a coded file: its layout (by name, in the relay cache)
+    and every instance's bucket."""
     if link is None or not link.erasure:
         return {}
     where = [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)]
-    return {"erasure": link.erasure, "instances": where}
+    name = RelayCache(CONFIG.cache_dir).save_layout(link.content_hash, link.erasure)
+    return {"erasure_ref": name, "instances": where}
 
 
 WHOLE_PREFIX = "shares/"  # the share cache: the bucket's lifecycle rule forgets it after a day

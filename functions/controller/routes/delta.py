@@ -176,7 +176,7 @@ def _new_version_url(spec: dict) -> dict:
     """A short-lived GET URL of the version a direct encode job reads when it is not in the relay
     cache: the function fetches it with plain HTTP instead of loading boto3 at its cold start.
     Never for queued jobs (the URL would age in the queue) nor coded files (no single object)."""
-    if spec["action"] != "encode" or spec.get("erasure"):
+    if spec["action"] != "encode" or spec.get("erasure_ref"):
         return {}
     if RelayCache(CONFIG.cache_dir).is_ready(spec["cache_name"], spec["content_hash"]):
         return {}

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from ..errors import BadRequestError, ConflictError
 
 META_SUFFIX = ".hcmeta"
+LAYOUT_DIR = ".layouts"  # coded files' layouts handed to jobs by name; eviction skips dot-names
+LAYOUT_TTL_S = 86_400  # far beyond any queued job's wait (docs/SCHEDULING.md)
 IN_USE_S = 300  # a file read within this many seconds belongs to a transfer: never evicted
 MAX_PIECE = 4 * 1024 * 1024  # base64 of 4 MiB stays under Lambda's 6 MB response limit
 
@@ -75,6 +77,42 @@ class RelayCache:
             f.seek(offset)
             return f.read(length)
 
+    def save_layout(self, content_hash: str, layout: dict) -> str:
+        """A coded file's layout kept for a job, by name: a job's input cannot carry a large
+        file's (about 200 bytes per chunk against Step Functions' 256 KiB and an item's 400 KB)."""
+        if not content_hash or "/" in content_hash or content_hash.startswith("."):
+            raise BadRequestError("bad content hash", code="bad-content-hash")
+        name = f"{content_hash}.json"
+        path = os.path.join(self.dir, LAYOUT_DIR, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path):
+            os.utime(path)  # in use again: not pruned for another day
+            return name
+        with open(path + f".{os.getpid()}.tmp", "w") as f:
+            json.dump(layout, f)
+        os.replace(path + f".{os.getpid()}.tmp", path)
+        return name
+
+    def layout(self, name: str) -> dict:
+        """The layout `save_layout` kept under `name`."""
+        if not name or "/" in name or name.startswith("."):
+            raise BadRequestError("bad layout name", code="bad-layout-name")
+        with open(os.path.join(self.dir, LAYOUT_DIR, name)) as f:
+            return json.load(f)
+
+    def prune_layouts(self, now: float | None = None) -> int:
+        """Forget layouts no job asked for in LAYOUT_TTL_S; how many went."""
+        now, gone = time.time() if now is None else now, 0
+        try:
+            with os.scandir(os.path.join(self.dir, LAYOUT_DIR)) as it:
+                for e in it:
+                    if e.is_file() and now - e.stat().st_mtime > LAYOUT_TTL_S:
+                        os.unlink(e.path)
+                        gone += 1
+        except FileNotFoundError:
+            pass
+        return gone
+
     def entries(self) -> list[CacheEntry]:
         out = []
         with os.scandir(self.dir) as it:
@@ -87,6 +125,7 @@ class RelayCache:
     def evict(self, budget: int, now: float | None = None) -> list[str]:
         """Remove least-recently-used files until the cache fits `budget`, sparing files in use."""
         now = time.time() if now is None else now
+        self.prune_layouts(now)
         entries = sorted(self.entries(), key=lambda e: e.last_used)
         total, evicted = sum(e.size for e in entries), []
         for e in entries:
