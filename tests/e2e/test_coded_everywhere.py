@@ -117,7 +117,7 @@ def test_files_above_the_deployments_threshold_are_coded_unless_told_not_to(depl
     src.write_bytes(os.urandom(threshold + 1))
     coded = json.loads(user.cli("--json", "put", str(src), "/default.bin").stdout)
     assert coded["coded"] == {"n": 3, "k": 2} and _link(user, "/default.bin")["erasure"]["k"] == 2
-    plain = json.loads(user.cli("--json", "put", "--no-coded", str(src), "/plain.bin").stdout)
+    plain = json.loads(user.cli("--json", "put", "--plain", str(src), "/plain.bin").stdout)
     assert "coded" not in plain and _link(user, "/plain.bin")["erasure"] is None
     key = f"objects/{plain['content_hash'][:2]}/{plain['content_hash']}"
     stored = deployment.client("s3").head_object(Bucket=deployment.outputs["BucketName"], Key=key)

@@ -200,17 +200,22 @@ def put(
         ),
     ] = "auto",
     coded: Annotated[
-        bool | None,
+        bool,
         flag(
-            "--coded/--no-coded",
-            help="Large files: erasure-code across the instances (RS(3,2) with three); default: "
-            "files above the deployment's coded threshold, with three or more instances.",
+            "--coded",
+            help="Large files: erasure-code across the instances (RS(3,2) with three); by default "
+            "files above the deployment's coded threshold are, with three or more instances.",
         ),
-    ] = None,
+    ] = False,
+    plain: Annotated[
+        bool, flag("--plain", help="Large files: never erasure-coded (one copy in S3).")
+    ] = False,
 ) -> None:
     """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
     if via not in ("auto", "direct", "delta"):
         raise HyCloudError("--via is 'auto', 'direct' or 'delta'", code="bad-usage", status=400)
+    if coded and plain:
+        raise HyCloudError("--coded and --plain exclude each other", code="bad-usage", status=400)
     client, bar = _client(), _bar()
     try:
         if local.is_dir():
@@ -230,7 +235,7 @@ def put(
             delta_kind=delta_kind,
             force_delta=force_delta,
             via=via,
-            coded=coded,
+            coded=False if plain else (True if coded else None),
         )
         settle()
     finally:

@@ -1,7 +1,7 @@
 """Replication into the standby from the home instance (docs/FAILOVER.md):
 
 - the stream replicator: the table's stream, filtered to users, keys, user ids, objects and usage,
-  feeds a function that writes them into the standby's table in order (batches of up to 100 within
+  feeds a function that writes them into the standby's table in order (batches of up to 1,000 within
   1 s, bisected on error, a failing record retried alone from its place, records still failing
   after 10 attempts or 1 day go to a dead-letter queue) (hycloud_core/standby/record_stream.py);
 - the namespace job: a function with the primary's EFS mounted that brings each user's namespace
@@ -91,7 +91,7 @@ class StandbyReplication(Construct):
             sources.DynamoEventSource(
                 table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=100,
+                batch_size=1000,  # filtered-out records fill reads too: at 100 a busy table outruns it
                 max_batching_window=Duration.seconds(1),
                 parallelization_factor=1,  # one batch per shard at a time: a key's changes in order
                 bisect_batch_on_error=True,
