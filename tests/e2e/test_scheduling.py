@@ -50,8 +50,9 @@ def _settle(queue: QueueStore, deployment, timeout_s: float = 120) -> None:
     are started by the dispatcher, asked here), then forget the workers: each test starts from a
     fresh pool and an empty queue."""
     lam = deployment.client("lambda")
+    pages = lam.get_paginator("list_functions").paginate()  # more functions than one page holds
     names = [
-        f["FunctionName"] for f in lam.list_functions()["Functions"] if "Dispatcher" in f["FunctionName"]
+        f["FunctionName"] for page in pages for f in page["Functions"] if "Dispatcher" in f["FunctionName"]
     ]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
