@@ -3,6 +3,10 @@
 Invoked when a relay or delta execution ends (its Step Functions status-change event), which
 frees a worker, and every two minutes as a backstop; the controller runs the same pass inline when
 it queues a job, so an idle system never waits for this function (docs/SCHEDULING.md).
+
+The operator queues a coded-block job over every user's files here: `{"queue": <repair step
+input>}`, e.g. `{"queue": {"region": "eu-west-1"}}` (a whole-instance repair) or `{"queue":
+{"action": "migrate", "instances": [...]}}` (docs/GEO.md); the answer names its execution.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import os
 import boto3
 
 from hycloud_core.config import InstanceConfig
+from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
+from hycloud_core.control.coded_jobs import queue_coded_job
 from hycloud_core.control.dispatch import dispatch_pass
 from hycloud_core.observability import logger, observed
 from hycloud_core.relay import execution_arn
@@ -37,8 +43,18 @@ def _start(machine: str, name: str, payload: str) -> None:
         pass
 
 
+def _queue_operator_job(job_input: dict) -> dict:
+    store = QueueStore(table)
+    config = store.config(SCHED)
+    name = queue_coded_job(store, os.environ[ENV_REPAIR_STATE_MACHINE], job_input, config, CONFIG.s3_efs_rate)
+    dispatch_pass(store, _start, None, os.environ.get("AWS_REGION", "home"), config, merged=True)
+    return {"job": name, "queue": store.position(name)}
+
+
 @observed
 def handler(event: dict, context) -> dict:
+    if isinstance(event.get("queue"), dict):
+        return _queue_operator_job(event["queue"])
     ended = (event.get("detail") or {}).get("name")
     store = QueueStore(table)
     if ended and store.release(ended):  # the event names the job: free its worker without asking

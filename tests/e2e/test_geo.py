@@ -21,6 +21,7 @@ from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.placement.ring import HashRing
 from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
+from tests.e2e.operator_jobs import run_operator_job
 
 MiB = 1024 * 1024
 CLOSED = "http://127.0.0.1:9"  # nothing listens there: the instance is unreachable
@@ -248,8 +249,8 @@ def test_instances_never_measured_are_probed_before_planning(deployment, instanc
         )["Item"]
         probe = item["links"]["M"]["d"]["M"]["probe"]["L"]
         assert int(probe[1]["N"]) > 0  # the probe's bytes/s, kept beside the download's samples
-    sdk.get("/p.bin", tmp_path / "back.bin")  # measured now: no probe
-    assert sdk.last_transfer["probed"] == []
+    sdk.get("/p.bin", tmp_path / "again.bin")  # measured now: no probe (a new local file: no delta)
+    assert sdk.last_transfer["mode"] == "coded" and sdk.last_transfer["probed"] == []
 
 
 def test_measurements_keep_the_harmonic_mean_of_the_last_five(instances, carol):
@@ -374,7 +375,8 @@ def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, inst
 
 
 def test_whole_instance_repair_rebuilds_every_users_blocks(deployment, instances, tmp_path):
-    """The operator's job (no user): every user's blocks on a lost instance, in one run."""
+    """The operator's job (no user), queued through the dispatcher: every user's blocks on a lost
+    instance, in one run."""
     users, lost = [_make_user(deployment, "fleet") for _ in range(2)], list(instances)[2]
     s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
     theirs, files = [], {}
@@ -390,14 +392,7 @@ def test_whole_instance_repair_rebuilds_every_users_blocks(deployment, instances
     for digest, _ in theirs:
         s3.delete_object(Bucket=bucket, Key=block_key(digest))
     crossed = users[0].api().call("GET", "/v1/usage").json()["inter_region"]["bytes"]
-    sfn = deployment.client("stepfunctions")
-    arn = local.instances()[list(instances)[0]]["RepairStateMachineArn"]
-    run = sfn.start_execution(stateMachineArn=arn, input=json.dumps({"region": lost}))
-    for _ in range(600):
-        status = sfn.describe_execution(executionArn=run["executionArn"])
-        if status["status"] != "RUNNING":
-            break
-        time.sleep(0.2)
+    status = run_operator_job(deployment, local.instances()[list(instances)[0]], {"region": lost})
     assert status["status"] == "SUCCEEDED", status
     result = json.loads(status["output"])
     assert result["rebuilt"] >= len(theirs) and result["unrecoverable"] == 0 and "user" not in result

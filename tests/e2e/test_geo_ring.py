@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import time
 
 import boto3
 import pytest
@@ -16,6 +15,7 @@ from hycloud_core.coded_layout import BLOCK_PREFIX
 from hycloud_core.placement.ring import HashRing, migrate
 from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
+from tests.e2e.operator_jobs import run_operator_job
 
 MiB = 1024 * 1024
 FOURTH = local.SPARE_REGION
@@ -40,19 +40,10 @@ def _described(outputs: dict[str, str]) -> dict[str, str]:
 
 def _migrate(deployment, deployed, data_instances: list[dict]) -> dict:
     """Run the migration job to a ring of the home and `data_instances`; its final output."""
-    sfn = deployment.client("stepfunctions")
     home = next(iter(deployed.values()))
-    run = sfn.start_execution(
-        stateMachineArn=home["RepairStateMachineArn"],
-        input=json.dumps({"action": "migrate", "instances": data_instances}),
-    )
-    for _ in range(600):
-        status = sfn.describe_execution(executionArn=run["executionArn"])
-        if status["status"] != "RUNNING":
-            assert status["status"] == "SUCCEEDED", status
-            return json.loads(status["output"])
-        time.sleep(0.2)
-    raise AssertionError("migration job did not finish")
+    status = run_operator_job(deployment, home, {"action": "migrate", "instances": data_instances})
+    assert status["status"] == "SUCCEEDED", status
+    return json.loads(status["output"])
 
 
 def _holdings(deployment, buckets: dict[str, str], hashes: set[str]) -> dict[str, set[str]]:

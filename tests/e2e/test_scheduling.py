@@ -7,6 +7,7 @@ so what the tests see does not depend on how fast requests arrive.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -16,9 +17,12 @@ import time
 import boto3
 import pytest
 
+from hycloud.transfer.delta import stage
+from hycloud_core import bundle
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore
 from hycloud_core.store.tree_jobs import TreeJobs, job_id
+from infra.local import deploy as local
 from tests.e2e.conftest import HYCLOUD, _make_user
 
 pytestmark = pytest.mark.e2e
@@ -297,3 +301,89 @@ def test_a_queued_tree_job_and_a_queued_relay_start_in_fop_order(deployment, sto
     assert tree_start < _started(deployment, relay["job"])
     copied = sorted(p.name for p in (user.ns_dir() / "t" / "dst").iterdir())
     assert copied == sorted(p.name for p in tree.iterdir())
+
+
+def _repair_state(user, job: str) -> dict:
+    answer = user.api().call("GET", "/v1/coded/repair", params={"job": job})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_repair_job_is_background_work_in_the_queue(deployment, store, fresh_user, tmp_path):
+    """A coded-block repair waits in the FOP queue behind user relays that arrive after it."""
+    user, regions = fresh_user, list(local.instances())
+    if len(regions) < 3 or "RepairStateMachineArn" not in deployment.outputs:
+        pytest.skip("repair jobs need three instances (hycloud:regions)")
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    coded = tmp_path / "coded.bin"
+    coded.write_bytes(os.urandom(3 * MiB))
+    user.sdk().put(str(coded), "/q/coded.bin", parents=True, coded=True)
+    started = user.api().call("POST", "/v1/coded/repair", json={"region": regions[1]})
+    assert started.status_code == 202, started.text
+    repair = started.json()
+    assert repair["state"] == "queued" and repair["queue"]["position"] == 1, repair
+    _put(user, tmp_path, "/q/big", 5 * MiB)
+    relay = _relay(user, "/q/big")  # later, but user-facing: it goes first
+    assert relay["queue"]["position"] == 1, relay
+    assert _repair_state(user, repair["job"])["queue"]["position"] == 2
+    assert (
+        _make_user(deployment, "other")
+        .api()
+        .call("GET", "/v1/coded/repair", params={"job": repair["job"]})
+        .status_code
+        == 404
+    )  # another user's job is not there
+    _resume(store, user, "/q/big", max_workers=1)
+    _wait_ready(user, "/q/big")
+    deadline = time.monotonic() + 120
+    while (state := _repair_state(user, repair["job"]))["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.3)
+    assert state["state"] == "succeeded" and state["result"]["unrecoverable"] == 0, state
+    machine = deployment.outputs["RepairStateMachineArn"]
+    assert _started(deployment, relay["job"]) < _execution_start(deployment, machine, repair["job"])
+
+
+def test_a_staged_bundle_is_committed_by_a_queued_job(deployment, store, fresh_user, tmp_path):
+    """A bundle too large for a request is a transfer: its commit waits in the FOP queue, says
+    its place, and then reports each member on its own."""
+    user = fresh_user
+    store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
+    files = [(f"/sb/f{i}.bin", os.urandom(1536 * 1024)) for i in range(3)]  # 4.5 MiB: over a request
+    body = bundle.pack((bundle.member_of(path, data), data) for path, data in files)
+    staged = stage(user.sdk().http, io.BytesIO(body))
+    posted = user.api().call("POST", "/v1/bundles", params={"staged": staged, "root": "/sb"})
+    assert posted.status_code == 202, posted.text
+    job = posted.json()
+    assert job["state"] == "queued" and job["queue"]["position"] == 1, job
+    assert user.api().call("GET", "/v1/stat", params={"path": "/sb/f0.bin"}).status_code == 404
+    other = _make_user(deployment, "other").api().call("GET", "/v1/bundles/jobs", params={"job": job["job"]})
+    assert other.status_code == 404
+    store.set_config(max_workers=1)
+    deadline = time.monotonic() + 120
+    while job["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline, job
+        answer = user.api().call("GET", "/v1/bundles/jobs", params={"job": job["job"], "wait": 5})
+        assert answer.status_code == 200, answer.text
+        job = answer.json()
+    assert job["state"] == "succeeded", job
+    assert [(f["path"], f["status"]) for f in job["files"]] == [(path, "ok") for path, _ in files]
+    for path, data in files:
+        assert (user.ns_dir() / path.lstrip("/")).read_bytes() == data
+    machine = deployment.outputs["BundleJobStateMachineArn"]
+    assert _execution_start(deployment, machine, job["job"]) > 0
+    again = user.api().call("POST", "/v1/bundles", params={"staged": staged, "root": "/sb"})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "not-staged"
+
+
+def test_a_staged_bundle_member_outside_its_root_is_refused_alone(deployment, store, fresh_user):
+    user = fresh_user
+    files = [("/in/a.bin", os.urandom(MiB)), ("/out/b.bin", os.urandom(MiB))]  # any bundle may be staged
+    body = bundle.pack((bundle.member_of(path, data), data) for path, data in files)
+    staged = stage(user.sdk().http, io.BytesIO(body))
+    job = user.api().call("POST", "/v1/bundles", params={"staged": staged, "root": "/in"}).json()
+    while job["state"] in ("queued", "running"):
+        job = user.api().call("GET", "/v1/bundles/jobs", params={"job": job["job"], "wait": 5}).json()
+    assert [(f["path"], f["status"]) for f in job["files"]] == [("/in/a.bin", "ok"), ("/out/b.bin", "error")]
+    assert job["files"][1]["error"]["code"] == "outside-root"
+    assert user.api().call("GET", "/v1/stat", params={"path": "/out/b.bin"}).status_code == 404

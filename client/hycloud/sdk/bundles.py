@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import posixpath
 import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +39,7 @@ MEMBERS = 64  # files per upload bundle: the cloud commits them side by side wit
 RAW = 8 * 1024 * 1024  # bytes per upload bundle before compression
 SPREAD = 16  # with at least this many files per bundle, use all PARALLEL requests
 PATHS = 200  # paths per download request (the answer says which did not fit: asked again)
+JOB_WAIT_S = 20  # a staged bundle's job: each poll held this long by the cloud while it runs
 TRIES = 2  # a failed file is re-queued once
 
 
@@ -138,7 +140,7 @@ def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload,
         _send_bundle(client, sent[half:], done)
         return
     try:
-        answer = _post_bundle(client, body)
+        answer = _post_bundle(client, body, _root([item.remote for item in sent]))
         for item, (member, data), entry in zip(sent, files, answer["files"], strict=True):
             done(item, _stored(item, member, data, entry))
     except HyCloudError as err:  # the whole bundle was refused or lost: every file failed
@@ -146,14 +148,29 @@ def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload,
             done(item, _failed(item.remote, err))
 
 
-def _post_bundle(client: HyCloud, body: bytes) -> dict:
+def _post_bundle(client: HyCloud, body: bytes, root: str) -> dict:
     """One bundle in the request, or staged in S3 first when too large for one (incompressible
-    files): one presigned PUT and one request instead of several smaller bundles."""
-    params: dict[str, str] = {"parents": "true"}
-    if len(body) > bundle.MAX_BODY:
-        params["staged"] = stage(client.http, io.BytesIO(body))
-        body = b""
-    return client.http.json("POST", "/v1/bundles", params=params, data=body, headers={"Content-Type": OCTET})
+    files): one presigned PUT and one request instead of several smaller bundles. A staged
+    bundle's commit is a queued job in the cloud: followed until it ends."""
+    params: dict[str, str] = {"parents": "true", "root": root}
+    if len(body) <= bundle.MAX_BODY:
+        return client.http.json(
+            "POST", "/v1/bundles", params=params, data=body, headers={"Content-Type": OCTET}
+        )
+    params["staged"] = stage(client.http, io.BytesIO(body))
+    answer = client.http.json("POST", "/v1/bundles", params=params, data=b"", headers={"Content-Type": OCTET})
+    while answer.get("state") in ("queued", "running"):
+        answer = client.http.json(
+            "GET", "/v1/bundles/jobs", params={"job": answer["job"], "wait": JOB_WAIT_S}
+        )
+    if answer.get("state") == "failed":
+        raise error_from_body(int((answer.get("error") or {}).get("status", 500)), answer)
+    return answer
+
+
+def _root(remotes: list[str]) -> str:
+    """The folder all of a bundle's files are in: the cloud keeps jobs below it in request order."""
+    return posixpath.commonpath([posixpath.dirname(r) for r in remotes])
 
 
 def _stored(item: _Upload, member: bundle.Member, data: bytes, entry: dict) -> dict:

@@ -13,31 +13,43 @@ named by `?staged=<sha256>`.
 
 from __future__ import annotations
 
-import hashlib
+import json
+import os
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
-from answers import BINARY_BODY, BYTES, replies
+from answers import BINARY_BODY, BYTES, JSON, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, namespace, ok, raw_body, s3, user
+from context import CONFIG, MAX_WAIT_S, filesystem, long_poll, namespace, ok, raw_body, records, s3, user
 from models import Body as JsonBody
 from models import ContentHash, Text, UserPath
 from pydantic import BaseModel, Field
 
-from hycloud_core import bundle, content, jobs, paths
-from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
+from hycloud_core import bundle, jobs
+from hycloud_core import constants as c
+from hycloud_core.errors import (
+    BadRequestError,
+    ConflictError,
+    HyCloudError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
 from hycloud_core.fs import Namespace
-from hycloud_core.fs.namespace import Entry
-from hycloud_core.fs.small_batch import SmallWrite, put_small_batch
+from hycloud_core.fs.bundle_commit import commit_members, take_staged
 from hycloud_core.fs.tree_walk import PRE, walk
+from hycloud_core.store.queue_records import QueueStore
+
+from . import job_runner
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
 # what an answer's files may add up to before compression; more is left for the next request
 ANSWER_RAW = bundle.MAX_RAW // 2
 TREE_PAGE = 5000  # entries of a tree listing page
+BUNDLE_JOB = r"^bundle-[0-9a-f]{40}-1$"
 
 
 class MemberError(BaseModel):
@@ -61,6 +73,16 @@ class BundleResult(BaseModel):
     files: list[MemberResult] = Field(description="one per member, in the bundle's order")
 
 
+class BundleJob(BaseModel):
+    job: str
+    state: Literal["queued", "running", "succeeded", "failed"]
+    queue: dict[str, Any] | None = Field(None, description="while queued: position, estimated_start_s")
+    files: list[MemberResult] | None = Field(None, description="once succeeded: one per member, in order")
+    error: MemberError | None = Field(
+        None, description="once failed: why the bundle as a whole was not committed"
+    )
+
+
 class TreeEntry(BaseModel):
     rel: str = Field(description="path below the listed folder")
     type: Literal["file", "dir"]
@@ -75,89 +97,93 @@ class BundleRequest(JsonBody):
     paths: list[UserPath] = Field(min_length=1, max_length=bundle.MAX_MEMBERS)
 
 
-@router.post("/v1/bundles", responses=replies(200, BundleResult, 409, 413), openapi_extensions=BINARY_BODY)
+QUEUED = {
+    202: {
+        "description": "A staged bundle: its commit is queued; follow it at GET /v1/bundles/jobs.",
+        "content": {JSON: {"model": BundleJob}},
+    }
+}
+
+
+@router.post(
+    "/v1/bundles",
+    responses={**replies(200, BundleResult, 409, 413), **QUEUED},
+    openapi_extensions=BINARY_BODY,
+)
 def upload(
     parents: Annotated[bool, Query(description="make missing parent folders")] = True,
     staged: Annotated[ContentHash | None, Query(description="sha256 of a bundle staged in S3")] = None,
+    root: Annotated[
+        UserPath, Query(description="the folder all members are in (orders a staged bundle's job)")
+    ] = "/",
 ):
-    """Commit each file of a bundle on its own; the answer says, per file, how that went."""
+    """Commit each file of a bundle on its own; the answer says, per file, how that went. A staged
+    bundle is a transfer: its commit is queued (202, follow it at `GET /v1/bundles/jobs`)."""
+    if staged is not None and raw_body(router):
+        raise BadRequestError("send the bundle in the body or stage it, not both", code="bad-body")
+    if staged is not None and os.environ.get(c.ENV_BUNDLE_STATE_MACHINE):
+        return ok(_queue_staged(staged, parents, root), 202)
     if staged is None:
         members = bundle.unpack(raw_body(router)).files
-    else:
-        members = bundle.unpack(_staged_body(staged), max_body=bundle.MAX_STAGED).files
-    checked = [
-        _checked(m, data, first)
-        for (m, data), first in zip(members, _first_of_each_path(members), strict=True)
-    ]
-    writes = [c for c in checked if isinstance(c, SmallWrite)]
-    done = iter(put_small_batch(filesystem(router), writes, parents=parents))
-    return ok(
-        {
-            "files": [
-                _result(m, data, c if isinstance(c, HyCloudError) else next(done))
-                for (m, data), c in zip(members, checked, strict=True)
-            ]
-        }
-    )
+    else:  # no bundle jobs deployed (a standby): committed in the request
+        body = take_staged(s3(), CONFIG.bucket, user(router), staged)
+        members = bundle.unpack(body, max_body=bundle.MAX_STAGED).files
+    files = commit_members(filesystem(router), members, CONFIG.small_file_threshold, parents, root)
+    return ok({"files": files})
 
 
-def _staged_body(digest: str) -> bytes:
-    """The bundle the caller staged under `digest` (S3 checked the sha256 at its PUT), taken out of
-    staging: a bundle is committed once, and sent again in full if its answer was lost."""
-    if raw_body(router):
-        raise BadRequestError("send the bundle in the body or stage it, not both", code="bad-body")
-    key = jobs.staged_key(user(router), digest)
+def _queue_staged(staged: str, parents: bool, root: str) -> dict:
+    """Queue the commit of a staged bundle in FOP order: t_T is its bytes at the in-cloud rate;
+    it holds a path marker on `root`, so jobs on related paths keep request order."""
+    caller = user(router)
     try:
-        head = s3().head_object(Bucket=CONFIG.bucket, Key=key)
+        size = s3().head_object(Bucket=CONFIG.bucket, Key=jobs.staged_key(caller, staged))["ContentLength"]
     except s3().exceptions.ClientError:
         raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
-    if head["ContentLength"] > bundle.MAX_STAGED:
+    if size > bundle.MAX_STAGED:
         raise PayloadTooLargeError(f"a staged bundle is at most {bundle.MAX_STAGED} bytes", code="too-large")
-    body = s3().get_object(Bucket=CONFIG.bucket, Key=key)["Body"].read()
-    s3().delete_object(Bucket=CONFIG.bucket, Key=key)
-    if hashlib.sha256(body).hexdigest() != digest:
-        raise BadRequestError("the staged bundle is not what its sha256 says", code="hash-mismatch")
-    return body
+    name = f"bundle-{secrets.token_hex(20)}-1"
+    payload = {"job": name, "user": caller, "staged": staged, "parents": parents, "root": root}
+    store = QueueStore(records().table)
+    config = store.config(job_runner.SCHED)
+    machine = os.environ[c.ENV_BUNDLE_STATE_MACHINE]
+    store.enqueue(name, machine, json.dumps(payload), caller, (root,), size, 1.0 / CONFIG.s3_efs_rate, config)
+    job_runner.pump(config)
+    return _bundle_job(name, caller) or {"job": name, "state": "running"}
 
 
-def _first_of_each_path(members: list[tuple[bundle.Member, bytes]]) -> list[bool]:
-    """Whether each member is the first to name its path (two writes of one path would race)."""
-    seen: set[str] = set()
-    firsts = []
-    for member, _ in members:
-        path = _canonical(member.path)
-        firsts.append(path not in seen)
-        seen.add(path)
-    return firsts
+def _bundle_job(job: str, caller: str) -> dict | None:
+    """The caller's bundle job: queued (its place), running, or ended with per-member results."""
+    outcome = jobs.load_outcome(CONFIG.staging_dir, job)
+    if outcome is not None:
+        return {"job": job, **outcome, "user": None} if outcome.get("user") == caller else None
+    queued = QueueStore(records().table).job(job)
+    if queued is not None:
+        if queued["user"] != caller:
+            return None
+        place = job_runner.waiting(job) if queued["state"] == "queued" else None
+        return {"job": job, "state": "queued", "queue": place} if place else {"job": job, "state": "running"}
+    desc = job_runner.describe(os.environ[c.ENV_BUNDLE_STATE_MACHINE], job)
+    if desc is None or json.loads(desc.get("input") or "{}").get("user") != caller:
+        return None
+    if desc["status"] == "RUNNING":
+        return {"job": job, "state": "running"}
+    return {"job": job, "state": "failed", "error": {**jobs.failure(desc.get("error")), "status": 500}}
 
 
-def _canonical(path: str) -> str:
-    try:
-        return paths.normalize(path)
-    except HyCloudError:
-        return path
-
-
-def _checked(member: bundle.Member, data: bytes, first: bool) -> SmallWrite | HyCloudError:
-    """The member as a write, or why it cannot be one."""
-    try:
-        if not first:
-            raise BadRequestError("the bundle names this path twice", code="duplicate-path")
-        path = bundle.check_member(member, data, CONFIG.small_file_threshold)
-    except HyCloudError as err:
-        return err
-    return SmallWrite(path, data, member.sha256, member.mtime, member.mode)
-
-
-def _result(member: bundle.Member, data: bytes, outcome: Entry | HyCloudError) -> dict:
-    if isinstance(outcome, HyCloudError):
-        return bundle.error_entry(member.path, outcome)
-    return {
-        **outcome.to_dict(),
-        "status": "ok",
-        "sha256": member.sha256,
-        "content_hash": content.hash_bytes(data),
-    }
+@router.get("/v1/bundles/jobs", responses=replies(200, BundleJob, 404))
+def bundle_job(
+    job: Annotated[str, Query(pattern=BUNDLE_JOB)],
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="hold the answer while it runs")] = 0,
+):
+    """A staged bundle's commit: its place while queued, then each member's result."""
+    caller = user(router)
+    answer = long_poll(
+        lambda: _bundle_job(job, caller) or {}, wait, lambda a: a.get("state") in ("queued", "running")
+    )
+    if not answer:
+        raise NotFoundError("no such bundle job", code="no-such-job")
+    return ok({k: v for k, v in answer.items() if v is not None})
 
 
 @router.get("/v1/bundles/tree", responses=replies(200, TreePage, 404, 409))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -23,12 +22,17 @@ from pydantic import BaseModel, Field
 from hycloud_core import coded_whole, paths
 from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
+from hycloud_core.control.coded_jobs import queue_coded_job
+from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
 from hycloud_core.store.measurements import Measurements, Sample
+from hycloud_core.store.queue_records import QueueStore
+
+from . import job_runner
 
 router = APIGatewayRouter()
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
@@ -184,7 +188,8 @@ class RepairIn(Body):
 
 class RepairJob(BaseModel):
     job: str
-    state: str = Field(description="running, succeeded or failed")
+    state: str = Field(description="queued, running, succeeded or failed")
+    queue: dict[str, Any] | None = Field(None, description="while queued: position, estimated_start_s")
     result: dict[str, Any] | None = None
 
 
@@ -200,30 +205,51 @@ def _repair_machine() -> str:
 
 @router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
 def repair(body: Annotated[RepairIn, BodyParam()]):
-    """Rebuild the caller's coded blocks on one instance from the others (a Step Functions job)."""
+    """Rebuild the caller's coded blocks on one instance from the others: a Step Functions job
+    queued as background work (control/coded_jobs.py), started in FOP order."""
     if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
-    name = uuid.uuid4().hex
-    _sfn().start_execution(
-        stateMachineArn=_repair_machine(),
-        name=name,
-        input=json.dumps({"user": user(router), "region": body.region}),
+    caller, store = user(router), QueueStore(records().table)
+    config = store.config(job_runner.SCHED)
+    held = user_usage_from_records(records(), caller)[0].coded_region_bytes.get(body.region, 0)
+    name = queue_coded_job(
+        store,
+        _repair_machine(),
+        {"user": caller, "region": body.region},
+        config,
+        CONFIG.s3_efs_rate,
+        user=caller,
+        nbytes=held,  # what it checks there
     )
-    return ok({"job": name, "state": "running"}, 202)
+    job_runner.pump(config)
+    return ok(_repair_answer(name, caller) or {"job": name, "state": "running"}, 202)
 
 
-@router.get("/v1/coded/repair", responses=replies(200, RepairJob, 404, 409))
-def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
+def _repair_answer(job: str, caller: str) -> dict | None:
+    """The caller's repair job: its place while queued, then its execution's state; None if neither."""
+    queued = QueueStore(records().table).job(job)
+    if queued is not None and queued["user"] == caller and queued["state"] == "queued":
+        place = job_runner.waiting(job)
+        if place is not None:
+            return {"job": job, "state": "queued", "queue": place}
     arn = _repair_machine().replace(":stateMachine:", ":execution:") + f":{job}"
     try:
         run = _sfn().describe_execution(executionArn=arn)
     except _sfn().exceptions.ExecutionDoesNotExist:
-        raise NotFoundError("no such repair job", code="no-such-job") from None
-    if json.loads(run["input"]).get("user") != user(router):
-        raise NotFoundError("no such repair job", code="no-such-job")
+        return {"job": job, "state": "running"} if queued is not None and queued["user"] == caller else None
+    if json.loads(run["input"]).get("user") != caller:
+        return None
     state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")
     result = json.loads(run["output"]) if run.get("output") else None
-    return ok({"job": job, "state": state, **({"result": result} if result else {})})
+    return {"job": job, "state": state, **({"result": result} if result else {})}
+
+
+@router.get("/v1/coded/repair", responses=replies(200, RepairJob, 404, 409))
+def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
+    answer = _repair_answer(job, user(router))
+    if answer is None:
+        raise NotFoundError("no such repair job", code="no-such-job")
+    return ok(answer)
 
 
 def relay_source(link: Any) -> dict:

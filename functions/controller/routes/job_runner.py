@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable
 from functools import cache
 
@@ -71,18 +70,6 @@ def _lambda():
     return boto3.client("lambda", config=Config(read_timeout=30, retries={"max_attempts": 1}))
 
 
-def _outcome_file(name: str) -> str:
-    return jobs.staging_file(CONFIG.staging_dir, name, "outcome")
-
-
-def _direct_outcome(name: str) -> dict | None:
-    try:
-        with open(_outcome_file(name)) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return None
-
-
 def invoke_now(function: str, name: str, payload: dict) -> None:
     """Run job `name` in its function now and record how it ended, as an execution would."""
     answer = _lambda().invoke(FunctionName=function, Payload=json.dumps({"job": name, **payload}).encode())
@@ -90,18 +77,13 @@ def invoke_now(function: str, name: str, payload: dict) -> None:
     outcome = {"status": "SUCCEEDED", "output": output}
     if "FunctionError" in answer:
         outcome = {"status": "FAILED", "error": (json.loads(output or "{}") or {}).get("errorType")}
-    os.makedirs(CONFIG.staging_dir, exist_ok=True)
-    target = _outcome_file(name)
-    tmp = f"{target}.{uuid.uuid4().hex}.tmp"  # a concurrent request may run the same job
-    with open(tmp, "w") as f:
-        json.dump(outcome, f)
-    os.replace(tmp, target)
+    jobs.save_outcome(CONFIG.staging_dir, name, outcome)
 
 
 def describe(machine: str, name: str) -> dict | None:
     """The execution (or a direct run's outcome); for a job still waiting its place in the queue
     (status QUEUED); None when none of these."""
-    outcome = _direct_outcome(name)
+    outcome = jobs.load_outcome(CONFIG.staging_dir, name)
     if outcome is not None:
         return outcome
     try:
@@ -144,7 +126,7 @@ def run(
     path = path or payload.get("path")  # a delta upload names its file
 
     def status(name: str) -> str:
-        outcome = _direct_outcome(name)
+        outcome = jobs.load_outcome(CONFIG.staging_dir, name)
         if outcome is not None:
             return outcome["status"]
         state = _status(machine, name)

@@ -1,4 +1,4 @@
-"""The job dispatcher: a function run when a queued job's execution (relay, delta, tree) ends, and every two minutes.
+"""The job dispatcher: a function run when a queued job's execution (relay, delta, tree, coded repair) ends, and every two minutes.
 
 Scheduling settings come from context and reach the controller too (`environment`):
 `hycloud:jobCapacity` (relay workers kept, default 16), `hycloud:maxRelayWorkers` (the cap
@@ -46,7 +46,10 @@ class JobDispatcher(Construct):
         environment: dict[str, str],
         table: dynamodb.ITable,
         machines: list[sfn.IStateMachine],
+        machine_arns: tuple[str, ...] = (),
     ) -> None:
+        """`machine_arns`: more machines whose ends free a worker, named by a fixed ARN (their
+        rights are granted by their own construct)."""
         super().__init__(scope, id)
         self.function = python_function(
             self, "Function", code_dir=code_dir, layer=layer, environment=environment, memory_mb=512
@@ -61,7 +64,10 @@ class JobDispatcher(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.states"],
                 detail_type=["Step Functions Execution Status Change"],
-                detail={"status": ENDED, "stateMachineArn": [m.state_machine_arn for m in machines]},
+                detail={
+                    "status": ENDED,
+                    "stateMachineArn": [*(m.state_machine_arn for m in machines), *machine_arns],
+                },
             ),
             targets=[targets.LambdaFunction(self.function)],
         )

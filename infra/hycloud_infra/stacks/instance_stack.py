@@ -18,6 +18,7 @@ from constructs import Construct
 from hycloud_core import constants as c
 
 from ..constructs.api_to_controller import ApiToController
+from ..constructs.bundle_jobs import BundleJobs
 from ..constructs.coded_repair import CodedRepair
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
@@ -127,6 +128,18 @@ class InstanceStack(Stack):
             mount=volume.mount(),
         )
 
+        bundles = BundleJobs(
+            self,
+            "BundleJob",
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir,
+            layer=layer,
+            environment=env,
+            table=stores.table,
+            bucket=stores.bucket,
+            mount=volume.mount(),
+        )
+
         upkeep = python_function(
             self,
             "CacheUpkeep",
@@ -162,6 +175,7 @@ class InstanceStack(Stack):
                 c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
                 c.ENV_DELTA_FUNCTION: delta_job_fn.function_arn,  # short jobs run direct
                 c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
+                c.ENV_BUNDLE_STATE_MACHINE: bundles.state_machine.state_machine_arn,
                 **(
                     {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
                 ),
@@ -182,15 +196,7 @@ class InstanceStack(Stack):
         delta_job_fn.grant_invoke(controller)
         delta.grant_read(controller)
         tree.allow_control(controller)
-        JobDispatcher(
-            self,
-            "Dispatcher",
-            code_dir=functions_dir / "dispatcher",
-            layer=layer,
-            environment=env,
-            table=stores.table,
-            machines=[relay, delta, tree.state_machine],
-        )
+        bundles.allow_control(controller)
         stores.table.grant_read_write_data(upkeep)
         stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         stores.bucket.grant_delete(upkeep)
@@ -199,14 +205,29 @@ class InstanceStack(Stack):
                 actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
             )
         )
+        repair = None
         if data_instances:
             self._know_data_instances(controller, list(data_instances))
             blocks = f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}/blocks/*"
             for job_fn in (relay_fn, delta_fn):  # they rebuild coded files from blocks of every region
                 job_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[blocks]))
-            self._repair_jobs(
+            repair = self._repair_jobs(
                 controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
             )
+        dispatcher = JobDispatcher(
+            self,
+            "Dispatcher",
+            code_dir=functions_dir / "dispatcher",
+            layer=layer,
+            environment=env,
+            table=stores.table,
+            machines=[relay, delta, tree.state_machine, bundles.state_machine],
+            machine_arns=(repair.machine_arn,) if repair else (),
+        )
+        if repair:  # the operator's whole-instance repairs and migrations are queued through it
+            repair.allow_control(dispatcher.function)
+            dispatcher.function.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
+            CfnOutput(self, "DispatcherFunctionName", value=dispatcher.function.function_name)
         if standby:  # docs/FAILOVER.md
             replication = StandbyReplication(
                 self,
@@ -238,6 +259,7 @@ class InstanceStack(Stack):
             "RelayStateMachineArn": relay.state_machine_arn,
             "DeltaStateMachineArn": delta.state_machine_arn,
             "TreeJobStateMachineArn": tree.state_machine.state_machine_arn,
+            "BundleJobStateMachineArn": bundles.state_machine.state_machine_arn,
             "TreeStepFunctionName": tree.step_function.function_name,
             "ControllerFunctionName": controller.function_name,
             "AccessPointId": volume.access_point.access_point_id,
@@ -260,8 +282,8 @@ class InstanceStack(Stack):
         env: dict[str, str],
         stores: DataStores,
         volume: EfsVolume,
-    ) -> None:
-        """Repair of coded files across the instances: a job the controller starts (docs/GEO.md)."""
+    ) -> CodedRepair:
+        """Repair of coded files across the instances: a job the controller queues (docs/GEO.md)."""
         repair = CodedRepair(
             self,
             "CodedRepair",
@@ -281,6 +303,7 @@ class InstanceStack(Stack):
         controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
         CfnOutput(self, "RepairStateMachineArn", value=repair.machine_arn)
         CfnOutput(self, "RepairStepFunctionName", value=repair.step_function.function_name)
+        return repair
 
     def _know_data_instances(self, controller: lambda_.Function, instances: list[DataInstanceNames]) -> None:
         """Tell the controller where the other regions' instances are and let it use them."""

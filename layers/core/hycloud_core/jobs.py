@@ -13,14 +13,16 @@ Functions records (a stack trace, and details such as sizes read from content).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import uuid
 
 from .errors import BadRequestError
 
 KINDS = ("dl", "ul", "relay")
 _KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
-_JOB = re.compile(r"^((?:dl|ul|relay)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
+_JOB = re.compile(r"^((?:dl|ul|relay|bundle)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
 JOB_ID_PATTERN = _JOB.pattern  # what the API document says a job id looks like
 
 
@@ -56,6 +58,24 @@ def key_of(job: str) -> str:
 
 def staging_file(staging_dir: str, job: str, suffix: str) -> str:
     return os.path.join(staging_dir, f"{checked_job_id(job)}.{suffix}")
+
+
+def save_outcome(staging_dir: str, job: str, outcome: dict) -> None:
+    """How a job that runs outside a workflow's output ended (atomic: concurrent runs may race)."""
+    os.makedirs(staging_dir, exist_ok=True)
+    target = staging_file(staging_dir, job, "outcome")
+    tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(outcome, f)
+    os.replace(tmp, target)
+
+
+def load_outcome(staging_dir: str, job: str) -> dict | None:
+    try:
+        with open(staging_file(staging_dir, job, "outcome")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
 
 
 def base_cache_name(content_hash: str) -> str:

@@ -90,3 +90,9 @@ def test_hostile_remote_paths_and_missing_local_files_fail_before_sending(tmp_pa
     results = bundles.put_files(cloud, [(tmp_path / "missing", "/d/m"), (tmp_path, "../x")])
     assert [r["code"] for r in results] == ["no-such-local-file", "invalid-path"]
     assert cloud.calls == 0
+
+
+def test_a_bundles_root_is_the_folder_all_its_files_are_in():
+    assert bundles._root(["/a/b/x", "/a/b/y"]) == "/a/b"
+    assert bundles._root(["/a/b/x", "/a/c/d/y"]) == "/a"
+    assert bundles._root(["/x", "/a/y"]) == "/"

@@ -1,0 +1,58 @@
+"""Bundle jobs: commit a bundle staged in S3, each member on its own (docs/SCHEDULING.md).
+
+Queued by `POST /v1/bundles?staged=<sha256>` as a transfer in the FOP queue and started by a
+dispatch pass (statemachines/bundle_commit.asl.json). Event: {"job", "user", "staged",
+"parents", "root"}. The per-member results go to the job's outcome file in staging, where
+`GET /v1/bundles/jobs` reads them (a workflow's output holds 256 KiB, a bundle's answer more).
+The staged object is taken out of staging once read: a bundle is committed once.
+"""
+
+from __future__ import annotations
+
+import boto3
+
+from hycloud_core import bundle, jobs
+from hycloud_core.config import InstanceConfig
+from hycloud_core.errors import HyCloudError
+from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.bundle_commit import commit_members, take_staged
+from hycloud_core.observability import job_duration, logger, observed
+from hycloud_core.store.objects import Objects
+from hycloud_core.store.records import Records
+
+CONFIG = InstanceConfig()
+s3 = boto3.client("s3")
+
+
+def _filesystem(user: str) -> FileSystem:
+    records = Records(CONFIG.table)
+    return FileSystem(
+        user,
+        Namespace(CONFIG.namespaces_dir, user),
+        records,
+        Objects(records.table, s3, CONFIG.bucket),
+        s3,
+        CONFIG.bucket,
+        retain_s=CONFIG.version_retention_s,
+    )
+
+
+@observed
+def handler(event: dict, context: object) -> dict:
+    job, user = jobs.checked_job_id(event["job"]), event["user"]
+    try:
+        with job_duration("bundle-commit"):
+            members = bundle.unpack(
+                take_staged(s3, CONFIG.bucket, user, event["staged"]), max_body=bundle.MAX_STAGED
+            ).files
+            files = commit_members(
+                _filesystem(user), members, CONFIG.small_file_threshold, event["parents"], event["root"]
+            )
+    except HyCloudError as err:  # the bundle as a whole: every member failed
+        outcome = {"user": user, "state": "failed", "error": bundle.error_entry("", err)["error"]}
+        jobs.save_outcome(CONFIG.staging_dir, job, outcome)
+        return {"state": "failed", "code": err.code}
+    jobs.save_outcome(CONFIG.staging_dir, job, {"user": user, "state": "succeeded", "files": files})
+    ok = sum(f["status"] == "ok" for f in files)
+    logger.info("bundle committed", extra={"job": job, "files": len(files), "ok": ok})
+    return {"state": "succeeded", "files": len(files), "ok": ok}
