@@ -25,7 +25,7 @@ def test_functions_mount_efs_at_mnt_efs(template):
     fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
     # All but the function that copies the web app to S3 and the job dispatcher (no files).
     fns = {name: fn for name, fn in fns.items() if not name.startswith(("WebPublish", "Dispatcher"))}
-    assert len(fns) == 5
+    assert len(fns) == 6  # relay, delta, tree step, bundle commit, upkeep, controller
     for fn in fns.values():
         props = fn["Properties"]
         assert props["FileSystemConfigs"][0]["LocalMountPath"] == "/mnt/efs"

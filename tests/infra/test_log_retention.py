@@ -37,7 +37,7 @@ def _function_log_groups(template: Template) -> dict[str, int]:
 
 def test_every_function_has_a_log_group_kept_30_days_by_default(template):
     functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    assert len(functions) == 7  # relay, delta, tree step, upkeep, controller, dispatcher, web app publisher
+    assert len(functions) == 8  # relay, delta, tree step, bundle commit, upkeep, controller, dispatcher, web publisher
     assert _function_log_groups(template) == {fn: 30 for fn in functions}
 
 
@@ -53,7 +53,7 @@ def test_every_function_is_traced_and_names_its_service(template):
 
 def test_workflows_log_to_a_group_with_a_retention(template):
     machines = template.find_resources("AWS::StepFunctions::StateMachine")
-    assert len(machines) == 3
+    assert len(machines) == 4  # relay, delta, tree, bundle commit
     for machine in machines.values():
         assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
         assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
