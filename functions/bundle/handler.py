@@ -14,27 +14,12 @@ import boto3
 from hycloud_core import bundle, jobs
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import HyCloudError
-from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs import FileSystem
 from hycloud_core.fs.bundle_commit import commit_members, take_staged
 from hycloud_core.observability import job_duration, logger, observed
-from hycloud_core.store.objects import Objects
-from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
-
-
-def _filesystem(user: str) -> FileSystem:
-    records = Records(CONFIG.table)
-    return FileSystem(
-        user,
-        Namespace(CONFIG.namespaces_dir, user),
-        records,
-        Objects(records.table, s3, CONFIG.bucket),
-        s3,
-        CONFIG.bucket,
-        retain_s=CONFIG.version_retention_s,
-    )
 
 
 @observed
@@ -46,7 +31,11 @@ def handler(event: dict, context: object) -> dict:
                 take_staged(s3, CONFIG.bucket, user, event["staged"]), max_body=bundle.MAX_STAGED
             ).files
             files = commit_members(
-                _filesystem(user), members, CONFIG.small_file_threshold, event["parents"], event["root"]
+                FileSystem.deployed(CONFIG, user, s3),
+                members,
+                CONFIG.small_file_threshold,
+                event["parents"],
+                event["root"],
             )
     except HyCloudError as err:  # the bundle as a whole: every member failed
         outcome = {"user": user, "state": "failed", "error": bundle.error_entry("", err)["error"]}

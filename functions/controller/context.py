@@ -91,15 +91,7 @@ def namespace(app: APIGatewayRestResolver) -> Namespace:
 
 
 def filesystem(app: APIGatewayRestResolver) -> FileSystem:
-    return FileSystem(
-        user(app),
-        namespace(app),
-        records(),
-        objects(),
-        s3(),
-        CONFIG.bucket,
-        retain_s=CONFIG.version_retention_s,
-    )
+    return FileSystem.deployed(CONFIG, user(app), s3(), records())
 
 
 def objects() -> Objects:

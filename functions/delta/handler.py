@@ -238,7 +238,7 @@ def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> tuple[int, str | N
 
 
 def apply(event: dict) -> dict:
-    from hycloud_core.fs import FileSystem, Namespace
+    from hycloud_core.fs import FileSystem
     from hycloud_core.store.objects import Objects
     from hycloud_core.store.records import Records
 
@@ -267,15 +267,7 @@ def apply(event: dict) -> dict:
         if not objects.is_stored(got):
             s3().upload_file(new_path, CONFIG.bucket, content.object_key(got))
         clock.mark("store")
-        fs = FileSystem(
-            event["user"],
-            Namespace(CONFIG.namespaces_dir, event["user"]),
-            records,
-            objects,
-            s3(),
-            CONFIG.bucket,
-            retain_s=CONFIG.version_retention_s,
-        )
+        fs = FileSystem.deployed(CONFIG, event["user"], s3(), records)
         try:
             entry = fs.commit_stored(event["path"], got, size, expect=event["base_hash"])
         except ConflictError as err:

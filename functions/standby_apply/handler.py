@@ -8,10 +8,8 @@ from typing import Any
 import boto3
 
 from hycloud_core.config import InstanceConfig
-from hycloud_core.fs.namespace import Namespace
 from hycloud_core.fs.operations import FileSystem
 from hycloud_core.standby.apply import apply_ops
-from hycloud_core.store.objects import Objects
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 
@@ -21,14 +19,6 @@ CONFIG = InstanceConfig()
 def handler(event: dict, context: Any) -> dict[str, Any]:
     user = event["user"]
     records, s3 = Records(CONFIG.table), boto3.client("s3")
-    fs = FileSystem(
-        user,
-        Namespace(CONFIG.namespaces_dir, user),
-        records,
-        Objects(records.table, s3, CONFIG.bucket),
-        s3,
-        CONFIG.bucket,
-        retain_s=CONFIG.version_retention_s,
-        quota=Quota(None, user),  # usage counters come from the primary by the stream
-    )
+    quota = Quota(None, user)  # usage counters come from the primary by the stream
+    fs = FileSystem.deployed(CONFIG, user, s3, records, quota=quota)
     return apply_ops(fs, event["ops"])

@@ -10,10 +10,9 @@ from __future__ import annotations
 import boto3
 
 from hycloud_core.config import InstanceConfig
-from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs import FileSystem
 from hycloud_core.fs.tree_job import Budget, TreeJobStep
 from hycloud_core.observability import job_duration, logger, observed
-from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 from hycloud_core.store.tree_jobs import RUNNING, Superseded, TreeJobs
 
@@ -29,15 +28,7 @@ def _step(event: dict) -> TreeJobStep | None:
     job = jobs.get(event["user"], event["id"])
     if job is None or job.execution != event["execution"] or job.state != RUNNING:
         return None
-    fs = FileSystem(
-        job.user,
-        Namespace(CONFIG.namespaces_dir, job.user),
-        records,
-        Objects(records.table, s3, CONFIG.bucket),
-        s3,
-        CONFIG.bucket,
-        retain_s=CONFIG.version_retention_s,
-    )
+    fs = FileSystem.deployed(CONFIG, job.user, s3, records)
     return TreeJobStep(fs, jobs, job, Budget.of(CONFIG.tree_step_s, CONFIG.tree_step_entries))
 
 

@@ -18,6 +18,7 @@ import time
 
 import boto3
 import pytest
+from boto3.dynamodb.conditions import Key
 
 from hycloud import admin
 from hycloud.sdk import HyCloud
@@ -93,6 +94,18 @@ def status_cli(user, standby_url: str) -> dict:
 def standby_item(deployment: Deployment, pk: str, sk: str) -> dict | None:
     table = dynamodb(deployment, STANDBY_REGION).Table(deployment.outputs["StandbyTableName"])
     return table.get_item(Key={"pk": pk, "sk": sk}, ConsistentRead=True).get("Item")
+
+
+def standby_jobs_held(deployment: Deployment, within_s: float = 15.0) -> list[str]:
+    """The standby's relay workers still holding a job after `within_s` (polled, no API request)."""
+    table = dynamodb(deployment, STANDBY_REGION).Table(deployment.outputs["StandbyTableName"])
+    deadline = time.monotonic() + within_s
+    while True:
+        items = table.query(KeyConditionExpression=Key("pk").eq("FOPW"), ConsistentRead=True)["Items"]
+        held = [w["job"] for w in items if "job" in w]
+        if not held or time.monotonic() > deadline:
+            return held
+        time.sleep(0.3)
 
 
 def wait_standby(deployment: Deployment, pk: str, sk: str, present: bool = True) -> float:
@@ -272,6 +285,8 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         relayed = standby.get("/docs/big.bin", tmp_path / "relayed.bin", via="relay")  # a job on the standby
         assert hashlib.sha256(relayed.read_bytes()).hexdigest() == acked["/docs/big.bin"]
         assert standby.last_transfer["mode"] == "relay", standby.last_transfer
+        held = standby_jobs_held(deployment)  # freed by the standby's dispatcher on the job's end event,
+        assert held == [], held  # with no client request after it (the next pass needs no poll)
 
         # the primary returns: switch-back holds new writes, reconciles, goes on on the primary
         relay.start()

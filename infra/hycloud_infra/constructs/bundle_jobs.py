@@ -12,11 +12,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .mounted_job import MountedJob
 
 
-class BundleJobs(Construct):
+class BundleJobs(MountedJob):
     def __init__(
         self,
         scope: Construct,
@@ -30,29 +29,18 @@ class BundleJobs(Construct):
         bucket: s3.IBucket,
         mount: dict[str, Any],
     ) -> None:
-        super().__init__(scope, id)
-        self.function = python_function(
-            self,
-            "Commit",
+        super().__init__(  # a staged bundle inflates to 32 MiB at most: 1 GiB of memory is ample
+            scope,
+            id,
+            function_id="Commit",
             code_dir=functions_dir / "bundle",
+            asl_file=statemachines_dir / "bundle_commit.asl.json",
+            function_arn_key="BundleFunctionArn",
             layer=layer,
             environment=environment,
+            table=table,
+            mount=mount,
             timeout_s=300,
-            memory_mb=1024,  # a staged bundle inflates to 32 MiB at most
-            **mount,
         )
-        table.grant_read_write_data(self.function)  # leases, records, quota, Merkle nodes
         bucket.grant_read(self.function, "staging/*")
         bucket.grant_delete(self.function, "staging/*")
-        self.state_machine = SfnFromAsl(
-            self,
-            "Workflow",
-            asl_file=statemachines_dir / "bundle_commit.asl.json",
-            substitutions={"BundleFunctionArn": self.function.function_arn},
-        ).state_machine
-        self.function.grant_invoke(self.state_machine)
-
-    def allow_control(self, grantee: lambda_.IFunction) -> None:
-        """Let the controller start executions and read their status."""
-        self.state_machine.grant_start_execution(grantee)
-        self.state_machine.grant_read(grantee)

@@ -1,8 +1,8 @@
 """Relay and delta jobs on the standby controller (docs/FAILOVER.md): the same functions and
 state machines as the home instance's, on the standby's own bucket, table and EFS, so a client
-that failed over still gets relay downloads and delta transfers. No dispatcher function: the
-standby's controller runs a dispatch pass on every job request and poll (routes/job_runner.py),
-enough for the clients of an outage; no coded-file relays (their blocks are in the data instances).
+that failed over still gets relay downloads and delta transfers, queued and dispatched as at home
+(the standby stack has its own dispatcher); no coded-file relays (their blocks are in the data
+instances).
 """
 
 from pathlib import Path

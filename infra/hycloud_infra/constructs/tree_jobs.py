@@ -7,13 +7,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .mounted_job import MountedJob
 
 STEP_TIMEOUT_S = 120  # a step works for HYCLOUD_TREE_STEP_S (20 s) and then saves its cursor
 
 
-class TreeJobs(Construct):
+class TreeJobs(MountedJob):
     def __init__(
         self,
         scope: Construct,
@@ -26,27 +25,17 @@ class TreeJobs(Construct):
         table: dynamodb.ITable,
         mount: dict[str, Any],
     ) -> None:
-        super().__init__(scope, id)
-        self.step_function = python_function(
-            self,
-            "Step",
+        super().__init__(  # the table only: records, leases, object touches; no S3
+            scope,
+            id,
+            function_id="Step",
             code_dir=functions_dir / "tree",
+            asl_file=statemachines_dir / "tree_job.asl.json",
+            function_arn_key="TreeStepFunctionArn",
             layer=layer,
             environment=environment,
+            table=table,
+            mount=mount,
             timeout_s=STEP_TIMEOUT_S,
-            memory_mb=1024,
-            **mount,
         )
-        table.grant_read_write_data(self.step_function)  # records, leases, object touches: no S3
-        self.state_machine = SfnFromAsl(
-            self,
-            "Workflow",
-            asl_file=statemachines_dir / "tree_job.asl.json",
-            substitutions={"TreeStepFunctionArn": self.step_function.function_arn},
-        ).state_machine
-        self.step_function.grant_invoke(self.state_machine)
-
-    def allow_control(self, grantee: lambda_.IFunction) -> None:
-        """Let the controller start executions and read their status."""
-        self.state_machine.grant_start_execution(grantee)
-        self.state_machine.grant_read(grantee)
+        self.step_function = self.function

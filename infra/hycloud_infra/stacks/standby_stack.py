@@ -18,7 +18,7 @@ from ..constructs.api_to_controller import ApiToController
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket, records_table
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
-from ..constructs.job_dispatcher import scheduling_env
+from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.standby_jobs import StandbyJobs
 from ..nag_suppressions import suppress_accepted_findings
@@ -73,6 +73,15 @@ class StandbyStack(Stack):
             **volume.mount(),
         )
         jobs.allow(controller)
+        JobDispatcher(  # frees a worker when its job ends and starts the next, as at home
+            self,
+            "Dispatcher",
+            code_dir=functions_dir / "dispatcher",
+            layer=layer,
+            environment=env,
+            table=table,
+            machines=[jobs.relay, jobs.delta],
+        )
         apply = python_function(
             self,
             "Apply",

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import batched, groupby
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, NotFoundError
@@ -33,6 +33,9 @@ from ..store.records import Records
 from .namespace import Entry, Namespace, file_mode
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
+
+if TYPE_CHECKING:
+    from ..config import InstanceConfig
 
 T, R = TypeVar("T"), TypeVar("R")
 
@@ -73,6 +76,28 @@ class FileSystem:
             bucket,
         )
         self.uploads = Uploads(user, records, objects, s3, bucket)
+
+    @classmethod
+    def deployed(
+        cls,
+        config: InstanceConfig,
+        user: str,
+        s3: Any,
+        records: Records | None = None,
+        quota: Quota | None = None,
+    ) -> FileSystem:
+        """The user's filesystem as the deployment's settings give it (how every function builds it)."""
+        records = records or Records(config.table)
+        return cls(
+            user,
+            Namespace(config.namespaces_dir, user),
+            records,
+            Objects(records.table, s3, config.bucket),
+            s3,
+            config.bucket,
+            retain_s=config.version_retention_s,
+            quota=quota,
+        )
 
     @property
     def merkle(self) -> MerkleRecords:
