@@ -24,7 +24,7 @@ s3 = boto3.client("s3")
 
 @observed
 def handler(event: dict, context: object) -> dict:
-    job, user = jobs.checked_job_id(event["job"]), event["user"]
+    job, user = jobs.checked_bundle_job(event["job"]), event["user"]
     try:
         with job_duration("bundle-commit"):
             members = bundle.unpack(

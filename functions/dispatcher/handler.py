@@ -27,6 +27,7 @@ CONFIG = InstanceConfig()
 SCHED = SchedConfig.from_environment()
 sfn = boto3.client("stepfunctions")
 table = boto3.resource("dynamodb").Table(CONFIG.table)
+INSTANCE = os.environ.get("AWS_REGION", "home")
 
 
 def _status(machine: str, name: str) -> str:
@@ -47,7 +48,7 @@ def _queue_operator_job(job_input: dict) -> dict:
     store = QueueStore(table)
     config = store.config(SCHED)
     name = queue_coded_job(store, os.environ[ENV_REPAIR_STATE_MACHINE], job_input, config, CONFIG.s3_efs_rate)
-    dispatch_pass(store, _start, None, os.environ.get("AWS_REGION", "home"), config, merged=True)
+    dispatch_pass(store, _start, None, INSTANCE, config, merged=True)
     return {"job": name, "queue": store.position(name)}
 
 
@@ -59,7 +60,7 @@ def handler(event: dict, context) -> dict:
     store = QueueStore(table)
     if ended and store.release(ended):  # the event names the job: free its worker without asking
         logger.info("released", extra={"job": ended})
-    result = dispatch_pass(store, _start, _status, os.environ.get("AWS_REGION", "home"), SCHED)
+    result = dispatch_pass(store, _start, _status, INSTANCE, SCHED)
     return {
         "released": result.released,
         "started": [job for job, _ in result.started],

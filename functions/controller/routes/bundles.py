@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
@@ -32,13 +31,11 @@ from hycloud_core import bundle, jobs
 from hycloud_core import constants as c
 from hycloud_core.errors import (
     BadRequestError,
-    ConflictError,
     HyCloudError,
     NotFoundError,
-    PayloadTooLargeError,
 )
 from hycloud_core.fs import Namespace
-from hycloud_core.fs.bundle_commit import commit_members, take_staged
+from hycloud_core.fs.bundle_commit import commit_members, staged_size, take_staged
 from hycloud_core.fs.tree_walk import PRE, walk
 from hycloud_core.store.queue_records import QueueStore
 
@@ -49,7 +46,6 @@ _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not t
 # what an answer's files may add up to before compression; more is left for the next request
 ANSWER_RAW = bundle.MAX_RAW // 2
 TREE_PAGE = 5000  # entries of a tree listing page
-BUNDLE_JOB = r"^bundle-[0-9a-f]{40}-1$"
 
 
 class MemberError(BaseModel):
@@ -136,13 +132,8 @@ def _queue_staged(staged: str, parents: bool, root: str) -> dict:
     """Queue the commit of a staged bundle in FOP order: t_T is its bytes at the in-cloud rate;
     it holds a path marker on `root`, so jobs on related paths keep request order."""
     caller = user(router)
-    try:
-        size = s3().head_object(Bucket=CONFIG.bucket, Key=jobs.staged_key(caller, staged))["ContentLength"]
-    except s3().exceptions.ClientError:
-        raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
-    if size > bundle.MAX_STAGED:
-        raise PayloadTooLargeError(f"a staged bundle is at most {bundle.MAX_STAGED} bytes", code="too-large")
-    name = f"bundle-{secrets.token_hex(20)}-1"
+    size = staged_size(s3(), CONFIG.bucket, caller, staged)
+    name = jobs.new_bundle_job()
     payload = {"job": name, "user": caller, "staged": staged, "parents": parents, "root": root}
     store = QueueStore(records().table)
     config = store.config(job_runner.SCHED)
@@ -157,12 +148,9 @@ def _bundle_job(job: str, caller: str) -> dict | None:
     outcome = jobs.load_outcome(CONFIG.staging_dir, job)
     if outcome is not None:
         return {"job": job, **outcome, "user": None} if outcome.get("user") == caller else None
-    queued = QueueStore(records().table).job(job)
-    if queued is not None:
-        if queued["user"] != caller:
-            return None
-        place = job_runner.waiting(job) if queued["state"] == "queued" else None
-        return {"job": job, "state": "queued", "queue": place} if place else {"job": job, "state": "running"}
+    state = job_runner.queue_state(job, caller)
+    if state is not None:
+        return {"job": job, **state} if state else None
     desc = job_runner.describe(os.environ[c.ENV_BUNDLE_STATE_MACHINE], job)
     if desc is None or json.loads(desc.get("input") or "{}").get("user") != caller:
         return None
@@ -173,7 +161,7 @@ def _bundle_job(job: str, caller: str) -> dict | None:
 
 @router.get("/v1/bundles/jobs", responses=replies(200, BundleJob, 404))
 def bundle_job(
-    job: Annotated[str, Query(pattern=BUNDLE_JOB)],
+    job: Annotated[str, Query(pattern=jobs.BUNDLE_JOB_PATTERN)],
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="hold the answer while it runs")] = 0,
 ):
     """A staged bundle's commit: its place while queued, then each member's result."""

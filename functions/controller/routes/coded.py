@@ -29,6 +29,7 @@ from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
+from hycloud_core.relay import execution_arn
 from hycloud_core.store.measurements import Measurements, Sample
 from hycloud_core.store.queue_records import QueueStore
 
@@ -227,16 +228,13 @@ def repair(body: Annotated[RepairIn, BodyParam()]):
 
 def _repair_answer(job: str, caller: str) -> dict | None:
     """The caller's repair job: its place while queued, then its execution's state; None if neither."""
-    queued = QueueStore(records().table).job(job)
-    if queued is not None and queued["user"] == caller and queued["state"] == "queued":
-        place = job_runner.waiting(job)
-        if place is not None:
-            return {"job": job, "state": "queued", "queue": place}
-    arn = _repair_machine().replace(":stateMachine:", ":execution:") + f":{job}"
+    queued = job_runner.queue_state(job, caller)
+    if queued and queued["state"] == "queued":
+        return {"job": job, **queued}
     try:
-        run = _sfn().describe_execution(executionArn=arn)
+        run = _sfn().describe_execution(executionArn=execution_arn(_repair_machine(), job))
     except _sfn().exceptions.ExecutionDoesNotExist:
-        return {"job": job, "state": "running"} if queued is not None and queued["user"] == caller else None
+        return {"job": job, "state": "running"} if queued else None
     if json.loads(run["input"]).get("user") != caller:
         return None
     state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")

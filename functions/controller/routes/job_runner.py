@@ -202,6 +202,18 @@ def waiting(name: str) -> dict | None:
     return place
 
 
+def queue_state(job: str, caller: str) -> dict | None:
+    """A job in the queue or on a worker: `{"state": "queued", "queue": place}` or `{"state":
+    "running"}` when it is the caller's, `{}` when another user's; None once it left the queue."""
+    item = QueueStore(records().table).job(job)
+    if item is None:
+        return None
+    if item["user"] != caller:
+        return {}
+    place = waiting(job) if item["state"] == "queued" else None
+    return {"state": "queued", "queue": place} if place else {"state": "running"}
+
+
 def owned(router: APIGatewayRouter, job: str) -> str:
     """The job id if it names an attempt at one of the caller's jobs, else 404 (same for all others)."""
     record = JobLedger(records().table, user(router)).get(jobs.key_of(job))

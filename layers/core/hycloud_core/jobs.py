@@ -16,14 +16,17 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import uuid
 
 from .errors import BadRequestError
 
 KINDS = ("dl", "ul", "relay")
 _KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
-_JOB = re.compile(r"^((?:dl|ul|relay|bundle)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
+_JOB = re.compile(r"^((?:dl|ul|relay)-[0-9a-f]{40})-([1-9][0-9]{0,8})$")
 JOB_ID_PATTERN = _JOB.pattern  # what the API document says a job id looks like
+BUNDLE_JOB_PATTERN = r"^bundle-[0-9a-f]{40}-1$"  # a staged bundle's commit: one attempt, no ledger
+_BUNDLE_JOB = re.compile(BUNDLE_JOB_PATTERN)
 
 
 def job_key(kind: str, *parts: str | bytes) -> str:
@@ -56,8 +59,21 @@ def key_of(job: str) -> str:
     return _JOB.match(checked_job_id(job)).group(1)
 
 
+def new_bundle_job() -> str:
+    return f"bundle-{secrets.token_hex(20)}-1"
+
+
+def checked_bundle_job(value: object) -> str:
+    """A bundle job's name (an execution name, not a ledger job), or a 400."""
+    if not isinstance(value, str) or not _BUNDLE_JOB.match(value):
+        raise BadRequestError("bundle job id is malformed", code="bad-job")
+    return value
+
+
 def staging_file(staging_dir: str, job: str, suffix: str) -> str:
-    return os.path.join(staging_dir, f"{checked_job_id(job)}.{suffix}")
+    is_bundle = isinstance(job, str) and job.startswith("bundle-")
+    name = checked_bundle_job(job) if is_bundle else checked_job_id(job)
+    return os.path.join(staging_dir, f"{name}.{suffix}")
 
 
 def save_outcome(staging_dir: str, job: str, outcome: dict) -> None:

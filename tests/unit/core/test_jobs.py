@@ -69,3 +69,13 @@ def test_the_classes_the_delta_function_raises_are_mapped():
 
     for cls in (jobs.HashMismatch, jobs.VersionMismatch, DeltaMismatch, DeltaFormatError):
         assert jobs.failure(cls.__name__)["code"] != "job-failed"
+
+
+def test_bundle_jobs_name_staging_files_but_are_not_ledger_jobs(tmp_path):
+    name = jobs.new_bundle_job()
+    assert jobs.staging_file(str(tmp_path), name, "outcome") == str(tmp_path / f"{name}.outcome")
+    with pytest.raises(BadRequestError):
+        jobs.checked_job_id(name)  # relay and delta job routes do not take it
+    for bad in ("bundle-../x-1", f"{name}0", name.replace("-1", "-2")):
+        with pytest.raises(BadRequestError):
+            jobs.staging_file(str(tmp_path), bad, "outcome")

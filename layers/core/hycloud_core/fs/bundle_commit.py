@@ -34,16 +34,22 @@ def commit_members(
     ]
 
 
-def take_staged(s3, bucket: str, user: str, digest: str) -> bytes:
-    """The bundle `user` staged under `digest` (S3 checked the sha256 at its PUT), taken out of
-    staging: a bundle is committed once, and sent again in full if its answer was lost."""
-    key = jobs.staged_key(user, digest)
+def staged_size(s3, bucket: str, user: str, digest: str) -> int:
+    """The size of the bundle `user` staged under `digest`; 409 when none, 413 when too large."""
     try:
-        head = s3.head_object(Bucket=bucket, Key=key)
+        head = s3.head_object(Bucket=bucket, Key=jobs.staged_key(user, digest))
     except s3.exceptions.ClientError:
         raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
     if head["ContentLength"] > bundle.MAX_STAGED:
         raise PayloadTooLargeError(f"a staged bundle is at most {bundle.MAX_STAGED} bytes", code="too-large")
+    return head["ContentLength"]
+
+
+def take_staged(s3, bucket: str, user: str, digest: str) -> bytes:
+    """The bundle `user` staged under `digest` (S3 checked the sha256 at its PUT), taken out of
+    staging: a bundle is committed once, and sent again in full if its answer was lost."""
+    staged_size(s3, bucket, user, digest)
+    key = jobs.staged_key(user, digest)
     body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     s3.delete_object(Bucket=bucket, Key=key)
     if hashlib.sha256(body).hexdigest() != digest:
