@@ -1,7 +1,8 @@
 """Names for the losing side of a conflict: `name.conflict-<device>-<time>`, beside the winner.
 
 <device> is where the losing version came from (this machine's name, or "cloud"), <time> its
-modification time in UTC, so two conflicts of the same file never take the same name.
+modification time in UTC to the second; a name already taken (another conflict's copy from the
+same second, or any other file on either side) gets `-2`, `-3`, ... so no copy overwrites a file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def this_device() -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "local"
 
 
-def conflict_name(rel: str, device: str, mtime: float) -> str:
+def conflict_name(rel: str, device: str, mtime: float, taken: set[str] = frozenset()) -> str:
     stamp = datetime.fromtimestamp(mtime, UTC).strftime("%Y%m%dT%H%M%SZ")
-    return f"{rel}.conflict-{device}-{stamp}"
+    name, n = f"{rel}.conflict-{device}-{stamp}", 1
+    while name in taken:
+        n += 1
+        name = f"{rel}.conflict-{device}-{stamp}-{n}"
+    return name

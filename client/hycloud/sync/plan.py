@@ -77,9 +77,10 @@ def make_plan(
         (diff.local_dirs, diff.remote_dirs) if direction == "push" else (diff.remote_dirs, diff.local_dirs)
     )
     plan.mkdirs = sorted(src_dirs)
+    taken = {*local.files, *diff.remote, *diff.files}  # a kept version must not overwrite any of them
     for rel in sorted(diff.files):
         sides = _sides(direction, root, rel, diff, local, base)
-        _decide(plan, rel, sides, history, delete, device)
+        _decide(plan, rel, sides, history, delete, device, taken)
     if delete:
         plan.rmdirs = sorted(dst_dirs, reverse=True)  # deepest first; a folder still holding files stays
         _find_moves(plan, root, diff, local, base)
@@ -98,7 +99,9 @@ def _sides(
     return Sides(lh, rh, bh, lt, rt) if direction == "push" else Sides(rh, lh, bh, rt, lt)
 
 
-def _decide(plan: Plan, rel: str, s: Sides, history: bool, delete: bool, device: str) -> None:
+def _decide(
+    plan: Plan, rel: str, s: Sides, history: bool, delete: bool, device: str, taken: set[str]
+) -> None:
     if s.src == s.dst:
         return
     if s.src is None:
@@ -113,15 +116,18 @@ def _decide(plan: Plan, rel: str, s: Sides, history: bool, delete: bool, device:
     elif s.src == s.base:
         plan.kept.append(rel)
     else:
-        plan.conflicts.append(_conflict(plan.direction, rel, s, device))
+        plan.conflicts.append(_conflict(plan.direction, rel, s, device, taken))
 
 
-def _conflict(direction: Direction, rel: str, s: Sides, device: str) -> Conflict:
+def _conflict(direction: Direction, rel: str, s: Sides, device: str, taken: set[str]) -> Conflict:
     """Newer by mtime wins; on a tie the source wins (it is what the user asked to send)."""
     src_device, dst_device = (device, CLOUD) if direction == "push" else (CLOUD, device)
     if s.src_mtime >= s.dst_mtime:
-        return Conflict(rel, "source", conflict_name(rel, dst_device, s.dst_mtime))
-    return Conflict(rel, "destination", conflict_name(rel, src_device, s.src_mtime))
+        winner, name = "source", conflict_name(rel, dst_device, s.dst_mtime, taken)
+    else:
+        winner, name = "destination", conflict_name(rel, src_device, s.src_mtime, taken)
+    taken.add(name)
+    return Conflict(rel, winner, name)
 
 
 def _find_moves(

@@ -128,3 +128,20 @@ def test_files_refused_as_busy_are_sent_again(tmp_path, monkeypatch):
     report = sync(cloud, local, "/busy", "push")
     assert report["files"] == 2 and not report["failed"] and refused == ["/busy/a.txt"]
     assert sorted(cloud.files) == ["/busy/a.txt", "/busy/b.txt"]
+
+
+def test_a_conflict_copy_never_takes_the_name_of_another_file(tmp_path):
+    """Two cloud versions in one second give one stamp: the earlier conflict's copy, synced back
+    up, must not overwrite the later conflict's kept version (nor be overwritten by it)."""
+    cloud, local = FakeCloud(), tmp_path / "d"
+    tree(local, {"n.txt": b"v1"})
+    sync(cloud, local, "/d", "push")
+    write(local / "n.txt", b"laptop, newer", mtime=7000.0)
+    write(local / "n.txt.conflict-cloud-19700101T012320Z", b"an earlier conflict's copy", mtime=5000.0)
+    cloud.files["/d/n.txt"] = (b"cloud, older", 5000.0)  # the same second as that copy's stamp
+    report = sync(cloud, local, "/d", "push")
+    [conflict] = report["conflicts"]
+    assert conflict["winner"] == "source" and conflict["kept_as"] != "n.txt.conflict-cloud-19700101T012320Z"
+    assert cloud.files["/d/" + conflict["kept_as"]][0] == b"cloud, older"
+    assert cloud.files["/d/n.txt.conflict-cloud-19700101T012320Z"][0] == b"an earlier conflict's copy"
+    assert cloud.files["/d/n.txt"][0] == b"laptop, newer"
