@@ -109,6 +109,7 @@ def handler(event: dict, context) -> dict:
 
 
 def _fetch(event: dict) -> dict:
+    event = {**event, **(event.get("source") or {})}  # a delta job's coded base: how to rebuild it
     request = RelayFetchRequest(event)
     cache = RelayCache(CONFIG.cache_dir)
     if request.content_hash and cache.is_ready(request.cache_name, request.content_hash):

@@ -25,21 +25,21 @@ SIZE = 1024 * MiB
 EDIT = 16 * 1024
 
 
-def write_file(path: Path, seed: int) -> None:
-    """1 GiB of seeded random bytes, quickly (numpy's generator): nothing repeats, so the checksum
-    list does not compress below its 8 MB."""
+def write_file(path: Path, seed: int, size: int = SIZE) -> None:
+    """`size` (64 MiB steps) of seeded random bytes, quickly (numpy's generator): nothing repeats,
+    so the checksum list does not compress (8 MB for 1 GiB)."""
     rng = np.random.default_rng(seed)
     with open(path, "wb") as f:
-        for _ in range(SIZE // (64 * MiB)):
+        for _ in range(size // (64 * MiB)):
             f.write(rng.bytes(64 * MiB))
 
 
 def scatter_edits(path: Path, seed: int, edits: int = 400) -> None:
     """Overwrite `edits` random 16 KiB stretches in place: ~6 MiB of new bytes all over the file."""
-    rnd = random.Random(seed)
+    rnd, size = random.Random(seed), os.path.getsize(path)
     with open(path, "r+b") as f:
         for _ in range(edits):
-            f.seek(rnd.randrange(SIZE - EDIT))
+            f.seek(rnd.randrange(size - EDIT))
             f.write(rnd.randbytes(EDIT))
 
 
@@ -51,10 +51,10 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def hycloud(user: User, proxy: FaultProxy, state: Path, *args: str) -> dict:
+def hycloud(user: User, proxy: FaultProxy | None, state: Path, *args: str) -> dict:
     env = {
         **os.environ,
-        **proxy.env(),
+        **(proxy.env() if proxy else {}),
         "HYCLOUD_ENDPOINT": user.deployment.api_url,
         "HYCLOUD_API_KEY": user.key,
         "HYCLOUD_CONFIG": "/nonexistent/config.json",

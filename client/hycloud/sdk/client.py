@@ -325,6 +325,7 @@ class HyCloud:
 
     def _put_coded(self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict) -> dict:
         result = upload_coded(self.http, local, remote, parents, progress, keep)
+        auto.remember(self.store, remote, result["content_hash"], local)  # a base for the next delta
         return self._noted(self._journaled(local, remote, result, keep), "coded")
 
     def _journaled(self, local: Path, remote: str, result: dict, keep: dict) -> dict:

@@ -255,8 +255,12 @@ def relay_source(link: Any) -> dict:
     and every instance's bucket."""
     if link is None or not link.erasure:
         return {}
+    return _rebuilt_from(link.content_hash, link.erasure)
+
+
+def _rebuilt_from(content_hash: str, erasure: dict) -> dict:
     where = [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)]
-    name = RelayCache(CONFIG.cache_dir).save_layout(link.content_hash, link.erasure)
+    name = RelayCache(CONFIG.cache_dir).save_layout(content_hash, erasure)
     return {"erasure_ref": name, "instances": where}
 
 
@@ -306,18 +310,23 @@ def coded_version(link: Any, content_hash: str) -> dict | None:
     return link.history_erasure.get(content_hash)
 
 
-def cache_coded_base(link: Any, content_hash: str, spec: dict) -> bool:
-    """Decode a coded version of the file `link` holds into the relay cache as the delta job
-    `spec`'s base, unless cached already (under its own name, or the path's as an earlier job's
-    new version); False when that version is not coded (the job fetches its object as usual)."""
+def coded_base(link: Any, content_hash: str, spec: dict, inline: bool = True) -> dict:
+    """What the delta job `spec` is told of its base, version `content_hash` of the file `link`
+    holds: nothing when that version is not coded (its object is fetched as usual) or is cached
+    already (under its own name, or the path's as an earlier job's new version); nothing either
+    when, with `inline`, this request decodes it into the cache (what one request can: the job may
+    then run direct); else `base_source`, how the job's fetch rebuilds it from its blocks."""
     erasure = coded_version(link, content_hash)
     if not erasure:
-        return False
+        return {}
     cache, name = RelayCache(CONFIG.cache_dir), spec["base_cache_name"]
-    if not any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
+    if any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
+        return {}
+    if inline and coded_whole.fits_inline(erasure):
         store, own = _home_blocks()
         coded_whole.to_cache(erasure, content_hash, store, own, cache, name)
-    return True
+        return {}
+    return {"base_source": _rebuilt_from(content_hash, erasure)}
 
 
 @cache

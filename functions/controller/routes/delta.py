@@ -47,7 +47,7 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import logger
 from hycloud_core.store.queue_records import BACKGROUND
 
-from .coded import cache_coded_base, coded_version, relay_source
+from .coded import coded_base, coded_version, relay_source
 from .job_runner import delta_bytes, describe, owned, report, run
 
 router = APIGatewayRouter()
@@ -261,7 +261,7 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
-    cache_coded_base(link, base, spec)  # no object to fetch: decoded here
+    spec = {**spec, **coded_base(link, base, spec)}
     return _start(key, spec, link.size, wait=wait, extra=file)
 
 
@@ -290,7 +290,7 @@ def precompute(caller: APIGatewayRouter, path: str) -> None:
         caller, paths.normalize(path), link.content_hash, link.history[0][0], relay_source(link)
     )
     try:
-        spec = {**spec, **_cached(spec)}
+        spec = {**spec, **coded_base(link, link.history[0][0], spec, inline=False), **_cached(spec)}
         size = delta_bytes(spec, link.size)  # background: behind the transfers users wait for
         run(
             caller,
@@ -367,7 +367,7 @@ def upload(
         "base_cache_name": jobs.base_cache_name(base),
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
     }
-    cache_coded_base(link, base, spec)  # a coded base: decoded here; new version plain
+    spec = {**spec, **coded_base(link, base, spec)}  # the new version is stored plain
     return _start(
         key,
         spec,

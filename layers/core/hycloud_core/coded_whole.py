@@ -17,43 +17,16 @@ from .coded_reassemble import reassemble
 from .errors import ConflictError, PayloadTooLargeError
 from .fs.blocks import BlockStore
 from .fs.relay_cache import RelayCache
+from .store.multipart import ObjectWriter
 
-PART = 8 * 1024 * 1024
 # What one controller request decodes within API Gateway's 29 s (a few hundred MB/s locally and
 # in-region); a larger coded file is refused with a clear error rather than a timeout.
 MAX_INLINE_BYTES = 512 * 1024 * 1024
 
 
-class _Multipart:
-    """A write-only stream into an S3 multipart upload, one `PART` at a time."""
-
-    def __init__(self, s3: Any, bucket: str, key: str) -> None:
-        self.s3, self.bucket, self.key = s3, bucket, key
-        self.upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
-        self.buffer, self.parts = bytearray(), []
-
-    def write(self, data: bytes) -> None:
-        self.buffer += data
-        while len(self.buffer) >= PART:
-            self._send(bytes(self.buffer[:PART]))
-            del self.buffer[:PART]
-
-    def _send(self, body: bytes) -> None:
-        number = len(self.parts) + 1
-        part = self.s3.upload_part(
-            Bucket=self.bucket, Key=self.key, UploadId=self.upload, PartNumber=number, Body=body
-        )
-        self.parts.append({"PartNumber": number, "ETag": part["ETag"]})
-
-    def complete(self) -> None:
-        if self.buffer or not self.parts:
-            self._send(bytes(self.buffer))
-        self.s3.complete_multipart_upload(
-            Bucket=self.bucket, Key=self.key, UploadId=self.upload, MultipartUpload={"Parts": self.parts}
-        )
-
-    def abort(self) -> None:
-        self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload)
+def fits_inline(erasure: dict) -> bool:
+    """Whether one request may make this layout's file whole."""
+    return sum(c.length for c in CodedLayout.from_dict(erasure).chunks) <= MAX_INLINE_BYTES
 
 
 def _checked_size(size: int) -> None:
@@ -76,7 +49,7 @@ def to_object(
     """Decode the file into `bucket/key`, which exists afterwards only if its hash is right."""
     layout = CodedLayout.from_dict(erasure)
     _checked_size(sum(c.length for c in layout.chunks))
-    out = _Multipart(s3, bucket, key)
+    out = ObjectWriter(s3, bucket, key)
     try:
         got, _ = reassemble(layout, store, own, out)
         _verified(got, content_hash)
