@@ -25,12 +25,14 @@ from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
 from hycloud_core.observability import count_bytes, job_duration, observed
+from hycloud_core.store.multipart import ObjectWriter
 
 # A cold start is this module's imports: what only some jobs need (boto3 and an S3 client when a
 # version is not in the relay cache, the filesystem for uploads, erasure decoding for coded
 # files) is imported by the job that needs it, so a version-aware delta from the cache never pays for it.
 CONFIG = InstanceConfig()
 MAX_API_BODY = 4 * 1024 * 1024
+PIECE = 1024 * 1024
 
 
 @cache
@@ -213,28 +215,39 @@ def encode(event: dict) -> dict:
     }
 
 
-class _HashingWriter:
-    """A file written front to back, its content hash taken as it passes (no second read)."""
+class _Tee:
+    """The patched file written front to back into EFS, S3 (`store`, when the object is not
+    stored yet) and its content hash, in one pass."""
 
-    def __init__(self, out: BinaryIO) -> None:
-        self.out, self.hasher = out, content.PartHasher()
+    def __init__(self, out: BinaryIO | None, store: ObjectWriter | None) -> None:
+        self.outs = [o.write for o in (out, store) if o is not None]
+        self.hasher = content.PartHasher()
 
     def write(self, data: bytes) -> int:
         self.hasher.update(data)
-        return self.out.write(data)
+        for write in self.outs:
+            write(data)
+        return len(data)
 
 
-def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> tuple[int, str | None]:
-    """(size, content hash) of the patched file; the hash is None when the patcher writes in its
-    own way (rsync-style), and the caller reads the file once more for it."""
+def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None) -> tuple[int, str]:
+    """(size, content hash) of the patched file. The version-aware patcher writes through the tee,
+    so storing overlaps patching; the rsync-style one writes by file descriptor (faster), so the
+    file is read once more after it, for the hash and the store together."""
     from hycloud_core.delta.apply import apply_delta, is_versioned
 
     head = delta.read(4)
     delta.seek(0)
-    if not is_versioned(head):
-        return apply_delta(base, delta, out), None
-    writer = _HashingWriter(out)
-    return versioned.apply(base, delta, writer), writer.hasher.hexdigest()
+    if is_versioned(head):
+        tee = _Tee(out, store)
+        return versioned.apply(base, delta, tee), tee.hasher.hexdigest()
+    size = apply_delta(base, delta, out)
+    out.flush()
+    tee = _Tee(None, store)
+    with open(out.name, "rb") as again:
+        while piece := again.read(PIECE):
+            tee.write(piece)
+    return size, tee.hasher.hexdigest()
 
 
 def apply(event: dict) -> dict:
@@ -248,24 +261,24 @@ def apply(event: dict) -> dict:
     clock = _Clock()
     unstage(event, "delta")
     clock.mark("unstage")
+    declared = event["content_hash"]
+    records = Records(CONFIG.table)
+    stored = Objects(records.table, s3(), CONFIG.bucket).is_stored(declared)
+    store = None if stored else ObjectWriter(s3(), CONFIG.bucket, content.object_key(declared))
     try:
         with (
             open(cache.path(event["base_cache_name"]), "rb") as base,
             open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
-            size, got = _patch(base, delta, out)
+            size, got = _patch(base, delta, out, store)
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
         clock.mark("patch")
-        got = got or content.hash_file(new_path)[0]
-        clock.mark("hash")
-        if got != event["content_hash"]:
+        if got != declared:
             raise HashMismatch("the patched file does not have the declared content hash")
-        records = Records(CONFIG.table)
-        objects = Objects(records.table, s3(), CONFIG.bucket)
-        if not objects.is_stored(got):
-            s3().upload_file(new_path, CONFIG.bucket, content.object_key(got))
+        if store:
+            store.complete()  # only now, the hash right, is the object there to be read
         clock.mark("store")
         fs = FileSystem.deployed(CONFIG, event["user"], s3(), records)
         try:
@@ -284,6 +297,10 @@ def apply(event: dict) -> dict:
             "s3_efs_rate": s3_efs_rate(event),
             "steps": clock.steps,  # where the job's time went, for overhead breakdowns
         }
+    except BaseException:
+        if store:
+            store.abort()
+        raise
     finally:
         if os.path.exists(new_path):
             os.unlink(new_path)
