@@ -3,7 +3,8 @@
 `encode` (delta download): the new version is in the relay cache; with a base version there too
 the delta is version-aware (zstd patch-from), otherwise rsync-style against the client's
 checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
-verified against the declared content hash, stored at its content address and linked at the
+verified against the declared content hash, stored at its content address (sent to S3 as it is
+patched, the object completed only once the hash is right) and linked at the
 path in one leased step only if the path still holds the base, so a failed job changes nothing a
 user can see; the new version then stays in the relay cache for the next job. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
 """

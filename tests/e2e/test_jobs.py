@@ -81,18 +81,22 @@ def assert_short_error(status: dict, code: str) -> None:
 
 
 def test_failed_jobs_report_a_code_and_a_message_only(deployment, alice, tmp_path):
-    v1, v2 = versions(41, count=2)
+    v1, v2 = versions(41, size=20 * MiB, count=2)  # over one part: the job streams it to S3
     (tmp_path / "v1").write_bytes(v1)
     alice.cli("put", str(tmp_path / "v1"), "/codes.bin")
     cases = {
         "hash-mismatch": (version_delta(v1, v2), content.hash_bytes(v2[:-1] + b"x")),
         "delta-invalid": (os.urandom(50_000), content.hash_bytes(v2)),
     }
+    s3, bucket = deployment.client("s3"), deployment.outputs["BucketName"]
     for code, (delta, claimed) in cases.items():
         status, body = start_upload(alice, "/codes.bin", v1, delta, claimed)
         assert status == 202, body
         assert_short_error(wait(alice, body["job"]), code)
         assert current_hash(deployment, alice, "/codes.bin") == content.hash_bytes(v1)
+        key = content.object_key(claimed)  # nothing stored under the claimed hash, no part left
+        assert s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount") == 0
+        assert not s3.list_multipart_uploads(Bucket=bucket, Prefix=key).get("Uploads")
 
 
 def test_stale_delta_upload_fails_loudly_and_changes_nothing(deployment, alice, tmp_path):
