@@ -16,7 +16,7 @@ from hycloud_core.jobs import base_cache_name
 from tests.e2e.fault_proxy import FaultProxy
 from tests.e2e.test_large_delta import MiB, hycloud, link_bytes, scatter_edits, sha256, write_file
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("large-files")]
 SIZE = MAX_INLINE_BYTES + 64 * MiB
 
 
@@ -47,6 +47,7 @@ def test_an_uncached_coded_base_over_the_inline_limit_is_a_delta_base_both_ways(
             assert got["mode"] == "delta" and got["kind"] == "version", got
             assert link_bytes(proxy) < 0.10 * SIZE, link_bytes(proxy)
         assert sha256(mine) == sha256(theirs)
+        theirs.unlink()  # the disk holds two copies at most
 
         _forget_cached(alice, remote, first["content_hash"], second["content_hash"])
         scatter_edits(mine, 9)

@@ -19,7 +19,11 @@ import pytest
 from tests.e2e.conftest import HYCLOUD, User
 from tests.e2e.fault_proxy import FaultProxy
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("large-files"),
+]  # one at a time: disk
 MiB = 1024 * 1024
 SIZE = 1024 * MiB
 EDIT = 16 * 1024
