@@ -26,11 +26,15 @@ MAX_INLINE_BYTES = 512 * 1024 * 1024
 
 def fits_inline(erasure: dict) -> bool:
     """Whether one request may make this layout's file whole."""
-    return sum(c.length for c in CodedLayout.from_dict(erasure).chunks) <= MAX_INLINE_BYTES
+    return _fits(CodedLayout.from_dict(erasure))
 
 
-def _checked_size(size: int) -> None:
-    if size > MAX_INLINE_BYTES:
+def _fits(layout: CodedLayout) -> bool:
+    return sum(c.length for c in layout.chunks) <= MAX_INLINE_BYTES
+
+
+def _checked_size(layout: CodedLayout) -> None:
+    if not _fits(layout):
         raise PayloadTooLargeError(
             f"a coded file over {MAX_INLINE_BYTES // 2**20} MiB cannot be made whole in one request; "
             "download it with the client",
@@ -48,7 +52,7 @@ def to_object(
 ) -> None:
     """Decode the file into `bucket/key`, which exists afterwards only if its hash is right."""
     layout = CodedLayout.from_dict(erasure)
-    _checked_size(sum(c.length for c in layout.chunks))
+    _checked_size(layout)
     out = ObjectWriter(s3, bucket, key)
     try:
         got, _ = reassemble(layout, store, own, out)
@@ -64,7 +68,7 @@ def to_cache(
 ) -> None:
     """Decode the file into the relay cache as `name` (what a delta job reads as its base)."""
     layout = CodedLayout.from_dict(erasure)
-    _checked_size(sum(c.length for c in layout.chunks))
+    _checked_size(layout)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
