@@ -1,5 +1,7 @@
 """Ring changes (docs/GEO.md): a fourth instance joins the ring and leaves it again. The migration
-job moves only the blocks the ring moves, every file stays byte-exact, no old copy remains."""
+job moves only the blocks the ring moves, every file stays byte-exact, no old copy remains. An upload
+that spans the change commits where its blocks went (the next run moves them), unless an instance it
+placed blocks on has left the ring (409 ring-changed)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 
 from hycloud_core.codec.erasure import encode_stream
 from hycloud_core.coded_layout import BLOCK_PREFIX
+from hycloud_core.errors import HyCloudError
 from hycloud_core.placement.ring import HashRing, migrate
 from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
@@ -78,6 +81,31 @@ def _placed(files: dict[str, bytes], homes) -> dict[str, set[str]]:
     return out
 
 
+def _commit_after(plain, change):
+    """The SDK's request call, with `change()` run between a coded upload's blocks and its commit:
+    an upload that spans a ring change."""
+
+    def json(method, path, **kw):
+        if path == "/v1/coded/commit":
+            change()
+        return plain(method, path, **kw)
+
+    return json
+
+
+def _moves(data: bytes, before: HashRing, after: HashRing) -> int:
+    """Blocks of `data` the ring change moves."""
+    return sum(
+        old != new
+        for chunk in encode_stream(io.BytesIO(data), 3, 2, 2 * MiB)
+        for old, new in zip(
+            before.place(chunk.key, 3),
+            migrate(before.place(chunk.key, 3), after.place(chunk.key, 3)),
+            strict=True,
+        )
+    )
+
+
 def _all_byte_exact(sdk, files: dict[str, bytes], tmp_path) -> None:
     for path, data in files.items():
         back = tmp_path / "back.bin"
@@ -106,8 +134,21 @@ def test_a_fourth_instance_joins_and_leaves_the_ring_moving_only_what_the_ring_m
     assert _holdings(deployment, buckets, hashes) == {**before, FOURTH: set()}
     data_three = [_described(o) for o in list(deployed.values())[1:]]
 
+    spanning = os.urandom(3 * MiB + 7)  # started on three instances, committed on four
+    (tmp_path / "src.bin").write_bytes(spanning)
+    plain, result, left = sdk.http.json, {}, {}
+    sdk.http.json = _commit_after(
+        plain, lambda: result.update(_migrate(deployment, deployed, [*data_three, fourth]))
+    )
     try:
-        result = _migrate(deployment, deployed, [*data_three, fourth])
+        sdk.put(tmp_path / "src.bin", "/spanning.bin", coded=True)
+        sdk.http.json = plain
+        layout = user.api().call("GET", "/v1/plan", params={"path": "/spanning.bin"}).json()["layout"]
+        assert layout["instances"] == sorted(three)  # committed where its blocks went
+        _all_byte_exact(sdk, {"/spanning.bin": spanning}, tmp_path)
+        again = _migrate(deployment, deployed, [*data_three, fourth])  # the next run moves it
+        assert again["moved"] == _moves(spanning, ring3, ring4) > 0
+        files["/spanning.bin"] = spanning
         moved = sum(len(after.get(r, set()) - before.get(r, set())) for r in four)
         assert 0 < moved < len(hashes) and result["moved"] >= moved
         assert _holdings(deployment, buckets, hashes) == {r: after.get(r, set()) for r in four}
@@ -123,8 +164,16 @@ def test_a_fourth_instance_joins_and_leaves_the_ring_moving_only_what_the_ring_m
             for r, held in _holdings(deployment, buckets, set().union(*late_blocks.values())).items()
             if r in late_blocks
         )
+        leaving = os.urandom(2 * MiB + 5)  # started on four instances, committed after one left
+        (tmp_path / "src.bin").write_bytes(leaving)
+        sdk.http.json = _commit_after(plain, lambda: left.update(_migrate(deployment, deployed, data_three)))
+        with pytest.raises(HyCloudError) as refused:
+            sdk.put(tmp_path / "src.bin", "/leaving.bin", coded=True)
+        assert refused.value.code == "ring-changed" and refused.value.status == 409
+        assert user.api().call("GET", "/v1/stat", params={"path": "/leaving.bin"}).status_code == 404
     finally:
-        back = _migrate(deployment, deployed, data_three)  # the fourth leaves the ring
+        sdk.http.json = plain
+        back = left or _migrate(deployment, deployed, data_three)  # the fourth leaves the ring
     assert _holdings(deployment, buckets, hashes) == {**before, FOURTH: set()}
     late_back = _placed({"/late.bin": late}, lambda key: migrate(ring4.place(key, 3), ring3.place(key, 3)))
     late_hashes = set().union(*late_back.values())

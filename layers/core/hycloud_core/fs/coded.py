@@ -74,6 +74,7 @@ class CodedFiles:
             kind="coded",
             nonce=nonce,
             ranges=ranges,
+            ring=sorted(self.regions),  # the commit places by it, whatever the ring is by then
             expires=int(time.time()) + URL_TTL_S,
         )
         return {"nonce": nonce, "ranges": ranges}
@@ -110,7 +111,7 @@ class CodedFiles:
         """Link the file once every block is in place with its size and checksum, and the caller
         proved it holds the blocks."""
         path = paths.normalize(path)
-        layout = placed(layout, size, self.regions)
+        layout = placed(layout, size, self._ring_at_start(content_hash))
         missing = [
             f"{ci}/{bi}" for ci, bi, b in block_homes(layout) if not self._has(b.instance, b.hash, b.size)
         ]
@@ -128,6 +129,19 @@ class CodedFiles:
             return fs._link(
                 path, content_hash, size, mtime, None if mode is None else mode & 0o777, layout.to_dict()
             )
+
+    def _ring_at_start(self, content_hash: str) -> list[str]:
+        """The ring the upload's blocks were placed by: an upload that spans a ring change commits
+        where its blocks are (a later migration moves them), unless an instance it used has left."""
+        pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
+        ring = (pending or {}).get("ring") or self.regions
+        gone = sorted(set(ring) - set(self.regions))
+        if gone:
+            raise ConflictError(
+                f"instance {gone[0]} left the ring since the upload started; start it again",
+                code="ring-changed",
+            )
+        return list(ring)
 
     def layout(self, path: str) -> tuple[Any, CodedLayout]:
         link = self.fs.ns.current_link(paths.normalize(path))  # None for a folder or a small file
