@@ -121,10 +121,10 @@ def compute(
     total = 0
     while piece := read_full(old, piece_size):
         total += len(piece)
-        x = np.frombuffer(piece, dtype=np.uint8)
-        c = rolling.prefix_sums(x)
         n_full = len(piece) // block_size
-        weaks.append(rolling.window_sums(c, np.arange(0, n_full * block_size, block_size), block_size))
+        weaks.append(
+            rolling.block_sums(np.frombuffer(piece, dtype=np.uint8, count=n_full * block_size), block_size)
+        )
         # one bytes object per piece, not per block: a 2 GiB file at 256 B blocks has 8M blocks
         strongs.append(
             b"".join(

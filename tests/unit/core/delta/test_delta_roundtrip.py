@@ -1,10 +1,13 @@
 import io
+import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hycloud_core.delta import delta, delta_bytes, patch, patch_bytes, signature_bytes
+from hycloud_core.delta.rolling import block_sums, weak_sum
 from hycloud_core.delta.signature import Signature
 
 from .conftest import BLOCK_SIZES, edited_versions
@@ -151,3 +154,10 @@ def test_unchanged_stretches_are_copied_not_sent(seed, size, edits, block):
     bound = sum(ins for _, _, ins in edits) + (2 * len(edits) + 1) * block
     assert stats.literal_bytes <= bound
     assert patch_bytes(old, out.getvalue()) == bytes(new)
+
+
+@pytest.mark.parametrize("block", [1, 7, 512, 4096])
+def test_block_sums_are_the_weak_sums_of_each_block(block):
+    data = random.Random(block).randbytes(block * 37)
+    got = block_sums(np.frombuffer(data, dtype=np.uint8), block)
+    assert got.tolist() == [weak_sum(data[o : o + block]) for o in range(0, len(data), block)]

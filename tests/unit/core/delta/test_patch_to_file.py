@@ -1,13 +1,15 @@
 """Patching into a real file: slices go to the kernel by writev in batches, literals are decompressed
-piece by piece; the bytes must be exactly those of the new file, whatever the batching."""
+by a thread of their own a few chunks ahead; the bytes must be exactly those of the new file,
+whatever the batching, and no thread outlives a patch, whether it succeeds or fails."""
 
 import hashlib
 import os
 import random
+import threading
 
 import pytest
 
-from hycloud_core.delta import DeltaMismatch, delta_bytes, patch, patcher, signature_bytes
+from hycloud_core.delta import DeltaFormatError, DeltaMismatch, delta_bytes, patch, patcher, signature_bytes
 
 
 def _edited(seed: int, size: int, edits: int, literal: int) -> tuple[bytes, bytes]:
@@ -67,3 +69,35 @@ def test_patch_into_a_file_against_the_wrong_old_file_fails(tmp_path):
     other[5000:5010] = b"x" * 10
     with pytest.raises(DeltaMismatch):
         _patch_file(tmp_path, bytes(other), d)
+
+
+def _chunk_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "delta-chunks"]
+
+
+@pytest.mark.parametrize("cut", [None, 0.5, 0.97], ids=["whole", "cut-in-half", "cut-near-the-end"])
+def test_no_thread_outlives_a_patch(tmp_path, cut):
+    """Many chunks (more than the reader's pool of buffers), then a clean end or a truncated delta."""
+    old, new = _edited(11, 6 << 20, 400, 20_000)
+    d = delta_bytes(signature_bytes(old, 1024), new)
+    if cut is None:
+        assert _patch_file(tmp_path, old, d) == new
+    else:
+        with pytest.raises(DeltaFormatError):
+            _patch_file(tmp_path, old, d[: int(len(d) * cut)])
+    assert not _chunk_threads()
+
+
+def test_a_bad_op_stops_the_reader_ahead_of_it(tmp_path, monkeypatch):
+    """The writer fails on the first chunk while the reader has more to read: it stops too."""
+    real = patcher._ranges
+
+    def bad(*args):
+        real(*args)
+        raise DeltaFormatError("copy outside the old file")
+
+    monkeypatch.setattr(patcher, "_ranges", bad)
+    old, new = _edited(12, 6 << 20, 400, 20_000)
+    with pytest.raises(DeltaFormatError):
+        _patch_file(tmp_path, old, delta_bytes(signature_bytes(old, 1024), new))
+    assert not _chunk_threads()
