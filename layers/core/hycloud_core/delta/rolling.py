@@ -66,15 +66,11 @@ def prefix_sums(data: np.ndarray) -> np.ndarray:
     return c
 
 
-def window_sums(c: np.ndarray, starts: np.ndarray | slice, width: int) -> np.ndarray:
-    """Weak sums of the windows [k, k+width) for the given start offsets, from `prefix_sums`."""
-    if isinstance(starts, slice):
-        lo, hi = starts.start, starts.stop
-        out = np.subtract(c[lo + width : hi + width], c[lo:hi])
-        np.multiply(out, powers(hi, inverse=True)[lo:hi], out=out)
-        return out
-    out = np.subtract(c[starts + width], c[starts])
-    np.multiply(out, powers(int(starts[-1]) + 1 if len(starts) else 1, inverse=True)[starts], out=out)
+def window_sums(c: np.ndarray, starts: slice, width: int) -> np.ndarray:
+    """Weak sums of the windows [k, k+width) for the start offsets k in `starts`, from `prefix_sums`."""
+    lo, hi = starts.start, starts.stop
+    out = np.subtract(c[lo + width : hi + width], c[lo:hi])
+    np.multiply(out, powers(hi, inverse=True)[lo:hi], out=out)
     return out
 
 

@@ -79,10 +79,11 @@ class CodedFiles:
         )
         return {"nonce": nonce, "ranges": ranges}
 
-    def _check_proof(self, content_hash: str, layout: CodedLayout, proof: str | None) -> None:
+    def _check_proof(
+        self, content_hash: str, pending: dict | None, layout: CodedLayout, proof: str | None
+    ) -> None:
         """The answer to the challenge of `start`, from the stored blocks; one answer per challenge."""
         records, key = self.fs.records, _pending_key(content_hash)
-        pending = records.get_upload(self.fs.user, key)
         if pending is None or pending["expires"] < time.time():
             raise ConflictError(
                 "no open coded upload of this content; start it again", code="upload-required"
@@ -111,7 +112,8 @@ class CodedFiles:
         """Link the file once every block is in place with its size and checksum, and the caller
         proved it holds the blocks."""
         path = paths.normalize(path)
-        layout = placed(layout, size, self._ring_at_start(content_hash))
+        pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
+        layout = placed(layout, size, self._ring_at_start(pending))
         missing = [
             f"{ci}/{bi}" for ci, bi, b in block_homes(layout) if not self._has(b.instance, b.hash, b.size)
         ]
@@ -120,7 +122,7 @@ class CodedFiles:
                 f"{len(missing)} block(s) are not stored as declared (first: {missing[0]})",
                 code="blocks-missing",
             )
-        self._check_proof(content_hash, layout, proof)
+        self._check_proof(content_hash, pending, layout, proof)
         layout.merkle = merkle_hash(path, content_hash, layout)
         fs = self.fs
         with fs._leases(path), fs.quota.writing(fs.ns, path, size):
@@ -130,10 +132,9 @@ class CodedFiles:
                 path, content_hash, size, mtime, None if mode is None else mode & 0o777, layout.to_dict()
             )
 
-    def _ring_at_start(self, content_hash: str) -> list[str]:
+    def _ring_at_start(self, pending: dict | None) -> list[str]:
         """The ring the upload's blocks were placed by: an upload that spans a ring change commits
         where its blocks are (a later migration moves them), unless an instance it used has left."""
-        pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
         ring = (pending or {}).get("ring") or self.regions
         gone = sorted(set(ring) - set(self.regions))
         if gone:
