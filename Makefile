@@ -11,7 +11,7 @@ setup: debian-packages .venv/.installed
 debian-packages:  # system packages the tests need (litmus, fuse3), when missing
 	@infra/local/debian_packages.sh
 
-.venv/.installed: requirements.txt layers/core/pyproject.toml client/pyproject.toml
+.venv/.installed: requirements.txt layers/core/pyproject.toml layers/core/setup.py layers/core/hycloud_core/delta/native.c client/pyproject.toml
 	test -x $(PY) || $(PYTHON312) -m venv .venv
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -e layers/core -e client

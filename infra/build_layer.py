@@ -1,8 +1,10 @@
 """Build the core Lambda layer into build/layers/core/python without Docker.
 
 Third-party wheels are fetched for Lambda's platform (manylinux x86_64, CPython 3.12) whatever
-the build host is; the core library is copied as source. A stamp of the inputs makes a rebuild
-with unchanged inputs a no-op.
+the build host is; the core library is copied as source, and its compiled delta loops are built
+here with cffi (plain C without -march, linked against nothing newer than glibc 2.2.5, so a .so
+built on any x86_64 Linux host loads on Lambda's). A stamp of the inputs makes a rebuild with
+unchanged inputs a no-op.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import py_compile
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,13 +23,16 @@ CORE = ROOT / "layers" / "core"
 OUT = ROOT / "build" / "layers" / "core"
 
 
-LAYOUT = "2"  # bumped when the build itself changes (2: bytecode compiled in)
+LAYOUT = "3"  # bumped when the build itself changes (2: bytecode compiled in, 3: compiled loops)
 
 
 def _inputs_digest() -> str:
     digest = hashlib.sha256(LAYOUT.encode())
     for path in sorted(
-        [CORE / "requirements.txt", *CORE.glob("hycloud_core/**/*.py"), *CORE.glob("hycloud_core/**/*.json")]
+        [
+            CORE / "requirements.txt",
+            *(p for ext in ("py", "json", "c") for p in CORE.glob(f"hycloud_core/**/*.{ext}")),
+        ]
     ):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
@@ -66,11 +72,26 @@ def build() -> Path:
         check=True,
     )
     shutil.copytree(
-        CORE / "hycloud_core", target / "hycloud_core", ignore=shutil.ignore_patterns("__pycache__", "*.md")
+        CORE / "hycloud_core",
+        target / "hycloud_core",
+        ignore=shutil.ignore_patterns("__pycache__", "*.md", "*.so", "*.c"),
     )
+    _build_native(target)
     _compile(target)
     stamp.write_text(digest)
     return OUT
+
+
+def _build_native(target: Path) -> None:
+    """hycloud_core.delta._native, compiled in a scratch folder; only the .so goes in the layer."""
+    sys.path.insert(0, str(CORE))
+    try:
+        from hycloud_core.delta.native_build import ffibuilder
+    finally:
+        sys.path.remove(str(CORE))
+    with tempfile.TemporaryDirectory() as scratch:
+        built = Path(ffibuilder.compile(tmpdir=scratch))
+        shutil.copy2(built, target / "hycloud_core" / "delta" / built.name)
 
 
 def _compile(target: Path) -> None:

@@ -234,3 +234,21 @@ def test_staging_refuses_bad_input(alice):
     assert api.call("POST", "/v1/delta/staging", json=huge).status_code == 413
     missing = api.call("PUT", "/v1/delta/download", params={"path": "/limit.bin", "staged": "b" * 64})
     assert missing.status_code == 409 and missing.json()["error"]["code"] == "not-staged"
+
+
+def test_the_deployed_layer_carries_the_compiled_delta_loops(deployment):
+    """The delta jobs import the layer as built for this deployment, on the local Lambda runtime's
+    interpreter (boto3 and the standard library, as on AWS). On numpy alone they would pass every
+    other test here, only slower."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    layer = root / "build" / "layers" / "core" / "python"
+    runtime = root / ".localcloud" / "runtime-python3.12" / "bin" / "python"
+    probe = "import hycloud_core.delta.compiled as c; print(c.lib is not None, c.__file__)"
+    out = subprocess.run(
+        [str(runtime), "-c", probe], env={"PYTHONPATH": str(layer)}, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", str(layer / "hycloud_core" / "delta" / "compiled.py")]

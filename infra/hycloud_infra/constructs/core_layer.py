@@ -14,5 +14,5 @@ class CoreLayer(Construct):
             "Layer",
             code=lambda_.Code.from_asset(str(layer_dir)),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
-            description="hycloud_core + powertools, zfec, zstandard",
+            description="hycloud_core (with its compiled delta loops) + powertools, zfec, zstandard",
         )

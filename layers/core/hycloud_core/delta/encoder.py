@@ -1,24 +1,24 @@
-"""Delta of a new file version against a signature: rsync's greedy match, vectorised.
+"""Delta of a new file version against a signature: rsync's greedy match.
 
 Why this engine: the cost of rsync-style matching is the weak sum at every byte offset, which a
-pure-Python loop cannot afford. Here numpy computes the weak sums of a whole piece (256 KiB or
-more) at once from prefix sums (rolling.py). Candidate offsets are looked up lazily, in windows
-that start where the last run of matched blocks ended: a bitmap on the sums' top bits (and a
-second, remixed one) discards almost every non-matching offset with one table read, searchsorted
-confirms the rest, and offsets inside matched runs are never looked up at all. The Python loop
-applies rsync's greedy rule (take a match, jump a block, else slide one byte) to the survivors.
-Once a block matches, the run that follows (block j+1 at the next block offset, j+2 after it, ...)
-is checked: its first few blocks one by one (most runs in a file with many small edits are that
-short, and a numpy call costs more), the rest in bulk with one numpy comparison of weak sums and
-one joined compare of strong sums, so unchanged stretches cost about one strong-hash call per
-block. Memory stays bounded by one piece and its arrays, plus the signature's index (about
+pure-Python loop cannot afford. Two compiled loops (native.c, built with cffi; numpy computes the
+same where they are not built) do the per-offset work: the weak sums of a whole piece (256 KiB or
+more) rolled in four lanes, and the candidate lookup, in windows that start where the last run of
+matched blocks ended: a bit-packed bitmap on the sums' top bits (and a second, remixed one)
+discards almost every non-matching offset with one cached read, a binary search confirms the rest,
+and offsets inside matched runs are never looked up at all. The Python loop applies rsync's greedy
+rule (take a match, jump a block, else slide one byte) to the survivors. Once a block matches, the
+run that follows (block j+1 at the next block offset, j+2 after it, ...) is measured by weak sum in
+one call and confirmed by strong sums: one by one when it is short (most runs in a file with many
+small edits are), else with one joined compare, so unchanged stretches cost about one strong-hash
+call per block. Memory stays bounded by one piece and its arrays, plus the signature's index (about
 16 + strong_len bytes per old block and two bitmaps of at most 4 MiB). Measured against librsync's
-rdiff on three series of source tarballs in bench/results/delta.md; it needs no native build for
-the Lambda layer (numpy, xxhash and zstandard ship manylinux wheels) and keeps the wire format ours
+rdiff on four series of release tarballs in bench/results/delta.md; the wire format stays ours
 (FORMAT.md). Tried and dropped: a reader thread running one piece ahead (the many short GIL
-hand-offs around numpy calls made it slower), and, after a run ends, comparing the next offsets
-with just the old file's next few blocks before the general lookup (on Django's tarballs it almost
-never found them and cost a quarter more time).
+hand-offs around numpy calls made it slower); after a run ends, comparing the next offsets with
+just the old file's next few blocks before the general lookup (on Django's tarballs it almost
+never found them and cost a quarter more time); and a compiled lookup that stops at the first few
+candidates (no faster than scanning the window: the windows are short).
 """
 
 from __future__ import annotations
@@ -75,10 +75,7 @@ def _pieces(new: BinaryIO, block_size: int, check, piece_size: int) -> Iterator[
         check.update(nxt)
         data = cur + nxt[: block_size - 1] if nxt else cur
         n_off = max(0, min(len(cur), len(data) - block_size + 1))
-        weaks = np.empty(0, dtype=np.uint32)
-        if n_off:
-            c = rolling.prefix_sums(np.frombuffer(data, dtype=np.uint8))
-            weaks = rolling.window_sums(c, slice(0, n_off), block_size)
+        weaks = rolling.all_window_sums(data, block_size, n_off)
         yield _Piece(start, data, len(cur), not nxt, weaks)
         start += len(cur)
         cur = nxt
@@ -159,30 +156,20 @@ class _Matcher:
     def _extend(self, p: _Piece, mv: memoryview, rel: int, j: int) -> int:
         """How many of blocks j, j+1, ... follow back to back from piece offset `rel`.
 
-        Most runs in a file with many small edits are a few blocks long, so the first blocks are
-        checked one by one (a numpy call costs more than such a short run); a run that goes on is
-        checked in bulk: one strided comparison of weak sums and one joined comparison of strong
-        sums."""
-        ix, sig = self.index, self.sig
-        bs, s = ix.block_size, sig.strong_len
-        weaks, weak, strong = p.weaks, ix.weak, sig.strong
-        m = min((len(weaks) - 1 - rel) // bs + 1 if rel < len(weaks) else 0, ix.n_full - j)
-        for t in range(min(m, _SHORT_RUN)):
-            k, jj = rel + t * bs, j + t
-            if weaks[k] != weak[jj] or rolling.strong_sum(mv[k : k + bs], s) != strong[jj * s : jj * s + s]:
-                return t
+        Weak sums first, in one call; then the strong sums of that run: one by one when it is short
+        (most runs in a file with many small edits are a few blocks long, and a joined comparison
+        costs more there), else all at once with one joined comparison."""
+        sig = self.sig
+        bs, s, strong = self.index.block_size, sig.strong_len, sig.strong
+        m = self.index.weak_run(p.weaks, rel, j)
         if m <= _SHORT_RUN:
+            for t in range(m):
+                k, jj = rel + t * bs, j + t
+                if rolling.strong_sum(mv[k : k + bs], s) != strong[jj * s : jj * s + s]:
+                    return t
             return m
-        return _SHORT_RUN + self._extend_bulk(p, mv, rel + _SHORT_RUN * bs, j + _SHORT_RUN, m - _SHORT_RUN)
-
-    def _extend_bulk(self, p: _Piece, mv: memoryview, rel: int, j: int, m: int) -> int:
-        ix, sig = self.index, self.sig
-        bs, s = ix.block_size, sig.strong_len
-        differ = np.flatnonzero(p.weaks[rel : rel + m * bs : bs] != ix.weak[j : j + m])
-        if len(differ):
-            m = int(differ[0])
         got = rolling.block_strong_sums(mv, rel, rel + m * bs, bs, s)
-        want = sig.strong[j * s : (j + m) * s]
+        want = strong[j * s : (j + m) * s]
         if b"".join(got) == want:
             return m
         return next(t for t in range(m) if got[t] != want[t * s : (t + 1) * s])

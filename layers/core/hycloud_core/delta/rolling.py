@@ -22,8 +22,11 @@ import hashlib
 import numpy as np
 import xxhash
 
+from .compiled import ffi, lib
+
 WEAK_BASE = 0x9E3779B1  # odd, so invertible mod 2**32
 _MASK32 = (1 << 32) - 1
+_WEAK_INV = pow(WEAK_BASE, -1, 1 << 32)
 
 FULL_STRONG_LEN = 32
 MIN_STRONG_LEN = 1
@@ -51,7 +54,7 @@ def powers(n: int, inverse: bool = False) -> np.ndarray:
     table = _TABLES.get(inverse)
     if table is None or len(table) < n:
         size = max(n, 1 << 16, 2 * len(table) if table is not None else 0)
-        base = pow(WEAK_BASE, -1, 1 << 32) if inverse else WEAK_BASE
+        base = _WEAK_INV if inverse else WEAK_BASE
         table = _TABLES[inverse] = _build_powers(size, base)
     return table[:n]
 
@@ -72,6 +75,25 @@ def window_sums(c: np.ndarray, starts: slice, width: int) -> np.ndarray:
     out = np.subtract(c[lo + width : hi + width], c[lo:hi])
     np.multiply(out, powers(hi, inverse=True)[lo:hi], out=out)
     return out
+
+
+def all_window_sums(data: bytes, width: int, n: int) -> np.ndarray:
+    """Weak sums of the windows [k, k+width) for k < n (data holds n + width - 1 bytes or more),
+    rolled in compiled code when it is built, else from numpy prefix sums (same values)."""
+    if lib is None:
+        return numpy_window_sums(data, width, n)
+    out = np.empty(n, dtype=np.uint32)
+    if n:
+        src = ffi.from_buffer("uint8_t[]", data)
+        lib.hc_window_sums(src, n, width, WEAK_BASE, _WEAK_INV, ffi.from_buffer("uint32_t[]", out))
+    return out
+
+
+def numpy_window_sums(data: bytes, width: int, n: int) -> np.ndarray:
+    if not n:
+        return np.empty(0, dtype=np.uint32)
+    c = prefix_sums(np.frombuffer(data, dtype=np.uint8, count=n + width - 1))
+    return window_sums(c, slice(0, n), width)
 
 
 def block_sums(data: np.ndarray, block_size: int) -> np.ndarray:

@@ -11,6 +11,7 @@ import zstandard
 
 from ..streams import read_full
 from . import rolling
+from .compiled import ffi, lib
 from .errors import DeltaFormatError
 from .wire import SIG_FLAG_ZSTD, SIG_HEADER, SIG_MAGIC, SIG_VERSION
 
@@ -171,19 +172,63 @@ class SigIndex:
         self.table[self.sorted_weak >> self.shift] = True
         self.table2 = np.zeros(1 << bits, dtype=bool)
         self.table2[_remix(self.sorted_weak, self.shift)] = True
+        self._compiled: tuple | None = None
 
     def candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
         """Offsets (base + index into `weaks`) whose weak sum is some block's, and its slot in
         sorted order.
 
-        A bitmap on the top bits rejects almost every non-matching offset with one table read; when
-        many survive (long windows), a second one, after a multiplicative remix, thins them before
-        the binary search. Each is at most 4 MiB, so lookups stay cached. Few numpy calls per
-        window: after a match run ends the window is a few thousand offsets, and then the calls'
-        fixed cost, not the offsets, is what a lookup costs.
+        A bitmap on the top bits rejects almost every non-matching offset with one table read, a
+        second one after a multiplicative remix thins the survivors, a binary search confirms the
+        rest. Each bitmap is at most 4 MiB, so lookups stay cached. After a match run ends the
+        window is a few thousand offsets, so in numpy the calls' fixed cost, not the offsets, is
+        what a lookup costs; compiled, it is one pass.
         """
         if self.n_full == 0 or len(weaks) == 0:
             return [], []
+        if lib is None:
+            return self.numpy_candidates(weaks, base)
+        idx = np.empty(len(weaks), dtype=np.int64)
+        slot = np.empty(len(weaks), dtype=np.int64)
+        m = lib.hc_candidates(
+            ffi.from_buffer("uint32_t[]", weaks),
+            len(weaks),
+            *self._compiled_index()[:5],
+            ffi.from_buffer("int64_t[]", idx),
+            ffi.from_buffer("int64_t[]", slot),
+        )
+        return (idx[:m] + base).tolist(), slot[:m].tolist()
+
+    def weak_run(self, weaks: np.ndarray, at: int, j: int) -> int:
+        """How many of blocks j, j+1, ... follow back to back from offset `at` of `weaks` by weak
+        sum (their strong sums are yet to be compared)."""
+        bs = self.block_size
+        m = min((len(weaks) - 1 - at) // bs + 1 if at < len(weaks) else 0, self.n_full - j)
+        if m <= 0:
+            return 0
+        if lib is None:
+            differ = np.flatnonzero(weaks[at : at + m * bs : bs] != self.weak[j : j + m])
+            return int(differ[0]) if len(differ) else m
+        c_weak = self._compiled_index()[5]
+        return lib.hc_weak_run(ffi.from_buffer("uint32_t[]", weaks), len(weaks), at, bs, c_weak, j, m)
+
+    def _compiled_index(self) -> tuple:
+        """The index as the compiled loops take it, wrapped once (bit-packed bitmaps: 4M entries
+        in 512 KiB stay in cache, where a byte each would not)."""
+        if self._compiled is None:
+            packed = np.packbits(self.table, bitorder="little")
+            packed2 = np.packbits(self.table2, bitorder="little")
+            self._compiled = (
+                ffi.from_buffer("uint8_t[]", packed),
+                ffi.from_buffer("uint8_t[]", packed2),
+                int(self.shift),
+                ffi.from_buffer("uint32_t[]", self.sorted_weak),
+                self.n_full,
+                ffi.from_buffer("uint32_t[]", np.ascontiguousarray(self.weak)),
+            )
+        return self._compiled
+
+    def numpy_candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
         idx = self.table.take(weaks >> self.shift, mode="wrap").nonzero()[0]
         w = weaks.take(idx)
         if len(idx) > _THIN_ABOVE:
