@@ -6,10 +6,12 @@ up. A version 3 delta carries each chunk's ops in columns (FORMAT.md): numpy dec
 computes every op's source range at once (copies: a byte range of the old file; literals: of the
 chunk's literal bytes), and one list comprehension slices them. When the output is a file, the
 slices go to the kernel as they are, up to 1,024 per `os.writev`, so no byte is copied in user space
-but by the decompressor. The chunks are decompressed and parsed by a thread of their own, a few
-ahead of the writing (`_ChunkReader`): zstd releases the GIL, so on two cores decompression overlaps
-the hashing and writing instead of adding to them (15-35% less wall time where most of the new
-file is literals, bench/results/delta.md). The old file is memory-mapped, so a copy is read straight
+but by the decompressor. Three threads share the work, each releasing the GIL for its heavy part:
+a reader decompresses and parses the chunks a few ahead (`_ChunkReader`; most of the time where
+the new file is mostly literals), a hasher computes the whole-file check (`_Hasher`; XXH3 over
+every byte), and the caller's thread writes (most of the time where the new file is mostly
+copies). On two cores the check and the decompression overlap the writes instead of adding to
+them (bench/results/delta.md). The old file is memory-mapped, so a copy is read straight
 from the page cache (no read call, no window to refill when copies jump around, as they do in a tar
 whose members moved). Other outputs (a BytesIO) get the slices gathered into writes of about 1 MiB.
 Memory: four chunks' literals (1 MiB each as written) and their op columns, whatever the file
@@ -34,7 +36,7 @@ import stat
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -105,8 +107,10 @@ def _mapped(old: BinaryIO, size: int) -> Iterator[memoryview]:
         yield memoryview(b"")
         return
     if isinstance(old, io.BytesIO):
-        with old.getbuffer() as view:
-            yield view
+        # its bytes, not getbuffer(): unchanged since made from bytes, a BytesIO hands them out
+        # without a copy, and a getbuffer() view caught in a traceback cycle crashes CPython
+        # 3.12.1's garbage collector when the cycle is collected
+        yield memoryview(old.getvalue())
         return
     mapping = _map(old)
     if mapping is None and not _has_fileno(old):
@@ -157,49 +161,76 @@ def _map(f: BinaryIO) -> mmap.mmap | None:
 
 
 def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: BinaryIO) -> int:
-    check = result_hash()
     written = 0
-    n_blocks = -(-old_size // block_size)
-    expected = 0  # block after the previous copy, carried across chunks
-    sink = _sink(out, check)
-    with _ChunkReader(src) as chunks:
+    sink = _sink(out)
+    with _ChunkReader(src, block_size, old_size, old) as chunks, _Hasher(chunks.done) as hasher:
         for chunk in chunks:
-            lo, hi, expected = _ranges(
-                chunk.kinds,
-                chunk.values,
-                chunk.copies,
-                len(chunk.literals),
-                expected,
-                block_size,
-                n_blocks,
-                old_size,
-            )
-            written += sink.put(_slices(chunk.kinds, lo, hi, old, chunk.literals), hi - lo)
+            hasher.put(chunk)
+            written += sink.put(chunk.parts, chunk.lengths)
             chunks.done(chunk)
         size, digest = chunks.trailer
-    patcher_v2.verify(size, digest, written, check.digest())
+        patcher_v2.verify(size, digest, written, hasher.digest())
     return written
 
 
 @dataclass
 class _Chunk:
-    kinds: np.ndarray
-    values: np.ndarray
-    copies: int
-    literals: memoryview
+    parts: list  # the output's slices, in order: of the old file (copies) or of `buffer` (literals)
+    lengths: np.ndarray
     buffer: bytearray
+    holders: int = 2  # the writer and the hasher: the buffer is free when both are done with it
+
+
+class _Hasher:
+    """The whole-file check, on a thread of its own, chunk after chunk in order. XXH3 releases the
+    GIL: where the new file is mostly copies the reader has little to do and the writer much, and
+    hashing on either would add to its time; here it overlaps both."""
+
+    def __init__(self, release: Callable[[_Chunk], None]) -> None:
+        self._check = result_hash()
+        self._release = release
+        self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="delta-hash", daemon=True)
+
+    def __enter__(self) -> _Hasher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._todo.put(None)
+        self._thread.join()
+
+    def put(self, chunk: _Chunk) -> None:
+        self._todo.put(chunk)
+
+    def digest(self) -> bytes:
+        self._todo.put(None)
+        self._thread.join()
+        return self._check.digest()
+
+    def _run(self) -> None:
+        while (chunk := self._todo.get()) is not None:
+            deque(map(self._check.update, chunk.parts), maxlen=0)
+            self._release(chunk)
 
 
 class _ChunkReader:
-    """The delta's chunks, decompressed and parsed by a thread of their own one to three chunks
-    ahead of the ops being written: zstd releases the GIL, so on two cores decompression (the larger
-    share where the new file is mostly literals) overlaps hashing and writing instead of adding to
-    them. Literal buffers go round a pool of four (fresh ones cost a page fault per 4 KiB)."""
+    """The delta's chunks, decompressed, parsed and resolved into slices of the old file and of the
+    literals by a thread of their own, one to three chunks ahead of the writing: zstd releases the
+    GIL, so on two cores decompression (the larger share where the new file is mostly literals)
+    overlaps the writes instead of adding to them. Literal buffers go round a pool of four (fresh
+    ones cost a page fault per 4 KiB)."""
 
     _POOL = 4
 
-    def __init__(self, src: BinaryIO) -> None:
+    def __init__(self, src: BinaryIO, block_size: int, old_size: int, old: memoryview) -> None:
         self._src = src
+        self._block_size = block_size
+        self._old_size = old_size
+        self._n_blocks = -(-old_size // block_size)
+        self._old = old
+        self._expected = 0  # block after the previous copy, carried across chunks
+        self._lock = threading.Lock()
         self._ready: queue.SimpleQueue = queue.SimpleQueue()
         self._free: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(self._POOL):
@@ -227,8 +258,12 @@ class _ChunkReader:
             yield item
 
     def done(self, chunk: _Chunk) -> None:
-        """The chunk is written: its literal buffer can take another."""
-        self._free.put(chunk.buffer)
+        """The writer or the hasher is done with the chunk; after both, its buffer takes another."""
+        with self._lock:
+            chunk.holders -= 1
+            free = chunk.holders == 0
+        if free:
+            self._free.put(chunk.buffer)
 
     def _run(self) -> None:
         try:
@@ -267,7 +302,17 @@ class _ChunkReader:
             if not k:
                 raise DeltaFormatError("delta stream truncated")
             got += k
-        return _Chunk(kinds, values, copies, literals, buffer)
+        lo, hi, self._expected = _ranges(
+            kinds,
+            values,
+            copies,
+            literals_len,
+            self._expected,
+            self._block_size,
+            self._n_blocks,
+            self._old_size,
+        )
+        return _Chunk(_slices(kinds, lo, hi, self._old, literals), hi - lo, buffer)
 
 
 def _ranges(
@@ -316,12 +361,12 @@ def _slices(kinds: np.ndarray, lo: np.ndarray, hi: np.ndarray, old: memoryview, 
     return [(old if c else lit)[a:b] for c, a, b in zip(is_copy, lo.tolist(), hi.tolist(), strict=True)]
 
 
-def _sink(out: BinaryIO, check) -> _FdSink | _GatherSink:
+def _sink(out: BinaryIO) -> _FdSink | _GatherSink:
     fd = _regular_fd(out)
     if fd is None:
-        return _GatherSink(out, check)
+        return _GatherSink(out)
     out.flush()  # what the caller buffered goes first
-    return _FdSink(fd, check)
+    return _FdSink(fd)
 
 
 def _regular_fd(out: BinaryIO) -> int | None:
@@ -333,15 +378,13 @@ def _regular_fd(out: BinaryIO) -> int | None:
 
 
 class _FdSink:
-    """Hashes the output's slices and hands them to the kernel many at a time (one `os.writev` per
-    _IOV slices): no gather copy in user space, a few syscalls per chunk."""
+    """Hands the output's slices to the kernel many at a time (one `os.writev` per _IOV slices): no
+    gather copy in user space, a few syscalls per chunk."""
 
-    def __init__(self, fd: int, check) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._check = check
 
     def put(self, parts: list, lengths: np.ndarray) -> int:
-        deque(map(self._check.update, parts), maxlen=0)
         ends = np.cumsum(lengths).tolist()
         for a in range(0, len(parts), _IOV):
             b = min(a + _IOV, len(parts))
@@ -366,16 +409,15 @@ class _GatherSink:
     """For outputs that are not files (a BytesIO): the chunk's slices gathered into pieces of about
     _GATHER bytes, each written once; an op of _DIRECT bytes or more goes out as it is."""
 
-    def __init__(self, out: BinaryIO, check) -> None:
+    def __init__(self, out: BinaryIO) -> None:
         self._out = out
-        self._check = check
         self._gather = io.BytesIO()  # reused: fresh 1 MiB buffers cost a page fault per 4 KiB
 
     def put(self, parts: list, lengths: np.ndarray) -> int:
-        return _write(parts, lengths, self._gather, self._check, self._out)
+        return _write(parts, lengths, self._gather, self._out)
 
 
-def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, check, out: BinaryIO) -> int:
+def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, out: BinaryIO) -> int:
     at = np.cumsum(lengths) - lengths
     long = lengths >= _DIRECT
     cut = np.empty(len(parts), dtype=bool)
@@ -384,13 +426,11 @@ def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, check, out: Bin
     bounds = np.flatnonzero(cut).tolist() + [len(parts)]
     for a, b in zip(bounds, bounds[1:], strict=False):
         if b - a == 1:
-            check.update(parts[a])
             out.write(parts[a])
             continue
         gather.seek(0)
         gather.writelines(parts[a:b])
         n = gather.tell()
         with gather.getbuffer() as view, view[:n] as piece:
-            check.update(piece)
             out.write(piece)
     return int(lengths.sum())

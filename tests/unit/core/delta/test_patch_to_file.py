@@ -1,6 +1,7 @@
 """Patching into a real file: slices go to the kernel by writev in batches, literals are decompressed
-by a thread of their own a few chunks ahead; the bytes must be exactly those of the new file,
-whatever the batching, and no thread outlives a patch, whether it succeeds or fails."""
+by a thread of their own a few chunks ahead and the output is hashed by another; the bytes must be
+exactly those of the new file, whatever the batching, and no thread outlives a patch, whether it
+succeeds or fails."""
 
 import hashlib
 import os
@@ -72,7 +73,7 @@ def test_patch_into_a_file_against_the_wrong_old_file_fails(tmp_path):
 
 
 def _chunk_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "delta-chunks"]
+    return [t for t in threading.enumerate() if t.name in ("delta-chunks", "delta-hash")]
 
 
 @pytest.mark.parametrize("cut", [None, 0.5, 0.97], ids=["whole", "cut-in-half", "cut-near-the-end"])
