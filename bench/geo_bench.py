@@ -254,12 +254,19 @@ def report(rows: list[dict]) -> str:
         f"- {name}: " + ", ".join(f"{r} {m} Mbit/s RTT {t} ms" for r, m, t in links)
         for name, links in SETUPS.items()
     )
+    dropped = [
+        f"- {r['setup']} {r['size_mib']} MiB: {', '.join(r['dropped'])} dropped mid-transfer (two connection "
+        f"failures in a row), {r['moved_blocks']} blocks served by instances the plan did not pick"
+        for r in rows
+        if r.get("dropped")
+    ]
     return (
         "# Multi-source download of coded files (bench/geo_bench.py)\n\n"
         f"Links (one emulated link per instance, down rate and RTT):\n{setups}\n\n"
         + head
         + "\n".join(lines)
         + "\n"
+        + ("\n" + "\n".join(dropped) + "\n" if dropped else "")
     )
 
 
