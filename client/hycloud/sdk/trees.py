@@ -75,11 +75,13 @@ def upload_tree(
         result.skipped.append(str(item))
         (on_skip or _ignore)(item)
 
-    client.mkdir(remote_dir, parents=True)
     if not bundled:
+        client.mkdir(remote_dir, parents=True)
         return _upload_one_by_one(client, local_dir, remote_dir, progress, follow_symlinks, skip, result)
     found = list(local_files(local_dir, follow_symlinks, skip))
     pairs = [(item, _under(remote_dir, rel)) for item, rel, is_dir in found if not is_dir]
+    if not pairs:  # else every file's request makes its folders (one round trip less)
+        client.mkdir(remote_dir, parents=True)
     stored = bundles.put_files(client, pairs, progress)
     made = _ancestors(remote for _, remote in pairs)
     empty = [d for _, rel, is_dir in found if is_dir and (d := _under(remote_dir, rel)) not in made]
