@@ -190,6 +190,7 @@ class _Hasher:
         self._check = result_hash()
         self._release = release
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="delta-hash", daemon=True)
 
     def __enter__(self) -> _Hasher:
@@ -206,12 +207,20 @@ class _Hasher:
     def digest(self) -> bytes:
         self._todo.put(None)
         self._thread.join()
+        if self._error is not None:
+            raise self._error
         return self._check.digest()
 
     def _run(self) -> None:
+        """Every chunk is released, even after a failure: the reader waits for their buffers."""
         while (chunk := self._todo.get()) is not None:
-            deque(map(self._check.update, chunk.parts), maxlen=0)
-            self._release(chunk)
+            try:
+                if self._error is None:
+                    deque(map(self._check.update, chunk.parts), maxlen=0)
+            except BaseException as exc:  # raised by digest(), in the caller's thread
+                self._error = exc
+            finally:
+                self._release(chunk)
 
 
 class _ChunkReader:

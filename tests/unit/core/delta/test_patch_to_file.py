@@ -102,3 +102,39 @@ def test_a_bad_op_stops_the_reader_ahead_of_it(tmp_path, monkeypatch):
     with pytest.raises(DeltaFormatError):
         _patch_file(tmp_path, old, delta_bytes(signature_bytes(old, 1024), new))
     assert not _chunk_threads()
+
+
+def test_a_failing_check_ends_the_patch_instead_of_hanging_it(tmp_path, monkeypatch):
+    """The hasher fails on its second chunk while the reader needs its buffers back to go on: the
+    patch must end with the error, not wait for buffers that never come."""
+
+    class Failing:
+        def __init__(self):
+            self.calls = 0
+
+        def update(self, data):
+            self.calls += 1
+            if self.calls > 10:
+                raise MemoryError("hash state lost")
+
+        def digest(self):
+            return b""
+
+    monkeypatch.setattr(patcher, "result_hash", Failing)
+    old, new = _edited(13, 6 << 20, 400, 20_000)
+    d = delta_bytes(signature_bytes(old, 1024), new)
+    outcome: list[BaseException | None] = []
+
+    def run():
+        try:
+            _patch_file(tmp_path, old, d)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the patch hung"
+    assert isinstance(outcome[0], MemoryError)
+    assert not _chunk_threads()
