@@ -12,6 +12,7 @@ from __future__ import annotations
 import compileall
 import hashlib
 import py_compile
+import runpy
 import shutil
 import subprocess
 import sys
@@ -84,11 +85,7 @@ def build() -> Path:
 
 def _build_native(target: Path) -> None:
     """hycloud_core.delta._native, compiled in a scratch folder; only the .so goes in the layer."""
-    sys.path.insert(0, str(CORE))
-    try:
-        from hycloud_core.delta.native_build import ffibuilder
-    finally:
-        sys.path.remove(str(CORE))
+    ffibuilder = runpy.run_path(str(CORE / "hycloud_core" / "delta" / "native_build.py"))["ffibuilder"]
     with tempfile.TemporaryDirectory() as scratch:
         try:
             built = Path(ffibuilder.compile(tmpdir=scratch))

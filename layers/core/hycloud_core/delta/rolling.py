@@ -69,14 +69,6 @@ def prefix_sums(data: np.ndarray) -> np.ndarray:
     return c
 
 
-def window_sums(c: np.ndarray, starts: slice, width: int) -> np.ndarray:
-    """Weak sums of the windows [k, k+width) for the start offsets k in `starts`, from `prefix_sums`."""
-    lo, hi = starts.start, starts.stop
-    out = np.subtract(c[lo + width : hi + width], c[lo:hi])
-    np.multiply(out, powers(hi, inverse=True)[lo:hi], out=out)
-    return out
-
-
 def all_window_sums(data: bytes, width: int, n: int) -> np.ndarray:
     """Weak sums of the windows [k, k+width) for k < n (data holds n + width - 1 bytes or more),
     rolled in compiled code when it is built, else from numpy prefix sums (same values)."""
@@ -90,10 +82,13 @@ def all_window_sums(data: bytes, width: int, n: int) -> np.ndarray:
 
 
 def numpy_window_sums(data: bytes, width: int, n: int) -> np.ndarray:
-    if not n:
+    """The same sums from prefix sums: (c[k+width] - c[k]) * P**-k."""
+    if not n:  # data may then be shorter than one window
         return np.empty(0, dtype=np.uint32)
     c = prefix_sums(np.frombuffer(data, dtype=np.uint8, count=n + width - 1))
-    return window_sums(c, slice(0, n), width)
+    out = np.subtract(c[width : width + n], c[:n])
+    np.multiply(out, powers(n, inverse=True), out=out)
+    return out
 
 
 def block_sums(data: np.ndarray, block_size: int) -> np.ndarray:

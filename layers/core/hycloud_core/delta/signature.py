@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import BinaryIO
 
 import numpy as np
@@ -172,7 +173,6 @@ class SigIndex:
         self.table[self.sorted_weak >> self.shift] = True
         self.table2 = np.zeros(1 << bits, dtype=bool)
         self.table2[_remix(self.sorted_weak, self.shift)] = True
-        self._compiled: tuple | None = None
 
     def candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
         """Offsets (base + index into `weaks`) whose weak sum is some block's, and its slot in
@@ -193,7 +193,7 @@ class SigIndex:
         m = lib.hc_candidates(
             ffi.from_buffer("uint32_t[]", weaks),
             len(weaks),
-            *self._compiled_index()[:5],
+            *self._c_lookup,
             ffi.from_buffer("int64_t[]", idx),
             ffi.from_buffer("int64_t[]", slot),
         )
@@ -209,24 +209,23 @@ class SigIndex:
         if lib is None:
             differ = np.flatnonzero(weaks[at : at + m * bs : bs] != self.weak[j : j + m])
             return int(differ[0]) if len(differ) else m
-        c_weak = self._compiled_index()[5]
-        return lib.hc_weak_run(ffi.from_buffer("uint32_t[]", weaks), len(weaks), at, bs, c_weak, j, m)
+        return lib.hc_weak_run(ffi.from_buffer("uint32_t[]", weaks), len(weaks), at, bs, self._c_weak, j, m)
 
-    def _compiled_index(self) -> tuple:
-        """The index as the compiled loops take it, wrapped once (bit-packed bitmaps: 4M entries
+    @cached_property
+    def _c_lookup(self) -> tuple:
+        """The index as the compiled lookup takes it, wrapped once (bit-packed bitmaps: 4M entries
         in 512 KiB stay in cache, where a byte each would not)."""
-        if self._compiled is None:
-            packed = np.packbits(self.table, bitorder="little")
-            packed2 = np.packbits(self.table2, bitorder="little")
-            self._compiled = (
-                ffi.from_buffer("uint8_t[]", packed),
-                ffi.from_buffer("uint8_t[]", packed2),
-                int(self.shift),
-                ffi.from_buffer("uint32_t[]", self.sorted_weak),
-                self.n_full,
-                ffi.from_buffer("uint32_t[]", np.ascontiguousarray(self.weak)),
-            )
-        return self._compiled
+        return (
+            ffi.from_buffer("uint8_t[]", np.packbits(self.table, bitorder="little")),
+            ffi.from_buffer("uint8_t[]", np.packbits(self.table2, bitorder="little")),
+            int(self.shift),
+            ffi.from_buffer("uint32_t[]", self.sorted_weak),
+            self.n_full,
+        )
+
+    @cached_property
+    def _c_weak(self):
+        return ffi.from_buffer("uint32_t[]", np.ascontiguousarray(self.weak))
 
     def numpy_candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:
         idx = self.table.take(weaks >> self.shift, mode="wrap").nonzero()[0]
