@@ -160,6 +160,8 @@ def _fetch(
         "served_blocks": served,
         "moved_blocks": fetcher.moved,
         "dropped": sorted(fetcher.dead),
+        "errors": {r: s.errors for r, s in fetcher.stats.items() if s.errors},
+        "retried": {r: s.retried for r, s in fetcher.stats.items() if s.retried},
         "rates": rates,
         "setup_s": setup,
     }
@@ -256,7 +258,8 @@ def report(rows: list[dict]) -> str:
     )
     dropped = [
         f"- {r['setup']} {r['size_mib']} MiB: {', '.join(r['dropped'])} dropped mid-transfer (two connection "
-        f"failures in a row), {r['moved_blocks']} blocks served by instances the plan did not pick"
+        f"failures in a row), {r['moved_blocks']} blocks served by instances the plan did not pick; "
+        f"errors: {r.get('errors')}"
         for r in rows
         if r.get("dropped")
     ]

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
+from urllib3.exceptions import ProtocolError
 
 from hycloud_core import content
 from hycloud_core.codec.erasure import DEFAULT_CHUNK_SIZE, choose_params, decode_chunk, encode_stream
@@ -254,6 +255,8 @@ class InstanceStats:
     last: float = 0.0
     rtt_s: float | None = None
     setup_s: float | None = None  # the first answer's wait: connection set-up and first round trip
+    retried: int = 0  # requests sent again after the instance dropped the connection under them
+    errors: list[str] = field(default_factory=list)  # why requests failed, the first few
 
     @property
     def seconds(self) -> float:
@@ -463,9 +466,11 @@ class Fetcher:
         started = time.perf_counter()
         stats.first = started if stats.first is None else min(stats.first, started)
         try:
-            response = self.get(r, self.urls[f"{c}/{bi}"])
-        except requests.RequestException:
+            response = self._get(r, self.urls[f"{c}/{bi}"])
+        except requests.RequestException as exc:
             stats.failed += 1
+            if len(stats.errors) < 5:
+                stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
             return None, False
         stats.last = max(stats.last, time.perf_counter())
         elapsed = response.elapsed.total_seconds()
@@ -480,6 +485,28 @@ class Fetcher:
             return None, True
         stats.nbytes += len(block)
         return block, True
+
+    def _get(self, r: str, url: str) -> requests.Response:
+        """One request, sent once more when the instance closed the connection under it (a kept-alive
+        connection it had already closed, or a link that dropped it): a new connection may well
+        work, so that alone is no sign the instance is unreachable. Refusals and timeouts are."""
+        try:
+            return self.get(r, url)
+        except requests.RequestException as exc:
+            if not dropped_connection(exc):
+                raise
+            self.stats[r].retried += 1
+            return self.get(r, url)
+
+
+def dropped_connection(exc: requests.RequestException) -> bool:
+    """The peer closed or reset a connection that was open: not a refusal or a timeout."""
+    if isinstance(exc, requests.Timeout):
+        return False
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return True
+    reason = exc.args[0] if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, ProtocolError)
 
 
 def _median(values: list[float]) -> float:
