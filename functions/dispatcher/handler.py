@@ -15,40 +15,25 @@ import os
 
 import boto3
 
+from hycloud_core import executions
 from hycloud_core.config import InstanceConfig
 from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
 from hycloud_core.control.coded_jobs import queue_coded_job
 from hycloud_core.control.dispatch import dispatch_pass
 from hycloud_core.observability import logger, observed
-from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore, SchedConfig
 
 CONFIG = InstanceConfig()
 SCHED = SchedConfig.from_environment()
-sfn = boto3.client("stepfunctions")
 table = boto3.resource("dynamodb").Table(CONFIG.table)
 INSTANCE = os.environ.get("AWS_REGION", "home")
-
-
-def _status(machine: str, name: str) -> str:
-    try:
-        return sfn.describe_execution(executionArn=execution_arn(machine, name))["status"]
-    except sfn.exceptions.ExecutionDoesNotExist:
-        return "ABSENT"
-
-
-def _start(machine: str, name: str, payload: str) -> None:
-    try:
-        sfn.start_execution(stateMachineArn=machine, name=name, input=payload)
-    except sfn.exceptions.ExecutionAlreadyExists:
-        pass
 
 
 def _queue_operator_job(job_input: dict) -> dict:
     store = QueueStore(table)
     config = store.config(SCHED)
     name = queue_coded_job(store, os.environ[ENV_REPAIR_STATE_MACHINE], job_input, config, CONFIG.s3_efs_rate)
-    dispatch_pass(store, _start, None, INSTANCE, config, merged=True)
+    dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)
     return {"job": name, "queue": store.position(name)}
 
 
@@ -60,7 +45,7 @@ def handler(event: dict, context) -> dict:
     store = QueueStore(table)
     if ended and store.release(ended):  # the event names the job: free its worker without asking
         logger.info("released", extra={"job": ended})
-    result = dispatch_pass(store, _start, _status, INSTANCE, SCHED)
+    result = dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED)
     return {
         "released": result.released,
         "started": [job for job, _ in result.started],

@@ -21,15 +21,14 @@ from functools import cache
 import boto3
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.config import Config
-from context import CONFIG, records, sfn, user
+from context import CONFIG, records, user
 
-from hycloud_core import jobs
+from hycloud_core import executions, jobs
 from hycloud_core.control.dispatch import dispatch_pass
 from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.errors import NotFoundError
 from hycloud_core.fs.tree_walk import PRE, under, walk
-from hycloud_core.job_ledger import JobLedger, submit
-from hycloud_core.relay import execution_arn
+from hycloud_core.job_ledger import JobLedger, JobRecord, submit
 from hycloud_core.store.measurements import Measurements
 from hycloud_core.store.queue_records import USER, QueueStore, SchedConfig
 
@@ -40,29 +39,15 @@ SIZE_WALK_S = 2.0  # a tree copy's bytes are summed for this long, the rest extr
 _last_pump = [0.0]
 
 
-def _status(machine: str, name: str) -> str:
-    try:
-        return sfn().describe_execution(executionArn=execution_arn(machine, name))["status"]
-    except sfn().exceptions.ExecutionDoesNotExist:
-        return "ABSENT"
-
-
-def _start(machine: str, name: str, payload: str) -> None:
-    try:
-        sfn().start_execution(stateMachineArn=machine, name=name, input=payload)
-    except sfn().exceptions.ExecutionAlreadyExists:
-        pass  # a concurrent pass started this very attempt
-
-
 def pump(config: SchedConfig | None = None) -> None:
     """One dispatch pass: starts what fits, in FOP order. Given the `config` just read (a job was
     queued), it skips looking for ended jobs: their end events free their workers."""
     _last_pump[0] = time.monotonic()
     store = QueueStore(records().table)
     if config is None:
-        dispatch_pass(store, _start, _status, INSTANCE, SCHED)
+        dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED)
     else:
-        dispatch_pass(store, _start, None, INSTANCE, config, merged=True)
+        dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)
 
 
 @cache
@@ -86,10 +71,9 @@ def describe(machine: str, name: str) -> dict | None:
     outcome = jobs.load_outcome(CONFIG.staging_dir, name)
     if outcome is not None:
         return outcome
-    try:
-        return sfn().describe_execution(executionArn=execution_arn(machine, name))
-    except sfn().exceptions.ExecutionDoesNotExist:
-        pass
+    found = executions.describe(machine, name)
+    if found is not None:
+        return found
     store = QueueStore(records().table)
     place = store.position(name)
     if place is not None and time.monotonic() - _last_pump[0] >= PUMP_EVERY_S:
@@ -115,26 +99,30 @@ def run(
     size: int = 0,
     direct: str | None = None,
     priority: str = USER,
+    at: str | None = None,
 ) -> str:
     """The execution serving job `key` for the caller, queued (with `payload`) when needed; with
     `direct` (a function name) the job runs in that function before this returns.
 
+    `machine` runs the job unless `at` names another (a data instance's state machine, for which
+    `payload` is made); an attempt is looked up on the machine it was launched on.
     `path` (the file the job works on) keeps related jobs in request order; `size` (the bytes it
     moves) gives its estimated transfer time and `priority` its class, hence its place in the queue.
     """
     store = QueueStore(records().table)
     path = path or payload.get("path")  # a delta upload names its file
 
-    def status(name: str) -> str:
-        outcome = jobs.load_outcome(CONFIG.staging_dir, name)
+    def status(record: JobRecord) -> str:
+        outcome = jobs.load_outcome(CONFIG.staging_dir, record.execution)
         if outcome is not None:
             return outcome["status"]
-        state = _status(machine, name)
-        return "RUNNING" if state == "ABSENT" and store.job(name) else state  # queued counts as running
+        state = executions.status(record.machine or machine, record.execution)
+        return "RUNNING" if state == "ABSENT" and store.job(record.execution) else state  # queued: running
 
-    def launch(name: str) -> None:
+    def launch(record: JobRecord) -> None:
+        name = record.execution
         stage(name)
-        if direct:
+        if direct and not at:
             invoke_now(direct, name, payload)
             return
         caller = user(router)
@@ -142,11 +130,12 @@ def run(
         spb = _seconds_per_byte(caller, config) if size else 0.0
         body = json.dumps({"job": name, **payload})
         store.enqueue(
-            name, machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
+            name, at or machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
         )
         pump(config)
 
-    return submit(JobLedger(records().table, user(router)), key, status, result_alive, launch)
+    ledger = JobLedger(records().table, user(router))
+    return submit(ledger, key, status, result_alive, launch, at).execution
 
 
 def delta_bytes(spec: dict, size: int) -> int:

@@ -1,7 +1,8 @@
 """The job ledger: which execution serves a job, so a job runs once and every retry runs anew.
 
-One small record per job, `pk = JOB#<user>`, `sk = <job key>`, with the current `attempt` and
-`fresh_until` (how long a finished result may be handed out again). The attempt counter must
+One small record per job, `pk = JOB#<user>`, `sk = <job key>`, with the current `attempt`,
+`fresh_until` (how long a finished result may be handed out again) and, for an attempt run by a
+state machine other than the caller's default (a data instance's, docs/GEO.md), its `machine`. The attempt counter must
 not restart while a closed execution's name cannot be reused (90 days on AWS), so a record
 expires (the table's TTL attribute) only `KEEP_S` after its last attempt.
 Because records sit in the user's partition, finding one is also the ownership check.
@@ -31,6 +32,7 @@ class JobRecord:
     key: str
     attempt: int
     fresh_until: float
+    machine: str | None = None  # the state machine of this attempt when not the default one
 
     @property
     def execution(self) -> str:
@@ -43,11 +45,16 @@ class JobLedger:
 
     def get(self, key: str) -> JobRecord | None:
         item = self.table.get_item(Key={"pk": self.pk, "sk": key}, ConsistentRead=True).get("Item")
-        return JobRecord(key, int(item["attempt"]), float(item["fresh_until"])) if item else None
+        if not item:
+            return None
+        return JobRecord(key, int(item["attempt"]), float(item["fresh_until"]), item.get("machine"))
 
-    def advance(self, key: str, seen: JobRecord | None, fresh_s: float = RESULT_FRESH_S) -> JobRecord | None:
-        """Record the next attempt after `seen`; None when another request moved it first."""
-        new = JobRecord(key, (seen.attempt if seen else 0) + 1, time.time() + fresh_s)
+    def advance(
+        self, key: str, seen: JobRecord | None, fresh_s: float = RESULT_FRESH_S, machine: str | None = None
+    ) -> JobRecord | None:
+        """Record the next attempt after `seen` (run by `machine`, when not the default one); None
+        when another request moved it first."""
+        new = JobRecord(key, (seen.attempt if seen else 0) + 1, time.time() + fresh_s, machine)
         condition = {"ConditionExpression": "attribute_not_exists(pk)"}
         if seen:
             condition = {
@@ -60,6 +67,7 @@ class JobLedger:
             "attempt": new.attempt,
             "fresh_until": int(new.fresh_until),
             "expiration": int(time.time() + KEEP_S),
+            **({"machine": machine} if machine else {}),
         }
         try:
             self.table.put_item(Item=item, **condition)
@@ -78,25 +86,30 @@ def serves(record: JobRecord, status: str, result_alive: Callable[[str], bool]) 
 def submit(
     ledger: JobLedger,
     key: str,
-    status: Callable[[str], str],
+    status: Callable[[JobRecord], str],
     result_alive: Callable[[str], bool],
-    launch: Callable[[str], None],
-) -> str:
-    """The execution serving job `key`, launching a new attempt when the current one does not serve.
+    launch: Callable[[JobRecord], None],
+    machine: str | None = None,
+) -> JobRecord:
+    """The attempt serving job `key`, launching a new one (run by `machine`, when not the default
+    one) when the current one does not serve. A running or finished attempt is served where it
+    ran; one recorded but not started yet is started by this request only on this request's machine
+    (the input is made for it), else a new attempt starts here.
 
     `result_alive(name)` says whether a succeeded execution's result is still there;
-    `launch(name)` must be idempotent (a concurrent request may launch the same name).
+    `launch(record)` must be idempotent (a concurrent request may launch the same attempt).
     """
     for _ in range(8):
         record = ledger.get(key)
         if record is not None:
-            state = status(record.execution)
-            if serves(record, state, result_alive):
+            state = status(record)
+            elsewhere = state == "ABSENT" and record.machine != machine  # this request's input is not its
+            if serves(record, state, result_alive) and not elsewhere:
                 if state == "ABSENT":
-                    launch(record.execution)
-                return record.execution
-        record = ledger.advance(key, record)
+                    launch(record)
+                return record
+        record = ledger.advance(key, record, machine=machine)
         if record is not None:
-            launch(record.execution)
-            return record.execution
+            launch(record)
+            return record
     raise HyCloudError("the job is changing under concurrent requests; retry", code="busy", status=503)

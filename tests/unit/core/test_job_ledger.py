@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core import jobs
-from hycloud_core.job_ledger import JobLedger, submit
+from hycloud_core.job_ledger import JobLedger, JobRecord, submit
 from tests.conftest import make_stores
 
 KEY = jobs.job_key("ul", "alice", "/f", "a" * 64)
@@ -25,22 +25,25 @@ def table(monkeypatch):
 
 
 class FakeMachine:
-    """Step Functions as far as submit sees it: execution name -> status."""
+    """Step Functions as far as submit sees it: execution name -> status; and where each attempt
+    was launched."""
 
     def __init__(self) -> None:
         self.runs: dict[str, str] = {}
         self.launches: list[str] = []
+        self.machines: dict[str, str | None] = {}
 
-    def status(self, name: str) -> str:
-        return self.runs.get(name, "ABSENT")
+    def status(self, record: JobRecord) -> str:
+        return self.runs.get(record.execution, "ABSENT")
 
-    def launch(self, name: str) -> None:
-        self.launches.append(name)
-        self.runs.setdefault(name, "RUNNING")
+    def launch(self, record: JobRecord) -> None:
+        self.launches.append(record.execution)
+        self.machines[record.execution] = record.machine
+        self.runs.setdefault(record.execution, "RUNNING")
 
 
-def run(table, machine: FakeMachine, alive: bool = True, user: str = "alice") -> str:
-    return submit(JobLedger(table, user), KEY, machine.status, lambda _: alive, machine.launch)
+def run(table, machine: FakeMachine, alive: bool = True, user: str = "alice", on: str | None = None) -> str:
+    return submit(JobLedger(table, user), KEY, machine.status, lambda _: alive, machine.launch, on).execution
 
 
 def test_running_and_fresh_results_are_served_by_one_execution(table):
@@ -110,3 +113,22 @@ def test_records_expire_only_after_execution_names_are_reusable(table):
     item = table.get_item(Key={"pk": "JOB#alice", "sk": KEY})["Item"]
     assert int(item["expiration"]) >= before + 90 * 86400
     assert int(item["expiration"]) <= time.time() + 92 * 86400
+
+
+REMOTE = "arn:aws:states:eu-west-1:000000000000:stateMachine:HyCloud-Instance-eu-west-1-Relay"
+
+
+def test_an_attempt_keeps_the_machine_it_was_launched_on(table):
+    """A running attempt is served where it runs even when the next request would pick another
+    machine; one recorded but never started is started under its name by a request for the same
+    machine, and replaced by a new attempt by a request for another (whose input is for that one)."""
+    machine = FakeMachine()
+    first = run(table, machine, on=REMOTE)
+    assert JobLedger(table, "alice").get(KEY).machine == REMOTE
+    assert run(table, machine, on=None) == first  # running: served where it runs
+    del machine.runs[first]  # recorded but never started
+    assert run(table, machine, on=REMOTE) == first and machine.launches == [first, first]
+    del machine.runs[first]
+    second = run(table, machine, on=None)
+    assert second == f"{KEY}-2" and machine.machines[second] is None
+    assert JobLedger(table, "alice").get(KEY).machine is None
