@@ -152,6 +152,8 @@ class RelayStatus(BaseModel):
     job: str = absent()
     error: JobError = absent()
     queue: QueuePlace = absent()
+    instance: str = absent()  # a coded file's job at a data instance: its region
+    url: str = absent()  # ...and, once ready, a presigned GET of the file there (ranges welcome)
 
 
 class Job(BaseModel):

@@ -37,17 +37,23 @@ def records() -> Records:
     return Records(CONFIG.table)
 
 
+# Presigned part URLs carry the client's SHA-256 checksum; no extra checksums of our own.
+_S3_CONFIG = Config(
+    signature_version="s3v4",
+    request_checksum_calculation="when_required",
+    response_checksum_validation="when_required",
+)
+
+
 @cache
 def s3():
-    # Presigned part URLs carry the client's SHA-256 checksum; no extra checksums of our own.
-    return boto3.client(
-        "s3",
-        config=Config(
-            signature_version="s3v4",
-            request_checksum_calculation="when_required",
-            response_checksum_validation="when_required",
-        ),
-    )
+    return boto3.client("s3", config=_S3_CONFIG)
+
+
+@cache
+def s3_in(region: str):
+    """An S3 client of another instance's region (its bucket, its presigned URLs)."""
+    return boto3.client("s3", region_name=region, config=_S3_CONFIG)
 
 
 @cache

@@ -72,9 +72,10 @@ def unstage(event: dict, suffix: str) -> None:
     s3().delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
 
 
-def publish_large(job: str, path: str) -> str | None:
-    """A delta over one API response also goes to S3, for the client to fetch by presigned URL."""
-    if os.path.getsize(path) <= MAX_API_BODY:
+def publish_large(job: str, path: str, always: bool = False) -> str | None:
+    """A delta over one API response also goes to S3, for the client to fetch by presigned URL;
+    `always` at a data instance, whose EFS the controller cannot read."""
+    if not always and os.path.getsize(path) <= MAX_API_BODY:
         return None
     key = delta_object_key(job)
     s3().upload_file(path, CONFIG.bucket, key)  # multipart, streamed from EFS
@@ -143,21 +144,14 @@ def _open_url(url: str) -> tuple[int, BinaryIO]:
 
 def _rebuild_coded(event: dict, cache: RelayCache) -> None:
     """A coded new version decoded from its blocks into the relay cache (this region's first)."""
-    import boto3
-
-    from hycloud_core.coded_layout import CodedLayout
+    from hycloud_core import coded_job
     from hycloud_core.coded_reassemble import reassemble
-    from hycloud_core.fs.blocks import BlockStore
-    from hycloud_core.instances import Instance
 
-    instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
-    store = BlockStore(instances, lambda region: boto3.client("s3", region_name=region))
+    layout = coded_job.layout(event, s3(), CONFIG.bucket, cache)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, _ = reassemble(
-                CodedLayout.from_dict(cache.layout(event["erasure_ref"])), store, s3().meta.region_name, out
-            )
+            got, _ = reassemble(layout, coded_job.blocks(event), s3().meta.region_name, out)
         if got != event["content_hash"]:
             raise FetchFailed("the new version's blocks do not make its content")
         cache.publish(event["cache_name"], tmp, got)
@@ -169,7 +163,8 @@ def _rebuild_coded(event: dict, cache: RelayCache) -> None:
 def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
     """The new version from the relay cache if there, else streamed from S3 into it (a coded one
     is rebuilt into it first)."""
-    if event.get("erasure_ref") and not cache.is_ready(event["cache_name"], event["content_hash"]):
+    coded = event.get("erasure_ref") or event.get("erasure_key")
+    if coded and not cache.is_ready(event["cache_name"], event["content_hash"]):
         _rebuild_coded(event, cache)
     if cache.is_ready(event["cache_name"], event["content_hash"]):
         path = cache.path(event["cache_name"])
@@ -212,7 +207,12 @@ def encode(event: dict) -> dict:
         "s3_efs_rate": s3_efs_rate(event),
         "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
         "new_from": new_from,
-        **({"delta_key": key} if (key := publish_large(event["job"], out_path)) else {}),
+        "instance": os.environ.get("AWS_REGION"),  # where it ran: at home or a data instance
+        **(
+            {"delta_key": key}
+            if (key := publish_large(event["job"], out_path, bool(event.get("publish_delta"))))
+            else {}
+        ),
     }
 
 

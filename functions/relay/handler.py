@@ -6,6 +6,11 @@ file (event `erasure_ref`: its layout's name in the relay cache; `instances`: re
 of each) is decoded from k blocks per chunk instead, this region's first. The object is streamed to a temporary file that is verified against
 the content hash and only then published, so a reader never sees a partial or wrong copy; a copy
 of the same content already there is a hit.
+
+At a data instance (the user's optimal one, docs/GEO.md) the controller cannot read this region's
+EFS: its layout comes in this region's bucket (`erasure_key`), the file made whole also goes
+there (`publish_key`, completed only once its hash is right) for the client to read by presigned
+ranges, and the run is metered in the home table the event names (`table`: name and region).
 """
 
 from __future__ import annotations
@@ -13,27 +18,39 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections import Counter
+from contextlib import suppress
+from functools import cache
 
 import boto3
 from botocore.exceptions import ClientError
 from ranges import copy_range, finish
 
-from hycloud_core import content
-from hycloud_core.coded_layout import CodedLayout
+from hycloud_core import coded_job, content
 from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError
 from hycloud_core.events import RelayFetchRequest
-from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.instances import Instance
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
+from hycloud_core.store.multipart import ObjectWriter
 from hycloud_core.store.queue_records import Pacer
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
-table = boto3.resource("dynamodb").Table(CONFIG.table)
+REGION = s3.meta.region_name
+
+
+@cache
+def _table(name: str, region: str | None):
+    return boto3.resource("dynamodb", region_name=region).Table(name)
+
+
+def table_of(event: dict):
+    """The home table: this stack's own, or, at a data instance, the one the event names."""
+    named = event.get("table") or {}
+    return _table(named.get("name") or CONFIG.table, named.get("region"))
 
 
 def _copy(bucket: str, key: str, directory: str, pacer: Pacer) -> tuple[str, str, int]:
@@ -57,22 +74,49 @@ def _copy(bucket: str, key: str, directory: str, pacer: Pacer) -> tuple[str, str
         raise
 
 
-def _layout(event: dict) -> CodedLayout:
-    return CodedLayout.from_dict(RelayCache(CONFIG.cache_dir).layout(event["erasure_ref"]))
+class _Both:
+    """The decoded file written to the cache's temporary file and, at a data instance, to the
+    object the client will read (parts sent as they fill)."""
+
+    def __init__(self, out, store: ObjectWriter | None) -> None:
+        self.writes = [w.write for w in (out, store) if w is not None]
+
+    def write(self, data: bytes) -> int:
+        for write in self.writes:
+            write(data)
+        return len(data)
 
 
-def _reassembled(event: dict, directory: str) -> tuple[str, str, int]:
-    """The coded file decoded to a temporary file; with its content hash and size."""
-    instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
-    store = BlockStore(instances, lambda region: boto3.client("s3", region_name=region))
+def _reassembled(
+    event: dict, directory: str, store: ObjectWriter | None, tally: Counter
+) -> tuple[str, str, int]:
+    """The coded file decoded to a temporary file (and `store`); with its content hash and size."""
+    layout = coded_job.layout(event, s3, CONFIG.bucket, RelayCache(CONFIG.cache_dir))
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, size = reassemble(_layout(event), store, s3.meta.region_name, out)
+            got, size = reassemble(layout, coded_job.blocks(event), REGION, _Both(out, store), tally)
         return tmp, got, size
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _stored(key: str) -> bool:
+    with suppress(ClientError):
+        s3.head_object(Bucket=CONFIG.bucket, Key=key)
+        return True
+    return False
+
+
+def _published(event: dict, cached: str) -> dict:
+    """At a data instance: the file in this region's bucket too (from the cache when it was a hit)."""
+    key = event.get("publish_key")
+    if not key:
+        return {}
+    if not _stored(key):
+        s3.upload_file(cached, CONFIG.bucket, key)
+    return {"published": key}
 
 
 def _range(event: dict) -> tuple[dict, int]:
@@ -95,6 +139,7 @@ def _whole(event: dict) -> tuple[dict, int]:
 
 @observed
 def handler(event: dict, context) -> dict:
+    event = {**event, **(event.get("source") or {})}  # a delta job's base: where and how to fetch it
     actions = {"fetch": _whole, "range": _range, "finish": _finish}
     action = event.get("action", "fetch")
     if action not in actions:
@@ -102,14 +147,13 @@ def handler(event: dict, context) -> dict:
     with job_duration("relay" if action == "fetch" else f"relay-{action}") as timer:
         answer, copied = actions[action](event)
     try:  # the cost report's figures; a run that worked is not failed for them
-        record_run(table, copied, timer.ms, int(context.memory_limit_in_mb))
+        record_run(table_of(event), copied, timer.ms, int(context.memory_limit_in_mb))
     except ClientError:
         logger.warning("relay run not recorded", exc_info=True)
     return answer
 
 
 def _fetch(event: dict) -> dict:
-    event = {**event, **(event.get("source") or {})}  # a delta job's coded base: how to rebuild it
     request = RelayFetchRequest(event)
     cache = RelayCache(CONFIG.cache_dir)
     if request.content_hash and cache.is_ready(request.cache_name, request.content_hash):
@@ -119,18 +163,21 @@ def _fetch(event: dict) -> dict:
             "hit": True,
             "size": os.path.getsize(cache.path(request.cache_name)),
             "seconds": 0.0,
+            "instance": REGION,
+            **_published(event, cache.path(request.cache_name)),
         }
     key = request.key or content.object_key(request.content_hash)
-    started = time.perf_counter()
-    if event.get("erasure_ref"):  # a coded file: decoded from k blocks, this region's first
-        tmp, got, size = _reassembled(event, cache.dir)
+    started, tally = time.perf_counter(), Counter()
+    if coded_job.is_coded(event):  # from k blocks per chunk, this region's first
+        tmp, got, size, published = _decoded(event, request, cache, tally)
     else:
         pacer = Pacer(
-            table,
+            table_of(event),
             event.get("worker"),
             event.get("throttle_bps") or os.environ.get("HYCLOUD_RELAY_THROTTLE_BPS"),
         )
         tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir, pacer)
+        published = {}
     seconds = time.perf_counter() - started  # the S3->EFS rate clients feed into eq. 2
     if request.content_hash and got != request.content_hash:
         os.unlink(tmp)
@@ -144,4 +191,25 @@ def _fetch(event: dict) -> dict:
         "size": size,
         "content_hash": got,
         "seconds": seconds,
+        "instance": REGION,
+        **({"blocks_from": dict(tally)} if tally else {}),
+        **published,
     }
+
+
+def _decoded(event: dict, request: RelayFetchRequest, cache: RelayCache, tally: Counter) -> tuple:
+    """A coded file decoded into a temporary cache file and, with `publish_key`, into that object,
+    which is completed only when the content hash is right (aborted otherwise: no object, no parts)."""
+    key = event.get("publish_key")
+    store = ObjectWriter(s3, CONFIG.bucket, key) if key and not _stored(key) else None
+    try:
+        tmp, got, size = _reassembled(event, cache.dir, store, tally)
+    except BaseException:
+        if store is not None:
+            store.abort()
+        raise
+    if store is not None and got == request.content_hash:
+        store.complete()
+    elif store is not None:
+        store.abort()  # the caller raises: the blocks do not make the file
+    return tmp, got, size, ({"published": key} if key else {})

@@ -30,6 +30,8 @@ def build_stacks(
             app,
             data_stack_name(home_name, region),
             env=cdk.Environment(account=account, region=region),
+            home_stack_name=home_name,
+            home_region=home,
             **dirs,
         )
         for region in others

@@ -39,11 +39,11 @@ class Deployment:
     def api_url(self) -> str:
         return self.outputs["LocalApiUrl"]
 
-    def client(self, service: str):
+    def client(self, service: str, region: str = "us-east-1"):
         return boto3.client(
             service,
             endpoint_url=self.env["AWS_ENDPOINT_URL"],
-            region_name="us-east-1",
+            region_name=region,
             aws_access_key_id="test",
             aws_secret_access_key="test",
         )
@@ -70,10 +70,11 @@ class Deployment:
         assert "FunctionError" not in response, result
         return result
 
-    def efs_root(self) -> Path:
-        """Local folder behind the functions' /mnt/efs (the access point's root)."""
+    def efs_root(self, access_point: str | None = None) -> Path:
+        """Local folder behind the functions' /mnt/efs (the access point's root): the home
+        instance's, or another instance's by its access point."""
         mapping = json.loads((ROOT / ".localcloud" / "efs" / "map.json").read_text())
-        ap = self.outputs["AccessPointId"]
+        ap = access_point or self.outputs["AccessPointId"]
         for arn, folder in mapping.items():
             if arn.endswith(ap):
                 return Path(folder)

@@ -9,7 +9,6 @@ import json
 import os
 import time
 
-import boto3
 import pytest
 import requests
 
@@ -33,16 +32,6 @@ def instances(deployment) -> dict[str, dict[str, str]]:
     if len(found) < 3:
         pytest.skip("erasure coding needs three instances (hycloud:regions)")
     return found
-
-
-def _s3(deployment, region: str):
-    return boto3.client(
-        "s3",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name=region,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
 
 
 def _expected_blocks(data: bytes, regions: list[str]) -> list[list[tuple[str, str, bytes]]]:
@@ -73,14 +62,14 @@ def test_coded_upload_places_each_block_where_the_ring_says(deployment, instance
     used = set()
     for chunk in expected:
         for region, digest, block in chunk:
-            body = _s3(deployment, region).get_object(
+            body = deployment.client("s3", region).get_object(
                 Bucket=instances[region]["BucketName"], Key=block_key(digest)
             )
             assert body["Body"].read() == block
             used.add(region)
             for other in instances:  # nowhere else
                 if other != region:
-                    listed = _s3(deployment, other).list_objects_v2(
+                    listed = deployment.client("s3", other).list_objects_v2(
                         Bucket=instances[other]["BucketName"], Prefix=block_key(digest)
                     )
                     assert listed.get("KeyCount", 0) == 0
@@ -110,12 +99,137 @@ def test_ranged_reads_of_a_coded_file_decode_only_the_chunks_they_need(alice, co
         assert f.read() == data  # in order to the end: the content hash is checked too
 
 
-def test_relay_job_rebuilds_a_coded_file_into_its_cache(deployment, alice, coded_file, tmp_path):
-    src, _ = coded_file
-    alice.cli("get", "--via", "relay", "/geo/coded/big.bin", str(tmp_path / "relayed.bin"))
-    assert (tmp_path / "relayed.bin").read_bytes() == src.read_bytes()
-    cached = deployment.efs_root() / "cache" / paths.cache_name(alice.id, "/geo/coded/big.bin")
-    assert cached.read_bytes() == src.read_bytes()  # decoded from k blocks per chunk by the job
+def prefer(user, regions, region: str) -> None:
+    """Measured latencies that make `region` the user's optimal instance: five round trips per
+    instance (an instance's latency is the lowest of its last five), `region`'s the shortest."""
+    samples = [
+        {"instance": r, "bytes": MiB, "seconds": 0.1, "rtt_ms": 5.0 if r == region else 80.0, "kind": "probe"}
+        for r in regions
+        for _ in range(5)
+    ]
+    answer = user.api().call("POST", "/v1/measurements", json={"samples": samples})
+    assert answer.status_code == 200 and answer.json()["optimal"] == region, answer.text
+
+
+def _run_of(deployment, machine: str, job: str) -> dict:
+    arn = machine.replace(":stateMachine:", ":execution:") + f":{job}"
+    region = arn.split(":")[3]
+    found = deployment.client("stepfunctions", region).describe_execution(executionArn=arn)
+    return {**found, "output": json.loads(found.get("output") or "{}")}
+
+
+def _relayed_bytes(deployment) -> int:
+    item = deployment.client("dynamodb").get_item(
+        TableName=deployment.outputs["TableName"], Key={"pk": {"S": "STATS#relay"}, "sk": {"S": "STATS"}}
+    )
+    return int(item.get("Item", {}).get("bytes", {}).get("N", 0))
+
+
+def test_relay_job_rebuilds_a_coded_file_into_its_cache(deployment, instances, tmp_path):
+    """A user whose optimal instance is home: the job runs there, the file lands in its cache."""
+    user = _make_user(deployment, "near")
+    data = os.urandom(5 * MiB + 1234)
+    (tmp_path / "src.bin").write_bytes(data)
+    user.sdk().put(tmp_path / "src.bin", "/near.bin", coded=True)
+    prefer(user, instances, list(instances)[0])
+    user.cli("get", "--via", "relay", "/near.bin", str(tmp_path / "relayed.bin"))
+    assert (tmp_path / "relayed.bin").read_bytes() == data
+    cached = deployment.efs_root() / "cache" / paths.cache_name(user.id, "/near.bin")
+    assert cached.read_bytes() == data  # decoded from k blocks per chunk by the job
+
+
+def test_a_coded_files_relay_runs_at_the_users_optimal_instance(deployment, instances, tmp_path):
+    """Seed 000 §III-B: the relay job at the optimal (data) instance rebuilds the file from k blocks
+    per chunk, its own first, into that instance's EFS cache and bucket; the client reads it there."""
+    user = _make_user(deployment, "far")
+    far = list(instances)[2]
+    data = os.urandom(5 * MiB + 77)  # three chunks: one block of each is at every instance
+    (tmp_path / "src.bin").write_bytes(data)
+    sdk = user.sdk()
+    sdk.put(tmp_path / "src.bin", "/far.bin", coded=True)
+    prefer(user, instances, far)
+    metered = _relayed_bytes(deployment)
+    sdk.get("/far.bin", tmp_path / "back.bin", via="relay")
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert sdk.last_transfer["mode"] == "relay" and sdk.last_transfer["instance"] == far
+    assert _relayed_bytes(deployment) - metered >= len(data)  # the run is metered in the home table
+
+    status = user.api().call("GET", "/v1/relay", params={"path": "/far.bin"}).json()
+    assert status["state"] == "ready" and status["instance"] == far and "url" in status
+    run = _run_of(deployment, instances[far]["RelayStateMachineArn"], status["job"])
+    assert run["status"] == "SUCCEEDED" and run["output"]["fetch"]["instance"] == far
+    assert run["output"]["fetch"]["blocks_from"][far] == 3  # every chunk's own block first
+    assert sum(run["output"]["fetch"]["blocks_from"].values()) == 6  # k = 2 blocks per chunk
+    name, digest = paths.cache_name(user.id, "/far.bin"), content.hash_bytes(data)
+    cache = deployment.efs_root(instances[far]["AccessPointId"]) / "cache"
+    assert (cache / name).read_bytes() == data  # the data instance's own EFS cache
+    assert not (deployment.efs_root() / "cache" / name).exists()  # nothing relayed at home
+    body = deployment.client("s3", far).get_object(Bucket=instances[far]["BucketName"], Key=f"relay/{digest}")
+    assert hashlib.sha256(body["Body"].read()).digest() == hashlib.sha256(data).digest()
+
+    again = user.api().call("POST", "/v1/relay", json={"path": "/far.bin"}).json()
+    assert again["state"] == "ready" and again["job"] == status["job"]  # served, not run twice
+    assert (
+        user.api()
+        .call("GET", "/v1/relay/data", params={"path": "/far.bin", "offset": 0, "length": 10})
+        .status_code
+        == 409
+    )
+
+
+def test_a_relay_at_a_data_instance_runs_again_once_its_copy_expired(deployment, instances, tmp_path):
+    user = _make_user(deployment, "expired")
+    far = list(instances)[1]
+    data = os.urandom(2 * MiB + 5)
+    (tmp_path / "src.bin").write_bytes(data)
+    sdk = user.sdk()
+    sdk.put(tmp_path / "src.bin", "/x.bin", coded=True)
+    prefer(user, instances, far)
+    sdk.get("/x.bin", tmp_path / "one.bin", via="relay")
+    first = user.api().call("GET", "/v1/relay", params={"path": "/x.bin"}).json()["job"]
+    deployment.client("s3", far).delete_object(  # the bucket's lifecycle rule forgot it (after a day)
+        Bucket=instances[far]["BucketName"], Key=f"relay/{content.hash_bytes(data)}"
+    )
+    assert user.api().call("GET", "/v1/relay", params={"path": "/x.bin"}).json()["state"] == "absent"
+    sdk.get("/x.bin", tmp_path / "two.bin", via="relay")
+    assert (tmp_path / "two.bin").read_bytes() == data
+    second = user.api().call("GET", "/v1/relay", params={"path": "/x.bin"}).json()
+    assert second["job"] != first and second["instance"] == far
+    fetch = _run_of(deployment, instances[far]["RelayStateMachineArn"], second["job"])["output"]["fetch"]
+    assert fetch["hit"] is True and fetch["published"] == f"relay/{content.hash_bytes(data)}"  # from EFS
+
+
+@pytest.mark.parametrize("base_coded", [True, False], ids=["coded-base", "plain-base"])
+def test_a_coded_files_delta_is_computed_at_the_users_optimal_instance(
+    deployment, instances, tmp_path, base_coded
+):
+    """Both kinds of delta download: the job at the optimal instance rebuilds the new version from
+    its blocks (and a coded base too; a plain base is read from the home bucket), and leaves the
+    delta in its own bucket, which the client reads by presigned URL."""
+    user = _make_user(deployment, "fardelta")
+    far = list(instances)[1]
+    old = os.urandom(4 * MiB + 5)
+    new = old[:MiB] + os.urandom(1000) + old[MiB + 1000 :]
+    sdk = user.sdk()
+    (tmp_path / "v1.bin").write_bytes(old)
+    sdk.put(tmp_path / "v1.bin", "/d.bin", coded=base_coded)
+    (tmp_path / "v2.bin").write_bytes(new)
+    sdk.put(tmp_path / "v2.bin", "/d.bin", coded=True)
+    prefer(user, instances, far)
+
+    mine = tmp_path / "mine.bin"
+    for mode, kind in (("rsync", "rsync"), ("auto", "version")):
+        mine.write_bytes(old)
+        sdk.get("/d.bin", mine, via="delta", base=tmp_path / "v1.bin", delta_mode=mode)
+        assert mine.read_bytes() == new
+        done = sdk.last_transfer
+        assert done["mode"] == "delta" and done["kind"] == kind and done["instance"] == far, done
+        assert done["received_bytes"] < len(new) // 4
+    listed = deployment.client("s3", far).list_objects_v2(
+        Bucket=instances[far]["BucketName"], Prefix="staging/"
+    )
+    keys = [o["Key"] for o in listed.get("Contents", [])]
+    assert not [k for k in keys if k.startswith(f"staging/{user.ns_key}/")]  # the checksum list, unstaged
 
 
 def test_delta_job_rebuilds_a_coded_file_before_computing_the_delta(deployment, tmp_path):
@@ -158,7 +272,7 @@ def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_p
         for chunk in _expected_blocks(src.read_bytes(), list(instances)):
             for region, digest, _ in chunk:
                 if region == lost:
-                    _s3(deployment, region).delete_object(
+                    deployment.client("s3", region).delete_object(
                         Bucket=instances[region]["BucketName"], Key=block_key(digest)
                     )
     sdk.get(f"/geo/degraded-{way}.bin", tmp_path / "back.bin")
@@ -351,7 +465,7 @@ def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, inst
     src.write_bytes(os.urandom(6 * MiB + 5))
     sdk.put(src, "/r.bin", coded=True)
     lost = list(instances)[1]
-    s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
+    s3, bucket = deployment.client("s3", lost), instances[lost]["BucketName"]
     theirs = [
         (d, b)
         for chunk in _expected_blocks(src.read_bytes(), list(instances))
@@ -378,7 +492,7 @@ def test_whole_instance_repair_rebuilds_every_users_blocks(deployment, instances
     """The operator's job (no user), queued through the dispatcher: every user's blocks on a lost
     instance, in one run."""
     users, lost = [_make_user(deployment, "fleet") for _ in range(2)], list(instances)[2]
-    s3, bucket = _s3(deployment, lost), instances[lost]["BucketName"]
+    s3, bucket = deployment.client("s3", lost), instances[lost]["BucketName"]
     theirs, files = [], {}
     for user in users:
         data = os.urandom(2 * MiB + 333)
@@ -435,7 +549,7 @@ def _stored(deployment, instances, blocks) -> set[str]:
     """The block hashes of `blocks` ((region, hash, bytes)) still in their region's bucket."""
     kept = set()
     for region, digest, _ in blocks:
-        listed = _s3(deployment, region).list_objects_v2(
+        listed = deployment.client("s3", region).list_objects_v2(
             Bucket=instances[region]["BucketName"], Prefix=block_key(digest)
         )
         kept |= {digest} if listed.get("KeyCount", 0) else set()
@@ -468,7 +582,7 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
             layouts = [doc.get("erasure") or {}, *doc.get("history_erasure", {}).values()]
             linked |= {b["hash"] for layout in layouts for c in layout.get("chunks", []) for b in c["blocks"]}
     for region, out in instances.items():
-        listed = _s3(deployment, region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
+        listed = deployment.client("s3", region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
 
 

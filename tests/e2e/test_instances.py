@@ -26,25 +26,15 @@ def instances(deployment) -> dict[str, dict[str, str]]:
     return found
 
 
-def _client(deployment, service: str, region: str):
-    return boto3.client(
-        service,
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name=region,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-
-
 def test_each_instance_bucket_and_jobs_live_in_its_region(deployment, instances):
     assert list(instances)[0] == deployment.env["AWS_DEFAULT_REGION"]
     buckets = {out["BucketName"] for out in instances.values()}
     assert len(buckets) == len(instances)
     for region, out in instances.items():
-        s3 = _client(deployment, "s3", region)
+        s3 = deployment.client("s3", region)
         location = s3.get_bucket_location(Bucket=out["BucketName"])["LocationConstraint"]
         assert (location or "us-east-1") == region
-        sfn = _client(deployment, "stepfunctions", region)
+        sfn = deployment.client("stepfunctions", region)
         for key in ("RelayStateMachineArn", "DeltaStateMachineArn"):
             assert f":states:{region}:" in out[key]
             assert sfn.describe_state_machine(stateMachineArn=out[key])["status"] == "ACTIVE"
@@ -52,7 +42,7 @@ def test_each_instance_bucket_and_jobs_live_in_its_region(deployment, instances)
 
 def test_home_controller_knows_every_data_instance(deployment, instances):
     home, *others = instances
-    config = _client(deployment, "lambda", home).get_function_configuration(
+    config = deployment.client("lambda", home).get_function_configuration(
         FunctionName=instances[home]["ControllerFunctionName"]
     )
     listed = json.loads(config["Environment"]["Variables"][c.ENV_INSTANCES])
@@ -91,7 +81,7 @@ def test_each_region_upkeep_cleans_only_its_own_relay_cache(deployment, instance
     home, remote, *_ = instances
     mine = _stale_staging_file(folders[remote], "remote.part")
     theirs = _stale_staging_file(folders[home], "home.part")
-    answer = _client(deployment, "lambda", remote).invoke(
+    answer = deployment.client("lambda", remote).invoke(
         FunctionName=instances[remote]["CacheUpkeepFunctionName"],
         Payload=json.dumps({"walk": False}).encode(),
     )
@@ -114,7 +104,7 @@ def test_put_get_through_the_cli_with_instances_deployed(deployment, instances, 
         keys = {
             region: [
                 o["Key"]
-                for o in _client(deployment, "s3", region)
+                for o in deployment.client("s3", region)
                 .list_objects_v2(Bucket=instances[region]["BucketName"])
                 .get("Contents", [])
             ]

@@ -245,6 +245,7 @@ def _patch_version_aware(
         "received_bytes": result["delta_size"],
         "job_seconds": job_seconds,
         "s3_efs_rate": result.get("s3_efs_rate"),
+        "instance": result.get("instance"),
     }
 
 
@@ -268,6 +269,7 @@ def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO
         )
         traffic["job_seconds"] += time.perf_counter() - started
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
+        traffic["instance"] = result.get("instance")  # where the job ran (a coded file's: the optimal one)
         fetching = time.perf_counter()
         _fetch_delta(http, job, result, sink)
         steps["job"] = steps.get("job", 0.0) + fetching - started

@@ -165,8 +165,13 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None, report:
 def download_relay(
     http: Http, path: str, local: str | Path, progress: Progress | None = None, report: dict | None = None
 ) -> Path:
-    """Relay download: S3 → EFS cache by a cloud job, then parallel ranged reads from the cache."""
+    """Relay download: S3 → EFS cache by a cloud job, then parallel ranged reads from the cache (or,
+    for a coded file made whole at a data instance, from the presigned URL of its copy there)."""
+    report = report if report is not None else {}
     status = relay_ready(http, path, progress, report)
+    if status.get("url"):  # a coded file made whole at the optimal instance: read from its bucket
+        report["instance"] = status.get("instance")
+        return download_large(status, local, progress)
 
     def fetch(offset: int, length: int) -> bytes:
         params = {"path": path, "offset": offset, "length": length}

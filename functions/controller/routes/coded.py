@@ -13,9 +13,8 @@ from answers import Entry, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from botocore.config import Config
 from botocore.exceptions import ClientError
-from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, user
+from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
 
@@ -111,18 +110,8 @@ class DownloadPlan(CodedPlan, Estimates):
     content_hash: str
 
 
-@cache
-def _s3(region: str):
-    config = Config(
-        signature_version="s3v4",
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-    )
-    return boto3.client("s3", region_name=region, config=config)
-
-
 def _coded() -> CodedFiles:
-    return CodedFiles(filesystem(router), on_ring(records().table), _s3)
+    return CodedFiles(filesystem(router), on_ring(records().table), s3_in)
 
 
 def _layout(body: LayoutIn) -> CodedLayout:
@@ -276,7 +265,7 @@ class WholeFile(BaseModel):
 
 
 def _home_blocks() -> tuple[BlockStore, str]:
-    return BlockStore(on_ring(records().table), _s3), s3().meta.region_name
+    return BlockStore(on_ring(records().table), s3_in), s3().meta.region_name
 
 
 def whole_object(link: Any) -> str:

@@ -24,7 +24,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.exceptions import ClientError
-from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, s3, user
+from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, records, s3, user
 from models import (
     Body as JsonBody,
 )
@@ -44,9 +44,12 @@ from pydantic import BaseModel
 from hycloud_core import content, jobs, paths
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.instances import Instance
+from hycloud_core.job_ledger import JobLedger
 from hycloud_core.observability import logger
 from hycloud_core.store.queue_records import BACKGROUND
 
+from . import optimal
 from .coded import coded_base, coded_version, relay_source
 from .job_runner import delta_bytes, describe, owned, report, run
 
@@ -124,8 +127,18 @@ def _stage(job: str, suffix: str, data: bytes) -> None:
     os.replace(target + ".tmp", target)
 
 
-def _delta_ready(job: str) -> bool:
+def _home_delta_ready(job: str) -> bool:
     return os.path.exists(jobs.staging_file(CONFIG.staging_dir, job, "delta"))
+
+
+def _delta_ready(job: str) -> bool:
+    """Whether the job's delta is still there: in home staging, or in the bucket of the data
+    instance the job ran at."""
+    machine = _machine(job)
+    at = optimal.instance_of(machine) if machine else None
+    if at is not None:
+        return optimal.holds(at, jobs.delta_object_key(job))
+    return _home_delta_ready(job)
 
 
 def _no_staging(job: str) -> None:
@@ -140,12 +153,16 @@ def _start(
     stage: Callable[[str], None] = _no_staging,
     wait: float = 0,
     extra: dict | None = None,
+    at: Instance | None = None,
 ) -> Response:
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
     seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
-    A caller willing to wait has a short job with nothing to fetch run in its request (direct)."""
-    spec = {**spec, **_cached(spec)}
-    direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
+    A caller willing to wait has a short job with nothing to fetch run in its request (direct).
+    `at`: the data instance the job runs at (a coded file, `optimal.py`), `spec` made for it."""
+    direct = None
+    if at is None:  # the home cache and the home function: nothing to look at for a data instance
+        spec = {**spec, **_cached(spec)}
+        direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
     if direct:
         spec = {**spec, **_new_version_url(spec)}
     job = run(
@@ -157,6 +174,7 @@ def _start(
         stage,
         size=delta_bytes(spec, size),
         direct=direct,
+        at=at.delta_state_machine if at else None,
     )
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state, **(extra or {})}, 202 if state["state"] == "running" else 200)
@@ -215,12 +233,23 @@ def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
     cache.publish(dst, tmp, content_hash)
 
 
+def _machine(job: str) -> str | None:
+    """The workflow that ran the job's attempt when not the home one (a data instance's)."""
+    record = JobLedger(records().table, user(router)).get(jobs.key_of(job))
+    return record.machine if record else None
+
+
 def _report(job: str, inline: bool = True) -> dict:
     """The job's state as the caller sees it: a delta too large for the API as a presigned S3 URL;
-    with `inline`, a small delta in the answer itself, saving a request."""
-    state = report(describe(CONFIG.delta_state_machine, job))
+    with `inline`, a small delta in the answer itself, saving a request. A job at a data instance
+    always leaves its delta in that instance's bucket: the URL names it there."""
+    machine = _machine(job)
+    state = report(describe(machine or CONFIG.delta_state_machine, job))
     result = state.get("result") or {}
-    if result.get("delta_key"):
+    at = optimal.instance_of(machine) if machine else None
+    if result.get("delta_key") and at is not None:
+        result["delta_url"] = optimal.url(at, result.pop("delta_key"))
+    elif result.get("delta_key"):
         result["delta_url"] = s3().generate_presigned_url(
             "get_object",
             ExpiresIn=URL_TTL_S,
@@ -260,9 +289,29 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
+    at = optimal.instance_for(router, link)
+    if at is not None:
+        key, spec = _version_job(router, path, link.content_hash, base, _remote(at, link))
+        spec = {**spec, "base_source": _remote_base(at, link, base)}
+        return _start(key, spec, link.size, wait=wait, extra=file, at=at)
     key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
     spec = {**spec, **coded_base(link, base, spec)}
     return _start(key, spec, link.size, wait=wait, extra=file)
+
+
+def _remote(at: Instance, link) -> dict:
+    """What a job at the data instance `at` is told of the coded file `link` holds; it leaves its
+    delta in its own bucket (the controller cannot read its EFS)."""
+    return {**optimal.source(at, link.content_hash, link.erasure), "publish_delta": True}
+
+
+def _remote_base(at: Instance, link, base: str) -> dict:
+    """How a job at `at` fetches its base: rebuilt from its blocks when coded, else read from the
+    home bucket."""
+    erasure = coded_version(link, base)
+    if erasure:
+        return optimal.source(at, base, erasure)
+    return {"bucket": CONFIG.bucket, "table": optimal.home_table()}
 
 
 def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:
@@ -297,7 +346,7 @@ def precompute(caller: APIGatewayRouter, path: str) -> None:
             CONFIG.delta_state_machine,
             key,
             spec,
-            _delta_ready,
+            _home_delta_ready,
             _no_staging,
             size=size,
             priority=BACKGROUND,
@@ -324,8 +373,18 @@ def download_by_signature(
         "cache_name": paths.cache_name(user(router), path),
         "content_hash": link.content_hash,
         **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
-        **relay_source(link),  # a coded file: the job rebuilds it from its blocks
     }
+    at = optimal.instance_for(router, link)
+    if at is not None:  # the checksum list goes to that instance's bucket, as if staged there
+        remote_key = staged_key or jobs.staged_key(user(router), digest.hex())
+        spec |= {**_remote(at, link), "staged_key": remote_key, "staged_sha256": digest.hex()}
+        send = (
+            (lambda _: optimal.copy(at, remote_key))
+            if staged_key
+            else (lambda _: optimal.put(at, remote_key, signature))
+        )
+        return _start(key, spec, link.size, stage=send, wait=wait, at=at)
+    spec |= relay_source(link)  # a coded file: the job rebuilds it from its blocks
     return _start(
         key, spec, link.size, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait
     )

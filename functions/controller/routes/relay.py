@@ -3,6 +3,10 @@
 A relay job is keyed by the cache entry and the version the path holds: requests for it while it
 runs, or while its copy is in the cache, find the same execution; after a failure or an eviction
 the next request runs a new attempt under a new execution name (hycloud_core.job_ledger).
+
+A coded file's job runs at the user's optimal instance (`optimal.py`); the file it made whole is
+then read from that instance's bucket, by the presigned `url` the ready state carries, instead of
+through `/v1/relay/data`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from models import Length, Offset, RelayTarget, UserPath, Wait
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.job_ledger import JobLedger
-from hycloud_core.relay import byte_ranges, relay_job_key
+from hycloud_core.job_ledger import JobLedger, JobRecord
+from hycloud_core.relay import byte_ranges, relay_job_key, remote_relay_key
 
+from . import optimal
 from .coded import relay_source
 from .job_runner import describe, report, run
 
@@ -37,25 +42,58 @@ def _target(path: str) -> tuple[str, str, int]:
     return paths.cache_name(user(router), path), link.content_hash, link.size
 
 
-def _job_state(key: str) -> dict:
+def _record(key: str) -> JobRecord | None:
+    return JobLedger(records().table, user(router)).get(key)
+
+
+def _job_state(record: JobRecord | None) -> dict:
     """The state of the relay job's current attempt (absent when none ran)."""
-    record = JobLedger(records().table, user(router)).get(key)
     if record is None:
         return {"state": "absent"}
-    state = report(describe(CONFIG.relay_state_machine, record.execution))
+    state = report(describe(record.machine or CONFIG.relay_state_machine, record.execution))
     state.pop("result", None)
     if state["state"] == "ready":  # finished, then evicted before the client read it
         state = {"state": "absent"}
     return {"job": record.execution, **state}
 
 
+def _remote_state(record: JobRecord, content_hash: str) -> dict:
+    """A job at a data instance: ready once its file is in that instance's bucket, with its URL."""
+    at = optimal.instance_of(record.machine or "")
+    state = report(describe(record.machine or "", record.execution))
+    state.pop("result", None)
+    key = remote_relay_key(content_hash)
+    if state["state"] == "ready":
+        if at is None or not optimal.holds(at, key):
+            return {"state": "absent"}  # expired since, or the instance left the ring
+        state["url"] = optimal.url(at, key)
+    return {"job": record.execution, **state, **({"instance": at.region} if at else {})}
+
+
 def _status(path: str) -> dict:
     name, content_hash, size = _target(path)
     info = {"path": paths.normalize(path), "size": size, "content_hash": content_hash}
-    job = _job_state(relay_job_key(name, content_hash))
+    record = _record(relay_job_key(name, content_hash))
+    if record is not None and record.machine:
+        return {**info, **_remote_state(record, content_hash)}
+    job = _job_state(record)
     if RelayCache(CONFIG.cache_dir).is_ready(name, content_hash):
         return {**info, **({"job": job["job"]} if "job" in job else {}), "state": "ready"}
     return {**info, **job}
+
+
+def _alive(key: str, name: str, content_hash: str):
+    """Whether a finished attempt's file is still there: the home cache, or the bucket of the data
+    instance it ran at."""
+
+    def alive(_execution: str) -> bool:
+        record = _record(key)
+        at = optimal.instance_of(record.machine) if record and record.machine else None
+        if at is not None:
+            return optimal.holds(at, remote_relay_key(content_hash))
+        return RelayCache(CONFIG.cache_dir).is_ready(name, content_hash)
+
+    return alive
 
 
 def _source(path: str, size: int) -> dict:
@@ -72,26 +110,41 @@ def _ranges(size: int) -> dict:
 
 @router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
 def start(body: Annotated[RelayTarget, Body()]):
-    """Start the relay job unless the file is cached; a running job is found, not started twice."""
+    """Start the relay job unless the file is ready; a running job is found, not started twice."""
     path = body.path
     status = _status(path)
     if status["state"] == "ready":
         return ok(status)
     name, content_hash, size = _target(path)
-    cache = RelayCache(CONFIG.cache_dir)
+    key = relay_job_key(name, content_hash)
+    at = optimal.instance_for(router, namespace(router).current_link(paths.normalize(path)))
+    payload = {"cache_name": name, "content_hash": content_hash, "size": size}
+    if at is not None:
+        link = namespace(router).current_link(paths.normalize(path))
+        payload |= {
+            **optimal.source(at, content_hash, link.erasure),
+            "publish_key": remote_relay_key(content_hash),
+        }
+    else:
+        payload |= _source(path, size)
     job = run(
         router,
         CONFIG.relay_state_machine,
-        relay_job_key(name, content_hash),
-        {"cache_name": name, "content_hash": content_hash, "size": size, **_source(path, size)},
-        lambda _: cache.is_ready(name, content_hash),
+        key,
+        payload,
+        _alive(key, name, content_hash),
         lambda _: None,
         path=paths.normalize(path),
         size=size,
+        at=at.relay_state_machine if at else None,
     )
+    status = _status(path)
+    if status["state"] == "ready":  # a finished attempt served the request
+        return ok(status)
     info = {k: status[k] for k in ("path", "size", "content_hash")}
-    place = _job_state(relay_job_key(name, content_hash)).get("queue")
-    return ok({**info, "job": job, "state": "running", **({"queue": place} if place else {})})
+    where = {"instance": status["instance"]} if "instance" in status else {}
+    place = {"queue": status["queue"]} if status.get("queue") else {}
+    return ok({**info, "job": job, "state": "running", **where, **place})
 
 
 @router.get("/v1/relay", responses=replies(200, RelayStatus, 404, 409))

@@ -24,6 +24,9 @@ def content_bucket(
             s3.LifecycleRule(prefix="shares/", expiration=Duration.days(1)),  # copies of shared small files
             # checksum lists and deltas too large for the API pass through here (delta jobs)
             s3.LifecycleRule(prefix="staging/", expiration=Duration.days(1)),
+            # a data instance: coded files its relay jobs made whole, and the layouts its jobs read
+            s3.LifecycleRule(prefix="relay/", expiration=Duration.days(1)),
+            s3.LifecycleRule(prefix="layouts/", expiration=Duration.days(1)),
         ],
         # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
         cors=[

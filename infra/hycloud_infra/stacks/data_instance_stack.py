@@ -10,6 +10,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -20,7 +21,7 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..nag_suppressions import suppress_accepted_findings
-from ..regions import DataInstanceNames
+from ..regions import DataInstanceNames, any_data_bucket
 
 
 class DataInstanceStack(Stack):
@@ -32,8 +33,12 @@ class DataInstanceStack(Stack):
         functions_dir: Path,
         statemachines_dir: Path,
         layer_dir: Path,
+        home_stack_name: str,
+        home_region: str,
         **kwargs,
     ) -> None:
+        """`home_stack_name`, `home_region`: where the home stack's table and bucket are, which the
+        jobs run here for the user's optimal instance read and meter into (docs/GEO.md)."""
         super().__init__(scope, id, **kwargs)
         ctx = self.node.try_get_context
         removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
@@ -74,6 +79,8 @@ class DataInstanceStack(Stack):
         ).state_machine
         relay_fn.grant_invoke(delta)
         delta_fn.grant_invoke(delta)
+        bucket.grant_put(relay_fn)  # the file made whole for the client (relay/)
+        self._reach_home(relay_fn, delta_fn, home_stack_name, home_region)
 
         upkeep = python_function(
             self,
@@ -95,6 +102,35 @@ class DataInstanceStack(Stack):
             ],
         )
 
+        self._outputs(bucket, relay, delta, relay_fn, upkeep, volume)
+        suppress_accepted_findings(self)
+
+    def _reach_home(self, relay_fn, delta_fn, home_stack_name: str, home_region: str) -> None:
+        """Coded files are rebuilt from blocks of every instance; a plain base version is read
+        from the home bucket; runs are metered in the home table. The home resources' names are
+        generated under the home stack's name, hence the patterns."""
+        home = home_stack_name.lower()
+        blocks = [
+            f"arn:{self.partition}:s3:::{any_data_bucket(home_stack_name, self.account)}/blocks/*",
+            f"arn:{self.partition}:s3:::{home}-*/blocks/*",
+        ]
+        for fn in (relay_fn, delta_fn):
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=blocks))
+        relay_fn.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[f"arn:{self.partition}:s3:::{home}-*/objects/*"]
+            )
+        )
+        table = self.format_arn(
+            service="dynamodb", region=home_region, resource="table", resource_name=f"{home_stack_name}-*"
+        )
+        relay_fn.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], resources=[table]
+            )
+        )
+
+    def _outputs(self, bucket, relay, delta, relay_fn, upkeep, volume) -> None:
         for name, value in {
             "Region": self.region,
             "BucketName": bucket.bucket_name,
@@ -106,4 +142,3 @@ class DataInstanceStack(Stack):
             "FileSystemId": volume.file_system.file_system_id,
         }.items():
             CfnOutput(self, name, value=value)
-        suppress_accepted_findings(self)

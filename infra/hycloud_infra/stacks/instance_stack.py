@@ -224,6 +224,8 @@ class InstanceStack(Stack):
             machines=[relay, delta, tree.state_machine, bundles.state_machine],
             machine_arns=(repair.machine_arn,) if repair else (),
         )
+        if data_instances:  # it starts and frees the workers of jobs at data instances too
+            self._allow_data_jobs(dispatcher.function, list(data_instances))
         if repair:  # the operator's whole-instance repairs and migrations are queued through it
             repair.allow_control(dispatcher.function)
             dispatcher.function.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
@@ -310,12 +312,6 @@ class InstanceStack(Stack):
         controller.add_environment(c.ENV_INSTANCES, instances_env(self, instances))
         names = [*(item.bucket for item in instances), any_data_bucket(self.stack_name, self.account)]
         buckets = [f"arn:{self.partition}:s3:::{name}" for name in names]
-        machines = [
-            item.state_machine_arn(self, name)
-            for item in instances
-            for name in (item.relay_state_machine, item.delta_state_machine)
-        ]
-        executions = [arn.replace(":stateMachine:", ":execution:") + ":*" for arn in machines]
         controller.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject*", "s3:AbortMultipartUpload"],
@@ -323,12 +319,21 @@ class InstanceStack(Stack):
             )
         )
         controller.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket*"], resources=buckets))
-        controller.add_to_role_policy(
-            iam.PolicyStatement(actions=["states:StartExecution"], resources=machines)
-        )
-        controller.add_to_role_policy(
+        self._allow_data_jobs(controller, instances)
+        CfnOutput(self, "DataInstanceRegions", value=",".join(item.region for item in instances))
+
+    def _allow_data_jobs(self, grantee: lambda_.Function, instances: list[DataInstanceNames]) -> None:
+        """Start and follow the data instances' relay and delta jobs (a coded file's, at the user's
+        optimal instance: docs/GEO.md)."""
+        machines = [
+            item.state_machine_arn(self, name)
+            for item in instances
+            for name in (item.relay_state_machine, item.delta_state_machine)
+        ]
+        executions = [arn.replace(":stateMachine:", ":execution:") + ":*" for arn in machines]
+        grantee.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=machines))
+        grantee.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["states:DescribeExecution", "states:StopExecution"], resources=executions
             )
         )
-        CfnOutput(self, "DataInstanceRegions", value=",".join(item.region for item in instances))

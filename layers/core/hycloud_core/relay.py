@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from .content import PART_SIZE
 from .jobs import job_key
+
+REMOTE_RELAY_PREFIX = "relay/"  # a data instance's bucket: files its relay jobs made whole (a day)
+LAYOUT_PREFIX = "layouts/"  # a data instance's bucket: layouts its jobs read (a day)
 
 
 def relay_job_key(cache_name: str, content_hash: str) -> str:
@@ -27,3 +33,16 @@ def byte_ranges(size: int, range_bytes: int) -> list[dict]:
         {"index": i, "offset": offset, "length": min(step, size - offset)}
         for i, offset in enumerate(range(0, size, step))
     ]
+
+
+def layout_name(content_hash: str, layout: dict) -> str:
+    """The name a coded file's layout is kept under for a job: its content hash and a digest of
+    the layout itself, so a layout a ring change rewrote (blocks at other instances) is a new name
+    and no job reads an old one."""
+    digest = hashlib.sha256(json.dumps(layout, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{content_hash}-{digest}.json"
+
+
+def remote_relay_key(content_hash: str) -> str:
+    """Where a data instance's relay job puts the file it made whole, in its own bucket."""
+    return f"{REMOTE_RELAY_PREFIX}{content_hash}"

@@ -22,6 +22,14 @@ def test_a_layout_saved_by_name_reads_back_and_is_never_evicted_as_a_cached_file
     assert cache.layout(name) == LAYOUT
 
 
+def test_a_layout_a_ring_change_rewrote_is_kept_under_a_new_name(tmp_path):
+    """The file's content is the same, its blocks are elsewhere: a job must read the new layout."""
+    cache = RelayCache(str(tmp_path))
+    before = cache.save_layout("ab" * 32, {**LAYOUT, "chunks": [{"length": 4096, "at": "us-west-2"}]})
+    after = cache.save_layout("ab" * 32, {**LAYOUT, "chunks": [{"length": 4096, "at": "eu-west-1"}]})
+    assert before != after and cache.layout(after)["chunks"][0]["at"] == "eu-west-1"
+
+
 def test_old_layouts_are_pruned_and_recent_ones_kept(tmp_path):
     cache = RelayCache(str(tmp_path))
     old, new = cache.save_layout("aa" * 32, LAYOUT), cache.save_layout("bb" * 32, LAYOUT)

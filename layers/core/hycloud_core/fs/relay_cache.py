@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import BadRequestError, ConflictError
+from ..relay import layout_name
 
 META_SUFFIX = ".hcmeta"
 LAYOUT_DIR = ".layouts"  # coded files' layouts handed to jobs by name; eviction skips dot-names
@@ -82,7 +83,7 @@ class RelayCache:
         file's (about 200 bytes per chunk against Step Functions' 256 KiB and an item's 400 KB)."""
         if not content_hash or "/" in content_hash or content_hash.startswith("."):
             raise BadRequestError("bad content hash", code="bad-content-hash")
-        name = f"{content_hash}.json"
+        name = layout_name(content_hash, layout)
         path = os.path.join(self.dir, LAYOUT_DIR, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if os.path.exists(path):

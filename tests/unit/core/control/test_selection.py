@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core.control.selection import select_service_instances
+from hycloud_core.control.selection import job_instance, select_service_instances
+from hycloud_core.instances import Instance
 
 
 def test_instances_within_ten_percent_of_the_lowest():
@@ -26,3 +27,17 @@ def test_selection_is_exactly_the_set_within_tolerance(latencies):
     low = min(latencies.values())
     assert latencies[chosen.optimal] == low
     assert set(chosen.instances) == {n for n, v in latencies.items() if v <= low * 1.1}
+
+
+HOME = Instance("us-east-1", "home-bucket", "arn:relay:home", "arn:delta:home", home=True)
+WEST = Instance("us-west-2", "west-bucket", "arn:relay:west", "arn:delta:west")
+BARE = Instance("eu-west-1", "eu-bucket", "", "")  # on the ring, its workflows unknown
+
+
+@pytest.mark.parametrize(
+    "optimal,expected",
+    [("us-west-2", WEST), ("us-east-1", None), (None, None), ("eu-west-1", None), ("ap-south-1", None)],
+    ids=["data-instance", "home", "never-measured", "no-workflows", "not-on-the-ring"],
+)
+def test_a_coded_files_job_runs_at_the_optimal_instance_when_it_can(optimal, expected):
+    assert job_instance([HOME, WEST, BARE], optimal) == expected
