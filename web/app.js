@@ -61,8 +61,12 @@ async function listing(path) {
   return entries.sort((a, b) => (a.type === b.type ? a.name.localeCompare(b.name) : a.type === "dir" ? -1 : 1));
 }
 
+let shown = 0;  // the latest show(): an older listing answering late must not draw over it
+
 async function show(path) {
+  const mine = ++shown;
   const entries = await listing(path);
+  if (mine !== shown) return;
   state.cwd = path;
   renderCrumbs(path);
   const body = $("#entries tbody");

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
@@ -65,6 +66,18 @@ def _row(driver, name: str):
     return WebDriverWait(driver, WAIT_S).until(
         ec.presence_of_element_located((By.CSS_SELECTOR, f'#entries tr[data-name="{name}"]'))
     )
+
+
+def _click(driver, name: str, selector: str) -> None:
+    """Click a control in an entry's row. The listing is drawn again after each change (the
+    change's answer, then the refreshed folder), so a row found just before may be replaced under
+    the click: it is then found anew."""
+
+    def attempt(d) -> bool:
+        _row(d, name).find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(attempt)
 
 
 def _dialog_ok(driver, text: str | None = None) -> None:
@@ -127,7 +140,7 @@ def test_browse_upload_download_rename_share_delete(browser, deployment, alice, 
 
     browser.find_element(By.ID, "mkdir-name").send_keys("web")
     browser.find_element(By.ID, "mkdir-btn").click()
-    _row(browser, "web").find_element(By.CSS_SELECTOR, "a.open").click()
+    _click(browser, "web", "a.open")
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "crumbs").text.endswith("web"))
     assert api.call("GET", "/v1/stat", params={"path": "/web"}).json()["type"] == "dir"
 
@@ -139,21 +152,21 @@ def test_browse_upload_download_rename_share_delete(browser, deployment, alice, 
     stored = api.call("GET", "/v1/stat", params={"path": "/web/big.bin"}).json()
     assert stored["storage"] == "large" and stored["content_hash"] == content.hash_file(local)[0]
 
-    _row(browser, "big.bin").find_element(By.CSS_SELECTOR, "button.download").click()
+    _click(browser, "big.bin", "button.download")
     assert hashlib.sha256(_downloaded(browser.downloads, "big.bin")).hexdigest() == digest
 
-    _row(browser, "big.bin").find_element(By.CSS_SELECTOR, "button.rename").click()
+    _click(browser, "big.bin", "button.rename")
     _dialog_ok(browser, "renamed.bin")
     _row(browser, "renamed.bin")
     assert api.call("GET", "/v1/stat", params={"path": "/web/big.bin"}).status_code == 404
 
-    _row(browser, "renamed.bin").find_element(By.CSS_SELECTOR, "button.share").click()
+    _click(browser, "renamed.bin", "button.share")
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "share-url").get_attribute("value"))
     link = browser.find_element(By.ID, "share-url").get_attribute("value")
     _shot(browser, "shared")
     assert hashlib.sha256(requests.get(link, timeout=60).content).hexdigest() == digest  # no key
 
-    _row(browser, "renamed.bin").find_element(By.CSS_SELECTOR, "button.delete").click()
+    _click(browser, "renamed.bin", "button.delete")
     _dialog_ok(browser)
     WebDriverWait(browser, WAIT_S).until(
         lambda d: not d.find_elements(By.CSS_SELECTOR, '#entries tr[data-name="renamed.bin"]')

@@ -435,7 +435,7 @@ class HyCloud:
             mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
         started, queued = time.perf_counter(), {}
         if mode == "relay":
-            download_relay(self.http, remote, local, progress, queued)
+            download_relay(self.http, remote, local, progress, queued, self.instance_endpoints)
         elif "erasure" in info:
             return self._get_coded(remote, local, progress)
         else:

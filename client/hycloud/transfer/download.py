@@ -21,6 +21,7 @@ from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
 from . import resume
+from .coded import redirect
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -163,15 +164,22 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None, report:
 
 
 def download_relay(
-    http: Http, path: str, local: str | Path, progress: Progress | None = None, report: dict | None = None
+    http: Http,
+    path: str,
+    local: str | Path,
+    progress: Progress | None = None,
+    report: dict | None = None,
+    endpoints: dict[str, str] | None = None,
 ) -> Path:
     """Relay download: S3 → EFS cache by a cloud job, then parallel ranged reads from the cache (or,
-    for a coded file made whole at a data instance, from the presigned URL of its copy there)."""
+    for a coded file made whole at a data instance, from the presigned URL of its copy there,
+    reached through `endpoints[instance]` when given, as coded blocks are)."""
     report = report if report is not None else {}
     status = relay_ready(http, path, progress, report)
-    if status.get("url"):  # a coded file made whole at the optimal instance: read from its bucket
+    if status.get("url"):
         report["instance"] = status.get("instance")
-        return download_large(status, local, progress)
+        url = redirect(status["url"], (endpoints or {}).get(status.get("instance")))
+        return download_large({**status, "url": url}, local, progress)
 
     def fetch(offset: int, length: int) -> bytes:
         params = {"path": path, "offset": offset, "length": length}
