@@ -285,7 +285,8 @@ def main() -> None:
             row = run_setup(name, size)
             rows.append(row)
             print(report([row]).splitlines()[-1], row["planned_blocks"], row["served_blocks"], flush=True)
-    text = report(rows)
+    command = " ".join(["python bench/geo_bench.py", *sys.argv[1:]])
+    text = report(rows) + f"\nCommand: `{command}` (local cloud deployed; 1-minute load in the last column).\n"
     print(text)
     result_files.write("geo", {"rows": rows, "streams_per_instance": STREAMS, "chunk_bytes": CHUNK}, text)
 

@@ -82,9 +82,10 @@ def describe(machine: str, name: str) -> dict | None:
     return {"status": "QUEUED", "queue": place} if place is not None else None
 
 
-def _seconds_per_byte(user_id: str, config: SchedConfig) -> float:
-    """The user's measured download rate (eq. 4) or the deployment's default."""
-    rate = Measurements(records().table, user_id).view([INSTANCE])["estimates"].get(INSTANCE)
+def _seconds_per_byte(user_id: str, config: SchedConfig, instance: str = INSTANCE) -> float:
+    """The user's measured download rate from the instance the job runs at (eq. 4), or the
+    deployment's default."""
+    rate = Measurements(records().table, user_id).view([instance])["estimates"].get(instance)
     return 1.0 / (rate or config.default_bps)
 
 
@@ -127,7 +128,8 @@ def run(
             return
         caller = user(router)
         config = store.config(SCHED)
-        spb = _seconds_per_byte(caller, config) if size else 0.0
+        serving = executions.region_of(at) if at else None  # the data instance it runs at
+        spb = _seconds_per_byte(caller, config, serving or INSTANCE) if size else 0.0
         body = json.dumps({"job": name, **payload})
         store.enqueue(
             name, at or machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
