@@ -133,12 +133,12 @@ def _home_delta_ready(job: str) -> bool:
 
 def _delta_ready(job: str) -> bool:
     """Whether the job's delta is still there: in home staging, or in the bucket of the data
-    instance the job ran at."""
+    instance the job ran at (not when that instance left the ring)."""
     machine = _machine(job)
-    at = optimal.instance_of(machine) if machine else None
-    if at is not None:
-        return optimal.holds(at, jobs.delta_object_key(job))
-    return _home_delta_ready(job)
+    if not machine:
+        return _home_delta_ready(job)
+    at = optimal.instance_of(machine)
+    return at is not None and optimal.holds(at, jobs.delta_object_key(job))
 
 
 def _no_staging(job: str) -> None:
@@ -246,14 +246,14 @@ def _report(job: str, inline: bool = True) -> dict:
     machine = _machine(job)
     state = report(describe(machine or CONFIG.delta_state_machine, job))
     result = state.get("result") or {}
-    at = optimal.instance_of(machine) if machine else None
-    if result.get("delta_key") and at is not None:
-        result["delta_url"] = optimal.url(at, result.pop("delta_key"))
-    elif result.get("delta_key"):
+    key = result.pop("delta_key", None)
+    if key and machine:  # at a data instance (gone from the ring since: the next request runs it anew)
+        at = optimal.instance_of(machine)
+        if at is not None:
+            result["delta_url"] = optimal.url(at, key)
+    elif key:
         result["delta_url"] = s3().generate_presigned_url(
-            "get_object",
-            ExpiresIn=URL_TTL_S,
-            Params={"Bucket": CONFIG.bucket, "Key": result.pop("delta_key")},
+            "get_object", ExpiresIn=URL_TTL_S, Params={"Bucket": CONFIG.bucket, "Key": key}
         )
     elif inline and 0 < result.get("delta_size", 0) <= INLINE_DELTA:
         try:
