@@ -140,7 +140,16 @@ def deploy(
     )
     log(f"bootstrap: {time.monotonic() - started:.1f}s")
     started = time.monotonic()
-    deploy_args = ["deploy", "--all", "--require-approval", "never", "--outputs-file", str(OUTPUTS)]
+    deploy_args = [
+        "deploy",
+        "--all",
+        "--concurrency",
+        "4",
+        "--require-approval",
+        "never",
+        "--outputs-file",
+        str(OUTPUTS),
+    ]
     context = ["-c", "hycloud:tracing=false", "-c", f"hycloud:regions={','.join(regions)}"]
     # the standby's replication runs when invoked: every minute it would copy each test user's files
     context += ["-c", f"hycloud:standby={standby or ''}", "-c", "hycloud:standbyEveryMinutes=0"]
