@@ -286,7 +286,9 @@ def main() -> None:
             rows.append(row)
             print(report([row]).splitlines()[-1], row["planned_blocks"], row["served_blocks"], flush=True)
     command = " ".join(["python bench/geo_bench.py", *sys.argv[1:]])
-    text = report(rows) + f"\nCommand: `{command}` (local cloud deployed; 1-minute load in the last column).\n"
+    text = (
+        report(rows) + f"\nCommand: `{command}` (local cloud deployed; 1-minute load in the last column).\n"
+    )
     print(text)
     result_files.write("geo", {"rows": rows, "streams_per_instance": STREAMS, "chunk_bytes": CHUNK}, text)
 
