@@ -17,7 +17,7 @@ import time
 import boto3
 import pytest
 
-from hycloud.transfer.delta import stage
+from hycloud.transfer.staging import stage
 from hycloud_core import bundle
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.queue_records import QueueStore

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
-from .. import admin as ops
 from .output import stdout_console
 from .usage import admin_usage_command, quota_line
 
@@ -28,6 +27,13 @@ ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="The key may read
 @admin.callback()
 def _group(ctx: typer.Context) -> None:
     STATE["json"] = bool(ctx.find_root().params.get("json_output"))
+
+
+def ops():
+    """The admin operations, imported when a command runs (they load boto3: 0.2 s a start)."""
+    from .. import admin
+
+    return admin
 
 
 def _json() -> bool:
@@ -65,7 +71,7 @@ def create_user(
     user: str, table: TableOpt = None, outputs: OutputsOpt = None, read_only: ReadOnlyOpt = False
 ) -> None:
     """Create a user and print its API key (shown once; only its hash is stored)."""
-    created = ops.create_account(_table(table, outputs), user, read_only=read_only)
+    created = ops().create_account(_table(table, outputs), user, read_only=read_only)
     _emit(created, created["api_key"])
 
 
@@ -74,14 +80,14 @@ def add_key(
     user: str, table: TableOpt = None, outputs: OutputsOpt = None, read_only: ReadOnlyOpt = False
 ) -> None:
     """Give a user one more API key (printed once)."""
-    token = ops.add_key(_table(table, outputs), user, read_only=read_only)
+    token = ops().add_key(_table(table, outputs), user, read_only=read_only)
     _emit({"user": user, "api_key": token, "read_only": read_only}, token)
 
 
 @admin.command("list-keys")
 def list_keys(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """A user's keys: ids, creation, read-only, expiry (never the secrets)."""
-    keys = ops.users(_table(table, outputs)).keys(user)
+    keys = ops().users(_table(table, outputs)).keys(user)
     if _json():
         _emit({"user": user, "keys": keys}, "")
         return
@@ -98,7 +104,7 @@ def list_keys(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> 
 @admin.command("revoke-key")
 def revoke_key(key_id: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Revoke one key at once (its id is the part after `hck_`, as `list-keys` shows)."""
-    user = ops.users(_table(table, outputs)).revoke(key_id)
+    user = ops().users(_table(table, outputs)).revoke(key_id)
     _emit({"key_id": key_id, "user": user, "revoked": True}, f"revoked key {key_id} of {user}")
 
 
@@ -111,28 +117,28 @@ def rotate_key(
     read_only: ReadOnlyOpt = False,
 ) -> None:
     """Give a user a new key (printed once) and retire its other keys, now or after --grace seconds."""
-    rotated = ops.rotate_key(_table(table, outputs), user, grace_s=grace, read_only=read_only)
+    rotated = ops().rotate_key(_table(table, outputs), user, grace_s=grace, read_only=read_only)
     _emit(rotated, rotated["api_key"])
 
 
 @admin.command("disable-user")
 def disable_user(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Refuse every key of a user (403 user-disabled) until `enable-user`."""
-    ops.users(_table(table, outputs)).set_disabled(user, True)
+    ops().users(_table(table, outputs)).set_disabled(user, True)
     _emit({"user": user, "disabled": True}, f"disabled {user}")
 
 
 @admin.command("enable-user")
 def enable_user(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Accept a disabled user's keys again."""
-    ops.users(_table(table, outputs)).set_disabled(user, False)
+    ops().users(_table(table, outputs)).set_disabled(user, False)
     _emit({"user": user, "disabled": False}, f"enabled {user}")
 
 
 @admin.command("delete-user")
 def delete_user(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Delete a user with no files left: profile and keys go; its id is never given again."""
-    uid = ops.users(_table(table, outputs)).delete(user)
+    uid = ops().users(_table(table, outputs)).delete(user)
     _emit({"user": user, "id": uid, "deleted": True}, f"deleted {user} ({uid})")
 
 
@@ -146,12 +152,12 @@ def set_quota(
     reset: Annotated[bool, typer.Option("--reset", help="Back to the deployment's defaults first.")] = False,
 ) -> None:
     """Set a user's own quota; limits not given stay as they are."""
-    result = ops.set_quota(_table(table, outputs), user, max_bytes, max_files, reset=reset)
+    result = ops().set_quota(_table(table, outputs), user, max_bytes, max_files, reset=reset)
     _emit(result, f"{user}: {quota_line(result)}")
 
 
 @admin.command("recount-usage")
 def recount_usage(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Rebuild a user's usage counter from its file records (after a crash left it off)."""
-    result = ops.recount_usage(_table(table, outputs), user)
+    result = ops().recount_usage(_table(table, outputs), user)
     _emit(result, f"{user}: {result['bytes']} bytes in {result['files']} files")

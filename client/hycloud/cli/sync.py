@@ -11,11 +11,6 @@ import typer
 from hycloud_core.errors import BadRequestError
 
 from ..sdk import HyCloud
-from ..sync import SyncOptions, sync
-from ..sync.filters import PathFilter
-from ..sync.progress import SyncProgress
-from ..sync.watch import flush_held
-from ..sync.watch import watch as watch_changes
 from . import exit_codes
 from .output import STATE, emit, note
 
@@ -83,6 +78,12 @@ def sync_command(
 
     Changes made at DST since the last sync are never overwritten: a file changed on both sides
     keeps the newer (by mtime) and the other beside it as NAME.conflict-DEVICE-TIME."""
+    from ..sync import SyncOptions, sync  # here: the sync engine is not every command's start-up cost
+    from ..sync.filters import PathFilter
+    from ..sync.progress import SyncProgress
+    from ..sync.watch import flush_held
+    from ..sync.watch import watch as watch_changes
+
     direction, local, remote = split_ends(src, dst)
     if (watch or watch_for is not None) and (direction != "push" or dry_run):
         raise BadRequestError(

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 
-import boto3
 from rich.console import Console
 from rich.table import Table
-
-from hycloud_core.cost import load_prices
-from hycloud_core.cost.records import deployment_usage
 
 from ..sdk import HyCloud
 
@@ -153,5 +149,10 @@ def show_deployment(report: dict, json_output: bool, console: Console | None = N
 
 def admin_usage_command(table: str, json_output: bool, console: Console | None = None) -> None:
     """Scan the deployment's table (AWS credentials needed; reads every item once)."""
+    import boto3  # only here: the deployment's table, with AWS credentials
+
+    from hycloud_core.cost import load_prices
+    from hycloud_core.cost.records import deployment_usage
+
     usage = deployment_usage(boto3.resource("dynamodb").Table(table))
     show_deployment(usage.report(load_prices()), json_output, console)

@@ -26,7 +26,7 @@ from hycloud_core import bundle, content, paths
 from hycloud_core.errors import HyCloudError, error_from_body
 
 from ..transfer import Progress
-from ..transfer.delta import stage
+from ..transfer.staging import stage
 from ..verify import check_stored
 from .subscribers import ProgressLike, as_progress, report
 

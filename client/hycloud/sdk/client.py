@@ -8,6 +8,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
@@ -18,13 +19,17 @@ from ..config import ClientConfig
 from ..failover import FailoverHttp
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
-from ..transfer.coded import SessionFor, download_coded, upload_coded
-from ..transfer.delta import delta_download, delta_from_known, delta_upload, signature_upload
 from ..verify import check_stored
 from ..versions import VersionStore
 from . import tree_jobs, trees
 from .files import open_remote
 from .subscribers import ProgressLike, as_progress, report
+
+if TYPE_CHECKING:
+    from ..transfer.coded import SessionFor
+
+# The delta engine and the erasure coder (numpy, zstandard, zfec: about 0.2 s to import) load in
+# the methods that move a file that way, so `hycloud ls` and small files start without them.
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
@@ -262,6 +267,8 @@ class HyCloud:
         via: str,
     ) -> dict | None:
         """The delta upload when one is possible and pays, else None (upload directly)."""
+        from ..transfer.delta import signature_upload
+
         if base is not None:
             result = self._put_against(
                 local, remote, progress, Path(base), delta_kind, upload_rate, force_delta
@@ -301,6 +308,8 @@ class HyCloud:
     ) -> dict | None:
         """The delta upload against a local copy of the path's version, sent without a stat first;
         None (upload directly) when there is nothing at the path to patch."""
+        from ..transfer.delta import delta_upload
+
         rate = upload_rate or self.store.rate("up") or self.upload_rate
         known = self.store.get(remote)
         try:
@@ -324,6 +333,8 @@ class HyCloud:
             raise
 
     def _put_coded(self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict) -> dict:
+        from ..transfer.coded import upload_coded
+
         result = upload_coded(self.http, local, remote, parents, progress, keep)
         auto.remember(self.store, remote, result["content_hash"], local)  # a base for the next delta
         return self._noted(self._journaled(local, remote, result, keep), "coded")
@@ -352,6 +363,8 @@ class HyCloud:
 
     def get_bytes(self, path: str, progress: ProgressLike = None) -> bytes:
         """A file's bytes in memory, whatever its size (a large file comes from S3, verified)."""
+        from ..transfer.coded import download_coded
+
         response = self._fetch(path)
         if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
             data = _verified(path, response)
@@ -425,6 +438,8 @@ class HyCloud:
             mode = auto.download_mode(info["size"], auto.rates(self.store), base is not None)
         mode = "direct" if mode == "delta" and base is None else mode
         if mode == "delta":
+            from ..transfer.delta import delta_download
+
             started = time.perf_counter()
             result = delta_download(
                 self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
@@ -456,6 +471,8 @@ class HyCloud:
         size = local.stat().st_size  # the new version's size is not known yet: about the same
         if via == "auto" and auto.download_mode(size, auto.rates(self.store), True) != "delta":
             return None
+        from ..transfer.delta import delta_download, delta_from_known
+
         started = time.perf_counter()
         answer = delta_from_known(self.http, remote, known.content_hash)
         if answer is None:
@@ -481,6 +498,8 @@ class HyCloud:
         self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
 
     def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:
+        from ..transfer.coded import download_coded
+
         result = download_coded(
             self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
         )

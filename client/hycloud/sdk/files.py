@@ -22,9 +22,9 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import new_session
-from ..transfer.coded import ChunkReader
 
 if TYPE_CHECKING:
+    from ..transfer.coded import ChunkReader
     from .client import HyCloud
 
 READ_BUFFER = 1024 * 1024
@@ -110,6 +110,8 @@ class RemoteReader(io.RawIOBase):
 
     def _ranged_get(self, offset: int, length: int) -> bytes:
         if "erasure" in self._link:  # a coded file: the chunks that hold the range, from k blocks each
+            from ..transfer.coded import ChunkReader  # the erasure decoder, loaded when first needed
+
             self._chunks = self._chunks or ChunkReader(self.client.http, self.path)
             return self._chunks.read(offset, length)
         self._session = self._session or new_session(retries=3)

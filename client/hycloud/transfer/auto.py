@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hycloud_core.delta import delta as rsync_delta
-from hycloud_core.delta import delta_seconds, should_delta_download, signature
+from hycloud_core.delta.decision import delta_seconds, should_delta_download
 
 from ..versions import VersionStore
 from . import background
@@ -50,6 +49,9 @@ def compute_rate(store: VersionStore) -> float:
     for _ in range(16):  # scattered edits, like a new release
         at = rng.randrange(PROBE - 64)
         new[at : at + 64] = rng.randbytes(64)
+    from hycloud_core.delta import delta as rsync_delta  # the engine, loaded when first used
+    from hycloud_core.delta.sync import signature
+
     started = time.perf_counter()
     rsync_delta(signature(io.BytesIO(old), 4096), io.BytesIO(bytes(new)), io.BytesIO())
     rate = PROBE / max(time.perf_counter() - started, 1e-6)
@@ -107,6 +109,8 @@ def remember(store: VersionStore, remote: str, content_hash: str, local: Path) -
     st = local.stat()
 
     def run() -> None:
+        from hycloud_core.delta.sync import signature
+
         try:
             with open(local, "rb") as f:
                 sig = signature(f, signature_block(st.st_size))

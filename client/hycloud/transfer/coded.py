@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from urllib3.exceptions import ProtocolError
@@ -34,6 +33,7 @@ from hycloud_core.errors import HyCloudError
 
 from ..http import Http, new_session
 from ..verify import check_stored
+from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
 
@@ -235,14 +235,6 @@ class ChunkReader:
 
 
 # --- download --------------------------------------------------------------------------------
-def redirect(url: str, endpoint: str | None) -> str:
-    """The URL with its scheme and host:port replaced by `endpoint` (path and signature kept)."""
-    if not endpoint:
-        return url
-    parts, target = urlsplit(url), urlsplit(endpoint)
-    return urlunsplit((target.scheme, target.netloc, parts.path, parts.query, parts.fragment))
-
-
 @dataclass
 class InstanceStats:
     """What one instance's link did during a download: reported as a measurement."""

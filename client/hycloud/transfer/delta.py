@@ -12,7 +12,6 @@ to choose between sending the delta (the cloud patches on EFS) and a direct uplo
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import os
 import queue
@@ -27,17 +26,18 @@ from typing import BinaryIO
 from hycloud_core import content
 from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delta_upload, versioned
 from hycloud_core.delta import delta as rsync_delta
-from hycloud_core.delta import signature as rsync_signature
 from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
 from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
+from hycloud_core.delta.sync import signature as rsync_signature
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from ..http import Http, new_session
 from ..verify import check_stored
 from . import background
 from .progress import Progress
+from .staging import STAGE_TIMEOUT_S, stage
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
@@ -45,7 +45,6 @@ START_WAIT_S = 3  # the request that starts a job holds up to this long for its 
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
 MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through S3
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
-STAGE_TIMEOUT_S = 600
 ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
 
@@ -106,30 +105,6 @@ def _job_error(status: dict) -> HyCloudError:
             status=error.get("status"),
         )
     return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
-
-
-def stage(http: Http, source: BinaryIO) -> str:
-    """Put a checksum list or delta too large for one API request into S3 by presigned URL (from
-    the file's start, streamed); returns its sha256, which names it to the job."""
-    digest, size = hashlib.sha256(), 0
-    source.seek(0)
-    while piece := source.read(PIECE):
-        digest.update(piece)
-        size += len(piece)
-    staged = http.json("POST", "/v1/delta/staging", json={"sha256": digest.hexdigest(), "size": size})
-    source.seek(0)
-    response = new_session().put(
-        staged["url"],
-        data=source,
-        headers={
-            "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
-            "Content-Length": str(size),
-        },
-        timeout=STAGE_TIMEOUT_S,
-    )
-    if response.status_code >= 300:
-        raise HyCloudError(f"staging the delta failed ({response.status_code})", code="staging-failed")
-    return staged["staged"]
 
 
 def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:

@@ -21,7 +21,7 @@ from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
 from . import resume
-from .coded import redirect
+from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
 

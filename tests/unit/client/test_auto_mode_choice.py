@@ -99,7 +99,7 @@ def test_mode_choice(tmp_path):
 def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
     """A local copy with the remote's content but no record: the delta path finds them equal."""
     from hycloud.sdk import HyCloud
-    from hycloud.sdk import client as sdk_client
+    from hycloud.transfer import delta as transfer_delta
 
     monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "s.sqlite3"))
     local = tmp_path / "f"
@@ -108,7 +108,9 @@ def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
     link = {"path": "/f", "content_hash": "h", "size": 100}
     monkeypatch.setattr(sdk, "_fetch", lambda path: _LinkResponse(link))
     monkeypatch.setattr(
-        sdk_client, "delta_download", lambda *a, **k: {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
+        transfer_delta,
+        "delta_download",
+        lambda *a, **k: {"kind": "same", "sent_bytes": 0, "received_bytes": 0},
     )
     monkeypatch.setattr(auto, "download_mode", lambda *a: "delta")
     assert sdk.get("/f", local) == local

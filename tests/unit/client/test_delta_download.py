@@ -13,7 +13,8 @@ import pytest
 from hycloud.cli import exit_codes
 from hycloud.transfer.delta import delta_download
 from hycloud_core import content
-from hycloud_core.delta import FULL_STRONG_LEN, Signature, delta, signature
+from hycloud_core.delta import FULL_STRONG_LEN, Signature, delta
+from hycloud_core.delta.sync import signature
 from hycloud_core.errors import HyCloudError
 
 

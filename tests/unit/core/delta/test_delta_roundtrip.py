@@ -87,7 +87,7 @@ def test_streams_from_files(tmp_path):
     (tmp_path / "old").write_bytes(old)
     (tmp_path / "new").write_bytes(new)
     with open(tmp_path / "old", "rb") as f:
-        from hycloud_core.delta import signature
+        from hycloud_core.delta.sync import signature
 
         sig = signature(f, 2048)
     with open(tmp_path / "new", "rb") as f, open(tmp_path / "delta", "wb") as out:
