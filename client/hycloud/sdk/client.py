@@ -291,7 +291,12 @@ class HyCloud:
         if result is None:
             return None
         auto.learn_job(
-            self.store, os.path.getsize(local), result["sent_bytes"], result, result.get("job_seconds", 0)
+            self.store,
+            os.path.getsize(local),
+            result["sent_bytes"],
+            result,
+            result.get("job_seconds", 0),
+            "up",
         )
         auto.remember(self.store, remote, result["content_hash"], local)
         return self._noted(result, "delta")
@@ -493,7 +498,9 @@ class HyCloud:
     def _delta_done(self, remote: str, info: dict, local: Path, result: dict, started: float) -> None:
         """Learn from the delta job that ran, remember the version `local` now holds."""
         if result["kind"] != "same":
-            auto.learn_job(self.store, info["size"], result["received_bytes"], result, result["job_seconds"])
+            auto.learn_job(
+                self.store, info["size"], result["received_bytes"], result, result["job_seconds"], "down"
+            )
         auto.remember(self.store, remote, info["content_hash"], local)
         self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
 

@@ -22,6 +22,7 @@ from . import background
 LINK = 50e6 / 8  # the paper's client link, 50 Mbit/s, until measured
 S3_EFS = 100 * 2**20
 OVERHEAD_S = 1.0  # a delta job's start-to-result time until measured
+MIN_OVERHEAD_S = 0.1  # a job costs at least a request and a state machine's start
 GAMMA = 0.9  # elimination expected of a new version against the previous one until measured
 RELAY_MARGIN = 1.1  # relay only when measured clearly faster than direct
 PROBE = 4 * 2**20
@@ -86,13 +87,22 @@ def upload_pays(size: int, delta_size: int, r: Rates) -> bool:
     return delta_seconds(size, r.up, r.compute, r.s3_efs, gamma, r.overhead_s) < size / r.up
 
 
-def learn_job(store: VersionStore, size: int, delta_size: int, result: dict, overhead_s: float) -> None:
-    """Keep what a finished delta job taught: γ, the S3<->EFS rate it reports, its overhead."""
+def learn_job(
+    store: VersionStore, size: int, delta_size: int, result: dict, job_seconds: float, direction: str
+) -> None:
+    """Keep what a finished delta job taught: γ, the S3<->EFS rate it reports, its overhead.
+
+    The overhead is the job's start-to-result time less what eq. 2 charges on its own for work done
+    inside it: both S3<->EFS moves, and the delta's computation (`down`: in the cloud) or the delta
+    crossing the link (`up`: sent with the job's request). Kept whole, those would count twice.
+    """
     if size:
         store.add_rate("gamma", max(1 - delta_size / size, 1e-3))
     if result.get("s3_efs_rate"):
         store.add_rate("s3_efs", result["s3_efs_rate"])
-    store.add_rate("overhead_s", max(overhead_s, 1e-3))
+    r = rates(store)
+    inside = size / r.compute if direction == "down" else delta_size / r.up
+    store.add_rate("overhead_s", max(job_seconds - 2 * size / r.s3_efs - inside, MIN_OVERHEAD_S))
 
 
 def signature_block(size: int) -> int:

@@ -125,3 +125,27 @@ class _LinkResponse:
 
     def json(self) -> dict:
         return self._link
+
+
+@pytest.mark.parametrize("direction", ["down", "up"])
+def test_a_learned_job_predicts_its_own_time_without_counting_its_transfers_twice(tmp_path, direction):
+    """The job's start-to-result time already holds its S3<->EFS moves and (download) the cloud's
+    delta computation or (upload) the delta crossing the link; eq. 2 charges those on their own."""
+    store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    store.add_rate("compute", 50 * MB)
+    store.add_rate("up", 4 * MB)
+    size, delta_size, job_seconds = 16 * 2**20, 200_000, 2.5
+    auto.learn_job(store, size, delta_size, {"s3_efs_rate": 40 * MB}, job_seconds, direction)
+    r = auto.rates(store)
+    gamma = 1 - delta_size / size
+    link = r.up if direction == "up" else 1e12  # a download's delta is fetched after the job
+    predicted = r.overhead_s + size / r.compute + 2 * size / r.s3_efs + (1 - gamma) * size / link
+    client_side = size / r.compute if direction == "up" else 0.0  # the upload computes it first
+    assert predicted == pytest.approx(job_seconds + client_side, rel=0.02)
+
+
+def test_a_job_faster_than_its_charges_leaves_a_small_positive_overhead(tmp_path):
+    store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    store.add_rate("compute", 50 * MB)
+    auto.learn_job(store, 10**9, 10**6, {}, 0.5, "down")
+    assert 0 < auto.rates(store).overhead_s <= 0.2
