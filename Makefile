@@ -23,13 +23,13 @@ demo: setup
 test:
 	@set -e; t0=$$(date +%s); $(MAKE) --no-print-directory setup; t1=$$(date +%s); \
 	$(PY) infra/local/localcloud.py install; t2=$$(date +%s); \
-	set +e; $(PY) -m pytest -n 2 --dist loadgroup --durations=20; rc=$$?; t3=$$(date +%s); \
+	set +e; $(PY) infra/local/run_tests.py --durations=20; rc=$$?; t3=$$(date +%s); \
 	echo "phases: project install $$((t1-t0)) s, local cloud install $$((t2-t1)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
 	exit $$rc
 
 fast: setup  # daily work: everything but the slow end-to-end cases (make test runs them all)
 	$(PY) infra/local/localcloud.py install
-	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow"
+	$(PY) infra/local/run_tests.py -m "not slow"
 
 unit: setup
 	$(PY) -m pytest tests/unit tests/infra

@@ -25,8 +25,11 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
-# `make test` runs two pytest-xdist workers: every test that needs the local cloud goes to one of
-# them, in order (one cloud, one deployment), while the other runs the unit and infra tests.
+# Under pytest-xdist, a session that deploys the local cloud itself keeps every test that needs it
+# on one worker, in order (one cloud, one deployment), while the other takes the unit and infra
+# tests. When the cloud was deployed before the workers started (`make test`,
+# infra/local/run_tests.py), the cloud tests spread over the workers module by module; the ones
+# marked `exclusive` run afterwards, alone. Tests marked xdist_group stay together either way.
 CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
 
 
@@ -34,11 +37,17 @@ CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class CloudTestsOnOneWorker(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "cloud" if nodeid.startswith(CLOUD_TESTS) else nodeid
+    spread = bool(os.environ.get("HYCLOUD_CLOUD_DEPLOYED"))
 
-    return CloudTestsOnOneWorker(config, log)
+    class CloudTestsScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if "@" in nodeid:  # `--dist loadgroup` suffixes an xdist_group's tests with its name
+                return nodeid.rsplit("@", 1)[-1]
+            if not nodeid.startswith(CLOUD_TESTS):
+                return nodeid
+            return nodeid.split("::", 1)[0] if spread else "cloud"
+
+    return CloudTestsScheduling(config, log)
 
 
 def pytest_configure(config) -> None:

@@ -83,8 +83,13 @@ class Deployment:
 
 @pytest.fixture(scope="session")
 def deployment():
+    """The deployed app: deployed by `make test` before the lanes start (infra/local/run_tests.py),
+    or else by this session, which then stops the cloud at the end if it started it."""
     from tests.conftest import PHASES
 
+    if os.environ.get("HYCLOUD_CLOUD_DEPLOYED"):
+        yield Deployment(json.loads(local.OUTPUTS.read_text()).popitem()[1], local.cloud_env())
+        return
     t0 = time.monotonic()
     started = local.start()
     PHASES["start local cloud"] = time.monotonic() - t0

@@ -425,6 +425,7 @@ def partition(deployment: Deployment, pk: str) -> list[dict]:
     return got["Items"]
 
 
+@pytest.mark.exclusive
 def test_upkeep_clears_what_a_deleted_user_left_behind(deployment):
     user = new_user(deployment)
     assert (

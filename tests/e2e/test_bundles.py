@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import time
@@ -329,7 +330,7 @@ def test_a_large_bundle_commits_together_and_waits_for_a_busy_path(deployment):
             "pk": {"S": f"LOCK#{user.ns_key}"},
             "sk": {"S": "/b/d1/f100"},
             "owner": {"S": "another-operation"},
-            "expires": {"N": str(int(time.time()) + 2)},
+            "expires": {"N": str(math.ceil(time.time()) + 2)},  # 2-3 s from now: >= 1 s when sent
         },
     )
     data = {f"/b/d{i % 3}/f{i:03d}": f"file {i}\n".encode() * (1 + i % 5) for i in range(250)}

@@ -93,6 +93,7 @@ def test_delta_upload_onto_a_coded_base_commits_the_new_version_plain(deployment
     assert (tmp_path / "back.bin").read_bytes() == new
 
 
+@pytest.mark.exclusive
 def test_retained_coded_version_is_a_delta_base_and_survives_the_sweep(deployment, instances, user, tmp_path):
     old = os.urandom(4 * MiB + 11)
     new = old[: 2 * MiB] + os.urandom(700) + old[2 * MiB + 700 :]
@@ -126,6 +127,7 @@ def test_files_above_the_deployments_threshold_are_coded_unless_told_not_to(depl
         user.sdk().rm(path)
 
 
+@pytest.mark.exclusive
 @pytest.mark.slow
 def test_a_relay_of_a_coded_file_with_a_large_layout_passes_it_by_name(deployment, instances, user, tmp_path):
     """A layout over Step Functions' 256 KiB input limit (many chunks) reaches the job by name."""

@@ -30,7 +30,7 @@ from tests.e2e.invariants import (
     unreadable_links,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.exclusive]
 CLIENTS, OPS, SEED = 8, 150, 20261123  # 1,200 operations: each also writes its Merkle ancestors
 LARGE = 2 * 1024 * 1024 + 1024
 SHARED = ["/s/d0", "/s/d1", "/s/d2"]

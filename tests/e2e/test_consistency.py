@@ -24,6 +24,7 @@ def _run(workers: list) -> None:
     assert not any(t.is_alive() for t in threads)
 
 
+@pytest.mark.exclusive
 def test_tree_copies_racing_overwrites_lose_no_file(bob, tmp_path):
     """Copies of /a into /cK while other requests overwrite files inside /a: afterwards every link's
     content is stored, also after removing most of them and collecting garbage."""

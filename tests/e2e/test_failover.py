@@ -26,6 +26,7 @@ from hycloud.sdk import HyCloud
 from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
 from .tcp_relay import TcpRelay
 
+pytestmark = pytest.mark.exclusive  # see infra/local/run_tests.py
 STANDBY_REGION = "us-west-2"  # infra/local/deploy.py
 STREAM_LAG_BOUND_S = 10.0  # record stream: 1 s batching window + one invocation (1-3 s measured here)
 # the reported lag counts from a record's ApproximateCreationDateTime, which DynamoDB Local

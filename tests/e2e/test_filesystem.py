@@ -33,6 +33,7 @@ def big_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.exclusive
 def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_file, tmp_path):
     result = json.loads(alice.cli("--json", "put", "-p", str(big_file), "/large/fifty.bin").stdout)
     h = result["content_hash"]

@@ -488,6 +488,7 @@ def test_repair_job_rebuilds_a_lost_instances_blocks_byte_exact(deployment, inst
     assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
 
 
+@pytest.mark.exclusive
 def test_whole_instance_repair_rebuilds_every_users_blocks(deployment, instances, tmp_path):
     """The operator's job (no user), queued through the dispatcher: every user's blocks on a lost
     instance, in one run."""
@@ -556,6 +557,7 @@ def _stored(deployment, instances, blocks) -> set[str]:
     return kept
 
 
+@pytest.mark.exclusive
 def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     deployment, instances, alice, bob, tmp_path
 ):

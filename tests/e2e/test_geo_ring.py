@@ -20,6 +20,7 @@ from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
 from tests.e2e.operator_jobs import run_operator_job
 
+pytestmark = pytest.mark.exclusive  # see infra/local/run_tests.py
 MiB = 1024 * 1024
 FOURTH = local.SPARE_REGION
 

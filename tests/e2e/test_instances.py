@@ -104,9 +104,10 @@ def test_put_get_through_the_cli_with_instances_deployed(deployment, instances, 
         keys = {
             region: [
                 o["Key"]
-                for o in deployment.client("s3", region)
-                .list_objects_v2(Bucket=instances[region]["BucketName"])
-                .get("Contents", [])
+                for page in deployment.client("s3", region)
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket=instances[region]["BucketName"])
+                for o in page.get("Contents", [])
             ]
             for region in instances
         }

@@ -20,7 +20,7 @@ from hycloud_core import content, paths
 from hycloud_core.relay import byte_ranges
 from tests.e2e.conftest import _make_user
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.exclusive]
 MiB = 1024 * 1024
 LIMIT = 8 * MiB
 SIZE = 66 * MiB  # 8 whole ranges and a 2 MiB tail

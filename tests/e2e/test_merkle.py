@@ -215,6 +215,7 @@ def test_tree_jobs_leave_the_hashes_right(worker):
     assert {"/c", "/m"} <= _tombstones(sdk, "/")
 
 
+@pytest.mark.exclusive
 @pytest.mark.slow
 def test_upkeep_repairs_a_lost_hash_write(deployment, worker):
     """A node lost between EFS and DynamoDB (a crash) is rewritten from EFS by upkeep."""
@@ -260,6 +261,7 @@ def _wide_tree(user) -> list[str]:
     return [f"/w/c{k}/d{i}{e}" for k in range(10) for i in range(10) for e in leaves]
 
 
+@pytest.mark.exclusive
 def test_a_round_of_1000_stale_folders_is_answered_in_time(deployment):
     """Once, 1,000 paths whose folders all needed their hashes recomputed took the route past the
     API's 29 s, and an answer larger than a DynamoDB item could not be kept for its Idempotency-Key:

@@ -153,6 +153,7 @@ def delta_function_name(deployment) -> str:
     return names[0]
 
 
+@pytest.mark.exclusive
 def test_delta_job_publishes_the_bytes_it_did_not_send(deployment, alice, tmp_path):
     v1 = os.urandom(3 * MiB + int.from_bytes(os.urandom(2), "big"))
     v2 = v1[:1000] + b"changed" + v1[1007:]

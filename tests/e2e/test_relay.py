@@ -45,6 +45,7 @@ def test_new_version_is_never_served_from_an_old_cache_entry(deployment, alice, 
     assert (tmp_path / "n").read_bytes() == new
 
 
+@pytest.mark.exclusive
 def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_path):
     data = os.urandom(24 * MiB)
     (tmp_path / "e").write_bytes(data)
@@ -108,6 +109,7 @@ def relay_runs(deployment) -> dict[str, str]:
     return {e["name"]: e["status"] for page in pages for e in page["executions"]}
 
 
+@pytest.mark.exclusive
 def test_relay_after_eviction_runs_a_new_execution(deployment, alice, tmp_path):
     data = os.urandom(4 * MiB + 3)
     (tmp_path / "v").write_bytes(data)

@@ -25,7 +25,7 @@ from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from infra.local import deploy as local
 from tests.e2e.conftest import HYCLOUD, _make_user
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]
 MiB = 1024 * 1024
 TREE_FILES = 205  # more entries than the deployment copies inline (200): a tree job
 KNOBS = ("capacity", "max_workers", "max_wait_s", "default_bps", "throttle_bps", "order")

@@ -164,6 +164,7 @@ def _configure(lam, variables: dict[str, dict]) -> None:
         lam.get_waiter("function_updated_v2").wait(FunctionName=fn)
 
 
+@pytest.mark.exclusive
 @pytest.mark.usefixtures("small_jobs")
 class TestSmallTreesAsJobs:
     def test_a_stopped_job_resumes_when_the_same_operation_is_resubmitted(self, owner, seed):

@@ -12,7 +12,7 @@ import pytest
 from hycloud_core import content
 from tests.e2e.invariants import file_records, records_disagreeing, temporary_files
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]
 
 
 def test_upkeep_repairs_records_and_removes_stale_leftovers(deployment, dave):

@@ -22,7 +22,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-pytestmark = [pytest.mark.localcloud, pytest.mark.slow]
+pytestmark = [pytest.mark.localcloud, pytest.mark.slow, pytest.mark.exclusive]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "infra" / "local" / "localcloud.py"

@@ -1,0 +1,76 @@
+"""`make test` and `make fast`: start the local cloud and deploy the app once, run the tests in two
+lanes, then alone the ones that change what every other test sees.
+
+Lane work: two pytest-xdist workers share the deployed cloud, each with its own users, and take
+the unit tests and the cloud tests module by module. Cloud tests marked `exclusive` (they add an
+instance to the ring, fail the controller over, change a function's settings, stop the cloud, or
+assert on state no test owns alone) run afterwards in one process with nothing else running.
+The cloud is stopped at the end when this run started it. Extra arguments go to both pytest runs;
+`-m EXPR` narrows both phases (`make fast` passes `-m "not slow"`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from infra.local import deploy as local  # noqa: E402
+
+DEPLOYED = "HYCLOUD_CLOUD_DEPLOYED"  # tells tests/e2e/conftest.py the cloud is up and deployed
+NO_TESTS = 5  # pytest's exit code when a phase selects nothing
+
+
+def _split_marker(args: list[str]) -> tuple[str | None, list[str]]:
+    """The `-m EXPR` among the arguments, and the others."""
+    rest, marker = [], None
+    it = iter(args)
+    for arg in it:
+        if arg == "-m":
+            marker = next(it)
+        else:
+            rest.append(arg)
+    return marker, rest
+
+
+def _phase(marker: str, extra: str | None, args: list[str], env: dict[str, str]) -> int:
+    expr = f"({marker}) and ({extra})" if extra else marker
+    cmd = [sys.executable, "-m", "pytest", "-m", expr, *args]
+    print("$", shlex.join(cmd), flush=True)
+    code = subprocess.run(cmd, env=env).returncode
+    return 0 if code == NO_TESTS else code
+
+
+def main(argv: list[str]) -> int:
+    extra, args = _split_marker(argv)
+    phases: dict[str, float] = {}
+    t0 = time.monotonic()
+    started = local.start()
+    phases["start local cloud"] = time.monotonic() - t0
+    try:
+        t0 = time.monotonic()
+        local.deploy(log=lambda msg: None)
+        phases["deploy"] = time.monotonic() - t0
+        env = {**os.environ, DEPLOYED: "1"}
+        t0 = time.monotonic()
+        lanes = _phase("not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args], env)
+        phases["two lanes"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        alone = _phase("exclusive", extra, ["-p", "no:xdist", *args], env)
+        phases["exclusive, alone"] = time.monotonic() - t0
+    finally:
+        if started:
+            t0 = time.monotonic()
+            local.stop()
+            phases["stop local cloud"] = time.monotonic() - t0
+    print("phases: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases.items()))
+    return lanes or alone
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
