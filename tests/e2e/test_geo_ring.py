@@ -107,6 +107,16 @@ def _moves(data: bytes, before: HashRing, after: HashRing) -> int:
     )
 
 
+def _moved_by(before: HashRing, after: HashRing, size: int) -> bytes:
+    """Random content of which the ring change moves at least one block: a chunk's three
+    instances stay the same about one time in four, so any given content may move nothing."""
+    for _ in range(100):
+        data = os.urandom(size)
+        if _moves(data, before, after):
+            return data
+    raise AssertionError("the ring change moves no block of 100 random files")
+
+
 def _all_byte_exact(sdk, files: dict[str, bytes], tmp_path) -> None:
     for path, data in files.items():
         back = tmp_path / "back.bin"
@@ -135,7 +145,7 @@ def test_a_fourth_instance_joins_and_leaves_the_ring_moving_only_what_the_ring_m
     assert _holdings(deployment, buckets, hashes) == {**before, FOURTH: set()}
     data_three = [_described(o) for o in list(deployed.values())[1:]]
 
-    spanning = os.urandom(3 * MiB + 7)  # started on three instances, committed on four
+    spanning = _moved_by(ring3, ring4, 3 * MiB + 7)  # started on three instances, committed on four
     (tmp_path / "src.bin").write_bytes(spanning)
     plain, result, left = sdk.http.json, {}, {}
     sdk.http.json = _commit_after(
