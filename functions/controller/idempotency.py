@@ -37,6 +37,7 @@ EXEMPT = frozenset(
         ("POST", "/v1/uploads"),
         ("POST", "/v1/uploads/urls"),
         ("POST", "/v1/coded/uploads"),  # a new challenge each time; a URL per block
+        ("POST", "/v1/coded/uploads/urls"),
         ("POST", "/v1/relay"),
         ("POST", "/v1/delta/download"),
         # A bundle commits each file as its own idempotent write (same bytes, same path), and its

@@ -27,7 +27,7 @@ from urllib3.exceptions import ProtocolError
 
 from hycloud_core import content
 from hycloud_core.codec.erasure import DEFAULT_CHUNK_SIZE, choose_params, decode_chunk, encode_stream
-from hycloud_core.coded_layout import CodedLayout
+from hycloud_core.coded_layout import COMMIT_CHECKS, URL_PAGE, CodedLayout
 from hycloud_core.control.planner import plan_download
 from hycloud_core.errors import HyCloudError
 
@@ -97,6 +97,46 @@ def _proof(challenge: dict, folder: Path) -> str:
     return content.possession_proof(challenge["nonce"], pieces)
 
 
+def _homes(started: dict) -> list[tuple[str, dict]]:
+    """("chunk/block", block) for every block of the placed layout, in block order."""
+    chunks = started["layout"]["chunks"]
+    return [(f"{ci}/{bi}", b) for ci, c in enumerate(chunks) for bi, b in enumerate(c["blocks"])]
+
+
+def _wire(page: list[tuple[str, dict]]) -> list[dict]:
+    return [{"instance": b["instance"], "hash": b["hash"], "size": b["size"]} for _key, b in page]
+
+
+def verify_blocks(http: Http, started: dict, content_hash: str) -> None:
+    """Have the controller check the blocks in place before the commit when there are more than
+    it checks itself; each request answers how far it got."""
+    homes = _homes(started)
+    if len(homes) <= COMMIT_CHECKS:
+        return
+    at = 0
+    while at < len(homes):
+        body = {"content_hash": content_hash, "first": at, "blocks": _wire(homes[at : at + URL_PAGE])}
+        reached = http.json("POST", "/v1/coded/uploads/verify", json=body)["verified"]
+        if reached <= at:
+            raise HyCloudError(f"the blocks' check made no progress at block {at}", code="verify-stalled")
+        at = reached
+
+
+def upload_urls(http: Http, started: dict, content_hash: str) -> dict[str, str]:
+    """Every block's PUT URL, keyed "chunk/block": the start's first page, then the rest a page
+    per request (a file of several GiB has more URLs than one answer may hold)."""
+    urls = dict(started["urls"])
+    if started.get("more") is None:
+        return urls
+    homes = _homes(started)
+    for at in range(started["more"], len(homes), URL_PAGE):
+        page = homes[at : at + URL_PAGE]
+        body = {"content_hash": content_hash, "blocks": _wire(page)}
+        got = http.json("POST", "/v1/coded/uploads/urls", json=body)
+        urls.update({key: url for (key, _b), url in zip(page, got["urls"], strict=True) if url})
+    return urls
+
+
 def upload_coded(
     http: Http,
     local: Path,
@@ -119,14 +159,14 @@ def upload_coded(
         layout = _encode(local, n, k, chunk_size, folder)
         body = {"path": remote, "size": size, "content_hash": content_hash, "layout": layout}
         started = http.json("POST", "/v1/coded/uploads", json=body)
-        placed = started["layout"]
+        placed, urls = started["layout"], upload_urls(http, started, content_hash)
         progress.start(
             f"upload {local.name} (RS({n},{k}))",
             sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
         )
         session, clock = new_session(), _Clock()
         items = []
-        for key, url in started["urls"].items():
+        for key, url in urls.items():
             ci, bi = (int(x) for x in key.split("/"))
             block = placed["chunks"][ci]["blocks"][bi]
             items.append((block["instance"], url, folder / block["hash"]))
@@ -137,6 +177,7 @@ def upload_coded(
             sent += nbytes
             progress.advance(nbytes)
         proof = _proof(started["challenge"], folder)
+        verify_blocks(http, started, content_hash)
     entry = http.json("POST", "/v1/coded/commit", json={**body, "proof": proof, "parents": parents, **keep})
     check_stored(remote, entry.get("content_hash"), content_hash)
     samples = clock.samples("upload")
@@ -169,6 +210,22 @@ class _Clock:
         ]
 
 
+def fetch_plan(http: Http, remote: str, attempts: int = 3) -> dict:
+    """The download plan with every block's URL, gathered page by page; a file replaced between
+    two pages is planned again from the start (the URLs of one version only)."""
+    for _ in range(attempts):
+        plan = http.json("GET", "/v1/plan", params={"path": remote})
+        while plan.get("more") is not None:
+            page = http.json("GET", "/v1/plan", params={"path": remote, "first": plan["more"]})
+            if page["content_hash"] != plan["content_hash"]:
+                break
+            plan["urls"].update(page["urls"])
+            plan["more"] = page.get("more")
+        else:
+            return plan
+    raise HyCloudError(f"{remote} kept changing while its download was planned", code="changed", status=409)
+
+
 # --- ranged reads ----------------------------------------------------------------------------
 class ChunkReader:
     """One chunk at a time from k verified blocks (ranged reads: open(), fsspec, WebDAV, mount).
@@ -184,7 +241,7 @@ class ChunkReader:
         self._plan()
 
     def _plan(self) -> None:
-        answer = self.http.json("GET", "/v1/plan", params={"path": self.remote})
+        answer = fetch_plan(self.http, self.remote)
         self.layout, self.urls = CodedLayout.from_dict(answer["layout"]), answer["urls"]
         self.content_hash = answer["content_hash"]
         self.costs = _costs(sorted(set(self.layout.instances)), answer.get("estimates") or {})
@@ -573,7 +630,7 @@ def download_coded(
     `endpoints` sends an instance's requests to another host:port, `session_for` gives each
     instance its own HTTP session (an emulated link in the benchmarks).
     """
-    answer = http.json("GET", "/v1/plan", params={"path": remote})
+    answer = fetch_plan(http, remote)
     layout = CodedLayout.from_dict(answer["layout"])
     endpoints = endpoints or {}
     holders = sorted({b.instance for c in layout.chunks for b in c.blocks})

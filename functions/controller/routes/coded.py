@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from hycloud_core import coded_whole, paths
 from hycloud_core import constants as c
-from hycloud_core.coded_layout import MAX_CHUNKS, Block, Chunk, CodedLayout
+from hycloud_core.coded_layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
 from hycloud_core.control.coded_jobs import queue_coded_job
 from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
@@ -64,6 +64,27 @@ class CodedUpload(Body):
     layout: LayoutIn
 
 
+class PlacedBlockIn(BlockIn):
+    instance: Annotated[Text, Field(min_length=1, max_length=64)]
+
+
+class MoreUrlsIn(Body):
+    content_hash: ContentHash
+    blocks: Annotated[list[PlacedBlockIn], Field(min_length=1, max_length=URL_PAGE)]
+
+
+class VerifyIn(MoreUrlsIn):
+    first: Annotated[int, Ge(0), Le(MAX_CHUNKS * 255)] = Field(description="index of the page's first block")
+
+
+class Verified(BaseModel):
+    verified: int = Field(description="blocks verified so far, in block order: where the next page starts")
+
+
+class BlockUrls(BaseModel):
+    urls: list[str | None] = Field(description="a presigned PUT per block asked for; null where it is stored")
+
+
 class CodedCommit(CodedUpload):
     proof: Hash | None = Field(default=None, description="answer to the upload's challenge")
     parents: bool | None = None
@@ -89,6 +110,11 @@ class CodedPlan(BaseModel):
     challenge: dict[str, Any] | None = Field(
         default=None,
         description="upload: nonce and [block hash, offset, length] ranges the commit's proof hashes",
+    )
+    more: int | None = Field(
+        default=None,
+        description=f"the blocks' URLs come {URL_PAGE} to an answer: where the next page starts, "
+        "in block order (upload: POST /v1/coded/uploads/urls; plan: GET /v1/plan?first=)",
     )
 
 
@@ -124,6 +150,21 @@ def start(body: Annotated[CodedUpload, BodyParam()]):
     return ok(_coded().start(body.size, _layout(body.layout), body.content_hash))
 
 
+@router.post("/v1/coded/uploads/urls", responses=replies(200, BlockUrls, 409))
+def more_urls(body: Annotated[MoreUrlsIn, BodyParam()]):
+    """PUT URLs for the blocks past the first page of an open upload, as `start` placed them."""
+    blocks = [Block(b.hash, b.size, b.instance) for b in body.blocks]
+    return ok({"urls": _coded().more_urls(body.content_hash, blocks)})
+
+
+@router.post("/v1/coded/uploads/verify", responses=replies(200, Verified, 409))
+def verify(body: Annotated[VerifyIn, BodyParam()]):
+    """Check a page of an open upload's blocks in place (a commit of more blocks than one request
+    can check needs every page verified first)."""
+    blocks = [Block(b.hash, b.size, b.instance) for b in body.blocks]
+    return ok({"verified": _coded().verify(body.content_hash, body.first, blocks)})
+
+
 @router.post("/v1/coded/commit", responses=replies(201, Entry, 404, 409))
 def commit(
     body: Annotated[CodedCommit, BodyParam()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None
@@ -143,18 +184,21 @@ def commit(
 
 
 @router.get("/v1/plan", responses=replies(200, DownloadPlan, 404))
-def plan(path: Annotated[UserPath, Query()]):
-    """Where every block of a coded file is, with the caller's estimates for the planner."""
+def plan(path: Annotated[UserPath, Query()], first: Annotated[int, Query(ge=0, le=2**31)] = 0):
+    """Where every block of a coded file is, with the caller's estimates for the planner; the URLs
+    of the page of blocks from `first`."""
     coded = _coded()
     link, layout = coded.layout(path)
     view = Measurements(records().table, user(router)).view(coded.regions)
+    more = first + URL_PAGE
     return ok(
         {
             "path": path,
             "size": link.size,
             "content_hash": link.content_hash,
             "layout": layout.to_dict(),
-            "urls": coded.download_urls(layout),
+            "urls": coded.download_urls(layout, first),
+            **({"more": more} if more < layout.block_count else {}),
             **view,
         }
     )

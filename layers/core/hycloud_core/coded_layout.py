@@ -28,6 +28,11 @@ from .placement.ring import HashRing
 BLOCK_PREFIX = "blocks/"
 MIN_CODED_INSTANCES = 3
 MAX_CHUNKS = 100_000
+# Presigned URLs one answer holds (upload start, download plan); the rest come page by page, so an
+# answer stays near 1 MB (a URL carrying a session token is about 1 KB) under Lambda's 6 MB.
+URL_PAGE = 1000
+# Blocks a commit HEADs itself (a few seconds); a larger layout is verified before, page by page.
+COMMIT_CHECKS = 300
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -61,6 +66,10 @@ class CodedLayout:
     @property
     def size(self) -> int:
         return sum(c.length for c in self.chunks)
+
+    @property
+    def block_count(self) -> int:
+        return sum(len(c.blocks) for c in self.chunks)
 
     def block_hashes(self) -> list[bytes]:
         return [bytes.fromhex(b.hash) for c in self.chunks for b in c.blocks]

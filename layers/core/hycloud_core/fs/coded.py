@@ -13,14 +13,16 @@ and `commit` links only with the answer (`content.possession_proof`), as single-
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import content, paths
-from ..coded_layout import CodedLayout, block_homes, merkle_hash, placed
+from ..coded_layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
 from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..instances import Instance
 from .blocks import BlockStore
@@ -28,6 +30,15 @@ from .operations import FileSystem
 
 URL_TTL_S = 3600
 CHALLENGE_BLOCKS, CHALLENGE_LEN = 4, 64
+HEADS_IN_FLIGHT = 8  # a page of blocks is checked together, not one HEAD after another
+CHECK_BUDGET_S = 8.0  # what one request spends asking which blocks are stored
+
+
+def _chained(chain: str, blocks: Sequence[Block]) -> str:
+    """A running hash of verified blocks, one step per block: the same whatever the page sizes."""
+    for b in blocks:
+        chain = hashlib.sha256(f"{chain}|{b.instance}|{b.hash}|{b.size}".encode()).hexdigest()
+    return chain
 
 
 def _pending_key(content_hash: str) -> str:
@@ -45,20 +56,108 @@ class CodedFiles:
     def regions(self) -> list[str]:
         return self.blocks.regions
 
-    def _has(self, region: str, block_hash: str, size: int) -> bool:
-        return self.blocks.has(region, block_hash, size)
+    def _stored(self, blocks: Sequence[Block], budget_s: float) -> list[bool | None]:
+        """Whether each block's instance holds it (size and checksum), asked in parallel; None for
+        the blocks not asked within the budget (a request stays well inside API Gateway's 29 s)."""
+        deadline = time.monotonic() + budget_s
+        for region in {b.instance for b in blocks}:
+            self.blocks.s3_for(region)  # clients are made once, before the threads share them
+
+        def has(b: Block) -> bool | None:
+            if time.monotonic() > deadline:
+                return None
+            return self.blocks.has(b.instance, b.hash, b.size)
+
+        with ThreadPoolExecutor(HEADS_IN_FLIGHT) as pool:
+            return list(pool.map(has, blocks))
+
+    def _put_urls(self, blocks: Sequence[Block]) -> list[str | None]:
+        """A presigned PUT for each block its instance does not hold yet (None for the others); a
+        block not asked within the budget gets one too: sent again, it costs traffic, not space."""
+        return [
+            None if stored else self.blocks.presigned(b.instance, b.hash, "put_object", URL_TTL_S)
+            for b, stored in zip(blocks, self._stored(blocks, CHECK_BUDGET_S), strict=True)
+        ]
 
     def start(self, size: int, layout: CodedLayout, content_hash: str) -> dict:
-        """Place the blocks; presigned PUTs for those their instance does not hold yet, and the
-        challenge the commit must answer."""
+        """Place the blocks; presigned PUTs for those of the first page their instance does not hold
+        yet (`more`: where `more_urls` goes on), and the challenge the commit must answer."""
         layout = placed(layout, size, self.regions)
-        urls = {}
-        for ci, bi, block in block_homes(layout):
-            if not self._has(block.instance, block.hash, block.size):
-                urls[f"{ci}/{bi}"] = self.blocks.presigned(
-                    block.instance, block.hash, "put_object", URL_TTL_S
-                )
-        return {"layout": layout.to_dict(), "urls": urls, "challenge": self._challenge(content_hash, layout)}
+        homes = list(block_homes(layout))[:URL_PAGE]
+        urls = self._put_urls([b for _ci, _bi, b in homes])
+        answer = {
+            "layout": layout.to_dict(),
+            "urls": {f"{ci}/{bi}": url for (ci, bi, _b), url in zip(homes, urls, strict=True) if url},
+            "challenge": self._challenge(content_hash, layout),
+        }
+        if layout.block_count > URL_PAGE:
+            answer["more"] = URL_PAGE
+        return answer
+
+    def _open(self, content_hash: str, blocks: Sequence[Block]) -> dict:
+        """The upload `start` opened, if `blocks` are on the instances of the ring it placed by."""
+        pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
+        if pending is None or pending["expires"] < time.time():
+            raise ConflictError(
+                "no open coded upload of this content; start it again", code="upload-required"
+            )
+        ring = set(pending.get("ring") or self.regions) & set(self.regions)
+        strange = sorted({b.instance for b in blocks} - ring)
+        if strange:
+            raise BadRequestError(f"{strange[0]} is not an instance of this upload", code="bad-layout")
+        return pending
+
+    def more_urls(self, content_hash: str, blocks: Sequence[Block]) -> list[str | None]:
+        """PUT URLs for blocks past the first page of an open upload."""
+        self._open(content_hash, blocks)
+        return self._put_urls(blocks)
+
+    def verify(self, content_hash: str, first: int, blocks: Sequence[Block]) -> int:
+        """Check an open upload's blocks in place from block `first`, in block order, as many of
+        `blocks` as the budget allows, so that the commit of a file of many blocks does not HEAD
+        them again; where the next request starts."""
+        pending = self._open(content_hash, blocks)
+        done = int(pending.get("verified", 0))
+        if first != done:
+            raise ConflictError(f"verify the blocks from {done} on", code="verify-order")
+        stored = self._stored(blocks, CHECK_BUDGET_S)
+        asked = stored.index(None) if None in stored else len(stored)
+        missing = [first + i for i, ok in enumerate(stored[:asked]) if not ok]
+        if missing:
+            raise ConflictError(
+                f"{len(missing)} block(s) are not stored as declared (first: block {missing[0]})",
+                code="blocks-missing",
+            )
+        chain = _chained(str(pending.get("chain", "")), blocks[:asked])
+        user, key, after = self.fs.user, _pending_key(content_hash), done + asked
+        if not self.fs.records.update_upload(user, key, {"verified": done}, verified=after, chain=chain):
+            raise ConflictError(
+                "these blocks were verified meanwhile; go on where it says", code="verify-order"
+            )
+        return after
+
+    def _check_stored(self, pending: dict | None, layout: CodedLayout) -> None:
+        """Every block in place with its size and checksum: verified page by page before (`verify`),
+        or HEADed here when one request can."""
+        blocks = [b for _ci, _bi, b in block_homes(layout)]
+        if (
+            pending
+            and pending.get("verified") == len(blocks)
+            and pending.get("chain") == _chained("", blocks)
+        ):
+            return
+        if len(blocks) > COMMIT_CHECKS:
+            raise ConflictError(
+                f"a layout of more than {COMMIT_CHECKS} blocks is verified before its commit "
+                "(POST /v1/coded/uploads/verify)",
+                code="verify-required" if pending else "upload-required",
+            )
+        missing = [i for i, ok in enumerate(self._stored(blocks, float("inf"))) if not ok]
+        if missing:
+            raise ConflictError(
+                f"{len(missing)} block(s) are not stored as declared (first: block {missing[0]})",
+                code="blocks-missing",
+            )
 
     def _challenge(self, content_hash: str, layout: CodedLayout) -> dict:
         blocks = [block for _ci, _bi, block in block_homes(layout)]
@@ -76,6 +175,8 @@ class CodedFiles:
             ranges=ranges,
             ring=sorted(self.regions),  # the commit places by it, whatever the ring is by then
             expires=int(time.time()) + URL_TTL_S,
+            verified=0,
+            chain="",
         )
         return {"nonce": nonce, "ranges": ranges}
 
@@ -114,14 +215,7 @@ class CodedFiles:
         path = paths.normalize(path)
         pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
         layout = placed(layout, size, self._ring_at_start(pending))
-        missing = [
-            f"{ci}/{bi}" for ci, bi, b in block_homes(layout) if not self._has(b.instance, b.hash, b.size)
-        ]
-        if missing:
-            raise ConflictError(
-                f"{len(missing)} block(s) are not stored as declared (first: {missing[0]})",
-                code="blocks-missing",
-            )
+        self._check_stored(pending, layout)
         self._check_proof(content_hash, pending, layout, proof)
         layout.merkle = merkle_hash(path, content_hash, layout)
         fs = self.fs
@@ -150,10 +244,11 @@ class CodedFiles:
             raise NotFoundError(f"{path} is not an erasure-coded file", code="not-coded")
         return link, CodedLayout.from_dict(link.erasure)
 
-    def download_urls(self, layout: CodedLayout) -> dict[str, str]:
-        """A presigned GET for every block, keyed "chunk/block"."""
+    def download_urls(self, layout: CodedLayout, first: int = 0) -> dict[str, str]:
+        """A presigned GET for every block of the page from block `first`, keyed "chunk/block"."""
+        homes = list(block_homes(layout))[first : first + URL_PAGE]
         return {
             f"{ci}/{bi}": self.blocks.presigned(b.instance, b.hash, "get_object", URL_TTL_S)
-            for ci, bi, b in block_homes(layout)
+            for ci, bi, b in homes
             if b.instance in self.blocks.buckets
         }

@@ -29,6 +29,7 @@ from typing import Any
 
 import boto3
 from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +133,25 @@ class Records:
         self.table.put_item(
             Item={"pk": f"UPLOAD#{user}", "sk": content_hash, "created": int(time.time()), **attrs}
         )
+
+    def update_upload(self, user: str, content_hash: str, expected: dict[str, Any], **attrs: Any) -> bool:
+        """Set `attrs` on an upload whose fields still hold `expected`; False when one does not."""
+        names = {f"#s{i}": k for i, k in enumerate(attrs)} | {f"#e{i}": k for i, k in enumerate(expected)}
+        values = {f":s{i}": v for i, v in enumerate(attrs.values())}
+        values |= {f":e{i}": v for i, v in enumerate(expected.values())}
+        try:
+            self.table.update_item(
+                Key={"pk": f"UPLOAD#{user}", "sk": content_hash},
+                UpdateExpression="SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(attrs))),
+                ConditionExpression=" AND ".join(f"#e{i} = :e{i}" for i in range(len(expected))),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def delete_upload(self, user: str, content_hash: str) -> None:
         self.table.delete_item(Key={"pk": f"UPLOAD#{user}", "sk": content_hash})
