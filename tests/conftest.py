@@ -37,7 +37,9 @@ CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    spread = bool(os.environ.get("HYCLOUD_CLOUD_DEPLOYED"))
+    from infra.local.deploy import DEPLOYED_ENV
+
+    spread = bool(os.environ.get(DEPLOYED_ENV))
 
     class CloudTestsScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 STATE = ROOT / ".localcloud"
 OUTPUTS = STATE / "outputs.json"
+# Set by `make test` (run_tests.py) once it has deployed: the tests use that deployment (OUTPUTS).
+DEPLOYED_ENV = "HYCLOUD_CLOUD_DEPLOYED"
 INSTANCES = STATE / "instances.json"
 CDKLOCAL = STATE / "node" / "node_modules" / ".bin" / "cdklocal"
 LOCALCLOUD = ROOT / "infra" / "local" / "localcloud.py"

@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from infra.local import deploy as local  # noqa: E402
 
-DEPLOYED = "HYCLOUD_CLOUD_DEPLOYED"  # tells tests/e2e/conftest.py the cloud is up and deployed
 NO_TESTS = 5  # pytest's exit code when a phase selects nothing
 
 
@@ -56,7 +55,7 @@ def main(argv: list[str]) -> int:
         t0 = time.monotonic()
         local.deploy(log=lambda msg: None)
         phases["deploy"] = time.monotonic() - t0
-        env = {**os.environ, DEPLOYED: "1"}
+        env = {**os.environ, local.DEPLOYED_ENV: "1"}
         t0 = time.monotonic()
         lanes = _phase("not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args], env)
         phases["two lanes"] = time.monotonic() - t0

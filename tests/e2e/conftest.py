@@ -87,7 +87,7 @@ def deployment():
     or else by this session, which then stops the cloud at the end if it started it."""
     from tests.conftest import PHASES
 
-    if os.environ.get("HYCLOUD_CLOUD_DEPLOYED"):
+    if os.environ.get(local.DEPLOYED_ENV):
         yield Deployment(json.loads(local.OUTPUTS.read_text()).popitem()[1], local.cloud_env())
         return
     t0 = time.monotonic()
