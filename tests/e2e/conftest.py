@@ -21,6 +21,7 @@ import boto3
 import pytest
 
 from infra.local import deploy as local
+from tests.e2e import server_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 HYCLOUD = str(Path(sys.executable).parent / "hycloud")
@@ -81,6 +82,23 @@ class Deployment:
         raise KeyError(f"access point {ap} not in {mapping}")
 
 
+CLOUD_ENV: dict[str, str] = {}  # the deployed cloud's, once the session has one
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries what the functions logged as errors while it ran."""
+    report = yield
+    if report.when == "call" and report.failed and CLOUD_ENV:
+        try:
+            lines = server_errors.logged_since(CLOUD_ENV, call.start - 2)
+        except Exception as err:  # the report must not fail for want of logs
+            lines = [f"(function logs unavailable: {err})"]
+        if lines:
+            report.sections.append(("function errors logged during the test", "\n".join(lines)))
+    return report
+
+
 @pytest.fixture(scope="session")
 def deployment():
     """The deployed app: deployed by `make test` before the lanes start (infra/local/run_tests.py),
@@ -88,13 +106,15 @@ def deployment():
     from tests.conftest import PHASES
 
     if os.environ.get(local.DEPLOYED_ENV):
-        yield Deployment(json.loads(local.OUTPUTS.read_text()).popitem()[1], local.cloud_env())
+        CLOUD_ENV.update(local.cloud_env())
+        yield Deployment(json.loads(local.OUTPUTS.read_text()).popitem()[1], dict(CLOUD_ENV))
         return
     t0 = time.monotonic()
     started = local.start()
     PHASES["start local cloud"] = time.monotonic() - t0
     try:
         env = local.cloud_env()
+        CLOUD_ENV.update(env)
         t0 = time.monotonic()
         outputs = local.deploy(log=lambda msg: None)
         PHASES["deploy (cdklocal bootstrap + deploy)"] = time.monotonic() - t0
