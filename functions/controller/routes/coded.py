@@ -145,6 +145,10 @@ def _layout(body: LayoutIn) -> CodedLayout:
     return CodedLayout(body.n, body.k, body.chunk_size, chunks)
 
 
+def _placed_blocks(body: MoreUrlsIn) -> list[Block]:
+    return [Block(b.hash, b.size, b.instance) for b in body.blocks]
+
+
 @router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 409))
 def start(body: Annotated[CodedUpload, BodyParam()]):
     return ok(_coded().start(body.size, _layout(body.layout), body.content_hash))
@@ -153,16 +157,14 @@ def start(body: Annotated[CodedUpload, BodyParam()]):
 @router.post("/v1/coded/uploads/urls", responses=replies(200, BlockUrls, 409))
 def more_urls(body: Annotated[MoreUrlsIn, BodyParam()]):
     """PUT URLs for the blocks past the first page of an open upload, as `start` placed them."""
-    blocks = [Block(b.hash, b.size, b.instance) for b in body.blocks]
-    return ok({"urls": _coded().more_urls(body.content_hash, blocks)})
+    return ok({"urls": _coded().more_urls(body.content_hash, _placed_blocks(body))})
 
 
 @router.post("/v1/coded/uploads/verify", responses=replies(200, Verified, 409))
 def verify(body: Annotated[VerifyIn, BodyParam()]):
     """Check a page of an open upload's blocks in place (a commit of more blocks than one request
     can check needs every page verified first)."""
-    blocks = [Block(b.hash, b.size, b.instance) for b in body.blocks]
-    return ok({"verified": _coded().verify(body.content_hash, body.first, blocks)})
+    return ok({"verified": _coded().verify(body.content_hash, body.first, _placed_blocks(body))})
 
 
 @router.post("/v1/coded/commit", responses=replies(201, Entry, 404, 409))

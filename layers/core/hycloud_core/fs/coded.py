@@ -41,6 +41,23 @@ def _chained(chain: str, blocks: Sequence[Block]) -> str:
     return chain
 
 
+def _required_open(pending: dict | None) -> dict:
+    """The upload's record while its challenge is open."""
+    if pending is None or pending["expires"] < time.time():
+        raise ConflictError("no open coded upload of this content; start it again", code="upload-required")
+    return pending
+
+
+def _refuse_missing(stored: Sequence[bool | None], first: int = 0) -> None:
+    """409 when a block checked (from index `first`) is not stored as declared."""
+    missing = [first + i for i, ok in enumerate(stored) if not ok]
+    if missing:
+        raise ConflictError(
+            f"{len(missing)} block(s) are not stored as declared (first: block {missing[0]})",
+            code="blocks-missing",
+        )
+
+
 def _pending_key(content_hash: str) -> str:
     return f"coded-{content_hash}"  # beside the user's multipart uploads, never an object's hash
 
@@ -96,11 +113,7 @@ class CodedFiles:
 
     def _open(self, content_hash: str, blocks: Sequence[Block]) -> dict:
         """The upload `start` opened, if `blocks` are on the instances of the ring it placed by."""
-        pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
-        if pending is None or pending["expires"] < time.time():
-            raise ConflictError(
-                "no open coded upload of this content; start it again", code="upload-required"
-            )
+        pending = _required_open(self.fs.records.get_upload(self.fs.user, _pending_key(content_hash)))
         ring = set(pending.get("ring") or self.regions) & set(self.regions)
         strange = sorted({b.instance for b in blocks} - ring)
         if strange:
@@ -122,12 +135,7 @@ class CodedFiles:
             raise ConflictError(f"verify the blocks from {done} on", code="verify-order")
         stored = self._stored(blocks, CHECK_BUDGET_S)
         asked = stored.index(None) if None in stored else len(stored)
-        missing = [first + i for i, ok in enumerate(stored[:asked]) if not ok]
-        if missing:
-            raise ConflictError(
-                f"{len(missing)} block(s) are not stored as declared (first: block {missing[0]})",
-                code="blocks-missing",
-            )
+        _refuse_missing(stored[:asked], first)
         chain = _chained(str(pending.get("chain", "")), blocks[:asked])
         user, key, after = self.fs.user, _pending_key(content_hash), done + asked
         if not self.fs.records.update_upload(user, key, {"verified": done}, verified=after, chain=chain):
@@ -152,12 +160,7 @@ class CodedFiles:
                 "(POST /v1/coded/uploads/verify)",
                 code="verify-required" if pending else "upload-required",
             )
-        missing = [i for i, ok in enumerate(self._stored(blocks, float("inf"))) if not ok]
-        if missing:
-            raise ConflictError(
-                f"{len(missing)} block(s) are not stored as declared (first: block {missing[0]})",
-                code="blocks-missing",
-            )
+        _refuse_missing(self._stored(blocks, float("inf")))
 
     def _challenge(self, content_hash: str, layout: CodedLayout) -> dict:
         blocks = [block for _ci, _bi, block in block_homes(layout)]
@@ -185,10 +188,7 @@ class CodedFiles:
     ) -> None:
         """The answer to the challenge of `start`, from the stored blocks; one answer per challenge."""
         records, key = self.fs.records, _pending_key(content_hash)
-        if pending is None or pending["expires"] < time.time():
-            raise ConflictError(
-                "no open coded upload of this content; start it again", code="upload-required"
-            )
+        pending = _required_open(pending)
         records.delete_upload(self.fs.user, key)
         homes = {b.hash: b.instance for _ci, _bi, b in block_homes(layout)}
         if any(h not in homes for h, _o, _n in pending["ranges"]):
