@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import threading
 import time
@@ -72,6 +73,13 @@ def hycloud(user: User, proxy: SlowLink, state: Path, *args: str) -> subprocess.
     return result
 
 
+def rates_of(state: Path) -> dict[str, float]:
+    """The rates eq. 2 decides with, as the client kept them (the latest of each kind)."""
+    with sqlite3.connect(state) as db:
+        rows = db.execute("SELECT kind, rate FROM rates ORDER BY at").fetchall()
+    return {kind.rsplit(" ", 1)[-1]: rate for kind, rate in rows}
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -89,8 +97,10 @@ def test_first_get_is_direct_then_plain_get_and_put_send_deltas(alice, v1, tmp_p
     sdk.mkdir(remote.rsplit("/", 1)[0], parents=True)
     (tmp_path / "v1").write_bytes(v1)
     sdk.put(tmp_path / "v1", remote)
+    (tmp_path / "other").write_bytes(random.Random(16).randbytes(SIZE))  # v1 itself would dedup: nothing sent
     with SlowLink() as proxy:  # the client measures its upload rate on this link, not the paper's
-        hycloud(alice, proxy, state, "put", str(tmp_path / "v1"), remote + ".rate")
+        hycloud(alice, proxy, state, "put", str(tmp_path / "other"), remote + ".rate")
+    assert rates_of(state)["up"] < 1.5 * LINK_RATE, rates_of(state)
 
     with SlowLink() as proxy:
         first = json.loads(hycloud(alice, proxy, state, "--json", "get", remote, str(local)).stdout)
@@ -103,7 +113,7 @@ def test_first_get_is_direct_then_plain_get_and_put_send_deltas(alice, v1, tmp_p
     sdk.put(tmp_path / "v2", remote)
     with SlowLink() as proxy:
         second = hycloud(alice, proxy, state, "-v", "get", remote, str(local))
-        assert "mode delta" in " ".join(second.stdout.split())
+        assert "mode delta" in " ".join(second.stdout.split()), rates_of(state)
         assert proxy.link_bytes() < 0.05 * SIZE, proxy.link_bytes()
     assert sha(local.read_bytes()) == sha(v2)
 
@@ -111,7 +121,7 @@ def test_first_get_is_direct_then_plain_get_and_put_send_deltas(alice, v1, tmp_p
     local.write_bytes(v3)
     with SlowLink() as proxy:
         put = hycloud(alice, proxy, state, "-v", "put", str(local), remote)
-        assert "mode delta" in " ".join(put.stdout.split())
+        assert "mode delta" in " ".join(put.stdout.split()), rates_of(state)
         assert proxy.link_bytes() < 0.05 * SIZE, proxy.link_bytes()
     assert sdk.stat(remote)["content_hash"] == content.hash_file(local)[0]
     sdk.get(remote, tmp_path / "back.bin", via="direct")
