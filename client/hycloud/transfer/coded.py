@@ -18,7 +18,8 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,19 +123,33 @@ def verify_blocks(http: Http, started: dict, content_hash: str) -> None:
         at = reached
 
 
-def upload_urls(http: Http, started: dict, content_hash: str) -> dict[str, str]:
-    """Every block's PUT URL, keyed "chunk/block": the start's first page, then the rest a page
-    per request (a file of several GiB has more URLs than one answer may hold)."""
-    urls = dict(started["urls"])
+def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str, str]]:
+    """Block PUT URLs a page at a time, keyed "chunk/block": the start's own page, then one page per
+    request (a file of several GiB has more URLs than one answer may hold), the next asked while
+    the caller sends the blocks of this one."""
+    yield dict(started["urls"])
     if started.get("more") is None:
-        return urls
+        return
     homes = _homes(started)
-    for at in range(started["more"], len(homes), URL_PAGE):
+
+    def fetch(at: int) -> dict[str, str]:
         page = homes[at : at + URL_PAGE]
         body = {"content_hash": content_hash, "blocks": _wire(page)}
         got = http.json("POST", "/v1/coded/uploads/urls", json=body)
-        urls.update({key: url for (key, _b), url in zip(page, got["urls"], strict=True) if url})
-    return urls
+        return {key: url for (key, _b), url in zip(page, got["urls"], strict=True) if url}
+
+    with ThreadPoolExecutor(1, thread_name_prefix="hycloud-urls") as ahead:
+        at, pending = started["more"], ahead.submit(fetch, started["more"])
+        while pending is not None:
+            page = pending.result()
+            at += URL_PAGE
+            pending = ahead.submit(fetch, at) if at < len(homes) else None
+            yield page
+
+
+def upload_urls(http: Http, started: dict, content_hash: str) -> dict[str, str]:
+    """Every block's PUT URL, keyed "chunk/block", all pages gathered."""
+    return {key: url for page in url_pages(http, started, content_hash) for key, url in page.items()}
 
 
 def upload_coded(
@@ -159,23 +174,23 @@ def upload_coded(
         layout = _encode(local, n, k, chunk_size, folder)
         body = {"path": remote, "size": size, "content_hash": content_hash, "layout": layout}
         started = http.json("POST", "/v1/coded/uploads", json=body)
-        placed, urls = started["layout"], upload_urls(http, started, content_hash)
+        placed = started["layout"]
         progress.start(
             f"upload {local.name} (RS({n},{k}))",
             sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
         )
-        session, clock = new_session(), _Clock()
-        items = []
-        for key, url in urls.items():
-            ci, bi = (int(x) for x in key.split("/"))
-            block = placed["chunks"][ci]["blocks"][bi]
-            items.append((block["instance"], url, folder / block["hash"]))
-        sent = 0
-        for nbytes in run_parallel(
-            lambda it: clock.timed(it[0], _put_block, session, *it[1:]), items, UPLOAD_WORKERS
-        ):
-            sent += nbytes
-            progress.advance(nbytes)
+        session, clock, sent = new_session(), _Clock(), 0
+        for urls in url_pages(http, started, content_hash):
+            items = []
+            for key, url in urls.items():
+                ci, bi = (int(x) for x in key.split("/"))
+                block = placed["chunks"][ci]["blocks"][bi]
+                items.append((block["instance"], url, folder / block["hash"]))
+            for nbytes in run_parallel(
+                lambda it: clock.timed(it[0], _put_block, session, *it[1:]), items, UPLOAD_WORKERS
+            ):
+                sent += nbytes
+                progress.advance(nbytes)
         proof = _proof(started["challenge"], folder)
         verify_blocks(http, started, content_hash)
     entry = http.json("POST", "/v1/coded/commit", json={**body, "proof": proof, "parents": parents, **keep})
