@@ -2,7 +2,7 @@
 
 Third-party wheels are fetched for Lambda's platform (manylinux x86_64, CPython 3.12) whatever
 the build host is; the core library is copied as source, and its compiled delta loops are built
-here with cffi (plain C without -march, linked against nothing newer than glibc 2.2.5, so a .so
+here with cffi (plain C without -march, linked against nothing newer than glibc 2.14, so a .so
 built on any x86_64 Linux host loads on Lambda's). A stamp of the inputs makes a rebuild with
 unchanged inputs a no-op.
 """

@@ -4,9 +4,12 @@ Why it is built this way: a delta over a source tree is thousands of short ops, 
 patch costs a few nanoseconds per op, so a Python loop over ops (a microsecond each) cannot keep
 up. A version 3 delta carries each chunk's ops in columns (FORMAT.md): numpy decodes them and
 computes every op's source range at once (copies: a byte range of the old file; literals: of the
-chunk's literal bytes), and one list comprehension slices them. When the output is a file, the
-slices go to the kernel as they are, up to 1,024 per `os.writev`, so no byte is copied in user space
-but by the decompressor. Three threads share the work, each releasing the GIL for its heavy part:
+chunk's literal bytes). When the output is a file, the ops go to the kernel as they are, up to
+1,024 per writev, so no byte is copied in user space but by the decompressor; where native.c is
+built, that loop and the check's (XXH3, xxHash's own code) run in C, a call per chunk: at 512-byte
+blocks a delta is tens of thousands of ops, and a Python slice and hash update per op made the
+patch up to 1.4x slower (bench/results/patch_floor.md). Without it, a list comprehension slices
+them. Three threads share the work, each releasing the GIL for its heavy part:
 a reader decompresses and parses the chunks a few ahead (`_ChunkReader`; most of the time where
 the new file is mostly literals), a hasher computes the whole-file check (`_Hasher`; XXH3 over
 every byte), and the caller's thread writes (most of the time where the new file is mostly
@@ -39,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import BinaryIO
 
 import numpy as np
@@ -46,6 +50,7 @@ import zstandard
 
 from . import patcher_v2
 from .columns import decode_varints, unzigzag
+from .compiled import ffi, lib
 from .errors import DeltaFormatError, DeltaMismatch
 from .wire import (
     DELTA_HEADER,
@@ -166,7 +171,7 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
     with _ChunkReader(src, block_size, old_size, old) as chunks, _Hasher(chunks.done) as hasher:
         for chunk in chunks:
             hasher.put(chunk)
-            written += sink.put(chunk.parts, chunk.lengths)
+            written += sink.put(chunk)
             chunks.done(chunk)
         size, digest = chunks.trailer
         patcher_v2.verify(size, digest, written, hasher.digest())
@@ -175,10 +180,72 @@ def _apply(src: BinaryIO, block_size: int, old_size: int, old: memoryview, out: 
 
 @dataclass
 class _Chunk:
-    parts: list  # the output's slices, in order: of the old file (copies) or of `buffer` (literals)
-    lengths: np.ndarray
+    kinds: np.ndarray
+    lo: np.ndarray  # op k's bytes are [lo[k], hi[k]) of the old file (a copy) or of `literals`
+    hi: np.ndarray
+    old: memoryview
+    literals: memoryview  # of `buffer`
     buffer: bytearray
     holders: int = 2  # the writer and the hasher: the buffer is free when both are done with it
+
+    @cached_property
+    def parts(self) -> list:
+        """The output's slices, in order (where the compiled loops are not built, or not a file)."""
+        return _slices(self.kinds, self.lo, self.hi, self.old, self.literals)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.hi - self.lo
+
+    def native(self) -> tuple:
+        """The ops as native.c's per-op loops take them."""
+        u8, i64 = "uint8_t[]", "int64_t[]"
+        kinds, lo, hi = (
+            ffi.from_buffer(u8, self.kinds),
+            ffi.from_buffer(i64, self.lo),
+            ffi.from_buffer(i64, self.hi),
+        )
+        return (
+            kinds,
+            lo,
+            hi,
+            len(self.kinds),
+            OP_COPY,
+            ffi.from_buffer(u8, self.old),
+            ffi.from_buffer(u8, self.literals),
+        )
+
+
+class _NativeCheck:
+    """The whole-file XXH3-128, as wire.result_hash computes it, updated a chunk's ops per call."""
+
+    def __init__(self) -> None:
+        self._state = ffi.gc(lib.hc_hash_new(), lib.hc_hash_free)
+        if self._state == ffi.NULL:
+            raise MemoryError("no memory for the patch's check")
+
+    def add(self, chunk: _Chunk) -> None:
+        lib.hc_hash_ops(self._state, *chunk.native())
+
+    def digest(self) -> bytes:
+        out = ffi.new("uint8_t[16]")
+        lib.hc_hash_digest(self._state, out)
+        return bytes(out)
+
+
+def _new_check() -> _NativeCheck | _PyCheck:
+    return _PyCheck() if lib is None else _NativeCheck()
+
+
+class _PyCheck:
+    def __init__(self) -> None:
+        self._check = result_hash()
+
+    def add(self, chunk: _Chunk) -> None:
+        deque(map(self._check.update, chunk.parts), maxlen=0)
+
+    def digest(self) -> bytes:
+        return self._check.digest()
 
 
 class _Hasher:
@@ -187,7 +254,7 @@ class _Hasher:
     hashing on either would add to its time; here it overlaps both."""
 
     def __init__(self, release: Callable[[_Chunk], None]) -> None:
-        self._check = result_hash()
+        self._check = _new_check()
         self._release = release
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
@@ -216,7 +283,7 @@ class _Hasher:
         while (chunk := self._todo.get()) is not None:
             try:
                 if self._error is None:
-                    deque(map(self._check.update, chunk.parts), maxlen=0)
+                    self._check.add(chunk)
             except BaseException as exc:  # raised by digest(), in the caller's thread
                 self._error = exc
             finally:
@@ -321,7 +388,7 @@ class _ChunkReader:
             self._n_blocks,
             self._old_size,
         )
-        return _Chunk(_slices(kinds, lo, hi, self._old, literals), hi - lo, buffer)
+        return _Chunk(kinds, lo, hi, self._old, literals, buffer)
 
 
 def _ranges(
@@ -387,13 +454,21 @@ def _regular_fd(out: BinaryIO) -> int | None:
 
 
 class _FdSink:
-    """Hands the output's slices to the kernel many at a time (one `os.writev` per _IOV slices): no
-    gather copy in user space, a few syscalls per chunk."""
+    """Hands the output's slices to the kernel many at a time (one writev per _IOV slices): no
+    gather copy in user space, a few syscalls per chunk; compiled (native.c) where it is built."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
-    def put(self, parts: list, lengths: np.ndarray) -> int:
+    def put(self, chunk: _Chunk) -> int:
+        if lib is None:
+            return self._put(chunk.parts, chunk.lengths)
+        done = lib.hc_write_ops(self._fd, *chunk.native())
+        if done < 0:
+            raise OSError(-done, os.strerror(-done))
+        return done
+
+    def _put(self, parts: list, lengths: np.ndarray) -> int:
         ends = np.cumsum(lengths).tolist()
         for a in range(0, len(parts), _IOV):
             b = min(a + _IOV, len(parts))
@@ -422,8 +497,8 @@ class _GatherSink:
         self._out = out
         self._gather = io.BytesIO()  # reused: fresh 1 MiB buffers cost a page fault per 4 KiB
 
-    def put(self, parts: list, lengths: np.ndarray) -> int:
-        return _write(parts, lengths, self._gather, self._out)
+    def put(self, chunk: _Chunk) -> int:
+        return _write(chunk.parts, chunk.lengths, self._gather, self._out)
 
 
 def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, out: BinaryIO) -> int:

@@ -4,6 +4,7 @@ exactly those of the new file, whatever the batching, and no thread outlives a p
 succeeds or fails."""
 
 import hashlib
+import io
 import os
 import random
 import threading
@@ -57,6 +58,7 @@ def test_short_writes_are_finished(tmp_path, monkeypatch):
     def short(fd, parts):
         return real(fd, parts[: max(1, len(parts) // 2)]) if len(parts) > 1 else real(fd, parts)
 
+    monkeypatch.setattr(patcher, "lib", None)  # the Python writer: native.c resumes its own in C
     monkeypatch.setattr(patcher.os, "writev", short)
     old, new = _edited(7, 1 << 20, 500, 50)
     got = _patch_file(tmp_path, old, delta_bytes(signature_bytes(old, 256), new))
@@ -112,15 +114,15 @@ def test_a_failing_check_ends_the_patch_instead_of_hanging_it(tmp_path, monkeypa
         def __init__(self):
             self.calls = 0
 
-        def update(self, data):
+        def add(self, chunk):
             self.calls += 1
-            if self.calls > 10:
+            if self.calls > 1:
                 raise MemoryError("hash state lost")
 
         def digest(self):
             return b""
 
-    monkeypatch.setattr(patcher, "result_hash", Failing)
+    monkeypatch.setattr(patcher, "_new_check", Failing)
     old, new = _edited(13, 6 << 20, 400, 20_000)
     d = delta_bytes(signature_bytes(old, 1024), new)
     outcome: list[BaseException | None] = []
@@ -137,4 +139,35 @@ def test_a_failing_check_ends_the_patch_instead_of_hanging_it(tmp_path, monkeypa
     worker.join(60)
     assert not worker.is_alive(), "the patch hung"
     assert isinstance(outcome[0], MemoryError)
+    assert not _chunk_threads()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@pytest.mark.parametrize("block", [16, 1024])
+def test_compiled_and_python_patches_write_and_check_the_same_bytes(tmp_path, monkeypatch, compiled, block):
+    """native.c writes and hashes the ops (writev batches of 1,024, XXH3 as wire.result_hash); the
+    Python path slices them: both give the new file, and both catch a wrong one."""
+    assert patcher.lib is not None  # built by `make setup`: else this would test Python twice
+    if not compiled:
+        monkeypatch.setattr(patcher, "lib", None)
+    old, new = _edited(block, 3 << 20, 3000, 700)  # thousands of ops: several writev batches
+    d = delta_bytes(signature_bytes(old, block), new)
+    assert _patch_file(tmp_path, old, d) == new
+    wrong = bytearray(old)
+    wrong[len(old) // 2] ^= 1  # same size, one bit off: a copy brings it into the new file
+    with pytest.raises(DeltaMismatch):
+        _patch_file(tmp_path, bytes(wrong), d)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_write_the_file_refuses_is_an_error_not_a_short_file(tmp_path, monkeypatch, compiled):
+    if not compiled:
+        monkeypatch.setattr(patcher, "lib", None)
+    old, new = _edited(3, 1 << 20, 50, 50)
+    (tmp_path / "old").write_bytes(old)
+    (tmp_path / "out").write_bytes(b"")
+    d = delta_bytes(signature_bytes(old, 1024), new)
+    with open(tmp_path / "old", "rb") as o, open(tmp_path / "out", "rb") as read_only:
+        with pytest.raises(OSError):
+            patch(o, io.BytesIO(d), read_only)
     assert not _chunk_threads()
