@@ -142,6 +142,8 @@ int64_t hc_write_ops(int fd, const uint8_t *kinds, const int64_t *lo, const int6
                     continue;
                 return -(int64_t)errno;
             }
+            if (w == 0) /* nothing taken and no error: retrying would spin for ever */
+                return -(int64_t)EIO;
             total += w;
             while (m > 0 && (size_t)w >= v->iov_len) {
                 w -= (ssize_t)v->iov_len;
