@@ -34,13 +34,10 @@ from hycloud_core.delta.signature import compute
 LEVELS = (1, 3, 9, 19)
 
 
-def _best(fn, repeat: int, clock=time.perf_counter) -> float:
-    times = []
-    for _ in range(repeat):
-        started = clock()
-        fn()
-        times.append(clock() - started)
-    return min(times)
+def _seconds(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
 
 
 def _rdiff(*args: str) -> None:
@@ -75,11 +72,11 @@ def measure(old: Path, new: Path, block: int, work: Path, repeat: int) -> dict:
 
     wall = {"rdiff_patch": [], "patch": [], "write": [], **{f"unzstd_{lvl}": [] for lvl in LEVELS}}
     for _ in range(repeat):  # interleaved: every figure sees the same load
-        wall["rdiff_patch"].append(_best(rd_patch, 1))
-        wall["patch"].append(_best(ours_patch, 1))
-        wall["write"].append(_best(write_alone, 1))
+        wall["rdiff_patch"].append(_seconds(rd_patch))
+        wall["patch"].append(_seconds(ours_patch))
+        wall["write"].append(_seconds(write_alone))
         for lvl, frame in frames.items():
-            wall[f"unzstd_{lvl}"].append(_best(lambda f=frame: zstandard.ZstdDecompressor().decompress(f), 1))
+            wall[f"unzstd_{lvl}"].append(_seconds(lambda f=frame: zstandard.ZstdDecompressor().decompress(f)))
     if (work / "ours.out").read_bytes() != data:
         raise SystemExit(f"patched output differs from {new.name} (block {block})")
     return {

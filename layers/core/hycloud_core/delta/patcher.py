@@ -233,10 +233,6 @@ class _NativeCheck:
         return bytes(out)
 
 
-def _new_check() -> _NativeCheck | _PyCheck:
-    return _PyCheck() if lib is None else _NativeCheck()
-
-
 class _PyCheck:
     def __init__(self) -> None:
         self._check = result_hash()
@@ -246,6 +242,10 @@ class _PyCheck:
 
     def digest(self) -> bytes:
         return self._check.digest()
+
+
+def _new_check() -> _NativeCheck | _PyCheck:
+    return _PyCheck() if lib is None else _NativeCheck()
 
 
 class _Hasher:
