@@ -30,6 +30,7 @@ Version 2 deltas are applied by patcher_v2.py.
 
 from __future__ import annotations
 
+import errno
 import io
 import mmap
 import os
@@ -486,7 +487,10 @@ class _FdSink:
             view = part[done:]
             done = 0
             while len(view):
-                view = view[os.write(self._fd, view) :]
+                n = os.write(self._fd, view)
+                if not n:  # nothing taken and no error: retrying would spin for ever (as native.c)
+                    raise OSError(errno.EIO, "the output file took no bytes")
+                view = view[n:]
 
 
 class _GatherSink:

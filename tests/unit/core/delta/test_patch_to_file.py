@@ -65,6 +65,22 @@ def test_short_writes_are_finished(tmp_path, monkeypatch):
     assert got == new
 
 
+def test_a_write_that_takes_nothing_ends_the_patch_instead_of_spinning(tmp_path, monkeypatch):
+    """A short writev, then a write that takes 0 bytes without an error: an OSError, not a loop."""
+    real = os.writev
+
+    def short(fd, parts):
+        return real(fd, parts[:1])
+
+    monkeypatch.setattr(patcher, "lib", None)
+    monkeypatch.setattr(patcher.os, "writev", short)
+    monkeypatch.setattr(patcher.os, "write", lambda fd, data: 0)
+    old, new = _edited(8, 1 << 20, 500, 50)
+    with pytest.raises(OSError, match="took no bytes"):
+        _patch_file(tmp_path, old, delta_bytes(signature_bytes(old, 256), new))
+    assert not _chunk_threads()
+
+
 def test_patch_into_a_file_against_the_wrong_old_file_fails(tmp_path):
     old, new = _edited(3, 1 << 20, 50, 50)
     d = delta_bytes(signature_bytes(old, 256), new)
