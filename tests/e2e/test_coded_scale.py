@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from hycloud.transfer.coded import fetch_plan, upload_coded, upload_urls
+from hycloud.transfer.coded import fetch_plan, upload_coded, url_pages
 from hycloud.transfer.progress import Progress
 from hycloud_core import content
 from hycloud_core.codec.framing import HEADER_SIZE
@@ -70,7 +70,11 @@ def test_a_coded_upload_of_gibs_starts_in_bounded_requests(coded_user, gib):
         f"{ci}/{bi}" for ci, c in enumerate(started["layout"]["chunks"]) for bi in range(len(c["blocks"]))
     }
     assert len(blocks) == 3 * size // CHUNK
-    urls = upload_urls(coded_user.sdk().http, started, content_hash)
+    urls = {
+        key: url
+        for page in url_pages(coded_user.sdk().http, started, content_hash)
+        for key, url in page.items()
+    }
     assert set(urls) == blocks  # none of these random blocks is stored: a URL for each
 
 

@@ -147,11 +147,6 @@ def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str
             yield page
 
 
-def upload_urls(http: Http, started: dict, content_hash: str) -> dict[str, str]:
-    """Every block's PUT URL, keyed "chunk/block", all pages gathered."""
-    return {key: url for page in url_pages(http, started, content_hash) for key, url in page.items()}
-
-
 def upload_coded(
     http: Http,
     local: Path,

@@ -50,5 +50,7 @@ def test_pages_cover_every_block_once_and_the_next_is_asked_ahead(monkeypatch):
 def test_a_start_that_held_every_url_asks_nothing(monkeypatch):
     http = PagedHttp()
     whole = {**started(3, 3), "more": None}
-    assert coded.upload_urls(http, whole, "c" * 64) == {"0/0": "url-h0", "0/1": "url-h1", "0/2": "url-h2"}
+    assert list(coded.url_pages(http, whole, "c" * 64)) == [
+        {"0/0": "url-h0", "0/1": "url-h1", "0/2": "url-h2"}
+    ]
     assert http.asked == []
