@@ -36,6 +36,23 @@ def any_data_bucket(home_stack_name: str, account: str) -> str:
     return f"{home_stack_name.lower()}-*-{account}"
 
 
+def home_bucket(home_stack_name: str) -> str:
+    """The home instance's content bucket, whose name CloudFormation makes from the stack's name and
+    the bucket's logical id (`Stores/Content`) plus a random suffix: the narrowest pattern for it."""
+    return f"{home_stack_name.lower()}-storescontent*"
+
+
+def home_table(home_stack_name: str) -> str:
+    """The home instance's table, named by CloudFormation as `home_bucket` is."""
+    return f"{home_stack_name}-StoresTable*"
+
+
+def in_account(account: str) -> dict[str, dict[str, str]]:
+    """The condition on a statement naming buckets by string: S3 bucket ARNs carry no account, so a
+    bucket of the same name in another account would match the pattern without it."""
+    return {"StringEquals": {"aws:ResourceAccount": account}}
+
+
 @dataclass(frozen=True)
 class DataInstanceNames:
     """Physical names of one data instance's resources that the controller addresses."""

@@ -16,6 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ..regions import in_account
 from .python_function import python_function
 from .sfn_from_asl import SfnFromAsl
 
@@ -54,11 +55,14 @@ class CodedRepair(Construct):
             iam.PolicyStatement(
                 actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject"],  # blocks moved or rebuilt
                 resources=[f"{a}/*" for a in arns],
+                conditions=in_account(Stack.of(self).account),
             )
         )
-        self.step_function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=arns)
-        )  # also HeadBucket
+        self.step_function.add_to_role_policy(  # also HeadBucket; a missing block answers 404, not 403
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"], resources=arns, conditions=in_account(Stack.of(self).account)
+            )
+        )
         events.Rule(  # blocks no link names: swept hourly, like the collector's objects
             self,
             "SweepSchedule",

@@ -26,6 +26,7 @@ from constructs import Construct
 
 from hycloud_core.standby.record_stream import stream_filter
 
+from ..regions import in_account
 from ..standby import StandbyNames
 from .python_function import python_function
 
@@ -124,10 +125,17 @@ class StandbyReplication(Construct):
         fn.add_to_role_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[arns["function"]])
         )
-        fn.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[f"{arns['bucket']}/*"])
+        mine = in_account(Stack.of(self).account)
+        fn.add_to_role_policy(  # a managed copy of a large object is multipart: aborted when it fails
+            iam.PolicyStatement(
+                actions=["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[f"{arns['bucket']}/*"],
+                conditions=mine,
+            )
         )
-        fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[arns["bucket"]]))
+        fn.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[arns["bucket"]], conditions=mine)
+        )
 
     def _schedule(self, fn: lambda_.Function) -> None:
         every = Stack.of(self).node.try_get_context("hycloud:standbyEveryMinutes")

@@ -31,7 +31,7 @@ from ..constructs.tree_jobs import TreeJobs
 from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
-from ..regions import DataInstanceNames, any_data_bucket, instances_env
+from ..regions import DataInstanceNames, any_data_bucket, in_account, instances_env
 from ..standby import StandbyNames
 
 
@@ -83,13 +83,15 @@ class InstanceStack(Stack):
         )
         stores.bucket.grant_read(relay_fn)
         stores.table.grant_write_data(relay_fn)  # the relay's own run counters (cost.relay_meter)
+        warm = int(ctx("hycloud:provisionedConcurrency") or 0)
+        relay_job_fn = warm_target(relay_fn, warm)  # every job and direct call goes to the warm alias
         relay = SfnFromAsl(
             self,
             "Relay",
             asl_file=statemachines_dir / "relay_fetch.asl.json",
-            substitutions={"RelayFetchFunctionArn": relay_fn.function_arn},
+            substitutions={"RelayFetchFunctionArn": relay_job_fn.function_arn},
         ).state_machine
-        relay_fn.grant_invoke(relay)
+        relay_job_fn.grant_invoke(relay)
 
         delta_fn = python_function(
             self,
@@ -103,8 +105,7 @@ class InstanceStack(Stack):
         )
         stores.bucket.grant_read_write(delta_fn)
         stores.table.grant_read_write_data(delta_fn)
-        warm = int(ctx("hycloud:provisionedConcurrency") or 0)
-        relay_job_fn, delta_job_fn = warm_target(relay_fn, warm), warm_target(delta_fn, warm)
+        delta_job_fn = warm_target(delta_fn, warm)
         delta = SfnFromAsl(
             self,
             "DeltaJob",
@@ -208,9 +209,7 @@ class InstanceStack(Stack):
         repair = None
         if data_instances:
             self._know_data_instances(controller, list(data_instances))
-            blocks = f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}/blocks/*"
-            for job_fn in (relay_fn, delta_fn):  # they rebuild coded files from blocks of every region
-                job_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[blocks]))
+            self._read_data_blocks(relay_fn, delta_fn)
             repair = self._repair_jobs(
                 controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
             )
@@ -274,6 +273,21 @@ class InstanceStack(Stack):
             CfnOutput(self, name, value=value)
         suppress_accepted_findings(self)
 
+    def _read_data_blocks(self, *fns: lambda_.Function) -> None:
+        """Relay and delta rebuild coded files from blocks of every region. ListBucket lets S3 answer
+        a missing block 404 (absent, rebuilt from the others: fs/blocks.py) instead of 403."""
+        bucket = f"arn:{self.partition}:s3:::{any_data_bucket(self.stack_name, self.account)}"
+        mine = in_account(self.account)
+        for fn in fns:
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"], resources=[f"{bucket}/blocks/*"], conditions=mine
+                )
+            )
+            fn.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket], conditions=mine)
+            )
+
     def _repair_jobs(
         self,
         controller: lambda_.Function,
@@ -316,9 +330,14 @@ class InstanceStack(Stack):
             iam.PolicyStatement(
                 actions=["s3:GetObject*", "s3:PutObject", "s3:DeleteObject*", "s3:AbortMultipartUpload"],
                 resources=[f"{arn}/*" for arn in buckets],
+                conditions=in_account(self.account),
             )
         )
-        controller.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket*"], resources=buckets))
+        controller.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket*"], resources=buckets, conditions=in_account(self.account)
+            )
+        )
         self._allow_data_jobs(controller, instances)
         CfnOutput(self, "DataInstanceRegions", value=",".join(item.region for item in instances))
 
