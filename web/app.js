@@ -3,6 +3,10 @@
 
 const $ = (sel) => document.querySelector(sel);
 const state = { cwd: "/", threshold: 2 * 1024 * 1024 };
+// A small file's bytes come back binary only when the first Accept type is one the REST API lists
+// in its binaryMediaTypes; without it API Gateway answers them as base64 text. A large file's
+// answer is a link (JSON), as the Python client asks.
+const DOWNLOAD_ACCEPT = "application/octet-stream, application/vnd.hycloud.link+json";
 
 function human(n) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -124,7 +128,7 @@ function row(entry) {
 }
 
 async function download(entry) {
-  const response = await Api.call("GET", "/v1/files", { params: { path: entry.path } });
+  const response = await Api.call("GET", "/v1/files", { params: { path: entry.path }, headers: { Accept: DOWNLOAD_ACCEPT } });
   let blob;
   if (response.headers.get("Content-Type")?.startsWith("application/vnd.hycloud.link+json")) {
     let link = await response.json();  // a large file: fetch it straight from S3

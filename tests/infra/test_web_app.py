@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,19 @@ def test_local_cloud_gets_no_cloudfront_and_no_custom_resource(tmp_path_factory)
     local.resource_count_is("AWS::CloudFront::Distribution", 0)
     local.resource_count_is("AWS::CloudFormation::CustomResource", 0)
     local.has_output("WebPublishFunctionName", {})
+
+
+def test_file_downloads_ask_for_a_binary_media_type_the_api_declares(aws):
+    """API Gateway returns a binary body as binary only when the request's first Accept type is
+    one of the REST API's binaryMediaTypes; otherwise the browser saves base64 text."""
+    (api,) = aws.find_resources("AWS::ApiGateway::RestApi").values()
+    binary = api["Properties"]["BinaryMediaTypes"]
+    app = (ROOT / "web" / "app.js").read_text()
+    calls = re.findall(r'Api\.call\("GET", "/v1/files", \{([^\n]*)\}\);', app)
+    assert calls, "the download's GET /v1/files call is not found in web/app.js"
+    for options in calls:
+        found = re.search(r"headers: \{ Accept: (\w+) \}", options)
+        assert found, f"the download sends no Accept header: {options}"
+        value = re.search(rf'const {found.group(1)} = "([^"]+)";', app)
+        assert value, f"{found.group(1)} is not a string constant of web/app.js"
+        assert value.group(1).split(",")[0].strip() in binary, (value.group(1), binary)
