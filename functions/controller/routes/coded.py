@@ -13,7 +13,6 @@ from answers import Entry, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from botocore.exceptions import ClientError
 from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
@@ -29,6 +28,7 @@ from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
 from hycloud_core.relay import execution_arn
+from hycloud_core.store import cached_copies
 from hycloud_core.store.measurements import Measurements, Sample
 from hycloud_core.store.queue_records import QueueStore
 
@@ -299,7 +299,6 @@ def _rebuilt_from(content_hash: str, erasure: dict) -> dict:
     return {"erasure_ref": name, "instances": where}
 
 
-WHOLE_PREFIX = "shares/"  # the share cache: the bucket's lifecycle rule forgets it after a day
 WHOLE_URL_TTL_S = 300
 
 
@@ -315,11 +314,9 @@ def _home_blocks() -> tuple[BlockStore, str]:
 
 
 def whole_object(link: Any) -> str:
-    """The home bucket's key of a coded file made whole, decoded on the first request for it."""
-    key = f"{WHOLE_PREFIX}{link.content_hash}"
-    try:
-        s3().head_object(Bucket=CONFIG.bucket, Key=key)
-    except ClientError:
+    """The home bucket's key of a coded file made whole, decoded unless a verified copy is there."""
+    key = cached_copies.key_of(link.content_hash)
+    if not cached_copies.holds(s3(), CONFIG.bucket, key, link.content_hash):
         store, own = _home_blocks()
         coded_whole.to_object(link.erasure, link.content_hash, store, own, s3(), CONFIG.bucket, key)
     return key

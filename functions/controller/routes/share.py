@@ -3,7 +3,8 @@
 `GET /v1/shared/{token}` is the one route that needs no API key (see context.PUBLIC_PREFIX): the
 token is the credential. Every download is a redirect to a presigned S3 URL valid for a few
 minutes. Large files are in S3 already; a small file is first copied from EFS to
-`shares/<sha256>` (once per content; a lifecycle rule forgets it after a day). Answering the
+`shares/<content hash>` (once per content, verified before reuse: `store/cached_copies.py`; a
+lifecycle rule forgets it after a day). Answering the
 bytes themselves would reach only clients whose Accept header names a binary media type (API
 Gateway base64-encodes a binary body for anyone else, e.g. a browser), and costs Lambda time.
 A coded file is made whole under the same prefix on its first download (routes/coded.py).
@@ -20,7 +21,6 @@ from answers import ShareInfo, ShareList, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from botocore.exceptions import ClientError
 from context import CONFIG, namespace, ok, records, s3, user
 from models import NewShare, ShareToken
 
@@ -28,13 +28,13 @@ from hycloud_core import content, paths
 from hycloud_core.errors import ConflictError, NotFoundError
 from hycloud_core.fs import Namespace
 from hycloud_core.linkfile import LinkFile
+from hycloud_core.store import cached_copies
 from hycloud_core.store.shares import Share, Shares
 
 from .coded import whole_object
 
 router = APIGatewayRouter()
 REDIRECT_TTL_S = 300
-SHARE_CACHE_PREFIX = "shares/"  # also named in the bucket's lifecycle rule (data_stores.py)
 
 
 @cache
@@ -82,7 +82,7 @@ def fetch(token: Annotated[ShareToken, Path()]):
     if entry.storage == "large":
         key = _large_key(ns.read_link(share.path))
     else:
-        key = _cached(ns, share)
+        key = cached_copies.put_bytes(s3(), CONFIG.bucket, ns.read(share.path))
     shares().count_download(share, entry.size)
     return Response(status_code=302, headers={"Location": _presigned(share, key)}, body="")
 
@@ -94,17 +94,6 @@ def _disposition(share: Share) -> str:
 def _large_key(link: LinkFile) -> str:
     """A plain file's object; a coded file made whole once (from k blocks per chunk)."""
     return whole_object(link) if link.erasure else content.object_key(link.content_hash)
-
-
-def _cached(ns: Namespace, share: Share) -> str:
-    """The S3 key of a copy of the small file's current content, made on first download."""
-    data = ns.read(share.path)
-    key = f"{SHARE_CACHE_PREFIX}{hashlib.sha256(data).hexdigest()}"
-    try:
-        s3().head_object(Bucket=CONFIG.bucket, Key=key)
-    except ClientError:
-        s3().put_object(Bucket=CONFIG.bucket, Key=key, Body=data)
-    return key
 
 
 def _presigned(share: Share, key: str) -> str:

@@ -3,13 +3,18 @@
 A job that makes a file (a patched version, a coded file made whole) knows its content hash only
 at the end, yet should not wait until then to start storing it: parts go up in the background
 while the writer goes on, and the object is completed (or abandoned) once the hash is checked.
-A file smaller than one part is one PUT at the end.
+A file smaller than one part is one PUT at the end. Every part carries its SHA-256 checksum, which
+S3 checks on arrival and keeps: with 8 MiB parts the object's composite checksum is its content
+hash (`content.py`), so a reader can ask S3 what a key holds (`cached_copies.holds`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
+
+from ..content import b64
 
 PART = 8 * 1024 * 1024
 IN_FLIGHT = 4  # parts uploading at once; memory is about (IN_FLIGHT + 1) parts
@@ -31,7 +36,9 @@ class ObjectWriter:
 
     def _send(self, body: bytes) -> None:
         if self.upload is None:
-            self.upload = self.s3.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
+            self.upload = self.s3.create_multipart_upload(
+                Bucket=self.bucket, Key=self.key, ChecksumAlgorithm="SHA256"
+            )["UploadId"]
             self.pool = ThreadPoolExecutor(self.in_flight, thread_name_prefix="part")
         pending = {f for f in self.parts if not f.done()}
         while len(pending) >= self.in_flight:
@@ -39,15 +46,23 @@ class ObjectWriter:
         self.parts.append(self.pool.submit(self._put, len(self.parts) + 1, body))
 
     def _put(self, number: int, body: bytes) -> dict:
+        checksum = b64(hashlib.sha256(body).digest())
         part = self.s3.upload_part(
-            Bucket=self.bucket, Key=self.key, UploadId=self.upload, PartNumber=number, Body=body
+            Bucket=self.bucket,
+            Key=self.key,
+            UploadId=self.upload,
+            PartNumber=number,
+            Body=body,
+            ChecksumSHA256=checksum,
         )
-        return {"PartNumber": number, "ETag": part["ETag"]}
+        return {"PartNumber": number, "ETag": part["ETag"], "ChecksumSHA256": checksum}
 
     def complete(self) -> None:
         """Make the object readable: everything written, and nothing else."""
         if self.upload is None:
-            self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=bytes(self.buffer))
+            body = bytes(self.buffer)
+            checksum = b64(hashlib.sha256(body).digest())
+            self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, ChecksumSHA256=checksum)
             return
         if self.buffer:
             self._send(bytes(self.buffer))
