@@ -317,8 +317,14 @@ class FileSystem:
         self._check_expected(paths.normalize(dst or ""), expect)
 
     def _require_content(self, entry: Entry) -> None:
-        """Touch a large file's content before a new link to it appears (see store/collector.py)."""
-        if entry.storage == "large" and not self.objects.touch(entry.content_hash or ""):
+        """Touch a large file's content before a new link to it appears (see store/collector.py).
+
+        A coded file's content is its blocks, which have no object record: the block sweep
+        (coded_sweep.py) keeps every block any link file names, so the new link, which names the
+        same layout, keeps them as long as it is there, whatever becomes of the source."""
+        if entry.storage != "large" or self.ns.read_link(entry.path).erasure:
+            return
+        if not self.objects.touch(entry.content_hash or ""):
             raise NotFoundError(f"content of {entry.path} is no longer stored", code="content-gone")
 
     def move(self, src: str, dst: str, expect: str | None = None) -> Entry:
