@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from hycloud.cli.exit_codes import QUOTA_EXCEEDED
 from hycloud_core import auth, content
 from tests.e2e.conftest import HYCLOUD, Deployment, User
 
@@ -361,7 +362,8 @@ def test_large_upload_over_quota_is_refused_at_commit_and_resumes_when_raised(de
     data = os.urandom(3 * 1024 * 1024)
     (tmp_path / "big").write_bytes(data)
     result = user.cli("put", str(tmp_path / "big"), "/big", check=False)
-    assert result.returncode == 4 and "quota-exceeded" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == QUOTA_EXCEEDED and "quota-exceeded" in result.stderr
+    assert "Traceback" not in result.stderr
     assert not (deployment.efs_root() / "ns" / user.id / "big").exists()
     assert counter(deployment, user) == (0, 0)
     admin(deployment, "set-quota", user.name, "--bytes", "-1")  # unlimited

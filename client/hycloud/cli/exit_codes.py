@@ -5,7 +5,8 @@
 6 conflict (exists, not empty, busy); 7 the API cannot be reached; 8 a local file or directory
 cannot be read or written (missing, unreadable, disk full); 9 content did not verify (a corrupt
 download or delta, or the server reports storing other content than was sent); 10 the API did not
-answer a change in time, so it may or may not have happened; 130 interrupted (Ctrl-C), resumable.
+answer a change in time, so it may or may not have happened; 11 the user's quota (bytes or files)
+has no room for the change; 130 interrupted (Ctrl-C), resumable.
 """
 
 SUCCESS = 0
@@ -19,6 +20,7 @@ UNREACHABLE = 7
 LOCAL_IO = 8
 CORRUPT = 9
 OUTCOME_UNKNOWN = 10
+QUOTA_EXCEEDED = 11
 INTERRUPTED = 130
 
 BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 413: USAGE, 503: UNREACHABLE}
@@ -33,6 +35,7 @@ BY_CODE = {
     "delta-mismatch": CORRUPT,
     "stored-mismatch": CORRUPT,
     "outcome-unknown": OUTCOME_UNKNOWN,
+    "quota-exceeded": QUOTA_EXCEEDED,  # a 403, but the key is fine: room is what is missing
     # a job's failure carries no HTTP status: the conflicts it reports exit as conflicts
     "version-mismatch": CONFLICT,
     "base-unknown": CONFLICT,

@@ -45,7 +45,7 @@ app = typer.Typer(
     epilog=(
         "Profiles: --profile NAME or $HYCLOUD_PROFILE. Exit codes: 0 ok, 1 error, 2 usage, 3 not configured, "
         "4 key refused, 5 not found, 6 conflict, 7 unreachable, 8 local I/O, 9 corrupt, 10 outcome unknown, "
-        "130 interrupted."
+        "11 quota exceeded, 130 interrupted."
     ),
 )
 app.add_typer(admin, name="admin")

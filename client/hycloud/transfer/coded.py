@@ -167,7 +167,13 @@ def upload_coded(
     with tempfile.TemporaryDirectory(prefix="hycloud-coded-") as tmp:
         folder = Path(tmp)
         layout = _encode(local, n, k, chunk_size, folder)
-        body = {"path": remote, "size": size, "content_hash": content_hash, "layout": layout}
+        body = {
+            "path": remote,
+            "size": size,
+            "content_hash": content_hash,
+            "layout": layout,
+            "parents": parents,
+        }
         started = http.json("POST", "/v1/coded/uploads", json=body)
         placed = started["layout"]
         progress.start(

@@ -95,6 +95,8 @@ def upload_large(
                 "size": size,
                 "content_hash": content_hash,
                 "part_digests": [content.b64(d) for d in digests],
+                "path": remote,  # checked before any part is sent, and again at the commit
+                "parents": parents,
             },
         )
         proof, sent = None, 0

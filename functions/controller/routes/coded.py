@@ -62,6 +62,7 @@ class CodedUpload(Body):
     size: ByteCount
     content_hash: ContentHash
     layout: LayoutIn
+    parents: bool | None = None
 
 
 class PlacedBlockIn(BlockIn):
@@ -87,7 +88,6 @@ class BlockUrls(BaseModel):
 
 class CodedCommit(CodedUpload):
     proof: Hash | None = Field(default=None, description="answer to the upload's challenge")
-    parents: bool | None = None
     mtime: FileTime | None = None
     mode: FileMode | None = None
 
@@ -149,9 +149,12 @@ def _placed_blocks(body: MoreUrlsIn) -> list[Block]:
     return [Block(b.hash, b.size, b.instance) for b in body.blocks]
 
 
-@router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 409))
+@router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 403, 404, 409))
 def start(body: Annotated[CodedUpload, BodyParam()]):
-    return ok(_coded().start(body.size, _layout(body.layout), body.content_hash))
+    """Place the blocks and hand out their URLs, once the commit at `path` could succeed."""
+    coded = _coded()
+    coded.fs.check_upload(body.path, body.size, bool(body.parents))
+    return ok(coded.start(body.size, _layout(body.layout), body.content_hash))
 
 
 @router.post("/v1/coded/uploads/urls", responses=replies(200, BlockUrls, 409))

@@ -8,16 +8,27 @@ from answers import Aborted, Entry, PartUrls, UploadPlan, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
-from models import CommitUpload, ContentHash, StartUpload, UploadUrls
+from models import CommitUpload, ContentHash, StartUpload, UploadUrls, UserPath
 
 from .delta import precompute
 
 router = APIGatewayRouter()
 
 
-@router.post("/v1/uploads", responses=replies(200, UploadPlan, 409, 413))
-def start(body: Annotated[StartUpload, Body()]):
-    return ok(filesystem(router).uploads.start(body.size, body.content_hash, body.part_digests))
+class StartUploadAt(StartUpload):
+    """An upload's start may name where it will commit, so that what the commit would refuse
+    there (a missing folder, the quota) is refused before any part is sent."""
+
+    path: UserPath | None = None
+    parents: bool | None = None
+
+
+@router.post("/v1/uploads", responses=replies(200, UploadPlan, 403, 404, 409, 413))
+def start(body: Annotated[StartUploadAt, Body()]):
+    fs = filesystem(router)
+    if body.path is not None:
+        fs.check_upload(body.path, body.size, bool(body.parents))
+    return ok(fs.uploads.start(body.size, body.content_hash, body.part_digests))
 
 
 @router.post("/v1/uploads/urls", responses=replies(200, PartUrls, 404, 409))

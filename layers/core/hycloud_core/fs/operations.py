@@ -195,6 +195,25 @@ class FileSystem:
         else:
             self.ns.require_dir(paths.parent(path))
 
+    def check_upload(self, path: str, size: int, parents: bool = False) -> None:
+        """Refuse at a large upload's start what its commit would refuse about its destination: a
+        parent folder missing (or a file), a folder at the path, a size over the quota. The commit
+        checks it all again; this spares a client sending bytes that could never be kept."""
+        path = paths.normalize(path)
+        if path == "/":
+            raise ConflictError("/ is a directory", code="is-a-directory")
+        self._check_ancestors(path, parents)
+        if self.ns.exists(path) and self.ns.stat(path).type == "dir":
+            raise ConflictError(f"{path} is a directory", code="is-a-directory")
+        self.quota.check_writing(self.ns, path, size)
+
+    def _check_ancestors(self, path: str, parents: bool) -> None:
+        """The parent is a folder; with `parents`, the nearest existing ancestor is one."""
+        folder = paths.parent(path)
+        while parents and folder != "/" and not self.ns.exists(folder):
+            folder = paths.parent(folder)
+        self.ns.require_dir(folder)
+
     def _link(
         self,
         path: str,

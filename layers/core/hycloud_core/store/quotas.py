@@ -94,6 +94,17 @@ class Quota:
             return nullcontext()
         return self.change(Change(size, 1) - self._file_at(ns, path))
 
+    def check_writing(self, ns: Any, path: str, size: int) -> None:
+        """Refuse now what `writing` would refuse, reserving nothing: a large upload's start asks
+        before its bytes are sent, and its commit reserves."""
+        if self.records is None:
+            return
+        delta = Change(size, 1) - self._file_at(ns, path)
+        if delta.grows:
+            item = self._item()
+            used = Change(int(item.get("bytes", 0)), int(item.get("files", 0)))
+            self._refuse_if_over(used, delta, self.limits(item))
+
     def committing(self, ns: Any, path: str, content_hash: str) -> AbstractContextManager[None]:
         """Around committing a pending upload at `path`; its size is the one the upload declared."""
         if self.records is None:
