@@ -18,6 +18,7 @@ def build_stacks(
     app: cdk.App, *, root: Path, layer_dir: Path, account: str | None
 ) -> tuple[InstanceStack, list[DataInstanceStack]]:
     """Data stacks first: the home controller names their resources, so they must exist before it."""
+    known_zones(app, account)
     home_name = app.node.try_get_context("hycloud:instanceName")
     home, *others = regions(app.node.try_get_context("hycloud:regions"))
     dirs = {
@@ -63,3 +64,16 @@ def _standby(app: cdk.App, home_name: str, home: str, account: str | None, dirs:
         layer_dir=dirs["layer_dir"],
         statemachines_dir=dirs["statemachines_dir"],
     )
+
+
+def known_zones(app: cdk.App, account: str | None) -> None:
+    """The zones of the regions `hycloud:availabilityZones` lists (cdk.json: the app's default
+    regions), as the answers of CDK's availability-zone lookups for `account`: a first synth for a
+    real account then needs no credentials. A region not listed is looked up as usual (once, with
+    credentials; the CLI keeps the answer in cdk.context.json). Answers already in context win."""
+    if account is None or cdk.Token.is_unresolved(account):
+        return  # an account-agnostic synth takes its zones from Fn::GetAZs at deploy time
+    for region, zones in (app.node.try_get_context("hycloud:availabilityZones") or {}).items():
+        key = f"availability-zones:account={account}:region={region}"
+        if app.node.try_get_context(key) is None:
+            app.node.set_context(key, list(zones))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from hycloud_infra.app_stacks import known_zones
 from hycloud_infra.stacks.instance_stack import InstanceStack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +20,7 @@ def instance_stack(
     (layer_dir / "python").mkdir(exist_ok=True)
     (layer_dir / "python" / "placeholder.py").write_text("")
     app = cdk.App(context={**json.loads((ROOT / "cdk.json").read_text())["context"], **context})
+    known_zones(app, account)  # as app_stacks.build_stacks does
     stack = InstanceStack(
         app,
         name,
