@@ -179,6 +179,48 @@ def test_a_bad_member_is_reported_and_the_others_commit(alice):
     assert record("/bad-members/hash.txt") is None
 
 
+@pytest.mark.parametrize("first", ["file", "child"])
+def test_members_whose_paths_nest_commit_in_order_and_the_second_is_a_409(alice, first):
+    """`/y/f` and `/y/f/child` in one bundle: written side by side they raced (a 500 for `f`)."""
+    api = alice.api()
+    for n in range(6):
+        folder = f"/nest-{first}-{n}"
+        names = [f"{folder}/f", f"{folder}/f/child"]
+        order = names if first == "file" else names[::-1]
+        members = [(bundle.member_of(p, p.encode()), p.encode()) for p in order]
+        r = api.call(
+            "POST", "/v1/bundles", params={"parents": "true"}, data=bundle.pack(members), headers=OCTET
+        )
+        assert r.status_code == 200, r.text
+        files = r.json()["files"]
+        assert [f["status"] for f in files] == ["ok", "error"], files
+        assert files[1]["error"]["status"] == 409, files
+
+
+def test_a_member_commits_only_over_the_version_it_expects(alice):
+    api, old = alice.api(), b"old"
+    alice.sdk().put_bytes("/expect/a", old, parents=True)
+    alice.sdk().put_bytes("/expect/b", old, parents=True)
+    members = [
+        (
+            bundle.member_of(
+                "/expect/a", b"new a", expect=hashlib.sha256(hashlib.sha256(old).digest()).hexdigest()
+            ),
+            b"new a",
+        ),
+        (bundle.member_of("/expect/b", b"new b", expect="0" * 64), b"new b"),
+        (bundle.member_of("/expect/c", b"new c", expect=bundle.ABSENT), b"new c"),
+        (bundle.member_of("/expect/a", b"again", expect=bundle.ABSENT), b"again"),
+    ]
+    r = api.call("POST", "/v1/bundles", data=bundle.pack(members[:3]), headers=OCTET)
+    assert [f["status"] for f in r.json()["files"]] == ["ok", "error", "ok"], r.text
+    assert r.json()["files"][1]["error"]["code"] == "version-mismatch"
+    r = api.call("POST", "/v1/bundles", data=bundle.pack(members[3:]), headers=OCTET)
+    assert r.json()["files"][0]["error"]["code"] == "version-mismatch"
+    ns = alice.ns_dir() / "expect"
+    assert [(ns / n).read_bytes() for n in "abc"] == [b"new a", old, b"new c"]
+
+
 @pytest.mark.parametrize("cut", ["truncated", "garbage", "not-zstd-json"])
 def test_a_malformed_bundle_is_a_400_and_stores_nothing(alice, cut):
     data = os.urandom(50_000)

@@ -22,6 +22,7 @@ class FakeCloud:
         self.calls: list[str] = []
         self.http = type("H", (), {"base": "http://fake"})()
         self.store = type("S", (), {"user": "u1"})()
+        self.before_write = None  # another device's write, between the exchange and a push
 
     def merkle_children(self, paths: list[str]) -> dict:
         self.calls.append("merkle")
@@ -34,8 +35,19 @@ class FakeCloud:
         while (path := parent_of(path)) != "/":
             self.dirs.add(path)
 
-    def put(self, local, remote, parents=False, progress=None, mtime=None, mode=None, **_):
+    def _check(self, path: str, expect: str | None) -> None:
+        """What the cloud answers a write naming the version it expects (preconditions.py)."""
+        if expect is None:
+            return
+        held = content.hash_bytes(self.files[path][0]) if path in self.files else "absent"
+        if held != expect:
+            raise ConflictError(f"{path} is not at the expected version", code="version-mismatch")
+
+    def put(self, local, remote, parents=False, progress=None, mtime=None, mode=None, expect=None, **_):
         self.calls.append(f"put {remote}")
+        if self.before_write:
+            self.before_write(remote)
+        self._check(remote, expect)
         data = Path(local).read_bytes()
         self._parents(remote)
         self.files[remote] = (data, mtime if mtime is not None else time.time())
@@ -72,8 +84,9 @@ class FakeCloud:
         self._parents(dst)
         self.files[dst] = self.files.pop(src)
 
-    def rm(self, path):
+    def rm(self, path, expect=None):
         self.calls.append(f"rm {path}")
+        self._check(path, expect)
         del self.files[path]
 
     def rmdir(self, path, **_):
@@ -94,8 +107,17 @@ class FileByFile:
     """`sdk.bundles` for the fake cloud: each file through its put/get."""
 
     @staticmethod
-    def put_files(client, pairs, progress=None):
-        return [{**client.put(local, remote, progress=progress), "status": "ok"} for local, remote in pairs]
+    def put_files(client, pairs, progress=None, expect=None):
+        def one(local, remote):
+            try:
+                return {
+                    **client.put(local, remote, progress=progress, expect=(expect or {}).get(remote)),
+                    "status": "ok",
+                }
+            except ConflictError as err:
+                return {"path": remote, "status": "error", "error": str(err), "code": err.code}
+
+        return [one(local, remote) for local, remote in pairs]
 
     @staticmethod
     def get_files(client, pairs, progress=None):

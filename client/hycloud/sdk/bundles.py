@@ -16,7 +16,7 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +51,22 @@ class _Upload:
     size: int
     mtime: float
     mode: int
+    expect: str | None = None
 
 
 def put_files(
-    client: HyCloud, pairs: Sequence[tuple[Path, str]], progress: ProgressLike = None
+    client: HyCloud,
+    pairs: Sequence[tuple[Path, str]],
+    progress: ProgressLike = None,
+    expect: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """Upload each local file to its remote path (parents made as needed); one result per pair,
     in order: `{"path", "status": "ok", ...what client.put returns}` or `{"path", "status":
-    "error", "error": message, "code"}`."""
+    "error", "error": message, "code"}`. `expect` maps a remote path to the version it must hold
+    (`preconditions.py`): a file whose path holds another fails with `version-mismatch`, not sent again."""
     results: list[dict] = [{} for _ in pairs]
     lock, progress = threading.Lock(), as_progress(progress)
-    small, large = _plan_uploads(client, pairs, results)
+    small, large = _plan_uploads(client, pairs, results, expect or {})
 
     def done(item: _Upload, result: dict) -> None:
         with lock:
@@ -75,13 +80,18 @@ def put_files(
             jobs += [pool.submit(_put_large, client, item, done, progress) for item in large]
             for job in jobs:
                 job.result()
-            small = [i for i in small if results[i.index]["status"] != "ok"]
-            large = [i for i in large if results[i.index]["status"] != "ok"]
+            small = [i for i in small if _again(results[i.index])]
+            large = [i for i in large if _again(results[i.index])]
     return results
 
 
+def _again(result: dict) -> bool:
+    """A failed file is sent once more, unless its path held another version than it expected."""
+    return result["status"] != "ok" and result.get("code") != "version-mismatch"
+
+
 def _plan_uploads(
-    client: HyCloud, pairs: Sequence[tuple[Path, str]], results: list[dict]
+    client: HyCloud, pairs: Sequence[tuple[Path, str]], results: list[dict], expect: Mapping[str, str]
 ) -> tuple[list[_Upload], list[_Upload]]:
     """Small and large uploads; a pair that cannot be sent at all gets its error result now."""
     threshold = client.small_file_threshold if pairs else 0
@@ -98,7 +108,8 @@ def _plan_uploads(
                 remote, HyCloudError(f"{local}: {err.strerror}", code="no-such-local-file")
             )
             continue
-        item = _Upload(index, Path(local), path, st.st_size, st.st_mtime, stat.S_IMODE(st.st_mode) & 0o777)
+        mode = stat.S_IMODE(st.st_mode) & 0o777
+        item = _Upload(index, Path(local), path, st.st_size, st.st_mtime, mode, expect.get(path))
         (small if st.st_size <= threshold else large).append(item)
     return small, large
 
@@ -129,7 +140,7 @@ def _send_bundle(client: HyCloud, group: list[_Upload], done: Callable[[_Upload,
         except OSError as err:
             done(item, _failed(item.remote, HyCloudError(f"{item.local}: {err.strerror}", code="unreadable")))
             continue
-        files.append((bundle.member_of(item.remote, data, item.mtime, item.mode), data))
+        files.append((bundle.member_of(item.remote, data, item.mtime, item.mode, item.expect), data))
         sent.append(item)
     if not files:
         return
@@ -195,7 +206,7 @@ def _put_large(
     client: HyCloud, item: _Upload, done: Callable[[_Upload, dict], None], progress: Progress
 ) -> None:
     try:
-        keep = {"mtime": item.mtime, "mode": item.mode}
+        keep = {"mtime": item.mtime, "mode": item.mode, "expect": item.expect}
         result = client.put(item.local, item.remote, parents=True, progress=progress, **keep)
     except HyCloudError as err:
         done(item, _failed(item.remote, err))

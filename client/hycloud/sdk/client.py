@@ -15,6 +15,7 @@ from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 from hycloud_core.merkle.exchange import MAX_PATHS
 
+from .. import preconditions
 from ..config import ClientConfig
 from ..failover import FailoverHttp
 from ..http import Http
@@ -169,8 +170,10 @@ class HyCloud:
             return {"removed": job["src"], "files": job["done"]}
         return response.json()
 
-    def rm(self, path: str) -> dict:
-        return self.http.json("DELETE", "/v1/files", params={"path": paths.normalize(path)})
+    def rm(self, path: str, expect: str | None = None) -> dict:
+        """Delete a file; with `expect`, only while it is that version (`preconditions.py`)."""
+        params, headers = {"path": paths.normalize(path)}, preconditions.headers(expect)
+        return self.http.json("DELETE", "/v1/files", params=params, headers=headers)
 
     def mv(self, src: str, dst: str, progress: Progress | None = None) -> dict:
         return self._tree_op("/v1/move", src, dst, progress)
@@ -195,16 +198,18 @@ class HyCloud:
         parents: bool = False,
         mtime: float | None = None,
         mode: int | None = None,
+        expect: str | None = None,
     ) -> dict:
         """Store a small file; fails unless the server reports storing exactly these bytes.
-        `mtime` and `mode` (permission bits) are kept with it when given."""
+        `mtime` and `mode` (permission bits) are kept with it when given; `expect` is the version
+        the path must hold (`preconditions.py`)."""
         digest = hashlib.sha256(data).hexdigest()
         entry = self.http.json(
             "PUT",
             "/v1/files",
             params={"path": paths.normalize(path), "parents": str(parents).lower(), **_keep(mtime, mode)},
             data=data,
-            headers={"Content-Type": OCTET, "x-hycloud-sha256": digest},
+            headers={"Content-Type": OCTET, "x-hycloud-sha256": digest, **preconditions.headers(expect)},
         )
         check_stored(path, entry.pop("sha256", None), digest)
         return {**entry, "content_hash": content.hash_bytes(data)}  # one name for a file's hash
@@ -223,31 +228,37 @@ class HyCloud:
         mtime: float | None = None,
         mode: int | None = None,
         coded: bool | None = None,
+        expect: str | None = None,
     ) -> dict:
         """Upload a file: small ones through the API to EFS, large ones straight to S3, or as a
         delta when eq. 2 says it pays: against `base` (a local copy of a version the cloud has) or,
         with `via="auto"`, against the version this client last transferred at `remote`.
         `coded=True` stores a large file erasure-coded across the instances (docs/GEO.md); unset,
         files above the deployment's `coded_threshold` are (with `via="auto"`), `False` never.
-        `mtime` and `mode` (permission bits) are kept with the file when given."""
+        `mtime` and `mode` (permission bits) are kept with the file when given. With `expect` (the
+        version the path must hold, `preconditions.py`) the commit fails with a 409 over any other,
+        and a delta is sent only against that very version."""
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
-        size = os.path.getsize(local)
+        size, keep, headers = os.path.getsize(local), _keep(mtime, mode), preconditions.headers(expect)
         if coded and size > self.small_file_threshold:
-            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
+            return self._put_coded(local, remote, parents, progress, keep, headers)
         if size <= self.small_file_threshold:
             try:
-                entry = self.put_bytes(remote, local.read_bytes(), parents=parents, mtime=mtime, mode=mode)
+                data = local.read_bytes()
+                entry = self.put_bytes(remote, data, parents=parents, mtime=mtime, mode=mode, expect=expect)
                 report(progress, f"upload {local.name}", size)
                 return self._noted(entry, "small")
             except PayloadTooLargeError:
                 pass  # the deployment's threshold is lower than we thought
-        result = self._put_delta(local, remote, progress, base, delta_kind, upload_rate, force_delta, via)
+        result = self._put_delta(
+            local, remote, progress, base, delta_kind, upload_rate, force_delta, via, expect
+        )
         if result is not None:
-            return self._journaled(local, remote, result, _keep(mtime, mode))
+            return self._journaled(local, remote, result, keep)
         if self._codes_by_default(size, coded, via):
-            return self._put_coded(local, remote, parents, progress, _keep(mtime, mode))
+            return self._put_coded(local, remote, parents, progress, keep, headers)
         started = time.perf_counter()
-        result = upload_large(self.http, local, remote, parents, progress, keep=_keep(mtime, mode))
+        result = upload_large(self.http, local, remote, parents, progress, keep=keep, headers=headers)
         self._journaled(local, remote, result, _keep(mtime, mode))
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
@@ -265,8 +276,10 @@ class HyCloud:
         upload_rate: float | None,
         force_delta: bool,
         via: str,
+        expect: str | None = None,
     ) -> dict | None:
-        """The delta upload when one is possible and pays, else None (upload directly)."""
+        """The delta upload when one is possible and pays, else None (upload directly). Its commit
+        requires its base at the path: with `expect`, only a base of that version is used."""
         from ..transfer.delta import signature_upload
 
         if base is not None:
@@ -275,7 +288,7 @@ class HyCloud:
             )
         elif via in ("auto", "delta"):
             known = self.store.get(remote)
-            if known is None or known.signature is None:
+            if known is None or known.signature is None or expect not in (None, known.content_hash):
                 return None
             rates = auto.rates(self.store)
             pays = (
@@ -337,10 +350,18 @@ class HyCloud:
                 return None  # nothing there to patch: the whole file is the upload
             raise
 
-    def _put_coded(self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict) -> dict:
+    def _put_coded(
+        self,
+        local: Path,
+        remote: str,
+        parents: bool,
+        progress: Progress,
+        keep: dict,
+        headers: dict | None = None,
+    ) -> dict:
         from ..transfer.coded import upload_coded
 
-        result = upload_coded(self.http, local, remote, parents, progress, keep)
+        result = upload_coded(self.http, local, remote, parents, progress, keep, headers=headers)
         auto.remember(self.store, remote, result["content_hash"], local)  # a base for the next delta
         return self._noted(self._journaled(local, remote, result, keep), "coded")
 

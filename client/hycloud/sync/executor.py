@@ -1,6 +1,10 @@
 """Carries out a plan, recording each file's new agreed state as soon as it is done (the journal
 a killed sync resumes from). Small files go through `sdk.bundles` in batches; large files
-through `put`/`get`, which send a delta when eq. 2 says it pays."""
+through `put`/`get`, which send a delta when eq. 2 says it pays.
+
+Every push and delete in the cloud names the version the plan saw there (`preconditions.py`):
+one that meets another version (written by another device since the exchange) changes nothing
+and is reported as `raced`, for the next pass to plan as a conflict (`run.py`)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from pathlib import Path
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
+from .. import preconditions
 from ..sdk import HyCloud, bundles
 from ..sdk.trees import restore_metadata
 from .diff import Differences, full_path, merkle_of
@@ -27,10 +32,14 @@ BUSY_TRIES, BUSY_PAUSE = 3, 1.0  # files refused as busy (a path lease held else
 Done = Callable[[str, str], None]
 
 
+MISMATCH = "version-mismatch"
+
+
 @dataclass
 class Outcome:
     transferred: list[str] = field(default_factory=list)
     failed: list[dict] = field(default_factory=list)
+    raced: list[str] = field(default_factory=list)  # changed in the cloud since the exchange
 
 
 @dataclass
@@ -45,6 +54,7 @@ class Context:
     progress: SyncProgress
     on_done: Done
     outcome: Outcome = field(default_factory=Outcome)
+    moved_aside: set[str] = field(default_factory=set)  # the destination's losing versions, kept
 
     def remote(self, rel: str) -> str:
         return full_path(self.root, rel)
@@ -52,8 +62,18 @@ class Context:
     def path(self, rel: str) -> Path:
         return self.local_root / rel
 
-    def failed(self, rel: str, error: Exception | str) -> None:
-        self.outcome.failed.append({"path": rel, "error": str(error)})
+    def failed(self, rel: str, error: Exception | str, code: str | None = None) -> None:
+        if code == MISMATCH:
+            self.outcome.raced.append(rel)
+        else:
+            self.outcome.failed.append({"path": rel, "error": str(error)})
+
+    def seen(self, rel: str) -> str | None:
+        """The version the plan saw in the cloud at `rel`: what a push there may replace."""
+        if rel not in self.diff.remote:
+            return preconditions.ABSENT
+        base = self.base.get(rel)
+        return base.content_hash if base is not None and base.content_hash else None
 
 
 def transfer_sizes(ctx: Context, plan: Plan) -> dict[str, dict]:
@@ -129,7 +149,10 @@ def _guard(ctx: Context, rel: str, step: Callable[[], object]) -> bool:
     try:
         step()
         return True
-    except (HyCloudError, OSError) as e:
+    except HyCloudError as e:
+        ctx.failed(rel, e, e.code)
+        return False
+    except OSError as e:
         ctx.failed(rel, e)
         return False
 
@@ -142,6 +165,7 @@ def _resolve_conflicts(ctx: Context, plan: Plan, push: bool) -> list[tuple[str, 
             pairs.append((c.rel, c.loser_name))  # the source's version lands beside the winner
         elif _guard(ctx, c.rel, lambda c=c: _move(ctx, c.rel, c.loser_name, push, record=False)):
             pairs.append((c.rel, c.rel))
+            ctx.moved_aside.add(c.rel)
     return pairs
 
 
@@ -163,7 +187,7 @@ def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> 
 
 def _delete(ctx: Context, rel: str, push: bool) -> None:
     if push:
-        ctx.client.rm(ctx.remote(rel))
+        ctx.client.rm(ctx.remote(rel), expect=ctx.seen(rel))
     else:
         ctx.path(rel).unlink(missing_ok=True)
 
@@ -185,13 +209,14 @@ def _push(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
     small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
     for batch in _batches(small):
         for attempt in range(BUSY_TRIES):
+            expect = {ctx.remote(d): v for _, d in batch if (v := _expected(ctx, d)) is not None}
             results = bundles.put_files(
-                ctx.client, [(ctx.path(s), ctx.remote(d)) for s, d in batch], ctx.progress
+                ctx.client, [(ctx.path(s), ctx.remote(d)) for s, d in batch], ctx.progress, expect
             )
             busy = [p for p, r in zip(batch, results, strict=True) if r.get("code") == "busy"]
             for pair, result in zip(batch, results, strict=True):
                 if pair not in busy or attempt == BUSY_TRIES - 1:
-                    _pushed(ctx, *pair, result.get("error"))
+                    _pushed(ctx, *pair, result.get("error"), result.get("code"))
             if not busy:
                 break
             batch = busy  # a path another operation held: once it is done, try again
@@ -206,15 +231,22 @@ def _push(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
                 progress=ctx.progress,
                 mtime=f.mtime,
                 mode=f.mode,
+                expect=_expected(ctx, dst),
             )
             _pushed(ctx, src, dst, None)
         except HyCloudError as e:
-            _pushed(ctx, src, dst, e)
+            _pushed(ctx, src, dst, e, e.code)
 
 
-def _pushed(ctx: Context, src: str, dst: str, error: object) -> None:
+def _expected(ctx: Context, dst: str) -> str | None:
+    """What a push to `dst` may replace: the version seen there, or nothing when it is a new
+    name (a conflict's copy) or the losing version was moved aside first."""
+    return preconditions.ABSENT if dst in ctx.moved_aside else ctx.seen(dst)
+
+
+def _pushed(ctx: Context, src: str, dst: str, error: object, code: str | None = None) -> None:
     if error:
-        return ctx.failed(dst, str(error))
+        return ctx.failed(dst, str(error), code)
     f = ctx.local.files[src]
     ctx.state.record(src, BaseEntry(merkle_of(ctx.root, src, f.content_hash), f.content_hash, f.mtime))
     ctx.outcome.transferred.append(dst)

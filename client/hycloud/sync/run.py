@@ -35,6 +35,18 @@ def _ignore(_what: str, _rel: str) -> None:
     pass
 
 
+RACE_PASSES = 3  # passes a sync makes while other devices change the files it pushes
+
+
+@dataclass
+class _Pass:
+    plan: Plan
+    diff: Differences
+    local: LocalTree
+    sizes: dict[str, dict]
+    outcome: Outcome
+
+
 def sync(
     client: HyCloud,
     local_root: Path,
@@ -45,7 +57,9 @@ def sync(
     on_done=_ignore,
 ) -> dict:
     """Make the destination like the source (see `plan` for what is never overwritten); returns
-    the report the CLI prints."""
+    the report the CLI prints. A push that met a version another device wrote since the exchange
+    changed nothing (`executor.py`): the sync exchanges again and plans it as a conflict, the
+    newer by mtime staying at the path, the other kept beside it."""
     started, options = time.perf_counter(), options or SyncOptions()
     remote_root, progress = paths.normalize(remote_root), progress or SyncProgress()
     if direction == "push" and not local_root.is_dir():
@@ -53,30 +67,51 @@ def sync(
     keep = PathFilter.of(options.exclude, options.include)
     state = SyncState(pair_id(client.http.base, client.store.user, remote_root, local_root))
     try:
-        resumed = state.interrupted()
-        local = scan(local_root, state, keep, options.checksum)
-        diff = find(client.merkle_children, remote_root, local, keep)
-        if direction == "pull" and "" in diff.local_dirs:
-            raise NotFoundError(f"{remote_root} is not a folder in the cloud", code="not-found")
-        base = state.base()
-        plan = make_plan(
-            direction, remote_root, diff, local, base, state.has_history(), options.delete, options.device
-        )
-        ctx = Context(client, remote_root, local_root, local, diff, state, base, progress, on_done)
-        sizes = transfer_sizes(ctx, plan)
-        outcome = Outcome()
-        if not options.dry_run:
-            state.begin(client.http.base, remote_root, local_root)
-            if direction == "pull":
-                local_root.mkdir(parents=True, exist_ok=True)
-            progress.start(len(sizes), sum(e["size"] for e in sizes.values()))
-            outcome = execute(ctx, plan, sizes)
-            _agree(state, remote_root, local, diff, base)
-            state.finish()
-        return _report(plan, diff, local, outcome, sizes, progress, options, resumed, started)
+        resumed, passes = state.interrupted(), []
+        for _ in range(RACE_PASSES):
+            passes.append(
+                _one_pass(client, local_root, remote_root, direction, options, progress, on_done, state, keep)
+            )
+            if options.dry_run or not passes[-1].outcome.raced:
+                break
+        return _report(passes, progress, options, resumed, started)
     finally:
         progress.close()
         state.close()
+
+
+def _one_pass(
+    client: HyCloud,
+    local_root: Path,
+    remote_root: str,
+    direction: Direction,
+    options: SyncOptions,
+    progress: SyncProgress,
+    on_done,
+    state: SyncState,
+    keep: PathFilter,
+) -> _Pass:
+    """Scan, exchange, plan and (unless a dry run) transfer once."""
+    local = scan(local_root, state, keep, options.checksum)
+    diff = find(client.merkle_children, remote_root, local, keep)
+    if direction == "pull" and "" in diff.local_dirs:
+        raise NotFoundError(f"{remote_root} is not a folder in the cloud", code="not-found")
+    base = state.base()
+    plan = make_plan(
+        direction, remote_root, diff, local, base, state.has_history(), options.delete, options.device
+    )
+    ctx = Context(client, remote_root, local_root, local, diff, state, base, progress, on_done)
+    sizes = transfer_sizes(ctx, plan)
+    outcome = Outcome()
+    if not options.dry_run:
+        state.begin(client.http.base, remote_root, local_root)
+        if direction == "pull":
+            local_root.mkdir(parents=True, exist_ok=True)
+        progress.start(len(sizes), sum(e["size"] for e in sizes.values()))
+        outcome = execute(ctx, plan, sizes)
+        _agree(state, remote_root, local, diff, base)
+        state.finish()
+    return _Pass(plan, diff, local, sizes, outcome)
 
 
 def _agree(
@@ -95,34 +130,39 @@ def _agree(
 
 
 def _report(
-    plan: Plan,
-    diff: Differences,
-    local: LocalTree,
-    outcome: Outcome,
-    sizes: dict[str, dict],
-    progress: SyncProgress,
-    options: SyncOptions,
-    resumed: bool,
-    started: float,
+    passes: list[_Pass], progress: SyncProgress, options: SyncOptions, resumed: bool, started: float
 ) -> dict:
+    """One report for every pass: what each did, in order; what still raced after the last is failed."""
+    first, last = passes[0], passes[-1]
+    sizes = first.sizes if options.dry_run else {}
+
+    def every(field: str) -> list:
+        return [x for p in passes for x in getattr(p.plan, field)]
+
+    raced = [
+        {"path": rel, "error": "changed in the cloud during the sync; run it again"}
+        for rel in last.outcome.raced
+    ]
     return {
-        "direction": plan.direction,
+        "direction": first.plan.direction,
         "dry_run": options.dry_run,
         "resumed": resumed,
-        "rounds": diff.rounds,
-        "requests": diff.requests,
-        "hashed": local.hashed,
-        "files": len(sizes) if options.dry_run else len(outcome.transferred),
+        "rounds": sum(p.diff.rounds for p in passes),
+        "requests": sum(p.diff.requests for p in passes),
+        "hashed": sum(p.local.hashed for p in passes),
+        "files": len(sizes) if options.dry_run else sum(len(p.outcome.transferred) for p in passes),
         "bytes": sum(e["size"] for e in sizes.values()) if options.dry_run else progress.bytes,
-        "mkdir": plan.mkdirs,
-        "copied": plan.copies,
-        "moved": [{"from": a, "to": b} for a, b in plan.moves],
-        "deleted": plan.deletes,
-        "removed_dirs": plan.rmdirs,
-        "conflicts": [{"path": c.rel, "winner": c.winner, "kept_as": c.loser_name} for c in plan.conflicts],
-        "kept": plan.kept,
-        "not_deleted": plan.not_deleted,
-        "clashes": plan.clashes,
-        "failed": outcome.failed,
+        "mkdir": every("mkdirs"),
+        "copied": every("copies"),
+        "moved": [{"from": a, "to": b} for a, b in every("moves")],
+        "deleted": every("deletes"),
+        "removed_dirs": every("rmdirs"),
+        "conflicts": [
+            {"path": c.rel, "winner": c.winner, "kept_as": c.loser_name} for c in every("conflicts")
+        ],
+        "kept": last.plan.kept,
+        "not_deleted": last.plan.not_deleted,
+        "clashes": last.plan.clashes,
+        "failed": [f for p in passes for f in p.outcome.failed] + raced,
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -157,6 +157,7 @@ def upload_coded(
     code: tuple[int, int] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     report: bool = True,
+    headers: dict[str, str] | None = None,
 ) -> dict:
     """Code, place, upload and commit `local` at `remote`; blocks an instance holds already are not
     sent. Reports each instance's upload rate (the controller's estimate before any download)."""
@@ -194,7 +195,8 @@ def upload_coded(
                 progress.advance(nbytes)
         proof = _proof(started["challenge"], folder)
         verify_blocks(http, started, content_hash)
-    entry = http.json("POST", "/v1/coded/commit", json={**body, "proof": proof, "parents": parents, **keep})
+    commit = {**body, "proof": proof, "parents": parents, **keep}
+    entry = http.json("POST", "/v1/coded/commit", json=commit, headers=headers)
     check_stored(remote, entry.get("content_hash"), content_hash)
     samples = clock.samples("upload")
     if report and samples:  # a figure per instance before any download from it

@@ -81,8 +81,10 @@ def upload_large(
     parents: bool = False,
     progress: Progress | None = None,
     keep: dict | None = None,
+    headers: dict[str, str] | None = None,
 ) -> dict:
-    """Upload a large file; `keep` (mtime, mode) goes with the commit, for the file's metadata."""
+    """Upload a large file; `keep` (mtime, mode) goes with the commit, for the file's metadata,
+    and `headers` (preconditions) with the commit request."""
     path, progress = Path(local), progress or Progress()
     size = os.path.getsize(path)
     progress.start(f"hash {path.name}", size)
@@ -123,6 +125,7 @@ def upload_large(
                     "parents": parents,
                     **(keep or {}),
                 },
+                headers=headers,
             )
         except ConflictError as err:
             if err.code not in ("upload-required", "upload-incomplete"):

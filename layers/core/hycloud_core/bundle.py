@@ -7,11 +7,14 @@ size in the frame header, so a bomb is refused before it is inflated)::
 
     b"HCB1" | manifest length (u32, big-endian) | manifest (UTF-8 JSON) | the files' bytes, in order
 
-The manifest is `{"files": [{"path", "size", "sha256", "mtime", "mode"}, ...], "others": [...]}`:
+The manifest is `{"files": [{"path", "size", "sha256", "mtime", "mode", "expect"}, ...], "others": [...]}`:
 `files` are the members whose bytes follow; `others` are plain entries without bytes (a download's
 large files, answered by reference, and the paths it could not serve). Members are checked here
 for shape only; whether a member's path, hash or size is acceptable is decided one member at a
-time by whoever commits it (`check_member`), so one bad member never sinks the rest.
+time by whoever commits it (`check_member`), so one bad member never sinks the rest. A member's
+optional `expect` is the version its path must hold for it to commit (a content hash, or `absent`),
+as `If-Match`/`If-None-Match: *` are for a single upload: what lets a sync never overwrite a
+version it has not seen.
 """
 
 from __future__ import annotations
@@ -38,27 +41,31 @@ MAX_RAW = 32 * MiB  # inflated, manifest included: bounds the memory one bundle 
 MAX_STAGED = MAX_RAW  # a bundle staged in S3 (too large for a request): compressed, at most this
 MAX_MEMBERS = 1000
 MAX_MANIFEST = 1 * MiB
+ABSENT = "absent"  # a member's `expect`: its path must not exist
 LEVEL = 3  # zstd's default: several hundred MB/s, source code to about a quarter
 
 
 @dataclass(frozen=True)
 class Member:
-    """One file of a bundle; `mtime` and `mode` are None when not kept."""
+    """One file of a bundle; `mtime` and `mode` are None when not kept, `expect` when any version
+    at the path may be replaced."""
 
     path: str
     size: int
     sha256: str
     mtime: float | None = None
     mode: int | None = None
+    expect: str | None = None
 
     def to_dict(self) -> dict:
-        return {
+        kept = {
             "path": self.path,
             "size": self.size,
             "sha256": self.sha256,
             "mtime": self.mtime,
             "mode": self.mode,
         }
+        return kept if self.expect is None else {**kept, "expect": self.expect}
 
 
 @dataclass
@@ -67,8 +74,10 @@ class Bundle:
     others: list[dict] = field(default_factory=list)
 
 
-def member_of(path: str, data: bytes, mtime: float | None = None, mode: int | None = None) -> Member:
-    return Member(path, len(data), hashlib.sha256(data).hexdigest(), mtime, mode)
+def member_of(
+    path: str, data: bytes, mtime: float | None = None, mode: int | None = None, expect: str | None = None
+) -> Member:
+    return Member(path, len(data), hashlib.sha256(data).hexdigest(), mtime, mode, expect)
 
 
 def pack(files: Iterable[tuple[Member, bytes]], others: Sequence[dict] = ()) -> bytes:
@@ -168,7 +177,7 @@ def _member(item: Any) -> Member:
         raise _bad("a manifest entry's path is not a string")
     if not _int(size) or size < 0:
         raise _bad(f"{path!r}: size is not a non-negative integer")
-    if not isinstance(sha256, str) or len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+    if not _hex64(sha256):
         raise _bad(f"{path!r}: sha256 is not 64 lowercase hex digits")
     if mtime is not None and (
         not isinstance(mtime, int | float) or isinstance(mtime, bool) or not _time(mtime)
@@ -176,7 +185,14 @@ def _member(item: Any) -> Member:
         raise _bad(f"{path!r}: mtime is not a time in epoch seconds")
     if mode is not None and (not _int(mode) or not 0 <= mode <= 0o777):
         raise _bad(f"{path!r}: mode is not permission bits (0-511)")
-    return Member(path, size, sha256, None if mtime is None else float(mtime), mode)
+    expect = item.get("expect")
+    if expect is not None and expect != ABSENT and not _hex64(expect):
+        raise _bad(f"{path!r}: expect is neither a content hash nor {ABSENT!r}")
+    return Member(path, size, sha256, None if mtime is None else float(mtime), mode, expect)
+
+
+def _hex64(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _int(value: Any) -> bool:

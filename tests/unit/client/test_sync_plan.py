@@ -117,12 +117,12 @@ def test_files_refused_as_busy_are_sent_again(tmp_path, monkeypatch):
 
     class OnceBusy(FileByFile):
         @staticmethod
-        def put_files(client, pairs, progress=None):
+        def put_files(client, pairs, progress=None, expect=None):
             if not refused:
                 refused.append(pairs[0][1])
                 first = {"path": pairs[0][1], "status": "error", "error": "busy; retry", "code": "busy"}
-                return [first, *FileByFile.put_files(client, pairs[1:], progress)]
-            return FileByFile.put_files(client, pairs, progress)
+                return [first, *FileByFile.put_files(client, pairs[1:], progress, expect)]
+            return FileByFile.put_files(client, pairs, progress, expect)
 
     monkeypatch.setattr("hycloud.sync.executor.bundles", OnceBusy)
     report = sync(cloud, local, "/busy", "push")
@@ -145,3 +145,43 @@ def test_a_conflict_copy_never_takes_the_name_of_another_file(tmp_path):
     assert cloud.files["/d/" + conflict["kept_as"]][0] == b"cloud, older"
     assert cloud.files["/d/n.txt.conflict-cloud-19700101T012320Z"][0] == b"an earlier conflict's copy"
     assert cloud.files["/d/n.txt"][0] == b"laptop, newer"
+
+
+@pytest.mark.parametrize("size", [10, 5000], ids=["small", "large"])
+def test_a_version_written_elsewhere_during_the_push_is_never_overwritten(tmp_path, size):
+    """Another device writes the file between this sync's exchange and its push: the push names
+    the version it saw and is refused, and the next pass keeps both, the newer at the path."""
+    cloud, local = FakeCloud(), tmp_path / "race"
+    tree(local, {"a": b"0" * size, "b": b"b"})
+    sync(cloud, local, "/r", "push")
+    write(local / "a", b"mine".ljust(size, b"."), mtime=2000.0)
+    theirs = b"theirs".ljust(size, b".")
+
+    def other_device(path: str) -> None:
+        if path == "/r/a" and cloud.before_write:
+            cloud.before_write = None
+            cloud.files["/r/a"] = (theirs, 3000.0)  # newer than ours
+
+    cloud.before_write = other_device
+    report = sync(cloud, local, "/r", "push")
+    [conflict] = report["conflicts"]
+    assert conflict["winner"] == "destination" and not report["failed"]
+    assert cloud.files["/r/a"][0] == theirs
+    assert cloud.files["/r/" + conflict["kept_as"]][0] == b"mine".ljust(size, b".")
+
+
+def test_a_delete_of_a_file_changed_elsewhere_keeps_it(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "gone"
+    tree(local, {"a": b"0"})
+    sync(cloud, local, "/g", "push")
+    (local / "a").unlink()
+    real_rm = cloud.rm
+
+    def rm(path, expect=None):
+        cloud.files[path] = (b"edited elsewhere", 3000.0)
+        return real_rm(path, expect)
+
+    cloud.rm = rm
+    report = sync(cloud, local, "/g", "push", SyncOptions(delete=True))
+    assert cloud.files["/g/a"][0] == b"edited elsewhere"
+    assert report["failed"] == [] and report["kept"] == ["a"]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hycloud_core.errors import ConflictError
+from hycloud_core.errors import ConflictError, HyCloudError
 from hycloud_core.fs import small_batch
 from hycloud_core.fs.small_batch import SmallWrite, put_small_batch
 from hycloud_core.merkle.exchange import VIRTUAL_ROOT
@@ -64,3 +64,39 @@ def test_over_quota_the_files_that_fit_commit(moto_filesystems, overwrite):
     refused = [r.code for r in results if isinstance(r, Exception)]
     assert refused == ["quota-exceeded"] * 2
     assert Quota(fs.records, "u").report()["files"]["used"] == 3
+
+
+def _write(path: str, data: bytes, expect: str | None = None) -> SmallWrite:
+    return SmallWrite(path, data, hashlib.sha256(data).hexdigest(), expect=expect)
+
+
+def test_a_write_commits_only_over_the_version_it_expects(moto_filesystems):
+    from hycloud_core import content
+    from hycloud_core.fs.operations import ABSENT
+
+    fs = moto_filesystems.fs("u")
+    put_small_batch(fs, [_write("/v/a", b"old"), _write("/v/b", b"old")], parents=True)
+    results = put_small_batch(
+        fs,
+        [
+            _write("/v/a", b"new", expect=content.hash_bytes(b"old")),  # what is there: commits
+            _write("/v/b", b"new", expect=content.hash_bytes(b"other")),  # changed since: refused
+            _write("/v/c", b"new", expect=ABSENT),  # nothing there: commits
+            _write("/v/a2", b"new", expect=content.hash_bytes(b"old")),  # expects a file never there
+        ],
+        parents=True,
+    )
+    codes = [getattr(r, "code", "ok") for r in results]
+    assert codes == ["ok", "version-mismatch", "ok", "version-mismatch"]
+    assert [fs.ns.read(p) for p in ("/v/a", "/v/b", "/v/c")] == [b"new", b"old", b"new"]
+    assert Quota(fs.records, "u").report()["files"]["used"] == 3
+
+
+@pytest.mark.parametrize("order", [("f", "f/child"), ("f/child", "f")])
+def test_nested_paths_in_one_bundle_commit_in_order_and_the_other_is_a_409(moto_filesystems, order):
+    fs = moto_filesystems.fs("u")
+    for n in range(5):  # written side by side, this raced (a 500 most of the time)
+        first, second = (f"/y{n}/{p}" for p in order)
+        results = put_small_batch(fs, [_write(first, b"1"), _write(second, b"2")], parents=True)
+        assert not isinstance(results[0], HyCloudError) and fs.ns.stat(first).type == "file"
+        assert isinstance(results[1], ConflictError) and results[1].status == 409

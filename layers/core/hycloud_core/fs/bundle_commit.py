@@ -11,7 +11,7 @@ import hashlib
 from .. import bundle, content, jobs, paths
 from ..errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from .namespace import Entry
-from .operations import FileSystem
+from .operations import ABSENT, FileSystem
 from .small_batch import SmallWrite, put_small_batch
 
 Members = list[tuple[bundle.Member, bytes]]
@@ -87,7 +87,8 @@ def _checked(
             raise BadRequestError(f"{path} is outside the bundle's folder {root}", code="outside-root")
     except HyCloudError as err:
         return err
-    return SmallWrite(path, data, member.sha256, member.mtime, member.mode)
+    expect = ABSENT if member.expect == bundle.ABSENT else member.expect
+    return SmallWrite(path, data, member.sha256, member.mtime, member.mode, expect)
 
 
 def _result(member: bundle.Member, data: bytes, outcome: Entry | HyCloudError) -> dict:

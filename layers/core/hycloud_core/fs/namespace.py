@@ -161,10 +161,15 @@ class Namespace:
     def write(
         self, path: str, data: bytes, parents: bool = False, mode: int = 0o640, mtime: float | None = None
     ) -> Entry:
-        """Atomically create or replace a file (with the uploader's modification time, if given)."""
+        """Atomically create or replace a file (with the uploader's modification time, if given).
+        A folder made or removed at the path or above it meanwhile is a 409, as it is when found
+        before."""
         path = paths.normalize(path)
         target = self._target_for_write(path, parents)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(target))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(target))
+        except (NotADirectoryError, FileNotFoundError):
+            raise ConflictError(f"{paths.parent(path)} is not a directory", code="not-a-directory") from None
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -174,6 +179,9 @@ class Namespace:
             if mtime is not None:
                 os.utime(tmp, (mtime, mtime))
             os.replace(tmp, target)
+        except IsADirectoryError:
+            os.unlink(tmp)
+            raise ConflictError(f"{path} is a directory", code="is-a-directory") from None
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

@@ -122,7 +122,8 @@ class FileSystem:
         data = self.ns.read(path)
         return {content.hash_bytes(data), hashlib.sha256(data).hexdigest()}
 
-    def _check_expected(self, path: str, expect: str | None) -> None:
+    def check_expected(self, path: str, expect: str | None) -> None:
+        """409 version-mismatch unless `path` holds the version `expect` names (None: any)."""
         if expect is None:
             return
         current = self.versions(path)
@@ -150,7 +151,7 @@ class FileSystem:
     ) -> Entry:
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, len(data)):
-            self._check_expected(path, expect)
+            self.check_expected(path, expect)
             old = self.ns.current_link(path)
             bits = 0o640 if mode is None else file_mode(mode)
             entry = self.ns.write(path, data, parents=parents, mode=bits, mtime=mtime)
@@ -174,7 +175,7 @@ class FileSystem:
         path = paths.normalize(path)
         with self._leases(path), self.quota.committing(self.ns, path, content_hash):
             self._require_parent(path, parents)
-            self._check_expected(path, expect)
+            self.check_expected(path, expect)
             size = self.uploads.finish(content_hash, proof)
             return self._link(path, content_hash, size, mtime, None if mode is None else mode & 0o777)
 
@@ -185,7 +186,7 @@ class FileSystem:
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, size):
             self._require_parent(path, False)
-            self._check_expected(path, expect)
+            self.check_expected(path, expect)
             self.objects.create(content_hash, size)
             return self._link(path, content_hash, size, mtime)
 
@@ -275,7 +276,7 @@ class FileSystem:
             entry = self.ns.stat(path)
             if entry.type == "dir":
                 raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
-            self._check_expected(path, expect)
+            self.check_expected(path, expect)
             self.ns.unlink(path)
             self.records.delete_file(self.user, path)
             self.merkle.removed(path)
@@ -333,7 +334,7 @@ class FileSystem:
             self.ns.require_dir(src)
             return
         self._check_pair(src, dst or "")
-        self._check_expected(paths.normalize(dst or ""), expect)
+        self.check_expected(paths.normalize(dst or ""), expect)
 
     def _require_content(self, entry: Entry) -> None:
         """Touch a large file's content before a new link to it appears (see store/collector.py).
@@ -352,7 +353,7 @@ class FileSystem:
             self.quota.removing(self.ns, paths.normalize(dst)),
         ):
             src, dst, entry = self._check_pair(src, dst)
-            self._check_expected(dst, expect)
+            self.check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
             self.rename_tree(entry, dst)
             self.records.rewrite_subtree(self.user, dst, None)
@@ -368,7 +369,7 @@ class FileSystem:
             self.quota.copying(self.ns, paths.normalize(src), paths.normalize(dst)),
         ):
             src, dst, entry = self._check_pair(src, dst)
-            self._check_expected(dst, expect)
+            self.check_expected(dst, expect)
             replaced = self.ns.current_link(dst)
             if entry.type == "dir":
                 self._copy_tree(src, dst)

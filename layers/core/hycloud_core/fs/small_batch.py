@@ -7,8 +7,11 @@ once: its leases in a few transactions (store/locks.py `acquire_all`), one quota
 for the growth of all its files, records and Merkle nodes in batch writes, and each folder
 above its files invalidated once. The files themselves are written to EFS side by side.
 
-Every file still succeeds or fails on its own: a busy path, a folder in the way or a failed
-write is that file's error, and the quota it had reserved is given back. When the bundle as a
+Every file still succeeds or fails on its own: a busy path, a path not at the version the file
+names (`expect`, checked under its lease), a folder in the way or a failed write is that file's
+error, and the quota it had reserved is given back. Files whose paths nest (`/y/f` and `/y/f/c`)
+are written one after the other in bundle order, so the second meets the first as a 409, never
+a race on the disk. When the bundle as a
 whole does not fit the quota, its files are counted one at a time, in order, so those that fit
 commit and the rest are refused as a single write would be.
 """
@@ -19,8 +22,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from .. import content
-from ..errors import BadRequestError, HyCloudError, NotFoundError
+from .. import content, paths
+from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..linkfile import LinkFile
 from ..observability import logger
 from ..store.locks import WAIT_S, Lease
@@ -40,6 +43,7 @@ class SmallWrite:
     sha256: str
     mtime: float | None = None
     mode: int | None = None
+    expect: str | None = None  # the version the path must hold (operations.ABSENT: none)
 
 
 @dataclass
@@ -60,6 +64,7 @@ def put_small_batch(fs: FileSystem, writes: list[SmallWrite], parents: bool = Fa
         for i, w in enumerate(writes):
             if w.path in busy:
                 results[i] = busy[w.path]
+        todo = _at_expected_versions(fs, writes, todo, results)
         olds = dict(zip(todo, in_parallel(lambda i: _old(fs, writes[i].path), todo), strict=True))
         changes = {i: Change(len(writes[i].data), 1) - olds[i].change for i in todo}
         _write_counted(fs, writes, todo, changes, olds, results, parents)
@@ -86,7 +91,7 @@ def _write_counted(
     total = sum(changes.values(), Change())
     try:
         with _counting(fs, total):
-            for i, result in zip(todo, in_parallel(write, todo), strict=True):
+            for i, result in zip(todo, _in_path_order(write, writes, todo), strict=True):
                 results[i] = result
     except QuotaExceeded:
         for i in todo:
@@ -94,6 +99,46 @@ def _write_counted(
         return
     failed = sum((changes[i] for i in todo if isinstance(results[i], HyCloudError)), Change())
     fs.quota.give_back(failed)
+
+
+def _at_expected_versions(
+    fs: FileSystem, writes: list[SmallWrite], todo: list[int], results: list[Result | None]
+) -> list[int]:
+    """The writes whose path holds the version they expect; the others get their 409."""
+
+    def mismatch(i: int) -> ConflictError | None:
+        try:
+            fs.check_expected(writes[i].path, writes[i].expect)
+        except ConflictError as err:
+            return err
+        return None
+
+    named = [i for i in todo if writes[i].expect is not None]
+    for i, err in zip(named, in_parallel(mismatch, named), strict=True):
+        results[i] = err
+    return [i for i in todo if results[i] is None]
+
+
+def _in_path_order(write: Callable[[int], Result], writes: list[SmallWrite], todo: list[int]) -> list[Result]:
+    """Each write's result: side by side, except those whose paths nest, one by one in order."""
+    nested = _nested(writes, todo)
+    apart = [i for i in todo if i not in nested]
+    done = dict(zip(apart, in_parallel(write, apart), strict=True))
+    done.update({i: write(i) for i in todo if i in nested})
+    return [done[i] for i in todo]
+
+
+def _nested(writes: list[SmallWrite], todo: list[int]) -> set[int]:
+    """The writes whose path lies above or below another write's path."""
+    index = {writes[i].path: i for i in todo}
+    nested: set[int] = set()
+    for i in todo:
+        folder = paths.parent(writes[i].path)
+        while folder != "/":
+            if folder in index:
+                nested.update((i, index[folder]))
+            folder = paths.parent(folder)
+    return nested
 
 
 def _counting(fs: FileSystem, change: Change):
