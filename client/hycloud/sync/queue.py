@@ -1,7 +1,11 @@
 """The client's operation queue (seed 000 §III-C): while the controller answers 503/429 or the
 client's own link is busy, operations wait on disk (`control.local_queue`, a journal that
 survives a restart) and redundant ones are merged away (`control.elimination`: an upload followed
-by another upload or a delete of the same path) before anything is sent."""
+by another upload or a delete of the same path) before anything is sent.
+
+An upload or delete names the version this device last agreed on at its path (`seen`): when
+another device wrote the path meanwhile, nothing is overwritten or deleted; an upload keeps both
+versions as sync does (the newer by mtime at the path, the other as a conflict copy beside it)."""
 
 from __future__ import annotations
 
@@ -17,12 +21,15 @@ from hycloud_core.control.fop import OpKind
 from hycloud_core.control.local_queue import LocalOperationQueue, link_congested
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
+from ..preconditions import ABSENT
 from ..sdk import HyCloud
 from ..versions import state_path
+from .conflicts import CLOUD, conflict_name, this_device
 
 OVERLOADED = (429, 503)
 FIRST_WAIT, LONGEST_WAIT = 1.0, 30.0
 WINDOW = 2.0  # seconds of recent transfers the link's load is measured over
+MISMATCH = "version-mismatch"
 DEFAULT_CAPACITY = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
 
 
@@ -62,8 +69,9 @@ class OperationQueue:
         name: str,
         directory: Path | None = None,
         on_sent: Callable[[LocalOp], None] = lambda op: None,
+        seen: Callable[[LocalOp], str | None] = lambda op: None,
     ) -> None:
-        self.client = client
+        self.client, self.seen = client, seen
         self.queue = LocalOperationQueue(directory or state_path().parent / "queues" / name)
         self.link = LinkMeter(client.store.rate("up"))
         self.on_sent = on_sent
@@ -124,17 +132,9 @@ class OperationQueue:
         if op.kind is OpKind.UPLOAD:
             local = Path(str(op.data["local"]))
             if local.is_file():  # gone since: its delete follows in the queue
-                st = local.stat()
-                client.put(
-                    local,
-                    op.path,
-                    parents=True,
-                    progress=self.link,
-                    mtime=st.st_mtime,
-                    mode=st.st_mode & 0o777,
-                )
+                self._upload(op, local)
         elif op.kind is OpKind.DELETE:
-            _quietly(lambda: client.rm(op.path), NotFoundError)
+            self._delete(op)
         elif op.kind is OpKind.MKDIR:
             client.mkdir(op.path, parents=True)
         elif op.kind is OpKind.RMDIR:
@@ -144,6 +144,38 @@ class OperationQueue:
             client.mv(op.path, op.dest)
         else:
             raise ValueError(f"cannot queue a {op.kind.value}")
+
+    def _upload(self, op: LocalOp, local: Path) -> None:
+        st = local.stat()
+        keep = {"parents": True, "progress": self.link, "mtime": st.st_mtime, "mode": st.st_mode & 0o777}
+        try:
+            self.client.put(local, op.path, expect=self.seen(op), **keep)
+        except ConflictError as err:
+            if err.code != MISMATCH:
+                raise
+            self._keep_both(op.path, local, keep)
+
+    def _delete(self, op: LocalOp) -> None:
+        """Gone here: gone in the cloud too, unless another device wrote it since (then it stays)."""
+        try:
+            self.client.rm(op.path, expect=self.seen(op))
+        except NotFoundError:
+            pass
+        except ConflictError as err:
+            if err.code != MISMATCH:
+                raise
+
+    def _keep_both(self, path: str, local: Path, keep: dict) -> None:
+        """Another device wrote `path` since this one saw it: the newer by mtime stays there."""
+        try:
+            theirs = self.client.stat(path)
+        except NotFoundError:
+            return self.client.put(local, path, expect=ABSENT, **keep)
+        if keep["mtime"] > theirs.get("mtime", 0):
+            self.client.mv(path, conflict_name(path, CLOUD, theirs.get("mtime", 0)))
+            self.client.put(local, path, expect=ABSENT, **keep)
+        else:
+            self.client.put(local, conflict_name(path, this_device(), keep["mtime"]), expect=ABSENT, **keep)
 
 
 def _quietly(step: Callable[[], object], *errors: type[Exception]) -> None:

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hycloud_core.bundle import ABSENT
+
 from ..versions import state_path
 
 SCHEMA = """
@@ -99,6 +101,13 @@ class SyncState:
             "SELECT rel, merkle, content_hash, mtime FROM sync_base WHERE pair=?", (self.pair,)
         )
         return {rel: BaseEntry(m, h, t) for rel, m, h, t in rows}
+
+    def agreed_version(self, rel: str) -> str:
+        """The content hash both sides last agreed on at `rel` (preconditions.ABSENT: none)."""
+        row = self.db.execute(
+            "SELECT content_hash FROM sync_base WHERE pair=? AND rel=?", (self.pair, rel)
+        ).fetchone()
+        return row[0] if row and row[0] else ABSENT
 
     def record(self, rel: str, entry: BaseEntry | None) -> None:
         """One file's new agreed state (None: gone on both sides)."""

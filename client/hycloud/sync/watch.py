@@ -120,7 +120,7 @@ def watch(
         _record(state, remote_root, op)
         on_sent(op)
 
-    queue = OperationQueue(client, pair, on_sent=sent)
+    queue = OperationQueue(client, pair, on_sent=sent, seen=lambda op: _seen(state, op))
     observer = Observer()
     observer.schedule(changes, str(local_root), recursive=True)
     observer.start()
@@ -154,7 +154,9 @@ def flush_held(client: HyCloud, local_root: Path, remote_root: str) -> int:
     pair = pair_id(client.http.base, client.store.user, remote_root, local_root)
     state = SyncState(pair)
     try:
-        queue = OperationQueue(client, pair, on_sent=lambda op: _record(state, remote_root, op))
+        queue = OperationQueue(
+            client, pair, on_sent=lambda op: _record(state, remote_root, op), seen=lambda op: _seen(state, op)
+        )
         return queue.flush() if queue.pending() else 0
     finally:
         state.close()
@@ -165,6 +167,12 @@ def _feed(changes: Changes, queue: OperationQueue) -> int:
     for op in ops:
         queue.submit(op)
     return merged
+
+
+def _seen(state: SyncState, op: LocalOp) -> str | None:
+    """The version this device last agreed on at the operation's path: what it may replace."""
+    rel = op.data.get("rel")
+    return state.agreed_version(rel) if isinstance(rel, str) else None
 
 
 def _record(state: SyncState, root: str, op: LocalOp) -> None:

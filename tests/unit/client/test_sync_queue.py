@@ -26,7 +26,7 @@ class BusyCloud:
     def put(self, local, remote, **_):
         return self._change(f"put {remote}")
 
-    def rm(self, path):
+    def rm(self, path, expect=None):
         return self._change(f"rm {path}")
 
     def mkdir(self, path, **_):
@@ -72,3 +72,30 @@ def test_a_saturated_link_holds_new_operations(files):
     queue.link(10_000)  # 5,000 B/s over the window: above 90% of capacity
     queue.submit(new_op(OpKind.MKDIR, "/w/d"))
     assert cloud.done == [] and len(queue.pending()) == 1
+
+
+@pytest.mark.parametrize("ours_newer", [True, False])
+def test_a_watched_edit_meeting_another_devices_version_keeps_both(tmp_path, monkeypatch, ours_newer):
+    """The queue's upload names the version this device last agreed on; another device wrote the
+    path since: the newer by mtime stays at the path, the other is kept beside it."""
+    import os
+
+    from hycloud_core import content
+    from tests.unit.sync_fake_cloud import FakeCloud
+
+    monkeypatch.setenv("HYCLOUD_DEVICE", "laptop")
+    cloud = FakeCloud()
+    cloud.store.rate = staticmethod(lambda kind: None)
+    cloud.stat = lambda path: {"mtime": cloud.files[path][1]}
+    local = tmp_path / "a"
+    local.write_bytes(b"mine")
+    os.utime(local, (5000.0 if ours_newer else 1000.0,) * 2)
+    cloud.files["/w/a"] = (b"theirs", 3000.0)  # written elsewhere since this device agreed on "old"
+    agreed = content.hash_bytes(b"old")
+    queue = OperationQueue(cloud, "pair", directory=tmp_path / "q", seen=lambda op: agreed)
+    queue.submit(new_op(OpKind.UPLOAD, "/w/a", local=str(local), rel="a"))
+    queue.submit(new_op(OpKind.DELETE, "/w/b", rel="b"))  # nothing there: nothing to do
+    copies = {p: d for p, (d, _) in cloud.files.items() if p.startswith("/w/a.conflict-")}
+    assert queue.failed == [] and len(copies) == 1
+    winner, loser = (b"mine", b"theirs") if ours_newer else (b"theirs", b"mine")
+    assert cloud.files["/w/a"][0] == winner and list(copies.values()) == [loser]
