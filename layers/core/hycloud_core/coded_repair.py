@@ -1,7 +1,9 @@
 """Rebuilding the blocks of a lost or replaced instance from the others (seed 000 §III-B).
 
-For every chunk with a block on the instance, the block is checked in place (size and the
-SHA-256 S3 verified on write); a missing or damaged one is rebuilt: k good blocks from the other
+For every chunk with a block on the instance, the block is checked in place: its size and the
+SHA-256 S3 verified on write, then its bytes read back and hashed, since an object's metadata can
+outlive its bytes (a store that lost or spoiled them still reports both). A missing or damaged one
+is rebuilt: k good blocks from the other
 holders, decode, encode the chunk again, and the block of that index is stored only when its
 sha256 is the one the layout recorded. Blocks are content-addressed, so a rebuilt block is
 byte-identical to the lost one.
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from .codec.erasure import decode_chunk, encode_chunk
 from .coded_layout import CodedLayout
-from .fs.blocks import BlockStore
+from .fs.blocks import BROKEN_READ, BlockStore
 
 
 @dataclass
@@ -35,7 +37,10 @@ def _good_blocks(layout: CodedLayout, ci: int, store: BlockStore, skip: str) -> 
     for block in layout.chunks[ci].blocks:
         if block.instance == skip:
             continue
-        data = store.get(block.instance, block.hash)
+        try:
+            data = store.get(block.instance, block.hash)
+        except BROKEN_READ:
+            continue  # a holder whose bytes cannot be read whole is no source
         if data is not None and hashlib.sha256(data).hexdigest() == block.hash:
             found.append(data)
             if len(found) == layout.k:
@@ -62,7 +67,7 @@ def repair_file(layout: CodedLayout, region: str, store: BlockStore) -> RepairCo
             if block.instance != region:
                 continue
             count.checked += 1
-            if store.has(region, block.hash, block.size):
+            if store.verified(region, block.hash, block.size):
                 continue
             rebuilt = rebuild_block(layout, ci, bi, store)
             if rebuilt is None:

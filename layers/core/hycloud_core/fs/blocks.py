@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, IncompleteReadError, ResponseStreamingError
+from urllib3.exceptions import ProtocolError
 
 from ..coded_layout import BLOCK_PREFIX, block_key
 from ..instances import Instance
 
 _ABSENT = ("404", "NoSuchKey", "NotFound")
+BROKEN_READ = (IncompleteReadError, ResponseStreamingError, ProtocolError)  # a body cut short
+
+ABSENT, STORED, OTHER = "absent", "stored", "other"  # what a block key holds (BlockStore.state)
 
 
 def b64(hex_hash: str) -> str:
@@ -37,15 +42,33 @@ class BlockStore:
 
     def has(self, region: str, block_hash: str, size: int) -> bool:
         """Stored with this size and the SHA-256 checksum S3 verified when it was written."""
+        return self.state(region, block_hash, size) == STORED
+
+    def state(self, region: str, block_hash: str, size: int) -> str:
+        """ABSENT: no object at the block's key; STORED: one of this size whose SHA-256 checksum
+        is the block's hash; OTHER: an object that is not that (another size, no checksum). An
+        object that is there is never overwritten by an upload, whatever it holds."""
         try:
             head = self.s3_for(region).head_object(
                 Bucket=self.buckets[region], Key=block_key(block_hash), ChecksumMode="ENABLED"
             )
         except ClientError as err:
             if err.response.get("Error", {}).get("Code") in _ABSENT:
-                return False
+                return ABSENT
             raise
-        return head.get("ContentLength") == size and head.get("ChecksumSHA256") == b64(block_hash)
+        same = head.get("ContentLength") == size and head.get("ChecksumSHA256") == b64(block_hash)
+        return STORED if same else OTHER
+
+    def verified(self, region: str, block_hash: str, size: int) -> bool:
+        """The block's bytes read back whole hash to its name. Metadata alone is not proof: a store
+        can report the size and checksum of an object whose bytes were lost or damaged since."""
+        if not self.has(region, block_hash, size):
+            return False
+        try:
+            data = self.get(region, block_hash)
+        except BROKEN_READ:
+            return False
+        return data is not None and len(data) == size and hashlib.sha256(data).hexdigest() == block_hash
 
     def get(self, region: str, block_hash: str) -> bytes | None:
         try:

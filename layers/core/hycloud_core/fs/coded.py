@@ -9,6 +9,10 @@ Blocks dedup across files and users, so knowing block hashes must not be enough 
 else's file: `start` challenges a few random byte ranges of random blocks (all blocks, not only
 those already stored: a block another user uploads between `start` and `commit` is covered too),
 and `commit` links only with the answer (`content.possession_proof`), as single-region dedup does.
+
+Nor must it be enough to write over someone else's block: PUT URLs go only to blocks of the
+caller's own open upload (its pages as `start` placed them, remembered by digest), and never to a
+block key that holds an object, whatever it holds: a block that is there is verified, not replaced.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from typing import Any
 
 from .. import content, paths
 from ..coded_layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
-from ..errors import BadRequestError, ConflictError, NotFoundError
+from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..instances import Instance
-from .blocks import BlockStore
+from .blocks import ABSENT, STORED, BlockStore
 from .operations import FileSystem
 
 URL_TTL_S = 3600
@@ -39,6 +43,17 @@ def _chained(chain: str, blocks: Sequence[Block]) -> str:
     for b in blocks:
         chain = hashlib.sha256(f"{chain}|{b.instance}|{b.hash}|{b.size}".encode()).hexdigest()
     return chain
+
+
+def _page_digest(blocks: Sequence[Block]) -> str:
+    """What names a page of placed blocks in the upload's record (a few bytes per thousand blocks)."""
+    return _chained("", blocks)[:32]
+
+
+def _page_digests(layout: CodedLayout) -> list[str]:
+    """The digest of every page of `URL_PAGE` blocks, in block order, as the client asks for URLs."""
+    blocks = [b for _ci, _bi, b in block_homes(layout)]
+    return [_page_digest(blocks[at : at + URL_PAGE]) for at in range(0, len(blocks), URL_PAGE)]
 
 
 def _required_open(pending: dict | None) -> dict:
@@ -73,27 +88,35 @@ class CodedFiles:
     def regions(self) -> list[str]:
         return self.blocks.regions
 
-    def _stored(self, blocks: Sequence[Block], budget_s: float) -> list[bool | None]:
-        """Whether each block's instance holds it (size and checksum), asked in parallel; None for
+    def _states(self, blocks: Sequence[Block], budget_s: float) -> list[str | None]:
+        """What each block's key holds (blocks.ABSENT, STORED, OTHER), asked in parallel; None for
         the blocks not asked within the budget (a request stays well inside API Gateway's 29 s)."""
         deadline = time.monotonic() + budget_s
         for region in {b.instance for b in blocks}:
             self.blocks.s3_for(region)  # clients are made once, before the threads share them
 
-        def has(b: Block) -> bool | None:
+        def state(b: Block) -> str | None:
             if time.monotonic() > deadline:
                 return None
-            return self.blocks.has(b.instance, b.hash, b.size)
+            return self.blocks.state(b.instance, b.hash, b.size)
 
         with ThreadPoolExecutor(HEADS_IN_FLIGHT) as pool:
-            return list(pool.map(has, blocks))
+            return list(pool.map(state, blocks))
+
+    def _stored(self, blocks: Sequence[Block], budget_s: float) -> list[bool | None]:
+        """Whether each block's instance holds it (size and checksum); None where not asked."""
+        return [None if s is None else s == STORED for s in self._states(blocks, budget_s)]
 
     def _put_urls(self, blocks: Sequence[Block]) -> list[str | None]:
-        """A presigned PUT for each block its instance does not hold yet (None for the others); a
-        block not asked within the budget gets one too: sent again, it costs traffic, not space."""
+        """A presigned PUT for each block whose key holds nothing yet (None for the others: a block
+        stored, or an object there that is not the block declared, is never written over). A page
+        not checked within the budget is asked again (503): a URL is only for a key seen empty."""
+        states = self._states(blocks, CHECK_BUDGET_S)
+        if None in states:
+            raise HyCloudError("the blocks' check ran out of time; ask again", code="busy", status=503)
         return [
-            None if stored else self.blocks.presigned(b.instance, b.hash, "put_object", URL_TTL_S)
-            for b, stored in zip(blocks, self._stored(blocks, CHECK_BUDGET_S), strict=True)
+            self.blocks.presigned(b.instance, b.hash, "put_object", URL_TTL_S) if s == ABSENT else None
+            for b, s in zip(blocks, states, strict=True)
         ]
 
     def start(self, size: int, layout: CodedLayout, content_hash: str) -> dict:
@@ -121,8 +144,14 @@ class CodedFiles:
         return pending
 
     def more_urls(self, content_hash: str, blocks: Sequence[Block]) -> list[str | None]:
-        """PUT URLs for blocks past the first page of an open upload."""
-        self._open(content_hash, blocks)
+        """PUT URLs for a page of blocks past the first of an open upload: one of the pages its
+        start placed, block for block, and nothing else."""
+        pending = self._open(content_hash, blocks)
+        if _page_digest(blocks) not in set(pending.get("pages") or ()):
+            raise BadRequestError(
+                "these blocks are not a page of this upload's layout as its start placed it",
+                code="not-in-upload",
+            )
         return self._put_urls(blocks)
 
     def verify(self, content_hash: str, first: int, blocks: Sequence[Block]) -> int:
@@ -177,6 +206,7 @@ class CodedFiles:
             nonce=nonce,
             ranges=ranges,
             ring=sorted(self.regions),  # the commit places by it, whatever the ring is by then
+            pages=_page_digests(layout),  # the only blocks more_urls signs PUTs for
             expires=int(time.time()) + URL_TTL_S,
             verified=0,
             chain="",
@@ -221,7 +251,7 @@ class CodedFiles:
         fs = self.fs
         with fs._leases(path), fs.quota.writing(fs.ns, path, size):
             fs._require_parent(path, parents)
-            fs._check_expected(path, expect)
+            fs.check_expected(path, expect)
             return fs._link(
                 path, content_hash, size, mtime, None if mode is None else mode & 0o777, layout.to_dict()
             )

@@ -39,6 +39,9 @@ class MemoryStore:
         data = self.blobs.get((region, block_hash))
         return data is not None and len(data) == size and hashlib.sha256(data).hexdigest() == block_hash
 
+    def verified(self, region: str, block_hash: str, size: int) -> bool:
+        return self.has(region, block_hash, size)  # no metadata apart from the bytes here
+
     def get(self, region: str, block_hash: str) -> bytes | None:
         return self.blobs.get((region, block_hash))
 

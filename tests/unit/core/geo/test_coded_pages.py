@@ -7,6 +7,7 @@ import time
 
 from hycloud_core.coded_layout import Block
 from hycloud_core.fs import coded
+from hycloud_core.fs.blocks import ABSENT, STORED
 from hycloud_core.fs.coded import HEADS_IN_FLIGHT, CodedFiles, _chained
 
 
@@ -23,9 +24,9 @@ class SlowStore:
     def s3_for(self, region: str) -> object:
         return object()
 
-    def has(self, region: str, block_hash: str, size: int) -> bool:
+    def state(self, region: str, block_hash: str, size: int) -> str:
         time.sleep(self.delay_s)
-        return size % 2 == 0
+        return STORED if size % 2 == 0 else ABSENT
 
 
 def _files(store: SlowStore) -> CodedFiles:
