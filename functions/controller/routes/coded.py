@@ -149,7 +149,7 @@ def _placed_blocks(body: MoreUrlsIn) -> list[Block]:
     return [Block(b.hash, b.size, b.instance) for b in body.blocks]
 
 
-@router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 403, 404, 409))
+@router.post("/v1/coded/uploads", responses=replies(200, CodedPlan, 403, 404, 409, 503))
 def start(body: Annotated[CodedUpload, BodyParam()]):
     """Place the blocks and hand out their URLs, once the commit at `path` could succeed."""
     coded = _coded()
@@ -157,7 +157,7 @@ def start(body: Annotated[CodedUpload, BodyParam()]):
     return ok(coded.start(body.size, _layout(body.layout), body.content_hash))
 
 
-@router.post("/v1/coded/uploads/urls", responses=replies(200, BlockUrls, 409))
+@router.post("/v1/coded/uploads/urls", responses=replies(200, BlockUrls, 409, 503))
 def more_urls(body: Annotated[MoreUrlsIn, BodyParam()]):
     """PUT URLs for the blocks past the first page of an open upload, as `start` placed them."""
     return ok({"urls": _coded().more_urls(body.content_hash, _placed_blocks(body))})
