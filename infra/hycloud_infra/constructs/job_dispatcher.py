@@ -4,6 +4,7 @@ Scheduling settings come from context and reach the controller too (`environment
 `hycloud:jobCapacity` (relay workers kept, default 16), `hycloud:maxRelayWorkers` (the cap
 adoption grows to, 32), `hycloud:fopMaxWaitS` (starvation bound, 300), `hycloud:thetaC` /
 `hycloud:thetaL` (eq. 7/8, 0.2 / 0.6) and `hycloud:relayThrottleBps` (per-worker limit, 0 = none).
+Workers not given fit `hycloud:accountConcurrency` (concurrency.py).
 """
 
 from pathlib import Path
@@ -16,6 +17,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ..concurrency import job_budget
 from .python_function import python_function
 
 CONTEXT_ENV = {
@@ -32,7 +34,10 @@ ENDED = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
 def scheduling_env(scope: Construct) -> dict[str, str]:
     """The scheduling settings given in context, as environment variables."""
     ctx = scope.node.try_get_context
-    return {env: str(ctx(key)) for key, env in CONTEXT_ENV.items() if ctx(key) is not None}
+    budget = job_budget(scope)  # what fits the account's Lambda concurrency (concurrency.py)
+    fitted = {"hycloud:jobCapacity": budget.capacity, "hycloud:maxRelayWorkers": budget.max_workers}
+    values = {key: ctx(key) if ctx(key) is not None else fitted.get(key) for key in CONTEXT_ENV}
+    return {CONTEXT_ENV[key]: str(value) for key, value in values.items() if value is not None}
 
 
 class JobDispatcher(Construct):
