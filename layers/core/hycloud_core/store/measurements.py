@@ -7,6 +7,7 @@ The service instances (within +10% of the lowest latency) and the optimal one fo
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,9 +17,51 @@ from boto3.dynamodb.conditions import Key
 
 from ..control.bandwidth import Direction, InstanceBandwidth
 from ..control.selection import select_service_instances
+from ..errors import BadRequestError
 from .records import query_all
 
 MAX_LATENCIES = 5
+ENV_MAX_LINK_BPS = "HYCLOUD_MAX_LINK_BPS"
+ENV_MIN_MEASURE_S = "HYCLOUD_MIN_MEASURE_S"
+DEFAULT_MAX_LINK_BPS = 10e9 / 8  # 10 Gbit/s: more than any client link the deployment serves
+DEFAULT_MIN_MEASURE_S = 1e-3  # below a millisecond a timer measures noise, not a link
+
+
+@dataclass(frozen=True)
+class Plausible:
+    """What a measurement may claim: a rate no faster than a link can go, over a duration long
+    enough to mean something (deployment settings `hycloud:maxLinkBps`, `hycloud:minMeasureS`).
+
+    A claimed rate steers the scheduler (a user's t_T, so its queue place, and the instance its
+    downloads are planned from), so an absurd one (2^50 bytes in a microsecond) is refused
+    rather than clamped. The bytes cannot be checked against the transfers they came from: a
+    sample names no transfer, and the transfers it measures go to presigned S3 URLs the API never
+    sees; the rate bound is what bounds the bytes (bytes <= max rate x seconds).
+    """
+
+    max_bps: float = DEFAULT_MAX_LINK_BPS
+    min_seconds: float = DEFAULT_MIN_MEASURE_S
+
+    @classmethod
+    def from_environment(cls) -> Plausible:
+        return cls(
+            max_bps=float(os.environ.get(ENV_MAX_LINK_BPS) or DEFAULT_MAX_LINK_BPS),
+            min_seconds=float(os.environ.get(ENV_MIN_MEASURE_S) or DEFAULT_MIN_MEASURE_S),
+        )
+
+    def check(self, sample: Sample) -> None:
+        """400 `implausible-measurement` when no link could have measured `sample`."""
+        if not sample.seconds >= self.min_seconds:
+            raise BadRequestError(
+                f"a measurement must last at least {self.min_seconds} s (got {sample.seconds})",
+                code="implausible-measurement",
+            )
+        if sample.nbytes <= 0 or sample.nbytes / sample.seconds > self.max_bps:
+            raise BadRequestError(
+                f"{sample.nbytes} bytes in {sample.seconds} s is faster than the {self.max_bps:.0f} "
+                "bytes/s any link here can carry",
+                code="implausible-measurement",
+            )
 
 
 @dataclass(frozen=True)
@@ -38,9 +81,16 @@ class Measurements:
         items = query_all(self.table, Key("pk").eq(f"BW#{self.user}"), consistent=True)
         return {item["sk"]: item for item in items}
 
-    def record(self, samples: Iterable[Sample], now: float | None = None) -> None:
-        """Add one transfer's samples; each instance keeps its last K rates and round trips."""
+    def record(
+        self, samples: Iterable[Sample], now: float | None = None, bounds: Plausible | None = None
+    ) -> None:
+        """Add one transfer's samples; each instance keeps its last K rates and round trips.
+        Nothing is recorded when any sample is implausible (400)."""
         now = time.time() if now is None else now
+        samples = list(samples)
+        bounds = bounds or Plausible.from_environment()
+        for sample in samples:
+            bounds.check(sample)
         items = self._load()
         for sample in samples:
             item = items.get(sample.instance)
