@@ -14,6 +14,7 @@ from functools import cache
 from typing import Annotated
 
 import boto3
+import limits
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.params import Header
@@ -71,16 +72,18 @@ def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -
     """Resolve the API key to a user before any route runs; refuse the request otherwise.
 
     The key's user must still exist with the id the key was made for and be enabled, and a
-    read-only key may not change files; routes see the user's internal id, never its name.
+    read-only key may not change files; routes see the user's internal id, never its name. The
+    request is then served within the user's fair-use limits (limits.py: 429 past them).
     """
     event = app.current_event
     if event.http_method == "OPTIONS" or event.path.startswith(PUBLIC_PREFIX):  # CORS preflight, share links
         return next_middleware(app)
     headers = event.headers or {}
-    identity = Users(records().table).identify(headers.get("authorization") or headers.get("x-api-key"))
+    users = Users(records().table)
+    identity, profile = users.identify_with_profile(headers.get("authorization") or headers.get("x-api-key"))
     auth.check_access(identity, app.current_event.http_method, app.current_event.path)
     app.append_context(user=identity.user_id, user_name=identity.name)
-    return next_middleware(app)
+    return limits.guarded(records().table, identity.user_id, profile, lambda: next_middleware(app))
 
 
 def user(app: APIGatewayRestResolver) -> str:

@@ -156,6 +156,26 @@ def set_quota(
     _emit(result, f"{user}: {quota_line(result)}")
 
 
+@admin.command("set-limits")
+def set_limits(
+    user: str,
+    table: TableOpt = None,
+    outputs: OutputsOpt = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Requests a second; 0: unlimited.")] = None,
+    burst: Annotated[int | None, typer.Option("--burst", help="Requests at once above the rate.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Jobs queued or running; 0: unlimited.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Back to the deployment's limits first.")] = False,
+) -> None:
+    """Set a user's own fair-use limits (429 past them); limits not given stay as they are."""
+    users = ops().users(_table(table, outputs))
+    if reset:
+        users.set_limits(user, rate_per_s=None, burst=None, max_jobs=None)
+    given = {"rate_per_s": rate, "burst": burst, "max_jobs": jobs}
+    result = users.set_limits(user, **{k: v for k, v in given.items() if v is not None})
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(result.items())) or "the deployment's limits"
+    _emit({"user": user, **result}, f"{user}: {shown}")
+
+
 @admin.command("recount-usage")
 def recount_usage(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Rebuild a user's usage counter from its file records (after a crash left it off)."""

@@ -2,8 +2,8 @@
 
 Which execution serves a job is decided by the job ledger (hycloud_core.job_ledger); when it
 runs is decided by the FOP queue (hycloud_core.store.queue_records, docs/SCHEDULING.md): a new
-attempt is queued and a dispatch pass runs at once, so on an idle system it starts in this
-request. This module adds the Step Functions calls and turns an execution (or its place in the
+attempt is queued and a bounded dispatch pass runs at once, so on an idle system it starts in
+this request. This module adds the Step Functions calls and turns an execution (or its place in the
 queue) into what the caller may see. A short job that needs nothing fetched first may instead
 run `direct`: the controller invokes its function and waits (no workflow to start, schedule and
 poll; not queued: it holds no relay worker), and keeps the outcome in staging as the job's
@@ -24,13 +24,16 @@ from botocore.config import Config
 from context import CONFIG, records, user
 
 from hycloud_core import executions, jobs
-from hycloud_core.control.dispatch import dispatch_pass
+from hycloud_core.control.dispatch import PassBudget, dispatch_pass
 from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
+from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.errors import NotFoundError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.job_ledger import JobLedger, JobRecord, submit
+from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements
 from hycloud_core.store.queue_records import USER, QueueStore, SchedConfig
+from hycloud_core.store.tree_jobs import RUNNING, STOPPED, TreeJobs
 
 SCHED = SchedConfig.from_environment()
 INSTANCE = os.environ.get("AWS_REGION", "home")
@@ -39,15 +42,21 @@ SIZE_WALK_S = 2.0  # a tree copy's bytes are summed for this long, the rest extr
 _last_pump = [0.0]
 
 
+# A request's pass is bounded so that it never waits on other users' work (issue 29): it looks
+# at the head of the queue only and starts at most a couple of jobs within its time; the
+# dispatcher function, run by every job's end, drains the rest (docs/SCHEDULING.md).
+REQUEST_PASS = PassBudget(seconds=1.0, scan=8, starts=2)
+
+
 def pump(config: SchedConfig | None = None) -> None:
-    """One dispatch pass: starts what fits, in FOP order. Given the `config` just read (a job was
-    queued), it skips looking for ended jobs: their end events free their workers."""
+    """One bounded dispatch pass: starts what fits, in FOP order. Given the `config` just read (a
+    job was queued), it skips looking for ended jobs: their end events free their workers."""
     _last_pump[0] = time.monotonic()
     store = QueueStore(records().table)
     if config is None:
-        dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED)
+        dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED, budget=REQUEST_PASS)
     else:
-        dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)
+        dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True, budget=REQUEST_PASS)
 
 
 @cache
@@ -167,19 +176,38 @@ def queue_tree(machine: str, job, nbytes: int) -> None:
     config = store.config(SCHED)
     entries = job.files if job.files is not None else job.counted
     body = json.dumps({"user": job.user, "id": job.id})
-    store.enqueue(
-        job.execution,
-        machine,
-        body,
-        job.user,
-        tuple(job.leases),
-        nbytes,
-        1.0 / CONFIG.s3_efs_rate,
-        config,
-        owner=job.owner,
-        extra_s=entries * DIRECTORY_OP_SECONDS,
-    )
+    try:
+        store.enqueue(
+            job.execution,
+            machine,
+            body,
+            job.user,
+            tuple(job.leases),
+            nbytes,
+            1.0 / CONFIG.s3_efs_rate,
+            config,
+            owner=job.owner,
+            extra_s=entries * DIRECTORY_OP_SECONDS,
+        )
+    except TooManyRequestsError:
+        _refused_tree(job)
+        raise
     pump(config)
+
+
+def _refused_tree(job) -> None:
+    """A tree job refused by the user's job cap gives its leases back, so that the retry the 429
+    asks for is not refused as busy by them: a new job is forgotten (the retry submits it again),
+    a resumed one is stopped again, still resumable."""
+    Lease(records().table, job.user, owner=job.owner).release()
+    if job.attempt <= 1:
+        TreeJobs(records().table).forget(job)
+        return
+    job.state, job.error = (
+        STOPPED,
+        {"code": "too-many-jobs", "message": "retry when a job ends", "status": 429},
+    )
+    TreeJobs(records().table).claim(job, RUNNING, job.attempt)
 
 
 def waiting(name: str) -> dict | None:

@@ -41,6 +41,15 @@ def quota_defaults(ctx) -> dict[str, str]:
     return {name: str(int(ctx(key))) for name, key in keys if ctx(key) is not None}
 
 
+FAIR_USE_CONTEXT = {  # per-user limits and measurement bounds (hycloud_core.control.limits, store.measurements)
+    "hycloud:userRatePerS": "HYCLOUD_USER_RATE_PER_S",
+    "hycloud:userBurst": "HYCLOUD_USER_BURST",
+    "hycloud:userMaxJobs": "HYCLOUD_USER_MAX_JOBS",
+    "hycloud:maxLinkBps": "HYCLOUD_MAX_LINK_BPS",
+    "hycloud:minMeasureS": "HYCLOUD_MIN_MEASURE_S",
+}
+
+
 class InstanceStack(Stack):
     def __init__(
         self,
@@ -68,6 +77,7 @@ class InstanceStack(Stack):
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
             **quota_defaults(ctx),
+            **{env: str(ctx(key)) for key, env in FAIR_USE_CONTEXT.items() if ctx(key) is not None},
             **scheduling_env(self),
         }
 

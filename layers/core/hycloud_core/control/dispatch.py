@@ -1,7 +1,7 @@
 """One dispatch pass: free the workers of ended jobs, size the pool (eq. 7/8), start jobs in FOP order.
 
-The controller runs a pass inline when it queues a job (an idle system starts it at once) and
-while a client waits on a queued job; the dispatcher function runs one when a job execution ends
+The controller runs a bounded pass (PassBudget) inline when it queues a job (an idle system
+starts it at once) and while a client waits on a queued job; the dispatcher function runs one when a job execution ends
 (its status-change event) and every two minutes as a backstop. Passes may overlap: every change is a
 conditional write (store/queue_records.py), so the worst an overlap costs is a lost claim.
 """
@@ -31,6 +31,18 @@ class PassResult:
     started: list[tuple[str, str]]  # (job, worker)
     added: list[str]
     retired: list[str]
+
+
+@dataclass(frozen=True)
+class PassBudget:
+    """How much of a pass one caller pays for. The dispatcher function's pass is unbounded (it
+    is what drains the queue); a pass inside an API request is bounded so that the request never
+    waits long on other users' work: it looks at the head of the queue only, starts a few jobs,
+    and stops at its deadline, leaving the rest to the dispatcher (docs/SCHEDULING.md)."""
+
+    seconds: float = 0.0  # 0: no deadline
+    scan: int = SCAN_LIMIT  # waiting jobs looked at
+    starts: int = 0  # jobs started at most (0: as many as free workers)
 
 
 def pool_of(workers: list[dict[str, Any]], config: SchedConfig) -> RelayPool:
@@ -88,15 +100,25 @@ def _size_pool(store: QueueStore, config: SchedConfig, instance: str, result: Pa
     return store.workers() if result.added or result.retired else workers
 
 
-def reconcile(store: QueueStore, describe: Describe, result: PassResult, now: float) -> None:
+def reconcile(
+    store: QueueStore, describe: Describe, result: PassResult, now: float, deadline: float | None = None
+) -> None:
     """Release the workers whose job's execution has ended (or never started)."""
     for w in store.workers():
+        if deadline is not None and time.monotonic() > deadline:
+            return
         if "job" not in w:
             continue
         status = describe(w["machine"], w["job"])
         stale = status == "ABSENT" and now - int(w.get("since_us", 0)) / 1e6 > START_GRACE_S
         if (status not in ("RUNNING", "ABSENT") or stale) and store.release(w["job"]):
             result.released.append(w["job"])
+
+
+def _spent(budget: PassBudget, deadline: float | None, result: PassResult) -> bool:
+    if deadline is not None and time.monotonic() > deadline:
+        return True
+    return bool(budget.starts) and len(result.started) >= budget.starts
 
 
 def dispatch_pass(
@@ -106,25 +128,28 @@ def dispatch_pass(
     instance: str = "home",
     config: SchedConfig | None = None,
     merged: bool = False,
+    budget: PassBudget | None = None,
 ) -> PassResult:
     """Start as many waiting jobs as there are free workers, smallest queue key first.
 
     Without `describe` no ended job is looked for (the caller knows of none); `merged` says
-    `config` already holds the run-time overrides.
+    `config` already holds the run-time overrides; a `budget` bounds the pass (a request's).
     """
     now = time.time()
+    budget = budget or PassBudget()
+    deadline = time.monotonic() + budget.seconds if budget.seconds else None
     config = config if merged and config else store.config(config)
     result = PassResult([], [], [], [])
     if describe is not None:
-        reconcile(store, describe, result, now)
+        reconcile(store, describe, result, now, deadline)
     workers = _size_pool(store, config, instance, result)
     free = [w for w in workers if w["state"] == "active" and "job" not in w]
     pool = pool_of(workers, config)
     free.sort(key=lambda w: -pool.workers[w["sk"]].available_bw)  # most available bandwidth first
-    waiting = list(islice(store.head(), SCAN_LIMIT)) if free else []
+    waiting = list(islice(store.head(budget.scan), budget.scan)) if free else []
     owners = frozenset(job.owner for job in waiting if job.owner)
     for job in waiting:
-        if not free:
+        if not free or _spent(budget, deadline, result):
             break
         if store.blocked(job, owners) or not store.retake_leases(job):
             continue

@@ -13,6 +13,9 @@ Items (all in the one table, so the controller and the dispatcher share them):
 * ``FOPM#HERE#<user>#<path>`` / seq and ``FOPM#BELOW#<user>#<ancestor>`` / seq: path markers
   (control/fop.py) held from enqueue until the job ends, so a job on a related path waits for
   every earlier one.
+* ``LIMIT#<user>`` / ``JOBS``: how many jobs the user has queued or running (``n``), moved by the
+  transactions that queue and release a job; queueing is refused past the user's cap
+  (control/limits.py).
 
 Claiming a job for a worker is one transaction (the worker is free, the queue item still there),
 so concurrent dispatchers never start a job twice nor put two jobs on one worker.
@@ -30,6 +33,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..control import fop
+from ..control.limits import JOBS_SK, LIMIT_PREFIX, job_cap, jobs_refusal
 from ..errors import ConflictError
 from .locks import Lease, leased_paths
 from .records import query_all
@@ -175,7 +179,8 @@ class QueueStore:
         owner: str = "",
         extra_s: float = 0.0,
     ) -> bool:
-        """Queue a job once (False when it is already queued or running).
+        """Queue a job once (False when it is already queued or running); 429 (too-many-jobs) when
+        the user already has as many jobs queued or running as the request's cap allows.
 
         `owner` names the path leases the job took at request time (a tree job): they do not hold
         it back, and are taken again when it starts. `extra_s` adds to t_T what is not bytes
@@ -218,11 +223,39 @@ class QueueStore:
             {"Put": {"TableName": self.table.name, "Item": {"pk": pk, "sk": sk, "job": job}}}
             for pk, sk in self._markers(_queued(entry))
         ]
+        cap = job_cap(user)
+        actions.append(self._count(user, 1, cap))
         try:
             self.client.transact_write_items(TransactItems=actions)
             return True
-        except self._failed:
+        except self._failed as err:
+            if cap is not None and self._over_cap(err, len(actions) - 1, job, user, cap):
+                raise jobs_refusal(cap) from None
             return False
+
+    def _over_cap(self, err: Exception, count_action: int, job: str, user: str, cap: int) -> bool:
+        """Whether the queueing failed on the cap (and not because the job is queued already)."""
+        if getattr(err, "response", {}).get("CancellationReasons"):
+            return _cancelled_by(err, count_action) and not _cancelled_by(err, 0)
+        return self.job(job) is None and self.open_jobs(user) >= cap  # no reasons given: look
+
+    def _count(self, user: str, delta: int, cap: int | None = None) -> dict[str, Any]:
+        """The transaction action that moves the user's job count, refused at `cap`."""
+        update: dict[str, Any] = {
+            "TableName": self.table.name,
+            "Key": {"pk": f"{LIMIT_PREFIX}{user}", "sk": JOBS_SK},
+            "UpdateExpression": "ADD n :d",
+            "ExpressionAttributeValues": {":d": delta},
+        }
+        if cap is not None:
+            update["ConditionExpression"] = "attribute_not_exists(n) OR n < :cap"
+            update["ExpressionAttributeValues"][":cap"] = cap
+        return {"Update": update}
+
+    def open_jobs(self, user: str) -> int:
+        """The user's jobs queued or running, as counted for the cap."""
+        item = self.table.get_item(Key={"pk": f"{LIMIT_PREFIX}{user}", "sk": JOBS_SK}, ConsistentRead=True)
+        return int(item.get("Item", {}).get("n", 0))
 
     def head(self, limit: int = 50) -> Iterator[QueuedJob]:
         """Waiting jobs, smallest queue key first."""
@@ -410,12 +443,19 @@ class QueueStore:
             {"Delete": {"TableName": self.table.name, "Key": {"pk": pk, "sk": sk}}}
             for pk, sk in self._markers(queued)
         ]
+        actions.append(self._count(item["user"], -1))
         try:
             self.client.transact_write_items(TransactItems=actions)
         except self._failed:
             return False
         self._drop_if_idle(worker)
         return True
+
+
+def _cancelled_by(err: Exception, index: int) -> bool:
+    """Whether action `index` of a cancelled transaction failed its condition."""
+    reasons = getattr(err, "response", {}).get("CancellationReasons") or []
+    return index < len(reasons) and reasons[index].get("Code") == "ConditionalCheckFailed"
 
 
 def report_throughput(table: Any, worker: str, bytes_per_s: float) -> None:

@@ -2,7 +2,7 @@
 
 | record | pk | sk | attributes |
 | --- | --- | --- | --- |
-| user profile | `USER#<name>` | `PROFILE` | id, created, disabled, quota_bytes, quota_files |
+| user profile | `USER#<name>` | `PROFILE` | id, created, disabled, quota_bytes, quota_files, rate_per_s, burst, max_jobs |
 | a user's key (for listing) | `USER#<name>` | `KEY#<key id>` | uid, created, read_only, expires |
 | API key | `KEY#<key id>` | `KEY` | user (name), uid, secret_hash, created, read_only, expires |
 | user id | `USERID#<id>` | `ID` | name, state (active, deleted), created, deleted |
@@ -17,6 +17,7 @@ ids existed carry none; their id is the user's name.
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
@@ -24,6 +25,8 @@ from boto3.dynamodb.conditions import Attr, Key
 from .. import auth
 from ..errors import ConflictError, ForbiddenError, NotFoundError
 from .records import _plain, query_all
+
+LIMIT_FIELDS = ("rate_per_s", "burst", "max_jobs")  # a user's own fair-use limits (control/limits.py)
 
 
 def user_id(profile: dict) -> str:
@@ -87,6 +90,12 @@ class Users:
     # --- authentication --------------------------------------------------------------------------
     def identify(self, token: str | None, now: float | None = None) -> auth.Identity:
         """The identity a presented key acts as; 401/403 when it is malformed, unknown, or its user is gone."""
+        return self.identify_with_profile(token, now)[0]
+
+    def identify_with_profile(
+        self, token: str | None, now: float | None = None
+    ) -> tuple[auth.Identity, dict]:
+        """`identify`, and the profile it read (the user's own limits), so a request reads it once."""
         key_id, secret = auth.parse_token(token)
         item = self.table.get_item(Key={"pk": f"KEY#{key_id}", "sk": "KEY"}, ConsistentRead=True).get("Item")
         if not item or not auth.secret_matches(secret, item["secret_hash"]):
@@ -100,7 +109,7 @@ class Users:
             raise ForbiddenError("API key not recognised", code="invalid-key")
         if profile.get("disabled"):
             raise ForbiddenError(f"user {key['user']} is disabled", code="user-disabled")
-        return auth.Identity(key["user"], uid, key_id, bool(key.get("read_only", False)))
+        return auth.Identity(key["user"], uid, key_id, bool(key.get("read_only", False))), profile
 
     # --- changes ---------------------------------------------------------------------------------
     def create(self, name: str, key: auth.NewKey, read_only: bool = False) -> str:
@@ -171,6 +180,34 @@ class Users:
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             raise NotFoundError(f"no user {name}", code="no-such-user") from None
+
+    def set_limits(self, name: str, **limits: float | None) -> dict:
+        """Set the user's own fair-use limits (`rate_per_s`, `burst`, `max_jobs`; 0: unlimited);
+        None removes one, so the deployment's applies again. Returns the profile's limits."""
+        unknown = set(limits) - set(LIMIT_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown limits: {sorted(unknown)}")
+        sets = {k: v for k, v in limits.items() if v is not None}
+        removes = [k for k, v in limits.items() if v is None]
+        parts = (["SET " + ", ".join(f"#{k} = :{k}" for k in sets)] if sets else []) + (
+            ["REMOVE " + ", ".join(f"#{k}" for k in removes)] if removes else []
+        )
+        if not parts:
+            return {k: v for k, v in self.require(name).items() if k in LIMIT_FIELDS}
+        update: dict[str, Any] = {
+            "Key": {"pk": f"USER#{name}", "sk": "PROFILE"},
+            "UpdateExpression": " ".join(parts),
+            "ConditionExpression": Attr("pk").exists(),
+            "ExpressionAttributeNames": {f"#{k}": k for k in limits},
+            "ReturnValues": "ALL_NEW",
+        }
+        if sets:
+            update["ExpressionAttributeValues"] = {f":{k}": Decimal(str(v)) for k, v in sets.items()}
+        try:
+            answer = self.table.update_item(**update)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            raise NotFoundError(f"no user {name}", code="no-such-user") from None
+        return {k: v for k, v in _plain(answer["Attributes"]).items() if k in LIMIT_FIELDS}
 
     def delete(self, name: str) -> str:
         """Delete a user whose namespace holds no files: profile and keys go, the id stays as a tombstone.

@@ -1,0 +1,51 @@
+"""Fair use in the controller: each authenticated request takes a token from its user's bucket
+and carries the user's job cap; a request over either limit is answered 429 with `Retry-After`.
+
+The limits and their costs are described in hycloud_core.control.limits. The rate check runs
+right after authentication (before idempotency and the route), so a refused request does no
+work; the job cap is checked where a job is queued (QueueStore.enqueue), whichever route queues
+it, and its refusal is turned into the same 429 answer here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
+
+DEPLOYMENT = UserLimits.deployment()
+
+
+@cache
+def _limiter(table: Any) -> RateLimiter:
+    return RateLimiter(table)
+
+
+def refusal(err: TooManyRequestsError) -> Response:
+    """429 with the project's JSON error and `Retry-After` (whole seconds)."""
+    return Response(
+        status_code=err.status,
+        content_type="application/json",
+        body=err.to_body(),
+        headers={"Retry-After": str(err.retry_after)},
+    )
+
+
+def guarded(table: Any, user_id: str, profile: Mapping[str, Any], serve: Callable[[], Response]) -> Response:
+    """Serve one request of `user_id` within its limits (its profile may set its own)."""
+    limits = DEPLOYMENT.for_profile(profile)
+    try:
+        _limiter(table).admit(user_id, limits)
+    except TooManyRequestsError as err:
+        return refusal(err)
+    token = CURRENT_JOB_CAP.set((user_id, limits.max_jobs))
+    try:
+        return serve()
+    except TooManyRequestsError as err:
+        return refusal(err)
+    finally:
+        CURRENT_JOB_CAP.reset(token)
