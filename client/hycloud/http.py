@@ -31,8 +31,19 @@ SESSION_HOOKS: list[Callable[[requests.Session], None]] = []
 network emulator in benchmarks, or to add a proxy."""
 
 
+MAX_RETRY_AFTER_S = 30.0  # a server's Retry-After is honoured up to this; longer waits give up
+
+
 class _Retry(Retry):
-    """Any request is retried on 429/503; on 502/504 and dropped answers only reads are."""
+    """Any request is retried on 429/503; on 502/504 and dropped answers only reads are.
+
+    A 429/503 answer's `Retry-After` is honoured (the per-user limits say when a token or a job
+    slot frees), but a wait is cut to MAX_RETRY_AFTER_S, so a bad or hostile header cannot hang
+    the client; after `total` retries the last answer becomes the error."""
+
+    def get_retry_after(self, response) -> float | None:
+        wait = super().get_retry_after(response)
+        return None if wait is None else min(wait, MAX_RETRY_AFTER_S)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if status_code in NOT_STARTED:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from hycloud import http as http_module
 from hycloud.cli import exit_codes
 from hycloud.http import Http
 from hycloud_core.errors import ConflictError, HyCloudError
@@ -22,6 +24,7 @@ class Scripted:
     def __init__(self) -> None:
         self.script: list[int] = []
         self.seen: list[tuple[str, dict[str, str]]] = []
+        self.retry_after = ""  # sent with each 429 when set
 
 
 @pytest.fixture
@@ -41,6 +44,8 @@ def server() -> Iterator[tuple[Scripted, str]]:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            if status == 429 and state.retry_after:
+                self.send_header("Retry-After", state.retry_after)
             self.end_headers()
             self.wfile.write(body.encode())
 
@@ -101,3 +106,20 @@ def test_a_caller_given_key_is_kept(server):
     state, url = server
     Http(url, "key").json("POST", "/v1/dirs", json={"path": "/x"}, headers={"Idempotency-Key": "k-1"})
     assert keys(state) == ["k-1"]
+
+
+def test_a_429_is_retried_after_its_retry_after(server):
+    state, base = server
+    state.script, state.retry_after = [429], "1"
+    started = time.monotonic()
+    assert Http(base, "k").json("POST", "/v1/relay", json={}) == {"ok": 1}
+    assert 1.0 <= time.monotonic() - started < 5 and len(set(keys(state))) == 1
+
+
+def test_a_long_retry_after_is_cut_to_the_bound(server, monkeypatch):
+    state, base = server
+    monkeypatch.setattr(http_module, "MAX_RETRY_AFTER_S", 0.2)
+    state.script, state.retry_after = [429, 429], "86400"
+    started = time.monotonic()
+    assert Http(base, "k").json("GET", "/v1/usage") == {"ok": 1}
+    assert time.monotonic() - started < 3
