@@ -23,9 +23,12 @@ import threading
 import time
 import traceback
 import urllib.request
+from importlib import util as importlib_util
 
 ENDPOINT = os.environ["LOCALSTACK_RUNTIME_ENDPOINT"]
 RUNTIME_ID = os.environ["LOCALSTACK_RUNTIME_ID"]
+# AWS's limit on a synchronous invocation's response (what LocalStack's own runtime enforces too)
+MAX_RESPONSE_BYTES = int(os.environ.get("LOCALSTACK_MAX_PAYLOAD_SIZE") or 6291556)
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 IDLE: collections.deque = collections.deque(maxlen=0)  # output between invocations: to the stream only
 
@@ -105,6 +108,28 @@ def error_body(exc: BaseException, error_type: str | None = None, message: str |
         "errorType": error_type or type(exc).__name__,
         "stackTrace": traceback.format_list(frames),
     }
+
+
+def load_guard():
+    """The AWS rules checker beside this file, under a private name (a function may have a ``guard``)."""
+    spec = importlib_util.spec_from_file_location(
+        "_hycloud_local_guard", os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+    )
+    module = importlib_util.module_from_spec(spec)
+    sys.modules["_hycloud_local_guard"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def too_large(body: bytes) -> bytes | None:
+    """AWS refuses a response over the synchronous payload limit instead of returning it."""
+    if len(body) <= MAX_RESPONSE_BYTES:
+        return None
+    message = (
+        f"Response payload size ({len(body)} bytes) exceeded maximum allowed payload size "
+        f"({MAX_RESPONSE_BYTES} bytes)."
+    )
+    return json.dumps({"errorMessage": message, "errorType": "Function.ResponseSizeTooLarge"}).encode()
 
 
 def setup_sys_path() -> None:
@@ -193,7 +218,7 @@ def peak_memory_mb() -> int:
     return 0
 
 
-def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_stream) -> None:
+def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_stream, guard=None) -> None:
     invoke_id = request["invoke-id"]
     timeout = float(os.environ.get("AWS_LAMBDA_FUNCTION_TIMEOUT", "3"))
     started = time.time()
@@ -213,6 +238,10 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
             sys.stdout.write(f"[ERROR] {error['errorType']}: {error['errorMessage']}\n")
             sys.stdout.write("Traceback (most recent call last):\n" + "".join(error["stackTrace"]))
             body, path = json.dumps({**error, "requestId": invoke_id}).encode(), "error"
+        limited = too_large(body) if path == "response" and limits_on(guard) else None
+        if limited is not None:
+            sys.stdout.write(f"[ERROR] {json.loads(limited)['errorMessage']}\n")
+            body, path = limited, "error"
     finally:
         out_stream.sink = err_stream.sink = IDLE
     duration = (time.time() - started) * 1000
@@ -224,9 +253,16 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
     )
     post(f"/invocations/{invoke_id}/logs", json.dumps({"logs": "".join(logs)}).encode())
     post(f"/invocations/{invoke_id}/{path}", body)
+    if guard is not None:
+        guard.flush()
+
+
+def limits_on(guard) -> bool:
+    return guard is None or guard.modes.get("limits") != "off"
 
 
 def main() -> int:
+    guard_module = load_guard()
     setup_sys_path()
     id_filter = RequestIdFilter()
     log_handler = LambdaLogHandler()
@@ -243,6 +279,7 @@ def main() -> int:
 
     invocations: queue.Queue = queue.Queue()
     port = serve(invocations)
+    guard = guard_module.install()  # before the handler's import: module-level clients are checked too
     try:
         handler = load_handler()
     except HandlerError as e:
@@ -257,7 +294,7 @@ def main() -> int:
         return 1
     post(f"/status/{RUNTIME_ID}/ready", json.dumps({"port": port}).encode())
     while True:
-        invoke(handler, invocations.get(), id_filter, out_stream, err_stream)
+        invoke(handler, invocations.get(), id_filter, out_stream, err_stream, guard)
 
 
 if __name__ == "__main__":

@@ -214,6 +214,9 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
                 "HYCLOUD_LAMBDA_LAYERS": json.dumps(layers),
             }
         )
+        # the AWS rules switch (guard.py); without it, the settings file localcloud.py writes
+        if os.environ.get("HYCLOUD_LOCAL_ENFORCE"):
+            env["HYCLOUD_LOCAL_ENFORCE"] = os.environ["HYCLOUD_LOCAL_ENFORCE"]
         # the function's own variables win, as on AWS
         env.update({k: str(v) for k, v in (version.config.environment or {}).items()})
         mounts = efs.mounts_for(version.id.account, version.id.region, version.id.function_name)
