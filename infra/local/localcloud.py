@@ -331,7 +331,22 @@ def runtime_ready() -> bool:
     return LOG_FILE.exists() and "\nReady." in LOG_FILE.read_text(errors="replace")
 
 
+# What the function runtime checks before a call reaches LocalStack (lambda_executor/guard.py):
+# each of iam, network, limits is on (refused as AWS refuses), report (logged only) or off.
+# Network reports only: the VPC functions' cross-region calls and the Lambda call with no
+# endpoint are known findings (docs/LOCAL_CLOUD_RULES.md). HYCLOUD_LOCAL_ENFORCE overrides.
+GUARD_DEFAULT = "iam=on,network=report,limits=on"
+
+
+def write_guard_settings() -> None:
+    """The running cloud's functions read this at each cold start: switching needs no restart."""
+    (STATE / "guard").mkdir(parents=True, exist_ok=True)
+    enforce = os.environ.get("HYCLOUD_LOCAL_ENFORCE") or GUARD_DEFAULT
+    (STATE / "guard" / "settings.json").write_text(json.dumps({"enforce": enforce}) + "\n")
+
+
 def start() -> None:
+    write_guard_settings()
     if running_pid() and healthy():
         log(f"already running (pid {running_pid()}) at {endpoint()}")
         return
@@ -368,7 +383,7 @@ def start() -> None:
 
 def fresh_state() -> None:
     """LocalStack keeps its state in memory, so a start is a new cloud: EFS folders start empty too."""
-    for name in ("efs", "lambda-envs", "tmp"):
+    for name in ("efs", "lambda-envs", "tmp", "guard/facts"):
         shutil.rmtree(STATE / name, ignore_errors=True)
         (STATE / name).mkdir(parents=True)
 

@@ -11,6 +11,7 @@ The cloud is stopped at the end when this run started it. Extra arguments go to 
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -45,8 +46,42 @@ def _phase(marker: str, extra: str | None, args: list[str], env: dict[str, str])
     return 0 if code == NO_TESTS else code
 
 
+def guard_summary(since: float) -> str:
+    """What the local cloud's AWS rules checked and refused during this run (lambda_executor/guard.py)."""
+    folder = local.STATE / "guard"
+    checked = refused = reported = 0
+    for path in folder.glob("counts-*.json"):
+        try:
+            if path.stat().st_mtime < since:
+                continue
+            counts = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        checked += counts.get("checked", 0)
+        refused += counts.get("refused", 0)
+        reported += counts.get("reported", 0)
+    kinds: dict[str, int] = {}
+    try:
+        lines = (folder / "refused.jsonl").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("time", 0) >= since:
+            key = f"{record.get('kind')}:{record.get('service')}:{record.get('region')}"
+            kinds[key] = kinds.get(key, 0) + 1
+    detail = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    return f"AWS rules: {checked} calls checked, {refused} refused, {reported} reported only" + (
+        f" ({detail}; see {folder / 'refused.jsonl'})" if detail else ""
+    )
+
+
 def main(argv: list[str]) -> int:
     extra, args = _split_marker(argv)
+    run_started = time.time()
     phases: dict[str, float] = {}
     t0 = time.monotonic()
     started = local.start()
@@ -68,6 +103,7 @@ def main(argv: list[str]) -> int:
             local.stop()
             phases["stop local cloud"] = time.monotonic() - t0
     print("phases: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases.items()))
+    print(guard_summary(run_started))
     return lanes or alone
 
 
