@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -33,7 +34,7 @@ from hycloud_core import content
 from hycloud_core.auth import READ_LIKE
 from hycloud_core.errors import HyCloudError
 
-from .failover_journal import PREPARING, UPLOAD, Change, Journal
+from .failover_journal import PREPARING, UPLOAD, Change, Journal, journal_path, scope_of
 from .http import MUTATING, Http
 
 CONNECT_TIMEOUT_S = 3.0
@@ -70,13 +71,23 @@ def primary_down(err: HyCloudError) -> bool:
 class FailoverHttp:
     """Drop-in for Http (request/json/base) that fails over to the standby and back."""
 
-    def __init__(self, primary: str, standby: str, api_key: str, timeout: float = 60.0, probe_s: float = 2.0):
+    def __init__(
+        self,
+        primary: str,
+        standby: str,
+        api_key: str,
+        timeout: float = 60.0,
+        probe_s: float = 2.0,
+        journal: Path | str | None = None,
+    ):
+        """`journal`: the journal's file (default: beside the client's state, failover_journal.py),
+        so what one run had acknowledged is replayed by a later run that finds the primary down."""
         self.primary = Http(primary, api_key, timeout, retries=1)
         self.primary.timeout = (CONNECT_TIMEOUT_S, timeout)
         self.standby = Http(standby, api_key, timeout)
         self.api_key, self.probe_s = api_key, probe_s
         self._on_standby = False
-        self.journal = Journal()
+        self.journal = Journal(journal or journal_path(), scope_of(primary, api_key))
         self.switches: list[dict[str, Any]] = []  # {"to", "at", "took_s", "replayed"}
         self._cond = threading.Condition()
         self._in_flight = 0
@@ -170,6 +181,7 @@ class FailoverHttp:
         with ThreadPoolExecutor(REPLAY_THREADS) as pool:
             for run in _runs(missing):
                 list(pool.map(self._replay, run))
+        self.journal.done(changes)  # kept until now: a replay cut short is done again by the next run
         return len(missing)
 
     def _replay(self, change: Change) -> None:

@@ -321,3 +321,44 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
         f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "
         f"paused {stale['lag_s']:.1f}s, after switch-back {report['lag_s']:.1f}s"
     )
+
+
+def cli_via(user, relay: TcpRelay, standby_url: str, state: str, *args: str) -> subprocess.CompletedProcess:
+    """One `hycloud` run reaching the primary through the relay, with its state (and so its
+    failover journal) in `state`: runs of one user on one machine."""
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": relay.url(),
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_STANDBY_URL": standby_url,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+        "HYCLOUD_STATE": state,
+    }
+    return subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_later_cli_run_replays_what_an_earlier_run_put_when_the_primary_is_gone(deployment, tmp_path):
+    """Run 1 puts a file and exits; the primary becomes unreachable; run 2 finds the earlier run's
+    journal on disk, replays it on the standby, and its own put into the same folder and a get of
+    the earlier file work there."""
+    user = _make_user(deployment, "journal")
+    standby_url = deployment.outputs["StandbyLocalApiUrl"]
+    standby = HyCloud(standby_url, user.key)
+    state = str(tmp_path / "state" / "state.sqlite3")
+    first, second = os.urandom(3000), os.urandom(4000)
+    (tmp_path / "first.bin").write_bytes(first)
+    (tmp_path / "second.bin").write_bytes(second)
+    with TcpRelay(deployment.api_url) as relay:
+        done = cli_via(
+            user, relay, standby_url, state, "put", "-p", str(tmp_path / "first.bin"), "/jr/first.bin"
+        )
+        assert done.returncode == 0, done.stderr
+        with pytest.raises(HyCloud.NotFoundError):
+            standby.stat("/jr/first.bin")  # no replication pass ran: only the journal has it
+        relay.stop()
+        done = cli_via(user, relay, standby_url, state, "put", str(tmp_path / "second.bin"), "/jr/second.bin")
+        assert done.returncode == 0, done.stdout + done.stderr
+        done = cli_via(user, relay, standby_url, state, "get", "/jr/first.bin", str(tmp_path / "back.bin"))
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert hashlib.sha256((tmp_path / "back.bin").read_bytes()).digest() == hashlib.sha256(first).digest()
+    assert hashlib.sha256(standby.get_bytes("/jr/second.bin")).digest() == hashlib.sha256(second).digest()

@@ -53,9 +53,9 @@ class Fake:
 
 
 @pytest.fixture
-def http(monkeypatch) -> FailoverHttp:
+def http(monkeypatch, tmp_path) -> FailoverHttp:
     monkeypatch.setattr(failover, "LAG_POLL_S", 3600)
-    h = FailoverHttp("http://p", "http://s", "key", probe_s=0)
+    h = FailoverHttp("http://p", "http://s", "key", probe_s=0, journal=tmp_path / "journal.sqlite3")
     h.primary, h.standby = Fake("p"), Fake("s")
     return h
 
