@@ -44,7 +44,13 @@ def _layout(size: int, n: int = 3, k: int = 2) -> dict:
 
 
 def _start(user, size: int, content_hash: str) -> tuple[float, object]:
-    body = {"path": f"/scale/{size}.bin", "size": size, "content_hash": content_hash, "layout": _layout(size)}
+    body = {
+        "path": f"/scale/{size}.bin",
+        "parents": True,  # the start checks the folder as the commit will
+        "size": size,
+        "content_hash": content_hash,
+        "layout": _layout(size),
+    }
     t0 = time.monotonic()
     answer = user.api().call("POST", "/v1/coded/uploads", json=body)
     return time.monotonic() - t0, answer
@@ -101,7 +107,13 @@ def test_more_urls_need_an_open_upload_on_its_own_instances(coded_user):
 def test_a_large_layout_commits_only_once_every_page_is_verified_in_order(coded_user):
     size, content_hash = 700 * CHUNK, os.urandom(32).hex()  # 2,100 blocks, none of them stored
     layout = _layout(size)
-    body = {"path": "/scale/unverified.bin", "size": size, "content_hash": content_hash, "layout": layout}
+    body = {
+        "path": "/scale/unverified.bin",
+        "parents": True,
+        "size": size,
+        "content_hash": content_hash,
+        "layout": layout,
+    }
     api = coded_user.api()
     started = api.call("POST", "/v1/coded/uploads", json=body).json()
     first = [b for c in started["layout"]["chunks"] for b in c["blocks"]][:URL_PAGE]

@@ -36,6 +36,9 @@ URL_TTL_S = 3600
 CHALLENGE_BLOCKS, CHALLENGE_LEN = 4, 64
 HEADS_IN_FLIGHT = 8  # a page of blocks is checked together, not one HEAD after another
 CHECK_BUDGET_S = 8.0  # what one request spends asking which blocks are stored
+# A PUT URL needs its key seen empty, so a page of URLs may take longer (still well inside API
+# Gateway's 29 s); a page not checked by then is asked again.
+URL_CHECK_BUDGET_S = 16.0
 
 
 def _chained(chain: str, blocks: Sequence[Block]) -> str:
@@ -111,7 +114,7 @@ class CodedFiles:
         """A presigned PUT for each block whose key holds nothing yet (None for the others: a block
         stored, or an object there that is not the block declared, is never written over). A page
         not checked within the budget is asked again (503): a URL is only for a key seen empty."""
-        states = self._states(blocks, CHECK_BUDGET_S)
+        states = self._states(blocks, URL_CHECK_BUDGET_S)
         if None in states:
             raise HyCloudError("the blocks' check ran out of time; ask again", code="busy", status=503)
         return [

@@ -94,7 +94,7 @@ def test_a_put_url_only_for_an_empty_key():
 
 
 def test_a_page_not_checked_in_time_is_asked_again(monkeypatch):
-    monkeypatch.setattr("hycloud_core.fs.coded.CHECK_BUDGET_S", -1.0)
+    monkeypatch.setattr("hycloud_core.fs.coded.URL_CHECK_BUDGET_S", -1.0)
     with pytest.raises(HyCloudError) as refused:
         _files(Empty())._put_urls([Block(HASH, len(DATA), "us-west-2")])
     assert refused.value.status == 503
