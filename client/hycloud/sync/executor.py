@@ -32,7 +32,8 @@ BUSY_TRIES, BUSY_PAUSE = 3, 1.0  # files refused as busy (a path lease held else
 Done = Callable[[str, str], None]
 
 
-MISMATCH = "version-mismatch"
+# what the cloud answers a transfer of a file another device changed or removed since the exchange
+RACED = ("version-mismatch", "not-found")
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Context:
         return self.local_root / rel
 
     def failed(self, rel: str, error: Exception | str, code: str | None = None) -> None:
-        if code == MISMATCH:
+        if code in RACED:
             self.outcome.raced.append(rel)
         else:
             self.outcome.failed.append({"path": rel, "error": str(error)})
@@ -258,7 +259,7 @@ def _pull(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
     threshold = ctx.client.small_file_threshold
     missing = [p for p in pairs if p[0] not in sizes]
     for src, _ in missing:
-        ctx.failed(src, "no longer in the cloud")
+        ctx.failed(src, "no longer in the cloud", "not-found")
     pairs = [p for p in pairs if p[0] in sizes]
     small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
     for batch in _batches(small):
@@ -268,19 +269,21 @@ def _pull(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
             ctx.client, [(ctx.remote(s), ctx.path(d)) for s, d in batch], ctx.progress
         )
         for (src, dst), result in zip(batch, results, strict=True):
-            _pulled(ctx, src, dst, sizes[src], result.get("error"))
+            _pulled(ctx, src, dst, sizes[src], result.get("error"), result.get("code"))
     for src, dst in (p for p in pairs if sizes[p[0]]["size"] > threshold):
         try:
             ctx.path(dst).parent.mkdir(parents=True, exist_ok=True)
             ctx.client.get(ctx.remote(src), ctx.path(dst), progress=ctx.progress)
             _pulled(ctx, src, dst, sizes[src], None)
-        except (HyCloudError, OSError) as e:
+        except HyCloudError as e:
+            _pulled(ctx, src, dst, sizes[src], e, e.code)
+        except OSError as e:
             _pulled(ctx, src, dst, sizes[src], e)
 
 
-def _pulled(ctx: Context, src: str, dst: str, entry: dict, error: object) -> None:
+def _pulled(ctx: Context, src: str, dst: str, entry: dict, error: object, code: str | None = None) -> None:
     if error:
-        return ctx.failed(dst, str(error))
+        return ctx.failed(dst, str(error), code)
     local = ctx.path(dst)
     restore_metadata(local, entry)
     digest = content.hash_file(local)[0]
