@@ -160,3 +160,10 @@ def test_a_step_functions_input_over_256_kib_is_refused(probe):
     arn = "arn:aws:states:us-east-1:000000000000:stateMachine:nothing"
     _, result = call(probe, "plain", {"op": "start", "arn": arn, "input": json.dumps("x" * 300_000)})
     assert result["ok"] is False and result["code"] == "InvalidExecutionInput"
+
+
+def test_a_missing_key_without_list_bucket_is_access_denied_not_absent(probe):
+    """AWS hides whether a key exists from a caller that may not list the bucket."""
+    _, result = call(probe, "plain", {"op": "get", "bucket": probe["bucket"], "key": "missing"})
+    assert result["ok"] is False and result["code"] == "AccessDenied" and result["status"] == 403
+    assert f"s3:ListBucket on resource: arn:aws:s3:::{probe['bucket']} " in result["message"]

@@ -449,7 +449,27 @@ class Guard:
         error = make_unreachable(client.meta.endpoint_url, reason)
         self._refuse("network", service, op, target, {"endpoint": f"com.amazonaws.{target}.{service}"}, error)
 
-    def _iam(self, service: str, op: str, params: dict, region: str) -> None:
+    def missing_object(self, client, op: str, params: dict, error: Exception) -> None:
+        """AWS answers a missing key with 403, not 404, to a caller without ``s3:ListBucket``."""
+        facts = self.facts
+        status = getattr(error, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if (
+            facts is None
+            or self.modes["iam"] == "off"
+            or op not in ("GetObject", "HeadObject")
+            or status != 404
+        ):
+            return
+        if client.meta.service_model.endpoint_prefix != "s3":
+            return
+        region = client.meta.region_name or facts.region
+        _local.inside = True
+        try:
+            self._iam("s3", "ListObjectsV2", {"Bucket": params.get("Bucket", "")}, region, op)
+        finally:
+            _local.inside = False
+
+    def _iam(self, service: str, op: str, params: dict, region: str, reported_op: str = "") -> None:
         facts = self.facts
         checks, mapped = iam_checks(service, op, params, region, facts.account)
         if not mapped and (service, op) not in self.unmapped:
@@ -485,10 +505,10 @@ class Guard:
             self._refuse(
                 "iam",
                 service,
-                op,
+                reported_op or op,
                 region,
                 {"action": action, "resource": resource},
-                access_denied(service, op, message),
+                access_denied(service, reported_op or op, message),
             )
 
     def _refuse(self, kind: str, service: str, op: str, region: str, detail: dict, error: Exception) -> None:
@@ -540,7 +560,12 @@ def _all(docs: list) -> list:
 def access_denied(service: str, op: str, message: str) -> Exception:
     from botocore.exceptions import ClientError
 
-    if service == "s3":
+    if service == "s3" and op == "HeadObject":  # a HEAD response has no body: botocore sees the status only
+        error = {
+            "Error": {"Code": "403", "Message": "Forbidden"},
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+    elif service == "s3":
         error = {
             "Error": {"Code": "AccessDenied", "Message": message},
             "ResponseMetadata": {"HTTPStatusCode": 403},
@@ -615,6 +640,7 @@ def install() -> Guard | None:
         return None
     try:
         import botocore.client
+        import botocore.exceptions
         import botocore.session
     except ImportError:  # a function without botocore makes no AWS calls to guard
         return None
@@ -630,9 +656,14 @@ def install() -> Guard | None:
     original = botocore.client.BaseClient._make_api_call
 
     def _make_api_call(self, operation_name, api_params):
-        if GUARD is not None and not getattr(_local, "inside", False):
-            GUARD.check(self, operation_name, api_params)
-        return original(self, operation_name, api_params)
+        if GUARD is None or getattr(_local, "inside", False):
+            return original(self, operation_name, api_params)
+        GUARD.check(self, operation_name, api_params)
+        try:
+            return original(self, operation_name, api_params)
+        except botocore.exceptions.ClientError as e:
+            GUARD.missing_object(self, operation_name, api_params, e)
+            raise
 
     botocore.client.BaseClient._make_api_call = _make_api_call
     GUARD.flush()
