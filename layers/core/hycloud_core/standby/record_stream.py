@@ -5,9 +5,15 @@ The stream (NEW_AND_OLD_IMAGES) feeds the home region's stream replicator functi
 event source mapping filtered to these record kinds (`STREAMED`), so the namespace's own churn
 (file index, Merkle nodes, leases) never invokes it. A batch is applied in stream order, record by
 record: a put for INSERT/MODIFY (an object's content copied to the standby's bucket first), a
-delete for REMOVE. On the first failure the batch stops and that record's sequence number is
-reported (`batchItemFailures`), so Lambda retries from there and no later change of a key lands
-before an earlier one. A diverged user's usage counter is the standby's own (its writes there
+delete for REMOVE. Access records (keys, users, user ids: `ACCESS`) go first, in stream order,
+then the others (objects, usage), in stream order: each item's changes stay in order, and a
+revoked key or a disabled user is not held behind a large object's content copy or a failing
+object record in the same batch. On the first failure the batch stops and the sequence number of
+the earliest record not applied is reported (`batchItemFailures`), so Lambda retries from there
+(records after it that were applied are applied again, in order: puts and deletes of whole
+images) and no later change of a key lands before an earlier one. An object whose content the
+primary no longer holds (reclaimed since) is skipped, not retried: its record could never land,
+and retrying it would hold every later record of its shard for a day. A diverged user's usage counter is the standby's own (its writes there
 count in it), so the primary's is not copied over it until the user has reconciled.
 """
 
@@ -21,7 +27,10 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from .records_copy import ContentGone
+
 STREAMED = ("USER#", "KEY#", "USERID#", "OBJ#", "USAGE#")
+ACCESS = ("KEY#", "USER#", "USERID#")  # who may act: applied first in each batch
 STREAM_STATUS = {"pk": "REPL#STANDBY", "sk": "STREAM"}
 _plain = TypeDeserializer()
 
@@ -62,10 +71,21 @@ def apply_record(
         return
     item = _image(change["NewImage"])
     if key["pk"].startswith("OBJ#") and item.get("s3_key") and item.get("state") != "deleting":
-        copy_object(item["s3_key"])
+        try:
+            copy_object(item["s3_key"])
+        except ContentGone:
+            done.skipped += 1  # reclaimed on the primary since: a record naming nothing is not sent
+            return
         done.objects += 1
     target.put_item(Item=item)
     done.written += 1
+
+
+def _access_first(records: list[dict[str, Any]]) -> list[int]:
+    """Positions in the order to apply: access records, then the rest, each in stream order."""
+    first = [i for i, r in enumerate(records) if _image(r["dynamodb"]["Keys"])["pk"].startswith(ACCESS)]
+    chosen = set(first)
+    return first + [i for i in range(len(records)) if i not in chosen]
 
 
 def apply_batch(
@@ -74,21 +94,27 @@ def apply_batch(
     copy_object: Callable[[str], None],
     diverged: set[str],
 ) -> Applied:
-    """A batch in order; stops at the first failure (Applied.failed_at)."""
+    """A batch, access records first; stops at the first failure (Applied.failed_at: the
+    earliest record in stream order not applied)."""
     done = Applied()
     for record in records:
-        change = record["dynamodb"]
-        created = float(change.get("ApproximateCreationDateTime", time.time()))
+        created = float(record["dynamodb"].get("ApproximateCreationDateTime", time.time()))
         done.oldest_at = created if done.oldest_at is None else min(done.oldest_at, created)
+    applied: set[int] = set()
+    for i in _access_first(records):
+        change = records[i]["dynamodb"]
         if _skip(_image(change["Keys"])["pk"], diverged):
             done.skipped += 1
-            continue
-        try:
-            apply_record(record, target, copy_object, done)
-        except Exception as err:  # retried from here by the event source mapping
-            done.failed_at = change["SequenceNumber"]
-            done.errors.append(f"{type(err).__name__}: {err}")
-            return done
+        else:
+            try:
+                apply_record(records[i], target, copy_object, done)
+            except Exception as err:  # retried from the earliest record not applied
+                done.errors.append(f"{type(err).__name__}: {err}")
+                break
+        applied.add(i)
+    missing = next((i for i in range(len(records)) if i not in applied), None)
+    if done.errors and missing is not None:
+        done.failed_at = records[missing]["dynamodb"]["SequenceNumber"]
     return done
 
 

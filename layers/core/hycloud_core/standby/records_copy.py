@@ -21,6 +21,10 @@ from botocore.exceptions import ClientError
 COPIED = ("USER#", "KEY#", "USERID#", "OBJ#", "USAGE#")
 
 
+class ContentGone(Exception):
+    """The primary's bucket no longer holds an object's content (reclaimed since its record)."""
+
+
 @dataclass
 class Copied:
     written: int = 0
@@ -90,16 +94,25 @@ def copy_object_record(source: Any, target: Any, content_hash: str, copy_object:
     return True
 
 
+def _exists(s3: Any, bucket: str, key: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+        return True
+    except ClientError as err:
+        if err.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
+            raise
+        return False
+
+
 def object_copier(s3_source: Any, source_bucket: str, s3_target: Any, target_bucket: str):
-    """copy_object for copy_records: a managed (multipart when large) copy, skipped when present."""
+    """copy_object for copy_records: a managed (multipart when large) copy, skipped when present;
+    ContentGone when the primary's bucket no longer has it."""
 
     def copy(key: str) -> None:
-        try:
-            s3_target.head_object(Bucket=target_bucket, Key=key)
+        if _exists(s3_target, target_bucket, key):
             return  # content keys are immutable: present means equal
-        except ClientError as err:
-            if err.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
-                raise
+        if not _exists(s3_source, source_bucket, key):
+            raise ContentGone(key)
         s3_target.copy({"Bucket": source_bucket, "Key": key}, target_bucket, key, SourceClient=s3_source)
 
     return copy

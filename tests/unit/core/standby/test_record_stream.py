@@ -68,9 +68,48 @@ def test_a_failure_stops_the_batch_at_that_record(standby):
         record("INSERT", {"pk": "KEY#k2", "sk": "KEY"}, 3),
     ]
     done = apply_batch(batch, table, broken, set())
-    assert done.failed_at == "2" and done.written == 1
+    assert done.failed_at == "2" and done.written == 2  # retried from the object on
     assert "Item" not in table.get_item(Key={"pk": "OBJ#x", "sk": "OBJ"})  # no record without content
-    assert "Item" not in table.get_item(Key={"pk": "KEY#k2", "sk": "KEY"})  # nothing after it
+    assert "Item" in table.get_item(Key={"pk": "KEY#k2", "sk": "KEY"})  # access records first
+
+
+def test_a_revocation_is_not_held_behind_a_failing_object_and_a_failing_key_stops_all(standby):
+    table, s3 = standby
+    table.put_item(Item={"pk": "KEY#k1", "sk": "KEY", "user": "ann"})
+
+    def broken(key: str) -> None:
+        raise RuntimeError("standby bucket unreachable")
+
+    batch = [
+        record("INSERT", {"pk": "OBJ#x", "sk": "OBJ", "state": "live", "s3_key": "objects/x"}, 1),
+        record("REMOVE", {"pk": "KEY#k1", "sk": "KEY"}, 2),
+    ]
+    done = apply_batch(batch, table, broken, set())
+    assert done.failed_at == "1" and done.deleted == 1
+    assert "Item" not in table.get_item(Key={"pk": "KEY#k1", "sk": "KEY"})  # revoked there already
+
+    class Refusing:
+        def put_item(self, Item):
+            raise RuntimeError("throttled")
+
+    copied: list[str] = []
+    batch = [
+        record("INSERT", {"pk": "OBJ#y", "sk": "OBJ", "state": "live", "s3_key": "objects/y"}, 3),
+        record("INSERT", {"pk": "KEY#k2", "sk": "KEY"}, 4),
+    ]
+    done = apply_batch(batch, Refusing(), copied.append, set())
+    assert done.failed_at == "3" and copied == []  # nothing after a failed access record
+
+
+def test_an_object_whose_content_the_primary_lost_is_skipped_not_retried(standby):
+    table, s3 = standby
+    batch = [
+        record("INSERT", {"pk": "OBJ#gone", "sk": "OBJ", "state": "live", "s3_key": "objects/gone"}, 1),
+        record("REMOVE", {"pk": "KEY#k9", "sk": "KEY"}, 2),
+    ]
+    done = apply_batch(batch, table, object_copier(s3, MOTO_BUCKET, s3, "standby-content"), set())
+    assert done.failed_at is None and done.skipped == 1 and done.deleted == 1
+    assert "Item" not in table.get_item(Key={"pk": "OBJ#gone", "sk": "OBJ"})
 
 
 def test_a_diverged_users_usage_stays_the_standbys_and_the_lag_is_recorded(standby):
