@@ -139,3 +139,23 @@ def test_a_pass_over_some_users_leaves_the_others_and_moves_only_their_lag(pair,
     status = ReplicationStatus(table)
     assert status.report("primary")["in_step_at"] is None  # no full pass yet
     assert status.report("primary", user=USER)["in_step_at"] == pytest.approx(result["started"], abs=0.01)
+
+
+def test_a_pass_out_of_time_continues_where_it_stopped_and_keeps_its_start(pair, moto_filesystems):
+    from hycloud_core.standby.replicate import Budget
+
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    other = moto_filesystems.fs("u-2")
+    put(primary, "/a.txt", b"first user")
+    put(other, "/b.txt", b"second user")
+    spent = Budget(stop_at=0.0)  # every invocation out of time after its first user
+    first = run_pass(table, ns_dir, standby, budget=spent)
+    assert not first["complete"] and first["users_done"] == 1 and first["after"] == USER
+    assert ReplicationStatus(table).report("primary")["lag_s"] is None  # not complete: never in step yet
+    second = run_pass(table, ns_dir, standby, budget=spent)
+    assert second["complete"] and second["in_step"] and second["resumed_after"] == USER
+    assert second["users_done"] == 1 and second["copied"] == 2  # both users' files, counted over the pass
+    assert second["started"] == first["started"]  # in step as of the pass's start
+    assert ReplicationStatus(table).read()["in_step_at"] == pytest.approx(first["started"], abs=0.01)
+    assert Namespace(str(Path(standby_fs.ns.root).parent), "u-2").read("/b.txt") == b"second user"
