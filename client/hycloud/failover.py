@@ -191,8 +191,12 @@ class FailoverHttp:
         try:
             self.standby.request(change.method, change.route, **change.kwargs)
         except HyCloudError as err:
-            if err.status not in (404, 409):  # already gone or done there
-                raise
+            if err.status in (404, 409):  # already gone or done there
+                return
+            if err.status < 400 or err.status >= 500:
+                raise  # the standby is not answering: the entry stays for the next attempt
+            # listed, not raised: kept on disk, it would fail every later run's failover
+            self.journal.lost(change, f"the standby refused it: {err.code}")
 
     def _replay_upload(self, change: Change) -> None:
         """Upload the local file again, to the standby, unless it holds that version already or

@@ -139,3 +139,23 @@ def test_a_large_upload_in_the_lag_window_is_uploaded_again_to_the_standby(http,
     assert [why for _, why in http.journal.unreplayable] == [
         "UPLOAD /changed.bin: the local file changed since it was uploaded"
     ]
+
+
+def test_a_change_the_standby_refuses_is_listed_and_the_rest_still_replayed(http, monkeypatch):
+    refusing = http.standby.request
+
+    def request(method, route, **kwargs):
+        if route == "/v1/bundles":
+            raise HyCloudError("no such staged body", code="bad-request", status=400)
+        return refusing(method, route, **kwargs)
+
+    http.request("POST", "/v1/bundles", params={"staged": "x"}, data=b"")
+    http.request("POST", "/v1/dirs", json={"path": "/d"})
+    monkeypatch.setattr(http.standby, "request", request)
+    http.primary.down = True
+    http.request("GET", "/v1/whoami")
+    assert http.on_standby and ("POST", "/v1/dirs") in [(m, r) for m, r, _ in http.standby.log]
+    assert [why for _, why in http.journal.unreplayable] == [
+        "POST /v1/bundles: the standby refused it: bad-request"
+    ]
+    assert http.journal.take() == []  # gone from the journal: the next run does not trip on it
