@@ -362,3 +362,60 @@ def test_a_later_cli_run_replays_what_an_earlier_run_put_when_the_primary_is_gon
         assert done.returncode == 0, done.stdout + done.stderr
     assert hashlib.sha256((tmp_path / "back.bin").read_bytes()).digest() == hashlib.sha256(first).digest()
     assert hashlib.sha256(standby.get_bytes("/jr/second.bin")).digest() == hashlib.sha256(second).digest()
+
+
+REVOKE_BOUND_S = (
+    5.0  # record_stream.py: access records first in their batch; 1 s window + 0.2 s poll + one invocation
+)
+
+
+def test_a_key_revoked_on_the_primary_is_refused_by_the_standby_within_the_bound(deployment):
+    """Revocation is held neither behind an object record in the same stream batch nor behind one
+    that can never land (its content reclaimed on the primary): that one had been retried for a day."""
+    user = _make_user(deployment, "revoke")
+    table, resource = deployment.outputs["TableName"], dynamodb(deployment)
+    key_id = (token := admin.add_key(table, user.name, resource=resource)).split("_")[1]
+    on_standby = ApiSession(deployment.outputs["StandbyLocalApiUrl"], token)
+    wait_standby(deployment, f"KEY#{key_id}", "KEY")
+    assert on_standby.call("GET", "/v1/whoami").status_code == 200
+    gone = hashlib.sha256(os.urandom(16)).hexdigest()  # an object whose content the bucket lacks
+    obj = {"pk": f"OBJ#{gone}", "sk": "OBJ", "state": "live", "s3_key": f"objects/{gone}", "links": 0}
+    resource.Table(table).put_item(Item=obj)
+    try:
+        admin.users(table, resource).revoke(key_id)
+        revoked = time.monotonic()
+        while (status := on_standby.call("GET", "/v1/whoami").status_code) == 200:
+            assert time.monotonic() - revoked < 30, "the revoked key still works on the standby"
+            time.sleep(0.1)
+        took = time.monotonic() - revoked
+    finally:
+        resource.Table(table).delete_item(Key={"pk": obj["pk"], "sk": "OBJ"})
+    print(f"\nrevoked key refused by the standby after {took:.2f} s")
+    assert status in (401, 403) and took < REVOKE_BOUND_S, took
+    assert standby_item(deployment, obj["pk"], "OBJ") is None  # no record naming content it lacks
+
+
+def test_a_pass_out_of_time_continues_where_it_stopped_and_status_shows_never_until_it_completes(
+    deployment,
+):
+    """A pass whose invocation runs out of time records where it stopped; the next invocation
+    continues there (not from the first user again) and the pass completes, in step as of its start."""
+    users = sorted([_make_user(deployment, "resume"), _make_user(deployment, "resume")], key=lambda u: u.id)
+    for user in users:
+        user.sdk().put_bytes(f"/r/{user.name}.txt", user.name.encode(), parents=True)
+    replicate(deployment, action="resume")
+    ids = [u.id for u in users]
+    first = replicate(deployment, users=ids, budget_s=0)  # out of time after its first user
+    assert first["complete"] is False and first["users_done"] == 1 and first["after"] == ids[0], first
+    standby = [HyCloud(deployment.outputs["StandbyLocalApiUrl"], u.key) for u in users]
+    assert standby[0].get_bytes(f"/r/{users[0].name}.txt") == users[0].name.encode()
+    with pytest.raises(HyCloud.NotFoundError):
+        standby[1].stat(f"/r/{users[1].name}.txt")
+    before = status_cli(users[1], deployment.outputs["StandbyLocalApiUrl"])["primary"]
+    assert before["in_step_at"] is None or before["in_step_at"] < first["started"]  # not complete yet
+    last = replicate(deployment, users=ids, budget_s=0)
+    assert last["complete"] and last["in_step"] and last["resumed_after"] == ids[0], last
+    assert last["users_done"] == 1 and abs(last["started"] - first["started"]) < 0.01
+    assert standby[1].get_bytes(f"/r/{users[1].name}.txt") == users[1].name.encode()
+    shown = status_cli(users[1], deployment.outputs["StandbyLocalApiUrl"])["primary"]
+    assert abs(shown["in_step_at"] - first["started"]) < 0.01 and shown["lag_s"] >= 0, shown
