@@ -337,6 +337,7 @@ def cli_via(user, relay: TcpRelay, standby_url: str, state: str, *args: str) -> 
     return subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_later_cli_run_replays_what_an_earlier_run_put_when_the_primary_is_gone(deployment, tmp_path):
     """Run 1 puts a file and exits; the primary becomes unreachable; run 2 finds the earlier run's
     journal on disk, replays it on the standby, and its own put into the same folder and a get of
@@ -369,6 +370,7 @@ REVOKE_BOUND_S = (
 )
 
 
+@pytest.mark.slow
 def test_a_key_revoked_on_the_primary_is_refused_by_the_standby_within_the_bound(deployment):
     """Revocation is held neither behind an object record in the same stream batch nor behind one
     that can never land (its content reclaimed on the primary): that one had been retried for a day."""
@@ -395,6 +397,7 @@ def test_a_key_revoked_on_the_primary_is_refused_by_the_standby_within_the_bound
     assert standby_item(deployment, obj["pk"], "OBJ") is None  # no record naming content it lacks
 
 
+@pytest.mark.slow
 def test_a_pass_out_of_time_continues_where_it_stopped_and_status_shows_never_until_it_completes(
     deployment,
 ):
