@@ -4,9 +4,33 @@ controller's region is unreachable, without touching the local cloud itself."""
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 from urllib.parse import urlsplit, urlunsplit
+
+FIXED_PORTS = range(20000, 30000)  # below Linux's ephemeral range (32768-60999): no connection's
+# local port takes ours while the relay is stopped, so it can start again on the same port
+
+
+def _listener_at(port: int) -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def _listener_outside_ephemeral_range() -> socket.socket:
+    for port in random.sample(FIXED_PORTS, 50):
+        try:
+            return _listener_at(port)
+        except OSError:
+            continue
+    raise OSError("no free port for the relay")
 
 
 class TcpRelay:
@@ -24,9 +48,7 @@ class TcpRelay:
         return urlunsplit(self._parts._replace(netloc=f"127.0.0.1:{self.port}"))
 
     def start(self) -> TcpRelay:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener = _listener_at(self.port) if self.port else _listener_outside_ephemeral_range()
         listener.listen(64)
         self.port = listener.getsockname()[1]
         self._listener = listener
@@ -39,6 +61,10 @@ class TcpRelay:
             listener, self._listener = self._listener, None
             conns, self._conns = self._conns, set()
         if listener:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() that would keep the port bound
+            except OSError:
+                pass
             listener.close()
         for conn in conns:
             try:
