@@ -210,3 +210,13 @@ def carol(deployment) -> User:
 @pytest.fixture(scope="session")
 def dave(deployment) -> User:
     return _make_user(deployment, "dave")
+
+
+@pytest.fixture(scope="session")
+def instances(deployment) -> dict[str, dict[str, str]]:
+    """Every instance's outputs by region, home first; skips where erasure coding has too few
+    (it needs three: hycloud:regions)."""
+    found = local.instances()
+    if len(found) < 3:
+        pytest.skip("erasure coding needs three instances (hycloud:regions)")
+    return found

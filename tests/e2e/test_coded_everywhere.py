@@ -14,17 +14,8 @@ import requests
 from hycloud.transfer.coded import upload_coded
 from hycloud.transfer.progress import Progress
 from hycloud_core.constants import MiB
-from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
 from tests.e2e.test_geo import _expected_blocks, _stored, _sweep, prefer
-
-
-@pytest.fixture(scope="module")
-def instances(deployment) -> dict[str, dict[str, str]]:
-    found = local.instances()
-    if len(found) < 3:
-        pytest.skip("erasure coding needs three instances (hycloud:regions)")
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -26,14 +26,6 @@ MiB = 1024 * 1024
 CLOSED = "http://127.0.0.1:9"  # nothing listens there: the instance is unreachable
 
 
-@pytest.fixture(scope="module")
-def instances(deployment) -> dict[str, dict[str, str]]:
-    found = local.instances()
-    if len(found) < 3:
-        pytest.skip("erasure coding needs three instances (hycloud:regions)")
-    return found
-
-
 def _expected_blocks(data: bytes, regions: list[str]) -> list[list[tuple[str, str, bytes]]]:
     """Per chunk, (region, block sha256, block bytes) as RS(3,2) and the ring place them."""
     ring = HashRing(regions)

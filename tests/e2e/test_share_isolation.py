@@ -17,11 +17,11 @@ import requests
 from hycloud_core import content
 from hycloud_core.constants import MiB
 from tests.e2e.conftest import _make_user
-from tests.e2e.test_coded_everywhere import _put_coded, instances  # noqa: F401 (fixture)
+from tests.e2e.test_coded_everywhere import _put_coded
 
 
 @pytest.fixture(scope="module")
-def owner(deployment, instances):  # noqa: F811
+def owner(deployment, instances):
     return _make_user(deployment, "owner")
 
 

@@ -19,16 +19,7 @@ from hycloud_core import content
 from hycloud_core.coded_layout import block_key
 from hycloud_core.constants import MiB
 from hycloud_core.fs.blocks import b64
-from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
-
-
-@pytest.fixture(scope="module")
-def instances(deployment) -> dict[str, dict[str, str]]:
-    found = local.instances()
-    if len(found) < 3:
-        pytest.skip("erasure coding needs three instances (hycloud:regions)")
-    return found
 
 
 @pytest.fixture(scope="module")
