@@ -4,7 +4,7 @@ PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: setup demo test fast unit e2e up down lint synth debian-packages
+.PHONY: setup demo test fast unit e2e up down lint synth debian-packages deploy destroy
 
 setup: debian-packages .venv/.installed
 
@@ -45,3 +45,11 @@ lint: setup
 
 synth: setup
 	PATH=$(CURDIR)/.venv/bin:$$PATH .localcloud/node/node_modules/.bin/cdk synth --quiet
+
+deploy: setup  # into the AWS account of your credentials (or the local cloud with AWS_ENDPOINT_URL set)
+	$(PY) infra/local/localcloud.py install-cdk
+	$(PY) infra/account.py deploy $(if $(USER_NAME),--user $(USER_NAME))
+
+destroy: setup  # removes the stacks; lists what they retain (your data) and how to delete it
+	$(PY) infra/local/localcloud.py install-cdk
+	$(PY) infra/account.py destroy

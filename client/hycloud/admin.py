@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -11,6 +14,25 @@ from hycloud_core.errors import BadRequestError
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
 from hycloud_core.store.users import Users, user_id
+
+_ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:([a-z]{2}(?:-[a-z]+)+-\d):")
+
+
+def region_of(outputs: dict[str, str]) -> str | None:
+    """The deployment's home region, as its outputs name it (in a state machine's ARN)."""
+    for value in outputs.values():
+        if found := _ARN.match(str(value)):
+            return found.group(1)
+    return None
+
+
+def use_outputs_region(outputs_file: Path) -> None:
+    """Admin calls go to the home instance's region, whatever region the admin's profile names."""
+    stacks = json.loads(Path(outputs_file).read_text()).values()
+    home = next((o for o in stacks if "TableName" in o and "ApiUrl" in o), None)
+    region = region_of(home) if home else None
+    if region:
+        boto3.setup_default_session(region_name=region)
 
 
 def users(table: str, resource: Any | None = None) -> Users:

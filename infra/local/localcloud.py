@@ -495,11 +495,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["install", "start", "stop", "status", "env"])
+    parser.add_argument("command", choices=["install", "install-cdk", "start", "stop", "status", "env"])
     parser.add_argument("--json", action="store_true", help="env: print JSON instead of shell exports")
     args = parser.parse_args(argv)
     if args.command == "install":
         install()
+    elif args.command == "install-cdk":  # make deploy: only the pinned CDK CLI, no local cloud
+        step("cdk-cli", digest(NODE_PKG_DIR), NODE_DIR / "node_modules" / ".bin" / "cdklocal", install_cdk_cli)
     elif args.command == "start":
         start()
     elif args.command == "stop":

@@ -49,6 +49,8 @@ def _emit(data: object, human: str) -> None:
 
 
 def _table(table: str | None, outputs: Path | None) -> str:
+    if outputs:
+        ops().use_outputs_region(outputs)
     if not table and outputs:
         table = next(o["TableName"] for o in json.loads(outputs.read_text()).values() if "TableName" in o)
     if not table:

@@ -1,0 +1,169 @@
+"""`make deploy` and `make destroy`: the app into an AWS account as a person would deploy it.
+
+deploy: bootstraps every region the app uses (`hycloud:regions` and the standby's), deploys all
+stacks, writes the outputs file, creates the first user and prints how to configure the client.
+destroy: removes the stacks and lists what they retain on purpose (buckets, tables, file
+systems: the users' data), each with the command that deletes it.
+
+Credentials and the home region are the AWS CLI's (`AWS_PROFILE`, `AWS_REGION`...). With
+`AWS_ENDPOINT_URL` set (`eval "$(.venv/bin/python infra/local/localcloud.py env)"`) the same
+commands run against the local cloud, through cdklocal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = ROOT / ".localcloud" / "node" / "node_modules" / ".bin"  # the pinned CDK CLI (make setup)
+RETAINED = {  # what a retained resource is, and how to delete it by hand
+    "AWS::S3::Bucket": "aws s3 rb --force s3://{id} --region {region}",
+    "AWS::DynamoDB::Table": "aws dynamodb delete-table --table-name {id} --region {region}",
+    "AWS::DynamoDB::GlobalTable": "aws dynamodb delete-table --table-name {id} --region {region}",
+    "AWS::EFS::FileSystem": "aws efs delete-file-system --file-system-id {id} --region {region}"
+    "  (delete its mount targets first: aws efs describe-mount-targets --file-system-id {id})",
+    "AWS::Logs::LogGroup": "aws logs delete-log-group --log-group-name {id} --region {region}",
+}
+
+
+def _local() -> bool:
+    return bool(os.environ.get("AWS_ENDPOINT_URL"))
+
+
+def _context() -> dict:
+    return json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
+def regions(home: str) -> list[str]:
+    """Every region a stack of the app goes to: the instances' and the standby's."""
+    ctx = _context()
+    configured = ctx.get("hycloud:regions") or [home]
+    standby = os.environ.get("HYCLOUD_STANDBY_REGION", ctx.get("hycloud:standby") or "")
+    return list(dict.fromkeys([*configured, *([standby] if standby else [])]))
+
+
+def _cdk(args: list[str]) -> None:
+    tool = BIN / ("cdklocal" if _local() else "cdk")
+    if not tool.exists():
+        sys.exit(f"{tool} not found: run `make setup` (it installs the pinned CDK CLI)")
+    extra = ["-c", "hycloud:tracing=false"] if _local() else []  # LocalStack's free edition has no X-Ray
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
+    print("$", " ".join(["cdk", *args, *extra]), flush=True)
+    subprocess.run([str(tool), *args, *extra], cwd=ROOT, env=env, check=True)
+
+
+def deploy(outputs: Path, user: str) -> None:
+    session = boto3.session.Session()
+    home = session.region_name or "us-east-1"
+    account = session.client("sts").get_caller_identity()["Account"]
+    where = regions(home)
+    _cdk(["bootstrap", *(f"aws://{account}/{r}" for r in where)])
+    _cdk(
+        [
+            "deploy",
+            "--all",
+            "--require-approval",
+            "never",
+            "--concurrency",
+            "4",
+            "--outputs-file",
+            str(outputs),
+        ]
+    )
+    stack = home_outputs(outputs)
+    print(f"\ndeployed to {account} in {', '.join(where)}; outputs in {outputs}")
+    _first_user(outputs, user, stack)
+
+
+def home_outputs(outputs: Path) -> dict[str, str]:
+    return next(o for o in json.loads(outputs.read_text()).values() if "ApiUrl" in o)
+
+
+def _first_user(outputs: Path, user: str, stack: dict[str, str]) -> None:
+    from hycloud import admin
+
+    admin.use_outputs_region(outputs)
+    try:
+        created = admin.create_account(stack["TableName"], user)
+    except Exception as err:  # noqa: BLE001 - an existing user is not a failed deploy
+        print(f"first user {user!r} not created: {err}")
+        return
+    print(f"\nuser {created['user']} created; its API key (shown once): {created['api_key']}")
+    print(f"configure the client:  hycloud configure --outputs {outputs}   (paste the key when asked)")
+    print(f"web app: {stack.get('WebUrl', stack.get('LocalWebUrl', 'see the WebUrl output'))}")
+
+
+def retained(home: str) -> list[tuple[str, str, str, str]]:
+    """(region, type, physical id, stack) of every resource the deployed stacks keep on delete."""
+    found = []
+    for region in regions(home):
+        cfn = boto3.client("cloudformation", region_name=region)
+        for stack in _app_stacks(cfn):
+            body = cfn.get_template(StackName=stack)["TemplateBody"]
+            template = body if isinstance(body, dict) else json.loads(body)
+            kept = {
+                k
+                for k, r in template.get("Resources", {}).items()
+                if r.get("DeletionPolicy", "Delete").startswith("Retain")
+            }
+            for res in cfn.describe_stack_resources(StackName=stack)["StackResources"]:
+                if res["LogicalResourceId"] in kept and res.get("PhysicalResourceId"):
+                    found.append((region, res["ResourceType"], res["PhysicalResourceId"], stack))
+    return found
+
+
+def _app_stacks(cfn) -> list[str]:
+    prefix = _context()["hycloud:instanceName"]
+    pages = cfn.get_paginator("list_stacks").paginate(
+        StackStatusFilter=[
+            "CREATE_COMPLETE",
+            "UPDATE_COMPLETE",
+            "UPDATE_ROLLBACK_COMPLETE",
+            "ROLLBACK_COMPLETE",
+        ]
+    )
+    return [
+        s["StackName"] for page in pages for s in page["StackSummaries"] if s["StackName"].startswith(prefix)
+    ]
+
+
+def destroy() -> None:
+    home = boto3.session.Session().region_name or "us-east-1"
+    kept = retained(home)
+    _cdk(["destroy", "--all", "--force"])
+    if not kept:
+        print("\nnothing retained")
+        return
+    print(f"\nretained on purpose ({len(kept)}: your data and logs); delete each when you no longer need it:")
+    for region, kind, ident, stack in kept:
+        how = RETAINED.get(kind, "delete it in the console ({kind})").format(
+            id=ident, region=region, kind=kind
+        )
+        print(f"  {kind} {ident} ({stack}, {region})\n    {how}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=["deploy", "destroy"])
+    parser.add_argument("--outputs", type=Path, default=ROOT / "deploy-outputs.json", help="the outputs file")
+    parser.add_argument("--user", default="admin", help="the first user's name (deploy)")
+    args = parser.parse_args(argv)
+    if args.command == "deploy":
+        deploy(args.outputs, args.user)
+    else:
+        destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
