@@ -17,6 +17,8 @@ import zipfile
 
 import pytest
 
+from infra.local import deploy as local
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 HANDLER = """
@@ -78,7 +80,7 @@ def probe(deployment):
     iam.put_role_policy(RoleName=role_name, PolicyName="get-only", PolicyDocument=json.dumps(policy))
     controller = lam.get_function_configuration(FunctionName=deployment.outputs["ControllerFunctionName"])
     vpc = {k: controller["VpcConfig"][k] for k in ("SubnetIds", "SecurityGroupIds")}
-    names = {"plain": f"aws-rules-plain-{tag}", "vpc": f"aws-rules-vpc-{tag}"}
+    names = {kind: f"aws-rules-{kind}-{tag}" for kind in ("plain", "vpc", "report")}
     code = _zip()
     for kind, name in names.items():
         lam.create_function(
@@ -88,7 +90,7 @@ def probe(deployment):
             Handler="handler.handler",
             Code={"ZipFile": code},
             Timeout=30,
-            Environment={"Variables": {"HYCLOUD_LOCAL_ENFORCE": "on"}},
+            Environment={"Variables": {"HYCLOUD_LOCAL_ENFORCE": "report" if kind == "report" else "on"}},
             **({"VpcConfig": vpc} if kind == "vpc" else {}),
         )
     for name in names.values():
@@ -167,3 +169,13 @@ def test_a_missing_key_without_list_bucket_is_access_denied_not_absent(probe):
     _, result = call(probe, "plain", {"op": "get", "bucket": probe["bucket"], "key": "missing"})
     assert result["ok"] is False and result["code"] == "AccessDenied" and result["status"] == 403
     assert f"s3:ListBucket on resource: arn:aws:s3:::{probe['bucket']} " in result["message"]
+
+
+def test_report_mode_lets_the_call_through_and_logs_the_refusal(probe):
+    """The switch for debugging: the call reaches the local cloud, the refusal is still counted."""
+    _, result = call(probe, "report", {"op": "put", "bucket": probe["bucket"], "key": "reported"})
+    assert result == {"ok": True}
+    assert probe["s3"].get_object(Bucket=probe["bucket"], Key="reported")["Body"].read() == b"x"
+    log = (local.STATE / "guard" / "refused.jsonl").read_text().splitlines()
+    mine = [json.loads(line) for line in log if probe["functions"]["report"] in line]
+    assert any(r["action"] == "s3:PutObject" and r["enforced"] is False for r in mine)
