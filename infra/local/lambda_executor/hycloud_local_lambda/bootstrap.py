@@ -279,7 +279,11 @@ def main() -> int:
 
     invocations: queue.Queue = queue.Queue()
     port = serve(invocations)
-    guard = guard_module.install()  # before the handler's import: module-level clients are checked too
+    try:  # before the handler's import: module-level clients are checked too
+        guard = guard_module.install()
+    except Exception:  # a defect of the checker must not stop the function; it says so in the log
+        traceback.print_exc()
+        guard = None
     try:
         handler = load_handler()
     except HandlerError as e:
