@@ -32,6 +32,17 @@ REQUIRED = (
     "dynamodb_read_per_million",
     "dynamodb_storage_gb_month",
     "apigw_rest_per_million",
+    # fixed monthly charges of a deployment (idle.py)
+    "vpc_interface_endpoint_az_hour",
+    "vpc_interface_endpoint_gb",
+    "nat_gateway_hour",
+    "nat_gateway_gb",
+    "lambda_provisioned_gb_second",
+    "lambda_provisioned_duration_gb_second",
+    "cloudwatch_alarm_month",
+    "kms_key_month",
+    "cloudwatch_logs_ingest_gb",
+    "cloudwatch_logs_storage_gb_month",
 )
 
 
