@@ -19,6 +19,11 @@ With `--table` (a deployment's table; AWS credentials and endpoint from the envi
 `hycloud admin`), the relay's cost per GB is also priced from that deployment's measured relay
 runs (hycloud_core/cost/relay_meter.py) beside the modelled figure.
 
+It also prices what a deployment costs idle per month (hycloud_core/cost/idle.py), from the shape
+the CDK app builds from cdk.json's context: the default three regions, the same with the standby
+controller the local cloud deploys (us-west-2, replicating every minute as on AWS by default), and
+the one-region profile (`-c hycloud:regions=us-east-1`, no standby), each broken down by item.
+
 Run:  python bench/cost_bench.py [--files 514095] [--seed 1] [--table TABLE]
 Writes bench/results/cost.json and bench/results/cost.md.
 """
@@ -26,6 +31,7 @@ Writes bench/results/cost.json and bench/results/cost.md.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import sys
@@ -37,6 +43,7 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 import result_files  # noqa: E402
 
 from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
+from hycloud_core.cost.idle import idle_monthly, shape_from_context  # noqa: E402
 from hycloud_core.cost.model import (  # noqa: E402
     LAYOUTS,
     Assumptions,  # noqa: E402
@@ -46,6 +53,21 @@ from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # 
 
 KB, KiB, MiB, GiB = 1000, 1024, 1024**2, 1024**3
 THRESHOLD = 2 * MiB
+IDLE_PROFILES = {  # CDK context overrides on cdk.json's
+    "default (3 regions)": {},
+    "default + standby (us-west-2)": {"hycloud:standby": "us-west-2"},
+    "one region (us-east-1)": {"hycloud:regions": "us-east-1", "hycloud:standby": ""},
+    "default, 1 warm relay + delta": {"hycloud:provisionedConcurrency": 1},
+}
+IDLE_ITEMS = (
+    "interface_endpoints",
+    "nat_gateways",
+    "provisioned_concurrency",
+    "scheduled_runs",
+    "logs",
+    "alarms",
+    "kms_keys",
+)
 SEED_TABLE_II = {"all-s3": 0.02278, "all-efs": 0.3, "hybrid": 0.02279}  # $/GB-month, seed 000
 
 
@@ -115,6 +137,43 @@ def measured_relay(table_name: str, prices) -> dict:
     return relay_cost(read_stats(boto3.resource("dynamodb").Table(table_name)), prices)
 
 
+def idle_rows(prices) -> dict:
+    """The idle monthly cost of each profile, by item and by stack."""
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    rows = {}
+    for name, overrides in IDLE_PROFILES.items():
+        shape = shape_from_context({**context, **overrides})
+        rows[name] = {"regions": shape.regions, **idle_monthly(shape, prices).to_dict()}
+    return rows
+
+
+def idle_markdown(idle: dict) -> list[str]:
+    lines = ["", "Idle deployment: fixed cost per month, USD (nothing stored, no requests)", ""]
+    lines += ["| profile | stacks | " + " | ".join(IDLE_ITEMS) + " | total |"]
+    lines += ["| --- | ---: | " + " | ".join("---:" for _ in IDLE_ITEMS) + " | ---: |"]
+    for name, row in idle.items():
+        cells = " | ".join(f"{row['lines'][item]:.2f}" for item in IDLE_ITEMS)
+        lines.append(f"| {name} | {len(row['by_stack'])} | {cells} | {row['total']:.2f} |")
+    lines += ["", "| profile | stack | " + " | ".join(IDLE_ITEMS) + " | total |"]
+    lines += ["| --- | --- | " + " | ".join("---:" for _ in IDLE_ITEMS) + " | ---: |"]
+    for name, row in idle.items():
+        for stack, items in row["by_stack"].items():
+            cells = " | ".join(f"{items[item]:.2f}" for item in IDLE_ITEMS)
+            lines.append(f"| {name} | {stack} | {cells} | {sum(items.values()):.2f} |")
+    a = next(iter(idle.values()))
+    lines += [
+        "",
+        f"A month is {a['assumptions']['hours_per_month']} hours. Interface endpoint: Step Functions in each "
+        "VPC, two AZs. Scheduled runs: the functions' memory for "
+        f"{a['assumptions']['idle_run_seconds']:g} s each plus the request; logs {a['assumptions']['log_bytes_per_run']} "
+        f"bytes per run ingested and kept 30 days. Zero when idle: {', '.join(a['zero_when_idle'])} "
+        "(CloudFront has no monthly fee on the pay-as-you-go plan; an empty EFS holds a few KiB; DynamoDB on "
+        "demand bills requests and storage). Provisioned concurrency is off by default "
+        "(`-c hycloud:provisionedConcurrency=N` adds N warm relay and delta functions at home).",
+    ]
+    return lines
+
+
 def markdown(report: dict) -> str:
     p = report["prices"]
     lines = [
@@ -159,6 +218,7 @@ def markdown(report: dict) -> str:
             f"| {measured['runs']} | {measured['bytes']:,} | {measured['seconds']:.1f} | "
             f"{measured['mib_per_second']} | {per_gb} | {modelled:.4f} |"
         )
+    lines += idle_markdown(report["idle"])
     return "\n".join(lines) + "\n"
 
 
@@ -185,6 +245,7 @@ def main() -> None:
                 report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
     report["per_gib"] = per_gb_rows(prices)
     report["relay_modelled_usd_per_gb"] = modelled_relay(prices)
+    report["idle"] = idle_rows(prices)
     if args.table:
         report["relay_measured"] = measured_relay(args.table, prices)
     text = markdown(report)
