@@ -1,4 +1,5 @@
-"""`hycloud usage` and `hycloud admin usage`: what is stored where, and its monthly cost in three layouts."""
+"""`hycloud usage` and `hycloud admin usage`: what is stored where, and its monthly cost in three layouts;
+`hycloud usage` also shows what the deployment costs per month idle (hycloud_core/cost/idle.py)."""
 
 from __future__ import annotations
 
@@ -104,6 +105,8 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
     console.print(cost_table(report["costs"], report["prices"]))
     if report.get("relay"):
         console.print(relay_line(report["relay"]), highlight=False)
+    if report.get("idle"):
+        console.print(idle_line(report["idle"]), highlight=False)
 
 
 def relay_line(relay: dict) -> str:
@@ -116,9 +119,63 @@ def relay_line(relay: dict) -> str:
     )
 
 
+DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")  # cdk.json's hycloud:regions
+IDLE_TITLES = {
+    "interface_endpoints": "interface endpoints",
+    "nat_gateways": "NAT gateways",
+    "provisioned_concurrency": "provisioned concurrency",
+    "scheduled_runs": "scheduled functions",
+    "logs": "their logs",
+    "alarms": "alarms",
+    "kms_keys": "KMS keys",
+}
+
+
+def deployment_idle(client: HyCloud) -> dict:
+    """The deployment's fixed monthly cost: its regions as the controller lists them (GET
+    /v1/instances), a standby if this client is configured with one. A controller that does not
+    answer is priced as the default deployment of cdk.json, and the report says so."""
+    from hycloud_core.cost import deployment_shape, idle_monthly, load_prices
+    from hycloud_core.errors import HyCloudError
+
+    from ..failover import FailoverHttp
+
+    standby = "standby" if isinstance(client.http, FailoverHttp) else None
+    try:
+        regions, source = [i["region"] for i in client.instances()], "deployment"
+    except (HyCloudError, KeyError, TypeError):  # an older controller: the default shape, labelled
+        regions, source = list(DEFAULT_REGIONS), "default"
+    prices = load_prices()
+    regions = regions or list(DEFAULT_REGIONS[:1])
+    shape = deployment_shape(regions, standby=standby)
+    return {
+        "shape": source,
+        "regions": regions,
+        "standby": bool(standby),
+        "provisioned_concurrency": "not known to the client: counted as 0, the default",
+        "prices": {"region": prices.region, "date": prices.date},
+        **idle_monthly(shape, prices).to_dict(),
+    }
+
+
+def idle_line(idle: dict) -> str:
+    """`idle deployment (3 regions, standby): $59.87/month: interface endpoints $58.40, ...`."""
+    where = f"{len(idle['regions'])} region{'s' if len(idle['regions']) != 1 else ''}"
+    where += ", standby" if idle["standby"] else ""
+    if idle["shape"] == "default":
+        where = f"the default deployment, {where}: the controller did not list its regions"
+    items = ", ".join(f"{IDLE_TITLES.get(k, k)} {dollars(v)}" for k, v in idle["lines"].items() if v > 0)
+    return (
+        f"idle deployment ({where}) at {idle['prices']['region']} list prices: "
+        f"{dollars(idle['total'])}/month ({items}; storage, requests and CloudFront are per use)"
+    )
+
+
 def usage_command(json_output: bool, console: Console | None = None) -> None:
-    """Fetch and print the caller's usage report."""
-    show_usage(HyCloud.from_config().http.json("GET", "/v1/usage"), json_output, console)
+    """Fetch and print the caller's usage report, with the deployment's idle monthly cost."""
+    client = HyCloud.from_config()
+    report = client.http.json("GET", "/v1/usage")
+    show_usage({**report, "idle": deployment_idle(client)}, json_output, console)
 
 
 def show_deployment(report: dict, json_output: bool, console: Console | None = None) -> None:

@@ -8,10 +8,11 @@ import pytest
 from rich.console import Console
 
 from hycloud.cli import usage as cli
-from hycloud_core.cost import UsageBuilder, compare, load_prices
+from hycloud_core.cost import UsageBuilder, compare, deployment_shape, idle_monthly, load_prices
 
 P = load_prices()
 GiB = 1024**3
+REGIONS = ["us-east-1", "eu-west-1"]
 
 
 def report() -> dict:
@@ -48,6 +49,10 @@ def fake_client(monkeypatch):
     class FakeClient:
         http = FakeHttp()
 
+        def instances(self):
+            calls.append(("GET", "/v1/instances"))
+            return [{"region": r} for r in REGIONS]
+
     monkeypatch.setattr(cli.HyCloud, "from_config", classmethod(lambda cls: FakeClient()))
     return calls, data
 
@@ -57,7 +62,7 @@ def test_tables_show_usage_and_three_costs(fake_client):
     console = Console(record=True, width=160)
     cli.usage_command(False, console)
     text = console.export_text()
-    assert calls == [("GET", "/v1/usage")]
+    assert calls == [("GET", "/v1/usage"), ("GET", "/v1/instances")]
     for layout in ("HyCloud (EFS + S3)", "all in S3", "all in EFS"):
         assert layout in text
     for cost in data["costs"].values():
@@ -71,7 +76,35 @@ def test_json_output_is_the_report(fake_client):
     _, data = fake_client
     console = Console(record=True, width=200)
     cli.usage_command(True, console)
-    assert json.loads(console.export_text()) == data
+    shown = json.loads(console.export_text())
+    assert {k: v for k, v in shown.items() if k != "idle"} == data
+    assert shown["idle"]["regions"] == REGIONS and shown["idle"]["shape"] == "deployment"
+
+
+def test_idle_cost_of_the_deployments_regions(fake_client):
+    console = Console(record=True, width=400)
+    cli.usage_command(False, console)
+    text = console.export_text()
+    expected = idle_monthly(deployment_shape(REGIONS), P)
+    assert (
+        f"idle deployment (2 regions) at us-east-1 list prices: {cli.dollars(expected.total)}/month" in text
+    )
+    assert f"interface endpoints {cli.dollars(expected.lines['interface_endpoints'])}" in text
+
+
+def test_idle_cost_with_a_standby_and_of_a_controller_that_lists_no_regions(monkeypatch):
+    from hycloud.failover import FailoverHttp
+
+    class Old:
+        http = FailoverHttp.__new__(FailoverHttp)
+
+        def instances(self):
+            raise cli.HyCloud.NotFoundError("no route")
+
+    idle = cli.deployment_idle(Old())
+    expected = idle_monthly(deployment_shape(list(cli.DEFAULT_REGIONS), standby="standby"), P)
+    assert idle["shape"] == "default" and idle["standby"] and idle["total"] == round(expected.total, 4)
+    assert "the default deployment, 3 regions, standby" in cli.idle_line(idle)
 
 
 @pytest.mark.parametrize(

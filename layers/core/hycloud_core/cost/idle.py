@@ -192,7 +192,8 @@ def stack_idle(stack: StackShape, prices: Prices, log_retention_days: int) -> di
         "provisioned_concurrency": sum(
             w.instances * _gb(w.memory_mb) * HOURS_PER_MONTH * 3600 * prices["lambda_provisioned_gb_second"]
             for w in stack.warm
-        ),
+        )
+        or 0.0,
         "scheduled_runs": run_cost,
         "logs": log_gb
         * (prices["cloudwatch_logs_ingest_gb"] + kept_months * prices["cloudwatch_logs_storage_gb_month"]),
