@@ -48,8 +48,8 @@ synth: setup
 
 deploy: setup  # into the AWS account of your credentials (or the local cloud with AWS_ENDPOINT_URL set)
 	$(PY) infra/local/localcloud.py install-cdk
-	$(PY) infra/account.py deploy $(if $(USER_NAME),--user $(USER_NAME))
+	CDK_CONTEXT='$(CDK_CONTEXT)' $(PY) infra/account.py deploy $(if $(USER_NAME),--user $(USER_NAME))
 
 destroy: setup  # removes the stacks; lists what they retain (your data) and how to delete it
 	$(PY) infra/local/localcloud.py install-cdk
-	$(PY) infra/account.py destroy
+	CDK_CONTEXT='$(CDK_CONTEXT)' $(PY) infra/account.py destroy

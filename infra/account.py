@@ -8,6 +8,10 @@ systems: the users' data), each with the command that deletes it.
 Credentials and the home region are the AWS CLI's (`AWS_PROFILE`, `AWS_REGION`...). With
 `AWS_ENDPOINT_URL` set (`eval "$(.venv/bin/python infra/local/localcloud.py env)"`) the same
 commands run against the local cloud, through cdklocal.
+
+Context overrides for every cdk command (and for the regions bootstrapped) come from
+`$CDK_CONTEXT`, as on the cdk command line: `make deploy CDK_CONTEXT="-c hycloud:regions=us-east-1"`
+deploys the one-region profile; `make destroy` takes the same to remove it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -37,15 +42,36 @@ def _local() -> bool:
     return bool(os.environ.get("AWS_ENDPOINT_URL"))
 
 
+ENV_CONTEXT = "CDK_CONTEXT"
+
+
+def context_args() -> list[str]:
+    """`$CDK_CONTEXT` as cdk arguments: `-c key=value` (or `--context key=value`) pairs only."""
+    args = shlex.split(os.environ.get(ENV_CONTEXT, ""))
+    pairs = args[1::2]
+    if (
+        len(args) % 2
+        or any(a not in ("-c", "--context") for a in args[::2])
+        or any("=" not in p for p in pairs)
+    ):
+        sys.exit(f"{ENV_CONTEXT} takes -c key=value pairs, not {os.environ.get(ENV_CONTEXT)!r}")
+    return args
+
+
 def _context() -> dict:
-    return json.loads((ROOT / "cdk.json").read_text())["context"]
+    """cdk.json's context with `$CDK_CONTEXT`'s overrides, as the cdk commands will see it."""
+    overrides = dict(pair.split("=", 1) for pair in context_args()[1::2])
+    return {**json.loads((ROOT / "cdk.json").read_text())["context"], **overrides}
 
 
 def regions(home: str) -> list[str]:
     """Every region a stack of the app goes to: the instances' and the standby's."""
     ctx = _context()
     configured = ctx.get("hycloud:regions") or [home]
+    if isinstance(configured, str):  # a -c override: comma-separated, as the app reads it
+        configured = [r.strip() for r in configured.split(",") if r.strip()]
     standby = os.environ.get("HYCLOUD_STANDBY_REGION", ctx.get("hycloud:standby") or "")
+    standby = "" if standby.strip().lower() in ("none", "false", "off") else standby.strip()
     return list(dict.fromkeys([*configured, *([standby] if standby else [])]))
 
 
@@ -54,6 +80,7 @@ def _cdk(args: list[str]) -> None:
     if not tool.exists():
         sys.exit(f"{tool} not found: run `make setup` (it installs the pinned CDK CLI)")
     extra = ["-c", "hycloud:tracing=false"] if _local() else []  # LocalStack's free edition has no X-Ray
+    extra += context_args()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
     print("$", " ".join(["cdk", *args, *extra]), flush=True)
