@@ -262,7 +262,7 @@ def deployed_outputs() -> dict:
     """The home instance's outputs of the last deploy (infra/local/deploy.py)."""
     data = json.loads(local.OUTPUTS.read_text())
     outputs = next(out for out in data.values() if "ApiUrl" in out)
-    return {**outputs, "LocalApiUrl": local._local_api_url(outputs["ApiUrl"], local._cdk_env())}
+    return {**outputs, "LocalApiUrl": local.local_api_url(outputs["ApiUrl"], local._cdk_env())}
 
 
 def kept_rows(args: argparse.Namespace) -> dict:

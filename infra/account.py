@@ -105,9 +105,23 @@ def deploy(outputs: Path, user: str) -> None:
             str(outputs),
         ]
     )
+    if _local():
+        _add_local_api_url(outputs)
     stack = home_outputs(outputs)
     print(f"\ndeployed to {account} in {', '.join(where)}; outputs in {outputs}")
     _first_user(outputs, user, stack)
+
+
+def _add_local_api_url(outputs: Path) -> None:
+    """The local cloud's API URL names a host that does not resolve: add the one through its gateway."""
+    sys.path.insert(0, str(ROOT))
+    from infra.local.deploy import local_api_url
+
+    data = json.loads(outputs.read_text())
+    for stack in data.values():
+        if "ApiUrl" in stack:
+            stack["LocalApiUrl"] = local_api_url(stack["ApiUrl"], dict(os.environ))
+    outputs.write_text(json.dumps(data, indent=2))
 
 
 def home_outputs(outputs: Path) -> dict[str, str]:

@@ -159,9 +159,9 @@ def deploy(
     log(f"deploy: {time.monotonic() - started:.1f}s")
     data = json.loads(OUTPUTS.read_text())
     name, outputs = next((stack, out) for stack, out in data.items() if "ApiUrl" in out)
-    outputs["LocalApiUrl"] = _local_api_url(outputs["ApiUrl"], env)
+    outputs["LocalApiUrl"] = local_api_url(outputs["ApiUrl"], env)
     for standby in (out for out in data.values() if "StandbyApiUrl" in out):  # docs/FAILOVER.md
-        outputs.update(standby, StandbyLocalApiUrl=_local_api_url(standby["StandbyApiUrl"], env))
+        outputs.update(standby, StandbyLocalApiUrl=local_api_url(standby["StandbyApiUrl"], env))
     if "WebPublishFunctionName" in outputs:  # custom resources are LocalStack Pro only: publish here
         outputs["LocalWebUrl"] = _invoke(outputs["WebPublishFunctionName"], env)["SiteUrl"]
     OUTPUTS.write_text(json.dumps({name: outputs}, indent=2))
@@ -169,7 +169,7 @@ def deploy(
     return outputs
 
 
-def _local_api_url(api_url: str, env: dict[str, str]) -> str:
+def local_api_url(api_url: str, env: dict[str, str]) -> str:
     """The same API through the local gateway on 127.0.0.1 (the public host does not resolve offline)."""
     api_id = re.match(r"https?://([^.]+)\.execute-api", api_url).group(1)
     return f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
