@@ -35,7 +35,12 @@ RETAINED = {  # what a retained resource is, and how to delete it by hand
     "AWS::EFS::FileSystem": "aws efs delete-file-system --file-system-id {id} --region {region}"
     "  (delete its mount targets first: aws efs describe-mount-targets --file-system-id {id})",
     "AWS::Logs::LogGroup": "aws logs delete-log-group --log-group-name {id} --region {region}",
+    "AWS::IAM::Role": "aws iam delete-role --role-name {id}  (detach its policies first: aws iam "
+    "list-attached-role-policies --role-name {id})",
 }
+# retained by CDK's defaults, but nothing to delete: the account's API Gateway logging setting, and
+# deployments, which go with their API
+NOT_LISTED = {"AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment"}
 
 
 def _local() -> bool:
@@ -178,8 +183,18 @@ def _app_stacks(cfn) -> list[str]:
 
 def destroy() -> None:
     home = boto3.session.Session().region_name or "us-east-1"
-    kept = retained(home)
+    before = retained(home)
     _cdk(["destroy", "--all", "--force"])
+    left = {
+        stack
+        for region in regions(home)
+        for stack in _app_stacks(boto3.client("cloudformation", region_name=region))
+    }
+    for stack in sorted(left):
+        print(
+            f"\nstack {stack} is still deployed: it is not in the app as configured now (its context differs)"
+        )
+    kept = [k for k in before if k[3] not in left and k[1] not in NOT_LISTED]
     if not kept:
         print("\nnothing retained")
         return
