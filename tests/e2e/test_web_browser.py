@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
@@ -63,9 +63,16 @@ def _shot(driver, name: str) -> None:
 
 
 def _row(driver, name: str):
-    return WebDriverWait(driver, WAIT_S).until(
-        ec.presence_of_element_located((By.CSS_SELECTOR, f'#entries tr[data-name="{name}"]'))
-    )
+    """The entry's row; when it never appears, the failure says what the app showed instead."""
+    try:
+        return WebDriverWait(driver, WAIT_S).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, f'#entries tr[data-name="{name}"]'))
+        )
+    except TimeoutException:
+        _shot(driver, f"no_row_{name}")
+        shown = [r.get_attribute("data-name") for r in driver.find_elements(By.CSS_SELECTOR, "#entries tr")]
+        message = driver.find_element(By.ID, "message").text
+        raise AssertionError(f"no row {name!r} after {WAIT_S} s; rows {shown}, message {message!r}") from None
 
 
 def _click(driver, name: str, selector: str) -> None:
