@@ -20,6 +20,7 @@ from hycloud_core.coded_layout import block_key
 from hycloud_core.constants import MiB
 from hycloud_core.fs.blocks import b64
 from tests.e2e.conftest import _make_user
+from tests.e2e.test_coded_everywhere import _put_coded
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +30,6 @@ def user(deployment, instances):
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _put_coded(user, tmp_path, data: bytes, remote: str) -> dict:
-    src = tmp_path / "src.bin"
-    src.write_bytes(data)
-    result = user.sdk().put(src, remote, coded=True)
-    assert result["coded"] == {"n": 3, "k": 2}
-    return result
 
 
 def _get(user, tmp_path, remote: str) -> bytes:
