@@ -118,6 +118,14 @@ def wait_standby(deployment: Deployment, pk: str, sk: str, present: bool = True)
     return time.monotonic() - started
 
 
+def wait_key_on_standby(deployment: Deployment, user) -> None:
+    """The standby knows the user's key: the stream carries it there within the bound."""
+    on_standby, started = ApiSession(deployment.outputs["StandbyLocalApiUrl"], user.key), time.monotonic()
+    while on_standby.call("GET", "/v1/whoami").status_code != 200:
+        assert time.monotonic() - started < STREAM_LAG_BOUND_S, f"{user.name}'s key is not on the standby"
+        time.sleep(0.2)
+
+
 def dynamodb(deployment: Deployment, region: str = "us-east-1"):
     return boto3.resource(
         "dynamodb",
@@ -411,6 +419,8 @@ def test_a_pass_out_of_time_continues_where_it_stopped_and_status_shows_never_un
     first = replicate(deployment, users=ids, budget_s=0)  # out of time after its first user
     assert first["complete"] is False and first["users_done"] == 1 and first["after"] == ids[0], first
     standby = [HyCloud(deployment.outputs["StandbyLocalApiUrl"], u.key) for u in users]
+    for user in users:  # the keys go by the record stream, not by the pass
+        wait_key_on_standby(deployment, user)
     assert standby[0].get_bytes(f"/r/{users[0].name}.txt") == users[0].name.encode()
     with pytest.raises(HyCloud.NotFoundError):
         standby[1].stat(f"/r/{users[1].name}.txt")
