@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 
 import pytest
 import requests
@@ -21,6 +20,7 @@ from hycloud_core.constants import MiB
 from hycloud_core.fs.blocks import b64
 from tests.e2e.conftest import _make_user
 from tests.e2e.test_coded_everywhere import _put_coded
+from tests.e2e.test_geo import _repair
 
 
 @pytest.fixture(scope="module")
@@ -151,18 +151,6 @@ def _damage(deployment, instances, block: dict) -> None:
     params = {"Bucket": bucket, "Key": block_key(block["hash"]), "ChecksumSHA256": b64(block["hash"])}
     url = s3.generate_presigned_url("put_object", ExpiresIn=60, Params=params)
     requests.put(url, data=os.urandom(block["size"]), headers={"x-amz-checksum-sha256": b64(block["hash"])})
-
-
-def _repair(api, region: str) -> dict:
-    started = api.call("POST", "/v1/coded/repair", json={"region": region})
-    assert started.status_code == 202, started.text
-    job = started.json()["job"]
-    for _ in range(300):
-        status = api.call("GET", "/v1/coded/repair", params={"job": job}).json()
-        if status["state"] not in ("running", "queued"):
-            return status
-        time.sleep(0.2)
-    raise AssertionError("repair job did not finish")
 
 
 @pytest.mark.slow
