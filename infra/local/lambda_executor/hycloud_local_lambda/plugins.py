@@ -1,4 +1,4 @@
-"""Entry points LocalStack loads: the runtime executor and the EFS-config hook.
+"""Entry points LocalStack loads: the runtime executor, the EFS-config hook and API Gateway's limits.
 
 Imports of LocalStack internals stay inside the functions so that merely
 listing the plugins does not load the Lambda service.
@@ -22,3 +22,11 @@ def hycloud_keep_file_system_configs() -> None:
     from hycloud_local_lambda import efs
 
     efs.install_patches()
+
+
+@hooks.on_infra_start()
+def hycloud_api_gateway_limits() -> None:
+    """29 s integration timeout, 10 MiB bodies, Lambda's 6 MB events: what AWS's REST APIs answer."""
+    from hycloud_local_lambda import apigw_limits
+
+    apigw_limits.install_patches()
