@@ -16,11 +16,13 @@ from typing import Annotated
 import boto3
 import limits
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from botocore.config import Config
 
 from hycloud_core import auth
+from hycloud_core.api_limits import ANSWER_MARGIN_S, GATEWAY_TIMEOUT_S, MAX_WAIT_S
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError
 from hycloud_core.fs import FileSystem, Namespace
@@ -161,18 +163,37 @@ def ok(body: dict | list, status: int = 200) -> Response:
     return Response(status_code=status, content_type="application/json", body=body)
 
 
-MAX_WAIT_S = 20.0  # well inside API Gateway's 29 s
+def answer_deadline() -> float:
+    """The `time.monotonic()` by which this request's answer must be on its way: ANSWER_MARGIN_S
+    before API Gateway answers 504 in its place, counted from when API Gateway took the request
+    (the event's requestTimeEpoch), and before the function's own timeout. Outside a request,
+    from now."""
+    budget = GATEWAY_TIMEOUT_S - ANSWER_MARGIN_S
+    left = budget
+    try:
+        taken = BaseRouter.current_event.request_context.request_time_epoch / 1000
+        left = taken + budget - time.time()
+    except (AttributeError, KeyError, TypeError):
+        pass
+    try:
+        left = min(left, BaseRouter.lambda_context.get_remaining_time_in_millis() / 1000 - ANSWER_MARGIN_S)
+    except AttributeError:
+        pass
+    return time.monotonic() + max(0.0, min(left, budget))
 
 
 def long_poll(fetch: Callable[[], dict], wait_s: float, running: Callable[[dict], bool]) -> dict:
-    """Fetch a job's state, holding up to `wait_s` (at most MAX_WAIT_S) while `running` says it has not ended.
+    """Fetch a job's state, holding up to `wait_s` (at most MAX_WAIT_S, and never past the
+    request's `answer_deadline`) while `running` says it has not ended.
 
-    Saves the client a round trip per poll on a slow link: it learns of the end at once. The
-    checks start 50 ms apart, for short jobs, and spread to 0.5 s: each one reads the job's
-    execution and records, and a client held for 25 s would otherwise cost 500 of those reads
-    (Step Functions' DescribeExecution is throttled per account).
+    Saves the client a round trip per poll on a slow link: it learns of the end at once; a job
+    still running is answered as such and the client asks again. The checks start 50 ms apart,
+    for short jobs, and spread to 0.5 s: each one reads the job's execution and records, and a
+    client held for 20 s would otherwise cost 400 of those reads (Step Functions'
+    DescribeExecution is throttled per account).
     """
-    deadline, pause = time.monotonic() + min(wait_s, MAX_WAIT_S), 0.05
+    deadline = min(time.monotonic() + min(wait_s, MAX_WAIT_S), answer_deadline())
+    pause = 0.05
     while True:
         state = fetch()
         if not running(state) or time.monotonic() >= deadline:

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from hycloud_core import content, jobs, paths
 from hycloud_core import share_links as shares
+from hycloud_core.api_limits import MAX_WAIT_S
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
 
@@ -70,7 +71,16 @@ JobId = Annotated[
 ]
 Offset = Annotated[int, Ge(0), Le(MAX_OFFSET)]
 Length = Annotated[int, Ge(1), Le(MAX_PIECE)]
-Wait = Annotated[float, Ge(0), Le(3600), AllowInfNan(False)]
+# A long poll is held at most MAX_WAIT_S, well inside API Gateway's 29 s (past them it answers 504
+# instead of the controller): a longer wait is accepted and cut, and the client asks again.
+Wait = Annotated[
+    float,
+    Ge(0),
+    Le(3600),
+    AllowInfNan(False),
+    AfterValidator(lambda wait: min(wait, MAX_WAIT_S)),
+    Field(description=f"seconds to hold the answer while the job runs; held at most {MAX_WAIT_S:g}"),
+]
 PageLimit = Annotated[int, Ge(1), Le(1000)]
 FileMode = Annotated[int, Ge(0), Le(0o777)]  # a file's permission bits, kept so put -r/get -r round trip them
 FileTime = Annotated[
