@@ -55,6 +55,11 @@ def limits_enforced():
     modes = guard.parse_modes(guard.settings_text(str(local.STATE)))
     if os.environ.get("HYCLOUD_LOCAL_ENFORCE") is None and modes["limits"] != "on":
         pytest.skip(f"the local cloud's limits are {modes['limits']} (HYCLOUD_LOCAL_ENFORCE)")
+    log = (local.STATE / "localstack.log").read_text(errors="replace")
+    assert "API Gateway limits applied" in log, (
+        "the running LocalStack has not loaded apigw_limits.py (started before it was installed?): "
+        "restart the local cloud (infra/local/localcloud.py stop, then start)"
+    )
 
 
 def _zip() -> bytes:
