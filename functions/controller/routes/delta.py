@@ -47,6 +47,7 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.job_ledger import JobLedger
 from hycloud_core.observability import logger
+from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.store.queue_records import BACKGROUND
 
 from . import optimal
@@ -55,7 +56,7 @@ from .job_runner import delta_bytes, describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
-URL_TTL_S = 3600
+URL_TTL_S = MAX_URL_TTL_S  # staging PUTs and delta GETs; the client asks again when expired
 DIRECT_URL_TTL_S = 300  # a direct job starts within its request
 START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
 # a delta up to this size comes inline with the job's result, saving the client a request; no

@@ -18,10 +18,11 @@ from context import CONFIG, records, s3, s3_in, user
 
 from hycloud_core.control.selection import job_instance
 from hycloud_core.instances import Instance, on_ring, reachable
+from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.relay import LAYOUT_PREFIX, layout_name
 from hycloud_core.store.measurements import Measurements
 
-URL_TTL_S = 3600
+URL_TTL_S = MAX_URL_TTL_S  # a data instance's file or delta; the client asks again when expired
 
 
 def instance_for(router: APIGatewayRouter, link: Any) -> Instance | None:

@@ -29,10 +29,12 @@ from .. import content, paths
 from ..coded_layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..instances import Instance
+from ..presigned import MAX_URL_TTL_S
 from .blocks import ABSENT, STORED, BlockStore
 from .operations import FileSystem
 
-URL_TTL_S = 3600
+URL_TTL_S = MAX_URL_TTL_S  # a block's PUT or GET; the client asks again when it expired
+OPEN_UPLOAD_S = 3600  # how long an upload stays open after its start (no URL: not capped)
 CHALLENGE_BLOCKS, CHALLENGE_LEN = 4, 64
 HEADS_IN_FLIGHT = 8  # a page of blocks is checked together, not one HEAD after another
 CHECK_BUDGET_S = 8.0  # what one request spends asking which blocks are stored
@@ -210,7 +212,7 @@ class CodedFiles:
             ranges=ranges,
             ring=sorted(self.regions),  # the commit places by it, whatever the ring is by then
             pages=_page_digests(layout),  # the only blocks more_urls signs PUTs for
-            expires=int(time.time()) + URL_TTL_S,
+            expires=int(time.time()) + OPEN_UPLOAD_S,
             verified=0,
             chain="",
         )

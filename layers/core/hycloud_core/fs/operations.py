@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..linkfile import LinkFile
+from ..presigned import MAX_URL_TTL_S
 from ..store.collector import bump_tree_epoch
 from ..store.locks import path_leases
 from ..store.merkle_records import MerkleRecords
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 T, R = TypeVar("T"), TypeVar("R")
 
-DOWNLOAD_URL_TTL_S = 3600
+DOWNLOAD_URL_TTL_S = MAX_URL_TTL_S  # the client asks for the link again when it expired
 PAGE = 100  # entries of a tree walk done together (copies and removals of a page run side by side)
 _POOL = ThreadPoolExecutor(8)
 ABSENT = ""  # `expect` value: the path must not exist

@@ -21,11 +21,13 @@ from typing import Any
 
 from .. import content
 from ..errors import BadRequestError, ConflictError, PayloadTooLargeError
+from ..presigned import MAX_URL_TTL_S
 from ..store.objects import Objects
 from ..store.records import Records
 
 URL_BATCH = 200
-URL_TTL_S = 3600
+URL_TTL_S = MAX_URL_TTL_S  # a part's PUT; the client asks again when it expired
+CHALLENGE_TTL_S = 3600  # how long a dedup challenge may be answered (no URL: not capped)
 CHALLENGE_RANGES, CHALLENGE_LEN = 4, 64
 
 
@@ -203,7 +205,7 @@ class Uploads:
             nonce=nonce,
             ranges=ranges,
             size=size,
-            expires=int(time.time()) + URL_TTL_S,
+            expires=int(time.time()) + CHALLENGE_TTL_S,
         )
         return {"nonce": nonce, "ranges": ranges}
 
