@@ -387,6 +387,18 @@ class HyCloud:
             headers={"Accept": f"{OCTET}, {LINK_TYPE}"},
         )
 
+    def _fresh_url(self, path: str, info: dict) -> Callable[[], str]:
+        """The large file's S3 URL asked for again (the one in `info` expired), for the same version."""
+
+        def renew() -> str:
+            response = self._fetch(path)
+            again = response.json() if response.headers.get("Content-Type", "").startswith(LINK_TYPE) else {}
+            if again.get("content_hash") != info["content_hash"]:
+                raise ConflictError(f"{path} changed while it was downloaded", code="changed-while-open")
+            return again["url"]
+
+        return renew
+
     def get_bytes(self, path: str, progress: ProgressLike = None) -> bytes:
         """A file's bytes in memory, whatever its size (a large file comes from S3, verified)."""
         from ..transfer.coded import download_coded
@@ -401,7 +413,7 @@ class HyCloud:
             if "erasure" in info:
                 download_coded(self.http, path, target, as_progress(progress), self.instance_endpoints)
                 return target.read_bytes()
-            local = download_large(info, target, as_progress(progress))
+            local = download_large(info, target, as_progress(progress), self._fresh_url(path, info))
             return local.read_bytes()
 
     # --- trees ---------------------------------------------------------------------------------
@@ -480,7 +492,7 @@ class HyCloud:
         elif "erasure" in info:
             return self._get_coded(remote, local, progress)
         else:
-            download_large(info, local, progress)
+            download_large(info, local, progress, self._fresh_url(remote, info))
         rate = info["size"] / max(time.perf_counter() - started, 1e-6)
         if info["size"] > 4 * MiB:
             self.store.add_rate("relay_down" if mode == "relay" else "down", rate)

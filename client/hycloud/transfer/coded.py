@@ -6,7 +6,8 @@ to each instance's bucket, then verifies and commits. Download: the planner (eq.
 holders per chunk on this user's estimates; each instance's queue is fetched by its own
 workers, and an instance that fails or falls behind loses its pending blocks to the others
 (see Fetcher). Every block is checked against its sha256, every chunk against its own, and
-the whole file against its content hash.
+the whole file against its content hash. A block whose presigned URL expired before it was used
+gets a fresh one (its page's, asked again; renew.py), and only that block is sent or fetched again.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from hycloud_core import content
 from hycloud_core.codec.erasure import DEFAULT_CHUNK_SIZE, choose_params, decode_chunk, encode_stream
 from hycloud_core.coded_layout import COMMIT_CHECKS, URL_PAGE, CodedLayout
 from hycloud_core.control.planner import plan_download
-from hycloud_core.errors import HyCloudError
+from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Http, new_session
 from ..verify import check_stored
 from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
+from .renew import Fetch, UrlBook, expired_answer, with_renewal
 
 UPLOAD_WORKERS = 8
 STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
@@ -69,9 +71,8 @@ def _encode(local: Path, n: int, k: int, chunk_size: int, folder: Path) -> dict:
     return {"n": n, "k": k, "chunk_size": chunk_size, "chunks": chunks}
 
 
-def _put_block(session: requests.Session, url: str, path: Path) -> int:
-    data = path.read_bytes()
-    checksum = base64.b64encode(bytes.fromhex(path.name)).decode()
+def _put(session: requests.Session, url: str, data: bytes, checksum: str) -> requests.Response:
+    """One PUT of a block, sent again on a dropped connection or a 5xx; S3's last answer."""
     for attempt in range(3):
         try:
             r = session.put(url, data=data, headers={"x-amz-checksum-sha256": checksum}, timeout=TIMEOUT)
@@ -79,13 +80,25 @@ def _put_block(session: requests.Session, url: str, path: Path) -> int:
             if attempt == 2:
                 raise
             continue
-        if r.status_code == 200:
-            return len(data)
-        if r.status_code < 500 or attempt == 2:
-            raise HyCloudError(
-                f"S3 refused a block ({r.status_code}): {r.text[:200]}", code="block-upload-failed"
-            )
-    return 0
+        if r.status_code < 500:
+            return r
+    return r
+
+
+def _put_block(session: requests.Session, book: UrlBook, key: str, path: Path) -> int:
+    """Bytes sent: the block, or 0 when, asked again for an expired URL, the cloud said it holds
+    the block already (nothing is written over a stored block)."""
+    data = path.read_bytes()
+    checksum = base64.b64encode(bytes.fromhex(path.name)).decode()
+    r = with_renewal(book, key, lambda url: _put(session, url, data, checksum))
+    book.done(key)
+    if r is None:
+        return 0
+    if r.status_code != 200:
+        raise HyCloudError(
+            f"S3 refused block {key} ({r.status_code}): {r.text[:200]}", code="block-upload-failed"
+        )
+    return len(data)
 
 
 def _proof(challenge: dict, folder: Path) -> str:
@@ -123,6 +136,22 @@ def verify_blocks(http: Http, started: dict, content_hash: str) -> None:
         at = reached
 
 
+def _put_urls(http: Http, homes: list[tuple[str, dict]], content_hash: str, at: int) -> dict[str, str | None]:
+    """PUT URLs for the page of blocks from `at`, keyed "chunk/block"; None for a block the cloud
+    holds already."""
+    page = homes[at : at + URL_PAGE]
+    body = {"content_hash": content_hash, "blocks": _wire(page)}
+    got = http.json("POST", "/v1/coded/uploads/urls", json=body)
+    return {key: url for (key, _b), url in zip(page, got["urls"], strict=True)}
+
+
+def put_renewal(http: Http, started: dict, content_hash: str) -> Fetch:
+    """Fresh PUT URLs for the page (as the start placed it) of the block whose URL expired."""
+    homes = _homes(started)
+    index = {key: i for i, (key, _b) in enumerate(homes)}
+    return lambda keys: _put_urls(http, homes, content_hash, index[keys[0]] // URL_PAGE * URL_PAGE)
+
+
 def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str, str]]:
     """Block PUT URLs a page at a time, keyed "chunk/block": the start's own page, then one page per
     request (a file of several GiB has more URLs than one answer may hold), the next asked while
@@ -133,10 +162,7 @@ def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str
     homes = _homes(started)
 
     def fetch(at: int) -> dict[str, str]:
-        page = homes[at : at + URL_PAGE]
-        body = {"content_hash": content_hash, "blocks": _wire(page)}
-        got = http.json("POST", "/v1/coded/uploads/urls", json=body)
-        return {key: url for (key, _b), url in zip(page, got["urls"], strict=True) if url}
+        return {key: url for key, url in _put_urls(http, homes, content_hash, at).items() if url}
 
     with ThreadPoolExecutor(1, thread_name_prefix="hycloud-urls") as ahead:
         at, pending = started["more"], ahead.submit(fetch, started["more"])
@@ -182,14 +208,16 @@ def upload_coded(
             sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
         )
         session, clock, sent = new_session(), _Clock(), 0
+        book = UrlBook({}, put_renewal(http, started, content_hash))
         for urls in url_pages(http, started, content_hash):
+            book.add(urls)
             items = []
-            for key, url in urls.items():
+            for key in urls:
                 ci, bi = (int(x) for x in key.split("/"))
                 block = placed["chunks"][ci]["blocks"][bi]
-                items.append((block["instance"], url, folder / block["hash"]))
+                items.append((block["instance"], key, folder / block["hash"]))
             for nbytes in run_parallel(
-                lambda it: clock.timed(it[0], _put_block, session, *it[1:]), items, UPLOAD_WORKERS
+                lambda it: clock.timed(it[0], _put_block, session, book, *it[1:]), items, UPLOAD_WORKERS
             ):
                 sent += nbytes
                 progress.advance(nbytes)
@@ -228,6 +256,26 @@ class _Clock:
         ]
 
 
+def get_renewal(http: Http, remote: str, plan: dict) -> Fetch:
+    """Fresh GET URLs for the page of the block whose URL expired, from the plan of the same
+    version (a file replaced since is not mixed with the blocks of its new version)."""
+    layout = plan["layout"]
+    index = {f"{c}/{b}": i for i, (c, b) in enumerate(_block_order(layout))}
+
+    def fetch(keys: list[str]) -> dict[str, str]:
+        first = index[keys[0]] // URL_PAGE * URL_PAGE
+        page = http.json("GET", "/v1/plan", params={"path": remote, "first": first})
+        if page["content_hash"] != plan["content_hash"]:
+            raise ConflictError(f"{remote} changed while it was read", code="changed-while-open")
+        return page["urls"]
+
+    return fetch
+
+
+def _block_order(layout: dict) -> list[tuple[int, int]]:
+    return [(c, b) for c, chunk in enumerate(layout["chunks"]) for b in range(len(chunk["blocks"]))]
+
+
 def fetch_plan(http: Http, remote: str, attempts: int = 3) -> dict:
     """The download plan with every block's URL, gathered page by page; a file replaced between
     two pages is planned again from the start (the URLs of one version only)."""
@@ -260,7 +308,8 @@ class ChunkReader:
 
     def _plan(self) -> None:
         answer = fetch_plan(self.http, self.remote)
-        self.layout, self.urls = CodedLayout.from_dict(answer["layout"]), answer["urls"]
+        self.layout = CodedLayout.from_dict(answer["layout"])
+        self.book = UrlBook(answer["urls"], get_renewal(self.http, self.remote, answer))
         self.content_hash = answer["content_hash"]
         self.costs = _costs(sorted(set(self.layout.instances)), answer.get("estimates") or {})
 
@@ -285,12 +334,13 @@ class ChunkReader:
         raise HyCloudError(f"chunk {c} of {self.remote} cannot be read", code="download-failed")
 
     def _block(self, c: int, bi: int) -> bytes | None:
-        url = self.urls.get(f"{c}/{bi}")
-        if url is None:
-            return None
+        """The verified block, or None when it cannot be had (another holder's is tried); a URL
+        that expired is asked for again (a file replaced meanwhile fails the read)."""
         try:
-            r = self.session.get(url, timeout=TIMEOUT)
+            r = with_renewal(self.book, f"{c}/{bi}", lambda url: self.session.get(url, timeout=TIMEOUT))
         except requests.RequestException:
+            return None
+        if r is None:
             return None
         block = self.layout.chunks[c].blocks[bi]
         ok = r.status_code == 200 and hashlib.sha256(r.content).hexdigest() == block.hash
@@ -353,6 +403,8 @@ class Fetcher:
     queues: dict[str, deque]
     get: Callable[[str, str], requests.Response]
     rebalance: bool = True  # False: keep to the queues (a fixed schedule, for comparison)
+    # a fresh URL for a block whose URL S3 refused as expired (UrlBook.renew over `urls`)
+    renew: Callable[[str, str], str | None] | None = None
     got: list[dict[int, bytes]] = field(init=False)
     stats: dict[str, InstanceStats] = field(init=False)
 
@@ -533,12 +585,20 @@ class Fetcher:
         started = time.perf_counter()
         stats.first = started if stats.first is None else min(stats.first, started)
         try:
-            response = self._get(r, self.urls[f"{c}/{bi}"])
+            response = self._renewed(r, f"{c}/{bi}")
         except requests.RequestException as exc:
             stats.failed += 1
             if len(stats.errors) < 5:
                 stats.errors.append(f"{type(exc).__name__}: {exc}"[:300])
             return None, False
+        except HyCloudError as err:  # no fresh URL: the file changed, or S3 keeps refusing them
+            with self.cond:
+                self.error = self.error or str(err)
+                self.cond.notify_all()
+            return None, True
+        if response is None:
+            stats.failed += 1
+            return None, True
         stats.last = max(stats.last, time.perf_counter())
         elapsed = response.elapsed.total_seconds()
         stats.rtt_s = elapsed if stats.rtt_s is None else min(stats.rtt_s, elapsed)
@@ -552,6 +612,17 @@ class Fetcher:
             return None, True
         stats.nbytes += len(block)
         return block, True
+
+    def _renewed(self, r: str, key: str) -> requests.Response | None:
+        """The block's GET, again with a fresh URL while S3 says the one used expired."""
+        url = self.urls.get(key)
+        while url is not None:
+            response = self._get(r, url)
+            if self.renew is None or not expired_answer(response):
+                return response
+            response.close()
+            url = self.renew(key, url)
+        return None
 
     def _get(self, r: str, url: str) -> requests.Response:
         """One request, sent once more when the instance closed the connection under it (a kept-alive
@@ -662,7 +733,8 @@ def download_coded(
     estimates.update({p["instance"]: p["bytes"] / p["seconds"] for p in probes})
     queues, predicted = plan_queues(layout, estimates, setup_seconds(answer.get("latencies_ms") or {}))
 
-    fetcher = Fetcher(layout, answer["urls"], queues, get)
+    book = UrlBook(answer["urls"], get_renewal(http, remote, answer))
+    fetcher = Fetcher(layout, book.urls, queues, get, renew=book.renew)
     tmp = local.with_name(local.name + ".hycloud-part")
     progress.start(f"download {remote} (RS({layout.n},{layout.k}))", answer["size"])
     started = time.perf_counter()

@@ -37,6 +37,7 @@ from ..http import Http, new_session
 from ..verify import check_stored
 from . import background
 from .progress import Progress
+from .renew import UrlBook, with_renewal
 from .staging import STAGE_TIMEOUT_S, stage
 
 PIECE = 4 * 1024 * 1024
@@ -117,7 +118,9 @@ def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
         out.write(data)
         return
     if result.get("delta_url"):
-        with new_session().get(result["delta_url"], stream=True, timeout=STAGE_TIMEOUT_S) as response:
+        session, book = new_session(), UrlBook({job: result["delta_url"]}, lambda _: _delta_url(http, job))
+        response = with_renewal(book, job, lambda url: session.get(url, stream=True, timeout=STAGE_TIMEOUT_S))
+        with response:
             if response.status_code != 200:
                 raise HyCloudError(
                     f"delta download failed ({response.status_code})", code="delta-unavailable"
@@ -134,6 +137,15 @@ def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
             headers={"Accept": OCTET},
         ).content
         out.write(piece)
+
+
+def _delta_url(http: Http, job: str) -> dict[str, str]:
+    """The finished job's delta URL once more (S3 refused the one it came with as expired)."""
+    status = http.json("GET", "/v1/delta/jobs", params={"id": job})
+    url = (status.get("result") or {}).get("delta_url")
+    if status["state"] != "ready" or not url:
+        raise HyCloudError(f"the delta of job {job} is no longer available", code="delta-unavailable")
+    return {job: url}
 
 
 def _chunking(info: dict) -> PredictiveChunkSize:

@@ -24,6 +24,7 @@ from . import resume
 from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
+from .renew import UrlBook, with_renewal
 
 WORKERS = 8
 RELAY_PIECE = 4 * 1024 * 1024
@@ -109,8 +110,8 @@ def _retrying(fetch: Fetch) -> Fetch:
         for attempt in range(4):
             try:
                 return fetch(offset, length)
-            except (requests.RequestException, HyCloudError):
-                if attempt == 3:
+            except (requests.RequestException, HyCloudError) as err:
+                if attempt == 3 or not _transient(err):
                     raise
                 time.sleep(0.2 * 2**attempt)
         raise AssertionError("unreachable")
@@ -118,14 +119,28 @@ def _retrying(fetch: Fetch) -> Fetch:
     return wrapped
 
 
-def download_large(info: dict, local: str | Path, progress: Progress | None = None) -> Path:
-    """Direct download: ranged GETs of a presigned S3 URL."""
+def _transient(err: Exception) -> bool:
+    """Worth a retry: not a file that changed (no attempt reads the version the download began
+    with) nor URLs that S3 keeps refusing as expired."""
+    return not isinstance(err, ConflictError) and getattr(err, "code", None) != "url-expired"
+
+
+def download_large(
+    info: dict,
+    local: str | Path,
+    progress: Progress | None = None,
+    renew: Callable[[], str] | None = None,
+) -> Path:
+    """Direct download: ranged GETs of a presigned S3 URL; `renew` gives a fresh URL of the same
+    version when S3 says the one in use expired (the pieces already on disk are kept)."""
     session = new_session()
+    book = UrlBook({"": info["url"]}, (lambda _keys: {"": renew()}) if renew else None)
 
     def fetch(offset: int, length: int) -> bytes:
-        r = session.get(info["url"], headers={"Range": f"bytes={offset}-{offset + length - 1}"}, timeout=300)
-        if r.status_code not in (200, 206):
-            raise HyCloudError(f"S3 answered {r.status_code}", code="download-failed")
+        headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
+        r = with_renewal(book, "", lambda url: session.get(url, headers=headers, timeout=300))
+        if r is None or r.status_code not in (200, 206):
+            raise HyCloudError(f"S3 answered {r and r.status_code}", code="download-failed")
         return r.content
 
     return download_ranges(
@@ -178,8 +193,17 @@ def download_relay(
     status = relay_ready(http, path, progress, report)
     if status.get("url"):
         report["instance"] = status.get("instance")
-        url = redirect(status["url"], (endpoints or {}).get(status.get("instance")))
-        return download_large({**status, "url": url}, local, progress)
+        endpoint = (endpoints or {}).get(status.get("instance"))
+
+        def renew() -> str:  # the copy's URL again (its job run anew if the copy was evicted)
+            again = relay_ready(http, path)
+            if again["content_hash"] != status["content_hash"]:
+                raise ConflictError(f"{path} changed while it was downloaded", code="changed-while-open")
+            if not again.get("url"):  # made whole elsewhere since (the ring changed): start over
+                raise HyCloudError(f"the copy of {path} moved; download it again", code="download-failed")
+            return redirect(again["url"], endpoint)
+
+        return download_large({**status, "url": redirect(status["url"], endpoint)}, local, progress, renew)
 
     def fetch(offset: int, length: int) -> bytes:
         params = {"path": path, "offset": offset, "length": length}

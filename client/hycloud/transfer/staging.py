@@ -10,6 +10,7 @@ from typing import BinaryIO
 from hycloud_core.errors import HyCloudError
 
 from ..http import Http, new_session
+from .renew import UrlBook, with_renewal
 
 PIECE = 4 * 1024 * 1024
 STAGE_TIMEOUT_S = 600
@@ -22,17 +23,27 @@ def stage(http: Http, source: BinaryIO) -> str:
     while piece := source.read(PIECE):
         digest.update(piece)
         size += len(piece)
-    staged = http.json("POST", "/v1/delta/staging", json={"sha256": digest.hexdigest(), "size": size})
-    source.seek(0)
-    response = new_session().put(
-        staged["url"],
-        data=source,
-        headers={
-            "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
-            "Content-Length": str(size),
-        },
-        timeout=STAGE_TIMEOUT_S,
+    ask = {"sha256": digest.hexdigest(), "size": size}
+    staged = http.json("POST", "/v1/delta/staging", json=ask)
+    session = new_session()
+    book = UrlBook(
+        {"": staged["url"]}, lambda _: {"": http.json("POST", "/v1/delta/staging", json=ask)["url"]}
     )
-    if response.status_code >= 300:
-        raise HyCloudError(f"staging the delta failed ({response.status_code})", code="staging-failed")
+
+    def put(url: str):
+        source.seek(0)
+        return session.put(
+            url,
+            data=source,
+            headers={
+                "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
+                "Content-Length": str(size),
+            },
+            timeout=STAGE_TIMEOUT_S,
+        )
+
+    response = with_renewal(book, "", put)
+    if response is None or response.status_code >= 300:
+        status = response and response.status_code
+        raise HyCloudError(f"staging the delta failed ({status})", code="staging-failed")
     return staged["staged"]

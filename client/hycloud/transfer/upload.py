@@ -2,6 +2,8 @@
 
 Rerunning an interrupted upload of the same file resumes it: the controller keys pending
 uploads by content hash and reports which parts S3 already holds, so nothing is kept locally.
+A part whose presigned URL expired before its turn (a long upload) gets a fresh one, with the other
+parts still to send, and the parts sent are not sent again (renew.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..http import Http, new_session
 from ..verify import check_stored
 from .parallel import run_parallel
 from .progress import Progress
+from .renew import BATCH, UrlBook, with_renewal
 
 WORKERS = 8
 PART_TIMEOUT_S = 300
@@ -29,7 +32,8 @@ def _read(path: Path, offset: int, length: int) -> bytes:
         return f.read(length)
 
 
-def _put_part(session: requests.Session, url: str, data: bytes, digest: bytes) -> None:
+def _put(session: requests.Session, url: str, data: bytes, digest: bytes) -> requests.Response:
+    """One PUT of a part, sent again on a dropped connection or a 5xx; S3's last answer."""
     for attempt in range(4):
         try:
             r = session.put(
@@ -39,39 +43,49 @@ def _put_part(session: requests.Session, url: str, data: bytes, digest: bytes) -
             if attempt == 3:
                 raise
             continue
-        if r.status_code == 200:
-            return
-        if r.status_code < 500 or attempt == 3:
-            raise HyCloudError(
-                f"S3 refused a part ({r.status_code}): {r.text[:200]}", code="part-upload-failed"
-            )
+        if r.status_code < 500:
+            return r
+    return r
+
+
+def _put_part(session: requests.Session, book: UrlBook, n: int, data: bytes, digest: bytes) -> None:
+    r = with_renewal(book, str(n), lambda url: _put(session, url, data, digest))
+    if r is None or r.status_code != 200:
+        status = "no URL" if r is None else f"{r.status_code}: {r.text[:200]}"
+        raise HyCloudError(f"S3 refused part {n} ({status})", code="part-upload-failed")
+
+
+def _part_urls(http: Http, content_hash: str, keys: list[str]) -> dict[str, str]:
+    """PUT URLs for these parts (at most BATCH), from the upload the start opened."""
+    parts = [int(k) for k in keys[:BATCH]]
+    return http.json("POST", "/v1/uploads/urls", json={"content_hash": content_hash, "parts": parts})["urls"]
 
 
 def _upload_parts(
     http: Http, path: Path, size: int, state: dict, digests: list[bytes], progress: Progress
-) -> None:
+) -> UrlBook:
+    """PUT the missing parts; a part whose URL expired before it was sent gets a fresh one (with
+    the other parts still to send) and is sent again. The URLs used, and how often renewed."""
     progress.advance(sum(content.part_range(size, n)[1] for n in state["parts_done"]))
-    missing, urls = list(state["missing"]), dict(state["urls"])
+    missing, content_hash = list(state["missing"]), state["content_hash"]
+    book = UrlBook(state["urls"], lambda keys: _part_urls(http, content_hash, keys))
     session = new_session()
 
     def send(n: int) -> None:
         offset, length = content.part_range(size, n)
-        _put_part(session, urls[str(n)], _read(path, offset, length), digests[n - 1])
+        _put_part(session, book, n, _read(path, offset, length), digests[n - 1])
+        book.done(str(n))
         progress.advance(length)
 
     while missing:
-        batch = [n for n in missing if str(n) in urls]
+        batch = [n for n in missing if book.has(str(n))]
         if not batch:
-            more = http.json(
-                "POST",
-                "/v1/uploads/urls",
-                json={"content_hash": state["content_hash"], "parts": missing[:1000]},
-            )
-            urls.update(more["urls"])
+            book.add(_part_urls(http, content_hash, [str(n) for n in missing]))
             continue
         for _ in run_parallel(send, batch, WORKERS):
             pass
         missing = [n for n in missing if n not in batch]
+    return book
 
 
 def upload_large(
