@@ -21,7 +21,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from botocore.config import Config
 
-from hycloud_core import auth
+from hycloud_core import auth, reach
 from hycloud_core.api_limits import ANSWER_MARGIN_S, GATEWAY_TIMEOUT_S, MAX_WAIT_S
 from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import BadRequestError
@@ -56,7 +56,7 @@ def s3():
 @cache
 def s3_in(region: str):
     """An S3 client of another instance's region (its bucket, its presigned URLs)."""
-    return boto3.client("s3", region_name=region, config=_S3_CONFIG)
+    return reach.client("s3", region, config=_S3_CONFIG)
 
 
 @cache
@@ -67,7 +67,7 @@ def s3_endpoint(region: str) -> str:
 
 @cache
 def sfn():
-    return boto3.client("stepfunctions")
+    return reach.client("stepfunctions")
 
 
 def authenticate(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 
+from hycloud_core import reach
 from hycloud_core.config import InstanceConfig
 from hycloud_core.standby.record_stream import apply_batch, record_batch
 from hycloud_core.standby.records_copy import object_copier
@@ -25,9 +26,9 @@ def _target() -> tuple[Any, Any]:
     """The standby's table and the content copier into its bucket."""
     target = json.loads(os.environ[ENV_STANDBY])
     region = target["region"]
-    table = boto3.resource("dynamodb", region_name=region).Table(target["table"])
+    table = reach.resource("dynamodb", region).Table(target["table"])
     copy = object_copier(
-        boto3.client("s3"), CONFIG.bucket, boto3.client("s3", region_name=region), target["bucket"]
+        boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"]
     )
     return table, copy
 

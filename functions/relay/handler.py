@@ -23,10 +23,11 @@ from contextlib import suppress
 from functools import cache
 
 import boto3
+from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from ranges import copy_range, finish
 
-from hycloud_core import coded_job, content
+from hycloud_core import coded_job, content, reach
 from hycloud_core.coded_reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
@@ -34,23 +35,45 @@ from hycloud_core.errors import BadRequestError
 from hycloud_core.events import RelayFetchRequest
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
+from hycloud_core.relay import transit_key
 from hycloud_core.store.multipart import ObjectWriter
 from hycloud_core.store.queue_records import Pacer
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
+# A copy from another region: parts large enough that a large object is few calls of the reach function.
+TRANSIT = TransferConfig(
+    multipart_threshold=512 * 1024 * 1024, multipart_chunksize=512 * 1024 * 1024, max_concurrency=4
+)
 REGION = s3.meta.region_name
 
 
 @cache
 def _table(name: str, region: str | None):
-    return boto3.resource("dynamodb", region_name=region).Table(name)
+    return reach.resource("dynamodb", region).Table(name)
 
 
 def table_of(event: dict):
     """The home table: this stack's own, or, at a data instance, the one the event names."""
     named = event.get("table") or {}
     return _table(named.get("name") or CONFIG.table, named.get("region"))
+
+
+def _readable(request: RelayFetchRequest, key: str) -> tuple[str, str]:
+    """Bucket and key to read the object from: another region's object (the home bucket's, at a
+    data instance) is first copied into this instance's bucket by S3 itself, a copy the reach
+    function carries (the VPC's S3 endpoint reaches this region only)."""
+    if not request.bucket_region or request.bucket_region == REGION:
+        return request.bucket or CONFIG.bucket, key
+    local = transit_key(key)
+    reach.client("s3", carry=True).copy(
+        {"Bucket": request.bucket, "Key": key},
+        CONFIG.bucket,
+        local,
+        SourceClient=reach.client("s3", request.bucket_region),
+        Config=TRANSIT,
+    )
+    return CONFIG.bucket, local
 
 
 def _copy(bucket: str, key: str, directory: str, pacer: Pacer) -> tuple[str, str, int]:
@@ -176,7 +199,7 @@ def _fetch(event: dict) -> dict:
             event.get("worker"),
             event.get("throttle_bps") or os.environ.get("HYCLOUD_RELAY_THROTTLE_BPS"),
         )
-        tmp, got, size = _copy(request.bucket or CONFIG.bucket, key, cache.dir, pacer)
+        tmp, got, size = _copy(*_readable(request, key), cache.dir, pacer)
         published = {}
     seconds = time.perf_counter() - started  # the S3->EFS rate clients feed into eq. 2
     if request.content_hash and got != request.content_hash:

@@ -18,8 +18,7 @@ import time
 from dataclasses import asdict
 from functools import cache
 
-import boto3
-
+from hycloud_core import reach
 from hycloud_core.coded_layout import CodedLayout
 from hycloud_core.coded_migration import coded_links, drop_moved_copies, migrate_link
 from hycloud_core.coded_repair import RepairCount, repair_file
@@ -40,7 +39,7 @@ MIN_RING = 3
 
 @cache
 def _s3(region: str):
-    return boto3.client("s3", region_name=region)
+    return reach.client("s3", region)
 
 
 def _home() -> str:

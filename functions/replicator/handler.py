@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 
+from hycloud_core import reach
 from hycloud_core.config import InstanceConfig
 from hycloud_core.standby.records_copy import object_copier
 from hycloud_core.standby.replicate import Budget, Standby, run_pass
@@ -29,7 +30,7 @@ ENV_STANDBY = "HYCLOUD_STANDBY"  # JSON: region, table, bucket, applyFunction
 def _standby() -> Standby:
     target = json.loads(os.environ[ENV_STANDBY])
     region = target["region"]
-    lam = boto3.client("lambda", region_name=region)
+    lam = reach.client("lambda", region)
 
     def apply(user: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
         answer = lam.invoke(
@@ -41,9 +42,9 @@ def _standby() -> Standby:
         return result
 
     copy = object_copier(
-        boto3.client("s3"), CONFIG.bucket, boto3.client("s3", region_name=region), target["bucket"]
+        boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"]
     )
-    return Standby(boto3.resource("dynamodb", region_name=region).Table(target["table"]), apply, copy)
+    return Standby(reach.resource("dynamodb", region).Table(target["table"]), apply, copy)
 
 
 def _budget(event: dict[str, Any], context: Any) -> Budget:

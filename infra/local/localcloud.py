@@ -332,10 +332,9 @@ def runtime_ready() -> bool:
 
 
 # What the function runtime checks before a call reaches LocalStack (lambda_executor/guard.py):
-# each of iam, network, limits is on (refused as AWS refuses), report (logged only) or off.
-# Network reports only: the VPC functions' cross-region calls and the Lambda call with no
-# endpoint are known findings (docs/LOCAL_CLOUD_RULES.md). HYCLOUD_LOCAL_ENFORCE overrides.
-GUARD_DEFAULT = "iam=on,network=report,limits=on"
+# each of iam, network, limits is on (refused as AWS refuses), report (logged only) or off; all
+# on by default. HYCLOUD_LOCAL_ENFORCE overrides, for debugging (docs/LOCAL_CLOUD_RULES.md).
+GUARD_DEFAULT = "on"
 
 
 def write_guard_settings() -> None:

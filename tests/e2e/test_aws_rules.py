@@ -142,9 +142,14 @@ def test_a_vpc_function_cannot_reach_another_regions_s3(probe):
 
 
 def test_a_vpc_function_cannot_reach_a_service_without_an_endpoint(probe):
-    _, result = call(probe, "vpc", {"op": "invoke", "function": probe["functions"]["plain"]})
+    """The app's VPC has no Step Functions endpoint (its functions start jobs through the reach
+    function); Lambda, which has one, answers (here: AccessDenied, the role may not invoke)."""
+    arn = "arn:aws:states:us-east-1:000000000000:stateMachine:nothing"
+    _, result = call(probe, "vpc", {"op": "start", "arn": arn, "input": "{}"})
     assert result["ok"] is False and result["connect_timeout"] is True
-    assert "no endpoint for lambda in us-east-1" in result["message"]
+    assert "no endpoint for states in us-east-1" in result["message"]
+    _, result = call(probe, "vpc", {"op": "invoke", "function": probe["functions"]["plain"]})
+    assert result["ok"] is False and result["code"] == "AccessDeniedException"
 
 
 def test_a_function_outside_a_vpc_reaches_every_region_but_iam_still_applies(probe):

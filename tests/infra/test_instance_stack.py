@@ -23,14 +23,36 @@ def template(tmp_path_factory) -> Template:
 
 def test_functions_mount_efs_at_mnt_efs(template):
     fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
-    # All but the function that copies the web app to S3 and the job dispatcher (no files).
-    fns = {name: fn for name, fn in fns.items() if not name.startswith(("WebPublish", "Dispatcher"))}
+    # All but the function that copies the web app to S3, the job dispatcher and the reach function (no files).
+    fns = {name: fn for name, fn in fns.items() if not name.startswith(("WebPublish", "Dispatcher", "Reach"))}
     assert len(fns) == 6  # relay, delta, tree step, bundle commit, upkeep, controller
     for fn in fns.values():
         props = fn["Properties"]
         assert props["FileSystemConfigs"][0]["LocalMountPath"] == "/mnt/efs"
         assert props["Environment"]["Variables"]["HYCLOUD_EFS_ROOT"] == "/mnt/efs"
         assert "VpcConfig" in props and len(props["Layers"]) == 1
+
+
+def test_functions_in_the_vpc_leave_it_only_through_its_endpoints_and_the_reach_function(template):
+    """No NAT: S3 and DynamoDB gateway endpoints, one Lambda interface endpoint, and the reach
+    function, outside the VPC, which every function in the VPC may invoke (hycloud_core/reach.py)."""
+    assert template.find_resources("AWS::EC2::NatGateway") == {}
+    endpoints = template.find_resources("AWS::EC2::VPCEndpoint")
+    kinds = sorted(
+        (e["Properties"].get("VpcEndpointType", "Gateway"), json.dumps(e["Properties"]["ServiceName"]))
+        for e in endpoints.values()
+    )
+    assert [k for k, _ in kinds] == ["Gateway", "Gateway", "Interface"]
+    assert "lambda" in [n for k, n in kinds if k == "Interface"][0]
+    fns = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
+    reach = [name for name in fns if name.startswith("Reach")]
+    assert len(reach) == 1 and "VpcConfig" not in fns[reach[0]]["Properties"]
+    in_vpc = {name: fn for name, fn in fns.items() if "VpcConfig" in fn["Properties"]}
+    assert len(in_vpc) == 6
+    policies = json.dumps(template.find_resources("AWS::IAM::Policy"))
+    for fn in in_vpc.values():
+        assert fn["Properties"]["Environment"]["Variables"]["HYCLOUD_REACH_FUNCTION"] == {"Ref": reach[0]}
+    assert policies.count('"lambda:InvokeFunction"') >= len(in_vpc)
 
 
 def test_access_point_and_storage(template):

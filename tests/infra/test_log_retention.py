@@ -38,8 +38,8 @@ def _function_log_groups(template: Template) -> dict[str, int]:
 def test_every_function_has_a_log_group_kept_30_days_by_default(template):
     functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Runtime": "python3.12"}})
     assert (
-        len(functions) == 8
-    )  # relay, delta, tree step, bundle commit, upkeep, controller, dispatcher, web publisher
+        len(functions) == 9
+    )  # relay, delta, tree step, bundle commit, upkeep, controller, dispatcher, web publisher, reach
     assert _function_log_groups(template) == {fn: 30 for fn in functions}
 
 

@@ -7,7 +7,6 @@ import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
-import boto3
 from annotated_types import Ge, Le
 from answers import Entry, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
@@ -17,7 +16,7 @@ from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, 
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
 
-from hycloud_core import coded_whole, paths
+from hycloud_core import coded_whole, paths, reach
 from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
 from hycloud_core.control.coded_jobs import queue_coded_job
@@ -366,4 +365,4 @@ def coded_base(link: Any, content_hash: str, spec: dict, inline: bool = True) ->
 
 @cache
 def _sfn():
-    return boto3.client("stepfunctions")
+    return reach.client("stepfunctions")

@@ -312,7 +312,7 @@ def _remote_base(at: Instance, link, base: str) -> dict:
     erasure = coded_version(link, base)
     if erasure:
         return optimal.source(at, base, erasure)
-    return {"bucket": CONFIG.bucket, "table": optimal.home_table()}
+    return {"bucket": CONFIG.bucket, "bucket_region": s3().meta.region_name, "table": optimal.home_table()}
 
 
 def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:

@@ -1,7 +1,9 @@
 """The EFS file system holding namespaces, relay cache and staging, and the VPC it lives in.
 
-The VPC has isolated subnets only (no NAT): functions reach S3 and DynamoDB through gateway
-endpoints, which cost nothing, and Step Functions through one interface endpoint.
+The VPC has isolated subnets only (no NAT, which would cost about $33 a month per zone, idle):
+functions reach S3 and DynamoDB of their own region through gateway endpoints, which cost
+nothing, Lambda through an interface endpoint, and Step Functions and other regions through the
+reach function (constructs/reach.py), which they invoke through the Lambda endpoint.
 """
 
 from typing import Any
@@ -16,8 +18,12 @@ MOUNT_PATH = "/mnt/efs"
 
 
 class EfsVolume(Construct):
-    def __init__(self, scope: Construct, id: str, *, removal_policy: RemovalPolicy) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, removal_policy: RemovalPolicy, reach: lambda_.IFunction
+    ) -> None:
+        """`reach`: the function outside the VPC that carries calls to other regions."""
         super().__init__(scope, id)
+        self.reach = reach
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -31,9 +37,9 @@ class EfsVolume(Construct):
                 "DynamoDB": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
             },
         )
-        self.vpc.add_interface_endpoint(
-            "StepFunctions", service=ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS
-        )
+        # The one interface endpoint ($7.30 a month per zone): Step Functions and other regions are
+        # reached through the reach function, invoked through it (hycloud_core/reach.py).
+        self.vpc.add_interface_endpoint("Lambda", service=ec2.InterfaceVpcEndpointAwsService.LAMBDA_)
         self.file_system = efs.FileSystem(
             self,
             "FileSystem",
@@ -51,8 +57,9 @@ class EfsVolume(Construct):
         )
 
     def mount(self) -> dict[str, Any]:
-        """Function properties that mount the volume at MOUNT_PATH."""
+        """Function properties that mount the volume at MOUNT_PATH (python_function takes "reach")."""
         return {
+            "reach": self.reach,
             "vpc": self.vpc,
             "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
             "filesystem": lambda_.FileSystem.from_efs_access_point(self.access_point, MOUNT_PATH),

@@ -13,6 +13,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hycloud_core.reach import ENV_REACH
+
 DEFAULT_RETENTION_DAYS = 30
 RETENTION = {
     1: logs.RetentionDays.ONE_DAY,
@@ -48,6 +50,7 @@ def python_function(
     memory_mb: int = 1024,
     **extra: Any,
 ) -> lambda_.Function:
+    reach: lambda_.IFunction | None = extra.pop("reach", None)  # EfsVolume.mount(): a function in the VPC
     traced = tracing_on(scope)
     # A group of its own with a retention (Lambda's default group never expires). CDK names it, so
     # a stack whose functions already wrote to /aws/lambda/<name> still updates: creating a group
@@ -74,4 +77,7 @@ def python_function(
         },
         **extra,
     )
+    if reach is not None:
+        fn.add_environment(ENV_REACH, reach.function_name)
+        reach.grant_invoke(fn)
     return fn

@@ -19,6 +19,7 @@ from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
+from ..constructs.reach import Reach
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, any_data_bucket, home_bucket, home_table, in_account
@@ -45,7 +46,8 @@ class DataInstanceStack(Stack):
         self.names = DataInstanceNames.of(self.stack_name, self.region, self.account)
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         bucket = content_bucket(self, removal_policy=removal, bucket_name=self.names.bucket)
-        volume = EfsVolume(self, "Efs", removal_policy=removal)
+        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
+        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
         env = {
             c.ENV_BUCKET: bucket.bucket_name,
             c.ENV_EFS_ROOT: MOUNT_PATH,

@@ -25,6 +25,7 @@ from ..constructs.data_stores import DataStores
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
+from ..constructs.reach import Reach
 from ..constructs.sfn_from_asl import SfnFromAsl
 from ..constructs.standby_replication import StandbyReplication
 from ..constructs.tree_jobs import TreeJobs
@@ -69,7 +70,8 @@ class InstanceStack(Stack):
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if standby else None  # docs/FAILOVER.md
         stores = DataStores(self, "Stores", removal_policy=removal, stream=stream)
-        volume = EfsVolume(self, "Efs", removal_policy=removal)
+        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
+        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
         env = {
             c.ENV_BUCKET: stores.bucket.bucket_name,
             c.ENV_TABLE: stores.table.table_name,

@@ -20,6 +20,7 @@ from ..constructs.data_stores import content_bucket, records_table
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
+from ..constructs.reach import Reach
 from ..constructs.standby_jobs import StandbyJobs
 from ..nag_suppressions import suppress_accepted_findings
 from ..standby import StandbyNames
@@ -43,7 +44,8 @@ class StandbyStack(Stack):
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         table = records_table(self, removal_policy=removal, table_name=self.names.table)
         bucket = content_bucket(self, removal_policy=removal, bucket_name=self.names.bucket)
-        volume = EfsVolume(self, "Efs", removal_policy=removal)
+        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
+        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
         env = {
             c.ENV_BUCKET: bucket.bucket_name,
             c.ENV_TABLE: table.table_name,

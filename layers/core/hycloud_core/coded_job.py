@@ -11,8 +11,7 @@ import json
 from functools import cache
 from typing import Any
 
-import boto3
-
+from . import reach
 from .coded_layout import CodedLayout
 from .fs.blocks import BlockStore
 from .fs.relay_cache import RelayCache
@@ -32,7 +31,7 @@ def layout(event: dict, s3: Any, bucket: str, relay_cache: RelayCache) -> CodedL
 
 @cache
 def _s3(region: str) -> Any:
-    return boto3.client("s3", region_name=region)
+    return reach.client("s3", region)
 
 
 def blocks(event: dict) -> BlockStore:

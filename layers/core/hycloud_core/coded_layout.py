@@ -33,6 +33,9 @@ MAX_CHUNKS = 100_000
 URL_PAGE = 1000
 # Blocks a commit HEADs itself (a few seconds); a larger layout is verified before, page by page.
 COMMIT_CHECKS = 300
+# A block's payload at most: functions in the VPC read and write other regions' blocks through the
+# reach function, whose answer holds reach.MAX_BODY bytes (Lambda's 6 MB payload, base64).
+MAX_BLOCK_PAYLOAD = 4 * 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -132,6 +135,11 @@ def placed(layout: CodedLayout, size: int, regions: Sequence[str]) -> CodedLayou
     check_code(layout.n, layout.k, len(regions))
     if not (0 < layout.chunk_size < 2**32) or not layout.chunks or len(layout.chunks) > MAX_CHUNKS:
         raise BadRequestError("need 1..100000 chunks of a positive chunk size", code="bad-layout")
+    if -(-layout.chunk_size // layout.k) > MAX_BLOCK_PAYLOAD:
+        raise BadRequestError(
+            f"blocks hold at most {MAX_BLOCK_PAYLOAD} bytes: use chunks of at most {MAX_BLOCK_PAYLOAD * layout.k}",
+            code="bad-layout",
+        )
     for index, chunk in enumerate(layout.chunks):
         _check_chunk(chunk, index, layout)
     if layout.size != size:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from .codec.erasure import decode_chunk, encode_chunk
 from .coded_layout import CodedLayout
-from .fs.blocks import BROKEN_READ, BlockStore
+from .fs.blocks import BROKEN_READ, STORED, BlockStore
+
+CHECKED_AT_ONCE = 64  # blocks of a file checked together: their HEADs, then their bytes, a batch each
 
 
 @dataclass
@@ -62,12 +64,18 @@ def rebuild_block(layout: CodedLayout, ci: int, bi: int, store: BlockStore) -> b
 def repair_file(layout: CodedLayout, region: str, store: BlockStore) -> RepairCount:
     """Check, and where needed rebuild, every block of the file that lives on `region`."""
     count = RepairCount()
-    for ci, chunk in enumerate(layout.chunks):
-        for bi, block in enumerate(chunk.blocks):
-            if block.instance != region:
-                continue
-            count.checked += 1
-            if store.verified(region, block.hash, block.size):
+    homes = [
+        (ci, bi, b)
+        for ci, c in enumerate(layout.chunks)
+        for bi, b in enumerate(c.blocks)
+        if b.instance == region
+    ]
+    for start in range(0, len(homes), CHECKED_AT_ONCE):
+        batch = homes[start : start + CHECKED_AT_ONCE]
+        count.checked += len(batch)
+        intact = _intact(region, [b for _, _, b in batch], store)
+        for (ci, bi, block), ok in zip(batch, intact, strict=True):
+            if ok:
                 continue
             rebuilt = rebuild_block(layout, ci, bi, store)
             if rebuilt is None:
@@ -76,3 +84,23 @@ def repair_file(layout: CodedLayout, region: str, store: BlockStore) -> RepairCo
             store.put(region, block.hash, rebuilt)
             count.rebuilt += 1
     return count
+
+
+def _intact(region: str, blocks: list, store: BlockStore) -> list[bool]:
+    """BlockStore.verified() of many blocks of one region: their metadata, then their bytes."""
+    states = store.states(region, [(b.hash, b.size) for b in blocks])
+    stored = [b for b, s in zip(blocks, states, strict=True) if s == STORED]
+    try:
+        read = dict(
+            zip(
+                (b.hash for b in stored),
+                store.get_many(region, [(b.hash, b.size) for b in stored]),
+                strict=True,
+            )
+        )
+    except BROKEN_READ:  # a body cut short: each is read again on its own
+        return [store.verified(region, b.hash, b.size) for b in blocks]
+    return [
+        (d := read.get(b.hash)) is not None and len(d) == b.size and hashlib.sha256(d).hexdigest() == b.hash
+        for b in blocks
+    ]

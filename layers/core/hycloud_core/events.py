@@ -37,6 +37,11 @@ class RelayFetchRequest(DictWrapper):
         return self.raw_event.get("bucket")
 
     @property
+    def bucket_region(self) -> str | None:
+        """The bucket's region, when it is another instance's (the home's, for a data instance)."""
+        return self.raw_event.get("bucket_region")
+
+    @property
     def key(self) -> str | None:
         """S3 key; defaults to the content-addressed key of `content_hash`."""
         key = self.raw_event.get("key")

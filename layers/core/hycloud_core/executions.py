@@ -2,7 +2,8 @@
 
 A job may run at a data instance in another region (a coded file's relay or delta at the user's
 optimal instance, docs/GEO.md); an execution is reached through the Step Functions endpoint of
-its state machine's region, which the ARN names (`arn:aws:states:<region>:...`).
+its state machine's region, which the ARN names (`arn:aws:states:<region>:...`), from a function
+in the VPC through the reach function (reach.py).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import boto3
-
+from . import reach
 from .relay import execution_arn
 
 
@@ -23,7 +23,7 @@ def region_of(arn: str) -> str | None:
 
 @cache
 def _client(region: str | None) -> Any:
-    return boto3.client("stepfunctions", region_name=region) if region else boto3.client("stepfunctions")
+    return reach.client("stepfunctions", region)
 
 
 def client_for(machine: str) -> Any:

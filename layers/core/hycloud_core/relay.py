@@ -43,6 +43,12 @@ def layout_name(content_hash: str, layout: dict) -> str:
     return f"{content_hash}-{digest}.json"
 
 
+def transit_key(key: str) -> str:
+    """Where a data instance's relay copies an object of the home bucket before reading it (the
+    VPC's S3 endpoint reads its own region only); expires with relay/."""
+    return f"{REMOTE_RELAY_PREFIX}transit/{key}"
+
+
 def remote_relay_key(content_hash: str) -> str:
     """Where a data instance's relay job puts the file it made whole, in its own bucket."""
     return f"{REMOTE_RELAY_PREFIX}{content_hash}"

@@ -5,9 +5,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+from botocore.exceptions import EndpointConnectionError
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "infra/local/lambda_executor"))
 
-from hycloud_local_lambda.guard import Facts, iam_checks, lambda_function_arn, parse_modes  # noqa: E402
+from hycloud_local_lambda.guard import (  # noqa: E402
+    REACH_MARKER,
+    Facts,
+    Guard,
+    iam_checks,
+    lambda_function_arn,
+    parse_modes,
+)
 
 R, A = "us-west-2", "123456789012"
 
@@ -110,3 +120,37 @@ def test_the_switch():
     assert parse_modes("off") == {"iam": "off", "network": "off", "limits": "off"}
     assert parse_modes("iam=on,network=report") == {"iam": "on", "network": "report", "limits": "on"}
     assert parse_modes("report,iam=off") == {"iam": "off", "network": "report", "limits": "report"}
+
+
+class _Client:
+    """What the network check reads of a botocore client."""
+
+    class meta:  # noqa: N801
+        endpoint_url = "http://127.0.0.1:4566"
+
+
+def _vpc_guard(tmp_path) -> Guard:
+    facts = Facts("fn", "us-east-1", f"arn:aws:iam::{A}:role/r", [], [])
+    facts.vpc_id, facts.endpoints = "vpc-1", {"us-east-1.s3", "us-east-1.dynamodb", "us-east-1.lambda"}
+    guard = Guard(facts, parse_modes("on"), str(tmp_path), None, 0.0)
+    guard.bucket_regions.update({"home": "us-east-1", "eu": "eu-west-1"})
+    return guard
+
+
+def test_a_copy_from_another_regions_bucket_is_refused_through_the_s3_endpoint(tmp_path):
+    guard = _vpc_guard(tmp_path)
+    guard._network(_Client(), "s3", "CopyObject", {"Bucket": "home", "Key": "k", "CopySource": "home/j"}, R)
+    with pytest.raises(EndpointConnectionError, match="eu-west-1"):
+        guard._network(
+            _Client(), "s3", "CopyObject", {"Bucket": "home", "Key": "k", "CopySource": {"Bucket": "eu", "Key": "j"}}, R
+        )
+    with pytest.raises(EndpointConnectionError, match="states in us-east-1"):
+        guard._network(_Client(), "states", "StartExecution", {}, "us-east-1")
+
+
+def test_a_call_the_reach_function_carries_leaves_as_its_invoke(tmp_path):
+    guard = _vpc_guard(tmp_path)
+    carried = _Client()
+    setattr(carried, REACH_MARKER, "app-Reach")
+    guard._network(carried, "s3", "GetObject", {"Bucket": "eu", "Key": "blocks/x"}, "eu-west-1")
+    guard._network(carried, "states", "StartExecution", {}, R)

@@ -48,7 +48,8 @@ except ImportError:  # loaded by bootstrap.py from its file, under a private nam
     _spec.loader.exec_module(iam_policy)  # type: ignore[union-attr]
 
 KINDS = ("iam", "network", "limits")
-DEFAULT = "iam=on,network=report,limits=on"
+DEFAULT = "iam=on,network=on,limits=on"
+REACH_MARKER = "_hycloud_reach"  # hycloud_core.reach.MARKER: a client the reach function carries
 SFN_INPUT_LIMIT = 256 * 1024
 LAMBDA_SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
 FREE = {("sts", "GetCallerIdentity")}
@@ -437,9 +438,15 @@ class Guard:
 
     def _network(self, client, service: str, op: str, params: dict, region: str) -> None:
         facts = self.facts
+        if getattr(client, REACH_MARKER, None):
+            return  # carried by the reach function: it leaves the VPC as a Lambda Invoke, checked as one
         target = region
         if service == "s3" and params.get("Bucket") and (service, op) not in (("s3", "ListBuckets"),):
             target = self._bucket_region(params["Bucket"], region)
+        if service == "s3" and op in ("CopyObject", "UploadPartCopy") and facts.reaches(service, target):
+            # VPC endpoints do not carry cross-region requests, copies included (S3 CopyObject docs)
+            source = self._bucket_region(_copy_source(params.get("CopySource"))[0], region)
+            target = target if source == target else source
         if facts.reaches(service, target):
             return
         reason = (

@@ -31,7 +31,7 @@ LOG_BYTES_PER_RUN = 2048  # START/END/REPORT lines and a few structured lines pe
 DEFAULT_REGIONS = ("us-east-1",)
 DEFAULT_INSTANCE_NAME = "HyCloud-Instance"
 AZS_PER_VPC = 2  # constructs/efs_volume.py: max_azs=2
-INTERFACE_ENDPOINTS = ("states",)  # constructs/efs_volume.py: interface endpoints of every VPC
+INTERFACE_ENDPOINTS = ("lambda",)  # constructs/efs_volume.py: interface endpoints of every VPC
 NAT_GATEWAYS = 0  # constructs/efs_volume.py: isolated subnets only
 RELAY_MB, DELTA_MB, UPKEEP_MB, DISPATCHER_MB, REPAIR_MB, REPLICATOR_MB = 1769, 3008, 512, 512, 1024, 1024
 LOG_RETENTION_DAYS = 30  # constructs/python_function.py default

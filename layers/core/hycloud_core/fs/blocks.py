@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError, IncompleteReadError, ResponseStreamingError
 from urllib3.exceptions import ProtocolError
 
+from .. import reach
 from ..coded_layout import BLOCK_PREFIX, block_key
 from ..instances import Instance
 
@@ -21,6 +22,46 @@ ABSENT, STORED, OTHER = "absent", "stored", "other"  # what a block key holds (B
 
 def b64(hex_hash: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_hash)).decode()
+
+
+def _judged(answer: dict, block_hash: str, size: int) -> str:
+    """state() from a HEAD's raw answer."""
+    if "error" in answer:
+        raise reach.ReachError(message=answer["error"])
+    status = int(answer["status"])
+    if status == 404:
+        return ABSENT
+    if status != 200:
+        raise ClientError({"Error": {"Code": str(status), "Message": "HEAD of a block"}}, "HeadObject")
+    headers = {k.lower(): v for k, v in (answer.get("headers") or {}).items()}
+    same = headers.get("content-length") == str(size) and headers.get("x-amz-checksum-sha256") == b64(block_hash)
+    return STORED if same else OTHER
+
+
+def _fitting(blocks: Sequence[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
+    """Consecutive batches whose sizes add up to at most reach.MAX_BODY (a larger one alone)."""
+    batch: list[tuple[str, int]] = []
+    total = 0
+    for item in blocks:
+        if batch and (total + item[1] > reach.MAX_BODY or len(batch) == reach.BATCH):
+            yield batch
+            batch, total = [], 0
+        batch.append(item)
+        total += item[1]
+    if batch:
+        yield batch
+
+
+def _body_of(answer: dict) -> bytes | None:
+    """get() from a GET's raw answer: its bytes, None when absent."""
+    if "error" in answer:
+        raise reach.ReachError(message=answer["error"])
+    status = int(answer["status"])
+    if status == 404:
+        return None
+    if status != 200:
+        raise ClientError({"Error": {"Code": str(status), "Message": "GET of a block"}}, "GetObject")
+    return base64.b64decode(answer.get("body") or "")
 
 
 class BlockStore:
@@ -59,6 +100,26 @@ class BlockStore:
         same = head.get("ContentLength") == size and head.get("ChecksumSHA256") == b64(block_hash)
         return STORED if same else OTHER
 
+    def carried(self, region: str) -> bool:
+        """Whether the reach function carries this region's calls (states() then asks in one go)."""
+        return reach.carried(self.s3_for(region))
+
+    def states(self, region: str, blocks: Sequence[tuple[str, int]]) -> list[str]:
+        """state() of many (hash, size) of one region; through the reach function, one call for
+        them all (reach.send_all) instead of an invocation per HEAD."""
+        client = self.s3_for(region)
+        if not reach.carried(client):
+            return [self.state(region, h, size) for h, size in blocks]
+        heads = [
+            reach.signed(
+                client,
+                "head_object",
+                {"Bucket": self.buckets[region], "Key": block_key(h), "ChecksumMode": "ENABLED"},
+            )
+            for h, _ in blocks
+        ]
+        return [_judged(a, h, size) for a, (h, size) in zip(reach.send_all(client, heads), blocks, strict=True)]
+
     def verified(self, region: str, block_hash: str, size: int) -> bool:
         """The block's bytes read back whole hash to its name. Metadata alone is not proof: a store
         can report the size and checksum of an object whose bytes were lost or damaged since."""
@@ -80,6 +141,23 @@ class BlockStore:
         data = body["Body"].read()
         self._count(region, len(data))
         return data
+
+    def get_many(self, region: str, blocks: Sequence[tuple[str, int]]) -> list[bytes | None]:
+        """get() of many (hash, size) of one region. Through the reach function a call carries as
+        many as fit its payload (reach.MAX_BODY), sent together; directly, one after another."""
+        client = self.s3_for(region)
+        if not reach.carried(client):
+            return [self.get(region, h) for h, _ in blocks]
+        found: list[bytes | None] = []
+        for batch in _fitting(blocks):
+            gets = [
+                reach.signed(client, "get_object", {"Bucket": self.buckets[region], "Key": block_key(h)})
+                for h, _ in batch
+            ]
+            for answer in reach.send_all(client, gets):
+                found.append(_body_of(answer))
+        self._count(region, sum(len(d) for d in found if d))
+        return found
 
     def read_range(self, region: str, block_hash: str, offset: int, length: int) -> bytes:
         body = self.s3_for(region).get_object(

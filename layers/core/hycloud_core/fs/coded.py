@@ -30,6 +30,7 @@ from ..coded_layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_ho
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..instances import Instance
 from ..presigned import MAX_URL_TTL_S
+from ..reach import BATCH
 from .blocks import ABSENT, STORED, BlockStore
 from .operations import FileSystem
 
@@ -97,16 +98,31 @@ class CodedFiles:
         """What each block's key holds (blocks.ABSENT, STORED, OTHER), asked in parallel; None for
         the blocks not asked within the budget (a request stays well inside API Gateway's 29 s)."""
         deadline = time.monotonic() + budget_s
-        for region in {b.instance for b in blocks}:
+        regions = {b.instance for b in blocks}
+        for region in regions:
             self.blocks.s3_for(region)  # clients are made once, before the threads share them
+        # Another region's blocks, from inside the VPC, are asked a batch per reach call.
+        batches = [
+            [i for i, b in enumerate(blocks) if b.instance == region][at : at + BATCH]
+            for region in regions
+            if self.blocks.carried(region)
+            for at in range(0, sum(b.instance == region for b in blocks), BATCH)
+        ]
+        batched = {i for batch in batches for i in batch}
+        singles = [[i] for i in range(len(blocks)) if i not in batched]
 
-        def state(b: Block) -> str | None:
+        def states(indexes: list[int]) -> list[str | None]:
             if time.monotonic() > deadline:
-                return None
-            return self.blocks.state(b.instance, b.hash, b.size)
+                return [None] * len(indexes)
+            asked = [blocks[i] for i in indexes]
+            return self.blocks.states(asked[0].instance, [(b.hash, b.size) for b in asked])
 
+        found: list[str | None] = [None] * len(blocks)
         with ThreadPoolExecutor(HEADS_IN_FLIGHT) as pool:
-            return list(pool.map(state, blocks))
+            for indexes, got in zip(batches + singles, pool.map(states, batches + singles), strict=True):
+                for i, state in zip(indexes, got, strict=True):
+                    found[i] = state
+        return found
 
     def _stored(self, blocks: Sequence[Block], budget_s: float) -> list[bool | None]:
         """Whether each block's instance holds it (size and checksum); None where not asked."""

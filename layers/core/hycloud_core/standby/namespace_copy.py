@@ -19,7 +19,8 @@ from ..linkfile import LinkFile
 from ..merkle.remote_diff import Difference, differences
 from ..store.merkle_records import MerkleRecords
 
-BATCH_BYTES = 3 * 1024 * 1024  # base64 grows it by a third: one invocation's payload stays under 6 MB
+BATCH_BYTES = 2 * 1024 * 1024  # base64 grows it by a third, twice: the apply call crosses to the
+# standby's region as the body of a reach call (reach.MAX_BODY), itself base64 in a Lambda payload
 Op = dict[str, Any]
 
 

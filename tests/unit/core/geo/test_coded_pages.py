@@ -18,15 +18,24 @@ def _blocks(n: int) -> list[Block]:
 class SlowStore:
     """A HEAD takes `delay_s`; every block with an even size is stored."""
 
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
+    def __init__(self, delay_s: float, carried: tuple[str, ...] = ()) -> None:
+        self.delay_s, self.carried_regions, self.calls = delay_s, carried, []
 
     def s3_for(self, region: str) -> object:
         return object()
 
+    def carried(self, region: str) -> bool:
+        return region in self.carried_regions
+
     def state(self, region: str, block_hash: str, size: int) -> str:
         time.sleep(self.delay_s)
         return STORED if size % 2 == 0 else ABSENT
+
+    def states(self, region: str, blocks: list[tuple[str, int]]) -> list[str]:
+        """A carried region answers a whole batch in one call, as the reach function does."""
+        self.calls.append((region, len(blocks)))
+        time.sleep(self.delay_s)
+        return [STORED if size % 2 == 0 else ABSENT for _, size in blocks]
 
 
 def _files(store: SlowStore) -> CodedFiles:
@@ -58,3 +67,13 @@ def test_with_time_enough_every_block_is_asked_in_parallel():
     stored = _files(SlowStore(0.02))._stored(blocks, coded.CHECK_BUDGET_S)
     assert stored == [b.size % 2 == 0 for b in blocks]
     assert time.monotonic() - started < 40 * 0.02 / 2  # not one after another
+
+
+def test_another_regions_blocks_are_asked_a_batch_per_call_of_the_reach_function():
+    blocks = [Block(b.hash, b.size, "eu-west-1" if i % 3 else "us-east-1") for i, b in enumerate(_blocks(700))]
+    store = SlowStore(0.02, carried=("eu-west-1",))
+    stored = _files(store)._stored(blocks, coded.CHECK_BUDGET_S)
+    assert stored == [b.size % 2 == 0 for b in blocks]
+    remote = sum(b.instance == "eu-west-1" for b in blocks)
+    batched = [n for region, n in store.calls if region == "eu-west-1"]
+    assert sum(batched) == remote and len(batched) == -(-remote // coded.BATCH)
