@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import boto3
+from botocore.exceptions import ClientError
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".localcloud" / "node" / "node_modules" / ".bin"  # the pinned CDK CLI (make setup)
@@ -92,11 +93,73 @@ def _cdk(args: list[str]) -> None:
     subprocess.run([str(tool), *args, *extra], cwd=ROOT, env=env, check=True)
 
 
+def fixed_names(account: str) -> list[tuple[str, str, str, str]]:
+    """(region, type, name, stack) of the resources the app names itself: the data instances'
+    buckets and the standby's bucket and table, which the home controller addresses by name."""
+    sys.path.insert(0, str(ROOT / "infra"))
+    from hycloud_infra.regions import DataInstanceNames, data_stack_name
+    from hycloud_infra.regions import regions as configured
+    from hycloud_infra.standby import StandbyNames, standby_region, standby_stack_name
+
+    ctx = _context()
+    name = ctx["hycloud:instanceName"]
+    home, *others = configured(ctx.get("hycloud:regions"))
+    found = []
+    for region in others:
+        stack = data_stack_name(name, region)
+        found.append((region, "AWS::S3::Bucket", DataInstanceNames.of(stack, region, account).bucket, stack))
+    standby = standby_region(os.environ.get("HYCLOUD_STANDBY_REGION", ctx.get("hycloud:standby")), home)
+    if standby:
+        stack = standby_stack_name(name)
+        names = StandbyNames.of(stack, standby, account)
+        found += [
+            (standby, "AWS::S3::Bucket", names.bucket, stack),
+            (standby, "AWS::DynamoDB::Table", names.table, stack),
+        ]
+    return found
+
+
+def _exists(region: str, kind: str, name: str) -> bool:
+    try:
+        if kind == "AWS::S3::Bucket":
+            boto3.client("s3", region_name=region).head_bucket(Bucket=name)
+        else:
+            boto3.client("dynamodb", region_name=region).describe_table(TableName=name)
+    except ClientError as err:
+        code = err.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NoSuchBucket", "NotFound", "ResourceNotFoundException"):
+            return False
+        raise  # 403: a bucket of that name in another account: the deploy would fail on it too
+    return True
+
+
+def collisions(account: str) -> list[tuple[str, str, str, str]]:
+    """Named resources a destroyed deployment retained, which a new deploy would fail to create."""
+    live = {
+        s
+        for r in {n[0] for n in fixed_names(account)}
+        for s in _app_stacks(boto3.client("cloudformation", region_name=r))
+    }
+    return [n for n in fixed_names(account) if n[3] not in live and _exists(n[0], n[1], n[2])]
+
+
 def deploy(outputs: Path, user: str) -> None:
     session = boto3.session.Session()
     home = session.region_name or "us-east-1"
     account = session.client("sts").get_caller_identity()["Account"]
     where = regions(home)
+    taken = collisions(account)
+    if taken:
+        lines = [
+            f"  {kind} {ident} ({region}), kept when {stack} was destroyed\n    "
+            + RETAINED[kind].format(id=ident, region=region)
+            for region, kind, ident, stack in taken
+        ]
+        sys.exit(
+            "a destroyed deployment kept data under the names this one needs; the deploy would fail "
+            "on them. Delete them (their data goes with them) or deploy under another name "
+            '(CDK_CONTEXT="-c hycloud:instanceName=..."):\n' + "\n".join(lines)
+        )
     _cdk(["bootstrap", *(f"aws://{account}/{r}" for r in where)])
     _cdk(
         [

@@ -45,3 +45,44 @@ def test_anything_but_context_pairs_is_refused(monkeypatch, bad):
     monkeypatch.setenv("CDK_CONTEXT", bad)
     with pytest.raises(SystemExit, match="CDK_CONTEXT"):
         account.context_args()
+
+
+def test_a_redeploy_after_destroy_stops_before_colliding_with_retained_names(monkeypatch):
+    """Fixed names plus RETAIN: a destroyed deployment's data-instance bucket and standby table are
+    still there; deploy names them with how to delete them instead of failing half-way."""
+    import boto3
+    from moto import mock_aws
+
+    monkeypatch.delenv("HYCLOUD_STANDBY_REGION", raising=False)
+    monkeypatch.setenv("CDK_CONTEXT", "-c hycloud:standby=us-west-1")
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    acct = "123456789012"
+    with mock_aws():
+        assert account.collisions(acct) == []  # a first deploy: nothing in the way
+        boto3.client("s3", region_name="eu-west-1").create_bucket(
+            Bucket=f"hycloud-instance-eu-west-1-{acct}",
+            CreateBucketConfiguration={"LocationConstraint": "eu-west-1"},
+        )
+        boto3.client("dynamodb", region_name="us-west-1").create_table(
+            TableName="HyCloud-Instance-Standby-Table",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        taken = account.collisions(acct)
+        assert sorted((r, n) for r, _, n, _ in taken) == [
+            ("eu-west-1", f"hycloud-instance-eu-west-1-{acct}"),
+            ("us-west-1", "HyCloud-Instance-Standby-Table"),
+        ]
+        boto3.client("cloudformation", region_name="eu-west-1").create_stack(  # its stack is live: an update
+            StackName="HyCloud-Instance-eu-west-1",
+            TemplateBody='{"Resources": {"T": {"Type": "AWS::SNS::Topic"}}}',
+        )
+        assert [n for _, _, n, _ in account.collisions(acct)] == ["HyCloud-Instance-Standby-Table"]
+        monkeypatch.setattr(account, "_cdk", lambda args: pytest.fail("deployed into a collision"))
+        monkeypatch.setattr(account.boto3.session.Session, "region_name", "us-east-1")
+        with pytest.raises(SystemExit, match="HyCloud-Instance-Standby-Table"):
+            account.deploy(__import__("pathlib").Path("/nonexistent"), "first")
