@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,10 +28,13 @@ from hycloud_core.observability import logger
 from hycloud_core.reach import MAX_BODY
 
 SERVICES = ("s3", "dynamodb", "states", "lambda")
-_AWS_HOST = re.compile(r"^(?:[a-z0-9][a-z0-9.-]*\.)?(?P<service>[a-z0-9-]+)\.(?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com$")
+_AWS_HOST = re.compile(
+    r"^(?:[a-z0-9][a-z0-9.-]*\.)?(?P<service>[a-z0-9-]+)\.(?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com$"
+)
 _HTTP = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(connect=10, read=880))
 _DROPPED = {"transfer-encoding", "connection"}
 IN_FLIGHT = 16
+ATTEMPTS = 3
 
 
 def _local_endpoints() -> set[str]:
@@ -72,8 +76,17 @@ def send(event: dict[str, Any]) -> dict[str, Any]:
     headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() not in _DROPPED}
     if body and not any(k.lower() == "content-length" for k in headers):
         headers["Content-Length"] = str(len(body))
-    got = _HTTP.request(method, url, body=body or None, headers=headers, redirect=False, preload_content=False)
-    data = got.read(MAX_BODY + 1, decode_content=False)
+    for attempt in range(ATTEMPTS):
+        try:
+            got = _HTTP.request(
+                method, url, body=body or None, headers=headers, redirect=False, preload_content=False
+            )
+            data = got.read(MAX_BODY + 1, decode_content=False)
+            break
+        except urllib3.exceptions.HTTPError as err:  # the connection, not the answer: the caller may retry
+            if attempt == ATTEMPTS - 1:
+                return {"error": f"{type(err).__name__}: {err}", "transient": True}
+            time.sleep(0.2 * 2**attempt)
     if len(data) > MAX_BODY:
         got.close()  # the rest is not read: the connection cannot be used again
         return {"error": f"the answer is larger than {MAX_BODY} bytes"}

@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, EndpointConnectionError
 
 from .constants import KiB, MiB
 
@@ -114,6 +114,8 @@ class _Raw(io.BytesIO):
 
 
 def response(url: str, answer: dict[str, Any]) -> AWSResponse:
+    if answer.get("transient"):  # botocore's retries apply, as to any dropped connection
+        raise EndpointConnectionError(endpoint_url=url, error=answer["error"])
     if "error" in answer:
         raise ReachError(message=f"the reach function could not carry the call: {answer['error']}")
     body = base64.b64decode(answer.get("body") or "")
@@ -164,9 +166,20 @@ def send_all(made: Any, envelopes: Sequence[dict[str, Any]]) -> list[dict[str, A
     answers: list[dict[str, Any]] = []
     for start in range(0, len(envelopes), BATCH):
         batch = list(envelopes[start : start + BATCH])
+        got = _batch(function, batch)
+        again = [i for i, a in enumerate(got) if a.get("transient")]
+        if again:  # the connections that dropped, once more
+            for i, answer in zip(again, _batch(function, [batch[i] for i in again]), strict=True):
+                got[i] = answer
+        answers.extend(got)
+    return answers
+
+
+def _batch(function: str, batch: list[dict[str, Any]], attempts: int = 3) -> list[dict[str, Any]]:
+    for attempt in range(attempts):
         answer = _lambda().invoke(FunctionName=function, Payload=json.dumps({"batch": batch}))
         payload = json.loads(answer["Payload"].read() or b"{}")
-        if answer.get("FunctionError") or "answers" not in payload:
+        if not answer.get("FunctionError") and "answers" in payload:
+            return payload["answers"]
+        if attempt == attempts - 1 or "answers" in payload or "error" in payload:
             raise ReachError(message=f"the reach function failed: {payload}")
-        answers.extend(payload["answers"])
-    return answers

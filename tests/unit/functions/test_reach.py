@@ -190,3 +190,19 @@ def test_many_heads_of_another_regions_blocks_are_one_call_of_the_reach_function
     assert len(carried) == 1 and len(carried[0]["batch"]) == 3  # one invocation for the three HEADs
     assert [s["method"] for s in _Endpoint.seen] == ["HEAD"] * 3
     assert all(s["headers"]["x-amz-checksum-mode"] == "ENABLED" for s in _Endpoint.seen)
+
+
+def test_a_dropped_connection_is_a_connection_error_botocore_retries(carried, monkeypatch):
+    from botocore.config import Config
+    from botocore.exceptions import EndpointConnectionError
+
+    closed = __import__("socket").socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    s3 = reach.client("s3", OTHER, config=Config(retries={"total_max_attempts": 2, "mode": "standard"}))
+    with pytest.raises(EndpointConnectionError):
+        s3.head_object(Bucket="blocks-eu", Key="blocks/x")
+    assert len(carried) == 2  # botocore sent it again, as after any dropped connection
