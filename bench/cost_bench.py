@@ -163,8 +163,8 @@ def idle_markdown(idle: dict) -> list[str]:
     a = next(iter(idle.values()))
     lines += [
         "",
-        f"A month is {a['assumptions']['hours_per_month']} hours. Interface endpoint: Step Functions in each "
-        "VPC, two AZs. Scheduled runs: the functions' memory for "
+        f"A month is {a['assumptions']['hours_per_month']} hours. Interface endpoint: Lambda in each "
+        "VPC, two AZs (Step Functions and other regions go through the reach function). Scheduled runs: the functions' memory for "
         f"{a['assumptions']['idle_run_seconds']:g} s each plus the request; logs {a['assumptions']['log_bytes_per_run']} "
         f"bytes per run ingested and kept 30 days. Zero when idle: {', '.join(a['zero_when_idle'])} "
         "(CloudFront has no monthly fee on the pay-as-you-go plan; an empty EFS holds a few KiB; DynamoDB on "
