@@ -3,46 +3,19 @@ and less often (each check reads the execution and the job's records)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests.conftest import load_function
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def context(monkeypatch, tmp_path):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
-    load_function("controller")
-    module = sys.modules["context"]
-    clock = Clock()
-    monkeypatch.setattr(module.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(module.time, "sleep", clock.sleep)
-    return module, clock
-
-
-def test_a_job_that_ends_is_answered_at_the_next_check(context):
-    module, clock = context
+def test_a_job_that_ends_is_answered_at_the_next_check(poll_clock):
+    module, clock = poll_clock
     states = iter([{"state": "running"}] * 3 + [{"state": "ready"}])
     answer = module.long_poll(lambda: next(states), 20, lambda s: s["state"] == "running")
     assert answer == {"state": "ready"}
     assert clock.now - 1000.0 < 0.3  # three short pauses: 50, 75 and 112 ms
 
 
-def test_a_running_job_is_checked_less_often_and_answered_at_the_deadline(context):
-    module, clock = context
+def test_a_running_job_is_checked_less_often_and_answered_at_the_deadline(poll_clock):
+    module, clock = poll_clock
     checks = []
 
     def fetch() -> dict:

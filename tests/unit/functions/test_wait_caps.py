@@ -12,32 +12,6 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from hycloud_core import api_limits
-from tests.conftest import load_function
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def context(monkeypatch, tmp_path):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
-    load_function("controller")
-    module = sys.modules["context"]
-    clock = Clock()
-    monkeypatch.setattr(module.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(module.time, "sleep", clock.sleep)
-    monkeypatch.delattr(module.BaseRouter, "current_event", raising=False)
-    monkeypatch.delattr(module.BaseRouter, "lambda_context", raising=False)
-    return module, clock
 
 
 def in_request(monkeypatch, module, taken_s_ago: float, lambda_left_s: float = 29.0) -> None:
@@ -62,36 +36,36 @@ def held(module, clock, wait_s: float) -> tuple[float, int]:
     return clock.now - started, len(checks)
 
 
-def test_a_wait_longer_than_the_cap_is_held_at_most_max_wait(context):
-    module, clock = context
+def test_a_wait_longer_than_the_cap_is_held_at_most_max_wait(poll_clock):
+    module, clock = poll_clock
     seconds, _ = held(module, clock, 3600)
     assert seconds == pytest.approx(api_limits.MAX_WAIT_S)
     assert api_limits.MAX_WAIT_S + api_limits.ANSWER_MARGIN_S < api_limits.GATEWAY_TIMEOUT_S
 
 
-def test_time_already_spent_on_the_request_is_taken_off_the_hold(context, monkeypatch):
-    module, clock = context
+def test_time_already_spent_on_the_request_is_taken_off_the_hold(poll_clock, monkeypatch):
+    module, clock = poll_clock
     in_request(monkeypatch, module, taken_s_ago=10)
     seconds, _ = held(module, clock, 20)
     budget = api_limits.GATEWAY_TIMEOUT_S - api_limits.ANSWER_MARGIN_S - 10
     assert seconds == pytest.approx(budget, abs=0.2) and 10 + seconds < api_limits.GATEWAY_TIMEOUT_S - 3
 
 
-def test_a_request_near_api_gateways_timeout_is_answered_after_one_check(context, monkeypatch):
-    module, clock = context
+def test_a_request_near_api_gateways_timeout_is_answered_after_one_check(poll_clock, monkeypatch):
+    module, clock = poll_clock
     in_request(monkeypatch, module, taken_s_ago=26)
     assert held(module, clock, 20) == (0.0, 1)
 
 
-def test_the_functions_own_timeout_bounds_the_hold_too(context, monkeypatch):
-    module, clock = context
+def test_the_functions_own_timeout_bounds_the_hold_too(poll_clock, monkeypatch):
+    module, clock = poll_clock
     in_request(monkeypatch, module, taken_s_ago=0, lambda_left_s=8)
     seconds, _ = held(module, clock, 20)
     assert seconds == pytest.approx(8 - api_limits.ANSWER_MARGIN_S, abs=0.01)
 
 
-def test_a_job_that_ends_is_still_answered_at_once(context, monkeypatch):
-    module, clock = context
+def test_a_job_that_ends_is_still_answered_at_once(poll_clock, monkeypatch):
+    module, clock = poll_clock
     in_request(monkeypatch, module, taken_s_ago=1)
     states = iter([{"state": "running"}, {"state": "ready"}])
     assert module.long_poll(lambda: next(states), 3600, lambda s: s["state"] == "running") == {
@@ -100,7 +74,7 @@ def test_a_job_that_ends_is_still_answered_at_once(context, monkeypatch):
     assert clock.now - 1000.0 < 0.1
 
 
-def test_the_wait_parameter_is_cut_to_the_cap_and_bounded(context):
+def test_the_wait_parameter_is_cut_to_the_cap_and_bounded(poll_clock):
     models = sys.modules["models"]
     wait = TypeAdapter(models.Wait)
     assert wait.validate_python(3600) == api_limits.MAX_WAIT_S

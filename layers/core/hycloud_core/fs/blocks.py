@@ -24,15 +24,20 @@ def b64(hex_hash: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_hash)).decode()
 
 
-def _judged(answer: dict, block_hash: str, size: int) -> str:
-    """state() from a HEAD's raw answer."""
+def _found(answer: dict, operation: str) -> bool:
+    """Whether a raw answer of the reach function found the block (200) or not (404); else an error."""
     if "error" in answer:
         raise reach.ReachError(message=answer["error"])
     status = int(answer["status"])
-    if status == 404:
+    if status not in (200, 404):
+        raise ClientError({"Error": {"Code": str(status), "Message": f"{operation} of a block"}}, operation)
+    return status == 200
+
+
+def _judged(answer: dict, block_hash: str, size: int) -> str:
+    """state() from a HEAD's raw answer."""
+    if not _found(answer, "HeadObject"):
         return ABSENT
-    if status != 200:
-        raise ClientError({"Error": {"Code": str(status), "Message": "HEAD of a block"}}, "HeadObject")
     headers = {k.lower(): v for k, v in (answer.get("headers") or {}).items()}
     same = headers.get("content-length") == str(size) and headers.get("x-amz-checksum-sha256") == b64(block_hash)
     return STORED if same else OTHER
@@ -54,14 +59,7 @@ def _fitting(blocks: Sequence[tuple[str, int]]) -> Iterator[list[tuple[str, int]
 
 def _body_of(answer: dict) -> bytes | None:
     """get() from a GET's raw answer: its bytes, None when absent."""
-    if "error" in answer:
-        raise reach.ReachError(message=answer["error"])
-    status = int(answer["status"])
-    if status == 404:
-        return None
-    if status != 200:
-        raise ClientError({"Error": {"Code": str(status), "Message": "GET of a block"}}, "GetObject")
-    return base64.b64decode(answer.get("body") or "")
+    return base64.b64decode(answer.get("body") or "") if _found(answer, "GetObject") else None
 
 
 class BlockStore:
