@@ -19,13 +19,13 @@ from pydantic import BaseModel, Field
 from hycloud_core import coded_whole, paths, reach
 from hycloud_core import constants as c
 from hycloud_core.coded_layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
-from hycloud_core.control.coded_jobs import queue_coded_job
 from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
+from hycloud_core.launch.coded_jobs import queue_coded_job
 from hycloud_core.relay import execution_arn
 from hycloud_core.store import cached_copies
 from hycloud_core.store.measurements import Measurements, Sample
@@ -244,7 +244,7 @@ def _repair_machine() -> str:
 @router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
 def repair(body: Annotated[RepairIn, BodyParam()]):
     """Rebuild the caller's coded blocks on one instance from the others: a Step Functions job
-    queued as background work (control/coded_jobs.py), started in FOP order."""
+    queued as background work (launch/coded_jobs.py), started in FOP order."""
     if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
     caller, store = user(router), QueueStore(records().table)

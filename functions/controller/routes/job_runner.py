@@ -24,12 +24,12 @@ from botocore.config import Config
 from context import CONFIG, records, user
 
 from hycloud_core import executions, jobs
-from hycloud_core.control.dispatch import PassBudget, dispatch_pass
 from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.errors import NotFoundError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.job_ledger import JobLedger, JobRecord, submit
+from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements
 from hycloud_core.store.queue_records import USER, QueueStore, SchedConfig

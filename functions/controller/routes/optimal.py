@@ -16,8 +16,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.exceptions import ClientError
 from context import CONFIG, records, s3, s3_in, user
 
-from hycloud_core.control.selection import job_instance
-from hycloud_core.instances import Instance, on_ring, reachable
+from hycloud_core.instances import Instance, job_instance, on_ring, reachable
 from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.relay import LAYOUT_PREFIX, layout_name
 from hycloud_core.store.measurements import Measurements

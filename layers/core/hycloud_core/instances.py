@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -73,3 +74,12 @@ def reachable(table: Any) -> list[Instance]:
     for item in [*from_environment(), *on_ring(table)]:
         seen.setdefault(item.region, item)
     return list(seen.values())
+
+
+def job_instance(instances: Sequence[Instance], optimal: str | None) -> Instance | None:
+    """The data instance a coded file's relay or delta job runs at: the user's optimal instance
+    when it is one with job workflows; None means home (the first instance)."""
+    for item in instances[1:]:
+        if item.region == optimal and item.relay_state_machine and item.delta_state_machine:
+            return item
+    return None

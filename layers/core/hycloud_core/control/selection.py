@@ -7,10 +7,8 @@ optimal instance and hosts the client's namespace in EFS.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from ..instances import Instance
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -34,11 +32,3 @@ def select_service_instances(
     chosen = tuple(name for name in ordered if latencies[name] <= limit)
     return ServiceInstances(optimal=chosen[0], instances=chosen)
 
-
-def job_instance(instances: Sequence[Instance], optimal: str | None) -> Instance | None:
-    """The data instance a coded file's relay or delta job runs at: the user's optimal instance
-    when it is one with job workflows; None means home (the first instance)."""
-    for item in instances[1:]:
-        if item.region == optimal and item.relay_state_machine and item.delta_state_machine:
-            return item
-    return None

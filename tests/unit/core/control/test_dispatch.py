@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hycloud_core.control.dispatch import dispatch_pass
+from hycloud_core.launch.dispatch import dispatch_pass
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.queue_records import QueueStore, SchedConfig, report_throughput
 from tests.conftest import make_stores

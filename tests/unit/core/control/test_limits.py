@@ -8,9 +8,9 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core import auth
-from hycloud_core.control.dispatch import PassBudget, dispatch_pass
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
 from hycloud_core.errors import BadRequestError
+from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
 from hycloud_core.store.measurements import Measurements, Plausible, Sample
 from hycloud_core.store.queue_records import QueueStore, SchedConfig
 from hycloud_core.store.users import Users

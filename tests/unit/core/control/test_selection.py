@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core.control.selection import job_instance, select_service_instances
-from hycloud_core.instances import Instance
+from hycloud_core.control.selection import select_service_instances
+from hycloud_core.instances import Instance, job_instance
 
 
 def test_instances_within_ten_percent_of_the_lowest():

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from ..control.relay_adoption import RelayPool, WorkerState
 from ..store.queue_records import QueueStore, SchedConfig
-from .relay_adoption import RelayPool, WorkerState
 
 START_GRACE_S = 30.0  # a claimed job whose execution never appeared is given up after this
 SCAN_LIMIT = 200  # queue items looked at per pass (blocked ones are skipped)
