@@ -13,7 +13,7 @@
   refuses connections, at most 6 s when it drops them, plus one request per replayed change.
 - While on the standby, the primary is probed at most every `probe_s`. When it answers, switch-back
   holds every new request until each earlier one is acknowledged, copies to the primary what the
-  standby has and it lacks (switch_back.py, by Merkle exchange), clears the standby's divergence
+  standby has and it lacks (sdk/switch_back.py, by Merkle exchange, through `reconcile`), clears the standby's divergence
   mark so replication resumes, and releases the held requests to the primary.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +42,7 @@ LAG_POLL_S = 10.0
 REPLAY_THREADS = 8
 DOWN_CODES = ("unreachable", "outcome-unknown")
 DOWN_STATUSES = (502, 503, 504)
+Reconcile = Callable[[Http, Http, str], int]  # (standby, primary, api key) -> files or folders copied
 GATEWAY_CODES = ("internal-error", "http-error")  # an answer without the controller's error body
 
 
@@ -79,9 +80,15 @@ class FailoverHttp:
         timeout: float = 60.0,
         probe_s: float = 2.0,
         journal: Path | str | None = None,
+        *,
+        reconcile: Reconcile,
     ):
         """`journal`: the journal's file (default: beside the client's state, failover_journal.py),
-        so what one run had acknowledged is replayed by a later run that finds the primary down."""
+        so what one run had acknowledged is replayed by a later run that finds the primary down.
+        `reconcile(standby, primary, api_key)` copies the standby's newer state to the primary at
+        switch-back and says how many files or folders it changed; the SDK supplies it
+        (sdk/switch_back.py), so this transport does not depend on the SDK."""
+        self.reconcile = reconcile
         self.primary = Http(primary, api_key, timeout, retries=1)
         self.primary.timeout = (CONNECT_TIMEOUT_S, timeout)
         self.standby = Http(standby, api_key, timeout)
@@ -261,8 +268,6 @@ class FailoverHttp:
         self.switch_back()
 
     def switch_back(self) -> None:
-        from .switch_back import reconcile_primary
-
         with self._cond:
             if not self.on_standby or self._holding:
                 return
@@ -270,7 +275,7 @@ class FailoverHttp:
             self._cond.wait_for(lambda: self._in_flight == 0)  # every earlier request acknowledged
         started = time.monotonic()
         try:
-            copied = reconcile_primary(self.standby, self.primary, self.api_key)
+            copied = self.reconcile(self.standby, self.primary, self.api_key)
             self.standby.request("DELETE", "/v1/replication/diverged")
             self._on_standby = False
             self.switches.append(

@@ -20,11 +20,12 @@ from ..config import ClientConfig
 from ..failover import FailoverHttp
 from ..http import Http
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
-from ..verify import check_stored
+from ..verify import check_stored, verified_body
 from ..versions import VersionStore
 from . import tree_jobs, trees
 from .files import open_remote
 from .subscribers import ProgressLike, as_progress, report
+from .switch_back import reconcile_primary
 
 if TYPE_CHECKING:
     from ..transfer.coded import SessionFor
@@ -54,7 +55,9 @@ class HyCloud:
     ) -> None:
         """`standby`: the standby controller's API URL; with it the client fails over (failover.py)."""
         self.http = (
-            FailoverHttp(endpoint, standby, api_key, timeout) if standby else Http(endpoint, api_key, timeout)
+            FailoverHttp(endpoint, standby, api_key, timeout, reconcile=_switch_back)
+            if standby
+            else Http(endpoint, api_key, timeout)
         )
         self._threshold: int | None = None
         self._coded_threshold: int | None | bool = False  # False: not asked yet
@@ -405,7 +408,7 @@ class HyCloud:
 
         response = self._fetch(path)
         if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
-            data = _verified(path, response)
+            data = verified_body(path, response)
             report(as_progress(progress), f"download {path}", len(data))
             return data
         with tempfile.TemporaryDirectory(prefix="hycloud-") as folder:
@@ -547,10 +550,15 @@ class HyCloud:
         return local
 
 
+def _switch_back(standby: Http, primary: Http, api_key: str) -> int:
+    """What FailoverHttp runs when the primary is back: the standby's newer state copied to it."""
+    return reconcile_primary(HyCloud(standby.base, api_key), HyCloud(primary.base, api_key))
+
+
 def _write_verified(path: str, response, local: Path, progress: Progress | None) -> Path:
     tmp = local.with_name(local.name + ".hycloud-part")
     try:
-        data = _verified(path, response)
+        data = verified_body(path, response)
         tmp.write_bytes(data)
         tmp.replace(local)
         report(progress, f"download {local.name}", len(data))
@@ -563,11 +571,3 @@ def _write_verified(path: str, response, local: Path, progress: Progress | None)
 def _keep(mtime: float | None, mode: int | None) -> dict:
     """The file metadata an upload asks the cloud to keep."""
     return {k: v for k, v in (("mtime", mtime), ("mode", mode)) if v is not None}
-
-
-def _verified(path: str, response) -> bytes:
-    data = response.content
-    expected = response.headers.get("x-hycloud-sha256")
-    if expected and hashlib.sha256(data).hexdigest() != expected:
-        raise HyCloudError(f"download of {path} is corrupt (sha256 mismatch)", code="corrupt-download")
-    return data

@@ -22,6 +22,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import new_session
+from ..verify import verified_body
 
 if TYPE_CHECKING:
     from ..transfer.coded import ChunkReader
@@ -51,9 +52,7 @@ class RemoteReader(io.RawIOBase):
         if response.headers.get("Content-Type", "").startswith(LINK_TYPE):
             self._link = response.json()
         else:
-            from .client import _verified
-
-            self._data = _verified(self.path, response)
+            self._data = verified_body(self.path, response)
 
     @property
     def size(self) -> int:

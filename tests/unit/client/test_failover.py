@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hycloud import failover, switch_back
+from hycloud import failover
 from hycloud.failover import FailoverHttp
 from hycloud_core.errors import HyCloudError
 
@@ -55,7 +55,9 @@ class Fake:
 @pytest.fixture
 def http(monkeypatch, tmp_path) -> FailoverHttp:
     monkeypatch.setattr(failover, "LAG_POLL_S", 3600)
-    h = FailoverHttp("http://p", "http://s", "key", probe_s=0, journal=tmp_path / "journal.sqlite3")
+    h = FailoverHttp(
+        "http://p", "http://s", "key", probe_s=0, journal=tmp_path / "journal.sqlite3", reconcile=lambda *a: 0
+    )
     h.primary, h.standby = Fake("p"), Fake("s")
     return h
 
@@ -88,7 +90,7 @@ def test_a_write_the_standby_already_has_is_not_sent_again(http):
 
 def test_switch_back_waits_for_requests_in_flight_and_holds_new_ones(http, monkeypatch):
     reconciled: list[float] = []
-    monkeypatch.setattr(switch_back, "reconcile_primary", lambda *a: reconciled.append(time.monotonic()) or 0)
+    http.reconcile = lambda *a: reconciled.append(time.monotonic()) or 0
     http.primary.down = True
     http.request("GET", "/v1/whoami")
     gate = http.standby.slow["/v1/slow"] = threading.Event()

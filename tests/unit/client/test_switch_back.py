@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hycloud.switch_back import _settle
+from hycloud.sdk.switch_back import _settle
 from hycloud_core.merkle.remote_diff import Difference
 
 

@@ -19,15 +19,13 @@ from hycloud_core.errors import NotFoundError
 from hycloud_core.merkle.remote_diff import Difference, differences
 
 if TYPE_CHECKING:
-    from .http import Http
-    from .sdk.client import HyCloud
+    from .client import HyCloud
 
 
-def reconcile_primary(standby: Http, primary: Http, api_key: str) -> int:
-    """Copy the standby's newer state to the primary; how many files or folders changed there."""
-    from .sdk.client import HyCloud
-
-    src, dst = HyCloud(standby.base, api_key), HyCloud(primary.base, api_key)
+def reconcile_primary(src: HyCloud, dst: HyCloud) -> int:
+    """Copy the standby's (`src`) newer state to the primary (`dst`); how many files or folders
+    changed there. The failover transport calls it through the callable HyCloud hands it, so the
+    transport never imports the SDK."""
     found = differences(src.merkle_children, dst.merkle_children)
     with tempfile.TemporaryDirectory(prefix="hycloud-switch-back-") as tmp:
         return sum(_settle(diff, src, dst, Path(tmp)) for diff in found)
