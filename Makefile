@@ -40,8 +40,9 @@ up: setup
 down:
 	$(PY) infra/local/localcloud.py stop
 
-lint: setup
+lint: setup  # style, and the layers of docs/ARCHITECTURE.md (.importlinter; tests/unit/test_layers.py in make test)
 	.venv/bin/ruff check .
+	.venv/bin/lint-imports
 
 synth: setup
 	PATH=$(CURDIR)/.venv/bin:$$PATH .localcloud/node/node_modules/.bin/cdk synth --quiet
