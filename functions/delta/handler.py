@@ -20,6 +20,7 @@ from functools import cache
 from typing import BinaryIO
 
 from hycloud_core import content, paths
+from hycloud_core.atomic import atomic_open
 from hycloud_core.config import InstanceConfig
 from hycloud_core.delta import versioned
 from hycloud_core.errors import BadRequestError, ConflictError
@@ -61,14 +62,12 @@ def unstage(event: dict, suffix: str) -> None:
         return
     digest = hashlib.sha256()
     body = s3().get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
-    with open(target + ".tmp", "wb") as out:
+    with atomic_open(target) as out:
         for piece in body.iter_chunks(1 << 20):
             digest.update(piece)
             out.write(piece)
-    if digest.hexdigest() != event["staged_sha256"]:
-        os.unlink(target + ".tmp")
-        raise HashMismatch("the staged object is not what the client named")
-    os.replace(target + ".tmp", target)
+        if digest.hexdigest() != event["staged_sha256"]:  # nothing replaced: the temporary goes
+            raise HashMismatch("the staged object is not what the client named")
     s3().delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
 
 

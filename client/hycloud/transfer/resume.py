@@ -9,9 +9,10 @@ starts over instead of failing on every rerun.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
+
+from hycloud_core.atomic import atomic_write
 
 
 def load(path: Path, identity: dict, pieces: set[int], warn: Callable[[str], None]) -> set[int]:
@@ -41,13 +42,4 @@ def _int_list(value: object) -> bool:
 
 def save(path: Path, identity: dict, done: set[int]) -> None:
     """Replace the resume file with this state, atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w") as f:
-            f.write(json.dumps({**identity, "done": sorted(done)}))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps({**identity, "done": sorted(done)}), fsync=True)

@@ -42,6 +42,7 @@ from models import (
 from pydantic import BaseModel
 
 from hycloud_core import content, jobs, paths
+from hycloud_core.atomic import atomic_write
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
@@ -122,10 +123,7 @@ def _large(path: str):
 
 def _stage(job: str, suffix: str, data: bytes) -> None:
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
-    target = jobs.staging_file(CONFIG.staging_dir, job, suffix)
-    with open(target + ".tmp", "wb") as f:
-        f.write(data)
-    os.replace(target + ".tmp", target)
+    atomic_write(jobs.staging_file(CONFIG.staging_dir, job, suffix), data)
 
 
 def _home_delta_ready(job: str) -> bool:

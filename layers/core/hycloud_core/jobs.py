@@ -17,8 +17,8 @@ import json
 import os
 import re
 import secrets
-import uuid
 
+from .atomic import atomic_write
 from .errors import BadRequestError
 
 KINDS = ("dl", "ul", "relay")
@@ -79,11 +79,7 @@ def staging_file(staging_dir: str, job: str, suffix: str) -> str:
 def save_outcome(staging_dir: str, job: str, outcome: dict) -> None:
     """How a job that runs outside a workflow's output ended (atomic: concurrent runs may race)."""
     os.makedirs(staging_dir, exist_ok=True)
-    target = staging_file(staging_dir, job, "outcome")
-    tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(outcome, f)
-    os.replace(tmp, target)
+    atomic_write(staging_file(staging_dir, job, "outcome"), json.dumps(outcome))
 
 
 def load_outcome(staging_dir: str, job: str) -> dict | None:

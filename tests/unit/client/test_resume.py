@@ -13,7 +13,7 @@ import time
 import pytest
 
 from hycloud.transfer import download, resume
-from hycloud_core import content
+from hycloud_core import atomic, content
 
 PIECE = 1024
 IDENTITY = {"content_hash": "h" * 64, "size": 10 * PIECE, "piece": PIECE}
@@ -33,11 +33,17 @@ class FullDisk(io.StringIO):
         raise OSError(errno.ENOSPC, "No space left on device")
 
 
+def full_disk(fd: int, *args, **kwargs) -> FullDisk:
+    """What atomic_open writes to when the disk is full (the temporary's descriptor closed)."""
+    os.close(fd)
+    return FullDisk()
+
+
 def test_enospc_while_saving_keeps_the_previous_state_and_no_temporary_file(tmp_path, monkeypatch):
     path = tmp_path / "f.hycloud-part.json"
     resume.save(path, IDENTITY, {0, PIECE})
     before = path.read_bytes()
-    monkeypatch.setattr(resume, "open", lambda *a, **k: FullDisk(), raising=False)
+    monkeypatch.setattr(atomic.os, "fdopen", full_disk)
     with pytest.raises(OSError) as err:
         resume.save(path, IDENTITY, {0, PIECE, 2 * PIECE})
     assert err.value.errno == errno.ENOSPC
@@ -112,7 +118,7 @@ def test_full_disk_during_a_download_then_the_rerun_resumes_from_the_last_good_s
         saves.append(1)
         if len(saves) == 3:
             with monkeypatch.context() as m:
-                m.setattr(resume, "open", lambda *a, **k: FullDisk(), raising=False)
+                m.setattr(atomic.os, "fdopen", full_disk)
                 return real_save(path, identity, done)
         return real_save(path, identity, done)
 

@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..atomic import atomic_write
 from ..errors import BadRequestError, ConflictError
 from ..relay import layout_name
 
@@ -62,9 +63,7 @@ class RelayCache:
         if os.path.exists(meta):
             os.unlink(meta)  # no reader may match the old hash against the new bytes
         os.replace(tmp_file, self.path(name))
-        with open(meta + ".tmp", "w") as f:
-            json.dump({"content_hash": content_hash, "cached": time.time()}, f)
-        os.replace(meta + ".tmp", meta)
+        atomic_write(meta, json.dumps({"content_hash": content_hash, "cached": time.time()}))
 
     def read(self, name: str, content_hash: str, offset: int, length: int) -> bytes:
         check_range(offset, length)
@@ -89,9 +88,7 @@ class RelayCache:
         if os.path.exists(path):
             os.utime(path)  # in use again: not pruned for another day
             return name
-        with open(path + f".{os.getpid()}.tmp", "w") as f:
-            json.dump(layout, f)
-        os.replace(path + f".{os.getpid()}.tmp", path)
+        atomic_write(path, json.dumps(layout))
         return name
 
     def layout(self, name: str) -> dict:
