@@ -4,22 +4,81 @@ HyCloud files.
 Credentials come from `storage_options` (`endpoint` and `key`, or `profile`), else from the client
 configuration and environment like the CLI. Reads and writes are the SDK's file objects
 (`HyCloud.open`): ranged reads, uploads on close.
+
+Failures are the exceptions Python code expects of a filesystem (fsspec's abstract test suite
+checks them): a missing path is FileNotFoundError, an existing one FileExistsError, and so on
+(`os_errors`); the HyCloud error is kept as `__cause__`, its `code` and `status` on the exception.
+A write into a folder that does not exist makes it (`auto_mkdir`, on by default, as object stores
+behave); with `auto_mkdir=False` such an `open(..., "w")` fails at once with FileNotFoundError.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import os
+import posixpath
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from glob import has_magic
 from typing import Any
 
 import fsspec
 from fsspec.spec import AbstractFileSystem
+from fsspec.utils import isfilelike
 
-from hycloud_core.errors import ConflictError, NotFoundError
+from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
 from .config import ClientConfig
+from .preconditions import ABSENT
 from .sdk import HyCloud
+from .sdk.files import BufferedRemoteWriter, RemoteReader, RemoteWriter
+from .sdk.trees import kept_metadata
 
 PROTOCOL = "hycloud"
+READ_BUFFER = 4 * 1024 * 1024
+ENTRY_KEYS = frozenset({"name", "path", "type", "size", "mtime", "storage", "content_hash", "mode"})
+LISTINGS_EXPIRY_S = 10.0  # how long a folder listing answers `info`/`ls` (use_listings_cache=False: never)
+
+# HyCloud error codes and the OSError each one is to a caller of a filesystem
+_BY_CODE: dict[str, tuple[type[OSError], int]] = {
+    "already-exists": (FileExistsError, errno.EEXIST),
+    "version-mismatch": (FileExistsError, errno.EEXIST),  # an exclusive create found a file
+    "is-a-directory": (IsADirectoryError, errno.EISDIR),
+    "not-a-directory": (NotADirectoryError, errno.ENOTDIR),
+    "not-empty": (OSError, errno.ENOTEMPTY),
+    "quota-exceeded": (OSError, errno.EDQUOT),
+}
+
+
+def as_os_error(err: HyCloudError, path: str) -> OSError | HyCloudError:
+    """The OSError a filesystem raises for `err`, or `err` itself when none fits (a refused key,
+    an unreachable API: not something about the path)."""
+    if err.code in _BY_CODE:
+        cls, number = _BY_CODE[err.code]
+    elif isinstance(err, NotFoundError):
+        cls, number = FileNotFoundError, errno.ENOENT
+    elif isinstance(err, ForbiddenError):
+        cls, number = PermissionError, errno.EACCES
+    else:
+        return err
+    mapped = cls(number, err.message, path)
+    mapped.code, mapped.status = err.code, err.status  # type: ignore[attr-defined]
+    return mapped
+
+
+@contextmanager
+def os_errors(path: str) -> Iterator[None]:
+    """Raise HyCloud errors about `path` as the OSError a filesystem raises."""
+    try:
+        yield
+    except HyCloudError as err:
+        mapped = as_os_error(err, path)
+        if mapped is err:
+            raise
+        raise mapped from err
 
 
 def make_client(endpoint: str | None = None, key: str | None = None, profile: str | None = None) -> HyCloud:
@@ -45,6 +104,44 @@ def _load_config(profile: str | None) -> ClientConfig:
             os.environ["HYCLOUD_PROFILE"] = saved
 
 
+@dataclass
+class _Change:
+    """What a change reports: entries it made (path -> the cloud's entry) and paths it removed."""
+
+    made: dict[str, dict] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)
+
+
+def _by_name(entry: dict) -> str:
+    return entry["name"]
+
+
+class HyCloudReader(io.BufferedReader):
+    """A buffered remote reader with the `size` fsspec's callers read (cat_file with a negative start)."""
+
+    @property
+    def size(self) -> int:
+        return self.raw.size
+
+
+class HyCloudWriter(BufferedRemoteWriter):
+    """A remote writer whose upload at close fails with the OSError a filesystem raises, and
+    tells its filesystem (`on_close`) that the folder's listing changed."""
+
+    def __init__(self, raw: RemoteWriter, buffer_size: int, on_close: Callable[[], None]) -> None:
+        super().__init__(raw, buffer_size)
+        self._on_close = on_close
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            with os_errors(self.raw.path):
+                super().close()
+        finally:
+            self._on_close()
+
+
 class HyCloudFileSystem(AbstractFileSystem):
     """A user's HyCloud namespace as an fsspec filesystem."""
 
@@ -52,10 +149,17 @@ class HyCloudFileSystem(AbstractFileSystem):
     root_marker = "/"
 
     def __init__(
-        self, endpoint: str | None = None, key: str | None = None, profile: str | None = None, **kwargs: Any
+        self,
+        endpoint: str | None = None,
+        key: str | None = None,
+        profile: str | None = None,
+        auto_mkdir: bool = True,
+        **kwargs: Any,
     ) -> None:
+        kwargs.setdefault("listings_expiry_time", LISTINGS_EXPIRY_S)
         super().__init__(**kwargs)
         self.client = make_client(endpoint, key, profile)
+        self.auto_mkdir = auto_mkdir
 
     @classmethod
     def _strip_protocol(cls, path: str) -> str:
@@ -76,67 +180,213 @@ class HyCloudFileSystem(AbstractFileSystem):
             "type": kind,
         }
 
-    def ls(self, path: str, detail: bool = True, **kwargs: Any):
+    def ls(self, path: str, detail: bool = True, refresh: bool = False, **kwargs: Any):
+        """A folder's entries (one request), or a file's own entry (a second, after the folder
+        listing said it is not a folder). A folder's listing is kept for `listings_expiry_time`
+        and dropped by this filesystem's own changes below it."""
         path = self._strip_protocol(path)
-        try:
-            info = self.client.stat(path)
-        except NotFoundError:
-            raise FileNotFoundError(path) from None
-        entries = (
-            [self._entry(e) for e in self.client.iter_dir(path)]
-            if info["type"] == "dir"
-            else [self._entry(info)]
-        )
+        entries = None if refresh else self._cached_listing(path)
+        if entries is None:
+            with os_errors(path):
+                try:
+                    entries = [self._entry(e) for e in self.client.iter_dir(path)]
+                    self.dircache[path] = entries
+                except ConflictError as err:
+                    if err.code != "not-a-directory":
+                        raise
+                    entries = [self._entry(self.client.stat(path))]
         return entries if detail else [e["name"] for e in entries]
 
-    def info(self, path: str, **kwargs: Any) -> dict:
-        path = self._strip_protocol(path)
+    def _cached_listing(self, path: str) -> list[dict] | None:
+        """The folder's kept listing, or a file's entry from its folder's; None when not kept."""
         try:
-            return self._entry(self.client.stat(path))
-        except NotFoundError:
-            raise FileNotFoundError(path) from None
+            return self.dircache[path]
+        except KeyError:
+            pass
+        entry = self._cached_entry(path)
+        return [entry] if entry is not None and entry["type"] == "file" else None
+
+    def _cached_entry(self, path: str) -> dict | None:
+        """The path's entry in its folder's kept listing; FileNotFoundError when that listing does
+        not have it; None when no listing of the folder is kept."""
+        if path == "/":
+            return None
+        try:
+            siblings = self.dircache[self._parent(path)]
+        except KeyError:
+            return None
+        for entry in siblings:
+            if entry["name"] == path:
+                return entry
+        raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
+
+    def info(self, path: str, refresh: bool = False, **kwargs: Any) -> dict:
+        path = self._strip_protocol(path)
+        entry = None if refresh else self._cached_entry(path)
+        if entry is not None:
+            return entry
+        with os_errors(path):
+            try:
+                return self._entry(self.client.stat(path))
+            except ConflictError as err:  # a file in the way above it: no such path
+                if err.code == "not-a-directory":
+                    raise NotFoundError(err.message) from err
+                raise
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        """Forget kept listings: all, or those of `path`, what is below it and the folders above."""
+        if path is None:
+            self.dircache.clear()
+        else:
+            path = self._strip_protocol(path)
+            self._drop_below(path)
+            while path != "/":
+                path = self._parent(path)
+                self.dircache.pop(path, None)
+        super().invalidate_cache(path)
+
+    @contextmanager
+    def _changing(self, *changed: str) -> Iterator[_Change]:
+        """A change to `changed` paths: errors as OSErrors. What the body reports made or removed
+        is written into kept listings of its folder; anything else (or a failure) drops them."""
+        change = _Change()
+        try:
+            with os_errors(changed[0]):
+                yield change
+        except BaseException:
+            for path in changed:
+                self.invalidate_cache(path)
+            raise
+        for path in changed:
+            if path in change.made:
+                self._learn(path, change.made[path])
+            elif path in change.removed:
+                self._unlist(path)
+            else:
+                self.invalidate_cache(path)
+
+    def _kept_siblings(self, path: str) -> list[dict] | None:
+        try:
+            return self.dircache[self._parent(path)]
+        except KeyError:
+            return None
+
+    def _learn(self, path: str, entry: dict) -> None:
+        """Put a path's new entry into its folder's kept listing (kept only where the folder was
+        there before the change, so no folder above changed); without one, forget instead."""
+        siblings = self._kept_siblings(path)
+        if siblings is None or not {"name", "type", "mtime"} <= entry.keys() or path == "/":
+            return self.invalidate_cache(path)
+        self._drop_below(path)
+        kept = {k: v for k, v in entry.items() if k in ENTRY_KEYS and (k != "mode" or isinstance(v, int))}
+        siblings[:] = sorted([e for e in siblings if e["name"] != path] + [self._entry(kept)], key=_by_name)
+
+    def _unlist(self, path: str) -> None:
+        """A path removed: out of its folder's kept listing, and no listing below it kept."""
+        siblings = self._kept_siblings(path)
+        if siblings is None:
+            return self.invalidate_cache(path)
+        self._drop_below(path)
+        siblings[:] = [e for e in siblings if e["name"] != path]
+
+    def _drop_below(self, path: str) -> None:
+        below = path.rstrip("/") + "/"
+        for key in [k for k in list(self.dircache) if k == path or k.startswith(below)]:
+            self.dircache.pop(key, None)
 
     # --- changes --------------------------------------------------------------------------------
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         """Refuses an existing path, as os.mkdir does (`makedirs(exist_ok=True)` does not)."""
+        path = self._strip_protocol(path)
         if self.exists(path):
-            raise FileExistsError(path)
-        self.client.mkdir(self._strip_protocol(path), parents=create_parents)
+            raise FileExistsError(errno.EEXIST, "file exists", path)
+        with self._changing(path) as change:
+            change.made[path] = self.client.mkdir(path, parents=create_parents)
+        self.dircache[path] = []  # it was not there: it is empty
 
     def makedirs(self, path: str, exist_ok: bool = False) -> None:
-        try:
-            self.client.mkdir(self._strip_protocol(path), parents=True)
-        except ConflictError:
-            if not (exist_ok and self.isdir(path)):
-                raise FileExistsError(path) from None
+        path = self._strip_protocol(path)
+        if not exist_ok and self.exists(path):
+            raise FileExistsError(errno.EEXIST, "file exists", path)
+        with self._changing(path) as change:
+            change.made[path] = self.client.mkdir(path, parents=True)
 
     def rmdir(self, path: str) -> None:
-        self.client.rmdir(self._strip_protocol(path))
+        path = self._strip_protocol(path)
+        with self._changing(path) as change:
+            self.client.rmdir(path)
+            change.removed.add(path)
 
     def rm_file(self, path: str) -> None:
-        try:
-            self.client.rm(self._strip_protocol(path))
-        except NotFoundError:
-            raise FileNotFoundError(path) from None
+        path = self._strip_protocol(path)
+        with self._changing(path) as change:
+            self.client.rm(path)
+            change.removed.add(path)
 
     def _rm(self, path: str) -> None:
-        if self.isdir(path):
-            self.client.rmdir(self._strip_protocol(path))
-        else:
-            self.rm_file(path)
+        """A file, or an empty folder (as fsspec's `rm` of an expanded tree asks)."""
+        path = self._strip_protocol(path)
+        with self._changing(path) as change:
+            try:
+                self.client.rm(path)
+            except ConflictError as err:
+                if err.code != "is-a-directory":
+                    raise
+                self.client.rmdir(path)
+            change.removed.add(path)
 
     def rm(self, path, recursive: bool = False, maxdepth: int | None = None) -> None:
-        for p in [path] if isinstance(path, str) else path:
-            if recursive and self.isdir(p):
-                self.client.rmdir(self._strip_protocol(p), recursive=True)
-            else:
+        """Files and folders; with `recursive`, a folder goes whole in one call (a job the SDK
+        follows for a large tree). Globs are expanded as fsspec does."""
+        if maxdepth is not None:
+            return super().rm(path, recursive=recursive, maxdepth=maxdepth)
+        for p in self.expand_path(path, recursive=False):
+            if not recursive:
                 self._rm(p)
+                continue
+            with self._changing(p) as change:
+                try:
+                    self.client.rmdir(p, recursive=True)
+                except ConflictError as err:
+                    if err.code != "not-a-directory":
+                        raise
+                    self.client.rm(p)
+                change.removed.add(p)
 
-    def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth=None, **kwargs: Any) -> None:
-        self.client.mv(self._strip_protocol(path1), self._strip_protocol(path2))
+    def mv(self, path1, path2, recursive: bool = False, maxdepth=None, **kwargs: Any) -> None:
+        """One move in the cloud (a whole folder at once) for a single path; lists and globs as
+        fsspec does them (copy, then remove)."""
+        if not isinstance(path1, str) or not isinstance(path2, str) or has_magic(path1):
+            return super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+        src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
+        if path2.endswith("/") or self.isdir(dst):
+            dst = posixpath.join(dst, posixpath.basename(src))
+        with self._changing(src, dst) as change:
+            change.made[dst] = self._into_new_folder(lambda: self.client.mv(src, dst), dst)
+            change.removed.add(src)
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
-        self.client.cp(self._strip_protocol(path1), self._strip_protocol(path2))
+        """A file is copied in the cloud (a large one is shared, not copied); a folder is made,
+        as fsspec's `copy` of a tree sends every folder and file to this one by one."""
+        src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
+        is_dir = self.info(src)["type"] == "directory"
+        with self._changing(dst) as change:
+            if is_dir:
+                change.made[dst] = self.client.mkdir(dst, parents=True)
+            else:
+                change.made[dst] = self._into_new_folder(lambda: self.client.cp(src, dst), dst)
+
+    def _into_new_folder(self, change, dst: str):
+        """Run `change`; when it found no folder at `dst`'s parent, make it (with parents) and
+        run it again, as object stores have no folders to be missing."""
+        try:
+            return change()
+        except NotFoundError:
+            parent = self._parent(dst)
+            if self.exists(parent):
+                raise
+            self.client.mkdir(parent, parents=True)
+            return change()
 
     # --- content ---------------------------------------------------------------------------------
     def _open(
@@ -145,24 +395,78 @@ class HyCloudFileSystem(AbstractFileSystem):
         if not autocommit:
             raise NotImplementedError("hycloud:// files are committed when closed")
         path = self._strip_protocol(path)
-        if "w" in mode:
-            return self.client.open(path, "wb", parents=True)
-        try:
-            return self.client.open(path, "rb", buffer_size=block_size or 4 * 1024 * 1024)
-        except NotFoundError:
-            raise FileNotFoundError(path) from None
+        if mode in ("wb", "xb"):
+            return self._writer(path, exclusive=mode == "xb")
+        if mode != "rb":
+            raise ValueError(f"hycloud:// files open as 'rb', 'wb' or 'xb', not {mode!r}")
+        with os_errors(path):
+            return HyCloudReader(RemoteReader(self.client, path), block_size or READ_BUFFER)
 
-    def put_file(self, lpath: str, rpath: str, callback=None, **kwargs: Any) -> None:
+    def _writer(self, path: str, exclusive: bool) -> HyCloudWriter:
+        """A writer uploading at close; an exclusive one fails now when the path exists, and its
+        upload commits only while nothing is there (a file made meanwhile is FileExistsError)."""
+        if exclusive and self.exists(path):
+            raise FileExistsError(errno.EEXIST, "file exists", path)
+        if not self.auto_mkdir and not self.isdir(self._parent(path)):
+            raise FileNotFoundError(errno.ENOENT, "no such folder", self._parent(path))
+        raw = RemoteWriter(self.client, path, parents=True, expect=ABSENT if exclusive else None)
+        return HyCloudWriter(raw, READ_BUFFER, on_close=lambda: self.invalidate_cache(path))
+
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
+        """One request for bytes that fit a small file; `mode="create"` only where nothing is."""
+        path = self._strip_protocol(path)
+        if len(value) > self.client.small_file_threshold:
+            with self.open(path, "xb" if mode == "create" else "wb") as f:
+                f.write(value)
+            return
+        with self._changing(path) as change:
+            expect = ABSENT if mode == "create" else None
+            change.made[path] = self.client.put_bytes(path, bytes(value), parents=True, expect=expect)
+
+    def touch(self, path: str, truncate: bool = True, **kwargs: Any) -> None:
+        """An empty file in one request; without `truncate` an existing file is left as it is."""
+        path = self._strip_protocol(path)
+        with self._changing(path) as change:
+            if truncate:
+                change.made[path] = self.client.put_bytes(path, b"", parents=True)
+                return
+            try:
+                change.made[path] = self.client.put_bytes(path, b"", parents=True, expect=ABSENT)
+            except ConflictError as err:
+                if err.code != "version-mismatch":
+                    raise
+
+    def put_file(self, lpath: str, rpath: str, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
+        """Upload with the local file's mtime and mode bits; folders made as needed."""
         if os.path.isdir(lpath):
             self.makedirs(rpath, exist_ok=True)
-        else:
-            self.client.put(lpath, self._strip_protocol(rpath), parents=True)
+            return
+        rpath = self._strip_protocol(rpath)
+        with self._changing(rpath) as change:
+            expect = ABSENT if mode == "create" else None
+            change.made[rpath] = self.client.put(
+                lpath, rpath, parents=True, expect=expect, **kept_metadata(lpath)
+            )
 
-    def get_file(self, rpath: str, lpath: str, callback=None, outfile=None, **kwargs: Any) -> None:
-        if self.isdir(rpath):
-            os.makedirs(lpath, exist_ok=True)
-        else:
-            self.client.get(self._strip_protocol(rpath), lpath)
+    def get_file(self, rpath: str, lpath, callback=None, outfile=None, **kwargs: Any) -> None:
+        """Download to a local path (its folders made as needed) or into a file object; a remote
+        folder becomes a local one."""
+        rpath = self._strip_protocol(rpath)
+        if outfile is None and isfilelike(lpath):
+            outfile = lpath
+        if outfile is not None:
+            with self.open(rpath, "rb") as source:
+                shutil.copyfileobj(source, outfile, READ_BUFFER)
+            return
+        lpath = os.fspath(lpath)
+        os.makedirs(os.path.dirname(lpath) or ".", exist_ok=True)
+        with os_errors(rpath):
+            try:
+                self.client.get(rpath, lpath)
+            except HyCloudError as err:
+                if err.code != "is-a-directory":
+                    raise
+                os.makedirs(lpath, exist_ok=True)
 
     def created(self, path: str):
         return self.modified(path)

@@ -18,10 +18,11 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from hycloud_core import content
-from hycloud_core.errors import ConflictError, HyCloudError
+from hycloud_core import content, paths
+from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from ..http import new_session
+from ..preconditions import ABSENT
 from ..verify import verified_body
 
 if TYPE_CHECKING:
@@ -152,9 +153,11 @@ class RemoteReader(io.RawIOBase):
 class RemoteWriter(io.RawIOBase):
     """Writes land in a local temporary file; `close()` uploads it to `path`."""
 
-    def __init__(self, client: HyCloud, path: str, parents: bool = False) -> None:
+    def __init__(self, client: HyCloud, path: str, parents: bool = False, expect: str | None = None) -> None:
+        """`expect`: the version the path must hold when the upload commits (`preconditions.py`;
+        `absent` for an exclusive create)."""
         super().__init__()
-        self.client, self.path, self.parents = client, path, parents
+        self.client, self.path, self.parents, self.expect = client, path, parents, expect
         fd, self._spool_path = tempfile.mkstemp(prefix="hycloud-write-")
         self._spool = os.fdopen(fd, "w+b")
         self.result: dict | None = None
@@ -183,7 +186,9 @@ class RemoteWriter(io.RawIOBase):
             return
         try:
             self._spool.close()
-            self.result = self.client.put(self._spool_path, self.path, parents=self.parents)
+            self.result = self.client.put(
+                self._spool_path, self.path, parents=self.parents, expect=self.expect
+            )
         finally:
             self.discard()
 
@@ -220,14 +225,33 @@ def open_remote(
     parents: bool = False,
     encoding: str | None = None,
 ) -> io.IOBase:
-    """`open()` for a remote path: "rb"/"wb", or "r"/"w" for text."""
+    """`open()` for a remote path: "rb"/"wb"/"xb", or "r"/"w"/"x" for text. A writer fails at
+    once, as `open()` does, when its folder is missing (unless `parents`: then it is made at
+    close) or, for "x", when the path exists; an "x" upload commits only while nothing is there."""
     kind, binary = mode.replace("b", "").replace("t", ""), "b" in mode
-    if kind not in ("r", "w") or ("b" in mode and "t" in mode):
+    if kind not in ("r", "w", "x") or ("b" in mode and "t" in mode):
         raise HyCloudError(
-            f"unsupported mode {mode!r}: use 'rb', 'wb', 'r' or 'w'", code="bad-mode", status=400
+            f"unsupported mode {mode!r}: use 'rb', 'wb', 'xb', 'r', 'w' or 'x'", code="bad-mode", status=400
         )
     if kind == "r":
         stream: io.IOBase = io.BufferedReader(RemoteReader(client, path), buffer_size)
     else:
-        stream = BufferedRemoteWriter(RemoteWriter(client, path, parents), buffer_size)
+        _check_writable(client, path, parents, exclusive=kind == "x")
+        writer = RemoteWriter(client, path, parents, expect=ABSENT if kind == "x" else None)
+        stream = BufferedRemoteWriter(writer, buffer_size)
     return stream if binary else io.TextIOWrapper(stream, encoding=encoding or "utf-8")
+
+
+def _check_writable(client: HyCloud, path: str, parents: bool, exclusive: bool) -> None:
+    """What would make the upload at close fail, found at open: a missing folder, an existing file."""
+    if exclusive and client.exists(path):
+        raise ConflictError(f"{paths.normalize(path)} already exists", code="already-exists")
+    folder = paths.parent(paths.normalize(path))
+    if parents or folder == "/":
+        return
+    try:
+        client.stat(folder)
+    except NotFoundError:
+        raise NotFoundError(
+            f"{folder} does not exist (open with parents=True to make it)", code="not-found"
+        ) from None

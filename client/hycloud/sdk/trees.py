@@ -33,6 +33,12 @@ class TreeResult:
     skipped: list[str] = field(default_factory=list)
 
 
+def kept_metadata(local: str | Path) -> dict:
+    """What an upload keeps of a local file besides its bytes: modification time and mode bits."""
+    st = os.stat(local)
+    return {"mtime": st.st_mtime, "mode": stat.S_IMODE(st.st_mode) & 0o777}
+
+
 def local_files(
     root: Path, follow_symlinks: bool = False, on_skip: Callable[[Path], None] | None = None
 ) -> Iterator[tuple[Path, str, bool]]:
@@ -106,8 +112,7 @@ def _upload_one_by_one(
         if is_dir:
             client.mkdir(target, parents=True)
         else:
-            st = item.stat()
-            kept = {"mtime": st.st_mtime, "mode": stat.S_IMODE(st.st_mode) & 0o777}
+            kept = kept_metadata(item)
             result.files.append(client.put(item, target, parents=True, progress=progress, **kept))
     return result
 
