@@ -6,7 +6,8 @@
 cannot be read or written (missing, unreadable, disk full); 9 content did not verify (a corrupt
 download or delta, or the server reports storing other content than was sent); 10 the API did not
 answer a change in time, so it may or may not have happened; 11 the user's quota (bytes or files)
-has no room for the change; 130 interrupted (Ctrl-C), resumable.
+has no room for the change; 12 partial: a tree transfer sent some files and refused or failed
+others (each named on stderr); 130 interrupted (Ctrl-C), resumable.
 """
 
 SUCCESS = 0
@@ -21,6 +22,7 @@ LOCAL_IO = 8
 CORRUPT = 9
 OUTCOME_UNKNOWN = 10
 QUOTA_EXCEEDED = 11
+PARTIAL = 12
 INTERRUPTED = 130
 
 BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 413: USAGE, 503: UNREACHABLE}

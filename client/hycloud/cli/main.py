@@ -20,14 +20,16 @@ from hycloud_core.errors import HyCloudError
 
 from .. import http
 from ..sdk import HyCloud
+from ..sdk.trees import kept_metadata
 from ..transfer.background import settle
-from . import exit_codes, targets
+from . import browse, exit_codes, targets, tree_commands
+from . import bwlimit as bwlimit_hook
 from .admin import admin
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
 from .job_progress import FilesBar, following
 from .mount import mount_command
-from .output import STATE, echo, emit, entry_name, error_json, log_requests, long_listing, note, stat_lines
+from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
 from .progress_bar import RichProgress
 from .serve import serve
 from .share import share_command
@@ -45,7 +47,7 @@ app = typer.Typer(
     epilog=(
         "Profiles: --profile NAME or $HYCLOUD_PROFILE. Exit codes: 0 ok, 1 error, 2 usage, 3 not configured, "
         "4 key refused, 5 not found, 6 conflict, 7 unreachable, 8 local I/O, 9 corrupt, 10 outcome unknown, "
-        "11 quota exceeded, 130 interrupted."
+        "11 quota exceeded, 12 partial (some files not sent, each named), 130 interrupted."
     ),
 )
 app.add_typer(admin, name="admin")
@@ -81,6 +83,14 @@ def _options(
         str | None,
         typer.Option("--profile", metavar="NAME", help="Configuration profile (or $HYCLOUD_PROFILE)."),
     ] = None,
+    bwlimit: Annotated[
+        str | None,
+        typer.Option(
+            "--bwlimit",
+            metavar="RATE",
+            help="Bytes per second for all transfers of the run together: 512K, 10M, 1.5G (as rclone's).",
+        ),
+    ] = None,
     _version: Annotated[
         bool,
         typer.Option(
@@ -93,6 +103,7 @@ def _options(
         os.environ["HYCLOUD_PROFILE"] = profile  # every client this run makes uses it
     if STATE["verbose"] and log_requests not in http.SESSION_HOOKS:
         http.SESSION_HOOKS.append(log_requests)
+    bwlimit_hook.install(bwlimit_hook.parse_rate(bwlimit) if bwlimit else 0)
 
 
 def _client() -> HyCloud:
@@ -121,23 +132,6 @@ def mkdir(
     """Create a directory (an existing one is an error unless -p)."""
     entry = _client().mkdir(path, parents=parents, exist_ok=parents)
     emit(entry, f"created {entry['path']}")
-
-
-@app.command(
-    context_settings=NO_H,
-    epilog=examples("hycloud ls /projects", "hycloud ls -lh /projects", "hycloud --json ls / | jq ."),
-)
-def ls(
-    path: Annotated[str, typer.Argument(metavar="PATH")] = "/",
-    long: Annotated[bool, flag("-l", "--long", help="Type, size and modification time (UTC) too.")] = False,
-    human: Annotated[bool, flag("-h", "--human-readable", help="Sizes as 1.5K, 12M, 3.0G.")] = False,
-) -> None:
-    """List a directory."""
-    entries = _client().ls(path)
-    if STATE["json"]:
-        return emit(entries)
-    for line in long_listing(entries, human) if long else [entry_name(e) for e in entries]:
-        echo(line)
 
 
 @app.command(
@@ -170,6 +164,9 @@ def _files_bar() -> FilesBar:
         "hycloud put -r ./site /www              # the contents of ./site into /www",
         "hycloud put -r -L ./site /www           # follow symlinks",
         "hycloud put new.iso /isos/a.iso --base old.iso   # send only a delta",
+        "hycloud put -r ./src /src --exclude '*.o' --exclude build/ --include keep.o",
+        "hycloud put -r -n ./site /www           # list what would be sent",
+        "hycloud --bwlimit 2M put -r --transfers 8 ./photos /photos",
     )
 )
 def put(
@@ -210,25 +207,36 @@ def put(
     plain: Annotated[
         bool, flag("--plain", help="Large files: never erasure-coded (one copy in S3).")
     ] = False,
+    dry_run: tree_commands.DryRun = False,
+    exclude: tree_commands.Exclude = None,
+    include: tree_commands.Include = None,
+    transfers: tree_commands.Transfers = None,
 ) -> None:
-    """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory."""
+    """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory.
+    A tree goes on past a file it cannot send, names it, and ends with a summary (exit 12 when some
+    files were not sent)."""
     if via not in ("auto", "direct", "delta"):
         raise HyCloudError("--via is 'auto', 'direct' or 'delta'", code="bad-usage", status=400)
     if coded and plain:
         raise HyCloudError("--coded and --plain exclude each other", code="bad-usage", status=400)
+    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
     client, bar = _client(), _bar()
     try:
         if local.is_dir():
             if not recursive:
                 raise HyCloudError(f"{local} is a directory (use -r)", code="is-a-directory", status=400)
-            done = client.upload_tree(local, remote, progress=bar, follow_symlinks=follow, on_skip=_skipped)
-            emit(done.files, f"uploaded {len(done.files)} files from {local} to {remote}")
+            tree_commands.upload(client, local, remote, bar, follow, _skipped, keep, dry_run, transfers)
             return
         if not local.is_file():
             raise HyCloudError(f"{local} is not a file", code="no-such-local-file", status=400)
+        target = targets.remote(client, local.name, remote)
+        if _left_out(keep, local.name) or dry_run:
+            return emit(
+                {"path": target, "local": str(local), "dry_run": dry_run}, _not_done(local, target, dry_run)
+            )
         entry = client.put(
             local,
-            targets.remote(client, local.name, remote),
+            target,
             parents=parents,
             progress=bar,
             base=base,
@@ -236,6 +244,7 @@ def put(
             force_delta=force_delta,
             via=via,
             coded=False if plain else (True if coded else None),
+            **kept_metadata(local),  # as put -r keeps them
         )
         settle()
     finally:
@@ -250,11 +259,22 @@ def _skipped(item: Path) -> None:
     note(f"skipped symlink {item}; use -L to follow")
 
 
+def _left_out(keep, name: str) -> bool:
+    """A single file --exclude leaves out (said so, not an error: rclone's way)."""
+    return keep is not None and not keep.keeps_file(name)
+
+
+def _not_done(src, dst, dry_run: bool, verb: str = "upload") -> str:
+    return f"would {verb} {src} -> {dst}" if dry_run else f"{src}: left out by --exclude; nothing done"
+
+
 @app.command(
     epilog=examples(
         "hycloud get /docs/notes.txt .           # lands at ./notes.txt",
         "hycloud get -r /www ./site              # the contents of /www into ./site",
         "hycloud get /isos/a.iso a.iso --via delta",
+        "hycloud get /data.csv - | head          # to stdout",
+        "hycloud get -r /www ./site --exclude '*.log' --dry-run",
     )
 )
 def get(
@@ -273,18 +293,33 @@ def get(
     base: Annotated[
         Path | None, typer.Option(metavar="OLD", help="An older local version to download a delta against.")
     ] = None,
+    dry_run: tree_commands.DryRun = False,
+    exclude: tree_commands.Exclude = None,
+    include: tree_commands.Include = None,
+    transfers: tree_commands.Transfers = None,
 ) -> None:
-    """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory.
-    `--via delta` patches the existing local file; `auto` does when eq. 2 says it pays."""
+    """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory, to
+    stdout if LOCAL is -. `--via delta` patches the existing local file; `auto` does when eq. 2
+    says it pays."""
     if via not in ("auto", "direct", "relay", "delta"):
         raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
+    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
+    if local == "-" and not recursive and not dry_run:  # stdout, as cp and aws s3 cp take "-"
+        if not _left_out(keep, targets.basename(remote)):
+            browse.copy_to(_client(), remote, sys.stdout.buffer)
+        return
     client, bar = _client(), _bar()
     try:
         if recursive:
-            done = client.download_tree(remote, local, progress=bar)
-            emit(done.files, f"downloaded {len(done.files)} files from {remote} to {local}")
+            tree_commands.download(client, remote, local, bar, keep, dry_run, transfers)
             return
         target = targets.local(remote, local)
+        if _left_out(keep, targets.basename(remote)) or dry_run:
+            client.stat(remote)  # a missing file is an error, dry or not
+            return emit(
+                {"path": str(target), "remote": remote, "dry_run": dry_run},
+                _not_done(remote, target, dry_run, "download"),
+            )
         if local.endswith(("/", os.sep)):  # "into this folder", as aws s3 cp: made if missing
             target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -362,6 +397,7 @@ def mv(
     epilog=examples(
         "hycloud cp /a.txt /docs/                # lands at /docs/a.txt",
         "hycloud cp -r /photos /backup/          # lands at /backup/photos",
+        "hycloud cp -r /photos /backup/ --exclude '*.raw'   # file by file, filtered",
     )
 )
 def cp(
@@ -370,10 +406,20 @@ def cp(
     recursive: Annotated[
         bool, flag("-r", "--recursive", help="Accepted; folders are always copied whole.")
     ] = False,
+    dry_run: tree_commands.DryRun = False,
+    exclude: tree_commands.Exclude = None,
+    include: tree_commands.Include = None,
+    transfers: tree_commands.Transfers = None,
 ) -> None:
-    """Copy a file or directory (large files are shared, not copied); into DST if it ends in / or is a directory."""
+    """Copy a file or directory (large files are shared, not copied); into DST if it ends in / or is a directory.
+    With --exclude/--include or --dry-run a folder is copied file by file."""
+    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
     client = _client()
     target = targets.remote_op(client, "copy", src, dst)
+    if (keep is not None or dry_run) and client.stat(src)["type"] == "dir":
+        return tree_commands.copy(client, src, target, keep, dry_run, transfers)
+    if _left_out(keep, targets.basename(src)) or dry_run:
+        return emit({"path": target, "src": src, "dry_run": dry_run}, _not_done(src, target, dry_run, "copy"))
     with following(_files_bar()) as bar:
         entry = client.cp(src, target, progress=bar)
     emit(entry, f"copied {src} -> {entry['path']}")
@@ -386,6 +432,39 @@ def usage() -> None:
     usage_command(STATE["json"])
 
 
+app.command(
+    context_settings=NO_H,
+    epilog=examples(
+        "hycloud ls /projects",
+        "hycloud ls -lh /projects",
+        "hycloud ls -R /projects          # every folder below too",
+        "hycloud ls -l /projects/a.txt    # one file's line",
+        "hycloud --json ls / | jq .",
+    ),
+)(browse.ls)
+app.command(epilog=examples("hycloud cat /notes/a.txt", "hycloud cat /logs/x.gz | gunzip | less"))(browse.cat)
+app.command(
+    epilog=examples(
+        "hycloud head /logs/app.log", "hycloud head -n 3 /data.csv", "hycloud head -c 512 /img.bin"
+    )
+)(browse.head)
+app.command(
+    context_settings=NO_H,
+    epilog=examples(
+        "hycloud du -sh /projects", "hycloud du -h -d 1 /", "hycloud --json du -s / | jq '.[0].bytes'"
+    ),
+)(browse.du)
+app.command(context_settings=NO_H, epilog=examples("hycloud tree /projects", "hycloud tree -L 2 -h /"))(
+    browse.tree
+)
+app.command(
+    epilog=examples(
+        "hycloud find /projects --name '*.py'",
+        "hycloud find / --type d --maxdepth 2",
+        "hycloud find /logs --mmin 60       # changed in the last hour",
+    )
+)(browse.find)
+app.command(epilog=examples("hycloud touch /flags/done", "hycloud touch -p /new/folder/.keep"))(browse.touch)
 app.add_typer(serve, name="serve")
 app.command("mount")(mount_command)
 app.command("share")(share_command)

@@ -59,11 +59,13 @@ def put_files(
     pairs: Sequence[tuple[Path, str]],
     progress: ProgressLike = None,
     expect: Mapping[str, str] | None = None,
+    parallel: int | None = None,
 ) -> list[dict]:
     """Upload each local file to its remote path (parents made as needed); one result per pair,
     in order: `{"path", "status": "ok", ...what client.put returns}` or `{"path", "status":
     "error", "error": message, "code"}`. `expect` maps a remote path to the version it must hold
-    (`preconditions.py`): a file whose path holds another fails with `version-mismatch`, not sent again."""
+    (`preconditions.py`): a file whose path holds another fails with `version-mismatch`, not sent
+    again. `parallel`: requests in flight at once (default PARALLEL)."""
     results: list[dict] = [{} for _ in pairs]
     lock, progress = threading.Lock(), as_progress(progress)
     small, large = _plan_uploads(client, pairs, results, expect or {})
@@ -74,9 +76,10 @@ def put_files(
             if result["status"] == "ok" and result.get("storage") == "small":  # large: reported as sent
                 report(progress, f"upload {item.local.name}", item.size)
 
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    parallel = parallel or PARALLEL
+    with ThreadPoolExecutor(parallel) as pool:
         for _ in range(TRIES):
-            jobs = [pool.submit(_send_bundle, client, group, done) for group in _groups(small)]
+            jobs = [pool.submit(_send_bundle, client, group, done) for group in _groups(small, parallel)]
             jobs += [pool.submit(_put_large, client, item, done, progress) for item in large]
             for job in jobs:
                 job.result()
@@ -114,10 +117,10 @@ def _plan_uploads(
     return small, large
 
 
-def _groups(items: list[_Upload]) -> Iterator[list[_Upload]]:
-    """Bundles of at most MEMBERS files and RAW bytes, spread over PARALLEL requests when there
+def _groups(items: list[_Upload], parallel: int = PARALLEL) -> Iterator[list[_Upload]]:
+    """Bundles of at most MEMBERS files and RAW bytes, spread over `parallel` requests when there
     are enough files for it."""
-    per = max(1, min(MEMBERS, max(SPREAD, -(-len(items) // PARALLEL))))
+    per = max(1, min(MEMBERS, max(SPREAD, -(-len(items) // parallel))))
     group: list[_Upload] = []
     size = 0
     for item in items:
@@ -216,7 +219,10 @@ def _put_large(
 
 # --- downloads -------------------------------------------------------------------------------
 def get_files(
-    client: HyCloud, pairs: Sequence[tuple[str, Path]], progress: ProgressLike = None
+    client: HyCloud,
+    pairs: Sequence[tuple[str, Path]],
+    progress: ProgressLike = None,
+    parallel: int | None = None,
 ) -> list[dict]:
     """Download each remote file to its local path (folders made as needed), replacing a local
     file only once its bytes verified; one result per pair, in order: `{"path", "status": "ok",
@@ -236,7 +242,7 @@ def get_files(
             if result["status"] == "ok" and not reported:
                 report(progress, f"download {Path(result['path']).name}", result["size"])
 
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with ThreadPoolExecutor(parallel or PARALLEL) as pool:
         for _ in range(TRIES):
             queue = list(wanted)
             while queue:  # an answer serves at least one file, so this ends

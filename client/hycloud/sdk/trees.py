@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hycloud_core import paths
+from hycloud_core.errors import HyCloudError, InvalidPathError
 
 from . import bundles
 from .subscribers import ProgressLike, as_progress
@@ -27,10 +28,24 @@ if TYPE_CHECKING:
 
 @dataclass
 class TreeResult:
-    """What a tree transfer did: one entry per file, and the symlinks it left out."""
+    """What a tree transfer did: one entry per file sent, the symlinks it left out, the files it
+    refused to send (a name the cloud cannot hold: `{"local", "type", "error", "code"}`) and those that
+    failed (`{"path", "local", "error", "code"}`). A dry run fills `files` with what it would send."""
 
     files: list[dict] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.refused or self.failed)
+
+
+def shown_name(name: str) -> str:
+    """A local name as one readable line: control characters and undecodable bytes escaped
+    (`a\\nb`), so a refusal never hides in a line break."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def kept_metadata(local: str | Path) -> dict:
@@ -40,14 +55,22 @@ def kept_metadata(local: str | Path) -> dict:
 
 
 def local_files(
-    root: Path, follow_symlinks: bool = False, on_skip: Callable[[Path], None] | None = None
+    root: Path,
+    follow_symlinks: bool = False,
+    on_skip: Callable[[Path], None] | None = None,
+    keep: Callable[[str, bool], bool] | None = None,
 ) -> Iterator[tuple[Path, str, bool]]:
-    """(local path, path relative to root in POSIX form, is a directory), parents first."""
+    """(local path, path relative to root in POSIX form, is a directory), parents first; what
+    `keep(rel, is_dir)` says no to is left out (a folder with all below it)."""
     seen = {root.resolve()}
+    keep = keep or _everything
     for folder, dirs, files in os.walk(root, followlinks=follow_symlinks):
         here = Path(folder)
         for name in sorted(dirs):
             item = here / name
+            if not keep(item.relative_to(root).as_posix(), True):
+                dirs.remove(name)
+                continue
             if item.is_symlink() and (not follow_symlinks or item.resolve() in seen):
                 dirs.remove(name)
                 (on_skip or _ignore)(item)
@@ -57,6 +80,8 @@ def local_files(
         dirs.sort()
         for name in sorted(files):
             item = here / name
+            if not keep(item.relative_to(root).as_posix(), False):
+                continue
             if item.is_symlink() and (not follow_symlinks or not item.exists()):
                 (on_skip or _ignore)(item)
                 continue
@@ -71,9 +96,17 @@ def upload_tree(
     follow_symlinks: bool = False,
     on_skip: Callable[[Path], None] | None = None,
     bundled: bool = True,
+    keep: Callable[[str, bool], bool] | None = None,
+    dry_run: bool = False,
+    parallel: int | None = None,
+    raise_errors: bool = True,
 ) -> TreeResult:
-    """Upload the contents of `local_dir` into `remote_dir` (made if missing); the first file
-    that failed (after one retry) is raised once the others are stored."""
+    """Upload the contents of `local_dir` into `remote_dir` (made if missing). A file whose name
+    the cloud cannot hold (a backslash, a control character: `paths.normalize`) is refused and
+    the others still go; with `raise_errors` the first refusal or failure (after one retry) is
+    raised once the others are stored, else every one is in the result. `keep(rel, is_dir)`
+    leaves out what it says no to (--exclude/--include); `dry_run` sends nothing and lists what
+    would be sent; `parallel` is the number of requests in flight (bundles.PARALLEL)."""
     local_dir, remote_dir, progress = Path(local_dir), paths.normalize(remote_dir), as_progress(progress)
     result = TreeResult()
 
@@ -84,18 +117,48 @@ def upload_tree(
     if not bundled:
         client.mkdir(remote_dir, parents=True)
         return _upload_one_by_one(client, local_dir, remote_dir, progress, follow_symlinks, skip, result)
-    found = list(local_files(local_dir, follow_symlinks, skip))
-    pairs = [(item, _under(remote_dir, rel)) for item, rel, is_dir in found if not is_dir]
+    found = _named(local_files(local_dir, follow_symlinks, skip, keep), remote_dir, result)
+    pairs = [(item, remote) for item, remote, is_dir in found if not is_dir]
+    if dry_run:
+        result.files = [{"path": r, "local": str(item), "size": item.stat().st_size} for item, r in pairs]
+        return result
     if not pairs:  # else every file's request makes its folders (one round trip less)
         client.mkdir(remote_dir, parents=True)
-    stored = bundles.put_files(client, pairs, progress)
+    stored = bundles.put_files(client, pairs, progress, parallel=parallel)
     made = _ancestors(remote for _, remote in pairs)
-    empty = [d for _, rel, is_dir in found if is_dir and (d := _under(remote_dir, rel)) not in made]
-    with ThreadPoolExecutor(bundles.PARALLEL) as pool:  # folders that no file made
+    empty = [d for _, d, is_dir in found if is_dir and d not in made]
+    with ThreadPoolExecutor(parallel or bundles.PARALLEL) as pool:  # folders that no file made
         list(pool.map(lambda d: client.mkdir(d, parents=True), _leaves(empty)))
-    bundles.raise_first_error(stored)
-    result.files = [{k: v for k, v in r.items() if k != "status"} for r in stored]
+    result.files = [{k: v for k, v in r.items() if k != "status"} for r in stored if r["status"] == "ok"]
+    result.failed = [
+        {**r, "local": str(item)} for r, (item, _) in zip(stored, pairs, strict=True) if r["status"] != "ok"
+    ]
+    if raise_errors:
+        _raise_first(result)
     return result
+
+
+def _named(
+    found: Iterable[tuple[Path, str, bool]], remote_dir: str, result: TreeResult
+) -> list[tuple[Path, str, bool]]:
+    """(local path, remote path, is a directory) of what can be sent; a name the cloud cannot
+    hold goes to `result.refused` with the reason."""
+    named = []
+    for item, rel, is_dir in found:
+        try:
+            named.append((item, paths.normalize(_under(remote_dir, rel)), is_dir))
+        except HyCloudError as err:
+            kind = "dir" if is_dir else "file"
+            result.refused.append({"local": str(item), "type": kind, "error": err.message, "code": err.code})
+    return named
+
+
+def _raise_first(result: TreeResult) -> None:
+    """The first refusal or failure, raised as the error it was (for callers that stop on one)."""
+    if result.refused:
+        first = result.refused[0]
+        raise InvalidPathError(f"{shown_name(first['local'])}: {first['error']}", code=first["code"])
+    bundles.raise_first_error(result.failed)
 
 
 def _upload_one_by_one(
@@ -123,22 +186,46 @@ def download_tree(
     local_dir: str | Path,
     progress: ProgressLike = None,
     bundled: bool = True,
+    keep: Callable[[str, bool], bool] | None = None,
+    dry_run: bool = False,
+    parallel: int | None = None,
+    raise_errors: bool = True,
 ) -> TreeResult:
-    """Download the contents of `remote_dir` into `local_dir` (made if missing); the first file
-    that failed (after one retry) is raised once the others are written."""
+    """Download the contents of `remote_dir` into `local_dir` (made if missing); with
+    `raise_errors` the first file that failed (after one retry) is raised once the others are
+    written, else every failure is in the result. `keep`, `dry_run` and `parallel` as for
+    `upload_tree`."""
     local_dir, progress = Path(local_dir), as_progress(progress)
-    local_dir.mkdir(parents=True, exist_ok=True)
     if not bundled:
+        local_dir.mkdir(parents=True, exist_ok=True)
         return _download_one_by_one(client, remote_dir, local_dir, progress)
-    files = []
+    keep, files, folders = keep or _everything, [], []
     for entry, target in remote_files(client, paths.normalize(remote_dir), local_dir):
-        if entry is None:
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            files.append((entry["path"], target))
-    got = bundles.get_files(client, files, progress)
-    bundles.raise_first_error(got)
-    return TreeResult(files=[{k: r[k] for k in ("path", "local", "size")} for r in got])
+        rel = target.relative_to(local_dir).as_posix()
+        if rel != "." and not _kept_below(keep, rel, entry is None):
+            continue
+        (folders.append(target) if entry is None else files.append((entry["path"], target)))
+    if dry_run:
+        return TreeResult(files=[{"path": p, "local": str(t)} for p, t in files])
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    got = bundles.get_files(client, files, progress, parallel=parallel)
+    result = TreeResult(
+        files=[{k: r[k] for k in ("path", "local", "size")} for r in got if r["status"] == "ok"]
+    )
+    result.failed = [
+        {**r, "local": str(t)} for r, (_, t) in zip(got, files, strict=True) if r["status"] != "ok"
+    ]
+    if raise_errors:
+        bundles.raise_first_error(result.failed)
+    return result
+
+
+def _kept_below(keep: Callable[[str, bool], bool], rel: str, is_dir: bool) -> bool:
+    """A path is kept when it and every folder above it are (a listing does not prune)."""
+    parts = rel.split("/")
+    folders_kept = all(keep("/".join(parts[:i]), True) for i in range(1, len(parts)))
+    return folders_kept and keep(rel, is_dir)
 
 
 def remote_files(client: HyCloud, remote_dir: str, local_dir: Path) -> Iterator[tuple[dict | None, Path]]:
@@ -200,3 +287,7 @@ def restore_metadata(local: Path, entry: dict) -> None:
 
 def _ignore(_item: Path) -> None:
     pass
+
+
+def _everything(_rel: str, _is_dir: bool) -> bool:
+    return True

@@ -1,0 +1,157 @@
+"""The tree side of `put -r`, `get -r` and `cp -r`, with the flags rclone and `aws s3` users reach
+for: `--dry-run`, `--exclude/--include` (gitignore-style, as `sync` takes them) and `--transfers`.
+
+A tree goes on past a file it cannot send: each one is named with its reason and the run ends
+with a summary and the exit code of the worst outcome (`tree_report`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hycloud_core import paths
+from hycloud_core.errors import BadRequestError, HyCloudError
+
+from ..sdk import HyCloud, trees
+from ..sdk.bundles import PARALLEL
+from ..sync.filters import PathFilter
+from . import tree_report
+from .output import note
+from .walk import walk
+
+DryRun = Annotated[
+    bool, typer.Option("-n", "--dry-run", help="List what would be done; do nothing.", metavar="")
+]
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option("--exclude", metavar="GLOB", help="Leave out paths matching (gitignore-style; repeatable)."),
+]
+Include = Annotated[
+    list[str] | None,
+    typer.Option("--include", metavar="GLOB", help="Keep paths matching, though excluded (repeatable)."),
+]
+Transfers = Annotated[
+    int | None,
+    typer.Option("--transfers", metavar="N", help=f"Requests in flight at once (default {PARALLEL})."),
+]
+
+
+def path_filter(exclude: list[str] | None, include: list[str] | None) -> PathFilter | None:
+    """The filter of --exclude/--include; None when no --exclude was given (all kept)."""
+    if include and not exclude:
+        note("--include only keeps what an --exclude leaves out; with no --exclude everything is kept")
+    return PathFilter.of(tuple(exclude or ()), tuple(include or ())) if exclude else None
+
+
+def keeper(keep: PathFilter | None) -> Callable[[str, bool], bool] | None:
+    return None if keep is None else (lambda rel, is_dir: keep.keeps(rel, is_dir))
+
+
+def check_transfers(transfers: int | None) -> int | None:
+    if transfers is not None and not 1 <= transfers <= 64:
+        raise BadRequestError("--transfers takes 1 to 64", code="bad-usage")
+    return transfers
+
+
+def upload(
+    client: HyCloud,
+    local: Path,
+    remote: str,
+    progress,
+    follow: bool,
+    on_skip: Callable[[Path], None],
+    keep: PathFilter | None,
+    dry_run: bool,
+    transfers: int | None,
+) -> None:
+    result = trees.upload_tree(
+        client,
+        local,
+        remote,
+        progress,
+        follow,
+        on_skip,
+        keep=keeper(keep),
+        dry_run=dry_run,
+        parallel=transfers,
+        raise_errors=False,
+    )
+    tree_report.finish(result, "upload", str(local), remote, dry_run)
+
+
+def download(
+    client: HyCloud,
+    remote: str,
+    local: str,
+    progress,
+    keep: PathFilter | None,
+    dry_run: bool,
+    transfers: int | None,
+) -> None:
+    result = trees.download_tree(
+        client,
+        remote,
+        local,
+        progress,
+        keep=keeper(keep),
+        dry_run=dry_run,
+        parallel=transfers,
+        raise_errors=False,
+    )
+    tree_report.finish(result, "download", remote, local, dry_run)
+
+
+def copy(
+    client: HyCloud, src: str, target: str, keep: PathFilter | None, dry_run: bool, transfers: int | None
+) -> None:
+    """A folder copied file by file (the cloud's whole-folder copy takes no filter): each kept
+    file copied in the cloud (a large one shared, not copied), folders made first."""
+    src = paths.normalize(src)
+    result, folders, pairs = trees.TreeResult(), [target], []
+    for folder in walk(client, src):
+        rel_folder = folder.path[len(src) :].lstrip("/")
+        for entry in folder.entries:
+            rel = posixpath.join(rel_folder, entry["name"])
+            if keep is not None and not _kept(keep, rel, entry["type"] == "dir"):
+                continue
+            dst = posixpath.join(target, rel)
+            if entry["type"] == "dir":
+                folders.append(dst)
+            else:
+                pairs.append((entry, dst))
+    if dry_run:
+        result.files = [{"src": e["path"], "path": d, "size": e["size"]} for e, d in pairs]
+        return tree_report.finish(result, "copy", src, target, dry_run=True)
+    with ThreadPoolExecutor(transfers or PARALLEL) as pool:
+        list(pool.map(lambda d: client.mkdir(d, parents=True), folders))
+        for entry, dst, outcome in pool.map(lambda pair: (*pair, _copy_one(client, *pair)), pairs):
+            if isinstance(outcome, HyCloudError):
+                result.failed.append(
+                    {
+                        "path": dst,
+                        "local": entry["path"],
+                        "error": outcome.message,
+                        "code": outcome.code,
+                        "http_status": outcome.status,
+                    }
+                )
+            else:
+                result.files.append({"src": entry["path"], "path": dst, "size": entry["size"]})
+    tree_report.finish(result, "copy", src, target)
+
+
+def _kept(keep: PathFilter, rel: str, is_dir: bool) -> bool:
+    return keep.keeps_dir(rel) if is_dir else keep.keeps_file(rel)
+
+
+def _copy_one(client: HyCloud, entry: dict, dst: str) -> dict | HyCloudError:
+    try:
+        return client.cp(entry["path"], dst)
+    except HyCloudError as err:
+        return err
