@@ -162,16 +162,19 @@ def test_a_request_pass_starts_at_most_its_budget(table):
     assert started == [f"j{i}" for i in range(6)]
 
 
-def test_a_request_pass_stops_at_its_deadline(table):
-    store, started = QueueStore(table), []
+def test_a_request_pass_stops_at_its_deadline(table, monkeypatch):
+    """A start takes 0.3 s of the pass's clock (not the machine's: a loaded machine once spent the
+    0.2 s budget reading the queue, before any start)."""
+    import hycloud_core.launch.dispatch as dispatch
+
+    store, started, clock = QueueStore(table), [], [100.0]
     for i in range(4):
         _queue(store, f"j{i}", now=1000.0 + i)
+    monkeypatch.setattr(dispatch.time, "monotonic", lambda: clock[0])
 
     def slow_start(machine: str, name: str, payload: str) -> None:
         started.append(name)
-        import time
-
-        time.sleep(0.3)
+        clock[0] += 0.3
 
     dispatch_pass(
         store, slow_start, config=SchedConfig(capacity=8, max_workers=8), budget=PassBudget(seconds=0.2)
