@@ -25,6 +25,8 @@ from ..transfer.background import settle
 from . import browse, exit_codes, targets, tree_commands
 from . import bwlimit as bwlimit_hook
 from .admin import admin
+from .check import EPILOG as CHECK_EPILOG
+from .check import check_command, hash_command
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
 from .job_progress import FilesBar, following
@@ -465,6 +467,14 @@ app.command(
     )
 )(browse.find)
 app.command(epilog=examples("hycloud touch /flags/done", "hycloud touch -p /new/folder/.keep"))(browse.touch)
+app.command("check", epilog=CHECK_EPILOG)(check_command)
+app.command(
+    "hash",
+    epilog=examples(
+        "hycloud hash big.iso                  # compare with: hycloud stat /isos/big.iso",
+        "hycloud hash --sha256 notes.txt       # the same line as: sha256sum notes.txt",
+    ),
+)(hash_command)
 app.add_typer(serve, name="serve")
 app.command("mount")(mount_command)
 app.command("share")(share_command)

@@ -16,11 +16,14 @@ from typing import Annotated
 import typer
 
 from hycloud_core import paths
-from hycloud_core.errors import BadRequestError, HyCloudError
+from hycloud_core.errors import BadRequestError, HyCloudError, NotFoundError
 
 from ..sdk import HyCloud, trees
 from ..sdk.bundles import PARALLEL
+from ..sync.diff import find
 from ..sync.filters import PathFilter
+from ..sync.scan import scan
+from ..sync.state import SyncState
 from . import tree_report
 from .output import note
 from .walk import walk
@@ -70,6 +73,16 @@ def upload(
     dry_run: bool,
     transfers: int | None,
 ) -> None:
+    """A tree into a folder; into one that exists, files the cloud already holds with the same
+    content at the same path are not sent again (a rerun after an interruption sends the rest)."""
+    same = already_there(client, local, remote, keep)
+    if same:
+        note(f"{len(same)} files already in {remote} with the same content: not sent again")
+    kept = keeper(keep)
+
+    def wanted(rel: str, is_dir: bool) -> bool:
+        return (kept is None or kept(rel, is_dir)) and (is_dir or rel not in same)
+
     result = trees.upload_tree(
         client,
         local,
@@ -77,12 +90,31 @@ def upload(
         progress,
         follow,
         on_skip,
-        keep=keeper(keep),
+        keep=wanted,
         dry_run=dry_run,
         parallel=transfers,
         raise_errors=False,
     )
-    tree_report.finish(result, "upload", str(local), remote, dry_run)
+    tree_report.finish(result, "upload", str(local), remote, dry_run, unchanged=len(same))
+
+
+def already_there(client: HyCloud, local: Path, remote: str, keep: PathFilter | None) -> set[str]:
+    """Files (relative paths) the cloud folder holds with the same content, found by the Merkle
+    exchange sync uses (one request when all are there); none when the folder does not exist.
+    Local hashes come from sync's cache, so a rerun reads only files that changed."""
+    try:
+        if client.stat(remote)["type"] != "dir":
+            return set()
+    except NotFoundError:
+        return set()
+    keep = keep or PathFilter.of()
+    state = SyncState("put")  # only its cache of local hashes is used
+    try:
+        tree = scan(local, state, keep)
+    finally:
+        state.close()
+    diff = find(client.merkle_children, paths.normalize(remote), tree, keep)
+    return {rel for rel in tree.files if rel not in diff.files and rel not in diff.clashes}
 
 
 def download(

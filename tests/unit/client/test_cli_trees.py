@@ -154,3 +154,17 @@ def test_bwlimit_takes_rclone_style_rates(cloud, tree):  # noqa: F811
     assert bwlimit._INSTALLED and bwlimit._INSTALLED[0] in http.SESSION_HOOKS
     assert run("ls", "/") == 0  # a later run without the flag has no limit
     assert not bwlimit._INSTALLED
+
+
+def test_a_rerun_into_the_same_folder_sends_only_what_is_not_there_and_says_so(cloud, tree, capsys):  # noqa: F811
+    assert run("put", "-r", str(tree), "/dst") == 0
+    capsys.readouterr()
+    cloud.calls.clear()
+    (tree / "a.txt").write_bytes(b"changed")
+    (tree / "new.txt").write_bytes(b"new")
+    assert run("put", "-r", str(tree), "/dst") == 0
+    out, err = capsys.readouterr()
+    assert "3 files already in /dst with the same content: not sent again" in err
+    assert out.strip() == f"uploaded 2 files (10 bytes) from {tree} to /dst; 3 already there (not sent again)"
+    assert [c for c in cloud.calls if c.startswith("put ")] == ["put /dst/a.txt", "put /dst/new.txt"]
+    assert cloud.files["/dst/a.txt"]["data"] == b"changed"
