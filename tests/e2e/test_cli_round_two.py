@@ -155,3 +155,21 @@ def test_a_rerun_of_put_r_sends_only_what_the_cloud_does_not_hold_and_says_so(us
     bundles = [line for line in again.stderr.splitlines() if "/v1/bundles" in line]
     assert len(bundles) == 1, bundles  # the one changed file, not the whole tree again
     assert user.sdk().get_bytes(f"{home}/rerun/d/f07.txt") == b"changed"
+
+
+def test_after_a_conflict_the_next_sync_has_nothing_to_say(user, home, tmp_path):
+    src, sdk = tmp_path / "s", user.sdk()
+    src.mkdir()
+    (src / "notes.txt").write_bytes(b"v1\n")
+    user.cli("sync", str(src), f"hc:{home}/s")
+    (src / "notes.txt").write_bytes(b"laptop\n")
+    os.utime(src / "notes.txt", (time.time() + 3600, time.time() + 3600))  # newer: it wins
+    sdk.put_bytes(f"{home}/s/notes.txt", b"cloud\n")
+    first = json.loads(user.cli("--json", "sync", str(src), f"hc:{home}/s").stdout)
+    [conflict] = first["conflicts"]
+    assert (src / conflict["kept_as"]).read_bytes() == b"cloud\n"  # the loser on both sides
+    assert sdk.get_bytes(f"{home}/s/{conflict['kept_as']}") == b"cloud\n"
+    for args in ((), ("--delete",)):
+        again = user.cli("sync", *args, str(src), f"hc:{home}/s")
+        assert "not deleted" not in again.stdout and again.stdout.startswith("uploaded 0 files"), again.stdout
+    assert sorted(e["name"] for e in sdk.ls(f"{home}/s")) == sorted(["notes.txt", conflict["kept_as"]])

@@ -77,7 +77,8 @@ def sync_command(
     """Make DST like SRC, sending only what differs (found by comparing Merkle hashes).
 
     Changes made at DST since the last sync are never overwritten: a file changed on both sides
-    keeps the newer (by mtime) and the other beside it as NAME.conflict-DEVICE-TIME."""
+    keeps the newer (by mtime) and the other beside it as NAME.conflict-DEVICE-TIME, on both
+    sides, so the next sync has nothing more to say about it."""
     from ..sync import SyncOptions, sync  # here: the sync engine is not every command's start-up cost
     from ..sync.filters import PathFilter
     from ..sync.progress import SyncProgress
@@ -157,7 +158,11 @@ def _conflict_line(c: dict, direction: str, would: bool) -> str:
     other = "cloud" if direction == "push" else "local"
     winner, loser = (source, other) if c["winner"] == "source" else (other, source)
     prefix = "would keep" if would else "conflict"
-    return f"{prefix} {c['path']}: both changed; the {winner} version (newer) stays, the {loser} one is kept as {c['kept_as']}"
+    where = "" if would else " on both sides"
+    return (
+        f"{prefix} {c['path']}: both changed; the {winner} version (newer) stays, "
+        f"the {loser} one is kept as {c['kept_as']}{where}"
+    )
 
 
 def finish(report: dict) -> None:

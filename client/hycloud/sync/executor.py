@@ -22,9 +22,9 @@ from .. import preconditions
 from ..sdk import HyCloud, bundles
 from ..sdk.trees import restore_metadata
 from .diff import Differences, full_path, merkle_of
-from .plan import Plan
+from .plan import Conflict, Plan
 from .progress import SyncProgress
-from .scan import LocalTree, remember_file
+from .scan import LocalFile, LocalTree, remember_file
 from .state import BaseEntry, SyncState
 
 BATCH = 256  # files per put_files/get_files call (four bundles at once); a killed sync re-checks one batch
@@ -121,6 +121,8 @@ def execute(ctx: Context, plan: Plan, sizes: dict[str, dict]) -> Outcome:
             ctx.on_done("moved", f"{old} -> {new}")
     pairs += [(rel, rel) for rel in plan.copies]
     (_push if push else _pull)(ctx, pairs, sizes)
+    for c in plan.conflicts:
+        _settle(ctx, c, push)
     for rel in plan.deletes:
         if _guard(ctx, rel, lambda r=rel: _delete(ctx, r, push)):
             ctx.state.record(rel, None)
@@ -168,6 +170,75 @@ def _resolve_conflicts(ctx: Context, plan: Plan, push: bool) -> list[tuple[str, 
             pairs.append((c.rel, c.rel))
             ctx.moved_aside.add(c.rel)
     return pairs
+
+
+def _settle(ctx: Context, c: Conflict, push: bool) -> None:
+    """Make the source side of a settled conflict like the destination: the winner at the path,
+    the loser beside it, on both sides and in the base. Else the loser's copy, only at the
+    destination, would be reported at every later sync as gone from the source, and --delete
+    would refuse it (changed there since the last sync). Nothing is lost when a step fails: each
+    version is already kept somewhere before the next step moves anything."""
+    sent = c.rel if c.winner == "source" else c.loser_name
+    if sent not in ctx.outcome.transferred:
+        return  # the conflict itself did not go through: the next sync plans it again
+    step = {
+        (True, "source"): _fetch_loser,
+        (True, "destination"): _take_cloud_winner,
+        (False, "source"): _send_loser,
+        (False, "destination"): _send_local_winner,
+    }[(push, c.winner)]
+    if _guard(ctx, c.loser_name, lambda: step(ctx, c)):
+        ctx.on_done("kept on both sides", c.loser_name)
+
+
+def _fetch_loser(ctx: Context, c: Conflict) -> None:
+    """Push, local won: the cloud's version, moved aside in the cloud, comes down beside it."""
+    _download(ctx, c.loser_name, ctx.diff.remote[c.rel].mtime)
+
+
+def _take_cloud_winner(ctx: Context, c: Conflict) -> None:
+    """Push, the cloud's version won: the local one (already sent up beside it) moves aside
+    locally too, and the cloud's comes down to the path."""
+    loser, f = ctx.path(c.loser_name), ctx.local.files[c.rel]
+    os.replace(ctx.path(c.rel), loser)
+    ctx.state.record(
+        c.loser_name, BaseEntry(merkle_of(ctx.root, c.loser_name, f.content_hash), f.content_hash, f.mtime)
+    )
+    _download(ctx, c.rel, ctx.diff.remote[c.rel].mtime)
+
+
+def _send_loser(ctx: Context, c: Conflict) -> None:
+    """Pull, the cloud's version won: the local one, moved aside locally, goes up beside it."""
+    _upload(ctx, c.loser_name, ctx.local.files[c.rel])
+
+
+def _send_local_winner(ctx: Context, c: Conflict) -> None:
+    """Pull, the local version won: the cloud's version (already fetched beside it) moves aside in
+    the cloud too, and the local one goes up to the path."""
+    ctx.client.mv(ctx.remote(c.rel), ctx.remote(c.loser_name))
+    digest = content.hash_file(ctx.path(c.loser_name))[0]
+    f = remember_file(ctx.state, ctx.path(c.loser_name), digest)
+    ctx.state.record(c.loser_name, BaseEntry(merkle_of(ctx.root, c.loser_name, digest), digest, f.mtime))
+    _upload(ctx, c.rel, ctx.local.files[c.rel])
+
+
+def _download(ctx: Context, rel: str, mtime: float) -> None:
+    """A cloud file down to the same name locally, with the mtime the exchange saw for it."""
+    local = ctx.path(rel)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    ctx.client.get(ctx.remote(rel), local)
+    os.utime(local, (mtime, mtime))
+    digest = content.hash_file(local)[0]
+    f = remember_file(ctx.state, local, digest)
+    ctx.state.record(rel, BaseEntry(merkle_of(ctx.root, rel, digest), digest, f.mtime))
+
+
+def _upload(ctx: Context, rel: str, f: LocalFile) -> None:
+    """A local file sent to a name nothing in the cloud holds (a conflict's, or moved aside)."""
+    ctx.client.put(
+        ctx.path(rel), ctx.remote(rel), parents=True, mtime=f.mtime, mode=f.mode, expect=preconditions.ABSENT
+    )
+    ctx.state.record(rel, BaseEntry(merkle_of(ctx.root, rel, f.content_hash), f.content_hash, f.mtime))
 
 
 def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> None:
