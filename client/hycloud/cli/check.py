@@ -52,7 +52,7 @@ def check_command(
         bool, typer.Option("--match", help="List matching files too (`= path`).", metavar="")
     ] = False,
 ) -> None:
-    """Compare a local folder with a cloud folder by size-independent content hash; change nothing."""
+    """Compare a local folder with a cloud folder by content hash (nothing is changed or downloaded)."""
     direction, local_root, remote_root = split_ends(src, dst)
     keep = PathFilter.of(tuple(exclude or ()), tuple(include or ()))
     if not local_root.is_dir():

@@ -136,6 +136,18 @@ def mkdir(
     emit(entry, f"created {entry['path']}")
 
 
+app.command(
+    context_settings=NO_H,
+    epilog=examples(
+        "hycloud ls /projects",
+        "hycloud ls -lh /projects",
+        "hycloud ls -R /projects          # every folder below too",
+        "hycloud ls -l /projects/a.txt    # one file's line",
+        "hycloud --json ls / | jq .",
+    ),
+)(browse.ls)
+
+
 @app.command(
     context_settings=NO_H, epilog=examples("hycloud stat -h /projects/big.tar", "hycloud --json stat /f")
 )
@@ -434,16 +446,6 @@ def usage() -> None:
     usage_command(STATE["json"])
 
 
-app.command(
-    context_settings=NO_H,
-    epilog=examples(
-        "hycloud ls /projects",
-        "hycloud ls -lh /projects",
-        "hycloud ls -R /projects          # every folder below too",
-        "hycloud ls -l /projects/a.txt    # one file's line",
-        "hycloud --json ls / | jq .",
-    ),
-)(browse.ls)
 app.command(epilog=examples("hycloud cat /notes/a.txt", "hycloud cat /logs/x.gz | gunzip | less"))(browse.cat)
 app.command(
     epilog=examples(

@@ -147,3 +147,11 @@ def test_touch_creates_an_empty_file_and_refreshes_a_small_files_time(cloud, cap
     cloud.add("/d/big", b"x" * 5000)
     assert run("touch", "/d/big") == exit_codes.USAGE  # a large file's time is kept as uploaded
     assert content.hash_bytes(cloud.files["/d/big"]["data"]) == content.hash_bytes(b"x" * 5000)
+
+
+@pytest.mark.parametrize("command", ["ls", "cat", "head", "du", "tree", "find", "touch", "check", "hash"])
+def test_help_has_examples_and_flags_show_no_value(command, capsys):
+    assert run(command, "--help") == 0
+    text = capsys.readouterr().out
+    assert "Examples:" in text and f"hycloud {command}" in text.split("Examples:")[1]
+    assert "<bool>" not in text and " / --no-" not in text  # no typer on/off pairs
