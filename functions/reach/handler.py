@@ -81,12 +81,21 @@ def send(event: dict[str, Any]) -> dict[str, Any]:
             got = _HTTP.request(
                 method, url, body=body or None, headers=headers, redirect=False, preload_content=False
             )
-            data = got.read(MAX_BODY + 1, decode_content=False)
-            break
         except urllib3.exceptions.HTTPError as err:  # the connection, not the answer: the caller may retry
             if attempt == ATTEMPTS - 1:
                 return {"error": f"{type(err).__name__}: {err}", "transient": True}
             time.sleep(0.2 * 2**attempt)
+            continue
+        try:
+            data = got.read(MAX_BODY + 1, decode_content=False)
+            break
+        except urllib3.exceptions.HTTPError as err:  # an answer whose body was cut short
+            got.close()
+            return {"error": f"{type(err).__name__}: {err}", "broken": True, "status": got.status}
+    declared = got.headers.get("Content-Length")
+    if method != "HEAD" and declared is not None and len(data) < int(declared) <= MAX_BODY:
+        got.close()  # the answer ended before its length: its body was cut short
+        return {"error": f"a body of {len(data)} of {declared} bytes", "broken": True, "status": got.status}
     if len(data) > MAX_BODY:
         got.close()  # the rest is not read: the connection cannot be used again
         return {"error": f"the answer is larger than {MAX_BODY} bytes"}

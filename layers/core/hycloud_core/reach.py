@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, EndpointConnectionError, IncompleteReadError
 
 from .constants import KiB, MiB
 
@@ -116,6 +116,8 @@ class _Raw(io.BytesIO):
 def response(url: str, answer: dict[str, Any]) -> AWSResponse:
     if answer.get("transient"):  # botocore's retries apply, as to any dropped connection
         raise EndpointConnectionError(endpoint_url=url, error=answer["error"])
+    if answer.get("broken"):  # a body cut short, as a direct read would raise it
+        raise IncompleteReadError(actual_bytes=0, expected_bytes=-1)
     if "error" in answer:
         raise ReachError(message=f"the reach function could not carry the call: {answer['error']}")
     body = base64.b64decode(answer.get("body") or "")

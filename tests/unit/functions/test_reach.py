@@ -45,6 +45,13 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         self._record(b"")
+        if self.path.endswith("/cut-short"):  # a body shorter than its length: unreadable whole
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"x" * 10)
+            self.close_connection = True
+            return
         self._answer(self.objects.get(self.path))
 
     do_HEAD = do_GET  # noqa: N815
@@ -206,3 +213,17 @@ def test_a_dropped_connection_is_a_connection_error_botocore_retries(carried, mo
     with pytest.raises(EndpointConnectionError):
         s3.head_object(Bucket="blocks-eu", Key="blocks/x")
     assert len(carried) == 2  # botocore sent it again, as after any dropped connection
+
+
+def test_a_block_whose_body_is_cut_short_is_no_source_not_a_failure(carried):
+    from botocore.exceptions import IncompleteReadError
+
+    from hycloud_core.fs.blocks import BlockStore
+    from hycloud_core.instances import Instance
+
+    store = BlockStore([Instance(OTHER_REGION, "blocks-eu", "", "")], lambda region: reach.client("s3", region))
+    _Endpoint.objects["/blocks-eu/blocks/" + "a" * 64] = b"whole"
+    got = store.get_many(OTHER_REGION, [("a" * 64, 5), ("cut-short", 1000)])
+    assert got == [b"whole", None]
+    with pytest.raises(IncompleteReadError):
+        reach.client("s3", OTHER_REGION).get_object(Bucket="blocks-eu", Key="cut-short")

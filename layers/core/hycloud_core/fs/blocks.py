@@ -25,7 +25,10 @@ def b64(hex_hash: str) -> str:
 
 
 def _found(answer: dict, operation: str) -> bool:
-    """Whether a raw answer of the reach function found the block (200) or not (404); else an error."""
+    """Whether a raw answer of the reach function found the block (200) or not (404); else an error.
+    A body cut short counts as not found: a holder whose bytes cannot be read whole is no source."""
+    if answer.get("broken"):
+        return False
     if "error" in answer:
         raise reach.ReachError(message=answer["error"])
     status = int(answer["status"])
