@@ -102,14 +102,10 @@ class CodedFiles:
         for region in regions:
             self.blocks.s3_for(region)  # clients are made once, before the threads share them
         # Another region's blocks, from inside the VPC, are asked a batch per reach call.
-        batches = [
-            [i for i, b in enumerate(blocks) if b.instance == region][at : at + BATCH]
-            for region in regions
-            if self.blocks.carried(region)
-            for at in range(0, sum(b.instance == region for b in blocks), BATCH)
-        ]
-        batched = {i for batch in batches for i in batch}
-        singles = [[i] for i in range(len(blocks)) if i not in batched]
+        carried = {r for r in regions if self.blocks.carried(r)}
+        by_region = {r: [i for i, b in enumerate(blocks) if b.instance == r] for r in carried}
+        batches = [ids[at : at + BATCH] for ids in by_region.values() for at in range(0, len(ids), BATCH)]
+        singles = [[i] for i, b in enumerate(blocks) if b.instance not in carried]
 
         def states(indexes: list[int]) -> list[str | None]:
             if time.monotonic() > deadline:
