@@ -43,10 +43,10 @@ def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
     return f.read(n)
 
 
-def _options(dict_len: int, chunk_len: int) -> dict:
+def _options(dict_len: int, chunk_len: int, level: int = LEVEL) -> dict:
     window_log = max(20, min(30, (dict_len + chunk_len).bit_length()))
     return {
-        pyzstd.CParameter.compressionLevel: LEVEL,
+        pyzstd.CParameter.compressionLevel: level,
         pyzstd.CParameter.windowLog: window_log,
         pyzstd.CParameter.enableLongDistanceMatching: 1,
     }
@@ -65,8 +65,10 @@ def encode(
     out: BinaryIO,
     window: int = WINDOW,
     margin: int = MARGIN,
+    level: int = LEVEL,
 ) -> int:
-    """Write the delta of `new` against `base`; return its size in bytes."""
+    """Write the delta of `new` against `base` at zstd `level` (level.py chooses it); return its
+    size in bytes. The level is the encoder's alone: `apply` reads any."""
     sha, written = hashlib.sha256(), 0
     count = -(-new_size // window) if new_size else 0
     out.write(b"\0" * _HEADER.size)  # header last: the sha256 is known only at the end
@@ -75,7 +77,9 @@ def encode(
         sha.update(chunk)
         start, end = _dict_range(i, new_size, base_size, window, margin)
         raw = _read_at(base, start, end - start)
-        frame = pyzstd.compress(chunk, level_or_option=_options(len(raw), len(chunk)), zstd_dict=_prefix(raw))
+        frame = pyzstd.compress(
+            chunk, level_or_option=_options(len(raw), len(chunk), level), zstd_dict=_prefix(raw)
+        )
         out.write(_LEN.pack(len(frame)) + frame)
         written += _LEN.size + len(frame)
     out.seek(0)
