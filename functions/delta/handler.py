@@ -22,6 +22,7 @@ from typing import BinaryIO
 from hycloud_core import content, paths
 from hycloud_core.atomic import atomic_open
 from hycloud_core.config import InstanceConfig
+from hycloud_core.delta import level as zlevel
 from hycloud_core.delta import versioned
 from hycloud_core.errors import BadRequestError, ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
@@ -172,6 +173,15 @@ def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache,
     return tee, tee.size
 
 
+def _level(event: dict, size: int) -> int:
+    """The zstd level the job was given, held to the CPU budget (level.cap); a spec from before
+    levels were asked for, or a bad one, gets the default."""
+    try:
+        return zlevel.cap(event.get("level", zlevel.DEFAULT_LEVEL), size)
+    except ValueError:
+        return zlevel.DEFAULT_LEVEL
+
+
 def encode(event: dict) -> dict:
     cache = RelayCache(CONFIG.cache_dir)
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
@@ -186,7 +196,9 @@ def encode(event: dict) -> dict:
             if event.get("base_hash"):
                 base_path = cache.path(event["base_cache_name"])
                 with open(base_path, "rb") as base:
-                    size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out)
+                    size = versioned.encode(
+                        base, os.path.getsize(base_path), new, new_size, out, level=_level(event, new_size)
+                    )
                 kind = "version"
             else:
                 from hycloud_core.delta import delta as rsync_delta
@@ -201,6 +213,7 @@ def encode(event: dict) -> dict:
     return {
         "job": event["job"],
         "kind": kind,
+        **({"level": _level(event, new_size)} if kind == "version" else {}),
         "delta_size": os.path.getsize(out_path),
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),

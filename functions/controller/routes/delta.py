@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated
 
+from annotated_types import Ge, Le
 from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -43,6 +44,7 @@ from pydantic import BaseModel
 
 from hycloud_core import content, jobs, paths
 from hycloud_core.atomic import atomic_write
+from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
@@ -64,6 +66,8 @@ START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
 # larger: the idempotency store keeps the answer in one DynamoDB item (400 KB, base64 of 256 KiB
 # is 341 KB)
 INLINE_DELTA = 256 * 1024
+# the zstd level a client asks for a version-aware delta; run as level.cap allows (CPU budget)
+Level = Annotated[int, Ge(zlevel.MIN_LEVEL), Le(zlevel.MAX_LEVEL)]
 
 
 class StageRequest(JsonBody):
@@ -278,7 +282,11 @@ def _readable_base(path: str, base: str) -> bool:
 
 
 @router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
-def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated[Wait, Query()] = 0):
+def download_by_version(
+    body: Annotated[DeltaByVersion, Body()],
+    wait: Annotated[Wait, Query()] = 0,
+    level: Annotated[Level | None, Query()] = None,
+):
     path, base = paths.normalize(body.path), body.base_hash
     link = _large(path)
     file = {"file": {"content_hash": link.content_hash, "size": link.size}}  # no stat needed first
@@ -288,12 +296,13 @@ def download_by_version(body: Annotated[DeltaByVersion, Body()], wait: Annotated
         raise ConflictError(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
+    zl = zlevel.cap(level, link.size) if level is not None else zlevel.DEFAULT_LEVEL
     at = optimal.instance_for(router, link)
     if at is not None:
-        key, spec = _version_job(router, path, link.content_hash, base, _remote(at, link))
+        key, spec = _version_job(router, path, link.content_hash, base, _remote(at, link), zl)
         spec = {**spec, "base_source": _remote_base(at, link, base)}
         return _start(key, spec, link.size, wait=wait, extra=file, at=at)
-    key, spec = _version_job(router, path, link.content_hash, base, relay_source(link))
+    key, spec = _version_job(router, path, link.content_hash, base, relay_source(link), zl)
     spec = {**spec, **coded_base(link, base, spec)}
     return _start(key, spec, link.size, wait=wait, extra=file)
 
@@ -313,11 +322,15 @@ def _remote_base(at: Instance, link, base: str) -> dict:
     return {"bucket": CONFIG.bucket, "bucket_region": s3().meta.region_name, "table": optimal.home_table()}
 
 
-def _version_job(caller: APIGatewayRouter, path: str, new: str, base: str, source: dict) -> tuple[str, dict]:
-    """Key and spec of the version-aware delta job from `base` to `new` at `path`; `source` says how
-    a coded file is rebuilt from its blocks (empty for any other)."""
-    key = jobs.job_key("dl", user(caller), path, new, "version", base)
+def _version_job(
+    caller: APIGatewayRouter, path: str, new: str, base: str, source: dict, zl: int = zlevel.DEFAULT_LEVEL
+) -> tuple[str, dict]:
+    """Key and spec of the version-aware delta job from `base` to `new` at `path` at zstd level `zl`;
+    `source` says how a coded file is rebuilt from its blocks (empty for any other)."""
+    at_level = [] if zl == zlevel.DEFAULT_LEVEL else [f"level {zl}"]  # the default keeps its keys
+    key = jobs.job_key("dl", user(caller), path, new, "version", base, *at_level)
     return key, {
+        "level": zl,
         "action": "encode",
         "cache_name": paths.cache_name(user(caller), path),
         "content_hash": new,
