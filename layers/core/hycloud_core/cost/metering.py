@@ -22,6 +22,9 @@ DIR_DATA_BYTES = EFS_BLOCK_BYTES
 LINK_FILE_BYTES_ESTIMATE = 220
 # Amazon S3 Files keeps files smaller than this on its file-system storage (prices.json agrees)
 S3FILES_IMPORT_THRESHOLD = 128 * KiB
+# EFS lifecycle management and S3 Intelligent-Tiering never move a smaller file or object out of
+# their standard tier (EFS user guide, S3 pricing); metadata always stays in EFS Standard
+MIN_TIERED_BYTES = 128 * KiB
 
 DYNAMODB_ITEM_OVERHEAD = 100
 # Attribute names and values of a file record besides its keys: kind, size, sha256 or content

@@ -42,6 +42,12 @@ class Usage:
     # erasure-coded files: their blocks' bytes per instance region (each content once; in s3_bytes too)
     coded_files: int = 0
     coded_region_bytes: dict[str, int] = field(default_factory=dict)
+    # what storage tiers may move (EFS lifecycle and S3 Intelligent-Tiering leave smaller files
+    # and all metadata in their standard tier; cost/tiers.py)
+    efs_tierable_files: int = 0  # small files of 128 KiB and more
+    efs_tierable_data_bytes: int = 0  # their data, as EFS meters it
+    s3_tierable_objects: int = 0  # distinct contents of 128 KiB and more
+    s3_tierable_bytes: int = 0
 
     @property
     def files(self) -> int:
@@ -96,6 +102,9 @@ class UsageBuilder:
         self.counts["efs_data_metered_bytes"] += m.efs_data_bytes(size)
         self.counts["efs_metadata_metered_bytes"] += m.EFS_METADATA_BYTES
         self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
+        if size >= m.MIN_TIERED_BYTES:
+            self.counts["efs_tierable_files"] += 1
+            self.counts["efs_tierable_data_bytes"] += m.efs_data_bytes(size)
 
     def add_large(
         self, size: int, content_hash: str, link_bytes: int, path: str = "", owner: str | None = None
@@ -128,6 +137,8 @@ class UsageBuilder:
             **self.counts,
             s3_objects=len(self.contents),
             s3_bytes=sum(self.contents.values()),
+            s3_tierable_objects=sum(1 for n in self.contents.values() if n >= m.MIN_TIERED_BYTES),
+            s3_tierable_bytes=sum(n for n in self.contents.values() if n >= m.MIN_TIERED_BYTES),
             coded_region_bytes=dict(regions),
         )
 

@@ -1,0 +1,186 @@
+"""Storage by tier, and the small-file threshold chosen by cost (infra: constructs/storage_tiers.py).
+
+EFS lifecycle moves a file of 128 KiB or more unread for 30 days to Infrequent Access and after
+180 days to Archive; S3 Intelligent-Tiering moves an object of 128 KiB or more unread for 30 days
+to its Infrequent tier and after 90 to Archive Instant Access. Smaller files and all metadata
+stay in the standard tier, which is why tiers do little for tiny files.
+
+How much is cold is an assumption (`ColdShare`). The default starts from AWS's own estimate on
+the EFS pricing page that 80% of files go unread in a month, and carries the same monthly rate
+forward (memoryless, which understates how long cold files stay cold): 0.8^3 = 51% of the bytes
+unread for 90 days, 0.8^6 = 26% for 180. Each cold byte is taken to move down once and be read
+back once over `months_held` months (12): the tiering and cold-read charges are spread over them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..content import PART_SIZE
+from . import metering as m
+from .model import CostBreakdown
+from .prices import Prices
+from .usage import Usage
+
+# AWS, EFS pricing page: "20% of files are actively used and 80% are infrequently accessed"
+MONTHLY_UNREAD = 0.8
+
+
+@dataclass(frozen=True)
+class ColdShare:
+    """Shares of tierable bytes unread for at least 30, 90 and 180 days (each at most the last)."""
+
+    after_30_days: float = MONTHLY_UNREAD
+    after_90_days: float = MONTHLY_UNREAD**3
+    after_180_days: float = MONTHLY_UNREAD**6
+    months_held: float = 12.0  # transitions and cold reads are charged once over this many months
+
+    @classmethod
+    def none(cls) -> ColdShare:
+        return cls(0.0, 0.0, 0.0)
+
+    def to_dict(self) -> dict:
+        return {
+            "after_30_days": self.after_30_days,
+            "after_90_days": self.after_90_days,
+            "after_180_days": self.after_180_days,
+            "months_held": self.months_held,
+        }
+
+
+def _spread(total: float, cold: ColdShare) -> float:
+    return 0.0 if math.isinf(cold.months_held) else total / cold.months_held
+
+
+def efs_tiered_gb_month(prices: Prices, cold: ColdShare) -> float:
+    """USD per GB-month of EFS data that lifecycle management may move, with its moves and cold reads."""
+    ia = cold.after_30_days - cold.after_180_days
+    archive = cold.after_180_days
+    storage = (
+        (1 - cold.after_30_days) * prices["efs_storage_gb_month"]
+        + ia * prices["efs_ia_storage_gb_month"]
+        + archive * prices["efs_archive_storage_gb_month"]
+    )
+    once = (
+        cold.after_30_days * prices["efs_ia_tiering_gb"]
+        + archive * prices["efs_archive_tiering_gb"]
+        + ia * prices["efs_ia_read_gb"]
+        + archive * prices["efs_archive_read_gb"]
+    )
+    return storage + _spread(once, cold)
+
+
+def s3_tiered_gb_month(prices: Prices, cold: ColdShare) -> float:
+    """USD per GB-month of S3 data under Intelligent-Tiering (no retrieval fee, no minimum duration)."""
+    return (
+        (1 - cold.after_30_days) * prices["s3_storage_gb_month"]
+        + (cold.after_30_days - cold.after_90_days) * prices["s3_int_infrequent_gb_month"]
+        + cold.after_90_days * prices["s3_int_archive_instant_gb_month"]
+    )
+
+
+def s3_tiered_object_month(prices: Prices, cold: ColdShare) -> float:
+    """USD per month per object of 128 KiB or more: monitoring, plus its one transition spread."""
+    transition = prices["s3_lifecycle_transition_per_1000"] / 1000
+    return prices["s3_int_monitoring_per_1000"] / 1000 + _spread(transition, cold)
+
+
+def tiered_cost(usage: Usage, prices: Prices, cold: ColdShare | None = None) -> CostBreakdown:
+    """Storage cost of the hybrid layout with EFS lifecycle and S3 Intelligent-Tiering."""
+    cold = cold or ColdShare()
+    gb = prices.gb
+    efs_std = prices["efs_storage_gb_month"]
+    s3_billed = usage.s3_bytes + usage.s3_objects * int(prices["s3_object_overhead_bytes"])
+    efs_untiered = usage.efs_data_metered_bytes - usage.efs_tierable_data_bytes
+    s3_untiered = s3_billed - usage.s3_tierable_bytes
+    return CostBreakdown(
+        "hybrid-tiers",
+        {
+            "efs_data": gb(efs_untiered) * efs_std
+            + gb(usage.efs_tierable_data_bytes) * efs_tiered_gb_month(prices, cold),
+            "efs_metadata": gb(usage.efs_metadata_metered_bytes) * efs_std,
+            "s3_data": gb(s3_untiered) * prices["s3_storage_gb_month"]
+            + gb(usage.s3_tierable_bytes) * s3_tiered_gb_month(prices, cold),
+            "s3_monitoring_data": usage.s3_tierable_objects * s3_tiered_object_month(prices, cold),
+            "dynamodb_metadata": gb(usage.record_bytes) * prices["dynamodb_storage_gb_month"],
+        },
+        usage.logical_bytes,
+        {"efs": usage.efs_metered_bytes, "s3": s3_billed, "dynamodb": usage.record_bytes},
+    )
+
+
+# --- the small-file threshold --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileAccess:
+    """How often a file is read and written whole in a month, and how much of it goes cold."""
+
+    reads_per_month: float = 1.0
+    writes_per_month: float = 0.1
+    cold: ColdShare = ColdShare()
+
+
+def _tierable(size: int) -> bool:
+    return size >= m.MIN_TIERED_BYTES
+
+
+def efs_file_month(size: int, prices: Prices, access: FileAccess) -> float:
+    """USD per month of one file kept in EFS: inode, data by tier, Elastic reads and writes."""
+    std = prices["efs_storage_gb_month"]
+    data_price = efs_tiered_gb_month(prices, access.cold) if _tierable(size) else std
+    moved = access.reads_per_month * prices["efs_elastic_read_gb"]
+    moved += access.writes_per_month * prices["efs_elastic_write_gb"]
+    return (
+        prices.gb(m.EFS_METADATA_BYTES) * std
+        + prices.gb(m.efs_data_bytes(size)) * data_price
+        + prices.gb(size) * moved
+    )
+
+
+def _put_requests(size: int) -> int:
+    """One PUT up to a part, else a multipart upload: its parts, initiate and complete."""
+    parts = max(1, -(-size // PART_SIZE))
+    return 1 if parts == 1 else parts + 2
+
+
+def s3_file_month(size: int, prices: Prices, access: FileAccess) -> float:
+    """USD per month of one file kept in S3: its link file (EFS Standard) and object record, its
+    data by tier and per-object charges, a PUT per write and a GET per part read."""
+    std = prices["efs_storage_gb_month"]
+    link = prices.gb(m.efs_file_bytes(m.LINK_FILE_BYTES_ESTIMATE)) * std
+    record = prices.gb(m.OBJECT_RECORD_BYTES) * prices["dynamodb_storage_gb_month"]
+    if _tierable(size):
+        data = prices.gb(size) * s3_tiered_gb_month(prices, access.cold)
+        data += s3_tiered_object_month(prices, access.cold)
+    else:
+        data = prices.gb(size) * prices["s3_storage_gb_month"]
+    puts = access.writes_per_month * _put_requests(size) * prices["s3_put_per_1000"] / 1000
+    gets = access.reads_per_month * max(1, -(-size // PART_SIZE)) * prices["s3_get_per_1000"] / 1000
+    return link + record + data + puts + gets
+
+
+def _efs_dearer(size: int, prices: Prices, access: FileAccess) -> bool:
+    return efs_file_month(size, prices, access) >= s3_file_month(size, prices, access)
+
+
+def choose_threshold(prices: Prices, access: FileAccess | None = None, largest: int = 4 << 30) -> int:
+    """The smallest size from which a file costs no more in S3 than in EFS: files below it are small.
+
+    EFS minus S3 grows with size except where tiering starts (128 KiB: EFS drops to its tiered
+    price, S3 adds monitoring), so each side of that point is searched by bisection in turn.
+    Returns `largest` + 1 when EFS stays cheaper for every size up to `largest`.
+    """
+    access = access or FileAccess()
+    for lo, hi in ((1, m.MIN_TIERED_BYTES - 1), (m.MIN_TIERED_BYTES, largest)):
+        if not _efs_dearer(hi, prices, access):
+            continue
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _efs_dearer(mid, prices, access):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+    return largest + 1
