@@ -19,6 +19,7 @@ import typer
 from hycloud_core.errors import HyCloudError
 
 from .. import http
+from ..progress_bar import RichProgress
 from ..sdk import HyCloud
 from ..sdk.trees import kept_metadata
 from ..transfer.background import settle
@@ -32,7 +33,6 @@ from .configure import configure
 from .job_progress import FilesBar, following
 from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
-from .progress_bar import RichProgress
 from .serve import serve
 from .share import share_command
 from .status import status_command

@@ -6,7 +6,7 @@ import threading
 
 from rich.progress import Progress
 
-from ..cli.progress_bar import transfer_bars
+from ..progress_bar import transfer_bars
 
 
 class SyncProgress:

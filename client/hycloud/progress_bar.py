@@ -12,7 +12,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from ..transfer import Progress as TransferProgress
+from .transfer import Progress as TransferProgress
 
 MIN_BYTES_FOR_BAR = 4 * 1024 * 1024
 
