@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hycloud_core.delta import level as zlevel
 from hycloud_core.delta.decision import delta_seconds, should_delta_download
 
 from ..versions import VersionStore
@@ -103,6 +104,27 @@ def learn_job(
     r = rates(store)
     inside = size / r.compute if direction == "down" else delta_size / r.up
     store.add_rate("overhead_s", max(job_seconds - 2 * size / r.s3_efs - inside, MIN_OVERHEAD_S))
+
+
+def level_table(store: VersionStore) -> zlevel.Table:
+    """The per-level compression table for this machine: the default one's rates scaled by how
+    fast a small probe runs here, measured once (about 0.3 s) and kept."""
+    speed = store.rate("zstd_speed")
+    if not speed:
+        speed = zlevel.speed(zlevel.probe_rates())
+        store.add_rate("zstd_speed", speed)
+    return zlevel.scaled(speed)
+
+
+def chosen_level(endpoint: str, direction: str, size: int, link_rate: float | None = None) -> int:
+    """The zstd level of a version-aware delta by eq. 2 from the measured link rate and γ of
+    `endpoint`: compressed here for an upload (this machine's table), in the cloud for a download
+    (the default table, which stands for the cloud's CPU). Rates are the endpoint's whoever the user."""
+    store = VersionStore(endpoint, "")
+    up = direction == "up"
+    link = link_rate or store.rate("up" if up else "down") or LINK
+    table = level_table(store) if up else zlevel.DEFAULT_TABLE
+    return zlevel.choose(size, link, 0.0, table, store.rate("gamma") or GAMMA)
 
 
 def signature_block(size: int) -> int:

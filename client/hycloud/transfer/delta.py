@@ -35,7 +35,7 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from ..http import Http, new_session
 from ..verify import check_stored
-from . import background
+from . import auto, background
 from .progress import Progress
 from .renew import UrlBook, with_renewal
 from .staging import STAGE_TIMEOUT_S, stage
@@ -48,6 +48,8 @@ MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through 
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
 ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
+NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2's level choice
+# scales with the size on both terms: the size moves only the cloud's cap)
 
 
 def wait_job(http: Http, job: str) -> dict:
@@ -79,15 +81,19 @@ def _followed(http: Http, answer: dict) -> tuple[str, dict]:
     return answer["job"], wait_job(http, answer["job"])
 
 
-def delta_from_known(http: Http, path: str, base_hash: str) -> tuple[dict, tuple[str, dict] | None] | None:
+def delta_from_known(
+    http: Http, path: str, base_hash: str, level: int | None = None, size: int = NOMINAL_SIZE
+) -> tuple[dict, tuple[str, dict] | None] | None:
     """The version-aware delta from the version the client holds, asked for straight away (no stat
     first: the answer names the path's current version). (file, (job, result)); (file, None) when
-    the client's version is current; None when the cloud cannot (not a large file, base unknown)."""
+    the client's version is current; None when the cloud cannot (not a large file, base unknown).
+    `level`: the zstd level asked for, else chosen by eq. 2 for this link (`size`: about the file's)."""
+    level = level or auto.chosen_level(http.base, "down", size)
     try:
         answer = http.json(
             "POST",
             "/v1/delta/download",
-            params={"wait": START_WAIT_S},
+            params={"wait": START_WAIT_S, "level": level},
             json={"path": path, "base_hash": base_hash},
         )
     except (ConflictError, NotFoundError):
@@ -160,10 +166,14 @@ class _ListTooLarge(Exception):
     """The checksum list (after a retry with full-length sums) does not fit one request."""
 
 
-def _version_aware_job(http: Http, path: str, base_hash: str) -> tuple[str, dict] | None:
-    """Run a version-aware delta when the cloud still has our version; None when it does not."""
+def _version_aware_job(http: Http, path: str, base_hash: str, size: int) -> tuple[str, dict] | None:
+    """Run a version-aware delta when the cloud still has our version, at the zstd level eq. 2
+    chooses for this link; None when the cloud lacks our version."""
+    params = {"level": auto.chosen_level(http.base, "down", size)}
     try:
-        return run_job(http, "POST", "/v1/delta/download", json={"path": path, "base_hash": base_hash})
+        return run_job(
+            http, "POST", "/v1/delta/download", params, json={"path": path, "base_hash": base_hash}
+        )
     except ConflictError as err:
         if err.code != "base-unknown":
             raise
@@ -298,7 +308,7 @@ def delta_download(
         return {"kind": "same", "sent_bytes": 0, "received_bytes": 0}
     started = time.perf_counter()
     if ran is None and mode != "rsync":
-        ran = _version_aware_job(http, path, base_hash)
+        ran = _version_aware_job(http, path, base_hash, info["size"])
     block = None
     if ran is None:
         wanted = _chunking(info).choose(os.path.getsize(base), info["size"])
@@ -372,17 +382,21 @@ def delta_upload(
     force: bool = False,
     s3_efs_rate: float = 100 * 2**20,
     base_hash: str | None = None,
+    level: int | None = None,
 ) -> dict | None:
     """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly.
-    `base_hash`, when the client knows it, saves reading the base twice."""
+    `base_hash`, when the client knows it, saves reading the base twice. A version-aware delta is
+    compressed at `level`, else at the one eq. 2 chooses for `upload_rate` and this machine's CPU."""
     size = os.path.getsize(local)
+    if kind == "version":
+        level = level or auto.chosen_level(http.base, "up", size, upload_rate)
     base_hash = base_hash or content.hash_file(base)[0]
     with tempfile.TemporaryFile() as delta_file:
         started = time.perf_counter()
         with open(base, "rb") as old, open(local, "rb") as new:
             reader = _HashingReader(new)  # the new version's content hash on the same pass
             if kind == "version":
-                versioned.encode(old, os.path.getsize(base), reader, size, delta_file)
+                versioned.encode(old, os.path.getsize(base), reader, size, delta_file, level=level)
             else:
                 rsync_delta(rsync_signature(old, 1024), reader, delta_file)
         compute_seconds = time.perf_counter() - started
@@ -397,7 +411,8 @@ def delta_upload(
     if result is None:
         return None
     steps = {"compute": compute_seconds, **result.get("steps", {})}
-    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate, "steps": steps}
+    extra = {"level": level} if kind == "version" else {}
+    return {**result, "kind": kind, "gamma": gamma, "compute_rate": compute_rate, "steps": steps, **extra}
 
 
 class _HashingReader:
