@@ -15,6 +15,17 @@ storage and requests, file-system storage for files under 128 KiB, and per-GB re
 (at least 32 KiB each; imports are writes, exports reads). All figures are arithmetic on list
 prices: nothing here depends on machine load.
 
+HyCloud with tiers is the same layout under the deployment's storage tiers (infra
+constructs/storage_tiers.py): EFS lifecycle (IA after 30 days unread, Archive after 180) for small
+files of 128 KiB and more, S3 Intelligent-Tiering for contents of 128 KiB and more, with their
+moves, cold reads and monitoring (hycloud_core/cost/tiers.py). The share of cold data is an
+assumption: AWS's estimate on the EFS pricing page that 80% of files go unread in a month,
+carried forward at the same monthly rate (51% unread 90 days, 26% 180 days; memoryless, so it
+understates long-cold data), each cold byte moved and read back once a year. It is also priced at
+the small-file threshold chosen by cost for a file read once a month and rewritten every ten
+(tiers.choose_threshold). all-S3 Standard and S3 Files keep S3 Standard prices; all-S3 under the
+same Intelligent-Tiering and cold share is shown beside them.
+
 With `--table` (a deployment's table; AWS credentials and endpoint from the environment, as for
 `hycloud admin`), the relay's cost per GB is also priced from that deployment's measured relay
 runs (hycloud_core/cost/relay_meter.py) beside the modelled figure.
@@ -50,6 +61,14 @@ from hycloud_core.cost.model import (  # noqa: E402
     operations_cost,
 )
 from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # noqa: E402
+from hycloud_core.cost.tiers import (  # noqa: E402
+    ColdShare,
+    FileAccess,
+    choose_threshold,
+    s3_tiered_gb_month,
+    s3_tiered_object_month,
+    tiered_cost,
+)
 
 KB, KiB, MiB, GiB = 1000, 1024, 1024**2, 1024**3
 THRESHOLD = 2 * MiB
@@ -92,18 +111,53 @@ def distribution(name: str, n: int, seed: int) -> list[int]:
     raise ValueError(name)
 
 
-def storage_rows(sizes: list[int], prices, threshold: int) -> dict:
-    usage = usage_from_sizes(sizes, threshold, dirs=max(1, len(sizes) // 100))
+COLD = ColdShare()  # the stated assumption (module docstring, hycloud_core/cost/tiers.py)
+ACCESS = FileAccess(reads_per_month=1.0, writes_per_month=0.1, cold=COLD)
+TIERED = ("hybrid-tiers", "hybrid-tiers-chosen")
+SUMMARY = ("hybrid", "hybrid-tiers", "hybrid-tiers-chosen", "all-s3", "all-s3-tiers", "s3-files")
+MIN_TIERED = 128 * KiB
+
+
+def all_s3_tiered(sizes: list[int], prices) -> dict:
+    """All-S3 with the same Intelligent-Tiering and cold share: what a plain bucket could pay too."""
+    tiered = [s for s in sizes if s >= MIN_TIERED]
+    logical = sum(sizes)
+    data = prices.gb(logical - sum(tiered)) * prices["s3_storage_gb_month"]
+    data += prices.gb(sum(tiered)) * s3_tiered_gb_month(prices, COLD)
+    data += len(tiered) * s3_tiered_object_month(prices, COLD)
+    return {"data": data, "metadata": 0.0, "total": data, "unit": data / prices.gb(logical)}
+
+
+def _row(cost, prices) -> dict:
+    return {
+        "data": cost.data_cost,
+        "metadata": cost.metadata_cost,
+        "total": cost.total,
+        "unit": cost.unit_price(prices),
+    }
+
+
+def storage_rows(sizes: list[int], prices, threshold: int, chosen: int | None = None) -> dict:
+    """Each layout's storage cost; with `chosen`, also HyCloud with tiers at that threshold."""
+    dirs = max(1, len(sizes) // 100)
+    usage = usage_from_sizes(sizes, threshold, dirs=dirs)
     out = {"files": usage.files, "logical_gb": prices.gb(usage.logical_bytes), "small_files": usage.efs_files}
     for layout, cost in compare(usage, prices).items():
-        out[layout] = {
-            "data": cost.data_cost,
-            "metadata": cost.metadata_cost,
-            "total": cost.total,
-            "unit": cost.unit_price(prices),
-        }
+        out[layout] = _row(cost, prices)
+    out["hybrid-tiers"] = _row(tiered_cost(usage, prices, COLD), prices)
+    out["all-s3-tiers"] = all_s3_tiered(sizes, prices)
     out["hybrid_over_s3_pct"] = 100 * (out["hybrid"]["unit"] / out["all-s3"]["unit"] - 1)
     out["hybrid_vs_s3_files_pct"] = 100 * (out["hybrid"]["unit"] / out["s3-files"]["unit"] - 1)
+    if chosen is not None:
+        at_chosen = usage_from_sizes(sizes, chosen, dirs=dirs)
+        out["hybrid-tiers-chosen"] = {
+            **_row(tiered_cost(at_chosen, prices, COLD), prices),
+            "small_files": at_chosen.efs_files,
+        }
+    for layout in TIERED:
+        if layout in out:
+            out[f"{layout}_vs_s3_pct"] = 100 * (out[layout]["unit"] / out["all-s3"]["unit"] - 1)
+            out[f"{layout}_vs_s3_files_pct"] = 100 * (out[layout]["unit"] / out["s3-files"]["unit"] - 1)
     return out
 
 
@@ -174,6 +228,35 @@ def idle_markdown(idle: dict) -> list[str]:
     return lines
 
 
+def tiers_markdown(report: dict) -> list[str]:
+    t = report["tiers"]
+    cold = t["cold_share"]
+    lines = [
+        "",
+        "Storage $/GB-month by mix: HyCloud today, with tiers (2 MiB, and the threshold chosen by cost), all-S3 (Standard and Intelligent-Tiering), S3 Files",
+        "",
+    ]
+    lines += [
+        "| distribution | HyCloud today | HyCloud with tiers | with tiers, chosen threshold | all-S3 Standard | all-S3 Intelligent-Tiering | S3 Files |"
+    ]
+    lines += ["| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, row in report["distributions"].items():
+        lines.append(f"| {name} | " + " | ".join(f"{row[layout]['unit']:.5f}" for layout in SUMMARY) + " |")
+    lines += [
+        "",
+        f"Cold share assumed: {cold['after_30_days']:.0%} of tierable bytes unread 30 days, {cold['after_90_days']:.1%} 90 days, "
+        f"{cold['after_180_days']:.1%} 180 days (AWS's 80% of files unread in a month, carried forward monthly); "
+        f"moves and one cold read per byte spread over {cold['months_held']:g} months. Files and objects under 128 KiB "
+        f"and all metadata stay in the standard tiers. Threshold chosen by cost for a file read {t['access']['reads_per_month']:g} "
+        f"time a month and rewritten {t['access']['writes_per_month']:g} times a month: {t['chosen_threshold']:,} bytes "
+        f"(EFS inode and blocks by tier with Elastic reads and writes, against a link file, an object record, S3 by tier, "
+        "a PUT per write and a GET per read). Requests and jobs are not in these storage figures. "
+        "The saving is the tiers': a plain bucket under the same Intelligent-Tiering and cold share "
+        "(all-S3 Intelligent-Tiering) pays about as little, and S3 Files' bucket could too.",
+    ]
+    return lines
+
+
 def markdown(report: dict) -> str:
     p = report["prices"]
     lines = [
@@ -187,7 +270,7 @@ def markdown(report: dict) -> str:
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, row in report["distributions"].items():
-        for layout in ("all-s3", "all-efs", "s3-files", "hybrid"):
+        for layout in ("all-s3", "all-s3-tiers", "all-efs", "s3-files", "hybrid", *TIERED):
             c = row[layout]
             lines.append(
                 f"| {name} | {row['logical_gb']:,.0f} | {row['small_files']:,} | {layout} | {c['data']:,.2f} | "
@@ -195,6 +278,12 @@ def markdown(report: dict) -> str:
             )
         lines.append(f"| {name} | | | hybrid over S3 | | | | +{row['hybrid_over_s3_pct']:.2f}% |")
         lines.append(f"| {name} | | | hybrid vs S3 Files | | | | {row['hybrid_vs_s3_files_pct']:+.2f}% |")
+        for layout in TIERED:
+            lines.append(f"| {name} | | | {layout} vs all-S3 | | | | {row[f'{layout}_vs_s3_pct']:+.2f}% |")
+            lines.append(
+                f"| {name} | | | {layout} vs S3 Files | | | | {row[f'{layout}_vs_s3_files_pct']:+.2f}% |"
+            )
+    lines += tiers_markdown(report)
     lines += ["", "Threshold sweep (small-heavy): hybrid $/GB-month and increase over all-S3", ""]
     lines += ["| threshold | small files | $/GB-month | over S3 |", "| ---: | ---: | ---: | ---: |"]
     for t, row in report["threshold_sweep"].items():
@@ -236,9 +325,15 @@ def main() -> None:
         "distributions": {},
         "threshold_sweep": {},
     }
+    chosen = choose_threshold(prices, ACCESS)
+    report["tiers"] = {
+        "cold_share": COLD.to_dict(),
+        "access": {"reads_per_month": ACCESS.reads_per_month, "writes_per_month": ACCESS.writes_per_month},
+        "chosen_threshold": chosen,
+    }
     for name in ("trace-range", "small-heavy", "tiny-heavy"):
         sizes = distribution(name, args.files, args.seed)
-        report["distributions"][name] = storage_rows(sizes, prices, THRESHOLD)
+        report["distributions"][name] = storage_rows(sizes, prices, THRESHOLD, chosen)
         if name == "small-heavy":
             for t in (256 * KiB, 1 * MiB, 2 * MiB, 8 * MiB, 64 * MiB):
                 label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
