@@ -124,7 +124,7 @@ def chosen_level(endpoint: str, direction: str, size: int, link_rate: float | No
     up = direction == "up"
     link = link_rate or store.rate("up" if up else "down") or LINK
     table = level_table(store) if up else zlevel.DEFAULT_TABLE
-    return zlevel.choose(size, link, 0.0, table, store.rate("gamma") or GAMMA)
+    return zlevel.choose(size, link, 0.0, table, store.rate("gamma") or zlevel.GAMMA)
 
 
 def signature_block(size: int) -> int:

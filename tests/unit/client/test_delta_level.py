@@ -20,7 +20,7 @@ def store(tmp_path, monkeypatch):
 
 
 def test_download_level_follows_the_measured_link(store):
-    # no rates yet: the paper's 50 Mbit/s, γ 0.9: level 3 7.6e-9 + 1.6e-8 s/B, level 12 4.0e-8 + 9.1e-9
+    # no rates yet: the paper's 50 Mbit/s, γ 0.98: level 3 7.6e-9 + 3.2e-9 s/B, level 12 4.0e-8 + 1.8e-9
     assert auto.chosen_level(ENDPOINT, "down", 10**8) == 3
     store.add_rate("down", 1e3)
     assert auto.chosen_level(ENDPOINT, "down", 10**8) == 19
@@ -31,8 +31,11 @@ def test_download_level_follows_the_measured_link(store):
 
 def test_measured_gamma_keeps_a_small_delta_fast(store):
     store.add_rate("down", 1e6)
+    assert auto.chosen_level(ENDPOINT, "down", 10**8) == 3  # no γ yet: level.GAMMA, 0.98
+    store.add_rate("gamma", 0.9)  # γ learned from a job: many bytes to save, level 12 wins
     assert auto.chosen_level(ENDPOINT, "down", 10**8) == 12
-    store.add_rate("gamma", 0.96)  # γ learned from a job: few bytes to save, level 3 wins
+    store.add_rate("gamma", 0.96)
+    store.add_rate("gamma", 0.96)  # the median of the recent γ: 0.96, level 3 again
     assert auto.chosen_level(ENDPOINT, "down", 10**8) == 3
 
 

@@ -1,7 +1,7 @@
 """The zstd level of a version-aware delta by eq. 2, and the cloud's cap on it (level.py).
 
-The expected levels are worked by hand from DEFAULT_TABLE with γ = 0.9, per byte of the new
-version: compress 1/rate, send (1 - γ)·ratio/link.
+The expected levels are worked by hand from DEFAULT_TABLE with γ = 0.9 unless said, per byte of
+the new version: compress 1/rate, send (1 - γ)·ratio/link.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from hycloud_core.delta.level import DEFAULT_TABLE, LevelCost
 
 def test_slow_link_gets_the_smallest_delta():
     # 1 kB/s: level 3 costs 7.6e-9 + 1.0e-4, level 12 4.0e-8 + 5.7e-5, level 19 1.25e-6 + 4.8e-5
-    assert level.choose(10**8, 1e3) == 19
+    assert level.choose(10**8, 1e3, gamma=0.9) == 19
 
 
 def test_fast_link_gets_the_fastest_compression():
     # 1.25 GB/s: level 3 costs 7.58e-9 + 8.0e-11, level 1 7.63e-9 + 8.2e-11, level 6 1.35e-8 + ...
-    assert level.choose(10**8, 1.25e9) == 3
+    assert level.choose(10**8, 1.25e9, gamma=0.9) == 3
 
 
 def test_middle_link_gets_a_middle_level():
     # 1 MB/s: level 3 1.076e-7, level 6 1.020e-7, level 9 1.088e-7, level 12 0.97e-7, level 15 6.9e-7
-    assert level.choose(10**8, 1e6) == 12
+    assert level.choose(10**8, 1e6, gamma=0.9) == 12
 
 
 def test_measured_gamma_moves_the_choice():
@@ -34,13 +34,20 @@ def test_measured_gamma_moves_the_choice():
     assert level.choose(10**8, 1e6, gamma=0.96) == 3
 
 
+def test_default_gamma_is_a_release_series_one():
+    # γ 0.98 at 10 Mbit/s: level 3 7.6e-9 + 1.6e-8 = 2.4e-8, level 6 1.35e-8 + 1.4e-8 = 2.8e-8
+    assert level.GAMMA == 0.98 and level.choose(10**8, 1.25e6) == 3
+    # 1 Mbit/s: level 3 7.6e-9 + 1.6e-7, level 12 4.0e-8 + 9.1e-8 = 1.3e-7, level 19 1.25e-6 + ...
+    assert level.choose(10**8, 1.25e5) == 12
+
+
 def test_total_seconds_is_eq2_level_part():
     table = {3: LevelCost(100e6, 1.0), 19: LevelCost(1e6, 0.5)}
     # 100 MB at level 19: 100 s of compression, 10 MB·0.5 over 1 MB/s = 5 s, plus 0.2 s RTT
-    assert level.total_seconds(19, 10**8, 1e6, 0.2, table) == pytest.approx(105.2)
-    assert level.total_seconds(3, 10**8, 1e6, 0.2, table) == pytest.approx(11.2)
-    assert level.choose(10**8, 1e6, 0.2, table) == 3
-    assert level.choose(10**8, 1e4, 0.2, table) == 19  # 100 + 500 s against 1 + 1000 s
+    assert level.total_seconds(19, 10**8, 1e6, 0.2, table, 0.9) == pytest.approx(105.2)
+    assert level.total_seconds(3, 10**8, 1e6, 0.2, table, 0.9) == pytest.approx(11.2)
+    assert level.choose(10**8, 1e6, 0.2, table, 0.9) == 3
+    assert level.choose(10**8, 1e4, 0.2, table, 0.9) == 19  # 100 + 500 s against 1 + 1000 s
 
 
 def test_cap_keeps_what_fits_the_budget():
