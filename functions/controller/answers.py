@@ -53,6 +53,7 @@ class Entry(BaseModel):
     storage: Literal["small", "large"] = absent()
     content_hash: str = absent()
     mode: int = absent()
+    sha256: str = absent()  # what `sha256sum` prints: a small file's in stat, a large file's as uploaded
 
 
 class StoredFile(Entry):

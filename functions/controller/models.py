@@ -129,6 +129,7 @@ class CommitUpload(Body):
     parents: bool | None = None
     mtime: FileTime | None = None
     mode: FileMode | None = None
+    sha256: ContentHash | None = None  # the whole file's plain sha256, kept for `sha256sum` checks
 
 
 class DeltaByVersion(Body):

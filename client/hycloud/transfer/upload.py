@@ -102,7 +102,7 @@ def upload_large(
     path, progress = Path(local), progress or Progress()
     size = os.path.getsize(path)
     progress.start(f"hash {path.name}", size)
-    content_hash, digests = content.hash_file(path)
+    content_hash, digests, sha256 = content.hash_file_and_sha256(path)
     for _ in range(3):
         state = http.json(
             "POST",
@@ -137,6 +137,7 @@ def upload_large(
                     "content_hash": content_hash,
                     "proof": proof,
                     "parents": parents,
+                    "sha256": sha256,
                     **(keep or {}),
                 },
                 headers=headers,

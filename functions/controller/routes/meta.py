@@ -19,7 +19,7 @@ MIN_CODED_INSTANCES = 3
 
 @router.get("/v1/stat", responses=replies(200, Entry, 404))
 def stat(path: Annotated[UserPath, Query()]):
-    return ok(namespace(router).stat(path).to_dict())
+    return ok(namespace(router).stat_hashed(path).to_dict())
 
 
 @router.get("/v1/whoami", responses=replies(200, Whoami))

@@ -48,6 +48,7 @@ def commit(
         expect=expected_version(if_match, if_none_match),
         mtime=body.mtime,
         mode=body.mode,
+        sha256=body.sha256,
     )
     precompute(router, body.path)
     return ok(entry.to_dict(), 201)

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .constants import MiB
 from .errors import BadRequestError
@@ -46,10 +46,13 @@ def hash_from_parts(digests: Iterable[bytes]) -> str:
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
-def part_digests(src: BinaryIO) -> list[bytes]:
+def part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
+    """The 8 MiB part digests; `whole` (a hashlib object) is fed every byte on the way."""
     digests = []
     while True:
         block = src.read(PART_SIZE)
+        if whole is not None:
+            whole.update(block)
         if not block and digests:
             return digests
         digests.append(hashlib.sha256(block).digest())
@@ -88,6 +91,14 @@ def hash_file(path: str | Path) -> tuple[str, list[bytes]]:
     with open(path, "rb") as f:
         digests = part_digests(f)
     return hash_from_parts(digests), digests
+
+
+def hash_file_and_sha256(path: str | Path) -> tuple[str, list[bytes], str]:
+    """The content hash, its part digests and the plain sha256 (what `sha256sum` prints), read once."""
+    whole = hashlib.sha256()
+    with open(path, "rb") as f:
+        digests = part_digests(f, whole)
+    return hash_from_parts(digests), digests, whole.hexdigest()
 
 
 def hash_bytes(data: bytes) -> str:

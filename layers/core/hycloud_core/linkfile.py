@@ -35,9 +35,19 @@ class LinkFile:
     mode: int | None = None  # permission bits the uploader gave (the link file's own mark them as a link)
     # the layouts of coded versions in `history`, by content hash: their blocks are their only copy
     history_erasure: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the plain sha256 of the content (what `sha256sum` prints), as the uploader computed it in the
+    # pass that made the part digests; None for content stored before it was kept
+    sha256: str | None = None
 
     def superseded_by(
-        self, content_hash: str, size: int, mtime: float, keep_s: int, now: float, mode: int | None = None
+        self,
+        content_hash: str,
+        size: int,
+        mtime: float,
+        keep_s: int,
+        now: float,
+        mode: int | None = None,
+        sha256: str | None = None,
     ) -> LinkFile:
         """The link of a new version at this path: it keeps the file's adaptive chunk size and
         remembers this version (and earlier ones still kept) for `keep_s`."""
@@ -55,6 +65,7 @@ class LinkFile:
             history=history,
             mode=self.mode if mode is None else mode,
             history_erasure={h: e for h, e in layouts.items() if h in kept},
+            sha256=sha256,
         )
 
     def readable_versions(self, now: float) -> set[str]:

@@ -9,14 +9,15 @@ never see them as such.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat as stat_mod
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from .. import paths
+from .. import content, paths
 from ..errors import ConflictError, NotFoundError
 from ..linkfile import LINK_MODE, LinkFile, is_link_mode
 
@@ -33,6 +34,7 @@ class Entry:
     storage: str | None = None  # "small" (EFS) | "large" (S3 behind a link file) | None for dirs
     content_hash: str | None = None
     mode: int | None = None  # a file's permission bits (0o755 for an executable)
+    sha256: str | None = None  # the plain sha256, where known (stat_hashed, link files)
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -84,8 +86,25 @@ class Namespace:
             return Entry(name, path, "dir", 0, st.st_mtime)
         if is_link_mode(st.st_mode):
             link = self.read_link(path)
-            return Entry(name, path, "file", link.size, link.mtime, "large", link.content_hash, link.mode)
+            return Entry(
+                name, path, "file", link.size, link.mtime, "large", link.content_hash, link.mode, link.sha256
+            )
         return Entry(name, path, "file", st.st_size, st.st_mtime, "small", mode=file_mode(st.st_mode))
+
+    def stat_hashed(self, path: str) -> Entry:
+        """`stat`, and for a small file its hashes too: it is read, which one stat can afford (at
+        most the small-file threshold) and a listing could not."""
+        entry = self.stat(path)
+        if entry.storage != "small":
+            return entry
+        try:
+            with open(self.host(entry.path), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise NotFoundError(f"{path} does not exist") from None
+        return replace(
+            entry, size=len(data), content_hash=content.hash_bytes(data), sha256=hashlib.sha256(data).hexdigest()
+        )
 
     def require_dir(self, path: str) -> None:
         if self.stat(path).type != "dir":

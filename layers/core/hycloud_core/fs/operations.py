@@ -171,14 +171,17 @@ class FileSystem:
         expect: str | None = None,
         mtime: float | None = None,
         mode: int | None = None,
+        sha256: str | None = None,
     ) -> Entry:
-        """Finish a client's upload (or dedup claim) and link the content at `path`."""
+        """Finish a client's upload (or dedup claim) and link the content at `path`; `sha256`,
+        the plain hash the client computed with the part digests, is kept in the link."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.committing(self.ns, path, content_hash):
             self._require_parent(path, parents)
             self.check_expected(path, expect)
             size = self.uploads.finish(content_hash, proof)
-            return self._link(path, content_hash, size, mtime, None if mode is None else mode & 0o777)
+            mode = None if mode is None else mode & 0o777
+            return self._link(path, content_hash, size, mtime, mode, sha256=sha256)
 
     def commit_stored(
         self, path: str, content_hash: str, size: int, mtime: float | None = None, expect: str | None = None
@@ -224,14 +227,15 @@ class FileSystem:
         mtime: float | None = None,
         mode: int | None = None,
         erasure: dict | None = None,
+        sha256: str | None = None,
     ) -> Entry:
         """Point `path` at content just touched for it; the version it replaces is retained."""
         now = time.time()
         old = self.ns.current_link(path)
         if old:
-            link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now, mode)
+            link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now, mode, sha256)
         else:
-            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now, mode=mode)
+            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now, mode=mode, sha256=sha256)
         if old and old.content_hash != content_hash:
             self.objects.retain(old.content_hash, self.retain_s)
         link.erasure = erasure

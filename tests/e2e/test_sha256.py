@@ -1,0 +1,54 @@
+"""Every file's plain sha256 (what `sha256sum` prints) in `stat`, small and large, kept through
+copies and moves, and beside it the content hash the cloud names content by."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from hycloud_core import content
+
+pytestmark = pytest.mark.e2e
+MiB = 1024 * 1024
+
+
+def test_stat_of_a_small_file_has_its_sha256_and_content_hash(alice):
+    sdk, data = alice.sdk(), os.urandom(3000)
+    sdk.put_bytes("/sums/small.txt", data, parents=True)
+    entry = sdk.stat("/sums/small.txt")
+    assert entry["storage"] == "small"
+    assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+    assert entry["content_hash"] == content.hash_bytes(data)
+
+
+def test_a_large_file_keeps_its_sha256_through_copy_move_and_a_new_version(alice, tmp_path):
+    sdk = alice.sdk()
+    first, second = tmp_path / "first.bin", tmp_path / "second.bin"
+    first.write_bytes(os.urandom(sdk.small_file_threshold + MiB))
+    second.write_bytes(os.urandom(sdk.small_file_threshold + 2 * MiB))
+    sdk.put(first, "/sums/big.bin", parents=True, via="direct", coded=False)
+    entry = sdk.stat("/sums/big.bin")
+    assert entry["storage"] == "large"
+    assert entry["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    assert entry["content_hash"] == content.hash_file(first)[0]
+
+    sdk.cp("/sums/big.bin", "/sums/copy.bin")
+    sdk.mv("/sums/copy.bin", "/sums/moved.bin")
+    assert sdk.stat("/sums/moved.bin")["sha256"] == entry["sha256"]
+
+    sdk.put(second, "/sums/big.bin", via="direct", coded=False)  # the new version's own sum
+    assert sdk.stat("/sums/big.bin")["sha256"] == hashlib.sha256(second.read_bytes()).hexdigest()
+    assert sdk.stat("/sums/moved.bin")["sha256"] == entry["sha256"]
+
+
+def test_a_commit_with_a_malformed_sha256_is_refused_and_nothing_is_linked(alice):
+    http = alice.sdk().http
+    response = http.session.post(
+        http.base + "/v1/uploads/commit",
+        json={"path": "/sums/bad.bin", "content_hash": "0" * 64, "sha256": "not-a-hash"},
+        timeout=30,
+    )
+    assert response.status_code == 400, response.text
+    assert not alice.sdk().exists("/sums/bad.bin")
