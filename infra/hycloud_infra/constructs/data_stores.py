@@ -5,6 +5,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from .storage_tiers import s3_tiering_rules
+
 
 def content_bucket(
     scope: Construct, *, removal_policy: RemovalPolicy, bucket_name: str | None = None
@@ -27,6 +29,8 @@ def content_bucket(
             # a data instance: coded files its relay jobs made whole, and the layouts its jobs read
             s3.LifecycleRule(prefix="relay/", expiration=Duration.days(1)),
             s3.LifecycleRule(prefix="layouts/", expiration=Duration.days(1)),
+            # contents and coded blocks unread go to cheaper tiers (storage_tiers.py)
+            *s3_tiering_rules(scope),
         ],
         # The web app sends parts to and reads files from presigned URLs (the URL is the credential).
         cors=[

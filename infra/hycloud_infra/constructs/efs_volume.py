@@ -14,6 +14,8 @@ from aws_cdk import aws_efs as efs
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from .storage_tiers import efs_lifecycle
+
 MOUNT_PATH = "/mnt/efs"
 
 
@@ -48,6 +50,7 @@ class EfsVolume(Construct):
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
             throughput_mode=efs.ThroughputMode.ELASTIC,
             removal_policy=removal_policy,
+            **efs_lifecycle(self),  # files unread go to IA, then Archive (storage_tiers.py)
         )
         self.access_point = self.file_system.add_access_point(
             "AccessPoint",
