@@ -52,3 +52,15 @@ def test_a_commit_with_a_malformed_sha256_is_refused_and_nothing_is_linked(alice
     )
     assert response.status_code == 400, response.text
     assert not alice.sdk().exists("/sums/bad.bin")
+
+
+def test_an_erasure_coded_file_has_its_sha256(alice, tmp_path):
+    sdk = alice.sdk()
+    if sdk.info().get("coded_threshold") is None:
+        pytest.skip("erasure coding needs three instances (hycloud:regions)")
+    local = tmp_path / "coded.bin"
+    local.write_bytes(os.urandom(sdk.small_file_threshold + MiB))
+    sdk.put(local, "/sums/coded.bin", parents=True, coded=True)
+    entry = sdk.stat("/sums/coded.bin")
+    assert entry["sha256"] == hashlib.sha256(local.read_bytes()).hexdigest()
+    assert entry["content_hash"] == content.hash_file(local)[0]

@@ -190,7 +190,7 @@ def upload_coded(
     regions = [i["region"] for i in http.json("GET", "/v1/instances")["instances"]]
     n, k = code or default_code(len(regions))
     size = os.path.getsize(local)
-    content_hash, _ = content.hash_file(local)
+    content_hash, _, sha256 = content.hash_file_and_sha256(local)
     with tempfile.TemporaryDirectory(prefix="hycloud-coded-") as tmp:
         folder = Path(tmp)
         layout = _encode(local, n, k, chunk_size, folder)
@@ -223,7 +223,7 @@ def upload_coded(
                 progress.advance(nbytes)
         proof = _proof(started["challenge"], folder)
         verify_blocks(http, started, content_hash)
-    commit = {**body, "proof": proof, "parents": parents, **keep}
+    commit = {**body, "proof": proof, "parents": parents, "sha256": sha256, **keep}
     entry = http.json("POST", "/v1/coded/commit", json=commit, headers=headers)
     check_stored(remote, entry.get("content_hash"), content_hash)
     samples = clock.samples("upload")

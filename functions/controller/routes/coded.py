@@ -89,6 +89,7 @@ class CodedCommit(CodedUpload):
     proof: Hash | None = Field(default=None, description="answer to the upload's challenge")
     mtime: FileTime | None = None
     mode: FileMode | None = None
+    sha256: ContentHash | None = None  # the whole file's plain sha256, kept for `sha256sum` checks
 
 
 class SampleIn(Body):
@@ -183,6 +184,7 @@ def commit(
         mtime=body.mtime,
         mode=body.mode,
         proof=body.proof,
+        sha256=body.sha256,
     )
     return ok(entry.to_dict(), 201)
 

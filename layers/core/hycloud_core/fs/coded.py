@@ -256,9 +256,10 @@ class CodedFiles:
         mtime: float | None = None,
         mode: int | None = None,
         proof: str | None = None,
+        sha256: str | None = None,
     ) -> Any:
         """Link the file once every block is in place with its size and checksum, and the caller
-        proved it holds the blocks."""
+        proved it holds the blocks; `sha256` (the client's plain sum) is kept in the link."""
         path = paths.normalize(path)
         pending = self.fs.records.get_upload(self.fs.user, _pending_key(content_hash))
         layout = placed(layout, size, self._ring_at_start(pending))
@@ -269,9 +270,8 @@ class CodedFiles:
         with fs._leases(path), fs.quota.writing(fs.ns, path, size):
             fs._require_parent(path, parents)
             fs.check_expected(path, expect)
-            return fs._link(
-                path, content_hash, size, mtime, None if mode is None else mode & 0o777, layout.to_dict()
-            )
+            mode = None if mode is None else mode & 0o777
+            return fs._link(path, content_hash, size, mtime, mode, layout.to_dict(), sha256)
 
     def _ring_at_start(self, pending: dict | None) -> list[str]:
         """The ring the upload's blocks were placed by: an upload that spans a ring change commits
