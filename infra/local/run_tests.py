@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -38,12 +39,35 @@ def _split_marker(args: list[str]) -> tuple[str | None, list[str]]:
     return marker, rest
 
 
-def _phase(marker: str, extra: str | None, args: list[str], env: dict[str, str]) -> int:
+def _phase(marker: str, extra: str | None, args: list[str], env: dict[str, str], report: Path) -> int:
     expr = f"({marker}) and ({extra})" if extra else marker
-    cmd = [sys.executable, "-m", "pytest", "-m", expr, *args]
+    cmd = [sys.executable, "-m", "pytest", "-m", expr, f"--junitxml={report}", *args]
     print("$", shlex.join(cmd), flush=True)
     code = subprocess.run(cmd, env=env).returncode
     return 0 if code == NO_TESTS else code
+
+
+def _module_of(classname: str) -> str:
+    """`tests.e2e.test_x.TestY` -> `e2e.test_x`: the dotted name up to the test module."""
+    parts = classname.removeprefix("tests.").split(".")
+    ends = [i for i, part in enumerate(parts) if part.startswith("test_")]
+    return ".".join(parts[: ends[0] + 1] if ends else parts)
+
+
+def module_times(reports: list[Path], top: int = 15) -> str:
+    """Where a run's time went, by test module (setup, call and teardown summed; in the lanes two
+    workers run at once, so a module's share of the wall clock is about half its sum)."""
+    totals: dict[str, float] = {}
+    for report in reports:
+        try:
+            cases = ElementTree.parse(report).getroot().iter("testcase")
+        except (OSError, ElementTree.ParseError):
+            continue
+        for case in cases:
+            name = _module_of(case.get("classname") or "?")
+            totals[name] = totals.get(name, 0.0) + float(case.get("time") or 0)
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+    return "slowest modules (s): " + ", ".join(f"{name} {t:.0f}" for name, t in ranked)
 
 
 def guard_summary(since: float) -> str:
@@ -82,6 +106,9 @@ def guard_summary(since: float) -> str:
 def main(argv: list[str]) -> int:
     extra, args = _split_marker(argv)
     run_started = time.time()
+    reports = [local.STATE / "report-lanes.xml", local.STATE / "report-exclusive.xml"]
+    for report in reports:
+        report.unlink(missing_ok=True)
     phases: dict[str, float] = {}
     t0 = time.monotonic()
     started = local.start()
@@ -92,16 +119,17 @@ def main(argv: list[str]) -> int:
         phases["deploy"] = time.monotonic() - t0
         env = {**os.environ, local.DEPLOYED_ENV: "1"}
         t0 = time.monotonic()
-        lanes = _phase("not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args], env)
+        lanes = _phase("not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args], env, reports[0])
         phases["two lanes"] = time.monotonic() - t0
         t0 = time.monotonic()
-        alone = _phase("exclusive", extra, ["-p", "no:xdist", *args], env)
+        alone = _phase("exclusive", extra, ["-p", "no:xdist", *args], env, reports[1])
         phases["exclusive, alone"] = time.monotonic() - t0
     finally:
         if started:
             t0 = time.monotonic()
             local.stop()
             phases["stop local cloud"] = time.monotonic() - t0
+    print(module_times(reports))
     print("phases: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases.items()))
     print(guard_summary(run_started))
     return lanes or alone
