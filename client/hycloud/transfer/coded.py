@@ -117,6 +117,19 @@ def _homes(started: dict) -> list[tuple[str, dict]]:
     return [(f"{ci}/{bi}", b) for ci, c in enumerate(chunks) for bi, b in enumerate(c["blocks"])]
 
 
+def _resuming(started: dict, progress: Progress) -> None:
+    """Say so when the cloud holds blocks of this content already (an interrupted or earlier
+    upload): those are not sent again. The start's page tells before anything is sent."""
+    homes = _homes(started)
+    first = homes[:URL_PAGE]
+    held = [b for key, b in first if key not in started["urls"]]
+    if not held:
+        return
+    of = f"{len(first)}" if len(first) == len(homes) else f"the first {len(first)}"
+    progress.note(f"resuming: {len(held)} of {of} blocks are in the cloud already; not sent again")
+    progress.advance(sum(b["size"] for b in held))
+
+
 def _wire(page: list[tuple[str, dict]]) -> list[dict]:
     return [{"instance": b["instance"], "hash": b["hash"], "size": b["size"]} for _key, b in page]
 
@@ -207,6 +220,7 @@ def upload_coded(
             f"upload {local.name} (RS({n},{k}))",
             sum(b["size"] for c in placed["chunks"] for b in c["blocks"]),
         )
+        _resuming(started, progress)
         session, clock, sent = new_session(), _Clock(), 0
         book = UrlBook({}, put_renewal(http, started, content_hash))
         for urls in url_pages(http, started, content_hash):
