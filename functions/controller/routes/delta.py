@@ -62,6 +62,7 @@ MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request 
 URL_TTL_S = MAX_URL_TTL_S  # staging PUTs and delta GETs; the client asks again when expired
 DIRECT_URL_TTL_S = 300  # a direct job starts within its request
 START_WAIT_S = 5.0  # the longest a request starting a job waits for its result
+DIRECT_COMPRESS_S = START_WAIT_S  # a direct job's estimated compression at its level, at most
 # a delta up to this size comes inline with the job's result, saving the client a request; no
 # larger: the idempotency store keeps the answer in one DynamoDB item (400 KB, base64 of 256 KiB
 # is 341 KB)
@@ -184,11 +185,14 @@ def _start(
 
 
 def _runs_direct(spec: dict, size: int) -> bool:
-    """Whether the job is one Lambda task (nothing to fetch first) short enough to run in the request."""
+    """Whether the job is one Lambda task (nothing to fetch first) short enough to run in the request
+    (a high zstd level's estimated compression too: a level-19 delta of 35 MB outlasts the request)."""
     needs_base = spec["action"] == "apply" or spec.get("base_hash")
+    compress_s = size / zlevel.cost(spec.get("level", zlevel.DEFAULT_LEVEL), zlevel.DEFAULT_TABLE).rate
     return (
         bool(CONFIG.delta_function)
         and size <= CONFIG.delta_direct_bytes
+        and compress_s <= DIRECT_COMPRESS_S
         and (not needs_base or spec.get("base_cached", False))
     )
 
