@@ -15,7 +15,7 @@ from hycloud_core.delta.level import DEFAULT_TABLE, LevelCost
 
 
 def test_slow_link_gets_the_smallest_delta():
-    # 1 kB/s: level 3 costs 7.6e-9 + 1.0e-4, level 12 4.0e-8 + 5.7e-5, level 19 1.25e-6 + 4.8e-5
+    # 1 kB/s: level 3 costs 7.6e-9 + 1.0e-4, level 12 4.0e-8 + 8.5e-5, level 19 1.25e-6 + 6.7e-5
     assert level.choose(10**8, 1e3, gamma=0.9) == 19
 
 
@@ -25,20 +25,20 @@ def test_fast_link_gets_the_fastest_compression():
 
 
 def test_middle_link_gets_a_middle_level():
-    # 1 MB/s: level 3 1.076e-7, level 6 1.020e-7, level 9 1.088e-7, level 12 0.97e-7, level 15 6.9e-7
-    assert level.choose(10**8, 1e6, gamma=0.9) == 12
+    # 1 MB/s: level 3 1.0758e-7, level 6 1.0721e-7, level 9 1.164e-7, level 12 1.251e-7
+    assert level.choose(10**8, 1e6, gamma=0.9) == 6
 
 
 def test_measured_gamma_moves_the_choice():
-    # γ = 0.96 at 1 MB/s: level 3 7.6e-9 + 4.0e-8 = 4.8e-8, level 12 4.0e-8 + 2.3e-8 = 6.3e-8
+    # γ = 0.96 at 1 MB/s: level 3 7.6e-9 + 4.0e-8 = 4.8e-8, level 6 1.35e-8 + 3.7e-8 = 5.1e-8
     assert level.choose(10**8, 1e6, gamma=0.96) == 3
 
 
 def test_default_gamma_is_a_release_series_one():
-    # γ 0.98 at 10 Mbit/s: level 3 7.6e-9 + 1.6e-8 = 2.4e-8, level 6 1.35e-8 + 1.4e-8 = 2.8e-8
+    # γ 0.98 at 10 Mbit/s: level 3 7.6e-9 + 1.6e-8 = 2.4e-8, level 6 1.35e-8 + 1.5e-8 = 2.9e-8
     assert level.GAMMA == 0.98 and level.choose(10**8, 1.25e6) == 3
-    # 1 Mbit/s: level 3 7.6e-9 + 1.6e-7, level 12 4.0e-8 + 9.1e-8 = 1.3e-7, level 19 1.25e-6 + ...
-    assert level.choose(10**8, 1.25e5) == 12
+    # 1 Mbit/s: level 3 7.6e-9 + 1.6e-7 = 1.68e-7, level 6 1.35e-8 + 1.5e-7 = 1.63e-7, level 9 1.70e-7
+    assert level.choose(10**8, 1.25e5) == 6
 
 
 def test_total_seconds_is_eq2_level_part():
@@ -73,7 +73,7 @@ def test_scaled_table_keeps_ratios_and_moves_rates():
     probe = {lv: rate * 2 for lv, rate in level.REFERENCE_PROBE.items()}
     assert level.speed(probe) == 2
     table = level.scaled(level.speed(probe))
-    assert table[19] == LevelCost(1.6e6, 0.48)
+    assert table[19] == LevelCost(1.6e6, 0.67)
     assert [c.ratio for c in table.values()] == [c.ratio for c in DEFAULT_TABLE.values()]
 
 
