@@ -69,6 +69,16 @@ def test_key_is_the_password_and_the_user_name_must_match(gateway, alice, bob):
     assert good.status_code == 207
 
 
+def test_a_propfind_of_a_whole_tree_is_refused_with_finite_depth(gateway, alice):
+    for headers in ({"Depth": "infinity"}, {}):  # no Depth means infinity (RFC 4918 9.1)
+        r = requests.request("PROPFIND", gateway + "/", auth=_auth(alice), headers=headers, timeout=30)
+        assert r.status_code == 403 and b"propfind-finite-depth" in r.content, (headers, r.status_code)
+    listed = requests.request(
+        "PROPFIND", gateway + "/", auth=_auth(alice), headers={"Depth": "1"}, timeout=30
+    )
+    assert listed.status_code == 207
+
+
 def test_bytes_through_the_gateway(gateway, alice):
     """PUT lands in the user's namespace with the right hash; GET with Range slices a large file."""
     data = random.Random(9).randbytes(3 * MiB + 99)
