@@ -27,9 +27,7 @@ def _target() -> tuple[Any, Any]:
     target = json.loads(os.environ[ENV_STANDBY])
     region = target["region"]
     table = reach.resource("dynamodb", region).Table(target["table"])
-    copy = object_copier(
-        boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"]
-    )
+    copy = object_copier(boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"])
     return table, copy
 
 

@@ -41,9 +41,7 @@ def _standby() -> Standby:
             raise RuntimeError(f"standby apply failed: {result}")
         return result
 
-    copy = object_copier(
-        boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"]
-    )
+    copy = object_copier(boto3.client("s3"), CONFIG.bucket, reach.client("s3", region), target["bucket"])
     return Standby(reach.resource("dynamodb", region).Table(target["table"]), apply, copy)
 
 

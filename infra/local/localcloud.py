@@ -500,7 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "install":
         install()
     elif args.command == "install-cdk":  # make deploy: only the pinned CDK CLI, no local cloud
-        step("cdk-cli", digest(NODE_PKG_DIR), NODE_DIR / "node_modules" / ".bin" / "cdklocal", install_cdk_cli)
+        step(
+            "cdk-cli", digest(NODE_PKG_DIR), NODE_DIR / "node_modules" / ".bin" / "cdklocal", install_cdk_cli
+        )
     elif args.command == "start":
         start()
     elif args.command == "stop":

@@ -32,7 +32,10 @@ def thief(deployment):
 
 def _digests(data: bytes) -> bytes:
     """What the coded file's content hash is the plain sha256 of."""
-    return b"".join(hashlib.sha256(data[i : i + content.PART_SIZE]).digest() for i in range(0, len(data), content.PART_SIZE))
+    return b"".join(
+        hashlib.sha256(data[i : i + content.PART_SIZE]).digest()
+        for i in range(0, len(data), content.PART_SIZE)
+    )
 
 
 def _share_bytes(user, path: str) -> bytes:

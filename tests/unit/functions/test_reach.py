@@ -63,7 +63,9 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
         self._answer(b"")
 
     def _record(self, body: bytes) -> None:
-        self.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+        self.seen.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -189,7 +191,9 @@ def test_many_heads_of_another_regions_blocks_are_one_call_of_the_reach_function
     from hycloud_core.fs.blocks import OTHER as NOT_THE_BLOCK
     from hycloud_core.instances import Instance
 
-    store = BlockStore([Instance(OTHER_REGION, "blocks-eu", "", "")], lambda region: reach.client("s3", region))
+    store = BlockStore(
+        [Instance(OTHER_REGION, "blocks-eu", "", "")], lambda region: reach.client("s3", region)
+    )
     _Endpoint.objects["/blocks-eu/blocks/" + "a" * 64] = b"not the block"
     asked = [("a" * 64, 13), ("b" * 64, 10), ("c" * 64, 10)]
     assert store.carried(OTHER_REGION)
@@ -221,7 +225,9 @@ def test_a_block_whose_body_is_cut_short_is_no_source_not_a_failure(carried):
     from hycloud_core.fs.blocks import BlockStore
     from hycloud_core.instances import Instance
 
-    store = BlockStore([Instance(OTHER_REGION, "blocks-eu", "", "")], lambda region: reach.client("s3", region))
+    store = BlockStore(
+        [Instance(OTHER_REGION, "blocks-eu", "", "")], lambda region: reach.client("s3", region)
+    )
     _Endpoint.objects["/blocks-eu/blocks/" + "a" * 64] = b"whole"
     got = store.get_many(OTHER_REGION, [("a" * 64, 5), ("cut-short", 1000)])
     assert got == [b"whole", None]

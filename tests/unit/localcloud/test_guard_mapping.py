@@ -142,7 +142,11 @@ def test_a_copy_from_another_regions_bucket_is_refused_through_the_s3_endpoint(t
     guard._network(_Client(), "s3", "CopyObject", {"Bucket": "home", "Key": "k", "CopySource": "home/j"}, R)
     with pytest.raises(EndpointConnectionError, match="eu-west-1"):
         guard._network(
-            _Client(), "s3", "CopyObject", {"Bucket": "home", "Key": "k", "CopySource": {"Bucket": "eu", "Key": "j"}}, R
+            _Client(),
+            "s3",
+            "CopyObject",
+            {"Bucket": "home", "Key": "k", "CopySource": {"Bucket": "eu", "Key": "j"}},
+            R,
         )
     with pytest.raises(EndpointConnectionError, match="states in us-east-1"):
         guard._network(_Client(), "states", "StartExecution", {}, "us-east-1")

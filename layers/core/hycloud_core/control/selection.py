@@ -31,4 +31,3 @@ def select_service_instances(
     limit = latencies[ordered[0]] * (1.0 + tolerance)
     chosen = tuple(name for name in ordered if latencies[name] <= limit)
     return ServiceInstances(optimal=chosen[0], instances=chosen)
-

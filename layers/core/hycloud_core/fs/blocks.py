@@ -42,7 +42,9 @@ def _judged(answer: dict, block_hash: str, size: int) -> str:
     if not _found(answer, "HeadObject"):
         return ABSENT
     headers = {k.lower(): v for k, v in (answer.get("headers") or {}).items()}
-    same = headers.get("content-length") == str(size) and headers.get("x-amz-checksum-sha256") == b64(block_hash)
+    same = headers.get("content-length") == str(size) and headers.get("x-amz-checksum-sha256") == b64(
+        block_hash
+    )
     return STORED if same else OTHER
 
 
@@ -119,7 +121,9 @@ class BlockStore:
             )
             for h, _ in blocks
         ]
-        return [_judged(a, h, size) for a, (h, size) in zip(reach.send_all(client, heads), blocks, strict=True)]
+        return [
+            _judged(a, h, size) for a, (h, size) in zip(reach.send_all(client, heads), blocks, strict=True)
+        ]
 
     def verified(self, region: str, block_hash: str, size: int) -> bool:
         """The block's bytes read back whole hash to its name. Metadata alone is not proof: a store

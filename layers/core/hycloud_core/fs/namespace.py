@@ -103,7 +103,10 @@ class Namespace:
         except FileNotFoundError:
             raise NotFoundError(f"{path} does not exist") from None
         return replace(
-            entry, size=len(data), content_hash=content.hash_bytes(data), sha256=hashlib.sha256(data).hexdigest()
+            entry,
+            size=len(data),
+            content_hash=content.hash_bytes(data),
+            sha256=hashlib.sha256(data).hexdigest(),
         )
 
     def require_dir(self, path: str) -> None:

@@ -235,7 +235,9 @@ class FileSystem:
         if old:
             link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now, mode, sha256)
         else:
-            link = LinkFile(content_hash=content_hash, size=size, mtime=mtime or now, mode=mode, sha256=sha256)
+            link = LinkFile(
+                content_hash=content_hash, size=size, mtime=mtime or now, mode=mode, sha256=sha256
+            )
         if old and old.content_hash != content_hash:
             self.objects.retain(old.content_hash, self.retain_s)
         link.erasure = erasure

@@ -70,7 +70,9 @@ def test_with_time_enough_every_block_is_asked_in_parallel():
 
 
 def test_another_regions_blocks_are_asked_a_batch_per_call_of_the_reach_function():
-    blocks = [Block(b.hash, b.size, "eu-west-1" if i % 3 else "us-east-1") for i, b in enumerate(_blocks(700))]
+    blocks = [
+        Block(b.hash, b.size, "eu-west-1" if i % 3 else "us-east-1") for i, b in enumerate(_blocks(700))
+    ]
     store = SlowStore(0.02, carried=("eu-west-1",))
     stored = _files(store)._stored(blocks, coded.CHECK_BUDGET_S)
     assert stored == [b.size % 2 == 0 for b in blocks]
