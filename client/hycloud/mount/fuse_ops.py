@@ -24,6 +24,7 @@ from ..sdk import HyCloud
 from .handles import READ_AHEAD, ReadHandle, WriteHandle
 
 ATTR_TTL_S = 2.0
+IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 CONFLICT_ERRNO = {
     "already-exists": errno.EEXIST,
     "not-empty": errno.ENOTEMPTY,
@@ -227,12 +228,31 @@ def _times(mtime: float) -> dict:
 
 
 def _file_attrs(size: int, mtime: float) -> dict:
-    return {**_times(mtime), "st_mode": stat.S_IFREG | 0o644, "st_nlink": 1, "st_size": size}
+    """`st_blocks` in 512-byte units, as `du` counts them (without it every file takes 0)."""
+    return {
+        **_times(mtime),
+        "st_mode": stat.S_IFREG | 0o644,
+        "st_nlink": 1,
+        "st_size": size,
+        "st_blocks": -(-size // 512),
+    }
+
+
+def _fuse_options() -> dict:
+    """libfuse 3.14 logs `Ignoring invalid max threads value 4294967295` when `max_idle_threads`
+    is left unset (its default is UINT_MAX): name it. The option does not exist in libfuse 2."""
+    return {"max_idle_threads": IDLE_THREADS} if fuse.fuse_version_major == 3 else {}
 
 
 def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foreground: bool = True) -> None:
     """Mount until unmounted (`fusermount3 -u DIR`) or interrupted."""
     try:
-        fuse.FUSE(HyCloudFuse(client, read_ahead), mountpoint, foreground=foreground, fsname="hycloud")
+        fuse.FUSE(
+            HyCloudFuse(client, read_ahead),
+            mountpoint,
+            foreground=foreground,
+            fsname="hycloud",
+            **_fuse_options(),
+        )
     except RuntimeError as err:  # libfuse refused: no /dev/fuse, no permission, already mounted...
         raise HyCloudError(f"cannot mount on {mountpoint}: {err}", code="mount-failed", status=400) from err
