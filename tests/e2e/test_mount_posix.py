@@ -9,13 +9,17 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.e2e.conftest import HYCLOUD
 
@@ -50,12 +54,12 @@ class Mount:
             subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
 
 
-def _start(user, base: Path) -> Mount:
+def _start(user, base: Path, endpoint: str | None = None) -> Mount:
     mnt, log = base / "mnt", base / "stderr.log"
     mnt.mkdir()
     env = {
         **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
+        "HYCLOUD_ENDPOINT": endpoint or user.deployment.api_url,
         "HYCLOUD_API_KEY": user.key,
         "HYCLOUD_CONFIG": "/nonexistent/config.json",
     }
@@ -132,3 +136,93 @@ def test_sigterm_unmounts_cleanly(mounted):
     assert not mounted.is_mounted()
     assert os.listdir(mounted.dir) == []  # the plain folder again, not "Transport endpoint is not connected"
     assert "Traceback" not in mounted.stderr.read_text()
+
+
+class _Counting(ThreadingHTTPServer):
+    """A reverse proxy on 127.0.0.1 in front of the API that counts the requests passing it."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream, self.requests = upstream.rstrip("/"), Counter()
+        self.session = requests.Session()
+        super().__init__(("127.0.0.1", 0), _Forward)
+
+
+class _Forward(BaseHTTPRequestHandler):
+    def _forward(self) -> None:
+        server: _Counting = self.server  # type: ignore[assignment]
+        server.requests[(self.command, self.path.split("?")[0])] += 1
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+        r = server.session.request(
+            self.command, server.upstream + self.path, data=body, headers=headers, timeout=60
+        )
+        self.send_response(r.status_code)
+        for key, value in r.headers.items():
+            if key.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(r.content)))
+        self.end_headers()
+        self.wfile.write(r.content)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _forward
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def counted(alice, tmp_path) -> Iterator[tuple[Mount, _Counting]]:
+    proxy = _Counting(alice.deployment.api_url)
+    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    mount = _start(alice, tmp_path, endpoint=f"http://127.0.0.1:{proxy.server_address[1]}")
+    yield mount, proxy
+    mount.stop()
+    proxy.shutdown()
+    proxy.server_close()
+    thread.join(timeout=10)
+
+
+def test_a_tree_walk_costs_a_request_per_folder_not_per_file(counted, alice):
+    mount, proxy = counted
+    root = f"walk-{uuid.uuid4().hex[:8]}"
+    sdk = alice.sdk()
+    folders = [f"/{root}/d{i}" for i in range(4)]
+    for folder in folders:
+        sdk.mkdir(folder, parents=True)
+        for j in range(8):
+            sdk.put_bytes(f"{folder}/f{j}.txt", b"y" * (j + 1))
+    proxy.requests.clear()
+    for folder in folders:  # as `git status` does: lstat each file it knows, and names that are not there
+        for j in range(8):
+            assert os.lstat(mount.dir / folder[1:] / f"f{j}.txt").st_size == j + 1
+        assert not (mount.dir / folder[1:] / ".gitignore").exists()
+    made = sum(proxy.requests.values())
+    assert made <= len(folders) + 3, dict(proxy.requests)  # the folders, the root and /walk-...: not 36
+
+
+def test_own_changes_are_seen_at_once_and_others_within_the_timeout(mounted, alice):
+    folder = mounted.dir / f"seen-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    (folder / "a").write_bytes(b"1" * 10)
+    assert os.stat(folder / "a").st_size == 10
+    assert sorted(os.listdir(folder)) == ["a"]  # the listing is cached now
+    (folder / "a").write_bytes(b"2" * 30)
+    (folder / "b").write_bytes(b"new")
+    assert os.stat(folder / "a").st_size == 30
+    assert sorted(os.listdir(folder)) == ["a", "b"]
+    (folder / "sub").mkdir()
+    (folder / "sub" / "c").write_bytes(b"c")
+    os.listdir(folder / "sub")
+    os.rename(folder / "sub", folder / "moved")
+    assert os.listdir(folder / "moved") == ["c"] and not (folder / "sub").exists()
+    os.unlink(folder / "b")
+    assert not (folder / "b").exists() and sorted(os.listdir(folder)) == ["a", "moved"]
+    alice.sdk().put_bytes(f"/{folder.name}/a", b"3" * 50)  # another client
+    deadline = time.monotonic() + 2.0 + 1.0 + 2.0  # the mount's timeout, the kernel's, slack
+    while os.stat(folder / "a").st_size != 50:
+        assert time.monotonic() < deadline, "another client's change not seen within the timeout"
+        time.sleep(0.2)
+    assert (folder / "a").read_bytes() == b"3" * 50

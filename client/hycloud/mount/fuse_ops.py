@@ -1,7 +1,7 @@
 """The FUSE operations: each maps to SDK calls; errors map to errno values.
 
-Metadata is cached for `ATTR_TTL_S` (listings fill it), and every change made through the mount
-drops the cached entries it touches. Files open for writing are served from their local spool
+Metadata (entries and listings) is cached for a short time by `MetaCache`, and every change
+made through the mount drops the cached entries it touches. Files open for writing are served from their local spool
 (size included) until they are closed and uploaded.
 """
 
@@ -11,7 +11,6 @@ import errno
 import itertools
 import os
 import stat
-import threading
 import time
 from collections.abc import Callable
 from functools import wraps
@@ -22,8 +21,8 @@ from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, Not
 
 from ..sdk import HyCloud
 from .handles import READ_AHEAD, ReadHandle, WriteHandle
+from .meta import MetaCache
 
-ATTR_TTL_S = 2.0
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 CONFLICT_ERRNO = {
     "already-exists": errno.EEXIST,
@@ -61,34 +60,17 @@ class HyCloudFuse(fuse.Operations):
 
     def __init__(self, client: HyCloud, read_ahead: int = READ_AHEAD) -> None:
         self.client, self.read_ahead = client, read_ahead
-        self._attrs: dict[str, tuple[float, dict | None]] = {}
+        self.meta = MetaCache(client)
         self._handles: dict[int, ReadHandle | WriteHandle] = {}
         self._writing: dict[str, WriteHandle] = {}
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
 
     # --- metadata ----------------------------------------------------------------------------------
     def _entry(self, path: str) -> dict | None:
-        with self._lock:
-            cached = self._attrs.get(path)
-        if cached and cached[0] > time.monotonic():
-            return cached[1]
-        try:
-            entry = self.client.stat(path)
-        except NotFoundError:
-            entry = None
-        self._remember(path, entry)
-        return entry
-
-    def _remember(self, path: str, entry: dict | None) -> None:
-        with self._lock:
-            self._attrs[path] = (time.monotonic() + ATTR_TTL_S, entry)
+        return self.meta.entry(path)
 
     def _forget(self, *paths: str) -> None:
-        with self._lock:
-            for path in paths:
-                self._attrs.pop(path, None)
-                self._attrs.pop(os.path.dirname(path) or "/", None)
+        self.meta.forget(*paths)
 
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
@@ -105,9 +87,7 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def readdir(self, path: str, fh: int) -> list[str]:
         names = [".", ".."]
-        for entry in self.client.iter_dir(path):
-            self._remember(entry["path"], entry)
-            names.append(entry["name"])
+        names += [entry["name"] for entry in self.meta.listing(path)]
         return names + [
             p.rsplit("/", 1)[1]
             for p in self._writing
