@@ -42,6 +42,12 @@ class Mount:
     def is_mounted(self) -> bool:
         return subprocess.run(["mountpoint", "-q", str(self.dir)], check=False).returncode == 0
 
+    def in_mount_table(self) -> bool:
+        """Also true of a stale mount (its process gone), which `mountpoint` cannot stat."""
+        return any(
+            line.split()[1] == str(self.dir) for line in Path("/proc/self/mounts").read_text().splitlines()
+        )
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
@@ -50,7 +56,7 @@ class Mount:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=20)
-        if self.is_mounted():
+        if self.in_mount_table():
             subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
 
 
@@ -127,12 +133,17 @@ def test_fusermount_unmount_ends_the_process(mounted):
     assert not mounted.is_mounted()
 
 
-def test_sigterm_unmounts_cleanly(mounted):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_a_signal_unmounts_cleanly(mounted, sig):
+    """SIGKILL too: a mount process that dies any way leaves no stale mount behind (auto_unmount)."""
     (mounted.dir / f"t-{uuid.uuid4().hex[:8]}").write_bytes(b"before the signal")
     os.listdir(mounted.dir)
-    mounted.proc.send_signal(signal.SIGTERM)
+    mounted.proc.send_signal(sig)
     took = _exits_within(mounted.proc, EXIT_S)
-    assert took is not None, f"mount process alive {EXIT_S} s after SIGTERM"
+    assert took is not None, f"mount process alive {EXIT_S} s after {sig.name}"
+    deadline = time.monotonic() + EXIT_S
+    while mounted.in_mount_table() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not mounted.is_mounted()
     assert os.listdir(mounted.dir) == []  # the plain folder again, not "Transport endpoint is not connected"
     assert "Traceback" not in mounted.stderr.read_text()

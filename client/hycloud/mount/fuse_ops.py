@@ -232,6 +232,7 @@ def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foregr
             mountpoint,
             foreground=foreground,
             fsname="hycloud",
+            auto_unmount=True,  # fusermount3 unmounts when the process ends, even killed: no stale mount
             **_fuse_options(),
         )
     except RuntimeError as err:  # libfuse refused: no /dev/fuse, no permission, already mounted...
