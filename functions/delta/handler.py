@@ -230,21 +230,23 @@ def encode(event: dict) -> dict:
 
 class _Tee:
     """The patched file written front to back into EFS, S3 (`store`, when the object is not
-    stored yet) and its content hash, in one pass."""
+    stored yet), its content hash and its plain sha256, in one pass."""
 
     def __init__(self, out: BinaryIO | None, store: ObjectWriter | None) -> None:
         self.outs = [o.write for o in (out, store) if o is not None]
         self.hasher = content.PartHasher()
+        self.whole = hashlib.sha256()
 
     def write(self, data: bytes) -> int:
         self.hasher.update(data)
+        self.whole.update(data)
         for write in self.outs:
             write(data)
         return len(data)
 
 
-def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None) -> tuple[int, str]:
-    """(size, content hash) of the patched file. The version-aware patcher writes through the tee,
+def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None) -> tuple[int, _Tee]:
+    """The patched file's size, and the tee that saw its bytes (content hash, sha256). The version-aware patcher writes through the tee,
     so storing overlaps patching; the rsync-style one writes by file descriptor (faster), so the
     file is read once more after it, for the hash and the store together."""
     from hycloud_core.delta.apply import apply_delta, is_versioned
@@ -253,14 +255,14 @@ def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter |
     delta.seek(0)
     if is_versioned(head):
         tee = _Tee(out, store)
-        return versioned.apply(base, delta, tee), tee.hasher.hexdigest()
+        return versioned.apply(base, delta, tee), tee
     size = apply_delta(base, delta, out)
     out.flush()
     tee = _Tee(None, store)
     with open(out.name, "rb") as again:
         while piece := again.read(PIECE):
             tee.write(piece)
-    return size, tee.hasher.hexdigest()
+    return size, tee
 
 
 def apply(event: dict) -> dict:
@@ -284,7 +286,8 @@ def apply(event: dict) -> dict:
             open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
-            size, got = _patch(base, delta, out, store)
+            size, tee = _patch(base, delta, out, store)
+            got = tee.hasher.hexdigest()
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
         clock.mark("patch")
@@ -295,7 +298,9 @@ def apply(event: dict) -> dict:
         clock.mark("store")
         fs = FileSystem.deployed(CONFIG, event["user"], s3(), records)
         try:
-            entry = fs.commit_stored(event["path"], got, size, expect=event["base_hash"])
+            entry = fs.commit_stored(
+                event["path"], got, size, expect=event["base_hash"], sha256=tee.whole.hexdigest()
+            )
         except ConflictError as err:
             if err.code != "version-mismatch":
                 raise

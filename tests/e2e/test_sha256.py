@@ -64,3 +64,17 @@ def test_an_erasure_coded_file_has_its_sha256(alice, tmp_path):
     entry = sdk.stat("/sums/coded.bin")
     assert entry["sha256"] == hashlib.sha256(local.read_bytes()).hexdigest()
     assert entry["content_hash"] == content.hash_file(local)[0]
+
+
+@pytest.mark.parametrize("kind", ["version", "rsync"])
+def test_a_version_made_by_a_delta_upload_has_the_sha256_the_cloud_computed(alice, tmp_path, kind):
+    sdk, remote = alice.sdk(), f"/sums/delta-{kind}.bin"
+    old, new = tmp_path / "old.bin", tmp_path / "new.bin"
+    data = bytearray(os.urandom(sdk.small_file_threshold + 2 * MiB))
+    old.write_bytes(data)
+    data[1000:1100] = os.urandom(100)
+    new.write_bytes(data)
+    sdk.put(old, remote, parents=True, via="direct", coded=False)
+    entry = sdk.put(new, remote, base=old, delta_kind=kind, force_delta=True)
+    assert entry["mode"] == "delta", entry
+    assert sdk.stat(remote)["sha256"] == hashlib.sha256(new.read_bytes()).hexdigest()

@@ -184,15 +184,22 @@ class FileSystem:
             return self._link(path, content_hash, size, mtime, mode, sha256=sha256)
 
     def commit_stored(
-        self, path: str, content_hash: str, size: int, mtime: float | None = None, expect: str | None = None
+        self,
+        path: str,
+        content_hash: str,
+        size: int,
+        mtime: float | None = None,
+        expect: str | None = None,
+        sha256: str | None = None,
     ) -> Entry:
-        """Link content the cloud itself put at its content address (a delta upload's result)."""
+        """Link content the cloud itself put at its content address (a delta upload's result), with
+        the plain sha256 it computed while writing it."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, size):
             self._require_parent(path, False)
             self.check_expected(path, expect)
             self.objects.create(content_hash, size)
-            return self._link(path, content_hash, size, mtime)
+            return self._link(path, content_hash, size, mtime, sha256=sha256)
 
     def _require_parent(self, path: str, parents: bool) -> None:
         if parents:
