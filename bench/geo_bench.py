@@ -44,7 +44,7 @@ import result_files  # noqa: E402
 from bench.wan import SpawnedWanLink, session_through  # noqa: E402
 from hycloud.transfer.coded import STREAMS_PER_INSTANCE, Fetcher  # noqa: E402
 from hycloud_core.codec.erasure import choose_params, decode_chunk, encode_stream  # noqa: E402
-from hycloud_core.coded_layout import Block, Chunk, CodedLayout, block_key  # noqa: E402
+from hycloud_core.codec.layout import Block, Chunk, CodedLayout, block_key  # noqa: E402
 from hycloud_core.control.planner import PlanProblem, plan_exact, plan_fast  # noqa: E402
 from hycloud_core.placement.ring import HashRing  # noqa: E402
 from infra.local import deploy as local  # noqa: E402

@@ -144,8 +144,8 @@ def _open_url(url: str) -> tuple[int, BinaryIO]:
 
 def _rebuild_coded(event: dict, cache: RelayCache) -> None:
     """A coded new version decoded from its blocks into the relay cache (this region's first)."""
-    from hycloud_core import coded_job
-    from hycloud_core.coded_reassemble import reassemble
+    from hycloud_core.coded import job as coded_job
+    from hycloud_core.coded.reassemble import reassemble
 
     layout = coded_job.layout(event, s3(), CONFIG.bucket, cache)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)

@@ -27,8 +27,9 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from ranges import copy_range, finish
 
-from hycloud_core import coded_job, content, reach
-from hycloud_core.coded_reassemble import reassemble
+from hycloud_core import content, reach
+from hycloud_core.coded import job as coded_job
+from hycloud_core.coded.reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError

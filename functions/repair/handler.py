@@ -19,10 +19,10 @@ from dataclasses import asdict
 from functools import cache
 
 from hycloud_core import reach
-from hycloud_core.coded_layout import CodedLayout
-from hycloud_core.coded_migration import coded_links, drop_moved_copies, migrate_link
-from hycloud_core.coded_repair import RepairCount, repair_file
-from hycloud_core.coded_sweep import sweep_blocks
+from hycloud_core.codec.layout import CodedLayout
+from hycloud_core.coded.migration import coded_links, drop_moved_copies, migrate_link
+from hycloud_core.coded.repair import RepairCount, repair_file
+from hycloud_core.coded.sweep import sweep_blocks
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.block_transfer import record_crossed
 from hycloud_core.fs import Namespace

@@ -19,7 +19,7 @@ from hycloud.transfer.coded import fetch_plan, upload_coded, url_pages
 from hycloud.transfer.progress import Progress
 from hycloud_core import content
 from hycloud_core.codec.framing import HEADER_SIZE
-from hycloud_core.coded_layout import URL_PAGE
+from hycloud_core.codec.layout import URL_PAGE
 
 pytestmark = [pytest.mark.e2e]
 MiB, GiB = 1024 * 1024, 1024**3

@@ -15,7 +15,7 @@ import requests
 from hycloud.transfer.coded import plan_queues
 from hycloud_core import content, paths
 from hycloud_core.codec.erasure import encode_stream
-from hycloud_core.coded_layout import CodedLayout, block_key
+from hycloud_core.codec.layout import CodedLayout, block_key
 from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.placement.ring import HashRing
 from infra.local import deploy as local

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from hycloud_core.codec.erasure import encode_stream
-from hycloud_core.coded_layout import BLOCK_PREFIX
+from hycloud_core.codec.layout import BLOCK_PREFIX
 from hycloud_core.errors import HyCloudError
 from hycloud_core.placement.ring import HashRing, migrate
 from infra.local import deploy as local

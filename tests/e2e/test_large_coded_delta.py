@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from hycloud_core import paths
-from hycloud_core.coded_whole import MAX_INLINE_BYTES
+from hycloud_core.coded.whole import MAX_INLINE_BYTES
 from hycloud_core.jobs import base_cache_name
 from tests.e2e.fault_proxy import FaultProxy
 from tests.e2e.test_large_delta import MiB, hycloud, link_bytes, scatter_edits, sha256, write_file

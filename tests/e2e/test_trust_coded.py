@@ -15,7 +15,7 @@ from urllib3.exceptions import ProtocolError
 
 from hycloud.transfer.coded import _encode
 from hycloud_core import content
-from hycloud_core.coded_layout import block_key
+from hycloud_core.codec.layout import block_key
 from hycloud_core.constants import MiB
 from hycloud_core.fs.blocks import b64
 from tests.e2e.conftest import _make_user

@@ -29,7 +29,7 @@ from urllib3.exceptions import ProtocolError
 
 from hycloud_core import content
 from hycloud_core.codec.erasure import DEFAULT_CHUNK_SIZE, choose_params, decode_chunk, encode_stream
-from hycloud_core.coded_layout import COMMIT_CHECKS, URL_PAGE, CodedLayout
+from hycloud_core.codec.layout import COMMIT_CHECKS, URL_PAGE, CodedLayout
 from hycloud_core.control.planner import plan_download
 from hycloud_core.errors import ConflictError, HyCloudError
 

@@ -16,9 +16,10 @@ from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, 
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
 
-from hycloud_core import coded_whole, paths, reach
 from hycloud_core import constants as c
-from hycloud_core.coded_layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
+from hycloud_core import paths, reach
+from hycloud_core.codec.layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
+from hycloud_core.coded import whole as coded_whole
 from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.blocks import BlockStore

@@ -42,7 +42,7 @@ EFS_ARCHIVE = "hycloud:efsTransitionToArchive"
 S3_TIERING = "hycloud:s3Tiering"
 DEFAULTS = {EFS_IA: "AFTER_30_DAYS", EFS_ARCHIVE: "AFTER_180_DAYS", S3_TIERING: "intelligent-tiering"}
 S3_CHOICES = ("intelligent-tiering", "lifecycle", "none")
-TIERED_PREFIXES = ("objects/", "blocks/")  # content.object_key, coded_layout.BLOCK_PREFIX
+TIERED_PREFIXES = ("objects/", "blocks/")  # content.object_key, codec.layout.BLOCK_PREFIX
 MIN_TIERED_BYTES = 128 * 1024  # Intelligent-Tiering leaves smaller objects in its frequent tier
 
 

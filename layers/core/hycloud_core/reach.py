@@ -13,7 +13,7 @@ signed it, and a signature cannot be moved to another request.
 A call goes this way only when `HYCLOUD_REACH_FUNCTION` is set (the stack sets it on every
 function in a VPC) and it is not to IN_REGION services of the function's own region. Both ways of a call carry at most
 MAX_BODY bytes (Lambda's 6 MB payload, base64): coded blocks are at most that
-(coded_layout.MAX_BLOCK_PAYLOAD); whole objects cross regions as S3 copies, which carry no body.
+(codec/layout.py MAX_BLOCK_PAYLOAD); whole objects cross regions as S3 copies, which carry no body.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from hycloud.transfer import coded, delta, download, renew, staging, upload
 from hycloud.transfer.progress import Progress
 from hycloud_core import content
-from hycloud_core.coded_layout import CodedLayout, placed
+from hycloud_core.codec.layout import CodedLayout, placed
 from hycloud_core.errors import ConflictError, HyCloudError
 from hycloud_core.presigned import MAX_URL_TTL_S, expired
 from tests.unit.fake_s3 import REQUEST_EXPIRED, TOKEN_EXPIRED, fake_s3

@@ -1,4 +1,4 @@
-"""The coded blocks in every instance's bucket, addressed by region and block sha256 (coded_layout)."""
+"""The coded blocks in every instance's bucket, addressed by region and block sha256 (codec/layout.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError, IncompleteReadError, ResponseStream
 from urllib3.exceptions import ProtocolError
 
 from .. import reach
-from ..coded_layout import BLOCK_PREFIX, block_key
+from ..codec.layout import BLOCK_PREFIX, block_key
 from ..instances import Instance
 
 _ABSENT = ("404", "NoSuchKey", "NotFound")

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import content, paths
-from ..coded_layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
+from ..codec.layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..instances import Instance
 from ..presigned import MAX_URL_TTL_S

@@ -354,7 +354,7 @@ class FileSystem:
         """Touch a large file's content before a new link to it appears (see store/collector.py).
 
         A coded file's content is its blocks, which have no object record: the block sweep
-        (coded_sweep.py) keeps every block any link file names, so the new link, which names the
+        (coded/sweep.py) keeps every block any link file names, so the new link, which names the
         same layout, keeps them as long as it is there, whatever becomes of the source."""
         if entry.storage != "large" or self.ns.read_link(entry.path).erasure:
             return

@@ -11,7 +11,7 @@ import os
 import pytest
 from botocore.exceptions import IncompleteReadError
 
-from hycloud_core.coded_layout import Block
+from hycloud_core.codec.layout import Block
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.blocks import ABSENT, OTHER, STORED, BlockStore, b64
 from hycloud_core.fs.coded import CodedFiles

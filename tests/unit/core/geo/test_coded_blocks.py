@@ -14,10 +14,10 @@ import requests
 from hycloud.transfer.coded import Fetcher, plan_queues
 from hycloud_core import content
 from hycloud_core.codec.erasure import decode_chunk, encode_stream
-from hycloud_core.coded_layout import Block, Chunk, CodedLayout, placed
-from hycloud_core.coded_migration import migrate_layout
-from hycloud_core.coded_reassemble import reassemble
-from hycloud_core.coded_repair import repair_file
+from hycloud_core.codec.layout import Block, Chunk, CodedLayout, placed
+from hycloud_core.coded.migration import migrate_layout
+from hycloud_core.coded.reassemble import reassemble
+from hycloud_core.coded.repair import repair_file
 from hycloud_core.errors import BadRequestError
 from hycloud_core.fs.blocks import ABSENT, STORED
 

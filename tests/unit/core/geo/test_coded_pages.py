@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from hycloud_core.coded_layout import Block
+from hycloud_core.codec.layout import Block
 from hycloud_core.fs import coded
 from hycloud_core.fs.blocks import ABSENT, STORED
 from hycloud_core.fs.coded import HEADS_IN_FLIGHT, CodedFiles, _chained

@@ -1,6 +1,6 @@
 """A retained coded version keeps its layout beside its hash: its blocks are its only copy."""
 
-from hycloud_core.coded_sweep import linked_blocks
+from hycloud_core.coded.sweep import linked_blocks
 from hycloud_core.linkfile import LinkFile
 
 LAYOUT = {"n": 3, "k": 2, "chunk_size": 4, "chunks": [{"blocks": [{"hash": "b1"}, {"hash": "b2"}]}]}

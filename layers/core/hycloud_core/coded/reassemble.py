@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
-from .codec.erasure import decode_chunk
-from .coded_layout import Block, Chunk, CodedLayout
-from .content import PartHasher
-from .errors import ConflictError
-from .fs.blocks import BlockStore
+from ..codec.erasure import decode_chunk
+from ..codec.layout import Block, Chunk, CodedLayout
+from ..content import PartHasher
+from ..errors import ConflictError
+from ..fs.blocks import BlockStore
 
 WINDOW = 64
 

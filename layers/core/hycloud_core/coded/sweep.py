@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .fs.blocks import BlockStore
-from .linkfile import link_files_under
+from ..fs.blocks import BlockStore
+from ..linkfile import link_files_under
 
 
 @dataclass

@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .codec.erasure import decode_chunk, encode_chunk
-from .coded_layout import CodedLayout
-from .fs.blocks import BROKEN_READ, STORED, BlockStore
+from ..codec.erasure import decode_chunk, encode_chunk
+from ..codec.layout import CodedLayout
+from ..fs.blocks import BROKEN_READ, STORED, BlockStore
 
 CHECKED_AT_ONCE = 64  # blocks of a file checked together: their HEADs, then their bytes, a batch each
 

@@ -15,13 +15,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coded_layout import CodedLayout
-from .coded_repair import rebuild_block
-from .fs.blocks import BlockStore
-from .fs.namespace import Namespace
-from .linkfile import link_paths_under
-from .placement.ring import HashRing, migrate
-from .store.locks import path_leases
+from ..codec.layout import CodedLayout
+from ..fs.blocks import BlockStore
+from ..fs.namespace import Namespace
+from ..linkfile import link_paths_under
+from ..placement.ring import HashRing, migrate
+from ..store.locks import path_leases
+from .repair import rebuild_block
 
 
 @dataclass

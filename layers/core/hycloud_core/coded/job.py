@@ -11,11 +11,11 @@ import json
 from functools import cache
 from typing import Any
 
-from . import reach
-from .coded_layout import CodedLayout
-from .fs.blocks import BlockStore
-from .fs.relay_cache import RelayCache
-from .instances import Instance
+from .. import reach
+from ..codec.layout import CodedLayout
+from ..fs.blocks import BlockStore
+from ..fs.relay_cache import RelayCache
+from ..instances import Instance
 
 
 def is_coded(event: dict) -> bool:

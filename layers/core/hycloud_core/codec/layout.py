@@ -20,10 +20,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from .codec.framing import HEADER_SIZE, MAX_BLOCKS
-from .errors import BadRequestError
-from .merkle.hashing import file_hash
-from .placement.ring import HashRing
+from ..errors import BadRequestError
+from ..merkle.hashing import file_hash
+from ..placement.ring import HashRing
+from .framing import HEADER_SIZE, MAX_BLOCKS
 
 BLOCK_PREFIX = "blocks/"
 MIN_CODED_INSTANCES = 3

@@ -2,7 +2,7 @@
 
 Share links and the web app hand out one presigned URL, and delta jobs read their base version
 from the relay cache; a coded file has neither, so the controller decodes it from k verified
-blocks per chunk (`coded_reassemble`) as it streams: S3 gets it as a multipart upload completed
+blocks per chunk (`reassemble.py`) as it streams: S3 gets it as a multipart upload completed
 only when the content hash is right, the cache as a temporary file published only then.
 """
 
@@ -12,12 +12,12 @@ import os
 import tempfile
 from typing import Any
 
-from .coded_layout import CodedLayout
-from .coded_reassemble import reassemble
-from .errors import ConflictError, PayloadTooLargeError
-from .fs.blocks import BlockStore
-from .fs.relay_cache import RelayCache
-from .store.multipart import ObjectWriter
+from ..codec.layout import CodedLayout
+from ..errors import ConflictError, PayloadTooLargeError
+from ..fs.blocks import BlockStore
+from ..fs.relay_cache import RelayCache
+from ..store.multipart import ObjectWriter
+from .reassemble import reassemble
 
 # What one controller request decodes within API Gateway's 29 s (a few hundred MB/s locally and
 # in-region); a larger coded file is refused with a clear error rather than a timeout.
