@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -153,7 +154,11 @@ def test_one_name_for_a_files_hash_across_commands(user, home, tmp_path):
         cli_json(user, "stat", f"{home}/l"),
         *cli_json(user, "ls", home),
     ]
-    assert not any("sha256" in out for out in outputs), outputs
+    plain = {f"{home}/s": hashlib.sha256(small.read_bytes()).hexdigest()}
+    plain[f"{home}/l"] = hashlib.sha256(large.read_bytes()).hexdigest()
+    # `sha256` names only the plain sha256 (what sha256sum prints), never the content hash
+    assert all(out.get("sha256") in (None, plain[out["path"]]) for out in outputs), outputs
+    assert outputs[2]["sha256"] == plain[f"{home}/l"]
     assert outputs[0]["content_hash"] == content.hash_bytes(small.read_bytes())
     assert outputs[1]["content_hash"] == outputs[2]["content_hash"] == content.hash_bytes(large.read_bytes())
 
