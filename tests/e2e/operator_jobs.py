@@ -9,8 +9,10 @@ import time
 from hycloud_core.relay import execution_arn
 
 
-def run_operator_job(deployment, outputs: dict[str, str], job_input: dict, timeout_s: float = 180) -> dict:
-    """Queue `job_input` on the home instance's repair machine; its final execution description."""
+def run_operator_job(deployment, outputs: dict[str, str], job_input: dict, timeout_s: float = 420) -> dict:
+    """Queue `job_input` on the home instance's repair machine; its final execution description.
+    The bound is generous: the job waits its turn in the dispatcher's queue and walks every coded
+    file and block the suite's earlier tests left (52 s alone; over 180 s once in a full run here)."""
     answer = deployment.client("lambda").invoke(
         FunctionName=outputs["DispatcherFunctionName"], Payload=json.dumps({"queue": job_input}).encode()
     )
@@ -20,7 +22,7 @@ def run_operator_job(deployment, outputs: dict[str, str], job_input: dict, timeo
         deployment.client("stepfunctions"),
         execution_arn(outputs["RepairStateMachineArn"], queued["job"]),
     )
-    deadline = time.monotonic() + timeout_s
+    deadline, status = time.monotonic() + timeout_s, {"status": "QUEUED"}
     while time.monotonic() < deadline:
         try:
             status = sfn.describe_execution(executionArn=arn)
@@ -29,4 +31,6 @@ def run_operator_job(deployment, outputs: dict[str, str], job_input: dict, timeo
         if status["status"] not in ("RUNNING", "QUEUED"):
             return status
         time.sleep(0.2)
-    raise AssertionError(f"operator job {queued['job']} did not finish")
+    raise AssertionError(
+        f"operator job {queued['job']} did not finish in {timeout_s:.0f} s: {status['status']}"
+    )
