@@ -191,14 +191,13 @@ def encode(event: dict) -> dict:
     started = time.perf_counter()
     new, new_size = _new_version(event, cache)
     new_from = "cache" if not isinstance(new, TeeToCache) else "url" if event.get("new_url") else "s3"
+    level = _level(event, new_size)
     try:
         with open(tmp, "wb") as out:
             if event.get("base_hash"):
                 base_path = cache.path(event["base_cache_name"])
                 with open(base_path, "rb") as base:
-                    size = versioned.encode(
-                        base, os.path.getsize(base_path), new, new_size, out, level=_level(event, new_size)
-                    )
+                    size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out, level=level)
                 kind = "version"
             else:
                 from hycloud_core.delta import delta as rsync_delta
@@ -213,7 +212,7 @@ def encode(event: dict) -> dict:
     return {
         "job": event["job"],
         "kind": kind,
-        **({"level": _level(event, new_size)} if kind == "version" else {}),
+        **({"level": level} if kind == "version" else {}),
         "delta_size": os.path.getsize(out_path),
         "reported": size,
         "s3_efs_rate": s3_efs_rate(event),
