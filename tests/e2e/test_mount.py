@@ -5,16 +5,14 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from hycloud_core import content
-from tests.e2e.conftest import HYCLOUD
+from tests.e2e.mounting import CANNOT_MOUNT, start_mount
 
 MiB = 1024 * 1024
 SIZES = {  # relative path -> size: empty, tiny, small, just above the small-file threshold, large
@@ -26,11 +24,6 @@ SIZES = {  # relative path -> size: empty, tiny, small, just above the small-fil
     "big/large.bin": 5 * MiB + 3,
 }
 TREE = f"mounted-{uuid.uuid4().hex[:8]}"  # alice is shared: other tests have their own /tree
-CANNOT_MOUNT = (
-    None
-    if os.path.exists("/dev/fuse") and shutil.which("fusermount3")
-    else "no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine"
-)
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=CANNOT_MOUNT or "")
 
 
@@ -41,28 +34,9 @@ def _sha(path: Path) -> str:
 @pytest.fixture(scope="module")
 def mounted(alice, tmp_path_factory):
     """`hycloud mount` as a user runs it; unmounted with fusermount3 and its process awaited."""
-    mnt = tmp_path_factory.mktemp("mnt")
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": alice.deployment.api_url,
-        "HYCLOUD_API_KEY": alice.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
-    log = tmp_path_factory.mktemp("mntlog") / "mount.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while not os.path.ismount(mnt):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"mount did not appear: {log.read_text()}")
-        time.sleep(0.2)
-    yield mnt
-    subprocess.run(["fusermount3", "-u", str(mnt)], check=False, timeout=30)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    mount = start_mount(alice, tmp_path_factory.mktemp("mount"))
+    yield mount.dir
+    mount.stop()
 
 
 @pytest.fixture(scope="module")

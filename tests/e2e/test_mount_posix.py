@@ -6,7 +6,6 @@ Each mount here is a real FUSE mount of the deployed local cloud, started as a u
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -14,76 +13,21 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import requests
 
-from tests.e2e.conftest import HYCLOUD
+from tests.e2e.mounting import CANNOT_MOUNT, Mount, start_mount
 
-CANNOT_MOUNT = (
-    None
-    if os.path.exists("/dev/fuse") and shutil.which("fusermount3")
-    else "no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine"
-)
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=CANNOT_MOUNT or "")
 SIZES = [0, 1, 511, 512, 513, 1000, 4097, 100_000, 2 * 1024 * 1024 + 1]
 EXIT_S = 5.0
 
 
-@dataclass
-class Mount:
-    dir: Path
-    proc: subprocess.Popen
-    stderr: Path
-
-    def is_mounted(self) -> bool:
-        return subprocess.run(["mountpoint", "-q", str(self.dir)], check=False).returncode == 0
-
-    def in_mount_table(self) -> bool:
-        """Also true of a stale mount (its process gone), which `mountpoint` cannot stat."""
-        return any(
-            line.split()[1] == str(self.dir) for line in Path("/proc/self/mounts").read_text().splitlines()
-        )
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
-        if self.in_mount_table():
-            subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
-
-
-def _start(user, base: Path, endpoint: str | None = None) -> Mount:
-    mnt, log = base / "mnt", base / "stderr.log"
-    mnt.mkdir()
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": endpoint or user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
-    with open(log, "wb") as err:
-        proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=subprocess.DEVNULL, stderr=err)
-    mount = Mount(mnt, proc, log)
-    deadline = time.monotonic() + 30
-    while not os.path.ismount(mnt):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            mount.stop()
-            pytest.fail(f"mount did not appear: {log.read_text()}")
-        time.sleep(0.2)
-    return mount
-
-
 @pytest.fixture
 def mounted(alice, tmp_path) -> Iterator[Mount]:
-    mount = _start(alice, tmp_path)
+    mount = start_mount(alice, tmp_path)
     yield mount
     mount.stop()
 
@@ -188,7 +132,7 @@ def counted(alice, tmp_path) -> Iterator[tuple[Mount, _Counting]]:
     proxy = _Counting(alice.deployment.api_url)
     thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
-    mount = _start(alice, tmp_path, endpoint=f"http://127.0.0.1:{proxy.server_address[1]}")
+    mount = start_mount(alice, tmp_path, endpoint=f"http://127.0.0.1:{proxy.server_address[1]}")
     yield mount, proxy
     mount.stop()
     proxy.shutdown()

@@ -1,0 +1,69 @@
+"""A real FUSE mount of the deployed local cloud, started as a user starts it (`hycloud mount DIR`)
+and stopped so that no mount is left behind: shared by the mount tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import HYCLOUD
+
+CANNOT_MOUNT = (
+    None
+    if os.path.exists("/dev/fuse") and shutil.which("fusermount3")
+    else "no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine"
+)
+
+
+@dataclass
+class Mount:
+    dir: Path
+    proc: subprocess.Popen
+    stderr: Path
+
+    def is_mounted(self) -> bool:
+        return subprocess.run(["mountpoint", "-q", str(self.dir)], check=False).returncode == 0
+
+    def in_mount_table(self) -> bool:
+        """Also true of a stale mount (its process gone), which `mountpoint` cannot stat."""
+        return any(
+            line.split()[1] == str(self.dir) for line in Path("/proc/self/mounts").read_text().splitlines()
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        if self.in_mount_table():
+            subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
+
+
+def start_mount(user, base: Path, endpoint: str | None = None) -> Mount:
+    mnt, log = base / "mnt", base / "stderr.log"
+    mnt.mkdir()
+    env = {
+        **os.environ,
+        "HYCLOUD_ENDPOINT": endpoint or user.deployment.api_url,
+        "HYCLOUD_API_KEY": user.key,
+        "HYCLOUD_CONFIG": "/nonexistent/config.json",
+    }
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=subprocess.DEVNULL, stderr=err)
+    mount = Mount(mnt, proc, log)
+    deadline = time.monotonic() + 30
+    while not os.path.ismount(mnt):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            mount.stop()
+            pytest.fail(f"mount did not appear: {log.read_text()}")
+        time.sleep(0.2)
+    return mount
