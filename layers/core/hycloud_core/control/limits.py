@@ -109,12 +109,14 @@ def job_cap(user: str) -> int | None:
 
 
 class RateLimiter:
-    """The per-user GCRA bucket in DynamoDB, with each warm process's memory of refusals."""
+    """The per-user GCRA bucket in DynamoDB, with each warm process's memory of refusals and of
+    the tat it last set (so a user whose bucket refilled costs one write, not a failed one first)."""
 
     def __init__(self, table: Any) -> None:
         self.table = table
         self._errors = table.meta.client.exceptions
         self.refused_until: dict[str, float] = {}
+        self.tat_seen: dict[str, int] = {}  # the tat this process last set, per user
 
     def admit(self, user: str, limits: UserLimits, now: float | None = None) -> None:
         """Take a token for one request of `user`, or raise TooManyRequestsError."""
@@ -127,6 +129,8 @@ class RateLimiter:
         interval = 1.0 / limits.rate_per_s
         now_us, t_us = round(now * 1e6), round(interval * 1e6)
         last_us = now_us + (max(1, limits.burst) - 1) * t_us  # the latest tat a request may find
+        if self.tat_seen.get(user, -1) < now_us and self._idle(user, now_us, t_us):
+            return  # refilled as far as this process knows: one write, not a failed one first
         for _ in range(2):
             tat = self._busy(user, now_us, t_us, last_us)
             if tat is None:
@@ -146,13 +150,15 @@ class RateLimiter:
         """The usual case of a busy user: move tat on by T. None when admitted, else the tat found
         (-1 when the user has no bucket yet)."""
         try:
-            self.table.update_item(
+            answer = self.table.update_item(
                 Key=self._key(user),
                 UpdateExpression="SET tat_us = tat_us + :t",
                 ConditionExpression="tat_us BETWEEN :now AND :last",
                 ExpressionAttributeValues={":t": t_us, ":now": now_us, ":last": last_us},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                ReturnValues="UPDATED_NEW",
             )
+            self.tat_seen[user] = int(_plain(answer["Attributes"]["tat_us"]))
             return None
         except self._errors.ConditionalCheckFailedException as err:
             item = getattr(err, "response", {}).get("Item")
@@ -169,6 +175,7 @@ class RateLimiter:
                 ConditionExpression="attribute_not_exists(tat_us) OR tat_us < :now",
                 ExpressionAttributeValues={":next": now_us + t_us, ":now": now_us},
             )
+            self.tat_seen[user] = now_us + t_us
             return True
         except self._errors.ConditionalCheckFailedException:
             return False

@@ -67,6 +67,21 @@ def test_the_bucket_is_shared_by_every_controller(table):
         second.admit("u", limits, now=50.0)
 
 
+def test_a_user_whose_bucket_refilled_costs_one_write_a_request(table):
+    limiter, limits = RateLimiter(table), UserLimits(rate_per_s=1, burst=2)
+    calls = []
+    table.meta.client.meta.events.register("before-call.dynamodb.*", lambda **kw: calls.append(kw))
+    for second in range(5):
+        limiter.admit("u", limits, now=20.0 + second)  # one request a second: never busy
+    assert len(calls) == 5
+    calls.clear()
+    limiter.admit("u", limits, now=25.0)
+    limiter.admit("u", limits, now=25.0)  # busy now: the second takes the busy write at once
+    assert len(calls) == 2
+    with pytest.raises(TooManyRequestsError):
+        limiter.admit("u", limits, now=25.0)
+
+
 def test_a_refused_user_is_refused_from_memory_until_its_wait_ends(table):
     limiter, limits = RateLimiter(table), UserLimits(rate_per_s=1, burst=1)
     limiter.admit("u", limits, now=10.0)
