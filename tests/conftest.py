@@ -31,6 +31,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 # infra/local/run_tests.py), the cloud tests spread over the workers module by module; the ones
 # marked `exclusive` run afterwards, alone. Tests marked xdist_group stay together either way.
 CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
+# The longest work units of the lanes (`make test`'s slowest modules), handed out first so the two
+# workers finish together instead of one running a long module alone at the end. Order only.
+LONGEST_FIRST = (
+    "large-files",  # xdist_group of test_large_delta and test_large_coded_delta
+    "tests/e2e/test_fsspec_abstract.py",
+    "tests/e2e/test_tree_jobs.py",
+    "tests/e2e/test_schemathesis.py",
+    "tests/e2e/test_sync_devices.py",
+    "tests/e2e/test_webdav.py",
+    "tests/e2e/test_geo.py",
+    "tests/e2e/test_coded_scale.py",
+    "tests/e2e/test_merkle.py",
+    "tests/e2e/test_accounts.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -48,6 +62,12 @@ def pytest_xdist_make_scheduler(config, log):
             if not nodeid.startswith(CLOUD_TESTS):
                 return nodeid
             return nodeid.split("::", 1)[0] if spread else "cloud"
+
+        def _assign_work_unit(self, node) -> None:
+            longest = next((scope for scope in LONGEST_FIRST if scope in self.workqueue), None)
+            if longest is not None:
+                self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
 
     return CloudTestsScheduling(config, log)
 
