@@ -45,12 +45,12 @@ def test_tree_copies_racing_overwrites_lose_no_file(bob, tmp_path):
         with lock:
             statuses[status] += 1
 
-    def tree_copier(k: int) -> None:
-        for j in range(8):
+    def tree_copier(k: int) -> None:  # 12 tree copies, each overlapping several overwrites
+        for j in range(4):
             record(api.call("POST", "/v1/copy", json={"src": "/a", "dst": f"/c{k}-{j}"}).status_code)
 
-    def overwriter(w: int) -> None:
-        for j in range(30):
+    def overwriter(w: int) -> None:  # 75 overwrites of the six files the copies read
+        for j in range(15):
             src = f"/src/l{(w + j) % 3}"
             record(api.call("POST", "/v1/copy", json={"src": src, "dst": f"/a/x{(w + j) % 6}"}).status_code)
 
