@@ -5,8 +5,9 @@ waiting out a 429's Retry-After (at most 5 s) and asking again, so it stays at i
 2 requests/s, bursts of 4: set on its user record as `hycloud admin set-limits` does), while
 two other users upload small files and relay their own large files. Asserted: no 5xx to anyone;
 the flooder answered 429 with Retry-After; the flooder never has more than its 3 jobs queued or
-running, so the others' relays never queue behind its jobs (at most behind each other); the
-others' requests all succeed, each of their relays ready within JOB_WAIT_S and their request
+running, so one of the others' relays waits behind at most those 3 and the other user's one
+relay, never behind the flood's hundreds of requests (FOP orders by arrival and size, so a
+flooder's job queued earlier is rightly ahead); the others' requests all succeed, each of their relays ready within JOB_WAIT_S and their request
 latency p95 within LATENCY_P95_S.
 
 The latency bounds are the local cloud's, not the service's: it serves about 6 requests a
@@ -201,7 +202,8 @@ def test_one_user_flood_leaves_others_unharmed(deployment, tmp_path):
     assert limited and all(row[4] and float(row[4]) > 0 for row in limited)
     assert all(200 <= row[2] < 300 for row in others), [row for row in others if not 200 <= row[2] < 300]
     assert max(log.flooder_jobs) <= FLOODER_JOBS  # the flooder never holds more workers than its cap
-    assert all(q["position"] <= 2 for q in log.queued)  # so the others' jobs never queue behind it
+    ahead_at_most = FLOODER_JOBS + 1  # its capped jobs and the other user's one relay
+    assert all(q["position"] <= ahead_at_most + 1 for q in log.queued)  # never behind the flood
     assert len(log.waits) == 2 * OTHER_FILES and max(log.waits) <= JOB_WAIT_S
     assert _p95(lat) <= LATENCY_P95_S
 
