@@ -4,6 +4,13 @@ Cases are generated per operation with Hypothesis, derandomized (the same reques
 then sent by a few threads with a real API key of a user of its own, so generated writes land in
 that namespace only. Every response must be a non-5xx that conforms to the document: status
 code, content type and body schema.
+
+25 examples per operation (1,200 requests over the 48 operations; issue 5 asks for at least
+1,000). Hypothesis tries simple cases first and widens after, so the count was set by where each
+answer first shows up in a run of 50 per operation (2,400 requests): with 25 every operation still
+gets every class of answer (2xx, 4xx) it got with 50, and the run still gets every status code
+the 50 got (200, 201, 400, 404, 409, 413, 422), so every error body shape is checked against the
+document; with 20 no request would get a 422. The run of 50 found no 5xx and no contract break.
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ from schemathesis.specs.openapi.checks import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SPEC = Path(__file__).resolve().parents[2] / "functions" / "controller" / "openapi.json"
-MIN_REQUESTS = 2000
-EXAMPLES_PER_OPERATION = 50  # x 42 operations: just over MIN_REQUESTS
+MIN_REQUESTS = 1000
+EXAMPLES_PER_OPERATION = 25  # x 48 operations: 1,200 requests (why 25: the docstring)
 WORKERS = 8
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 GENERATION = settings(
@@ -60,6 +67,7 @@ class _Sender:
     def __init__(self, base_url: str, key: str) -> None:
         self.base_url, self.headers = base_url, {"Authorization": f"Bearer {key}"}
         self.local, self.statuses, self.failures = threading.local(), Counter(), []
+        self.operations: Counter = Counter()  # requests sent per operation
 
     def send(self, case) -> None:
         if not hasattr(self.local, "session"):
@@ -68,6 +76,7 @@ class _Sender:
             base_url=self.base_url, session=self.local.session, headers=self.headers, timeout=60
         )
         self.statuses[response.status_code] += 1
+        self.operations[case.operation.label] += 1
         try:
             case.validate_response(response, checks=CHECKS, headers=self.headers)
         except Exception as failure:  # noqa: BLE001 (every check failure is collected and reported)
@@ -79,9 +88,10 @@ def test_schemathesis_finds_no_server_error_and_no_contract_break(deployment):
 
     sender = _Sender(deployment.api_url, _make_user(deployment, "fuzz").key)
     schema = schemathesis.openapi.from_path(str(SPEC))
-    started, futures = time.monotonic(), []
+    started, futures, labels = time.monotonic(), [], set()
     with ThreadPoolExecutor(WORKERS) as pool:
         for result in schema.get_all_operations():
+            labels.add(result.ok().label)
             futures += [pool.submit(sender.send, case) for case in _cases(result.ok())]
     errors = [f.exception() for f in futures if f.exception() is not None]
     sent = sum(sender.statuses.values())
@@ -90,3 +100,4 @@ def test_schemathesis_finds_no_server_error_and_no_contract_break(deployment):
     assert not errors, f"{summary}\n{errors[:5]}"
     assert sender.failures == [], f"{summary}\n" + "\n".join(sender.failures[:20])
     assert sent >= MIN_REQUESTS and not any(status >= 500 for status in sender.statuses), summary
+    assert set(sender.operations) == labels, labels - set(sender.operations)  # every operation was sent
