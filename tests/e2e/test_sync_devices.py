@@ -25,7 +25,10 @@ from hycloud_core import content
 from tests.e2e.conftest import _make_user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-DEVICES, ROUNDS, SEED = 4, 50, 20261128
+# 20 rounds: about 48 edits over 4 names by 4 devices, which push over each other's versions
+# again and again (a run had 37 acknowledged versions and 21 conflict copies; the conflict copies
+# are counted and must not be 0); the 50 rounds this had before repeated the same races
+DEVICES, ROUNDS, SEED = 4, 20, 20261128
 NAMES = ["a", "b", "d/c", "d/e"]  # few names: devices often edit the same file at once
 ROOT = "/devices"
 
@@ -41,6 +44,7 @@ class Device:
     client: object
     acknowledged: set[str] = field(default_factory=set)
     superseded: set[str] = field(default_factory=set)
+    conflicts: int = 0  # conflict copies this device pushed (it had edited a version others replaced)
 
     def files(self) -> dict[str, bytes]:
         return {
@@ -63,6 +67,7 @@ class Device:
         on_done = lambda what, rel: uploaded.append(rel) if what == "uploaded" else None  # noqa: E731
         report = sync(self.client, self.local, ROOT, "push", options, on_done=on_done)
         assert report["failed"] == [], report
+        self.conflicts += sum(".conflict-" in rel for rel in uploaded)
         for rel in uploaded:
             data = before[rel] if rel in before else before[rel.split(".conflict-")[0]]
             self.acknowledged.add(version(data))
@@ -141,6 +146,8 @@ def test_devices_syncing_at_random_lose_no_acknowledged_version_and_converge(dep
     superseded = set().union(*(d.superseded for d in devices))
     lost = acknowledged - present - superseded
     assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged versions lost"
+    conflicts = sum(d.conflicts for d in devices)
+    assert conflicts > 0, "the devices never raced over one file: too few rounds to show anything"
     keep = PathFilter.of((), ())
     for d in devices:
         state = SyncState(pair_id(d.client.http.base, d.client.store.user, ROOT, d.local))
@@ -151,3 +158,4 @@ def test_devices_syncing_at_random_lose_no_acknowledged_version_and_converge(dep
         assert not (diff.files or diff.local_dirs or diff.remote_dirs), (d.name, diff)
         assert diff.rounds == 1  # equal Merkle roots: one round, nothing descended into
     print(f"acknowledged {len(acknowledged)}, superseded {len(superseded)}, present {len(present)}")
+    print(f"conflict copies {conflicts}")
