@@ -10,6 +10,11 @@ checks them): a missing path is FileNotFoundError, an existing one FileExistsErr
 (`os_errors`); the HyCloud error is kept as `__cause__`, its `code` and `status` on the exception.
 A write into a folder that does not exist makes it (`auto_mkdir`, on by default, as object stores
 behave); with `auto_mkdir=False` such an `open(..., "w")` fails at once with FileNotFoundError.
+
+Requests are what an fsspec call costs, so a call made of many (copy, get, put, find, rm) is one
+"operation": listings it reads stay good to its end whatever their age, and a path it stats is
+remembered until any change. A folder copied where nothing is goes in one cloud copy; the files
+of a `get` or `put` go in bundles (many files a request).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import io
 import os
 import posixpath
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,7 +39,7 @@ from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, Not
 
 from .config import ClientConfig
 from .preconditions import ABSENT
-from .sdk import HyCloud
+from .sdk import HyCloud, bundles
 from .sdk.files import BufferedRemoteWriter, RemoteReader, RemoteWriter
 from .sdk.trees import kept_metadata
 
@@ -106,14 +112,42 @@ def _load_config(profile: str | None) -> ClientConfig:
 
 @dataclass
 class _Change:
-    """What a change reports: entries it made (path -> the cloud's entry) and paths it removed."""
+    """What a change reports: entries it made (path -> the cloud's entry), paths it removed, and
+    folders it made where none was (made first, so empty but for what the change put there)."""
 
     made: dict[str, dict] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
+    new_folders: list[tuple[str, dict]] = field(default_factory=list)
 
 
 def _by_name(entry: dict) -> str:
     return entry["name"]
+
+
+@dataclass
+class _Batch:
+    """Files (local, remote or remote, local pairs) and remote folders an fsspec get or put
+    sends in bundles when it ends."""
+
+    kind: str  # "get" or "put"
+    files: list[tuple[str, str]] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+
+
+def _ancestors(path: str) -> set[str]:
+    out, path = set(), posixpath.dirname(path)
+    while path not in ("/", ""):
+        out.add(path)
+        path = posixpath.dirname(path)
+    return out
+
+
+def _raise_first(results: list[dict]) -> None:
+    """The first failed file of a bundle transfer, as the OSError a filesystem raises."""
+    failed = next((r for r in results if r.get("status") == "error"), None)
+    if failed is not None:
+        with os_errors(failed["path"]):
+            bundles.raise_first_error([failed])
 
 
 class HyCloudReader(io.BufferedReader):
@@ -160,6 +194,11 @@ class HyCloudFileSystem(AbstractFileSystem):
         super().__init__(**kwargs)
         self.client = make_client(endpoint, key, profile)
         self.auto_mkdir = auto_mkdir
+        self._ops_lock = threading.Lock()
+        self._ops = 0  # operations running (any thread); while any is, listings do not expire
+        self._expiry = self.dircache.listings_expiry_time
+        self._stats: dict[str, dict | None] = {}  # path -> entry (None: missing), during operations
+        self._batch = threading.local()  # this thread's get/put files waiting to go in bundles
 
     @classmethod
     def _strip_protocol(cls, path: str) -> str:
@@ -169,6 +208,44 @@ class HyCloudFileSystem(AbstractFileSystem):
         if path.startswith(f"{PROTOCOL}://"):
             path = path[len(PROTOCOL) + 3 :]
         return "/" + path.strip("/")
+
+    # --- operations: one fsspec call of many requests ------------------------------------------
+    @contextmanager
+    def _operation(self) -> Iterator[None]:
+        """Listings kept when it starts or read during it answer until it ends (fsspec's generic
+        calls ask about the same paths again and again); stats are remembered while it runs."""
+        with self._ops_lock:
+            if self._ops == 0:
+                list(self.dircache)  # drops what expired before the operation started
+                self.dircache.listings_expiry_time = None
+            self._ops += 1
+        try:
+            yield
+        finally:
+            with self._ops_lock:
+                self._ops -= 1
+                if self._ops == 0:
+                    self.dircache.listings_expiry_time = self._expiry
+                    self._stats.clear()
+
+    def _remembers(self) -> bool:
+        return self._ops > 0 and self.dircache.use_listings_cache
+
+    def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
+        with self._operation():
+            return super().find(path, maxdepth=maxdepth, withdirs=withdirs, detail=detail, **kwargs)
+
+    def expand_path(self, path, recursive=False, maxdepth=None, **kwargs):
+        with self._operation():
+            return super().expand_path(path, recursive=recursive, maxdepth=maxdepth, **kwargs)
+
+    def glob(self, path, maxdepth=None, **kwargs):
+        with self._operation():
+            return super().glob(path, maxdepth=maxdepth, **kwargs)
+
+    def du(self, path, total=True, maxdepth=None, withdirs=False, **kwargs):
+        with self._operation():
+            return super().du(path, total=total, maxdepth=maxdepth, withdirs=withdirs, **kwargs)
 
     # --- metadata --------------------------------------------------------------------------------
     def _entry(self, info: dict) -> dict:
@@ -225,6 +302,18 @@ class HyCloudFileSystem(AbstractFileSystem):
         entry = None if refresh else self._cached_entry(path)
         if entry is not None:
             return entry
+        if refresh or not self._remembers():
+            return self._stat(path)
+        if path not in self._stats:
+            try:
+                self._stats[path] = self._stat(path)
+            except FileNotFoundError:
+                self._stats[path] = None
+        if self._stats[path] is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
+        return self._stats[path]
+
+    def _stat(self, path: str) -> dict:
         with os_errors(path):
             try:
                 return self._entry(self.client.stat(path))
@@ -234,7 +323,9 @@ class HyCloudFileSystem(AbstractFileSystem):
                 raise
 
     def invalidate_cache(self, path: str | None = None) -> None:
-        """Forget kept listings: all, or those of `path`, what is below it and the folders above."""
+        """Forget kept listings: all, or those of `path`, what is below it and the folders above;
+        and every remembered stat."""
+        self._stats.clear()
         if path is None:
             self.dircache.clear()
         else:
@@ -257,13 +348,16 @@ class HyCloudFileSystem(AbstractFileSystem):
             for path in changed:
                 self.invalidate_cache(path)
             raise
+        for folder, entry in change.new_folders:
+            self._learn(folder, entry)
+            self.dircache[folder] = []
         for path in changed:
             if path in change.made:
                 self._learn(path, change.made[path])
             elif path in change.removed:
                 self._unlist(path)
             else:
-                self.invalidate_cache(path)
+                self._forget(path)
 
     def _kept_siblings(self, path: str) -> list[dict] | None:
         try:
@@ -276,7 +370,8 @@ class HyCloudFileSystem(AbstractFileSystem):
         there before the change, so no folder above changed); without one, forget instead."""
         siblings = self._kept_siblings(path)
         if siblings is None or not {"name", "type", "mtime"} <= entry.keys() or path == "/":
-            return self.invalidate_cache(path)
+            return self._forget(path)
+        self._stats.clear()
         self._drop_below(path)
         kept = {k: v for k, v in entry.items() if k in ENTRY_KEYS and (k != "mode" or isinstance(v, int))}
         siblings[:] = sorted([e for e in siblings if e["name"] != path] + [self._entry(kept)], key=_by_name)
@@ -285,9 +380,36 @@ class HyCloudFileSystem(AbstractFileSystem):
         """A path removed: out of its folder's kept listing, and no listing below it kept."""
         siblings = self._kept_siblings(path)
         if siblings is None:
-            return self.invalidate_cache(path)
+            return self._forget(path)
+        self._stats.clear()
         self._drop_below(path)
         siblings[:] = [e for e in siblings if e["name"] != path]
+
+    def _forget(self, path: str) -> None:
+        """A change at `path` not written into kept listings: forget what is at and below it, its
+        folder's listing, and those above up to one that lists the folder below it (a write with
+        parents may have made any folder up to there)."""
+        self._stats.clear()
+        self._drop_below(path)
+        if path == "/":
+            return
+        folder = self._parent(path)
+        self.dircache.pop(folder, None)
+        while folder != "/":
+            above = self._parent(folder)
+            listing = self.dircache.get(above)
+            if listing is not None and any(e["name"] == folder and e["type"] == "directory" for e in listing):
+                return
+            self.dircache.pop(above, None)
+            folder = above
+
+    def _known_missing(self, path: str) -> bool:
+        """Whether kept listings or remembered stats say nothing is at `path` (no request)."""
+        try:
+            entry = self._cached_entry(path)
+        except FileNotFoundError:
+            return True
+        return entry is None and self._remembers() and path in self._stats and self._stats[path] is None
 
     def _drop_below(self, path: str) -> None:
         below = path.rstrip("/") + "/"
@@ -338,9 +460,13 @@ class HyCloudFileSystem(AbstractFileSystem):
     def rm(self, path, recursive: bool = False, maxdepth: int | None = None) -> None:
         """Files and folders; with `recursive`, a folder goes whole in one call (a job the SDK
         follows for a large tree). Globs are expanded as fsspec does."""
-        if maxdepth is not None:
-            return super().rm(path, recursive=recursive, maxdepth=maxdepth)
-        for p in self.expand_path(path, recursive=False):
+        with self._operation():
+            if maxdepth is not None:
+                return super().rm(path, recursive=recursive, maxdepth=maxdepth)
+            self._rm_each(self.expand_path(path, recursive=False), recursive)
+
+    def _rm_each(self, paths: list[str], recursive: bool) -> None:
+        for p in paths:
             if not recursive:
                 self._rm(p)
                 continue
@@ -362,8 +488,37 @@ class HyCloudFileSystem(AbstractFileSystem):
         if path2.endswith("/") or self.isdir(dst):
             dst = posixpath.join(dst, posixpath.basename(src))
         with self._changing(src, dst) as change:
-            change.made[dst] = self._into_new_folder(lambda: self.client.mv(src, dst), dst)
+            change.made[dst] = self._into_new_folder(lambda: self.client.mv(src, dst), dst, change)
             change.removed.add(src)
+
+    def copy(self, path1, path2, recursive=False, maxdepth=None, on_error=None, **kwargs):
+        """fsspec's copy (file by file), but a whole folder copied where nothing is in one request."""
+        with self._operation():
+            if not self._copied_whole(path1, path2, recursive and maxdepth is None):
+                super().copy(
+                    path1, path2, recursive=recursive, maxdepth=maxdepth, on_error=on_error, **kwargs
+                )
+
+    def _copied_whole(self, path1, path2, whole: bool) -> bool:
+        """Copy folder `path1` as one tree where fsspec's copy would make a new folder of it:
+        `path2` itself, or `path2/<name>` when `path2` is a folder and `path1` has no trailing
+        slash. False (nothing done) for anything else: files, globs, lists, a merge into a
+        folder that is there."""
+        if not (whole and isinstance(path1, str) and isinstance(path2, str) and not has_magic(path1)):
+            return False
+        src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
+        try:
+            if self.info(src)["type"] != "directory":
+                return False
+        except FileNotFoundError:
+            return False
+        if not path1.endswith("/") and (path2.endswith("/") or self.isdir(dst)):
+            dst = posixpath.join(dst, posixpath.basename(src))
+        if dst == src or dst.startswith(src.rstrip("/") + "/") or self.exists(dst):
+            return False
+        with self._changing(dst) as change:
+            change.made[dst] = self._into_new_folder(lambda: self.client.cp(src, dst), dst, change)
+        return True
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         """A file is copied in the cloud (a large one is shared, not copied); a folder is made,
@@ -374,19 +529,21 @@ class HyCloudFileSystem(AbstractFileSystem):
             if is_dir:
                 change.made[dst] = self.client.mkdir(dst, parents=True)
             else:
-                change.made[dst] = self._into_new_folder(lambda: self.client.cp(src, dst), dst)
+                change.made[dst] = self._into_new_folder(lambda: self.client.cp(src, dst), dst, change)
 
-    def _into_new_folder(self, change, dst: str):
-        """Run `change`; when it found no folder at `dst`'s parent, make it (with parents) and
-        run it again, as object stores have no folders to be missing."""
-        try:
-            return change()
-        except NotFoundError:
-            parent = self._parent(dst)
-            if self.exists(parent):
-                raise
-            self.client.mkdir(parent, parents=True)
-            return change()
+    def _into_new_folder(self, run: Callable[[], dict], dst: str, change: _Change) -> dict:
+        """Run `run`; when it found no folder at `dst`'s parent, make it (with parents) and run it
+        again, as object stores have no folders to be missing. Where kept listings already say
+        the folder is missing, it is made first."""
+        parent = self._parent(dst)
+        if not self._known_missing(parent):
+            try:
+                return run()
+            except NotFoundError:
+                if self.exists(parent):
+                    raise
+        change.new_folders.append((parent, self.client.mkdir(parent, parents=True)))
+        return run()
 
     # --- content ---------------------------------------------------------------------------------
     def _open(
@@ -410,7 +567,7 @@ class HyCloudFileSystem(AbstractFileSystem):
         if not self.auto_mkdir and not self.isdir(self._parent(path)):
             raise FileNotFoundError(errno.ENOENT, "no such folder", self._parent(path))
         raw = RemoteWriter(self.client, path, parents=True, expect=ABSENT if exclusive else None)
-        return HyCloudWriter(raw, READ_BUFFER, on_close=lambda: self.invalidate_cache(path))
+        return HyCloudWriter(raw, READ_BUFFER, on_close=lambda: self._forget(path))
 
     def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
         """One request for bytes that fit a small file; `mode="create"` only where nothing is."""
@@ -436,8 +593,80 @@ class HyCloudFileSystem(AbstractFileSystem):
                 if err.code != "version-mismatch":
                     raise
 
+    def put(
+        self,
+        lpath,
+        rpath,
+        recursive=False,
+        callback=fsspec.callbacks.DEFAULT_CALLBACK,
+        maxdepth=None,
+        **kwargs,
+    ):
+        """fsspec's put, its files sent in bundles at the end (folders made only where no file
+        makes them)."""
+        with self._operation(), self._batched("put") as batch:
+            super().put(lpath, rpath, recursive=recursive, callback=callback, maxdepth=maxdepth, **kwargs)
+        self._put_batch(batch)
+
+    def get(
+        self,
+        rpath,
+        lpath,
+        recursive=False,
+        callback=fsspec.callbacks.DEFAULT_CALLBACK,
+        maxdepth=None,
+        **kwargs,
+    ):
+        """fsspec's get, its files fetched in bundles at the end."""
+        with self._operation(), self._batched("get") as batch:
+            super().get(rpath, lpath, recursive=recursive, callback=callback, maxdepth=maxdepth, **kwargs)
+        self._get_batch(batch)
+
+    @contextmanager
+    def _batched(self, kind: str) -> Iterator[_Batch]:
+        """Collect this thread's put_file or get_file calls (those a bundle can do) into a batch."""
+        if getattr(self._batch, "current", None) is not None:  # within another: that one sends
+            yield _Batch(kind)
+            return
+        self._batch.current = batch = _Batch(kind)
+        try:
+            yield batch
+        finally:
+            self._batch.current = None
+
+    def _batching(self, kind: str) -> _Batch | None:
+        batch = getattr(self._batch, "current", None)
+        return batch if batch is not None and batch.kind == kind else None
+
+    def _put_batch(self, batch: _Batch) -> None:
+        if len(batch.files) == 1 and not batch.folders:
+            return self.put_file(*batch.files[0])
+        made = {a for _, rpath in batch.files for a in _ancestors(rpath)}
+        for folder in batch.folders:
+            if folder not in made:
+                self.makedirs(folder, exist_ok=True)
+        if not batch.files:
+            return
+        remotes = [rpath for _, rpath in batch.files]
+        with self._changing(*remotes):
+            results = bundles.put_files(self.client, [(lpath, rpath) for lpath, rpath in batch.files])
+            _raise_first(results)
+
+    def _get_batch(self, batch: _Batch) -> None:
+        if len(batch.files) == 1:
+            return self.get_file(*batch.files[0])
+        if batch.files:
+            _raise_first(bundles.get_files(self.client, batch.files))
+
     def put_file(self, lpath: str, rpath: str, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
         """Upload with the local file's mtime and mode bits; folders made as needed."""
+        batch = self._batching("put")
+        if batch is not None and mode == "overwrite" and isinstance(lpath, str | os.PathLike):
+            if os.path.isdir(lpath):
+                batch.folders.append(self._strip_protocol(rpath))
+            else:
+                batch.files.append((os.fspath(lpath), self._strip_protocol(rpath)))
+            return
         if os.path.isdir(lpath):
             self.makedirs(rpath, exist_ok=True)
             return
@@ -454,6 +683,8 @@ class HyCloudFileSystem(AbstractFileSystem):
         rpath = self._strip_protocol(rpath)
         if outfile is None and isfilelike(lpath):
             outfile = lpath
+        if outfile is None and self._batched_get(rpath, lpath):
+            return
         if outfile is not None:
             with self.open(rpath, "rb") as source:
                 shutil.copyfileobj(source, outfile, READ_BUFFER)
@@ -467,6 +698,24 @@ class HyCloudFileSystem(AbstractFileSystem):
                 if err.code != "is-a-directory":
                     raise
                 os.makedirs(lpath, exist_ok=True)
+
+    def _batched_get(self, rpath: str, lpath) -> bool:
+        """Put a file to fetch into this thread's batch, a folder made at once: True; False when
+        no batch runs or the kept listings do not say which it is."""
+        batch = self._batching("get")
+        if batch is None:
+            return False
+        try:
+            entry = self._cached_entry(rpath) or self._stats.get(rpath)
+        except FileNotFoundError:
+            return False
+        if entry is None:
+            return False
+        if entry["type"] == "directory":
+            os.makedirs(lpath, exist_ok=True)
+        else:
+            batch.files.append((rpath, os.fspath(lpath)))
+        return True
 
     def created(self, path: str):
         return self.modified(path)
