@@ -3,12 +3,13 @@ deployed cloud, subclassed as s3fs and gcsfs do: the exceptions and path habits 
 uses fsspec expects (FileNotFoundError, FileExistsError, "into a folder that does not exist yet").
 
 Sized for a routine run on the local cloud, where a request takes 0.1-1 s:
-- the remote source trees the Copy and Get tests read (and never change) are made once per class
-  instead of once per test, each in its own folder;
+- the remote source trees the Copy and Get tests read (and never change) are made once for the
+  module instead of once per test, built locally and sent in one bundle request;
 - of the 28 glob edge cases each of Copy, Get and Put runs, GLOB_SAMPLE (each kind of pattern:
   `?`, `[]`, `*`, `**`, with and without recursion and depth) run by default, all of them with
-  HYCLOUD_FSSPEC_FULL=1. Measured on a shared 2-core machine under a load of about 5: the
-  default 53 tests in 9 min, all 137 in 26 min.
+  HYCLOUD_FSSPEC_FULL=1.
+What a test costs is its requests: about 30 per test on average (the Copy tests' per-file cloud
+copies, and the suite's own isfile/exists checks after each change, are most of them).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import uuid
 import fsspec
 import fsspec.tests.abstract as abstract
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 from fsspec.tests.abstract.common import GLOB_EDGE_CASES_TESTS
+
+from hycloud.sdk import bundles
 
 pytestmark = pytest.mark.slow
 
@@ -46,9 +50,39 @@ def hycloud_fs(alice):
     fs.rm(root, recursive=True)
 
 
+SCENARIOS = {  # fixture name -> the abstract suite's method that makes its tree
+    "bulk": "_bulk_operations_scenario_0",
+    "glob": "_glob_edge_cases_files",
+    "prefix": "_dir_and_file_with_same_name_prefix",
+    "hashed": "_10_files_with_hashed_names",
+}
+
+
+@pytest.fixture(scope="module")
+def remote_scenarios(hycloud_fs, tmp_path_factory) -> dict[str, str]:
+    """The remote source trees the Copy and Get tests read (and never change), made once for the
+    module: built locally by the suite's own methods, sent in one bundle request."""
+    fs, root = hycloud_fs
+    local, made = tmp_path_factory.mktemp("scenarios"), {}
+    for name, method in SCENARIOS.items():
+        source = getattr(abstract.AbstractFixtures(), method)(
+            LocalFileSystem(auto_mkdir=True), os.path.join, str(local / name)
+        )
+        made[name] = posixpath.join(root, "scenarios", name, os.path.relpath(source, local / name))
+    pairs = [
+        (p, posixpath.join(root, "scenarios", p.relative_to(local).as_posix()))
+        for p in sorted(local.rglob("*"))
+        if p.is_file()
+    ]
+    results = bundles.put_files(fs.client, pairs)
+    assert [r["status"] for r in results] == ["ok"] * len(pairs), results
+    assert len(pairs) == 5 + 8 + 2 + 10  # every file of the four trees
+    return made
+
+
 class HyCloudFixtures(abstract.AbstractFixtures):
     """The fixtures the abstract suite asks a filesystem to provide, the read-only remote
-    scenarios made once per class."""
+    scenarios shared by the module (`remote_scenarios`)."""
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -71,25 +105,21 @@ class HyCloudFixtures(abstract.AbstractFixtures):
     def supports_empty_directories(self):
         return True
 
-    @pytest.fixture(scope="class")
-    @classmethod
-    def fs_bulk_operations_scenario_0(cls, fs, fs_join, fs_path):
-        return cls()._bulk_operations_scenario_0(fs, fs_join, fs_join(fs_path, "bulk"))
+    @pytest.fixture
+    def fs_bulk_operations_scenario_0(self, remote_scenarios):
+        return remote_scenarios["bulk"]
 
-    @pytest.fixture(scope="class")
-    @classmethod
-    def fs_glob_edge_cases_files(cls, fs, fs_join, fs_path):
-        return cls()._glob_edge_cases_files(fs, fs_join, fs_join(fs_path, "glob"))
+    @pytest.fixture
+    def fs_glob_edge_cases_files(self, remote_scenarios):
+        return remote_scenarios["glob"]
 
-    @pytest.fixture(scope="class")
-    @classmethod
-    def fs_dir_and_file_with_same_name_prefix(cls, fs, fs_join, fs_path):
-        return cls()._dir_and_file_with_same_name_prefix(fs, fs_join, fs_join(fs_path, "prefix"))
+    @pytest.fixture
+    def fs_dir_and_file_with_same_name_prefix(self, remote_scenarios):
+        return remote_scenarios["prefix"]
 
-    @pytest.fixture(scope="class")
-    @classmethod
-    def fs_10_files_with_hashed_names(cls, fs, fs_join, fs_path):
-        return cls()._10_files_with_hashed_names(fs, fs_join, fs_join(fs_path, "hashed"))
+    @pytest.fixture
+    def fs_10_files_with_hashed_names(self, remote_scenarios):
+        return remote_scenarios["hashed"]
 
 
 class TestHyCloudCopy(abstract.AbstractCopyTests, HyCloudFixtures):
