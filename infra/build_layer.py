@@ -4,12 +4,14 @@ Third-party wheels are fetched for Lambda's platform (manylinux x86_64, CPython 
 the build host is; the core library is copied as source, and its compiled delta loops are built
 here with cffi (plain C without -march, linked against nothing newer than glibc 2.14, so a .so
 built on any x86_64 Linux host loads on Lambda's). A stamp of the inputs makes a rebuild with
-unchanged inputs a no-op.
+unchanged inputs a no-op; a lock file keeps two synths at once (a deploy and a test, two test
+workers) from building into the same folder together.
 """
 
 from __future__ import annotations
 
 import compileall
+import fcntl
 import hashlib
 import py_compile
 import runpy
@@ -41,10 +43,17 @@ def _inputs_digest() -> str:
 
 
 def build() -> Path:
-    stamp = OUT / ".stamp"
     digest = _inputs_digest()
-    if stamp.exists() and stamp.read_text() == digest:
-        return OUT
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    with open(OUT.parent / "core.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        stamp = OUT / ".stamp"
+        if not (stamp.exists() and stamp.read_text() == digest):
+            _build(digest)
+    return OUT
+
+
+def _build(digest: str) -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     target = OUT / "python"
     subprocess.run(
@@ -79,8 +88,7 @@ def build() -> Path:
     )
     _build_native(target)
     _compile(target)
-    stamp.write_text(digest)
-    return OUT
+    (OUT / ".stamp").write_text(digest)
 
 
 def _build_native(target: Path) -> None:
