@@ -28,6 +28,7 @@ from hycloud_core.errors import HyCloudError, NotFoundError
 from hycloud_core.fs.tree_walk import count
 from hycloud_core.relay import execution_arn
 from hycloud_core.store.locks import WAIT_S, Lease
+from hycloud_core.store.queue_records import QueueStore
 from hycloud_core.store.tree_jobs import (
     APPLY,
     RENAME,
@@ -87,6 +88,7 @@ ACCEPTED = {
 }
 COUNT_S = 5.0  # the request counts a tree's files for this long; the job counts the rest
 STARTING_S = 10  # a job recorded this recently may not have its execution yet
+DISPATCH_S = 120  # a job a worker took off the queue this recently is being started
 
 
 def copy(app: APIGatewayRestResolver, src: str, dst: str, expect: str | None) -> Response:
@@ -209,8 +211,18 @@ def _execution_running(job: TreeJob) -> bool:
     try:
         desc = sfn().describe_execution(executionArn=execution_arn(CONFIG.tree_state_machine, job.execution))
     except sfn().exceptions.ExecutionDoesNotExist:
-        return waiting(job.execution) is not None or time.time() - job.updated < STARTING_S
+        recent = time.time() - job.updated < STARTING_S
+        return recent or waiting(job.execution) is not None or _being_started(job)
     return desc["status"] == "RUNNING"
+
+
+def _being_started(job: TreeJob) -> bool:
+    """Taken off the FOP queue by a worker that has yet to start its execution: a loaded
+    dispatcher can take longer than STARTING_S between the two."""
+    item = QueueStore(records().table).job(job.execution)
+    if item is None or item["state"] != "running":
+        return False
+    return time.time() - int(item.get("started_us", 0)) / 1e6 < DISPATCH_S
 
 
 def _get(jobs: TreeJobs, who: str, id: str) -> TreeJob:
