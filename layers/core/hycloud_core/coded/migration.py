@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..linkfile import link_paths_under
 from ..placement.ring import HashRing, migrate
 from ..store.locks import path_leases
 from .repair import rebuild_block
+
+_POOL = ThreadPoolExecutor(16)  # block copies wait on other regions, not the CPU
 
 
 @dataclass
@@ -43,23 +46,34 @@ def _moved_block(layout: CodedLayout, ci: int, bi: int, store: BlockStore) -> by
 
 
 def migrate_layout(layout: CodedLayout, regions: list[str], store: BlockStore) -> Migration:
-    """Copy the blocks the new ring moves; returns the new layout and the copies left to delete."""
+    """Copy the blocks the new ring moves; returns the new layout and the copies left to delete.
+
+    The copies run side by side (a file of many chunks moved one block at a time outlasted the
+    job step's time limit); the layout names a new home only once every copy is stored."""
     ring = HashRing(regions)
     result = Migration(layout)
+    moves: list[tuple[int, int, str]] = []
     for ci, chunk in enumerate(layout.chunks):
-        current = [b.instance for b in chunk.blocks]
-        target = migrate(current, ring.place(chunk.key, layout.n))
+        target = migrate([b.instance for b in chunk.blocks], ring.place(chunk.key, layout.n))
         for bi, (block, home) in enumerate(zip(chunk.blocks, target, strict=True)):
             if home == block.instance:
                 result.kept += 1
-                continue
-            if not store.has(home, block.hash, block.size):  # another file may have moved it there
-                store.put(home, block.hash, _moved_block(layout, ci, bi, store))
-            result.stale.append((block.instance, block.hash))
-            block.instance = home
-            result.moved += 1
+            else:
+                moves.append((ci, bi, home))
+    list(_POOL.map(lambda move: _copy_block(layout, *move, store), moves))
+    for ci, bi, home in moves:
+        block = layout.chunks[ci].blocks[bi]
+        result.stale.append((block.instance, block.hash))
+        block.instance = home
+        result.moved += 1
     layout.instances = sorted(regions)
     return result
+
+
+def _copy_block(layout: CodedLayout, ci: int, bi: int, home: str, store: BlockStore) -> None:
+    block = layout.chunks[ci].blocks[bi]
+    if not store.has(home, block.hash, block.size):  # another file may have moved it there
+        store.put(home, block.hash, _moved_block(layout, ci, bi, store))
 
 
 def coded_links(namespaces_dir: str, user: str | None = None) -> list[tuple[str, str]]:

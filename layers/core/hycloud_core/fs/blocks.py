@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -75,10 +76,12 @@ class BlockStore:
         self.s3_for = s3_for
         self.buckets = {i.region: i.bucket for i in instances}
         self.local, self.crossed = local, 0
+        self._counting = threading.Lock()  # blocks move on several threads at once
 
     def _count(self, region: str, nbytes: int) -> None:
         if self.local and region != self.local:
-            self.crossed += nbytes
+            with self._counting:
+                self.crossed += nbytes
 
     @property
     def regions(self) -> list[str]:
