@@ -44,6 +44,7 @@ network emulator in benchmarks, or to add a proxy."""
 MAX_RETRY_AFTER_S = 30.0  # a server's Retry-After is honoured up to this; longer waits give up
 READ_LIKE_RETRIES = 3  # a read-like POST/PUT without an answer (502/504, dropped) is sent again this often
 READ_LIKE_BACKOFF_S = 0.5
+KEY_IN_USE_WAIT_S = 35.0  # a retry told the first attempt still runs asks again this long (its 29 s limit)
 OCTET = "application/octet-stream"  # the API's binary media type: API Gateway base64-encodes such bodies
 
 
@@ -95,11 +96,18 @@ class Http:
         if method in MUTATING:
             kwargs["headers"] = {IDEMPOTENCY_HEADER: uuid.uuid4().hex, **(kwargs.get("headers") or {})}
         tries = 1 + (READ_LIKE_RETRIES if (method, route.rstrip("/")) in READ_LIKE else 0)
-        for attempt in range(tries):
+        attempt, first_sent = 0, time.monotonic()
+        while True:
             response = self._send(method, route, kwargs, last=attempt == tries - 1)
             if response is not None and not (attempt and _key_in_use(response)):
                 break
+            if response is not None and time.monotonic() - first_sent < KEY_IN_USE_WAIT_S:
+                time.sleep(READ_LIKE_BACKOFF_S)  # the first attempt still runs: ask again, uncounted
+                continue
+            if attempt == tries - 1:
+                break
             time.sleep(READ_LIKE_BACKOFF_S * 2**attempt)
+            attempt += 1
         if response.status_code >= 400:
             raise error_from_body(response.status_code, _error_body(response))
         return response

@@ -163,3 +163,21 @@ def test_a_retry_told_the_first_attempt_still_runs_asks_again(server):
     state.script = [504, 4090]
     assert Http(url, "key").json("PUT", "/v1/delta/download", data=b"sig") == {"ok": 1}
     assert len(state.seen) == 3
+
+
+def test_a_retry_waits_out_a_first_attempt_that_runs_long(server):
+    """The first attempt may run up to the controller's 29 s: a retry told it still runs keeps
+    asking (not counted as a retry) until its answer is stored, instead of giving up after 3."""
+    state, url = server
+    state.script = [504] + [4090] * 8
+    assert Http(url, "key").json("POST", "/v1/relay", json={"path": "/a"}) == {"ok": 1}
+    assert len(state.seen) == 10 and len({h.get("Idempotency-Key") for _, _, h, _ in state.seen}) == 1
+
+
+def test_a_first_attempt_still_running_past_the_wait_is_reported(server, monkeypatch):
+    monkeypatch.setattr(http_module, "KEY_IN_USE_WAIT_S", 0.0)
+    state, url = server
+    state.script = [504] + [4090] * 8
+    with pytest.raises(HyCloudError) as err:
+        Http(url, "key").json("POST", "/v1/relay", json={"path": "/a"})
+    assert err.value.status == 409 and len(state.seen) == 1 + http_module.READ_LIKE_RETRIES
