@@ -211,17 +211,18 @@ def _execution_running(job: TreeJob) -> bool:
     try:
         desc = sfn().describe_execution(executionArn=execution_arn(CONFIG.tree_state_machine, job.execution))
     except sfn().exceptions.ExecutionDoesNotExist:
-        recent = time.time() - job.updated < STARTING_S
-        return recent or waiting(job.execution) is not None or _being_started(job)
+        return time.time() - job.updated < STARTING_S or _queued_or_being_started(job)
     return desc["status"] == "RUNNING"
 
 
-def _being_started(job: TreeJob) -> bool:
-    """Taken off the FOP queue by a worker that has yet to start its execution: a loaded
-    dispatcher can take longer than STARTING_S between the two."""
+def _queued_or_being_started(job: TreeJob) -> bool:
+    """Waiting in the FOP queue, or taken off it by a worker that has yet to start its execution:
+    a loaded dispatcher can take longer than STARTING_S between the two. One read of its item."""
     item = QueueStore(records().table).job(job.execution)
-    if item is None or item["state"] != "running":
+    if item is None:
         return False
+    if item["state"] == "queued":
+        return True
     return time.time() - int(item.get("started_us", 0)) / 1e6 < DISPATCH_S
 
 

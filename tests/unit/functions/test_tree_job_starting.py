@@ -51,6 +51,13 @@ def test_a_job_a_worker_took_is_running_until_its_execution_starts(tree_jobs):
     assert routes._execution_running(job)
 
 
+def test_a_job_waiting_in_the_queue_is_running(tree_jobs):
+    routes, table = tree_jobs
+    job = _job(updated_ago_s=600)
+    _queue_item(table, job, "queued", since_ago_s=600)
+    assert routes._execution_running(job)
+
+
 def test_a_job_neither_queued_nor_started_is_stopped(tree_jobs):
     routes, table = tree_jobs
     assert not routes._execution_running(_job(updated_ago_s=60))  # the queue forgot it: stopped
