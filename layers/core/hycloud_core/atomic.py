@@ -17,7 +17,7 @@ TMP_PREFIX = ".hc-tmp-"  # what upkeep may sweep when a writer died before its r
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO[Any]]:
+def atomic_open(path: str | os.PathLike[str], mode: str = "wb", fsync: bool = False) -> Iterator[IO[Any]]:
     """A file to write that takes `path`'s place when the block ends without an exception."""
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(os.fspath(path)) or ".")
     try:
@@ -33,6 +33,6 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) 
         raise
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str, fsync: bool = False) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, fsync: bool = False) -> None:
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync) as out:
         out.write(data)

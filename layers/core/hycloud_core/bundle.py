@@ -25,7 +25,7 @@ import math
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import zstandard
 
@@ -57,7 +57,7 @@ class Member:
     mode: int | None = None
     expect: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         kept = {
             "path": self.path,
             "size": self.size,
@@ -71,7 +71,7 @@ class Member:
 @dataclass
 class Bundle:
     files: list[tuple[Member, bytes]] = field(default_factory=list)
-    others: list[dict] = field(default_factory=list)
+    others: list[dict[str, Any]] = field(default_factory=list)
 
 
 def member_of(
@@ -80,7 +80,7 @@ def member_of(
     return Member(path, len(data), hashlib.sha256(data).hexdigest(), mtime, mode, expect)
 
 
-def pack(files: Iterable[tuple[Member, bytes]], others: Sequence[dict] = ()) -> bytes:
+def pack(files: Iterable[tuple[Member, bytes]], others: Sequence[dict[str, Any]] = ()) -> bytes:
     """The compressed bundle of `files` (member, bytes) and byte-less `others`."""
     files = list(files)
     manifest = json.dumps(
@@ -125,7 +125,7 @@ def check_member(member: Member, data: bytes, max_size: int) -> str:
     return path
 
 
-def error_entry(path: Any, err: HyCloudError) -> dict:
+def error_entry(path: Any, err: HyCloudError) -> dict[str, Any]:
     """A member's failure as bundle answers report it: the API's error shape plus its status."""
     return {
         "path": path if isinstance(path, str) else "",
@@ -152,7 +152,7 @@ def _inflate(body: bytes, max_raw: int) -> bytes:
     return raw
 
 
-def _manifest(text: bytes) -> tuple[list[Member], list[dict]]:
+def _manifest(text: bytes) -> tuple[list[Member], list[dict[str, Any]]]:
     try:
         doc = json.loads(text, parse_constant=_refuse)
     except (ValueError, RecursionError):
@@ -191,11 +191,11 @@ def _member(item: Any) -> Member:
     return Member(path, size, sha256, None if mtime is None else float(mtime), mode, expect)
 
 
-def _hex64(value: Any) -> bool:
+def _hex64(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

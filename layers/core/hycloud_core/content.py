@@ -48,7 +48,7 @@ def hash_from_parts(digests: Iterable[bytes]) -> str:
 
 def part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
     """The 8 MiB part digests; `whole` (a hashlib object) is fed every byte on the way."""
-    digests = []
+    digests: list[bytes] = []
     while True:
         block = src.read(PART_SIZE)
         if whole is not None:

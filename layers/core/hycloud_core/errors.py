@@ -7,6 +7,8 @@ and an exit code without parsing messages.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HyCloudError(Exception):
     status: int = 500
@@ -20,7 +22,7 @@ class HyCloudError(Exception):
         if status:
             self.status = status
 
-    def to_body(self) -> dict:
+    def to_body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}
 
 
@@ -65,7 +67,7 @@ _BY_STATUS: dict[int, type[HyCloudError]] = {
 }
 
 
-def error_from_body(status: int, body: dict | None) -> HyCloudError:
+def error_from_body(status: int, body: dict[str, Any] | None) -> HyCloudError:
     """Rebuild the error a response body describes (client side)."""
     info = (body or {}).get("error", {}) if isinstance(body, dict) else {}
     cls = _BY_STATUS.get(status, HyCloudError)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .errors import BadRequestError
 
 
-class DictWrapper(Mapping):
+class DictWrapper(Mapping[str, Any]):
     def __init__(self, raw_event: dict[str, Any]) -> None:
         if not isinstance(raw_event, dict):
             raise BadRequestError("event must be a JSON object")
@@ -17,7 +17,7 @@ class DictWrapper(Mapping):
     def __getitem__(self, key: str) -> Any:
         return self.raw_event[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.raw_event)
 
     def __len__(self) -> int:

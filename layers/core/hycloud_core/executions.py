@@ -39,11 +39,12 @@ def start(machine: str, name: str, payload: str) -> None:
         pass
 
 
-def describe(machine: str, name: str) -> dict | None:
+def describe(machine: str, name: str) -> dict[str, Any] | None:
     """The execution as Step Functions describes it; None when it does not exist."""
     sfn = client_for(machine)
     try:
-        return sfn.describe_execution(executionArn=execution_arn(machine, name))
+        described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn(machine, name))
+        return described
     except sfn.exceptions.ExecutionDoesNotExist:
         return None
 

@@ -24,7 +24,7 @@ class Instance:
     delta_state_machine: str
     home: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -36,7 +36,7 @@ def instances(
     return [home, *described(json.loads(listed or "[]"))]
 
 
-def described(items: list[dict]) -> list[Instance]:
+def described(items: list[dict[str, Any]]) -> list[Instance]:
     """Data instances from their descriptions (`HYCLOUD_INSTANCES`, the ring record)."""
     return [
         Instance(

@@ -55,7 +55,7 @@ class JobLedger:
         """Record the next attempt after `seen` (run by `machine`, when not the default one); None
         when another request moved it first."""
         new = JobRecord(key, (seen.attempt if seen else 0) + 1, time.time() + fresh_s, machine)
-        condition = {"ConditionExpression": "attribute_not_exists(pk)"}
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
         if seen:
             condition = {
                 "ConditionExpression": "attempt = :seen",

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+from typing import Any
 
 from .atomic import atomic_write
 from .errors import BadRequestError
@@ -56,7 +57,9 @@ def checked_job_id(value: object) -> str:
 
 def key_of(job: str) -> str:
     """The key of the job an id names."""
-    return _JOB.match(checked_job_id(job)).group(1)
+    match = _JOB.match(checked_job_id(job))
+    assert match is not None  # checked_job_id let it through
+    return match.group(1)
 
 
 def new_bundle_job() -> str:
@@ -76,16 +79,17 @@ def staging_file(staging_dir: str, job: str, suffix: str) -> str:
     return os.path.join(staging_dir, f"{name}.{suffix}")
 
 
-def save_outcome(staging_dir: str, job: str, outcome: dict) -> None:
+def save_outcome(staging_dir: str, job: str, outcome: dict[str, Any]) -> None:
     """How a job that runs outside a workflow's output ended (atomic: concurrent runs may race)."""
     os.makedirs(staging_dir, exist_ok=True)
     atomic_write(staging_file(staging_dir, job, "outcome"), json.dumps(outcome))
 
 
-def load_outcome(staging_dir: str, job: str) -> dict | None:
+def load_outcome(staging_dir: str, job: str) -> dict[str, Any] | None:
     try:
         with open(staging_file(staging_dir, job, "outcome")) as f:
-            return json.load(f)
+            outcome: dict[str, Any] = json.load(f)
+            return outcome
     except FileNotFoundError:
         return None
 

@@ -31,7 +31,7 @@ class LinkFile:
     signature_key: str | None = None  # checksum list location, when one is kept
     erasure: dict[str, Any] | None = None  # n, k, block hashes and instances
     # earlier versions at this path still kept for version-aware deltas: [content_hash, keep_until]
-    history: list[list] = field(default_factory=list)
+    history: list[list[Any]] = field(default_factory=list)
     mode: int | None = None  # permission bits the uploader gave (the link file's own mark them as a link)
     # the layouts of coded versions in `history`, by content hash: their blocks are their only copy
     history_erasure: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -14,10 +14,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
 
 NAMESPACE = "HyCloud"
 CORRELATION_HEADER = "x-correlation-id"
@@ -26,7 +29,7 @@ logger = Logger()
 metrics = Metrics(namespace=NAMESPACE)
 
 
-def _tracer():
+def _tracer() -> Tracer | None:
     """Powertools' Tracer, or None where tracing is off: building one imports the X-Ray SDK
     (about half a second of a cold start) even when it is then disabled."""
     if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() in ("1", "true", "yes", "on"):
@@ -44,7 +47,7 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 def observed(
     handler: Callable[[Any, Any], Any] | None = None, *, correlation_id_path: str | None = None
-) -> Callable:
+) -> Callable[..., Any]:
     """Decorate a Lambda handler: context in every log line, metrics flushed, a trace segment.
 
     `correlation_id_path` (a JMESPath into the event) names the id every log line carries.

@@ -43,6 +43,6 @@ def expired(status: int, body: bytes) -> bool:
     message = _MESSAGE.search(body)
     return (
         code.group(1) == b"AccessDenied"
-        and bool(message)
+        and message is not None
         and b"request has expired" in message.group(1).lower()
     )

@@ -23,9 +23,9 @@ import io
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
@@ -53,12 +53,13 @@ def _own_region() -> str:
 def client(service: str, region: str | None = None, config: Config | None = None, carry: bool = False) -> Any:
     """A boto3 client of `region` (None: this one), carried by the reach function when it must be,
     or always with `carry` (an S3 copy into this region's bucket from another region's)."""
-    made = boto3.client(service, region_name=region, config=config)
+    # the service is named at run time: the stubs type only literal names
+    made = boto3.client(service, region_name=region, config=config)  # type: ignore[call-overload]
     return route(made, carry)
 
 
 def resource(service: str, region: str | None = None) -> Any:
-    made = boto3.resource(service, region_name=region)
+    made = boto3.resource(service, region_name=region)  # type: ignore[call-overload]  # as client()
     route(made.meta.client)
     return made
 
@@ -87,7 +88,7 @@ def _body(request: AWSPreparedRequest) -> bytes:
     if body is None:
         return b""
     if hasattr(body, "read"):
-        return body.read()
+        return cast(bytes, body.read())  # a stream of bytes
     return body.encode() if isinstance(body, str) else bytes(body)
 
 
@@ -108,7 +109,7 @@ def envelope(request: AWSPreparedRequest) -> dict[str, Any]:
 class _Raw(io.BytesIO):
     """A whole body, read the ways botocore reads one (streamed or at once)."""
 
-    def stream(self, amt: int = 65536, decode_content: bool = True):
+    def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
         while chunk := self.read(amt):
             yield chunk
 
@@ -121,7 +122,9 @@ def response(url: str, answer: dict[str, Any]) -> AWSResponse:
     if "error" in answer:
         raise ReachError(message=f"the reach function could not carry the call: {answer['error']}")
     body = base64.b64decode(answer.get("body") or "")
-    return AWSResponse(url, int(answer["status"]), dict(answer.get("headers") or {}), _Raw(body))
+    headers = dict(answer.get("headers") or {})
+    # AWSResponse takes any mapping (it keeps a case-insensitive copy); the stubs name one class
+    return AWSResponse(url, int(answer["status"]), headers, _Raw(body))  # type: ignore[arg-type]
 
 
 class _Carrier:
@@ -182,6 +185,8 @@ def _batch(function: str, batch: list[dict[str, Any]], attempts: int = 3) -> lis
         answer = _lambda().invoke(FunctionName=function, Payload=json.dumps({"batch": batch}))
         payload = json.loads(answer["Payload"].read() or b"{}")
         if not answer.get("FunctionError") and "answers" in payload:
-            return payload["answers"]
+            answers: list[dict[str, Any]] = payload["answers"]
+            return answers
         if attempt == attempts - 1 or "answers" in payload or "error" in payload:
             raise ReachError(message=f"the reach function failed: {payload}")
+    raise ReachError(message="the reach function was not asked (no attempts)")

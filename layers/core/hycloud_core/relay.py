@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from .content import PART_SIZE
 from .jobs import job_key
@@ -22,7 +23,7 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
 
 
-def byte_ranges(size: int, range_bytes: int) -> list[dict]:
+def byte_ranges(size: int, range_bytes: int) -> list[dict[str, Any]]:
     """The pieces a relay too large for one function copies in parallel (a Step Functions Map).
 
     Each piece is a whole number of content-hash parts, so the digests a piece takes of what it
@@ -35,7 +36,7 @@ def byte_ranges(size: int, range_bytes: int) -> list[dict]:
     ]
 
 
-def layout_name(content_hash: str, layout: dict) -> str:
+def layout_name(content_hash: str, layout: dict[str, Any]) -> str:
     """The name a coded file's layout is kept under for a job: its content hash and a digest of
     the layout itself, so a layout a ring change rewrote (blocks at other instances) is a new name
     and no job reads an old one."""

@@ -76,7 +76,7 @@ def _split(data: bytes | memoryview, k: int) -> tuple[tuple[bytes | memoryview, 
     view = memoryview(data)
     size = -(-len(view) // k)
     padding = size * k - len(view)
-    parts = [view[i * size : (i + 1) * size] for i in range(k)]
+    parts: list[bytes | memoryview] = [view[i * size : (i + 1) * size] for i in range(k)]
     for i in range(k - 1, -1, -1):  # padding may spill over several trailing parts of a tiny chunk
         if len(parts[i]) == size:
             break
@@ -105,7 +105,7 @@ def _collect(
     blocks: Iterable[bytes | memoryview], expect_digest: bytes | None
 ) -> tuple[_Candidate | None, int, list[str]]:
     """Read blocks until some chunk identity has k distinct good blocks; skip bad ones."""
-    groups: dict[tuple, _Candidate] = {}
+    groups: dict[tuple[int, int, int, int, int, bytes], _Candidate] = {}
     rejected: list[str] = []
     for block in blocks:
         try:

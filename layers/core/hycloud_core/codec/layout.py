@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..errors import BadRequestError
 from ..merkle.hashing import file_hash
@@ -85,11 +86,11 @@ class CodedLayout:
                 out[block.instance] = out.get(block.instance, 0) + block.size
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, doc: dict) -> CodedLayout:
+    def from_dict(cls, doc: dict[str, Any]) -> CodedLayout:
         chunks = [
             Chunk(int(c["length"]), str(c["key"]), [Block(**b) for b in c["blocks"]]) for c in doc["chunks"]
         ]

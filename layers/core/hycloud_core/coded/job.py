@@ -18,11 +18,11 @@ from ..fs.relay_cache import RelayCache
 from ..instances import Instance
 
 
-def is_coded(event: dict) -> bool:
+def is_coded(event: dict[str, Any]) -> bool:
     return bool(event.get("erasure_ref") or event.get("erasure_key"))
 
 
-def layout(event: dict, s3: Any, bucket: str, relay_cache: RelayCache) -> CodedLayout:
+def layout(event: dict[str, Any], s3: Any, bucket: str, relay_cache: RelayCache) -> CodedLayout:
     if event.get("erasure_key"):
         body = s3.get_object(Bucket=bucket, Key=event["erasure_key"])["Body"].read()
         return CodedLayout.from_dict(json.loads(body))
@@ -34,7 +34,7 @@ def _s3(region: str) -> Any:
     return reach.client("s3", region)
 
 
-def blocks(event: dict) -> BlockStore:
+def blocks(event: dict[str, Any]) -> BlockStore:
     """Every instance's bucket the layout may name, each read through its own region's client."""
     instances = [Instance(i["region"], i["bucket"], "", "") for i in event["instances"]]
     return BlockStore(instances, _s3)

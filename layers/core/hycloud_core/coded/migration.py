@@ -60,7 +60,7 @@ def migrate_layout(layout: CodedLayout, regions: list[str], store: BlockStore) -
                 result.kept += 1
             else:
                 moves.append((ci, bi, home))
-    list(_POOL.map(lambda move: _copy_block(layout, *move, store), moves))
+    list(_POOL.map(lambda move: _copy_block(layout, move[0], move[1], move[2], store), moves))
     for ci, bi, home in moves:
         block = layout.chunks[ci].blocks[bi]
         result.stale.append((block.instance, block.hash))

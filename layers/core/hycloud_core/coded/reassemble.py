@@ -14,13 +14,20 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from typing import Any, Protocol
 
 from ..codec.erasure import decode_chunk
 from ..codec.layout import Block, Chunk, CodedLayout
 from ..content import PartHasher
 from ..errors import ConflictError
 from ..fs.blocks import BlockStore
+
+
+class Writable(Protocol):
+    """Where a file is written: an open file, or an S3 object being uploaded (ObjectWriter)."""
+
+    def write(self, data: bytes, /) -> object: ...
+
 
 WINDOW = 64
 
@@ -47,12 +54,12 @@ def _fetched(blocks: Sequence[Block], store: BlockStore) -> dict[str, bytes | No
 
 
 def _window_blocks(
-    chunks: Sequence[Chunk], k: int, store: BlockStore, own: str, tally: Counter
+    chunks: Sequence[Chunk], k: int, store: BlockStore, own: str, tally: Counter[str]
 ) -> list[list[bytes]]:
     """k verified blocks of each chunk; a chunk whose first choice falls short is searched block by block."""
     plans = [_planned(c, k, store, own) for c in chunks]
     fetched = _fetched([b for plan in plans for b in plan], store)
-    found = []
+    found: list[list[bytes]] = []
     for chunk, plan in zip(chunks, plans, strict=True):
         good = [
             b
@@ -61,7 +68,7 @@ def _window_blocks(
         ]
         if len(good) == k:
             tally.update(b.instance for b in good)
-            found.append([fetched[b.hash] for b in good])
+            found.append([d for b in good if (d := fetched[b.hash]) is not None])
         else:
             found.append(_k_blocks(chunk, k, store, own, tally, plan, good, fetched))
     return found
@@ -72,10 +79,10 @@ def _k_blocks(
     k: int,
     store: BlockStore,
     own: str,
-    tally: Counter,
+    tally: Counter[str],
     tried: Sequence[Block] = (),
     good: Sequence[Block] = (),
-    fetched: dict | None = None,
+    fetched: dict[str, Any] | None = None,
 ) -> list[bytes]:
     """k verified blocks, read one at a time; `good` of `tried` are already read and verified."""
     found = [fetched[b.hash] for b in good] if fetched else []
@@ -91,7 +98,7 @@ def _k_blocks(
 
 
 def reassemble(
-    layout: CodedLayout, store: BlockStore, own: str, out: BinaryIO, tally: Counter | None = None
+    layout: CodedLayout, store: BlockStore, own: str, out: Writable, tally: Counter[str] | None = None
 ) -> tuple[str, int]:
     """Write the file to `out`; answer its content hash and size. `tally` counts the blocks read
     from each instance (what a job reports of where its bytes came from)."""

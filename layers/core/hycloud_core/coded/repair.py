@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 
 from ..codec.erasure import decode_chunk, encode_chunk
-from ..codec.layout import CodedLayout
+from ..codec.layout import Block, CodedLayout
 from ..fs.blocks import BROKEN_READ, STORED, BlockStore
 
 CHECKED_AT_ONCE = 64  # blocks of a file checked together: their HEADs, then their bytes, a batch each
@@ -86,7 +86,7 @@ def repair_file(layout: CodedLayout, region: str, store: BlockStore) -> RepairCo
     return count
 
 
-def _intact(region: str, blocks: list, store: BlockStore) -> list[bool]:
+def _intact(region: str, blocks: list[Block], store: BlockStore) -> list[bool]:
     """BlockStore.verified() of many blocks of one region: their metadata, then their bytes."""
     states = store.states(region, [(b.hash, b.size) for b in blocks])
     stored = [b for b, s in zip(blocks, states, strict=True) if s == STORED]

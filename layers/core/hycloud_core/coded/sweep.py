@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..fs.blocks import BlockStore
 from ..linkfile import link_files_under
@@ -30,7 +31,7 @@ def linked_blocks(namespaces_dir: str) -> set[str]:
     return {b["hash"] for erasure in _layouts(namespaces_dir) for c in erasure["chunks"] for b in c["blocks"]}
 
 
-def _layouts(namespaces_dir: str) -> Iterator[dict]:
+def _layouts(namespaces_dir: str) -> Iterator[dict[str, Any]]:
     for link in link_files_under(namespaces_dir):
         yield from [link.erasure] if link.erasure else []
         yield from link.history_erasure.values()

@@ -24,7 +24,7 @@ from .reassemble import reassemble
 MAX_INLINE_BYTES = 512 * 1024 * 1024
 
 
-def fits_inline(erasure: dict) -> bool:
+def fits_inline(erasure: dict[str, Any]) -> bool:
     """Whether one request may make this layout's file whole."""
     return _fits(CodedLayout.from_dict(erasure))
 
@@ -48,7 +48,7 @@ def _verified(got: str, content_hash: str) -> None:
 
 
 def to_object(
-    erasure: dict, content_hash: str, store: BlockStore, own: str, s3: Any, bucket: str, key: str
+    erasure: dict[str, Any], content_hash: str, store: BlockStore, own: str, s3: Any, bucket: str, key: str
 ) -> None:
     """Decode the file into `bucket/key`, which exists afterwards only if its hash is right."""
     layout = CodedLayout.from_dict(erasure)
@@ -64,7 +64,7 @@ def to_object(
 
 
 def to_cache(
-    erasure: dict, content_hash: str, store: BlockStore, own: str, cache: RelayCache, name: str
+    erasure: dict[str, Any], content_hash: str, store: BlockStore, own: str, cache: RelayCache, name: str
 ) -> None:
     """Decode the file into the relay cache as `name` (what a delta job reads as its base)."""
     layout = CodedLayout.from_dict(erasure)

@@ -35,7 +35,12 @@ class LocalOp:
         return (main, normalise(self.dest)) if self.dest else (main,)
 
     def to_dict(self) -> dict[str, Any]:
-        item = {"op_id": self.op_id, "kind": self.kind.value, "path": self.path, "creates": self.creates}
+        item: dict[str, Any] = {
+            "op_id": self.op_id,
+            "kind": self.kind.value,
+            "path": self.path,
+            "creates": self.creates,
+        }
         if self.dest is not None:
             item["dest"] = self.dest
         if self.data:
@@ -69,7 +74,7 @@ class Eliminator:
         """Queue ``op``; returns the ids dropped (possibly including ``op`` itself)."""
         index = self._last_related(op)
         last = self.pending[index] if index is not None else None
-        if last is not None and _same_target(last, op):
+        if index is not None and last is not None and _same_target(last, op):
             if last.kind is OpKind.UPLOAD and op.kind in (OpKind.UPLOAD, OpKind.DELETE):
                 del self.pending[index]
                 if op.kind is OpKind.DELETE and last.creates:

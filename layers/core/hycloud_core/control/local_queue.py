@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO, Any
 
 from hycloud_core.control.elimination import Eliminator, LocalOp
 
@@ -75,12 +76,12 @@ class LocalOperationQueue:
             self._sync(fh)
         os.replace(tmp, self.path)
 
-    def _append(self, record: dict) -> None:
+    def _append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, separators=(",", ":")) + "\n")
             self._sync(fh)
 
-    def _sync(self, fh) -> None:
+    def _sync(self, fh: IO[Any]) -> None:
         fh.flush()
         if self.fsync:
             os.fsync(fh.fileno())

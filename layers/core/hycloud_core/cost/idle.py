@@ -21,6 +21,7 @@ The scheduled runs' few DynamoDB reads (well under a cent a month) are not count
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .prices import Prices
 
@@ -94,7 +95,7 @@ def _standby(value: object) -> str | None:
     return None if region.lower() in ("", "none", "false", "off") else region
 
 
-def shape_from_context(context: dict) -> Shape:
+def shape_from_context(context: dict[str, Any]) -> Shape:
     """The shape the CDK app builds from `context` (cdk.json's, with any `-c` overrides)."""
     return deployment_shape(
         _regions(context.get("hycloud:regions")),
@@ -106,7 +107,7 @@ def shape_from_context(context: dict) -> Shape:
     )
 
 
-def _int_or(value: object, default: int) -> int:
+def _int_or(value: str | int | None, default: int) -> int:
     return default if value is None else int(value)
 
 
@@ -156,7 +157,7 @@ class IdleCost:
     def total(self) -> float:
         return sum(self.lines.values())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "total": round(self.total, 4),
             "lines": {k: round(v, 4) for k, v in self.lines.items()},

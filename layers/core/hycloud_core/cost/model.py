@@ -18,6 +18,7 @@ the total over the user's logical bytes (USD per GB-month of data as the user se
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..constants import MiB
 from ..content import PART_SIZE
@@ -52,7 +53,7 @@ class CostBreakdown:
         gb = prices.gb(self.logical_bytes)
         return self.total / gb if gb else None
 
-    def to_dict(self, prices: Prices) -> dict:
+    def to_dict(self, prices: Prices) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "lines": {k: round(v, 6) for k, v in self.lines.items()},

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_PATH = Path(__file__).with_name("prices.json")
 ENV_PRICES = "HYCLOUD_PRICES"
@@ -60,11 +61,11 @@ class Prices:
         """Bytes in billing GB (AWS bills storage and transfer in GB of 2^30 bytes)."""
         return nbytes / self.gb_bytes
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"region": self.region, "date": self.date, "values": dict(self.values)}
 
 
-def from_document(doc: dict) -> Prices:
+def from_document(doc: dict[str, Any]) -> Prices:
     items = doc["items"]
     missing = [name for name in REQUIRED if name not in items]
     if missing:

@@ -30,7 +30,7 @@ def reference_counts(table: Any, hashes: Iterable[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for i in range(0, len(wanted), BATCH_GET_LIMIT):
         keys = [{"pk": f"OBJ#{h}", "sk": "OBJ"} for h in wanted[i : i + BATCH_GET_LIMIT]]
-        request = {table.name: {"Keys": keys, "ProjectionExpression": "pk, links"}}
+        request: dict[str, Any] | None = {table.name: {"Keys": keys, "ProjectionExpression": "pk, links"}}
         while request:
             page = client.batch_get_item(RequestItems=request)
             for item in page["Responses"].get(table.name, []):
@@ -48,7 +48,7 @@ class ObjectTotals:
     s3_logical_bytes: int = 0  # size x references: what the users see
     references: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "dedup_saved_bytes": self.s3_logical_bytes - self.s3_bytes}
 
 
@@ -66,7 +66,7 @@ class DeploymentUsage:
     names: dict[str, str] = field(default_factory=dict)  # internal id -> name of a live user
     _sizes: dict[str, int] = field(default_factory=dict)
 
-    def add(self, item: dict) -> None:
+    def add(self, item: dict[str, Any]) -> None:
         pk = item["pk"]
         if pk.startswith("USERID#") and item.get("state") == "active":
             self.names[pk.removeprefix("USERID#")] = item["name"]
@@ -86,10 +86,10 @@ class DeploymentUsage:
         self.objects.references = sum(refs[h] for h in self._sizes)
         self.objects.s3_logical_bytes = sum(size * refs[h] for h, size in self._sizes.items())
 
-    def report(self, prices: Prices) -> dict:
+    def report(self, prices: Prices) -> dict[str, Any]:
         self.count_references()
 
-        def priced(usage: Usage) -> dict:
+        def priced(usage: Usage) -> dict[str, Any]:
             costs = compare(usage, prices)
             return {"usage": usage.to_dict(), "costs": {k: c.to_dict(prices) for k, c in costs.items()}}
 
@@ -101,7 +101,7 @@ class DeploymentUsage:
         }
 
 
-def _add_record(builder: UsageBuilder, item: dict, path: str, user: str) -> None:
+def _add_record(builder: UsageBuilder, item: dict[str, Any], path: str, user: str) -> None:
     """A file record as a small file or a link file; its record bytes are estimated as the walk does."""
     size = int(item.get("size", 0))
     if item.get("kind") == "large":

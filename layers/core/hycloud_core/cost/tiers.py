@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..content import PART_SIZE
 from . import metering as m
@@ -40,7 +41,7 @@ class ColdShare:
     def none(cls) -> ColdShare:
         return cls(0.0, 0.0, 0.0)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "after_30_days": self.after_30_days,
             "after_90_days": self.after_90_days,

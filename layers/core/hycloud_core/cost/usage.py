@@ -14,6 +14,7 @@ import stat as stat_mod
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..fs.namespace import TMP_PREFIX, Namespace
 from ..linkfile import LinkFile, is_link_mode
@@ -65,7 +66,7 @@ class Usage:
     def dedup_saved_bytes(self) -> int:
         return self.s3_logical_bytes - self.s3_bytes
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         derived = ("files", "logical_bytes", "efs_metered_bytes", "dedup_saved_bytes")
         return {**asdict(self), **{name: getattr(self, name) for name in derived}}
 
@@ -81,9 +82,9 @@ class UsageBuilder:
     """Accumulates files and directories one at a time; `build` freezes the totals."""
 
     user: str = ""
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
     contents: dict[str, int] = field(default_factory=dict)  # content hash -> size
-    refs: Counter = field(default_factory=Counter)  # content hash -> link files of this user
+    refs: Counter[str] = field(default_factory=Counter)  # content hash -> link files of this user
     coded: dict[str, dict[str, int]] = field(default_factory=dict)  # content hash -> bytes per region
 
     def add_dir(self) -> None:
@@ -119,9 +120,9 @@ class UsageBuilder:
         self.contents[content_hash] = size
         self.refs[content_hash] += 1
 
-    def add_coded(self, content_hash: str, erasure: dict) -> None:
+    def add_coded(self, content_hash: str, erasure: dict[str, Any]) -> None:
         """A large file stored as blocks: S3 holds the blocks (n/k of its size) across the regions."""
-        regions: Counter = Counter()
+        regions: Counter[str] = Counter()
         for chunk in erasure.get("chunks", []):
             for block in chunk["blocks"]:
                 regions[block["instance"]] += int(block["size"])
@@ -130,7 +131,7 @@ class UsageBuilder:
         self.contents[content_hash] = sum(regions.values())
 
     def build(self) -> Usage:
-        regions: Counter = Counter()
+        regions: Counter[str] = Counter()
         for per_region in self.coded.values():
             regions.update(per_region)
         return Usage(
@@ -203,7 +204,7 @@ class SharedContent:
     shared_bytes: int
     attributed_bytes: float  # sum of size × (this user's refs / all refs)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .encoder import DEFAULT_LEVEL, delta
 from .signature import compute
@@ -69,7 +69,7 @@ class TrafficSample:
 
 
 class _NullSink:
-    def write(self, data) -> int:
+    def write(self, data: bytes | bytearray) -> int:
         return len(data)
 
 
@@ -165,7 +165,7 @@ class AdaptiveChunkSize:
         _check_covers(samples, self.sizes)
         return self.update(elimination_ratios(samples, self.mode))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
             "sizes": list(self.sizes),
@@ -177,7 +177,7 @@ class AdaptiveChunkSize:
         }
 
     @classmethod
-    def from_dict(cls, state: dict) -> AdaptiveChunkSize:
+    def from_dict(cls, state: dict[str, Any]) -> AdaptiveChunkSize:
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported adaptive state version {state.get('version')!r}")
         return cls(
@@ -299,7 +299,7 @@ class PredictiveChunkSize:
         """eq. 2's γ_max: the best traffic γ of the latest measurement."""
         return self.history[-1].gamma_max if self.history else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
             "kind": "predictive",
@@ -311,7 +311,7 @@ class PredictiveChunkSize:
         }
 
     @classmethod
-    def from_dict(cls, state: dict) -> PredictiveChunkSize:
+    def from_dict(cls, state: dict[str, Any]) -> PredictiveChunkSize:
         """Restores a stored state; any other kind (an older client's vectors) starts afresh."""
         if state.get("version") != STATE_VERSION or state.get("kind") != "predictive":
             return cls()

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
+import xxhash
 import zstandard
 
 from ..streams import read_full
 from . import rolling
-from .opwriter import WRITERS, OpWriter
+from .opwriter import WRITERS, OpWriter, Sink
 from .signature import SigIndex, Signature
 from .wire import VERSION, result_hash
 
@@ -66,7 +67,7 @@ class _Piece:
     weaks: np.ndarray  # weak sum at every offset data[k] with a full block after it
 
 
-def _pieces(new: BinaryIO, block_size: int, check, piece_size: int) -> Iterator[_Piece]:
+def _pieces(new: BinaryIO, block_size: int, check: xxhash.xxh3_128, piece_size: int) -> Iterator[_Piece]:
     start = 0
     cur = read_full(new, piece_size)
     check.update(cur)
@@ -192,7 +193,7 @@ class _Matcher:
 def delta(
     sig: bytes | Signature,
     new: BinaryIO,
-    out: BinaryIO,
+    out: Sink,
     level: int = DEFAULT_LEVEL,
     piece_size: int = PIECE_TARGET,
     version: int = VERSION,
@@ -207,7 +208,8 @@ def delta(
     piece_size = max(piece_size, 4 * sig.block_size)
     check = result_hash()
     counter = _CountingWriter(out)
-    zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)
+    # zstandard only writes to it (the stubs ask for a whole IO)
+    zw = zstandard.ZstdCompressor(level=level).stream_writer(counter, closefd=False)  # type: ignore[arg-type]
     writer = WRITERS[version](zw, sig.block_size, sig.old_size)
     matcher = _Matcher(index, writer)
     for piece in _pieces(new, sig.block_size, check, piece_size):
@@ -230,13 +232,13 @@ def delta(
 class _CountingWriter:
     """Pass-through that counts the compressed bytes written to the caller's stream."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: Sink) -> None:
         self._out = out
         self.count = 0
 
-    def write(self, data) -> int:
-        n = self._out.write(data)
-        n = len(data) if n is None else n
+    def write(self, data: bytes) -> int:
+        wrote = self._out.write(data)
+        n = wrote if isinstance(wrote, int) else len(data)  # a sink may answer None
         self.count += n
         return n
 

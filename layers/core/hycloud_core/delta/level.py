@@ -109,10 +109,10 @@ def probe_pair(size: int = PROBE) -> tuple[bytes, bytes]:
     """A text-like old version and a new one with scattered edits and insertions, like a release."""
     rng = random.Random(7)
     words = [bytes(rng.choices(b"abcdefghijklmnopqrstuvwxyz_", k=rng.randint(2, 10))) for _ in range(2000)]
-    old = bytearray()
-    while len(old) < size:
-        old += b" ".join(rng.choices(words, k=12)) + b";\n"
-    old = bytes(old[:size])
+    text = bytearray()
+    while len(text) < size:
+        text += b" ".join(rng.choices(words, k=12)) + b";\n"
+    old = bytes(text[:size])
     new = bytearray(old)
     for _ in range(64):
         at = rng.randrange(len(new) - 200)

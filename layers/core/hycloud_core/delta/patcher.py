@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import zstandard
@@ -190,15 +190,16 @@ class _Chunk:
     holders: int = 2  # the writer and the hasher: the buffer is free when both are done with it
 
     @cached_property
-    def parts(self) -> list:
+    def parts(self) -> list[memoryview]:
         """The output's slices, in order (where the compiled loops are not built, or not a file)."""
         return _slices(self.kinds, self.lo, self.hi, self.old, self.literals)
 
     @property
     def lengths(self) -> np.ndarray:
-        return self.hi - self.lo
+        lengths: np.ndarray = self.hi - self.lo
+        return lengths
 
-    def native(self) -> tuple:
+    def native(self) -> tuple[Any, ...]:
         """The ops as native.c's per-op loops take them."""
         u8, i64 = "uint8_t[]", "int64_t[]"
         kinds, lo, hi = (
@@ -257,7 +258,7 @@ class _Hasher:
     def __init__(self, release: Callable[[_Chunk], None]) -> None:
         self._check = _new_check()
         self._release = release
-        self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._todo: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="delta-hash", daemon=True)
 
@@ -308,8 +309,8 @@ class _ChunkReader:
         self._old = old
         self._expected = 0  # block after the previous copy, carried across chunks
         self._lock = threading.Lock()
-        self._ready: queue.SimpleQueue = queue.SimpleQueue()
-        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue[_Chunk | BaseException | None] = queue.SimpleQueue()
+        self._free: queue.SimpleQueue[bytearray | None] = queue.SimpleQueue()
         for _ in range(self._POOL):
             self._free.put(bytearray())
         self._stop = threading.Event()
@@ -375,7 +376,7 @@ class _ChunkReader:
         literals = memoryview(buffer)[:literals_len]
         got = 0
         while got < literals_len:
-            k = src.readinto(literals[got:])
+            k = src.readinto(literals[got:])  # type: ignore[attr-defined]  # as patcher_v2._fill
             if not k:
                 raise DeltaFormatError("delta stream truncated")
             got += k
@@ -433,7 +434,9 @@ def _ranges(
     return lo, hi, expected
 
 
-def _slices(kinds: np.ndarray, lo: np.ndarray, hi: np.ndarray, old: memoryview, lit: memoryview) -> list:
+def _slices(
+    kinds: np.ndarray, lo: np.ndarray, hi: np.ndarray, old: memoryview, lit: memoryview
+) -> list[memoryview]:
     is_copy = (kinds == OP_COPY).tolist()
     return [(old if c else lit)[a:b] for c, a, b in zip(is_copy, lo.tolist(), hi.tolist(), strict=True)]
 
@@ -464,13 +467,13 @@ class _FdSink:
     def put(self, chunk: _Chunk) -> int:
         if lib is None:
             return self._put(chunk.parts, chunk.lengths)
-        done = lib.hc_write_ops(self._fd, *chunk.native())
+        done: int = lib.hc_write_ops(self._fd, *chunk.native())
         if done < 0:
             raise OSError(-done, os.strerror(-done))
         return done
 
-    def _put(self, parts: list, lengths: np.ndarray) -> int:
-        ends = np.cumsum(lengths).tolist()
+    def _put(self, parts: list[memoryview], lengths: np.ndarray) -> int:
+        ends: list[int] = np.cumsum(lengths).tolist()
         for a in range(0, len(parts), _IOV):
             b = min(a + _IOV, len(parts))
             want = ends[b - 1] - (ends[a - 1] if a else 0)
@@ -479,7 +482,7 @@ class _FdSink:
                 self._rest(parts[a:b], done)
         return ends[-1] if ends else 0
 
-    def _rest(self, parts: list, done: int) -> None:
+    def _rest(self, parts: list[memoryview], done: int) -> None:
         for part in parts:
             if done >= len(part):
                 done -= len(part)
@@ -505,7 +508,7 @@ class _GatherSink:
         return _write(chunk.parts, chunk.lengths, self._gather, self._out)
 
 
-def _write(parts: list, lengths: np.ndarray, gather: io.BytesIO, out: BinaryIO) -> int:
+def _write(parts: list[memoryview], lengths: np.ndarray, gather: io.BytesIO, out: BinaryIO) -> int:
     at = np.cumsum(lengths) - lengths
     long = lengths >= _DIRECT
     cut = np.empty(len(parts), dtype=bool)

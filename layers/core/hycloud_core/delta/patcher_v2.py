@@ -123,7 +123,8 @@ class _OldWindow:
 
     def _fill(self, offset: int, n: int) -> None:
         self._old.seek(offset)
-        got = self._old.readinto(self.view[: min(_CHUNK, max(n, _OLD_READ))])
+        # a binary file object has readinto; typing.BinaryIO does not declare it
+        got = self._old.readinto(self.view[: min(_CHUNK, max(n, _OLD_READ))])  # type: ignore[attr-defined]
         if not got:
             raise DeltaMismatch("old file ended early")
         self.start, self.length = offset, got

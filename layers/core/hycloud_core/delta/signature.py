@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import zstandard
@@ -209,10 +209,13 @@ class SigIndex:
         if lib is None:
             differ = np.flatnonzero(weaks[at : at + m * bs : bs] != self.weak[j : j + m])
             return int(differ[0]) if len(differ) else m
-        return lib.hc_weak_run(ffi.from_buffer("uint32_t[]", weaks), len(weaks), at, bs, self._c_weak, j, m)
+        run: int = lib.hc_weak_run(
+            ffi.from_buffer("uint32_t[]", weaks), len(weaks), at, bs, self._c_weak, j, m
+        )
+        return run
 
     @cached_property
-    def _c_lookup(self) -> tuple:
+    def _c_lookup(self) -> tuple[Any, ...]:
         """The index as the compiled lookup takes it, wrapped once (bit-packed bitmaps: 4M entries
         in 512 KiB stay in cache, where a byte each would not)."""
         return (
@@ -224,7 +227,7 @@ class SigIndex:
         )
 
     @cached_property
-    def _c_weak(self):
+    def _c_weak(self) -> Any:  # a cffi buffer
         return ffi.from_buffer("uint32_t[]", np.ascontiguousarray(self.weak))
 
     def numpy_candidates(self, weaks: np.ndarray, base: int = 0) -> tuple[list[int], list[int]]:

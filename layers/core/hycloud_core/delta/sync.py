@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tempfile
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from . import rolling
 from .encoder import DEFAULT_LEVEL, DeltaStats, delta
@@ -61,12 +61,13 @@ def fetch_and_patch(
         old.seek(0)
         sig = signature(old, block_size, length)
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-            fetch_delta(sig, spool)
+            stream = cast(BinaryIO, spool)  # a binary file (in memory, then on disk)
+            fetch_delta(sig, stream)
             spool.seek(0)
             out.seek(0)
             out.truncate()
             try:
-                patch(old, spool, out)
+                patch(old, stream, out)
                 return attempt
             except DeltaMismatch:
                 if attempt == len(lengths):

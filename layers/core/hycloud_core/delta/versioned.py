@@ -43,7 +43,7 @@ def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
     return f.read(n)
 
 
-def _options(dict_len: int, chunk_len: int, level: int = LEVEL) -> dict:
+def _options(dict_len: int, chunk_len: int, level: int = LEVEL) -> dict[int, int]:
     window_log = max(20, min(30, (dict_len + chunk_len).bit_length()))
     return {
         pyzstd.CParameter.compressionLevel: level,
@@ -52,7 +52,7 @@ def _options(dict_len: int, chunk_len: int, level: int = LEVEL) -> dict:
     }
 
 
-def _prefix(raw: bytes):
+def _prefix(raw: bytes) -> tuple[pyzstd.ZstdDict, int] | None:
     """The old bytes as a zstd prefix (what `zstd --patch-from` uses); none below zstd's 8-byte minimum."""
     return pyzstd.ZstdDict(raw, is_raw=True).as_prefix if len(raw) >= 8 else None
 

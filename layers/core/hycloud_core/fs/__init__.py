@@ -5,13 +5,14 @@ Names are imported on first use (PEP 562): a function that needs only the relay 
 """
 
 from importlib import import_module
+from typing import Any
 
 _WHERE = {"Entry": ".namespace", "Namespace": ".namespace", "FileSystem": ".operations"}
 
 __all__ = ["Entry", "FileSystem", "Namespace"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(import_module(_WHERE[name], __name__), name)

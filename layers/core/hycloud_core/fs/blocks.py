@@ -25,7 +25,7 @@ def b64(hex_hash: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_hash)).decode()
 
 
-def _found(answer: dict, operation: str) -> bool:
+def _found(answer: dict[str, Any], operation: str) -> bool:
     """Whether a raw answer of the reach function found the block (200) or not (404); else an error.
     A body cut short counts as not found: a holder whose bytes cannot be read whole is no source."""
     if answer.get("broken"):
@@ -38,7 +38,7 @@ def _found(answer: dict, operation: str) -> bool:
     return status == 200
 
 
-def _judged(answer: dict, block_hash: str, size: int) -> str:
+def _judged(answer: dict[str, Any], block_hash: str, size: int) -> str:
     """state() from a HEAD's raw answer."""
     if not _found(answer, "HeadObject"):
         return ABSENT
@@ -63,7 +63,7 @@ def _fitting(blocks: Sequence[tuple[str, int]]) -> Iterator[list[tuple[str, int]
         yield batch
 
 
-def _body_of(answer: dict) -> bytes | None:
+def _body_of(answer: dict[str, Any]) -> bytes | None:
     """get() from a GET's raw answer: its bytes, None when absent."""
     return base64.b64decode(answer.get("body") or "") if _found(answer, "GetObject") else None
 
@@ -146,7 +146,7 @@ class BlockStore:
             if err.response.get("Error", {}).get("Code") in _ABSENT:
                 return None
             raise
-        data = body["Body"].read()
+        data: bytes = body["Body"].read()
         self._count(region, len(data))
         return data
 
@@ -173,7 +173,8 @@ class BlockStore:
             Key=block_key(block_hash),
             Range=f"bytes={offset}-{offset + length - 1}",
         )
-        return body["Body"].read()
+        data: bytes = body["Body"].read()
+        return data
 
     def put(self, region: str, block_hash: str, data: bytes) -> None:
         self._count(region, len(data))
@@ -199,4 +200,5 @@ class BlockStore:
         params = {"Bucket": self.buckets[region], "Key": block_key(block_hash)}
         if method == "put_object":
             params["ChecksumSHA256"] = b64(block_hash)
-        return self.s3_for(region).generate_presigned_url(method, ExpiresIn=ttl_s, Params=params)
+        url: str = self.s3_for(region).generate_presigned_url(method, ExpiresIn=ttl_s, Params=params)
+        return url

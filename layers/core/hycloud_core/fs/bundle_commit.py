@@ -7,6 +7,7 @@ S3 (queued in the FOP queue as a transfer, docs/SCHEDULING.md), so both answer t
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from .. import bundle, content, jobs, paths
 from ..errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
@@ -19,7 +20,7 @@ Members = list[tuple[bundle.Member, bytes]]
 
 def commit_members(
     fs: FileSystem, members: Members, max_size: int, parents: bool, root: str = "/"
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One result per member, in order: committed, or why not (the others commit regardless).
     A member outside `root` (the folder the job was queued for) is refused."""
     checked = [
@@ -34,7 +35,7 @@ def commit_members(
     ]
 
 
-def staged_size(s3, bucket: str, user: str, digest: str) -> int:
+def staged_size(s3: Any, bucket: str, user: str, digest: str) -> int:
     """The size of the bundle `user` staged under `digest`; 409 when none, 413 when too large."""
     try:
         head = s3.head_object(Bucket=bucket, Key=jobs.staged_key(user, digest))
@@ -42,15 +43,15 @@ def staged_size(s3, bucket: str, user: str, digest: str) -> int:
         raise ConflictError("nothing staged under that sha256; PUT it first", code="not-staged") from None
     if head["ContentLength"] > bundle.MAX_STAGED:
         raise PayloadTooLargeError(f"a staged bundle is at most {bundle.MAX_STAGED} bytes", code="too-large")
-    return head["ContentLength"]
+    return int(head["ContentLength"])
 
 
-def take_staged(s3, bucket: str, user: str, digest: str) -> bytes:
+def take_staged(s3: Any, bucket: str, user: str, digest: str) -> bytes:
     """The bundle `user` staged under `digest` (S3 checked the sha256 at its PUT), taken out of
     staging: a bundle is committed once, and sent again in full if its answer was lost."""
     staged_size(s3, bucket, user, digest)
     key = jobs.staged_key(user, digest)
-    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     s3.delete_object(Bucket=bucket, Key=key)
     if hashlib.sha256(body).hexdigest() != digest:
         raise BadRequestError("the staged bundle is not what its sha256 says", code="hash-mismatch")
@@ -91,7 +92,7 @@ def _checked(
     return SmallWrite(path, data, member.sha256, member.mtime, member.mode, expect)
 
 
-def _result(member: bundle.Member, data: bytes, outcome: Entry | HyCloudError) -> dict:
+def _result(member: bundle.Member, data: bytes, outcome: Entry | HyCloudError) -> dict[str, Any]:
     if isinstance(outcome, HyCloudError):
         return bundle.error_entry(member.path, outcome)
     return {

@@ -62,7 +62,7 @@ def _page_digests(layout: CodedLayout) -> list[str]:
     return [_page_digest(blocks[at : at + URL_PAGE]) for at in range(0, len(blocks), URL_PAGE)]
 
 
-def _required_open(pending: dict | None) -> dict:
+def _required_open(pending: dict[str, Any] | None) -> dict[str, Any]:
     """The upload's record while its challenge is open."""
     if pending is None or pending["expires"] < time.time():
         raise ConflictError("no open coded upload of this content; start it again", code="upload-required")
@@ -111,7 +111,7 @@ class CodedFiles:
             if time.monotonic() > deadline:
                 return [None] * len(indexes)
             asked = [blocks[i] for i in indexes]
-            return self.blocks.states(asked[0].instance, [(b.hash, b.size) for b in asked])
+            return list(self.blocks.states(asked[0].instance, [(b.hash, b.size) for b in asked]))
 
         found: list[str | None] = [None] * len(blocks)
         with ThreadPoolExecutor(HEADS_IN_FLIGHT) as pool:
@@ -136,13 +136,13 @@ class CodedFiles:
             for b, s in zip(blocks, states, strict=True)
         ]
 
-    def start(self, size: int, layout: CodedLayout, content_hash: str) -> dict:
+    def start(self, size: int, layout: CodedLayout, content_hash: str) -> dict[str, Any]:
         """Place the blocks; presigned PUTs for those of the first page their instance does not hold
         yet (`more`: where `more_urls` goes on), and the challenge the commit must answer."""
         layout = placed(layout, size, self.regions)
         homes = list(block_homes(layout))[:URL_PAGE]
         urls = self._put_urls([b for _ci, _bi, b in homes])
-        answer = {
+        answer: dict[str, Any] = {
             "layout": layout.to_dict(),
             "urls": {f"{ci}/{bi}": url for (ci, bi, _b), url in zip(homes, urls, strict=True) if url},
             "challenge": self._challenge(content_hash, layout),
@@ -151,7 +151,7 @@ class CodedFiles:
             answer["more"] = URL_PAGE
         return answer
 
-    def _open(self, content_hash: str, blocks: Sequence[Block]) -> dict:
+    def _open(self, content_hash: str, blocks: Sequence[Block]) -> dict[str, Any]:
         """The upload `start` opened, if `blocks` are on the instances of the ring it placed by."""
         pending = _required_open(self.fs.records.get_upload(self.fs.user, _pending_key(content_hash)))
         ring = set(pending.get("ring") or self.regions) & set(self.regions)
@@ -190,7 +190,7 @@ class CodedFiles:
             )
         return after
 
-    def _check_stored(self, pending: dict | None, layout: CodedLayout) -> None:
+    def _check_stored(self, pending: dict[str, Any] | None, layout: CodedLayout) -> None:
         """Every block in place with its size and checksum: verified page by page before (`verify`),
         or HEADed here when one request can."""
         blocks = [b for _ci, _bi, b in block_homes(layout)]
@@ -208,7 +208,7 @@ class CodedFiles:
             )
         _refuse_missing(self._stored(blocks, float("inf")))
 
-    def _challenge(self, content_hash: str, layout: CodedLayout) -> dict:
+    def _challenge(self, content_hash: str, layout: CodedLayout) -> dict[str, Any]:
         blocks = [block for _ci, _bi, block in block_homes(layout)]
         ranges = []
         for _ in range(CHALLENGE_BLOCKS):
@@ -231,7 +231,7 @@ class CodedFiles:
         return {"nonce": nonce, "ranges": ranges}
 
     def _check_proof(
-        self, content_hash: str, pending: dict | None, layout: CodedLayout, proof: str | None
+        self, content_hash: str, pending: dict[str, Any] | None, layout: CodedLayout, proof: str | None
     ) -> None:
         """The answer to the challenge of `start`, from the stored blocks; one answer per challenge."""
         records, key = self.fs.records, _pending_key(content_hash)
@@ -273,7 +273,7 @@ class CodedFiles:
             mode = None if mode is None else mode & 0o777
             return fs._link(path, content_hash, size, mtime, mode, layout.to_dict(), sha256)
 
-    def _ring_at_start(self, pending: dict | None) -> list[str]:
+    def _ring_at_start(self, pending: dict[str, Any] | None) -> list[str]:
         """The ring the upload's blocks were placed by: an upload that spans a ring change commits
         where its blocks are (a later migration moves them), unless an instance it used has left."""
         ring = (pending or {}).get("ring") or self.regions

@@ -16,6 +16,7 @@ import stat as stat_mod
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from .. import content, paths
 from ..errors import ConflictError, NotFoundError
@@ -36,7 +37,7 @@ class Entry:
     mode: int | None = None  # a file's permission bits (0o755 for an executable)
     sha256: str | None = None  # the plain sha256, where known (stat_hashed, link files)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 

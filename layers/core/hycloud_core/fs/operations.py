@@ -18,15 +18,16 @@ import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from itertools import batched, groupby
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..linkfile import LinkFile
 from ..presigned import MAX_URL_TTL_S
 from ..store.collector import bump_tree_epoch
-from ..store.locks import path_leases
+from ..store.locks import Lease, path_leases
 from ..store.merkle_records import MerkleRecords
 from ..store.objects import Objects
 from ..store.quotas import Quota
@@ -38,7 +39,6 @@ from .uploads import Uploads
 if TYPE_CHECKING:
     from ..config import InstanceConfig
 
-T, R = TypeVar("T"), TypeVar("R")
 
 DOWNLOAD_URL_TTL_S = MAX_URL_TTL_S  # the client asks for the link again when it expired
 PAGE = 100  # entries of a tree walk done together (copies and removals of a page run side by side)
@@ -46,7 +46,7 @@ _POOL = ThreadPoolExecutor(8)
 ABSENT = ""  # `expect` value: the path must not exist
 
 
-def in_parallel(fn: Callable[[T], R], items: list[T]) -> list[R]:
+def in_parallel[T, R](fn: Callable[[T], R], items: list[T]) -> list[R]:
     """fn over items on a few threads: per-file EFS work waits on the network, not the CPU."""
     return list(_POOL.map(fn, items))
 
@@ -105,7 +105,7 @@ class FileSystem:
         """The user's Merkle hashes: every mutation below tells it what changed."""
         return MerkleRecords(self.records.table, self.user)
 
-    def _leases(self, *changed: str):
+    def _leases(self, *changed: str) -> AbstractContextManager[Lease]:
         return path_leases(self.records.table, self.user, list(changed))
 
     # --- versions ------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ class FileSystem:
         size: int,
         mtime: float | None = None,
         mode: int | None = None,
-        erasure: dict | None = None,
+        erasure: dict[str, Any] | None = None,
         sha256: str | None = None,
     ) -> Entry:
         """Point `path` at content just touched for it; the version it replaces is retained."""
@@ -253,7 +253,9 @@ class FileSystem:
         self.merkle.file_written(path, content_hash, entry.mtime)
         return entry
 
-    def set_chunk_state(self, path: str, content_hash: str, chunk_size: int, probabilities: dict) -> Entry:
+    def set_chunk_state(
+        self, path: str, content_hash: str, chunk_size: int, probabilities: dict[str, Any]
+    ) -> Entry:
         """Store the adaptive chunk-size choice in the link file (if it still holds that version)."""
         path = paths.normalize(path)
         with self._leases(path):
@@ -263,7 +265,7 @@ class FileSystem:
             link.chunk_size, link.chunk_probabilities = chunk_size, probabilities
             return self.ns.write_link(path, link)
 
-    def download_link(self, path: str) -> dict:
+    def download_link(self, path: str) -> dict[str, Any]:
         """Where and how to fetch a large file directly from S3."""
         link = self.ns.read_link(paths.normalize(path))
         url = self.s3.generate_presigned_url(

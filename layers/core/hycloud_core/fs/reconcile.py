@@ -13,6 +13,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..store.locks import leased_paths, path_leases
 from ..store.merkle_records import MerkleRecords
@@ -35,7 +36,7 @@ class Reconciled:
         self.temporary_removed += other.temporary_removed
 
 
-def expected_record(ns: Namespace, path: str) -> dict | None:
+def expected_record(ns: Namespace, path: str) -> dict[str, Any] | None:
     """The record attributes EFS says `path` should have (None: no file there)."""
     entry = ns.file_entry(path)
     if entry is None:
@@ -45,7 +46,7 @@ def expected_record(ns: Namespace, path: str) -> dict | None:
     return {"kind": "small", "size": entry.size, "sha256": hashlib.sha256(ns.read(path)).hexdigest()}
 
 
-def _matches(record: dict | None, expected: dict | None) -> bool:
+def _matches(record: dict[str, Any] | None, expected: dict[str, Any] | None) -> bool:
     if record is None or expected is None:
         return record is None and expected is None
     return all(record.get(k) == v for k, v in expected.items())

@@ -12,6 +12,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..atomic import atomic_write
 from ..errors import BadRequestError, ConflictError
@@ -50,7 +51,8 @@ class RelayCache:
     def content_hash(self, name: str) -> str | None:
         try:
             with open(self.path(name) + META_SUFFIX) as f:
-                return json.load(f)["content_hash"]
+                content_hash: str = json.load(f)["content_hash"]
+                return content_hash
         except (FileNotFoundError, ValueError, KeyError):
             return None
 
@@ -77,7 +79,7 @@ class RelayCache:
             f.seek(offset)
             return f.read(length)
 
-    def save_layout(self, content_hash: str, layout: dict) -> str:
+    def save_layout(self, content_hash: str, layout: dict[str, Any]) -> str:
         """A coded file's layout kept for a job, by name: a job's input cannot carry a large
         file's (about 200 bytes per chunk against Step Functions' 256 KiB and an item's 400 KB)."""
         if not content_hash or "/" in content_hash or content_hash.startswith("."):
@@ -91,12 +93,13 @@ class RelayCache:
         atomic_write(path, json.dumps(layout))
         return name
 
-    def layout(self, name: str) -> dict:
+    def layout(self, name: str) -> dict[str, Any]:
         """The layout `save_layout` kept under `name`."""
         if not name or "/" in name or name.startswith("."):
             raise BadRequestError("bad layout name", code="bad-layout-name")
         with open(os.path.join(self.dir, LAYOUT_DIR, name)) as f:
-            return json.load(f)
+            layout: dict[str, Any] = json.load(f)
+            return layout
 
     def prune_layouts(self, now: float | None = None) -> int:
         """Forget layouts no job asked for in LAYOUT_TTL_S; how many went."""

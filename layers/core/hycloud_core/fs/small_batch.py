@@ -19,8 +19,9 @@ commit and the rest are refused as a single write would be.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
@@ -95,7 +96,7 @@ def _write_counted(
                 results[i] = result
     except QuotaExceeded:
         for i in todo:
-            results[i] = _write_alone(fs, changes[i], lambda i=i: write(i))
+            results[i] = _write_alone(fs, changes[i], partial(write, i))
         return
     failed = sum((changes[i] for i in todo if isinstance(results[i], HyCloudError)), Change())
     fs.quota.give_back(failed)
@@ -141,7 +142,7 @@ def _nested(writes: list[SmallWrite], todo: list[int]) -> set[int]:
     return nested
 
 
-def _counting(fs: FileSystem, change: Change):
+def _counting(fs: FileSystem, change: Change) -> AbstractContextManager[None]:
     return nullcontext() if fs.quota.records is None else fs.quota.change(change)
 
 
@@ -198,5 +199,5 @@ def _index(
     fs.merkle.files_written(
         [(writes[i].path, content.hash_bytes(writes[i].data), results[i].mtime) for i in done]  # type: ignore[union-attr]
     )
-    replaced = [olds[i].link for i in done if olds[i].link is not None]
+    replaced = [link for i in done if (link := olds[i].link) is not None]
     in_parallel(lambda link: fs.objects.retain(link.content_hash, fs.retain_s), replaced)

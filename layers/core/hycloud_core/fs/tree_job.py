@@ -57,6 +57,13 @@ class TreeJobStep:
         self.lease.held = list(job.leases)
         self.used = 0
 
+    @property
+    def _dst(self) -> str:
+        """The destination of a copy or a move (a removal has none)."""
+        if self.job.dst is None:
+            raise ValueError(f"a {self.job.op} job has no destination")
+        return self.job.dst
+
     def run(self) -> str:
         """Advance the job; its state afterwards (running: call again). Failures are recorded."""
         try:
@@ -110,7 +117,7 @@ class TreeJobStep:
             job.files = job.counted
             self._next(RENAME if job.op == "move" else APPLY)
 
-    def _page(self, order: str) -> list:
+    def _page(self, order: str) -> list[Step]:
         return list(islice(walk(self.fs.ns, self.job.src, order, self.job.cursor), self._batch()))
 
     def _copy(self) -> None:
@@ -119,11 +126,13 @@ class TreeJobStep:
         page = self._page(PRE)
         if not page:
             return self._next(FINISH)
-        growth = self._files(job.src, page) - self._files(job.dst, page)  # a redone page replaces
+        growth = self._files(job.src, page) - self._files(self._dst, page)  # a redone page replaces
         with self.fs.quota.change(growth):  # refused over the quota: the job stops, saying where
-            made = self.fs.copy_page(job.src, job.dst, page)
+            made = self.fs.copy_page(job.src, self._dst, page)
         records = in_parallel(partial(expected_record, self.fs.ns), made)
-        self.fs.records.put_files(self.fs.user, dict(zip(made, records, strict=True)))
+        # a file gone since its copy (None) has no record to write
+        kept = {path: r for path, r in zip(made, records, strict=True) if r is not None}
+        self.fs.records.put_files(self.fs.user, kept)
         job.done += len(made)
         job.cursor, self.used = page[-1].rel, self.used + len(page)
 
@@ -143,7 +152,7 @@ class TreeJobStep:
         """A resumed copy whose destination was removed meanwhile starts over."""
         if self.fs.ns.stat(self.job.src).type != "dir":
             raise ConflictError(f"{self.job.src} is no longer a directory", code="not-a-directory")
-        if self.job.cursor is not None and not self.fs.ns.exists(self.job.dst):
+        if self.job.cursor is not None and not self.fs.ns.exists(self._dst):
             self.job.cursor, self.job.done = None, 0
 
     def _remove(self) -> None:
@@ -161,17 +170,17 @@ class TreeJobStep:
     def _rename(self) -> None:
         job, ns = self.job, self.fs.ns
         if ns.exists(job.src):  # else renamed already, by a step that stopped before saving
-            if ns.exists(job.dst):
-                raise ConflictError(f"{job.dst} already exists", code="already-exists")
-            self.fs.records.rewrite_subtree(self.fs.user, job.dst, None)  # stale records only
-            self.fs.rename_tree(ns.stat(job.src), job.dst)
-        elif not ns.exists(job.dst):
+            if ns.exists(self._dst):
+                raise ConflictError(f"{self._dst} already exists", code="already-exists")
+            self.fs.records.rewrite_subtree(self.fs.user, self._dst, None)  # stale records only
+            self.fs.rename_tree(ns.stat(job.src), self._dst)
+        elif not ns.exists(self._dst):
             raise NotFoundError(f"{job.src} does not exist")
         self._next(RECORDS)
         self.used += 1
 
     def _move_records(self) -> None:
-        moved = self.fs.records.move_page(self.fs.user, self.job.src, self.job.dst, self._batch())
+        moved = self.fs.records.move_page(self.fs.user, self.job.src, self._dst, self._batch())
         self.job.done += moved
         self.used += max(moved, 1)
         if not moved:

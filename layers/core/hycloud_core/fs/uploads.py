@@ -49,7 +49,7 @@ class Uploads:
     def __init__(self, user: str, records: Records, objects: Objects, s3: Any, bucket: str) -> None:
         self.user, self.records, self.objects, self.s3, self.bucket = user, records, objects, s3, bucket
 
-    def start(self, size: int, content_hash: str, part_digests: Any) -> dict:
+    def start(self, size: int, content_hash: str, part_digests: Any) -> dict[str, Any]:
         if not isinstance(size, int) or size < 0:
             raise BadRequestError("size must be a non-negative integer", code="bad-size")
         if content.part_count(size) > content.MAX_PARTS:
@@ -129,16 +129,16 @@ class Uploads:
         self.records.delete_upload(self.user, content_hash)
         if not self._stored(content_hash):  # completed while a twin was being reclaimed: upload again
             raise ConflictError("content was removed concurrently; upload again", code="upload-required")
-        return pending["size"]
+        return int(pending["size"])
 
     # --- helpers ---------------------------------------------------------------------------
-    def _pending(self, content_hash: str) -> dict:
+    def _pending(self, content_hash: str) -> dict[str, Any]:
         pending = self.records.get_upload(self.user, content_hash)
         if not pending or pending.get("kind") != "multipart":
             raise ConflictError("no upload of this content is in progress", code="upload-required")
         return pending
 
-    def _parts_done(self, upload_id: str, content_hash: str) -> dict[int, dict]:
+    def _parts_done(self, upload_id: str, content_hash: str) -> dict[int, dict[str, Any]]:
         parts, kwargs = (
             {},
             {"Bucket": self.bucket, "Key": content.object_key(content_hash), "UploadId": upload_id},
@@ -150,7 +150,7 @@ class Uploads:
                 return parts
             kwargs["PartNumberMarker"] = page["NextPartNumberMarker"]
 
-    def _complete(self, content_hash: str, pending: dict) -> None:
+    def _complete(self, content_hash: str, pending: dict[str, Any]) -> None:
         done = self._parts_done(pending["upload_id"], content_hash)
         size, digests = pending["size"], pending["digests"]
         missing = [n for n in range(1, len(digests) + 1) if n not in done]
@@ -192,7 +192,7 @@ class Uploads:
         except self.s3.exceptions.ClientError:
             return False
 
-    def _challenge(self, content_hash: str, size: int) -> dict:
+    def _challenge(self, content_hash: str, size: int) -> dict[str, Any]:
         nonce = secrets.token_hex(16)
         length = min(CHALLENGE_LEN, size)
         ranges = (
@@ -209,7 +209,7 @@ class Uploads:
         )
         return {"nonce": nonce, "ranges": ranges}
 
-    def _finish_dedup(self, content_hash: str, pending: dict, proof: str | None) -> int:
+    def _finish_dedup(self, content_hash: str, pending: dict[str, Any], proof: str | None) -> int:
         self.records.delete_upload(self.user, content_hash)  # one answer per challenge
         if pending["expires"] < time.time():
             raise ConflictError("the dedup challenge expired; start again", code="upload-required")
@@ -219,7 +219,7 @@ class Uploads:
         if not isinstance(proof, str) or not hmac.compare_digest(proof, expected):
             raise BadRequestError("proof of possession does not match the content", code="bad-proof")
         self.objects.require(content_hash)
-        return pending["size"]
+        return int(pending["size"])
 
     def _read_range(self, content_hash: str, offset: int, length: int) -> bytes:
         body = self.s3.get_object(
@@ -227,4 +227,5 @@ class Uploads:
             Key=content.object_key(content_hash),
             Range=f"bytes={offset}-{offset + length - 1}",
         )["Body"]
-        return body.read()
+        data: bytes = body.read()
+        return data

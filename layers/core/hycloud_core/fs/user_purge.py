@@ -41,7 +41,7 @@ def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, g
     return purged
 
 
-def _items(table: Any, pk: str) -> list[dict]:
+def _items(table: Any, pk: str) -> list[dict[str, Any]]:
     items, kwargs = [], {"KeyConditionExpression": Key("pk").eq(pk), "ConsistentRead": True}
     while True:
         page = table.query(**kwargs)

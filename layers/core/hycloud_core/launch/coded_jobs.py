@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 from ..store.queue_records import BACKGROUND, QueueStore, SchedConfig
 
@@ -18,7 +19,7 @@ OPERATOR = "operator"  # the queue's user for jobs over every user's files
 def queue_coded_job(
     store: QueueStore,
     machine: str,
-    job_input: dict,
+    job_input: dict[str, Any],
     config: SchedConfig,
     rate_bps: float,
     user: str = OPERATOR,

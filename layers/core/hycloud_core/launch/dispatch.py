@@ -72,7 +72,9 @@ def _new_worker_id(workers: list[dict[str, Any]]) -> str:
     return f"w{n:03d}"
 
 
-def _size_pool(store: QueueStore, config: SchedConfig, instance: str, result: PassResult) -> list[dict]:
+def _size_pool(
+    store: QueueStore, config: SchedConfig, instance: str, result: PassResult
+) -> list[dict[str, Any]]:
     """Keep `capacity` workers at least; add one when all are congested, retire one lazily at leisure."""
     workers = store.workers()
     in_use = [w for w in workers if w["state"] != "retiring"]

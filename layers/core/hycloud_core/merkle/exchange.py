@@ -183,8 +183,9 @@ class LevelExchange:
         return not self._pending
 
     def request(self) -> list[str]:
-        first = self.rounds == 0 and self._prefetch is not None
-        return [*self._pending, self._prefetch] if first else list(self._pending)
+        if self.rounds == 0 and self._prefetch is not None:
+            return [*self._pending, self._prefetch]
+        return list(self._pending)
 
     def receive(self, reply: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
         """Compare one round's reply with the local tree; returns the next request (empty when done)."""

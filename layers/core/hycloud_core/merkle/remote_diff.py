@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import batched
-from typing import Any
+from typing import Any, TypeGuard
 
 from .exchange import VIRTUAL_ROOT
 
@@ -37,18 +37,19 @@ class Difference:
         return live(self.target)
 
 
-def live(summary: dict[str, Any] | None) -> bool:
+def live(summary: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     return summary is not None and summary["kind"] != "tombstone"
 
 
 def _same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     if not live(a) or not live(b):
         return not live(a) and not live(b)
-    return a["kind"] == b["kind"] and a["hash"] == b["hash"]
+    assert a is not None and b is not None  # both live
+    return bool(a["kind"] == b["kind"] and a["hash"] == b["hash"])
 
 
 def _both_dirs(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    return live(a) and live(b) and a["kind"] == "dir" and b["kind"] == "dir"
+    return a is not None and b is not None and live(a) and live(b) and a["kind"] == b["kind"] == "dir"
 
 
 def _round(ask: Ask, paths: list[str]) -> dict[str, list[dict[str, Any]]]:

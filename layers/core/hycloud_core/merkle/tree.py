@@ -86,14 +86,17 @@ def _layout(entries: Mapping[str, Entry]) -> tuple[dict[str, Entry], dict[str, l
         path = normalise_path(raw)
         if path == ROOT and not isinstance(entry, DirEntry):
             raise ValueError("the root must be a directory")
-        (marks if isinstance(entry, Tombstone) else norm)[path] = entry
+        if isinstance(entry, Tombstone):
+            marks[path] = entry
+        else:
+            norm[path] = entry
     for path in [*norm, *marks]:
         while path != ROOT:
             path = parent_of(path)
-            entry = norm.get(path)
-            if isinstance(entry, FileEntry):
+            above = norm.get(path)
+            if isinstance(above, FileEntry):
                 raise ValueError(f"{path} is a file but has entries below it")
-            if entry is not None:
+            if above is not None:
                 break  # its own ancestors are added when it is visited
             norm[path] = DirEntry()
     for path, mark in marks.items():

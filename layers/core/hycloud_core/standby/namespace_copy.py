@@ -16,7 +16,7 @@ from typing import Any
 
 from ..fs.namespace import TMP_PREFIX, Namespace
 from ..linkfile import LinkFile
-from ..merkle.remote_diff import Difference, differences
+from ..merkle.remote_diff import Difference, differences, live
 from ..store.merkle_records import MerkleRecords
 
 BATCH_BYTES = 2 * 1024 * 1024  # base64 grows it by a third, twice: the apply call crosses to the
@@ -31,7 +31,7 @@ def file_op(ns: Namespace, path: str) -> Op | None:
         return None
     with open(ns.host(path), "rb") as f:
         data = f.read()
-    op = {"op": "link" if entry.storage == "large" else "small", "path": path, "mtime": entry.mtime}
+    op: Op = {"op": "link" if entry.storage == "large" else "small", "path": path, "mtime": entry.mtime}
     op["data"] = base64.b64encode(data).decode()
     if op["op"] == "small":
         op.update(sha256=hashlib.sha256(data).hexdigest(), mode=entry.mode)
@@ -52,18 +52,20 @@ def tree_ops(ns: Namespace, top: str) -> Iterator[Op]:
 
 
 def ops_for(ns: Namespace, diff: Difference) -> Iterator[Op]:
-    if diff.target_live and (not diff.source_live or diff.source["kind"] != diff.target["kind"]):
+    source, target = diff.source, diff.target
+    if live(target) and (not live(source) or source["kind"] != target["kind"]):
         yield {"op": "remove", "path": diff.path}
-    if not diff.source_live:
+    if not live(source):
         return
-    if diff.source["kind"] == "dir":
+    if source["kind"] == "dir":
         yield from tree_ops(ns, diff.path)
     elif op := file_op(ns, diff.path):
         yield op
 
 
 def batches(ops: Iterator[Op]) -> Iterator[list[Op]]:
-    batch, size = [], 0
+    batch: list[Op] = []
+    size = 0
     for op in ops:
         weight = len(op.get("data", "")) * 3 // 4 + 200
         if batch and size + weight > BATCH_BYTES:

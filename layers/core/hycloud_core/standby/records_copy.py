@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr
+from boto3.dynamodb.conditions import Attr, ConditionBase
 from botocore.exceptions import ClientError
 
 COPIED = ("USER#", "KEY#", "USERID#", "OBJ#", "USAGE#")
@@ -34,7 +34,7 @@ class Copied:
 
 
 def _scan(table: Any) -> Iterator[dict[str, Any]]:
-    cond = Attr("pk").begins_with(COPIED[0])
+    cond: ConditionBase = Attr("pk").begins_with(COPIED[0])
     for prefix in COPIED[1:]:
         cond = cond | Attr("pk").begins_with(prefix)
     kwargs: dict[str, Any] = {"FilterExpression": cond, "ConsistentRead": True}
@@ -104,7 +104,9 @@ def _exists(s3: Any, bucket: str, key: str) -> bool:
         return False
 
 
-def object_copier(s3_source: Any, source_bucket: str, s3_target: Any, target_bucket: str):
+def object_copier(
+    s3_source: Any, source_bucket: str, s3_target: Any, target_bucket: str
+) -> Callable[[str], None]:
     """copy_object for copy_records: a managed (multipart when large) copy, skipped when present;
     ContentGone when the primary's bucket no longer has it."""
 

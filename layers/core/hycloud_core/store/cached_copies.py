@@ -26,7 +26,7 @@ def key_of(content_hash: str) -> str:
     return f"{PREFIX}{content.checked_hash(content_hash)}"
 
 
-def stored_content_hash(head: dict) -> str | None:
+def stored_content_hash(head: dict[str, Any]) -> str | None:
     """The content hash of an object, from the SHA-256 checksum S3 keeps for it (HEAD with
     ChecksumMode=ENABLED): a composite `<b64>-N` is sha256 over the part digests already; a whole
     object's is the one part's digest."""

@@ -50,7 +50,7 @@ class Round:
     orphans_deleted: list[str] = field(default_factory=list)
     skipped: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "candidates": self.candidates,
             "marked_links": self.marked_links,
@@ -90,7 +90,9 @@ class Collector:
         self._record_link_counts(objects, named, set(result.reclaimed))
         return result
 
-    def _record_link_counts(self, objects: list[dict], named: Counter, reclaimed: set[str]) -> None:
+    def _record_link_counts(
+        self, objects: list[dict[str, Any]], named: Counter[str], reclaimed: set[str]
+    ) -> None:
         """Store how many file records name each object: what usage reports split costs by.
         Informational only; nothing is kept or removed because of it."""
         for obj in objects:
@@ -110,10 +112,11 @@ class Collector:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             pass  # reclaimed meanwhile
 
-    def _read_table(self) -> tuple[list[dict], Counter]:
+    def _read_table(self) -> tuple[list[dict[str, Any]], Counter[str]]:
         """Object records (with the `gen` each had before the mark) and the hashes that file
         records and pending uploads name, in one scan."""
-        objects, named = [], Counter()
+        objects: list[dict[str, Any]] = []
+        named: Counter[str] = Counter()
         for item in self._scan():
             pk = item["pk"]
             if pk.startswith("OBJ#"):
@@ -125,7 +128,7 @@ class Collector:
         return objects, named
 
     @staticmethod
-    def _candidate(obj: dict, cutoff: float, now: float) -> bool:
+    def _candidate(obj: dict[str, Any], cutoff: float, now: float) -> bool:
         return (
             obj.get("state") in LIVE
             and obj.get("touched", obj.get("created", 0)) < cutoff
@@ -148,7 +151,7 @@ class Collector:
             yield link.content_hash
             yield from (h for h, _ in link.history)
 
-    def _scan(self) -> Iterator[dict]:
+    def _scan(self) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"ConsistentRead": True}
         while True:
             page = self.table.scan(**kwargs)

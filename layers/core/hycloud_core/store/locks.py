@@ -47,9 +47,10 @@ class Lease:
     """
 
     def __init__(self, table: Any, user: str, owner: str | None = None) -> None:
-        self.table, self.user, self.owner, self.held = table, user, owner or uuid.uuid4().hex, []
+        self.table, self.user, self.owner = table, user, owner or uuid.uuid4().hex
+        self.held: list[str] = []
 
-    def _item_key(self, path: str) -> dict:
+    def _item_key(self, path: str) -> dict[str, Any]:
         return {"pk": f"LOCK#{self.user}", "sk": path}
 
     def acquire(self, path: str, wait_s: float) -> None:
@@ -220,10 +221,12 @@ def _transactions(paths: list[str]) -> Iterator[list[str]]:
         yield group
 
 
-def leased_paths(table: Any, user: str, with_owner: bool = False) -> list:
+def leased_paths(table: Any, user: str, with_owner: bool = False) -> list[Any]:
     """Paths under an unexpired lease now: an operation (or a job) is changing their subtrees.
     With `with_owner`: every lease item as (path, owner, expires), expired ones too."""
-    now, paths, kwargs = int(time.time()), [], {}
+    now = int(time.time())
+    paths: list[Any] = []  # paths, or (path, owner, expires) with `with_owner`
+    kwargs: dict[str, Any] = {}
     while True:
         page = table.query(KeyConditionExpression=Key("pk").eq(f"LOCK#{user}"), ConsistentRead=True, **kwargs)
         if with_owner:

@@ -77,7 +77,7 @@ class Measurements:
     def __init__(self, table: Any, user: str) -> None:
         self.table, self.user = table, user
 
-    def _load(self) -> dict[str, dict]:
+    def _load(self) -> dict[str, dict[str, Any]]:
         items = query_all(self.table, Key("pk").eq(f"BW#{self.user}"), consistent=True)
         return {item["sk"]: item for item in items}
 
@@ -117,7 +117,7 @@ class Measurements:
                 }
             )
 
-    def view(self, instances: Iterable[str], now: float | None = None) -> dict:
+    def view(self, instances: Iterable[str], now: float | None = None) -> dict[str, Any]:
         """Estimates (bytes/s, None if never measured), latencies, service and optimal instance."""
         now = time.time() if now is None else now
         items = self._load()

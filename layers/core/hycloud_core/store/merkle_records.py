@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from itertools import batched
-from typing import Any, TypeVar
+from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 from botocore.exceptions import ClientError
 
 from ..merkle.entries import parent_of
@@ -50,7 +50,6 @@ from ..merkle.exchange import VIRTUAL_ROOT, NodeSummary
 from ..merkle.hashing import dir_hash, file_hash
 from .records import _plain, query_all
 
-T, R = TypeVar("T"), TypeVar("R")
 ROOT = "/"
 ANSWER_BUDGET_S = 10.0  # of work per exchange request: well inside API Gateway's 29 s
 ANSWER_BATCH = 100  # paths whose children are read side by side
@@ -170,7 +169,8 @@ class MerkleRecords:
         another. Hashes recomputed are stored before the budget runs out, so the next request
         starts where this one stopped.
         """
-        deadline, out, reads = time.monotonic() + budget_s, {}, _Reads(self)
+        deadline, reads = time.monotonic() + budget_s, _Reads(self)
+        out: dict[str, list[dict[str, Any]]] = {}
         for batch in batched(paths, ANSWER_BATCH):
             if out and time.monotonic() > deadline:
                 break
@@ -350,7 +350,7 @@ class MerkleRecords:
         }
 
     def _store_hash(self, path: str, gen: str | None, digest: str, mtime: float) -> None:
-        unchanged = Attr("gen").eq(gen) if gen is not None else Attr("gen").not_exists()
+        unchanged: ConditionBase = Attr("gen").eq(gen) if gen is not None else Attr("gen").not_exists()
         if path != ROOT:
             unchanged = unchanged & Attr("kind").eq("dir")
         try:
@@ -396,7 +396,9 @@ class _Reads:
     anything below it."""
 
     def __init__(self, tree: MerkleRecords) -> None:
-        self.tree, self.known, self.whole = tree, {}, set()
+        self.tree = tree
+        self.known: dict[str, list[dict[str, Any]]] = {}
+        self.whole: set[str] = set()
 
     def _covered(self, path: str) -> bool:
         if path in self.known or path == VIRTUAL_ROOT:
@@ -420,7 +422,8 @@ class _Reads:
 
 def _by_parent(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Live items below a folder, grouped by their parent and sorted by path."""
-    now, out = time.time(), {}
+    now = time.time()
+    out: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         if item["path"] != ROOT and not _expired(item, now):
             out.setdefault(parent_of(item["path"]), []).append(item)
@@ -433,7 +436,7 @@ def _stale(item: dict[str, Any]) -> bool:
     return item["kind"] == "dir" and not item.get("hash")
 
 
-def _parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def _parallel[T, R](fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """fn over items side by side: each call waits on DynamoDB's round trip, not the CPU."""
     if len(items) <= 1:
         return [fn(i) for i in items]

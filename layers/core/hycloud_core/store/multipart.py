@@ -24,7 +24,8 @@ class ObjectWriter:
     def __init__(self, s3: Any, bucket: str, key: str, part: int = PART, in_flight: int = IN_FLIGHT) -> None:
         self.s3, self.bucket, self.key, self.part, self.in_flight = s3, bucket, key, part, in_flight
         self.upload: str | None = None
-        self.buffer, self.parts = bytearray(), []
+        self.buffer = bytearray()
+        self.parts: list[Future[dict[str, Any]]] = []
         self.pool: ThreadPoolExecutor | None = None
 
     def write(self, data: bytes) -> int:
@@ -40,12 +41,13 @@ class ObjectWriter:
                 Bucket=self.bucket, Key=self.key, ChecksumAlgorithm="SHA256"
             )["UploadId"]
             self.pool = ThreadPoolExecutor(self.in_flight, thread_name_prefix="part")
+        assert self.pool is not None  # made with the upload
         pending = {f for f in self.parts if not f.done()}
         while len(pending) >= self.in_flight:
             _, pending = wait(pending, return_when=FIRST_COMPLETED)
         self.parts.append(self.pool.submit(self._put, len(self.parts) + 1, body))
 
-    def _put(self, number: int, body: bytes) -> dict:
+    def _put(self, number: int, body: bytes) -> dict[str, Any]:
         checksum = b64(hashlib.sha256(body).digest())
         part = self.s3.upload_part(
             Bucket=self.bucket,
@@ -77,7 +79,8 @@ class ObjectWriter:
             self._finished([f for f in self.parts if not f.cancel()])
             self.s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload)
 
-    def _finished(self, futures: list[Future]) -> list[Future]:
+    def _finished(self, futures: list[Future[dict[str, Any]]]) -> list[Future[dict[str, Any]]]:
         wait(futures)
-        self.pool.shutdown()
+        if self.pool is not None:  # made with the upload, which every caller checked
+            self.pool.shutdown()
         return futures

@@ -36,10 +36,10 @@ class Objects:
         self._failed = table.meta.client.exceptions.ConditionalCheckFailedException
 
     @staticmethod
-    def _key(content_hash: str) -> dict:
+    def _key(content_hash: str) -> dict[str, Any]:
         return {"pk": f"OBJ#{content_hash}", "sk": "OBJ"}
 
-    def get(self, content_hash: str) -> dict | None:
+    def get(self, content_hash: str) -> dict[str, Any] | None:
         item = self.table.get_item(Key=self._key(content_hash), ConsistentRead=True).get("Item")
         return _plain(item) if item else None
 

@@ -268,7 +268,10 @@ class QueueStore:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def job(self, job: str) -> dict[str, Any] | None:
-        return self.table.get_item(Key={"pk": JOBS, "sk": job}, ConsistentRead=True).get("Item")
+        item: dict[str, Any] | None = self.table.get_item(
+            Key={"pk": JOBS, "sk": job}, ConsistentRead=True
+        ).get("Item")
+        return item
 
     def position(self, job: str) -> dict[str, Any] | None:
         """1-based place among waiting jobs and the estimated seconds until it starts, or None."""
@@ -333,7 +336,7 @@ class QueueStore:
 
     def add_worker(self, worker: str, instance: str, nominal_bw: int = 0) -> bool:
         """A new worker; its BW_o is the instance's measured nominal rate when there is one."""
-        item = {"pk": WORKERS, "sk": worker, "state": "active", "instance": instance}
+        item: dict[str, Any] = {"pk": WORKERS, "sk": worker, "state": "active", "instance": instance}
         if nominal_bw:
             item["initial_bw"] = nominal_bw
         try:

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 
 from .. import constants as c
 from .. import content
@@ -68,7 +68,7 @@ def _env_limit(name: str) -> int | None:
     return None if not value or int(value) < 0 else int(value)
 
 
-def _own_limit(item: dict, name: str, default: int | None) -> int | None:
+def _own_limit(item: dict[str, Any], name: str, default: int | None) -> int | None:
     """The user's own limit if set (-1 means unlimited), else the deployment's."""
     if name not in item:
         return default
@@ -136,7 +136,16 @@ class Quota:
             return Change()
         return Change(entry.size, 1) if entry.type == "file" else Change()
 
+    @property
+    def _table(self) -> Any:
+        """The records' table: only a quota that counts (records given) reads or writes it."""
+        if self.records is None:
+            raise RuntimeError("a quota without records counts nothing")
+        return self.records.table
+
     def _tree(self, path: str) -> Change:
+        if self.records is None:
+            return Change()
         items = self.records.files_under(self.user, path)
         return Change(sum(int(i.get("size", 0)) for i in items), len(items))
 
@@ -148,7 +157,11 @@ class Quota:
 
     @contextmanager
     def change(self, delta: Change) -> Iterator[None]:
-        """Reserve growth before the change (refusing it over the limit); count a decrease after it."""
+        """Reserve growth before the change (refusing it over the limit); count a decrease after it.
+        Nothing when the quota counts nothing (`records=None`), as for the other changes."""
+        if self.records is None:
+            yield
+            return
         if delta.grows:
             self._reserve(delta)
             try:
@@ -185,7 +198,7 @@ class Quota:
     @staticmethod
     def _fits(delta: Change, limits: Limits) -> Any:
         """The condition that the counter still leaves room for `delta` (None: always)."""
-        cond = None
+        cond: ConditionBase | None = None
         for name, more, limit in (("bytes", delta.bytes, limits.bytes), ("files", delta.files, limits.files)):
             if limit is not None and more > 0:
                 part = Attr(name).not_exists() | Attr(name).lte(limit - more)
@@ -202,24 +215,24 @@ class Quota:
         if condition is not None:
             kwargs["ConditionExpression"] = condition
         try:
-            self.records.table.update_item(**kwargs)
-        except self.records.table.meta.client.exceptions.ConditionalCheckFailedException:
+            self._table.update_item(**kwargs)
+        except self._table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
 
     # --- reading, setting, repairing ---------------------------------------------------------
-    def _item(self) -> dict:
-        item = self.records.table.get_item(Key=self.key, ConsistentRead=True).get("Item")
+    def _item(self) -> dict[str, Any]:
+        item = self._table.get_item(Key=self.key, ConsistentRead=True).get("Item")
         return _plain(item) if item else {}
 
-    def limits(self, item: dict | None = None) -> Limits:
+    def limits(self, item: dict[str, Any] | None = None) -> Limits:
         item = self._item() if item is None else item
         return Limits(
             _own_limit(item, "quota_bytes", self.defaults.bytes),
             _own_limit(item, "quota_files", self.defaults.files),
         )
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """Use and limits, for the usage report (limit None: unlimited)."""
         item = self._item()
         limits = self.limits(item)
@@ -235,7 +248,7 @@ class Quota:
             raise BadRequestError("a quota is 0 or more, or -1 for unlimited", code="bad-quota")
         if not updates:
             return
-        self.records.table.update_item(
+        self._table.update_item(
             Key=self.key,
             UpdateExpression="SET " + ", ".join(f"{k} = :{k}" for k in updates),
             ExpressionAttributeValues={f":{k}": v for k, v in updates.items()},
@@ -243,7 +256,7 @@ class Quota:
 
     def reset_limits(self) -> None:
         """Back to the deployment's defaults."""
-        self.records.table.update_item(Key=self.key, UpdateExpression="REMOVE quota_bytes, quota_files")
+        self._table.update_item(Key=self.key, UpdateExpression="REMOVE quota_bytes, quota_files")
 
     def recount(self) -> Change:
         """Rebuild the counter from the namespace's file records (upkeep's repair after a crash)."""
@@ -255,12 +268,12 @@ class Quota:
         }
         total = Change()
         while True:
-            page = self.records.table.query(**kwargs)
+            page = self._table.query(**kwargs)
             total += Change(sum(int(i.get("size", 0)) for i in page["Items"]), len(page["Items"]))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        self.records.table.update_item(
+        self._table.update_item(
             Key=self.key,
             UpdateExpression="SET #b = :b, #f = :f",
             ExpressionAttributeNames={"#b": "bytes", "#f": "files"},

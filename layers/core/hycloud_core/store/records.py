@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 import boto3
-from boto3.dynamodb.conditions import Key
+from boto3.dynamodb.conditions import ConditionBase, Key
 from botocore.exceptions import ClientError
 
 
@@ -43,7 +43,7 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict]:
+def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
     """Every item a key condition matches, page after page, as plain values."""
     items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
     while True:
@@ -62,17 +62,17 @@ class Records:
     def put_file(self, user: str, path: str, **attrs: Any) -> None:
         self.table.put_item(Item={"pk": f"NS#{user}", "sk": f"F#{path}", "mtime": int(time.time()), **attrs})
 
-    def get_file(self, user: str, path: str) -> dict | None:
+    def get_file(self, user: str, path: str) -> dict[str, Any] | None:
         item = self.table.get_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"}).get("Item")
         return _plain(item) if item else None
 
     def delete_file(self, user: str, path: str) -> None:
         self.table.delete_item(Key={"pk": f"NS#{user}", "sk": f"F#{path}"})
 
-    def _query(self, cond) -> list[dict]:
+    def _query(self, cond: ConditionBase) -> list[dict[str, Any]]:
         return query_all(self.table, cond)
 
-    def files_under(self, user: str, path: str) -> list[dict]:
+    def files_under(self, user: str, path: str) -> list[dict[str, Any]]:
         """Records of `path` itself and of everything below it."""
         pk = Key("pk").eq(f"NS#{user}")
         own = self.get_file(user, path)
@@ -92,7 +92,7 @@ class Records:
                 if not keep_src:
                     batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
 
-    def put_files(self, user: str, files: dict[str, dict]) -> None:
+    def put_files(self, user: str, files: dict[str, dict[str, Any]]) -> None:
         """Records of many files ({path: attributes}) in batches: a tree job's page of copies."""
         now = int(time.time())
         with self.table.batch_writer() as batch:
@@ -123,7 +123,7 @@ class Records:
         return len(items)
 
     # pending uploads
-    def get_upload(self, user: str, content_hash: str) -> dict | None:
+    def get_upload(self, user: str, content_hash: str) -> dict[str, Any] | None:
         item = self.table.get_item(Key={"pk": f"UPLOAD#{user}", "sk": content_hash}, ConsistentRead=True).get(
             "Item"
         )

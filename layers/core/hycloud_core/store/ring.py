@@ -13,11 +13,11 @@ from typing import Any
 KEY = {"pk": "RING", "sk": "RING"}
 
 
-def load(table: Any) -> list[dict] | None:
+def load(table: Any) -> list[dict[str, Any]] | None:
     """The data instances on the ring, or None while the deployed ones are."""
     item = table.get_item(Key=KEY, ConsistentRead=True).get("Item")
     return None if item is None else [dict(entry) for entry in item["instances"]]
 
 
-def save(table: Any, instances: list[dict]) -> None:
+def save(table: Any, instances: list[dict[str, Any]]) -> None:
     table.put_item(Item={**KEY, "instances": instances})

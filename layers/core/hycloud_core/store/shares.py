@@ -176,6 +176,6 @@ def _decimals(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _dec(v) if isinstance(v, float) else v for k, v in item.items()}
 
 
-def _put(table: Any, item: dict[str, Any]) -> dict:
+def _put(table: Any, item: dict[str, Any]) -> dict[str, Any]:
     """A transaction's Put: the resource's client serializes plain values itself."""
     return {"Put": {"TableName": table.name, "Item": item}}

@@ -61,7 +61,7 @@ class TreeJob:
     execution: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
     updated: int = field(default_factory=lambda: int(time.time()))
-    error: dict | None = None
+    error: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.execution = self.execution or self.execution_name()
@@ -73,7 +73,7 @@ class TreeJob:
     def resumable(self) -> bool:
         return self.state in (FAILED, STOPPED) and time.time() - self.updated < RESUMABLE_S
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """What the API tells the client: never more than codes, counts and messages."""
         out = {
             "job": self.id,
@@ -103,7 +103,7 @@ class TreeJobs:
         self._failed = table.meta.client.exceptions.ConditionalCheckFailedException
 
     @staticmethod
-    def _key(user: str, id: str) -> dict:
+    def _key(user: str, id: str) -> dict[str, Any]:
         return {"pk": f"TREEJOB#{user}", "sk": id}
 
     def get(self, user: str, id: str) -> TreeJob | None:
@@ -113,7 +113,7 @@ class TreeJobs:
         fields = {k: _plain(v) for k, v in item.items() if k not in ("pk", "sk")}
         return TreeJob(id=id, **fields)
 
-    def _put(self, job: TreeJob, condition: str, values: dict) -> bool:
+    def _put(self, job: TreeJob, condition: str, values: dict[str, Any]) -> bool:
         """Write the whole record if `condition` holds (#s: state, #a: attempt, #e: execution)."""
         job.updated = int(time.time())
         item = {**self._key(job.user, job.id), **{k: v for k, v in asdict(job).items() if k != "id"}}

@@ -20,7 +20,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 
 from .. import auth
 from ..errors import ConflictError, ForbiddenError, NotFoundError
@@ -29,12 +29,13 @@ from .records import _plain, query_all
 LIMIT_FIELDS = ("rate_per_s", "burst", "max_jobs")  # a user's own fair-use limits (control/limits.py)
 
 
-def user_id(profile: dict) -> str:
+def user_id(profile: dict[str, Any]) -> str:
     """A profile's internal id; a profile from before ids keeps its name as its id."""
-    return profile.get("id") or profile["pk"].removeprefix("USER#")
+    uid: str = profile.get("id") or profile["pk"].removeprefix("USER#")
+    return uid
 
 
-def _key_public(item: dict) -> dict:
+def _key_public(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "key_id": item["sk"].removeprefix("KEY#"),
         "created": item.get("created"),
@@ -51,19 +52,19 @@ class Users:
         self.client = table.meta.client
 
     # --- reading ---------------------------------------------------------------------------------
-    def profile(self, name: str) -> dict | None:
+    def profile(self, name: str) -> dict[str, Any] | None:
         item = self.table.get_item(Key={"pk": f"USER#{name}", "sk": "PROFILE"}, ConsistentRead=True).get(
             "Item"
         )
         return _plain(item) if item else None
 
-    def require(self, name: str) -> dict:
+    def require(self, name: str) -> dict[str, Any]:
         profile = self.profile(name)
         if profile is None:
             raise NotFoundError(f"no user {name}", code="no-such-user")
         return profile
 
-    def keys(self, name: str) -> list[dict]:
+    def keys(self, name: str) -> list[dict[str, Any]]:
         """The user's keys (ids and flags, never secrets)."""
         uid = user_id(self.require(name))
         items = self._query(Key("pk").eq(f"USER#{name}") & Key("sk").begins_with("KEY#"))
@@ -79,12 +80,12 @@ class Users:
         count = 0
         while True:
             page = self.table.query(**kwargs)
-            count += page["Count"]
+            count += int(page["Count"])
             if "LastEvaluatedKey" not in page:
                 return count
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _query(self, cond) -> list[dict]:
+    def _query(self, cond: ConditionBase) -> list[dict[str, Any]]:
         return query_all(self.table, cond, consistent=True)
 
     # --- authentication --------------------------------------------------------------------------
@@ -94,7 +95,7 @@ class Users:
 
     def identify_with_profile(
         self, token: str | None, now: float | None = None
-    ) -> tuple[auth.Identity, dict]:
+    ) -> tuple[auth.Identity, dict[str, Any]]:
         """`identify`, and the profile it read (the user's own limits), so a request reads it once."""
         key_id, secret = auth.parse_token(token)
         item = self.table.get_item(Key={"pk": f"KEY#{key_id}", "sk": "KEY"}, ConsistentRead=True).get("Item")
@@ -156,7 +157,8 @@ class Users:
                 {"Delete": {"Key": {"pk": f"USER#{item['user']}", "sk": f"KEY#{key_id}"}}},
             ]
         )
-        return item["user"]
+        user: str = item["user"]
+        return user
 
     def rotate(self, name: str, key: auth.NewKey, grace_s: int = 0, read_only: bool = False) -> list[str]:
         """Add `key` and retire every other key of the user, at once or after `grace_s` seconds."""
@@ -181,7 +183,7 @@ class Users:
         except self.client.exceptions.ConditionalCheckFailedException:
             raise NotFoundError(f"no user {name}", code="no-such-user") from None
 
-    def set_limits(self, name: str, **limits: float | None) -> dict:
+    def set_limits(self, name: str, **limits: float | None) -> dict[str, Any]:
         """Set the user's own fair-use limits (`rate_per_s`, `burst`, `max_jobs`; 0: unlimited);
         None removes one, so the deployment's applies again. Returns the profile's limits."""
         unknown = set(limits) - set(LIMIT_FIELDS)
@@ -264,7 +266,7 @@ class Users:
             except self.client.exceptions.ConditionalCheckFailedException:
                 pass  # revoked meanwhile
 
-    def _key_puts(self, name: str, uid: str, key: auth.NewKey, read_only: bool) -> list[dict]:
+    def _key_puts(self, name: str, uid: str, key: auth.NewKey, read_only: bool) -> list[dict[str, Any]]:
         flags = {"uid": uid, "created": int(time.time()), "read_only": read_only}
         record = {
             "pk": f"KEY#{key.key_id}",
@@ -279,7 +281,7 @@ class Users:
             {"Put": {"Item": listed}},
         ]
 
-    def _transact(self, actions: list[dict]) -> None:
+    def _transact(self, actions: list[dict[str, Any]]) -> None:
         name = self.table.name
         self.client.transact_write_items(
             TransactItems=[{kind: {"TableName": name, **body}} for a in actions for kind, body in a.items()]
