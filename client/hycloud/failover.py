@@ -51,7 +51,7 @@ def _runs(changes: list[Change]) -> Iterator[list[Change]]:
     run: list[Change] = []
     for change in changes:
         leaf = change.expected_leaf()
-        if leaf and leaf[0] not in {c.expected_leaf()[0] for c in run}:
+        if leaf and leaf[0] not in {held[0] for c in run if (held := c.expected_leaf())}:
             run.append(change)
             continue
         if run:

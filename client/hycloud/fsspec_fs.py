@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from glob import has_magic
-from typing import Any
+from typing import Any, cast
 
 import fsspec
 from fsspec.spec import AbstractFileSystem
@@ -155,7 +155,7 @@ class HyCloudReader(io.BufferedReader):
 
     @property
     def size(self) -> int:
-        return self.raw.size
+        return cast(RemoteReader, self.raw).size
 
 
 class HyCloudWriter(BufferedRemoteWriter):
@@ -170,7 +170,7 @@ class HyCloudWriter(BufferedRemoteWriter):
         if self.closed:
             return
         try:
-            with os_errors(self.raw.path):
+            with os_errors(cast(RemoteWriter, self.raw).path):
                 super().close()
         finally:
             self._on_close()
@@ -309,9 +309,10 @@ class HyCloudFileSystem(AbstractFileSystem):
                 self._stats[path] = self._stat(path)
             except FileNotFoundError:
                 self._stats[path] = None
-        if self._stats[path] is None:
+        entry = self._stats[path]
+        if entry is None:
             raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
-        return self._stats[path]
+        return entry
 
     def _stat(self, path: str) -> dict:
         with os_errors(path):

@@ -20,7 +20,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -67,7 +67,7 @@ class _Retry(Retry):
 
 def new_session(retries: int = 0) -> requests.Session:
     session = requests.Session()
-    adapter_args = {"pool_maxsize": 16}
+    adapter_args: dict[str, Any] = {"pool_maxsize": 16}
     if retries:
         adapter_args["max_retries"] = _Retry(
             total=retries,
@@ -81,6 +81,17 @@ def new_session(retries: int = 0) -> requests.Session:
     for hook in SESSION_HOOKS:
         hook(session)
     return session
+
+
+class Transport(Protocol):
+    """What the SDK asks of a connection to the controller: Http, or FailoverHttp over two."""
+
+    @property
+    def base(self) -> str: ...
+
+    def request(self, method: str, route: str, **kwargs: Any) -> requests.Response: ...
+
+    def json(self, method: str, route: str, **kwargs: Any) -> Any: ...
 
 
 class Http:
@@ -108,6 +119,7 @@ class Http:
                 break
             time.sleep(READ_LIKE_BACKOFF_S * 2**attempt)
             attempt += 1
+        assert response is not None  # the last attempt answers or raises
         if response.status_code >= 400:
             raise error_from_body(response.status_code, _error_body(response))
         return response

@@ -7,6 +7,7 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
@@ -37,7 +38,7 @@ class RichProgress(TransferProgress):
         super().__init__()
         self.bars = transfer_bars()
         self.enabled = enabled
-        self.task = None
+        self.task: TaskID | None = None
 
     def start(self, description: str, total: int) -> None:
         super().start(description, total)

@@ -99,7 +99,8 @@ class ThrottledAdapter(BaseAdapter):
         super().__init__()
         self.inner, self.bucket = inner, bucket
 
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+    # every argument goes on to the inner adapter unchanged
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         if isinstance(request.body, bytes | bytearray) and request.body:
             request.headers["Content-Length"] = str(len(request.body))
             request.body = ThrottledBody(bytes(request.body), self.bucket)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from ..sdk.tree_jobs import TreeJobDetached
 from ..transfer import Progress as TransferProgress
@@ -27,7 +27,8 @@ class FilesBar(TransferProgress):
             TimeRemainingColumn(),
             console=self.console,
         )
-        self.enabled, self.task = enabled, None
+        self.enabled = enabled
+        self.task: TaskID | None = None
 
     def start(self, description: str, total: int) -> None:
         super().start(description, total)

@@ -109,7 +109,7 @@ def log_requests(session: requests.Session) -> None:
 
     def show(response: requests.Response, *args, **kwargs) -> None:
         took = response.elapsed.total_seconds() * 1000
-        url = response.request.url.split("?X-Amz", 1)[0].split("&X-Amz", 1)[0]
+        url = (response.request.url or "").split("?X-Amz", 1)[0].split("&X-Amz", 1)[0]
         sys.stderr.write(f"{response.request.method} {url} -> {response.status_code} ({took:.0f} ms)\n")
 
     session.hooks["response"].append(show)

@@ -51,6 +51,7 @@ def share_command(
         done = _with_url(client, client.http.json("DELETE", f"/v1/shares/{revoke}"))
         emit(done, f"revoked {done['id']} ({done['path']})")
     else:
+        assert path is not None  # one of the three, checked above
         body = {"path": paths.normalize(path), "expires_in": parse_duration(expires)}
         made = _with_url(client, client.http.json("POST", "/v1/shares", json=body))
         emit(made, made["url"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -33,7 +33,7 @@ EPILOG = """Examples:
 VERBS = {"push": ("upload", "uploaded"), "pull": ("download", "downloaded")}
 
 
-def split_ends(src: str, dst: str) -> tuple[str, Path, str]:
+def split_ends(src: str, dst: str) -> tuple[Literal["push", "pull"], Path, str]:
     """(direction, local folder, remote folder) from SRC and DST, exactly one of them `hc:`."""
     src_remote, dst_remote = src.startswith(REMOTE_PREFIX), dst.startswith(REMOTE_PREFIX)
     if src_remote == dst_remote:

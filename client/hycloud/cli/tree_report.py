@@ -35,7 +35,8 @@ def summary(
     done, would = VERBS[verb]
     count = len(result.files)
     sizes = [f.get("size") for f in result.files]
-    size = f" ({sum(sizes):,} bytes)" if None not in sizes else ""  # a dry download knows no sizes
+    known = [s for s in sizes if s is not None]
+    size = f" ({sum(known):,} bytes)" if len(known) == len(sizes) else ""  # a dry download knows no sizes
     line = f"{would if dry_run else done} {count} file{'' if count == 1 else 's'}{size} from {src} to {dst}"
     extra = [
         f"{n} {what}"

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hycloud_core import bundle, content, paths
 from hycloud_core.errors import HyCloudError, error_from_body
@@ -56,7 +56,7 @@ class _Upload:
 
 def put_files(
     client: HyCloud,
-    pairs: Sequence[tuple[Path, str]],
+    pairs: Sequence[tuple[str | Path, str]],
     progress: ProgressLike = None,
     expect: Mapping[str, str] | None = None,
     parallel: int | None = None,
@@ -94,11 +94,12 @@ def _again(result: dict) -> bool:
 
 
 def _plan_uploads(
-    client: HyCloud, pairs: Sequence[tuple[Path, str]], results: list[dict], expect: Mapping[str, str]
+    client: HyCloud, pairs: Sequence[tuple[str | Path, str]], results: list[dict], expect: Mapping[str, str]
 ) -> tuple[list[_Upload], list[_Upload]]:
     """Small and large uploads; a pair that cannot be sent at all gets its error result now."""
     threshold = client.small_file_threshold if pairs else 0
-    small, large = [], []
+    small: list[_Upload] = []
+    large: list[_Upload] = []
     for index, (local, remote) in enumerate(pairs):
         try:
             path = paths.normalize(remote)
@@ -209,7 +210,7 @@ def _put_large(
     client: HyCloud, item: _Upload, done: Callable[[_Upload, dict], None], progress: Progress
 ) -> None:
     try:
-        keep = {"mtime": item.mtime, "mode": item.mode, "expect": item.expect}
+        keep: dict[str, Any] = {"mtime": item.mtime, "mode": item.mode, "expect": item.expect}
         result = client.put(item.local, item.remote, parents=True, progress=progress, **keep)
     except HyCloudError as err:
         done(item, _failed(item.remote, err))
@@ -220,7 +221,7 @@ def _put_large(
 # --- downloads -------------------------------------------------------------------------------
 def get_files(
     client: HyCloud,
-    pairs: Sequence[tuple[str, Path]],
+    pairs: Sequence[tuple[str, str | Path]],
     progress: ProgressLike = None,
     parallel: int | None = None,
 ) -> list[dict]:
@@ -249,7 +250,9 @@ def get_files(
                 chunks = [queue[i : i + PATHS] for i in range(0, len(queue), PATHS)]
                 answers = list(pool.map(lambda chunk: _fetch_bundle(client, chunk, done), chunks))
                 large = [item for _, chunk_large in answers for item in chunk_large]
-                for index, result in pool.map(lambda item: _get_large(client, *item, progress), large):
+                for index, result in pool.map(
+                    lambda item: _get_large(client, item[0], item[1], item[2], item[3], progress), large
+                ):
                     done(index, result, reported=True)
                 queue = [item for later, _ in answers for item in later]
             wanted = [w for w in wanted if results[w[0]].get("status") != "ok"]

@@ -8,7 +8,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
@@ -18,7 +18,7 @@ from hycloud_core.merkle.exchange import MAX_PATHS
 from .. import preconditions
 from ..config import ClientConfig
 from ..failover import FailoverHttp
-from ..http import Http
+from ..http import Http, Transport
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
 from ..verify import check_stored, verified_body
 from ..versions import VersionStore
@@ -54,7 +54,7 @@ class HyCloud:
         self, endpoint: str, api_key: str, timeout: float = 60.0, standby: str | None = None
     ) -> None:
         """`standby`: the standby controller's API URL; with it the client fails over (failover.py)."""
-        self.http = (
+        self.http: Transport = (
             FailoverHttp(endpoint, standby, api_key, timeout, reconcile=_switch_back)
             if standby
             else Http(endpoint, api_key, timeout)
@@ -473,7 +473,11 @@ class HyCloud:
         base_hash = known.content_hash if base is not None and known and known.matches(Path(base)) else None
         mode = "delta" if asked else via
         if via == "auto" and not asked:
-            if base_hash == info["content_hash"] and Path(base).resolve() == local.resolve():
+            if (
+                base is not None
+                and base_hash == info["content_hash"]
+                and Path(base).resolve() == local.resolve()
+            ):
                 self.last_transfer = {"mode": "same"}
                 return local
             mode = auto.download_mode(info["size"], auto.rates(self.store), base is not None)
@@ -482,6 +486,7 @@ class HyCloud:
             from ..transfer.delta import delta_download
 
             started = time.perf_counter()
+            assert base is not None  # a delta needs a base (above)
             result = delta_download(
                 self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
             )
@@ -489,7 +494,8 @@ class HyCloud:
                 self._delta_done(remote, info, local, result, started)
                 return local
             mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
-        started, queued = time.perf_counter(), {}
+        started = time.perf_counter()
+        queued: dict[str, Any] = {}
         if mode == "relay":
             download_relay(self.http, remote, local, progress, queued, self.instance_endpoints)
         elif "erasure" in info:
@@ -555,7 +561,7 @@ def _switch_back(standby: Http, primary: Http, api_key: str) -> int:
     return reconcile_primary(HyCloud(standby.base, api_key), HyCloud(primary.base, api_key))
 
 
-def _write_verified(path: str, response, local: Path, progress: Progress | None) -> Path:
+def _write_verified(path: str, response, local: Path, progress: Progress) -> Path:
     tmp = local.with_name(local.name + ".hycloud-part")
     try:
         data = verified_body(path, response)

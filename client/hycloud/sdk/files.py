@@ -16,7 +16,9 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+import requests
 
 from hycloud_core import content, paths
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
@@ -42,7 +44,7 @@ class RemoteReader(io.RawIOBase):
         self._pos = 0
         self._data: bytes | None = None
         self._link: dict[str, Any] = {}
-        self._session = None
+        self._session: requests.Session | None = None
         self._chunks: ChunkReader | None = None
         self._hasher: content.PartHasher | None = content.PartHasher()
         self._hashed_to = 0
@@ -214,7 +216,7 @@ class BufferedRemoteWriter(io.BufferedWriter):
         if exc_type is None:
             self.close()
         else:
-            self.raw.discard()
+            cast(RemoteWriter, self.raw).discard()
 
 
 def open_remote(
@@ -234,7 +236,9 @@ def open_remote(
             f"unsupported mode {mode!r}: use 'rb', 'wb', 'xb', 'r', 'w' or 'x'", code="bad-mode", status=400
         )
     if kind == "r":
-        stream: io.IOBase = io.BufferedReader(RemoteReader(client, path), buffer_size)
+        stream: io.BufferedReader | io.BufferedWriter = io.BufferedReader(
+            RemoteReader(client, path), buffer_size
+        )
     else:
         _check_writable(client, path, parents, exclusive=kind == "x")
         writer = RemoteWriter(client, path, parents, expect=ABSENT if kind == "x" else None)

@@ -38,13 +38,16 @@ def _newer(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _settle(diff: Difference, src: HyCloud, dst: HyCloud, tmp: Path) -> int:
     s, t = diff.source, diff.target
     if not diff.source_live:
-        if s is not None and diff.target_live and _newer(s, t):  # deleted on the standby, later
+        if (
+            s is not None and t is not None and diff.target_live and _newer(s, t)
+        ):  # deleted on the standby, later
             _remove(dst, diff.path, t["kind"])
             return 1
         return 0
+    assert s is not None  # live
     if t is not None and not _newer(s, t):
         return 0  # the primary's is newer, or the primary deleted it after the standby's copy was made
-    if diff.target_live and t["kind"] != s["kind"]:
+    if t is not None and diff.target_live and t["kind"] != s["kind"]:
         _remove(dst, diff.path, t["kind"])
     local = tmp / uuid.uuid4().hex
     if s["kind"] == "dir":

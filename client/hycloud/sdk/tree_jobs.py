@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hycloud_core.errors import HyCloudError
 
-from ..http import Http
+from ..http import Transport
 from ..transfer import Progress
 
 POLL_WAIT_S = 2.0  # each status request is held this long at most, so progress stays fresh
@@ -73,7 +73,7 @@ def _queued(progress: Progress | None, job: dict) -> bool:
     return bool(place)
 
 
-def follow(http: Http, job: dict, progress: Progress | None = None) -> dict:
+def follow(http: Transport, job: dict, progress: Progress | None = None) -> dict:
     """Poll the job until it ends; its final status, or TreeJobFailed / TreeJobDetached."""
     noted = False
     try:

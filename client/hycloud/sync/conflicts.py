@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 
 CLOUD = "cloud"
@@ -21,7 +22,7 @@ def this_device() -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "local"
 
 
-def conflict_name(rel: str, device: str, mtime: float, taken: set[str] = frozenset()) -> str:
+def conflict_name(rel: str, device: str, mtime: float, taken: AbstractSet[str] = frozenset()) -> str:
     stamp = datetime.fromtimestamp(mtime, UTC).strftime("%Y%m%dT%H%M%SZ")
     name, n = f"{rel}.conflict-{device}-{stamp}", 1
     while name in taken:

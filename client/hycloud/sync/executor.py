@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from hycloud_core import content
@@ -114,17 +115,17 @@ def _join(parent: str, name: str) -> str:
 def execute(ctx: Context, plan: Plan, sizes: dict[str, dict]) -> Outcome:
     push = plan.direction == "push"
     for rel in _needed_dirs(plan) if push else plan.mkdirs:
-        _guard(ctx, rel, lambda r=rel: _make_dir(ctx, r, push))
+        _guard(ctx, rel, partial(_make_dir, ctx, rel, push))
     pairs = _resolve_conflicts(ctx, plan, push)
     for old, new in plan.moves:
-        if _guard(ctx, new, lambda o=old, n=new: _move(ctx, o, n, push)):
+        if _guard(ctx, new, partial(_move, ctx, old, new, push)):
             ctx.on_done("moved", f"{old} -> {new}")
     pairs += [(rel, rel) for rel in plan.copies]
     (_push if push else _pull)(ctx, pairs, sizes)
     for c in plan.conflicts:
         _settle(ctx, c, push)
     for rel in plan.deletes:
-        if _guard(ctx, rel, lambda r=rel: _delete(ctx, r, push)):
+        if _guard(ctx, rel, partial(_delete, ctx, rel, push)):
             ctx.state.record(rel, None)
             ctx.on_done("deleted", rel)
     for rel in plan.rmdirs:
@@ -141,7 +142,7 @@ def _make_dir(ctx: Context, rel: str, push: bool) -> None:
 
 def _needed_dirs(plan: Plan) -> list[str]:
     """Folders to make in the cloud: uploads make their parents, so only those left empty."""
-    filled = set()
+    filled: set[str] = set()
     for rel in [*plan.copies, *(c.rel for c in plan.conflicts)]:
         parts = rel.split("/")[:-1]
         filled.update("/".join(parts[:i]) for i in range(len(parts) + 1))
@@ -166,7 +167,7 @@ def _resolve_conflicts(ctx: Context, plan: Plan, push: bool) -> list[tuple[str, 
     for c in plan.conflicts:
         if c.winner == "destination":
             pairs.append((c.rel, c.loser_name))  # the source's version lands beside the winner
-        elif _guard(ctx, c.rel, lambda c=c: _move(ctx, c.rel, c.loser_name, push, record=False)):
+        elif _guard(ctx, c.rel, partial(_move, ctx, c.rel, c.loser_name, push, record=False)):
             pairs.append((c.rel, c.rel))
             ctx.moved_aside.add(c.rel)
     return pairs
@@ -288,7 +289,7 @@ def _push(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) ->
             busy = [p for p, r in zip(batch, results, strict=True) if r.get("code") == "busy"]
             for pair, result in zip(batch, results, strict=True):
                 if pair not in busy or attempt == BUSY_TRIES - 1:
-                    _pushed(ctx, *pair, result.get("error"), result.get("code"))
+                    _pushed(ctx, pair[0], pair[1], result.get("error"), result.get("code"))
             if not busy:
                 break
             batch = busy  # a path another operation held: once it is done, try again

@@ -122,6 +122,7 @@ def _decide(
 def _conflict(direction: Direction, rel: str, s: Sides, device: str, taken: set[str]) -> Conflict:
     """Newer by mtime wins; on a tie the source wins (it is what the user asked to send)."""
     src_device, dst_device = (device, CLOUD) if direction == "push" else (CLOUD, device)
+    winner: Literal["source", "destination"]
     if s.src_mtime >= s.dst_mtime:
         winner, name = "source", conflict_name(rel, dst_device, s.dst_mtime, taken)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from ..progress_bar import transfer_bars
 
@@ -21,7 +21,7 @@ class SyncProgress:
         self.bars: Progress | None = None
         if enabled:
             self.bars = transfer_bars()
-        self.task = None
+        self.task: TaskID | None = None
 
     def start(self, files: int, total_bytes: int) -> None:
         self.total_files = files
@@ -32,13 +32,13 @@ class SyncProgress:
     def __call__(self, nbytes: int) -> None:
         with self._lock:
             self.bytes += nbytes
-            if self.task is not None:
+            if self.task is not None and self.bars is not None:
                 self.bars.update(self.task, completed=self.bytes)
 
     def file_done(self, count: int = 1) -> None:
         with self._lock:
             self.files += count
-            if self.task is not None:
+            if self.task is not None and self.bars is not None:
                 self.bars.update(self.task, description=self._label())
 
     def _label(self) -> str:

@@ -15,6 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hycloud_core.control.elimination import LocalOp
 from hycloud_core.control.fop import OpKind
@@ -147,7 +148,12 @@ class OperationQueue:
 
     def _upload(self, op: LocalOp, local: Path) -> None:
         st = local.stat()
-        keep = {"parents": True, "progress": self.link, "mtime": st.st_mtime, "mode": st.st_mode & 0o777}
+        keep: dict[str, Any] = {
+            "parents": True,
+            "progress": self.link,
+            "mtime": st.st_mtime,
+            "mode": st.st_mode & 0o777,
+        }
         try:
             self.client.put(local, op.path, expect=self.seen(op), **keep)
         except ConflictError as err:
@@ -170,7 +176,8 @@ class OperationQueue:
         try:
             theirs = self.client.stat(path)
         except NotFoundError:
-            return self.client.put(local, path, expect=ABSENT, **keep)
+            self.client.put(local, path, expect=ABSENT, **keep)
+            return
         if keep["mtime"] > theirs.get("mtime", 0):
             self.client.mv(path, conflict_name(path, CLOUD, theirs.get("mtime", 0)))
             self.client.put(local, path, expect=ABSENT, **keep)

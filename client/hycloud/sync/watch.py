@@ -92,12 +92,12 @@ class Changes(FileSystemEventHandler):
 
     def _rel(self, path: str | bytes, is_dir: bool) -> str | None:
         """The path relative to the root, or None when it is outside, the root itself or filtered out."""
-        path = Path(path.decode() if isinstance(path, bytes) else path)
+        local = Path(path.decode() if isinstance(path, bytes) else path)
         try:
-            rel = path.relative_to(self.local_root).as_posix()
+            rel = local.relative_to(self.local_root).as_posix()
         except ValueError:
             return None
-        if rel in ("", ".") or path.name.endswith(IGNORED_SUFFIXES) or path.is_symlink():
+        if rel in ("", ".") or local.name.endswith(IGNORED_SUFFIXES) or local.is_symlink():
             return None
         return rel if (self.keep.keeps_dir(rel) if is_dir else self.keep.keeps_file(rel)) else None
 

@@ -20,9 +20,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import requests
 from urllib3.exceptions import ProtocolError
@@ -33,7 +34,7 @@ from hycloud_core.codec.layout import COMMIT_CHECKS, URL_PAGE, CodedLayout
 from hycloud_core.control.planner import plan_download
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http, new_session
+from ..http import Transport, new_session
 from ..verify import check_stored
 from .endpoints import redirect
 from .parallel import run_parallel
@@ -134,7 +135,7 @@ def _wire(page: list[tuple[str, dict]]) -> list[dict]:
     return [{"instance": b["instance"], "hash": b["hash"], "size": b["size"]} for _key, b in page]
 
 
-def verify_blocks(http: Http, started: dict, content_hash: str) -> None:
+def verify_blocks(http: Transport, started: dict, content_hash: str) -> None:
     """Have the controller check the blocks in place before the commit when there are more than
     it checks itself; each request answers how far it got."""
     homes = _homes(started)
@@ -149,7 +150,9 @@ def verify_blocks(http: Http, started: dict, content_hash: str) -> None:
         at = reached
 
 
-def _put_urls(http: Http, homes: list[tuple[str, dict]], content_hash: str, at: int) -> dict[str, str | None]:
+def _put_urls(
+    http: Transport, homes: list[tuple[str, dict]], content_hash: str, at: int
+) -> dict[str, str | None]:
     """PUT URLs for the page of blocks from `at`, keyed "chunk/block"; None for a block the cloud
     holds already."""
     page = homes[at : at + URL_PAGE]
@@ -158,14 +161,14 @@ def _put_urls(http: Http, homes: list[tuple[str, dict]], content_hash: str, at: 
     return {key: url for (key, _b), url in zip(page, got["urls"], strict=True)}
 
 
-def put_renewal(http: Http, started: dict, content_hash: str) -> Fetch:
+def put_renewal(http: Transport, started: dict, content_hash: str) -> Fetch:
     """Fresh PUT URLs for the page (as the start placed it) of the block whose URL expired."""
     homes = _homes(started)
     index = {key: i for i, (key, _b) in enumerate(homes)}
     return lambda keys: _put_urls(http, homes, content_hash, index[keys[0]] // URL_PAGE * URL_PAGE)
 
 
-def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str, str]]:
+def url_pages(http: Transport, started: dict, content_hash: str) -> Iterator[dict[str, str]]:
     """Block PUT URLs a page at a time, keyed "chunk/block": the start's own page, then one page per
     request (a file of several GiB has more URLs than one answer may hold), the next asked while
     the caller sends the blocks of this one."""
@@ -178,7 +181,8 @@ def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str
         return {key: url for key, url in _put_urls(http, homes, content_hash, at).items() if url}
 
     with ThreadPoolExecutor(1, thread_name_prefix="hycloud-urls") as ahead:
-        at, pending = started["more"], ahead.submit(fetch, started["more"])
+        at = started["more"]
+        pending: Future[dict[str, str]] | None = ahead.submit(fetch, started["more"])
         while pending is not None:
             page = pending.result()
             at += URL_PAGE
@@ -187,7 +191,7 @@ def url_pages(http: Http, started: dict, content_hash: str) -> Iterator[dict[str
 
 
 def upload_coded(
-    http: Http,
+    http: Transport,
     local: Path,
     remote: str,
     parents: bool,
@@ -270,7 +274,7 @@ class _Clock:
         ]
 
 
-def get_renewal(http: Http, remote: str, plan: dict) -> Fetch:
+def get_renewal(http: Transport, remote: str, plan: dict) -> Fetch:
     """Fresh GET URLs for the page of the block whose URL expired, from the plan of the same
     version (a file replaced since is not mixed with the blocks of its new version)."""
     layout = plan["layout"]
@@ -290,7 +294,7 @@ def _block_order(layout: dict) -> list[tuple[int, int]]:
     return [(c, b) for c, chunk in enumerate(layout["chunks"]) for b in range(len(chunk["blocks"]))]
 
 
-def fetch_plan(http: Http, remote: str, attempts: int = 3) -> dict:
+def fetch_plan(http: Transport, remote: str, attempts: int = 3) -> dict:
     """The download plan with every block's URL, gathered page by page; a file replaced between
     two pages is planned again from the start (the URLs of one version only)."""
     for _ in range(attempts):
@@ -314,7 +318,7 @@ class ChunkReader:
     fails; the decoded chunk is checked against its sha256. The last chunk read is kept, so
     reads in order decode each chunk once."""
 
-    def __init__(self, http: Http, remote: str) -> None:
+    def __init__(self, http: Transport, remote: str) -> None:
         self.http, self.remote = http, remote
         self.session = new_session(retries=2)
         self.cached: tuple[int, bytes] | None = None
@@ -413,7 +417,7 @@ class Fetcher:
     """
 
     layout: CodedLayout
-    urls: dict[str, str]
+    urls: dict[str, str | None]  # None: a block that needs no URL any more (UrlBook)
     queues: dict[str, deque]
     get: Callable[[str, str], requests.Response]
     rebalance: bool = True  # False: keep to the queues (a fixed schedule, for comparison)
@@ -700,7 +704,7 @@ def probe_unmeasured(
 ) -> list[dict]:
     """A small ranged read of one block on each instance no transfer measured yet: a figure for
     the planner instead of the median of the others. An instance that fails it gets none."""
-    first = {}
+    first: dict[str, str] = {}
     for ci, chunk in enumerate(layout.chunks):
         for bi, block in enumerate(chunk.blocks):
             first.setdefault(block.instance, f"{ci}/{bi}")
@@ -720,7 +724,7 @@ def probe_unmeasured(
 
 
 def download_coded(
-    http: Http,
+    http: Transport,
     remote: str,
     local: Path,
     progress: Progress,
@@ -739,7 +743,7 @@ def download_coded(
     holders = sorted({b.instance for c in layout.chunks for b in c.blocks})
     sessions = {r: (session_for(r) if session_for else new_session()) for r in holders}  # a pool each
 
-    def get(region: str, url: str, **kwargs: object) -> requests.Response:
+    def get(region: str, url: str, **kwargs: Any) -> requests.Response:
         return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT, **kwargs)
 
     estimates = dict(answer.get("estimates") or {})

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from hycloud_core import content
 from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delta_upload, versioned
@@ -33,7 +33,7 @@ from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.delta.sync import signature as rsync_signature
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
-from ..http import Http, new_session
+from ..http import Transport, new_session
 from ..verify import check_stored
 from . import auto, background
 from .progress import Progress
@@ -52,7 +52,7 @@ NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2'
 # scales with the size on both terms: the size moves only the cloud's cap)
 
 
-def wait_job(http: Http, job: str) -> dict:
+def wait_job(http: Transport, job: str) -> dict:
     deadline = time.monotonic() + JOB_WAIT_S
     while True:
         status = http.json("GET", "/v1/delta/jobs", params={"id": job, "wait": LONG_POLL_S})
@@ -64,7 +64,9 @@ def wait_job(http: Http, job: str) -> dict:
             raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
 
 
-def run_job(http: Http, method: str, route: str, params: dict | None = None, **kwargs) -> tuple[str, dict]:
+def run_job(
+    http: Transport, method: str, route: str, params: dict | None = None, **kwargs
+) -> tuple[str, dict]:
     """Start a delta job and follow it to its result: (job id, result). The start request waits up
     to START_WAIT_S for the result itself, so a short job costs one round trip, not two."""
     return _followed(
@@ -72,7 +74,7 @@ def run_job(http: Http, method: str, route: str, params: dict | None = None, **k
     )
 
 
-def _followed(http: Http, answer: dict) -> tuple[str, dict]:
+def _followed(http: Transport, answer: dict) -> tuple[str, dict]:
     """(job id, result) of a job from the answer that started it, waiting when it still runs."""
     if answer["state"] == "ready":
         return answer["job"], answer["result"]
@@ -82,7 +84,7 @@ def _followed(http: Http, answer: dict) -> tuple[str, dict]:
 
 
 def delta_from_known(
-    http: Http, path: str, base_hash: str, level: int | None = None, size: int = NOMINAL_SIZE
+    http: Transport, path: str, base_hash: str, level: int | None = None, size: int = NOMINAL_SIZE
 ) -> tuple[dict, tuple[str, dict] | None] | None:
     """The version-aware delta from the version the client holds, asked for straight away (no stat
     first: the answer names the path's current version). (file, (job, result)); (file, None) when
@@ -114,7 +116,7 @@ def _job_error(status: dict) -> HyCloudError:
     return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
 
 
-def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
+def _fetch_delta(http: Transport, job: str, result: dict, out: BinaryIO) -> None:
     """The job's delta: inline in its result when small, by presigned URL from S3 when the cloud
     put it there, else through the API."""
     if result.get("delta"):
@@ -126,6 +128,7 @@ def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
     if result.get("delta_url"):
         session, book = new_session(), UrlBook({job: result["delta_url"]}, lambda _: _delta_url(http, job))
         response = with_renewal(book, job, lambda url: session.get(url, stream=True, timeout=STAGE_TIMEOUT_S))
+        assert response is not None  # a delta's URL is always renewed (_delta_url), never dropped
         with response:
             if response.status_code != 200:
                 raise HyCloudError(
@@ -145,7 +148,7 @@ def _fetch_delta(http: Http, job: str, result: dict, out: BinaryIO) -> None:
         out.write(piece)
 
 
-def _delta_url(http: Http, job: str) -> dict[str, str]:
+def _delta_url(http: Transport, job: str) -> dict[str, str]:
     """The finished job's delta URL once more (S3 refused the one it came with as expired)."""
     status = http.json("GET", "/v1/delta/jobs", params={"id": job})
     url = (status.get("result") or {}).get("delta_url")
@@ -166,7 +169,7 @@ class _ListTooLarge(Exception):
     """The checksum list (after a retry with full-length sums) does not fit one request."""
 
 
-def _version_aware_job(http: Http, path: str, base_hash: str, size: int) -> tuple[str, dict] | None:
+def _version_aware_job(http: Transport, path: str, base_hash: str, size: int) -> tuple[str, dict] | None:
     """Run a version-aware delta when the cloud still has our version, at the zstd level eq. 2
     chooses for this link; None when the cloud lacks our version."""
     params = {"level": auto.chosen_level(http.base, "down", size)}
@@ -186,7 +189,8 @@ class _Hashing:
     at most two windows wait, so memory stays bounded."""
 
     def __init__(self, out: BinaryIO) -> None:
-        self.out, self.hasher, self.error = out, content.PartHasher(), None
+        self.out, self.hasher = out, content.PartHasher()
+        self.error: OSError | None = None
         self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
         self.thread = threading.Thread(target=self._drain, name="hycloud-delta-write", daemon=True)
         self.thread.start()
@@ -215,17 +219,18 @@ class _Hashing:
 
 
 def _patch_version_aware(
-    http: Http, ran: tuple[str, dict], old: BinaryIO, out: BinaryIO, started: float
+    http: Transport, ran: tuple[str, dict], old: BinaryIO, out: BinaryIO, started: float
 ) -> dict:
     job, result = ran
     job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
-        _fetch_delta(http, job, result, delta_file)
+        spooled = cast(BinaryIO, delta_file)  # a binary file, in memory then on disk
+        _fetch_delta(http, job, result, spooled)
         fetched = time.perf_counter()
         delta_file.seek(0)
         hashing = _Hashing(out)
         try:
-            apply_delta(old, delta_file, hashing)
+            apply_delta(old, spooled, cast(BinaryIO, hashing))  # written front to back only
         finally:
             hashing.close()
     steps = {
@@ -246,11 +251,17 @@ def _patch_version_aware(
     }
 
 
-def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
+def _patch_rsync(http: Transport, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
     """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
     does not verify with full-length strong sums."""
-    traffic = {"kind": "rsync", "sent_bytes": 0, "received_bytes": 0, "job_seconds": 0.0, "steps": {}}
-    steps = traffic["steps"]
+    steps: dict[str, float] = {}
+    traffic: dict[str, Any] = {
+        "kind": "rsync",
+        "sent_bytes": 0,
+        "received_bytes": 0,
+        "job_seconds": 0.0,
+        "steps": steps,
+    }
 
     def fetch_delta(sig: bytes, sink: BinaryIO) -> None:
         if len(sig) > MAX_SIGNATURE:
@@ -280,7 +291,7 @@ def _patch_rsync(http: Http, path: str, block: int, old: BinaryIO, out: BinaryIO
 
 
 def delta_download(
-    http: Http,
+    http: Transport,
     info: dict,
     base: Path,
     target: Path,
@@ -322,6 +333,7 @@ def delta_download(
             if ran is not None:
                 traffic = _patch_version_aware(http, ran, old, out, started)
             else:
+                assert block is not None  # chosen above when no job ran
                 traffic = _patch_rsync(http, path, block, old, out)
         if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != new_hash:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
@@ -336,7 +348,7 @@ def delta_download(
     return traffic
 
 
-def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
+def _adapt_later(http: Transport, info: dict, old: Path, new: Path) -> None:
     """Measure γ for every candidate chunk size in the background and store the new choice.
 
     Both files are opened now, before the patched file replaces the old one, so the open handles
@@ -372,7 +384,7 @@ def _adapt_later(http: Http, info: dict, old: Path, new: Path) -> None:
 
 
 def delta_upload(
-    http: Http,
+    http: Transport,
     local: Path,
     remote: str,
     base: Path,
@@ -395,10 +407,12 @@ def delta_upload(
         started = time.perf_counter()
         with open(base, "rb") as old, open(local, "rb") as new:
             reader = _HashingReader(new)  # the new version's content hash on the same pass
+            new_io = cast(BinaryIO, reader)  # read front to back only
             if kind == "version":
-                versioned.encode(old, os.path.getsize(base), reader, size, delta_file, level=level)
+                assert level is not None  # chosen above for a version delta
+                versioned.encode(old, os.path.getsize(base), new_io, size, delta_file, level=level)
             else:
-                rsync_delta(rsync_signature(old, 1024), reader, delta_file)
+                rsync_delta(rsync_signature(old, 1024), new_io, delta_file)
         compute_seconds = time.perf_counter() - started
         compute_rate = size / max(compute_seconds, 1e-6)
         delta_size = delta_file.tell()
@@ -436,7 +450,7 @@ class _HashingReader:
 
 
 def signature_upload(
-    http: Http,
+    http: Transport,
     local: Path,
     remote: str,
     base_hash: str,
@@ -473,7 +487,7 @@ def signature_upload(
 
 
 def send_delta(
-    http: Http,
+    http: Transport,
     local: Path,
     remote: str,
     base_hash: str,

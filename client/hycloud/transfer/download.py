@@ -19,7 +19,7 @@ import requests
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http, new_session
+from ..http import Transport, new_session
 from . import resume
 from .endpoints import redirect
 from .parallel import run_parallel
@@ -148,7 +148,9 @@ def download_large(
     )
 
 
-def relay_ready(http: Http, path: str, progress: Progress | None = None, report: dict | None = None) -> dict:
+def relay_ready(
+    http: Transport, path: str, progress: Progress | None = None, report: dict | None = None
+) -> dict:
     """Have the cloud copy the file into its EFS relay cache; wait until it is there.
 
     When the job had to wait in the cloud's FOP queue, `report` gets its place when asked
@@ -179,7 +181,7 @@ def relay_ready(http: Http, path: str, progress: Progress | None = None, report:
 
 
 def download_relay(
-    http: Http,
+    http: Transport,
     path: str,
     local: str | Path,
     progress: Progress | None = None,
@@ -193,7 +195,8 @@ def download_relay(
     status = relay_ready(http, path, progress, report)
     if status.get("url"):
         report["instance"] = status.get("instance")
-        endpoint = (endpoints or {}).get(status.get("instance"))
+        instance = status.get("instance")
+        endpoint = (endpoints or {}).get(instance) if instance is not None else None
 
         def renew() -> str:  # the copy's URL again (its job run anew if the copy was evicted)
             again = relay_ready(http, path)

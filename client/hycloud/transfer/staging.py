@@ -9,14 +9,14 @@ from typing import BinaryIO
 
 from hycloud_core.errors import HyCloudError
 
-from ..http import Http, new_session
+from ..http import Transport, new_session
 from .renew import UrlBook, with_renewal
 
 PIECE = 4 * 1024 * 1024
 STAGE_TIMEOUT_S = 600
 
 
-def stage(http: Http, source: BinaryIO) -> str:
+def stage(http: Transport, source: BinaryIO) -> str:
     """Put `source` (from its start, streamed) into S3; returns its sha256, which names it to the job."""
     digest, size = hashlib.sha256(), 0
     source.seek(0)

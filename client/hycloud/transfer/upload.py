@@ -16,7 +16,7 @@ import requests
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
-from ..http import Http, new_session
+from ..http import Transport, new_session
 from ..verify import check_stored
 from .parallel import run_parallel
 from .progress import Progress
@@ -55,14 +55,14 @@ def _put_part(session: requests.Session, book: UrlBook, n: int, data: bytes, dig
         raise HyCloudError(f"S3 refused part {n} ({status})", code="part-upload-failed")
 
 
-def _part_urls(http: Http, content_hash: str, keys: list[str]) -> dict[str, str]:
+def _part_urls(http: Transport, content_hash: str, keys: list[str]) -> dict[str, str]:
     """PUT URLs for these parts (at most BATCH), from the upload the start opened."""
     parts = [int(k) for k in keys[:BATCH]]
     return http.json("POST", "/v1/uploads/urls", json={"content_hash": content_hash, "parts": parts})["urls"]
 
 
 def _upload_parts(
-    http: Http, path: Path, size: int, state: dict, digests: list[bytes], progress: Progress
+    http: Transport, path: Path, size: int, state: dict, digests: list[bytes], progress: Progress
 ) -> UrlBook:
     """PUT the missing parts; a part whose URL expired before it was sent gets a fresh one (with
     the other parts still to send) and is sent again. The URLs used, and how often renewed."""
@@ -89,7 +89,7 @@ def _upload_parts(
 
 
 def upload_large(
-    http: Http,
+    http: Transport,
     local: str | Path,
     remote: str,
     parents: bool = False,

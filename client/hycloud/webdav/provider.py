@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from wsgidav import util
@@ -41,6 +42,14 @@ def _remote(path: str) -> str:
 
 class _Entry:
     """What both kinds of resource share: the stat entry and the request's client."""
+
+    if TYPE_CHECKING:  # given by the WsgiDAV resource class this is mixed into
+        environ: dict[str, Any]
+        name: str
+        is_collection: bool
+        provider: Any
+
+        def get_ref_url(self) -> str: ...
 
     def _setup(self, entry: dict, client: HyCloud) -> None:
         self.entry, self.client = entry, client
