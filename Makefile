@@ -40,9 +40,10 @@ up: setup
 down:
 	$(PY) infra/local/localcloud.py stop
 
-lint: setup  # style, and the layers of docs/ARCHITECTURE.md (.importlinter; tests/unit/test_layers.py in make test)
+lint: setup  # style, the layers of docs/ARCHITECTURE.md (.importlinter) and types ([tool.mypy]); tests/unit/test_layers.py and test_types.py in make test
 	.venv/bin/ruff check .
 	.venv/bin/lint-imports
+	.venv/bin/mypy
 
 synth: setup
 	PATH=$(CURDIR)/.venv/bin:$$PATH .localcloud/node/node_modules/.bin/cdk synth --quiet
