@@ -1,4 +1,5 @@
-"""Entry points LocalStack loads: the runtime executor, the EFS-config hook and API Gateway's limits.
+"""Entry points LocalStack loads: the runtime executor, the EFS-config hook, API Gateway's limits
+and Lambda's invocation metrics left out.
 
 Imports of LocalStack internals stay inside the functions so that merely
 listing the plugins does not load the Lambda service.
@@ -30,3 +31,11 @@ def hycloud_api_gateway_limits() -> None:
     from hycloud_local_lambda import apigw_limits
 
     apigw_limits.install_patches()
+
+
+@hooks.on_infra_start()
+def hycloud_no_lambda_invocation_metrics() -> None:
+    """Lambda's Invocations/Errors metrics, which nothing reads, are not sent (lambda_metrics.py)."""
+    from hycloud_local_lambda import lambda_metrics
+
+    lambda_metrics.install_patches()
