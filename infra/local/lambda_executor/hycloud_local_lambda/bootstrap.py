@@ -110,15 +110,21 @@ def error_body(exc: BaseException, error_type: str | None = None, message: str |
     }
 
 
-def load_guard():
-    """The AWS rules checker beside this file, under a private name (a function may have a ``guard``)."""
+def load_beside(name: str):
+    """A module beside this file, under a private name (a function may have a ``guard`` of its own)."""
+    private = f"_hycloud_local_{name}"
     spec = importlib_util.spec_from_file_location(
-        "_hycloud_local_guard", os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+        private, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     )
     module = importlib_util.module_from_spec(spec)
-    sys.modules["_hycloud_local_guard"] = module
+    sys.modules[private] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_guard():
+    """The AWS rules checker (guard.py)."""
+    return load_beside("guard")
 
 
 def too_large(body: bytes) -> bytes | None:
@@ -279,6 +285,10 @@ def main() -> int:
 
     invocations: queue.Queue = queue.Queue()
     port = serve(invocations)
+    try:  # before the handler's import: its module-level clients too
+        load_beside("direct_dynamodb").install()
+    except Exception:  # then DynamoDB is reached through LocalStack, as before
+        traceback.print_exc()
     try:  # before the handler's import: module-level clients are checked too
         guard = guard_module.install()
     except Exception:  # a defect of the checker must not stop the function; it says so in the log

@@ -217,6 +217,9 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         # the AWS rules switch (guard.py); without it, the settings file localcloud.py writes
         if os.environ.get("HYCLOUD_LOCAL_ENFORCE"):
             env["HYCLOUD_LOCAL_ENFORCE"] = os.environ["HYCLOUD_LOCAL_ENFORCE"]
+        dynamodb = _dynamodb_local_url()
+        if dynamodb:  # DynamoDB calls skip LocalStack's proxy (direct_dynamodb.py)
+            env["HYCLOUD_LOCAL_DYNAMODB"] = json.dumps({"url": dynamodb, "account": version.id.account})
         # the function's own variables win, as on AWS
         env.update({k: str(v) for k, v in (version.config.environment or {}).items()})
         mounts = efs.mounts_for(version.id.account, version.id.region, version.id.function_name)
@@ -339,3 +342,15 @@ def _rewrite_mount_paths(env: dict[str, str], mounts: list[tuple[Path, str]]) ->
             if value == path or value.startswith(path.rstrip("/") + "/"):
                 rewritten[key] = str(folder) + value[len(path.rstrip("/")) :]
     return rewritten
+
+
+def _dynamodb_local_url() -> str | None:
+    """DynamoDB Local's URL while LocalStack runs it (it starts with the first DynamoDB request)."""
+    try:
+        from localstack.services.dynamodb.server import DynamodbServer
+
+        server = DynamodbServer.get()
+        return server.url if server.is_running() and server.is_up() else None
+    except Exception:  # noqa: BLE001 - without it, DynamoDB is reached through LocalStack
+        LOG.warning("DynamoDB Local's address unknown; functions reach DynamoDB through LocalStack")
+        return None
