@@ -1,15 +1,18 @@
-"""fsspec's own abstract test suite (Copy, Get, Put, Pipe, Open) against `hycloud://` on the
-deployed cloud, subclassed as s3fs and gcsfs do: the exceptions and path habits Python code that
-uses fsspec expects (FileNotFoundError, FileExistsError, "into a folder that does not exist yet").
+"""fsspec's own abstract test suite (Copy, Get, Put, Pipe, Open) against `hycloud://`,
+subclassed as s3fs and gcsfs do: the exceptions and path habits Python code that uses fsspec
+expects (FileNotFoundError, FileExistsError, "into a folder that does not exist yet").
 
-Sized for a routine run on the local cloud, where a request takes 0.1-1 s:
+What it proves is the client (fsspec_fs, the SDK) together with the controller's routes, so it
+runs in-process (tests/unit/inprocess_cloud.py: the controller's handler behind a `requests`
+adapter, moto for DynamoDB and S3, a temp dir for EFS): its thousands of small requests cost
+a function call each instead of a trip through the local cloud's gateway and Lambda. That the
+deployed cloud answers `hycloud://` the same way is proven by tests/e2e/test_fsspec.py.
+
 - the remote source trees the Copy and Get tests read (and never change) are made once for the
   module instead of once per test, built locally and sent in one bundle request;
 - of the 28 glob edge cases each of Copy, Get and Put runs, GLOB_SAMPLE (each kind of pattern:
   `?`, `[]`, `*`, `**`, with and without recursion and depth) run by default, all of them with
   HYCLOUD_FSSPEC_FULL=1.
-What a test costs is its requests: about 30 per test on average (the Copy tests' per-file cloud
-copies, and the suite's own isfile/exists checks after each change, are most of them).
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.tests.abstract.common import GLOB_EDGE_CASES_TESTS
 
 from hycloud.sdk import bundles
-
-pytestmark = pytest.mark.slow
+from tests.unit.inprocess_cloud import InProcessCloud, inprocess_cloud  # noqa: F401 (a fixture)
 
 FULL = os.environ.get("HYCLOUD_FSSPEC_FULL") == "1"
 GLOB_SAMPLE = {  # each wildcard once, with and without recursion and a depth limit
@@ -40,9 +42,9 @@ GLOB_ARGS = (GLOB_EDGE_CASES_TESTS["argnames"], GLOB_CASES)
 
 
 @pytest.fixture(scope="module")
-def hycloud_fs(alice):
+def hycloud_fs(inprocess_cloud: InProcessCloud):  # noqa: F811 (the imported fixture)
     fs = fsspec.filesystem(
-        "hycloud", endpoint=alice.deployment.api_url, key=alice.key, skip_instance_cache=True
+        "hycloud", endpoint=inprocess_cloud.base, key=inprocess_cloud.key, skip_instance_cache=True
     )
     root = f"/fsspec-abstract-{uuid.uuid4().hex[:8]}"
     fs.makedirs(root, exist_ok=True)
