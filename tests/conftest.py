@@ -35,7 +35,6 @@ CLOUD_TESTS = ("tests/e2e/", "tests/localcloud/")
 # workers finish together instead of one running a long module alone at the end. Order only.
 LONGEST_FIRST = (
     "large-files",  # xdist_group of test_large_delta and test_large_coded_delta
-    "tests/e2e/test_fsspec_abstract.py",
     "tests/e2e/test_tree_jobs.py",
     "tests/e2e/test_schemathesis.py",
     "tests/e2e/test_sync_devices.py",
