@@ -30,6 +30,8 @@ from fsspec.tests.abstract.common import GLOB_EDGE_CASES_TESTS
 from hycloud.sdk import bundles
 from tests.unit.inprocess_cloud import InProcessCloud, inprocess_cloud  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.slow  # ~1,500 requests at ~0.1 s of CPU each (moto): minutes, out of `make fast`
+
 FULL = os.environ.get("HYCLOUD_FSSPEC_FULL") == "1"
 GLOB_SAMPLE = {  # each wildcard once, with and without recursion and a depth limit
     ("fil?1", False, None),
