@@ -1,7 +1,7 @@
 """`hycloud://` over an in-memory cloud: the exceptions Python expects, writes into missing
 folders, and the kept folder listings (used by `info`, updated by the filesystem's own changes,
-never serving a path it removed). The deployed cloud runs fsspec's abstract suite
-(tests/e2e/test_fsspec_abstract.py)."""
+never serving a path it removed). fsspec's abstract suite runs against the controller itself
+(test_fsspec_abstract.py); tests/e2e/test_fsspec.py against the deployed cloud."""
 
 from __future__ import annotations
 

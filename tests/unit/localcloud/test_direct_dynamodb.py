@@ -24,7 +24,8 @@ def direct(monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setattr(botocore.auth.SigV4Auth, "add_auth", botocore.auth.SigV4Auth.add_auth)
-    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "")  # install() sets it: undone after the test
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB")
     return module
 
 
