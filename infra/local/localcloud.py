@@ -284,6 +284,9 @@ def localstack_env(gw_port: int) -> dict[str, str]:
             "EXTERNAL_SERVICE_PORTS_START": str(ext_start),
             "EXTERNAL_SERVICE_PORTS_END": str(ext_start + 50),
             "DYNAMODB_IN_MEMORY": "1",
+            # LocalStack's calls to itself (API Gateway invoking a function, a function's logs,
+            # stream polls) go straight to its handler chain instead of over HTTP to its own port
+            "IN_MEMORY_CLIENT": "1",
             # DynamoDB Local's own streams: the default forwards every write of a streamed table
             # through kinesis-mock, which fell minutes behind a busy table and held up every stream
             "PROVIDER_OVERRIDE_DYNAMODBSTREAMS": "v2",
