@@ -20,11 +20,15 @@ debian-packages:  # system packages the tests need (litmus, fuse3), when missing
 demo: setup
 	$(PY) infra/local/demo.py
 
+# The local cloud's install (LocalStack, DynamoDB Local, the function runtime, the CDK CLI: standard
+# library only) runs beside the project's, its output shown when both are done.
 test:
-	@set -e; t0=$$(date +%s); $(MAKE) --no-print-directory setup; t1=$$(date +%s); \
-	$(PY) infra/local/localcloud.py install; t2=$$(date +%s); \
+	@set -e; t0=$$(date +%s); log=$$(mktemp); \
+	$(PYTHON312) infra/local/localcloud.py install > $$log 2>&1 & installing=$$!; \
+	$(MAKE) --no-print-directory setup || { kill $$installing; cat $$log; exit 1; }; t1=$$(date +%s); \
+	wait $$installing || { cat $$log; exit 1; }; cat $$log; rm -f $$log; t2=$$(date +%s); \
 	set +e; $(PY) infra/local/run_tests.py --durations=20; rc=$$?; t3=$$(date +%s); \
-	echo "phases: project install $$((t1-t0)) s, local cloud install $$((t2-t1)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
+	echo "phases: project install $$((t1-t0)) s, local cloud install (beside it) done at $$((t2-t0)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
 	exit $$rc
 
 fast: setup  # daily work: everything but the slow end-to-end cases (make test runs them all)
