@@ -12,7 +12,6 @@ Starts the local cloud and deploys if needed; writes bench/results/fs.json and f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -93,14 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    local.start()
-    outputs = (
-        local.deploy(log=lambda m: None)
-        if not local.OUTPUTS.exists()
-        else json.loads(local.OUTPUTS.read_text()).popitem()[1]
-    )
-    env = local.cloud_env()
-    os.environ.update(env)
+    outputs, env = local.running_deployment()
     key = create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}")
     hc = HyCloud(outputs["LocalApiUrl"], key)
     s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])

@@ -16,8 +16,6 @@ Starts the local cloud and deploys if needed; writes bench/results/merkle.json a
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import tempfile
@@ -92,13 +90,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    local.start()
-    outputs = (
-        local.deploy(log=lambda m: None)
-        if not local.OUTPUTS.exists()
-        else json.loads(local.OUTPUTS.read_text()).popitem()[1]
-    )
-    os.environ.update(local.cloud_env())
+    outputs, _ = local.running_deployment()
     hc = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}"))
     changed = max(1, args.files // 100)
     runs: dict[str, list[dict]] = {k: [] for k in ("equal", "cold", "warm", "listing")}

@@ -169,6 +169,18 @@ def deploy(
     return outputs
 
 
+def running_deployment(log=lambda msg: None) -> tuple[dict[str, str], dict[str, str]]:
+    """The deployed app's outputs and the cloud's environment (also set in os.environ), starting
+    the local cloud and deploying when needed: what a benchmark runs against."""
+    fresh = start()  # a cloud started now holds nothing: outputs of an earlier one are stale
+    outputs = (
+        deploy(log=log) if fresh or not OUTPUTS.exists() else json.loads(OUTPUTS.read_text()).popitem()[1]
+    )
+    env = cloud_env()
+    os.environ.update(env)
+    return outputs, env
+
+
 def local_api_url(api_url: str, env: dict[str, str]) -> str:
     """The same API through the local gateway on 127.0.0.1 (the public host does not resolve offline)."""
     api_id = re.match(r"https?://([^.]+)\.execute-api", api_url).group(1)
