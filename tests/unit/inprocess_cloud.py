@@ -29,7 +29,7 @@ from requests.structures import CaseInsensitiveDict
 from urllib3 import HTTPResponse
 
 from hycloud import http
-from tests.conftest import LambdaContext, load_function, make_stores
+from tests.conftest import LambdaContext, api_event, load_function, make_stores
 
 BASE = "http://hycloud.inprocess/v1/_user_request_"  # the shape of the deployed API's URL
 BUCKET, TABLE, REGION = "hycloud-inprocess-content", "hycloud-inprocess", "us-east-1"
@@ -64,37 +64,22 @@ def _body_bytes(body: Any) -> bytes:
 
 
 def to_event(request: requests.PreparedRequest, base_path: str) -> dict:
-    """The API Gateway REST proxy event of `request` (the route is the URL path past the base)."""
+    """The API Gateway REST proxy event of `request` (the route is the URL path past the base):
+    `api_event`'s, with every value of a repeated header or query name and the full request path."""
     url = urlsplit(request.url or "")
     path = url.path[len(base_path) :] or "/"
     headers, multi_headers = _listing(list(request.headers.items()))
     query, multi_query = _listing(parse_qsl(url.query, keep_blank_values=True))
     data = _body_bytes(request.body)
     binary = _content_type(request.headers) == OCTET
-    body: str | None = None
+    body: bytes | str | None = None
     if data or request.body is not None:
-        body = base64.b64encode(data).decode() if binary else data.decode("utf-8", "replace")
-    return {
-        "resource": "/{proxy+}",
-        "path": path,
-        "httpMethod": request.method,
-        "headers": headers,
-        "multiValueHeaders": multi_headers,
-        "queryStringParameters": query or None,
-        "multiValueQueryStringParameters": multi_query or None,
-        "pathParameters": {"proxy": path.lstrip("/")},
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": "/{proxy+}",
-            "httpMethod": request.method,
-            "path": url.path,
-            "stage": "v1",
-            "requestId": "inprocess",
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-        "body": body,
-        "isBase64Encoded": binary and body is not None,
-    }
+        body = data if binary else data.decode("utf-8", "replace")
+    event = api_event(request.method or "GET", path, query=query or None, body=body, headers=headers)
+    event["multiValueHeaders"] = multi_headers
+    event["multiValueQueryStringParameters"] = multi_query or None
+    event["requestContext"].update(path=url.path, requestId="inprocess")
+    return event
 
 
 def _content_type(headers: Any) -> str:
