@@ -126,7 +126,8 @@ def test_relay_after_eviction_runs_a_new_execution(deployment, alice, tmp_path):
     assert not cached.exists()
 
     second = sdk.http.json("POST", "/v1/relay", json={"path": "/again.bin"})
-    assert second["state"] == "running" and second["job"] != first["job"], (first, second)
+    # A 4 MiB relay can finish before the answer is written, so "ready" with the new job counts too.
+    assert second["state"] in ("running", "ready") and second["job"] != first["job"], (first, second)
     alice.cli("get", "--via", "relay", "/again.bin", str(tmp_path / "two"))
     assert (tmp_path / "two").read_bytes() == data and cached.read_bytes() == data
     runs = relay_runs(deployment)
