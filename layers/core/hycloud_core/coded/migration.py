@@ -113,8 +113,12 @@ def drop_moved_copies(store: BlockStore, namespaces_dir: str, before: float) -> 
     hashes = {block_hash for _region, block_hash in named}
     deleted: dict[str, int] = {}
     for region in store.regions:
-        for block_hash, written in list(store.listed(region)):
-            if block_hash in hashes and (region, block_hash) not in named and written < before:
-                store.delete(region, block_hash)
-                deleted[region] = deleted.get(region, 0) + 1
+        gone = [
+            block_hash
+            for block_hash, written in store.listed(region)
+            if block_hash in hashes and (region, block_hash) not in named and written < before
+        ]
+        if gone:
+            store.delete_many(region, gone)
+            deleted[region] = len(gone)
     return deleted

@@ -50,8 +50,9 @@ def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: fl
                 candidates.append((region, block_hash))
     marks |= linked_blocks(namespaces_dir)
     result.marked = len(marks)
-    for region, block_hash in candidates:
-        if block_hash not in marks:
-            store.delete(region, block_hash)
-            result.deleted[region] = result.deleted.get(region, 0) + 1
+    for region in store.regions:
+        gone = [h for r, h in candidates if r == region and h not in marks]
+        if gone:
+            store.delete_many(region, gone)
+            result.deleted[region] = len(gone)
     return result

@@ -59,8 +59,9 @@ class MemoryStore:
         assert region in self.buckets
         self.blobs[(region, block_hash)] = data
 
-    def delete(self, region: str, block_hash: str) -> None:
-        self.blobs.pop((region, block_hash), None)
+    def delete_many(self, region: str, block_hashes: list[str]) -> None:
+        for block_hash in block_hashes:
+            self.blobs.pop((region, block_hash), None)
 
 
 class CountingStore(MemoryStore):
