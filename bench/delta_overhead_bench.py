@@ -36,7 +36,7 @@ from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud.transfer.delta import run_job  # noqa: E402
 from hycloud_core import content  # noqa: E402
-from hycloud_core.relay import execution_arn  # noqa: E402
+from hycloud_core.jobs.executions import execution_arn  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
 SIZE = 8 * 2**20

@@ -15,9 +15,9 @@ import os
 
 import boto3
 
-from hycloud_core import executions
 from hycloud_core.config import InstanceConfig
 from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
+from hycloud_core.jobs import executions
 from hycloud_core.launch.coded_jobs import queue_coded_job
 from hycloud_core.launch.dispatch import dispatch_pass
 from hycloud_core.observability import logger, observed

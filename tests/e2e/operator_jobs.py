@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from hycloud_core.relay import execution_arn
+from hycloud_core.jobs.executions import execution_arn
 
 
 def run_operator_job(deployment, outputs: dict[str, str], job_input: dict, timeout_s: float = 420) -> dict:

@@ -19,7 +19,7 @@ import pytest
 
 from hycloud.transfer.staging import stage
 from hycloud_core import bundle
-from hycloud_core.relay import execution_arn
+from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.store.queue_records import QueueStore
 from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from infra.local import deploy as local

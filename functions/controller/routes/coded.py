@@ -26,8 +26,8 @@ from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
+from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.launch.coded_jobs import queue_coded_job
-from hycloud_core.relay import execution_arn
 from hycloud_core.store import cached_copies
 from hycloud_core.store.measurements import Measurements, Sample
 from hycloud_core.store.queue_records import QueueStore

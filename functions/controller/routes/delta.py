@@ -48,7 +48,7 @@ from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
-from hycloud_core.job_ledger import JobLedger
+from hycloud_core.jobs.ledger import JobLedger
 from hycloud_core.observability import logger
 from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.store.queue_records import BACKGROUND

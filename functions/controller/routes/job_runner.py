@@ -1,6 +1,6 @@
 """Starting and reporting relay and delta jobs (Step Functions executions) for the caller.
 
-Which execution serves a job is decided by the job ledger (hycloud_core.job_ledger); when it
+Which execution serves a job is decided by the job ledger (hycloud_core.jobs.ledger); when it
 runs is decided by the FOP queue (hycloud_core.store.queue_records, docs/SCHEDULING.md): a new
 attempt is queued and a bounded dispatch pass runs at once, so on an idle system it starts in
 this request. This module adds the Step Functions calls and turns an execution (or its place in the
@@ -23,12 +23,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.config import Config
 from context import CONFIG, records, user
 
-from hycloud_core import executions, jobs
+from hycloud_core import jobs
 from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.errors import NotFoundError
 from hycloud_core.fs.tree_walk import PRE, under, walk
-from hycloud_core.job_ledger import JobLedger, JobRecord, submit
+from hycloud_core.jobs import executions
+from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
 from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements

@@ -2,7 +2,7 @@
 
 A relay job is keyed by the cache entry and the version the path holds: requests for it while it
 runs, or while its copy is in the cache, find the same execution; after a failure or an eviction
-the next request runs a new attempt under a new execution name (hycloud_core.job_ledger).
+the next request runs a new attempt under a new execution name (hycloud_core.jobs.ledger).
 
 A coded file's job runs at the user's optimal instance (`optimal.py`); the file it made whole is
 then read from that instance's bucket, by the presigned `url` the ready state carries, instead of
@@ -23,8 +23,9 @@ from models import Length, Offset, RelayTarget, UserPath, Wait
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.job_ledger import JobLedger, JobRecord
-from hycloud_core.relay import byte_ranges, relay_job_key, remote_relay_key
+from hycloud_core.jobs import relay_job_key
+from hycloud_core.jobs.ledger import JobLedger, JobRecord
+from hycloud_core.relay import byte_ranges, remote_relay_key
 
 from . import optimal
 from .coded import relay_source

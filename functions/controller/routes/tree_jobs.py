@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 from hycloud_core import paths
 from hycloud_core.errors import HyCloudError, NotFoundError
 from hycloud_core.fs.tree_walk import count
-from hycloud_core.relay import execution_arn
+from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.store.locks import WAIT_S, Lease
 from hycloud_core.store.queue_records import QueueStore
 from hycloud_core.store.tree_jobs import (

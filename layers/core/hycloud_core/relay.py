@@ -1,4 +1,5 @@
-"""Naming shared by the controller and the relay and delta workflows."""
+"""Relay naming shared by the controller and the relay and delta workflows: where their files go,
+how a large file is split; a relay job's key and execution are jobs/ concerns."""
 
 from __future__ import annotations
 
@@ -7,20 +8,9 @@ import json
 from typing import Any
 
 from .content import PART_SIZE
-from .jobs import job_key
 
 REMOTE_RELAY_PREFIX = "relay/"  # a data instance's bucket: files its relay jobs made whole (a day)
 LAYOUT_PREFIX = "layouts/"  # a data instance's bucket: layouts its jobs read (a day)
-
-
-def relay_job_key(cache_name: str, content_hash: str) -> str:
-    """Key of the relay job filling one cache entry with one version (the version the path holds)."""
-    return job_key("relay", cache_name, content_hash)
-
-
-def execution_arn(state_machine_arn: str, name: str) -> str:
-    """ARN of the execution `name` of a state machine, known before it starts (for status look-ups)."""
-    return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
 
 
 def byte_ranges(size: int, range_bytes: int) -> list[dict[str, Any]]:

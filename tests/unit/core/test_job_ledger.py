@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core import jobs
-from hycloud_core.job_ledger import JobLedger, JobRecord, submit
+from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
 from tests.conftest import make_stores
 
 KEY = jobs.job_key("ul", "alice", "/f", "a" * 64)
@@ -71,7 +71,7 @@ def test_a_gone_or_stale_result_starts_a_new_attempt(table, monkeypatch):
     machine.runs[first] = "SUCCEEDED"
     assert run(table, machine, alive=False) == f"{KEY}-2"  # e.g. evicted from the relay cache
     machine.runs[f"{KEY}-2"] = "SUCCEEDED"
-    import hycloud_core.job_ledger as ledger
+    import hycloud_core.jobs.ledger as ledger
 
     monkeypatch.setattr(ledger.time, "time", lambda: 10**12)  # past fresh_until
     assert run(table, machine) == f"{KEY}-3"

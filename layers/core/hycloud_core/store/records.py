@@ -13,7 +13,7 @@ deployment has one thing to back up and replicate to a standby region:
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | share link, a user's share links | `SHARE#<token>`, `SHARES#<user>` | `SHARE`, `S#<token>` / `SERVED` | see shares.py |
 | collector state | `GC#STATE` | `TREE` | epoch: bumped by folder moves (see collector.py) |
-| job ledger | `JOB#<user>` | `<job key>` | attempt, fresh_until, expiration (TTL, 91 days: job_ledger.py) |
+| job ledger | `JOB#<user>` | `<job key>` | attempt, fresh_until, expiration (TTL, 91 days: jobs/ledger.py) |
 | answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
 `<user>` in `NS#`, `MK#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).

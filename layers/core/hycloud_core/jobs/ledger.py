@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import HyCloudError
-from .jobs import execution_name
+from ..errors import HyCloudError
+from .names import execution_name
 
 RESULT_FRESH_S = 6 * 3600  # well inside upkeep's 24 h for staging files
 KEEP_S = 91 * 86400  # a closed execution's name is reusable after 90 days

@@ -4,7 +4,7 @@ A job's key is a digest of what it computes and of the state it read (the path's
 content hash), so the same request against the same state is one job. Each attempt at a job is
 its own Step Functions execution, `<key>-<attempt>`: a closed execution's name cannot be used
 again (for 90 days on AWS), so a retry after a failure, or after the result is gone, needs a new
-name. The attempt counter lives in the job ledger (job_ledger.py).
+name. The attempt counter lives in the job ledger (ledger.py).
 
 Callers learn how a job failed as a short code and a fixed message, never the cause Step
 Functions records (a stack trace, and details such as sizes read from content).
@@ -19,8 +19,8 @@ import re
 import secrets
 from typing import Any
 
-from .atomic import atomic_write
-from .errors import BadRequestError
+from ..atomic import atomic_write
+from ..errors import BadRequestError
 
 KINDS = ("dl", "ul", "relay")
 _KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
@@ -39,6 +39,11 @@ def job_key(kind: str, *parts: str | bytes) -> str:
         data = part.encode() if isinstance(part, str) else part
         digest.update(len(data).to_bytes(8, "big") + data)  # length-prefixed: no ambiguous joins
     return f"{kind}-{digest.hexdigest()[:40]}"
+
+
+def relay_job_key(cache_name: str, content_hash: str) -> str:
+    """Key of the relay job filling one cache entry with one version (the version the path holds)."""
+    return job_key("relay", cache_name, content_hash)
 
 
 def execution_name(key: str, attempt: int) -> str:

@@ -11,8 +11,12 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from . import reach
-from .relay import execution_arn
+from .. import reach
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """ARN of the execution `name` of a state machine, known before it starts (for status look-ups)."""
+    return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
 
 
 def region_of(arn: str) -> str | None:
