@@ -36,6 +36,7 @@ from hycloud_core.errors import HyCloudError
 
 from .failover_journal import PREPARING, UPLOAD, Change, Journal, journal_path, scope_of
 from .http import MUTATING, Http
+from .transfer.config import DEFAULT, TransferConfig
 
 CONNECT_TIMEOUT_S = 3.0
 LAG_POLL_S = 10.0
@@ -82,13 +83,14 @@ class FailoverHttp:
         journal: Path | str | None = None,
         *,
         reconcile: Reconcile,
+        transfer: TransferConfig = DEFAULT,
     ):
         """`journal`: the journal's file (default: beside the client's state, failover_journal.py),
         so what one run had acknowledged is replayed by a later run that finds the primary down.
         `reconcile(standby, primary, api_key)` copies the standby's newer state to the primary at
         switch-back and says how many files or folders it changed; the SDK supplies it
         (sdk/switch_back.py), so this transport does not depend on the SDK."""
-        self.reconcile = reconcile
+        self.reconcile, self.transfer = reconcile, transfer
         self.primary = Http(primary, api_key, timeout, retries=1)
         self.primary.timeout = (CONNECT_TIMEOUT_S, timeout)
         self.standby = Http(standby, api_key, timeout)
@@ -224,7 +226,9 @@ class FailoverHttp:
         if not os.path.exists(local) or content.hash_file(local)[0] != want:
             self.journal.lost(change, "the local file changed since it was uploaded")
             return
-        upload_large(self.standby, local, change.route, parents=True, keep=change.kwargs["keep"])
+        upload_large(
+            self.standby, local, change.route, parents=True, keep=change.kwargs["keep"], config=self.transfer
+        )
 
     def uploaded(
         self, local: str | os.PathLike, remote: str, content_hash: str, keep: dict[str, Any]

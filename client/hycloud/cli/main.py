@@ -23,6 +23,7 @@ from ..progress_bar import RichProgress
 from ..sdk import HyCloud
 from ..sdk.trees import kept_metadata
 from ..transfer.background import settle
+from ..transfer.config import TransferConfig
 from . import browse, exit_codes, targets, tree_commands
 from . import bwlimit as bwlimit_hook
 from .admin import admin
@@ -108,8 +109,11 @@ def _options(
     bwlimit_hook.install(bwlimit_hook.parse_rate(bwlimit) if bwlimit else 0)
 
 
-def _client() -> HyCloud:
-    return HyCloud.from_config()
+def _client(transfers: int | None = None) -> HyCloud:
+    """The profile's client; `--transfers N` sets its TransferConfig's files in flight."""
+    return (
+        HyCloud.from_config(transfer=TransferConfig(files=transfers)) if transfers else HyCloud.from_config()
+    )
 
 
 app.command(epilog=CONFIGURE_EXAMPLES)(configure)
@@ -234,7 +238,7 @@ def put(
     if coded and plain:
         raise HyCloudError("--coded and --plain exclude each other", code="bad-usage", status=400)
     keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
-    client, bar = _client(), _bar()
+    client, bar = _client(transfers), _bar()
     try:
         if local.is_dir():
             if not recursive:
@@ -322,7 +326,7 @@ def get(
         if not _left_out(keep, targets.basename(remote)):
             browse.copy_to(_client(), remote, sys.stdout.buffer)
         return
-    client, bar = _client(), _bar()
+    client, bar = _client(transfers), _bar()
     try:
         if recursive:
             tree_commands.download(client, remote, local, bar, keep, dry_run, transfers)
@@ -428,7 +432,7 @@ def cp(
     """Copy a file or directory (large files are shared, not copied); into DST if it ends in / or is a directory.
     With --exclude/--include or --dry-run a folder is copied file by file."""
     keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
-    client = _client()
+    client = _client(transfers)
     target = targets.remote_op(client, "copy", src, dst)
     if (keep is not None or dry_run) and client.stat(src)["type"] == "dir":
         return tree_commands.copy(client, src, target, keep, dry_run, transfers)

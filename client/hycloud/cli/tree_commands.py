@@ -19,11 +19,11 @@ from hycloud_core import paths
 from hycloud_core.errors import BadRequestError, HyCloudError, NotFoundError
 
 from ..sdk import HyCloud, trees
-from ..sdk.bundles import PARALLEL
 from ..sync.diff import find
 from ..sync.filters import PathFilter
 from ..sync.scan import scan
 from ..sync.state import SyncState
+from ..transfer.config import DEFAULT
 from . import tree_report
 from .output import note
 from .walk import walk
@@ -41,7 +41,7 @@ Include = Annotated[
 ]
 Transfers = Annotated[
     int | None,
-    typer.Option("--transfers", metavar="N", help=f"Requests in flight at once (default {PARALLEL})."),
+    typer.Option("--transfers", metavar="N", help=f"Requests in flight at once (default {DEFAULT.files})."),
 ]
 
 
@@ -160,7 +160,7 @@ def copy(
     if dry_run:
         result.files = [{"src": e["path"], "path": d, "size": e["size"]} for e, d in pairs]
         return tree_report.finish(result, "copy", src, target, dry_run=True)
-    with ThreadPoolExecutor(transfers or PARALLEL) as pool:
+    with ThreadPoolExecutor(transfers or client.transfer.files) as pool:
         list(pool.map(lambda d: client.mkdir(d, parents=True), folders))
         for entry, dst, outcome in pool.map(lambda pair: (*pair, _copy_one(client, *pair)), pairs):
             if isinstance(outcome, HyCloudError):

@@ -26,6 +26,7 @@ from hycloud_core import bundle, content, paths
 from hycloud_core.errors import HyCloudError, error_from_body
 
 from ..transfer import Progress
+from ..transfer.config import DEFAULT
 from ..transfer.staging import stage
 from ..verify import check_stored
 from .subscribers import ProgressLike, as_progress, report
@@ -34,10 +35,9 @@ if TYPE_CHECKING:
     from .client import HyCloud
 
 OCTET = "application/octet-stream"
-PARALLEL = 4  # bundle requests in flight at once
 MEMBERS = 64  # files per upload bundle: the cloud commits them side by side within a few seconds
 RAW = 8 * 1024 * 1024  # bytes per upload bundle before compression
-SPREAD = 16  # with at least this many files per bundle, use all PARALLEL requests
+SPREAD = 16  # with at least this many files per bundle, use all the requests in flight
 PATHS = 200  # paths per download request (the answer says which did not fit: asked again)
 JOB_WAIT_S = 20  # a staged bundle's job: each poll held this long by the cloud while it runs
 TRIES = 2  # a failed file is re-queued once
@@ -65,7 +65,7 @@ def put_files(
     in order: `{"path", "status": "ok", ...what client.put returns}` or `{"path", "status":
     "error", "error": message, "code"}`. `expect` maps a remote path to the version it must hold
     (`preconditions.py`): a file whose path holds another fails with `version-mismatch`, not sent
-    again. `parallel`: requests in flight at once (default PARALLEL)."""
+    again. `parallel`: requests in flight at once (default: the client's TransferConfig.files)."""
     results: list[dict] = [{} for _ in pairs]
     lock, progress = threading.Lock(), as_progress(progress)
     small, large = _plan_uploads(client, pairs, results, expect or {})
@@ -76,7 +76,7 @@ def put_files(
             if result["status"] == "ok" and result.get("storage") == "small":  # large: reported as sent
                 report(progress, f"upload {item.local.name}", item.size)
 
-    parallel = parallel or PARALLEL
+    parallel = parallel or client.transfer.files
     with ThreadPoolExecutor(parallel) as pool:
         for _ in range(TRIES):
             jobs = [pool.submit(_send_bundle, client, group, done) for group in _groups(small, parallel)]
@@ -118,7 +118,7 @@ def _plan_uploads(
     return small, large
 
 
-def _groups(items: list[_Upload], parallel: int = PARALLEL) -> Iterator[list[_Upload]]:
+def _groups(items: list[_Upload], parallel: int = DEFAULT.files) -> Iterator[list[_Upload]]:
     """Bundles of at most MEMBERS files and RAW bytes, spread over `parallel` requests when there
     are enough files for it."""
     per = max(1, min(MEMBERS, max(SPREAD, -(-len(items) // parallel))))
@@ -172,7 +172,7 @@ def _post_bundle(client: HyCloud, body: bytes, root: str) -> dict:
         return client.http.json(
             "POST", "/v1/bundles", params=params, data=body, headers={"Content-Type": OCTET}
         )
-    params["staged"] = stage(client.http, io.BytesIO(body))
+    params["staged"] = stage(client.http, io.BytesIO(body), client.transfer)
     answer = client.http.json("POST", "/v1/bundles", params=params, data=b"", headers={"Content-Type": OCTET})
     while answer.get("state") in ("queued", "running"):
         answer = client.http.json(
@@ -243,7 +243,7 @@ def get_files(
             if result["status"] == "ok" and not reported:
                 report(progress, f"download {Path(result['path']).name}", result["size"])
 
-    with ThreadPoolExecutor(parallel or PARALLEL) as pool:
+    with ThreadPoolExecutor(parallel or client.transfer.files) as pool:
         for _ in range(TRIES):
             queue = list(wanted)
             while queue:  # an answer serves at least one file, so this ends

@@ -20,6 +20,7 @@ from ..config import ClientConfig
 from ..failover import FailoverHttp
 from ..http import Http, Transport
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
+from ..transfer.config import DEFAULT, TransferConfig
 from ..verify import check_stored, verified_body
 from ..versions import VersionStore
 from . import tree_jobs, trees
@@ -51,11 +52,18 @@ class HyCloud:
     PayloadTooLargeError = errors.PayloadTooLargeError
 
     def __init__(
-        self, endpoint: str, api_key: str, timeout: float = 60.0, standby: str | None = None
+        self,
+        endpoint: str,
+        api_key: str,
+        timeout: float = 60.0,
+        standby: str | None = None,
+        transfer: TransferConfig | None = None,
     ) -> None:
-        """`standby`: the standby controller's API URL; with it the client fails over (failover.py)."""
+        """`standby`: the standby controller's API URL; with it the client fails over (failover.py).
+        `transfer`: how file bytes move (parallelism, timeouts, retries; transfer/config.py)."""
+        self.transfer = transfer or DEFAULT
         self.http: Transport = (
-            FailoverHttp(endpoint, standby, api_key, timeout, reconcile=_switch_back)
+            FailoverHttp(endpoint, standby, api_key, timeout, reconcile=_switch_back, transfer=self.transfer)
             if standby
             else Http(endpoint, api_key, timeout)
         )
@@ -68,10 +76,10 @@ class HyCloud:
         self.instance_sessions: SessionFor | None = None  # region -> its own HTTP session
 
     @classmethod
-    def from_config(cls, profile: str | None = None) -> HyCloud:
+    def from_config(cls, profile: str | None = None, transfer: TransferConfig | None = None) -> HyCloud:
         """The client of a saved profile (`hycloud configure`; default: $HYCLOUD_PROFILE or 'default')."""
         cfg = ClientConfig.load(profile)
-        return cls(cfg.endpoint, cfg.api_key, standby=cfg.standby)
+        return cls(cfg.endpoint, cfg.api_key, standby=cfg.standby, transfer=transfer)
 
     # --- metadata ------------------------------------------------------------------------------
     def info(self) -> dict:
@@ -261,7 +269,9 @@ class HyCloud:
         if self._codes_by_default(size, coded, via):
             return self._put_coded(local, remote, parents, progress, keep, headers)
         started = time.perf_counter()
-        result = upload_large(self.http, local, remote, parents, progress, keep=keep, headers=headers)
+        result = upload_large(
+            self.http, local, remote, parents, progress, keep=keep, headers=headers, config=self.transfer
+        )
         self._journaled(local, remote, result, _keep(mtime, mode))
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
@@ -300,7 +310,7 @@ class HyCloud:
                 else (lambda size, d: auto.upload_pays(size, d, rates))
             )
             result = signature_upload(
-                self.http, local, remote, known.content_hash, known.signature, pays, progress
+                self.http, local, remote, known.content_hash, known.signature, pays, progress, self.transfer
             )
         else:
             return None
@@ -345,6 +355,7 @@ class HyCloud:
                 force=force_delta,
                 s3_efs_rate=auto.rates(self.store).s3_efs,
                 base_hash=known.content_hash if known and known.matches(base) else None,
+                config=self.transfer,
             )
         except NotFoundError:
             return None  # no folder there yet: the whole file is the upload
@@ -364,7 +375,9 @@ class HyCloud:
     ) -> dict:
         from ..transfer.coded import upload_coded
 
-        result = upload_coded(self.http, local, remote, parents, progress, keep, headers=headers)
+        result = upload_coded(
+            self.http, local, remote, parents, progress, keep, headers=headers, config=self.transfer
+        )
         auto.remember(self.store, remote, result["content_hash"], local)  # a base for the next delta
         return self._noted(self._journaled(local, remote, result, keep), "coded")
 
@@ -414,9 +427,18 @@ class HyCloud:
         with tempfile.TemporaryDirectory(prefix="hycloud-") as folder:
             info, target = response.json(), Path(folder) / "file"
             if "erasure" in info:
-                download_coded(self.http, path, target, as_progress(progress), self.instance_endpoints)
+                download_coded(
+                    self.http,
+                    path,
+                    target,
+                    as_progress(progress),
+                    self.instance_endpoints,
+                    config=self.transfer,
+                )
                 return target.read_bytes()
-            local = download_large(info, target, as_progress(progress), self._fresh_url(path, info))
+            local = download_large(
+                info, target, as_progress(progress), self._fresh_url(path, info), self.transfer
+            )
             return local.read_bytes()
 
     # --- trees ---------------------------------------------------------------------------------
@@ -488,7 +510,14 @@ class HyCloud:
             started = time.perf_counter()
             assert base is not None  # a delta needs a base (above)
             result = delta_download(
-                self.http, info, Path(base), local, progress, mode=delta_mode, base_hash=base_hash
+                self.http,
+                info,
+                Path(base),
+                local,
+                progress,
+                mode=delta_mode,
+                base_hash=base_hash,
+                config=self.transfer,
             )
             if result is not None:
                 self._delta_done(remote, info, local, result, started)
@@ -497,11 +526,11 @@ class HyCloud:
         started = time.perf_counter()
         queued: dict[str, Any] = {}
         if mode == "relay":
-            download_relay(self.http, remote, local, progress, queued, self.instance_endpoints)
+            download_relay(self.http, remote, local, progress, queued, self.instance_endpoints, self.transfer)
         elif "erasure" in info:
             return self._get_coded(remote, local, progress)
         else:
-            download_large(info, local, progress, self._fresh_url(remote, info))
+            download_large(info, local, progress, self._fresh_url(remote, info), self.transfer)
         rate = info["size"] / max(time.perf_counter() - started, 1e-6)
         if info["size"] > 4 * MiB:
             self.store.add_rate("relay_down" if mode == "relay" else "down", rate)
@@ -530,7 +559,14 @@ class HyCloud:
             return {"kind": "same"}
         job_seconds = time.perf_counter() - started
         result = delta_download(
-            self.http, info, local, local, progress, base_hash=known.content_hash, ran=ran
+            self.http,
+            info,
+            local,
+            local,
+            progress,
+            base_hash=known.content_hash,
+            ran=ran,
+            config=self.transfer,
         )
         if result is not None:
             result["job_seconds"] = result["steps"]["job"] = job_seconds
@@ -550,7 +586,13 @@ class HyCloud:
         from ..transfer.coded import download_coded
 
         result = download_coded(
-            self.http, remote, local, progress, self.instance_endpoints, self.instance_sessions
+            self.http,
+            remote,
+            local,
+            progress,
+            self.instance_endpoints,
+            self.instance_sessions,
+            config=self.transfer,
         )
         self.last_transfer = {"mode": "coded", **result}
         return local

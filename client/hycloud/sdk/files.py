@@ -114,12 +114,14 @@ class RemoteReader(io.RawIOBase):
         if "erasure" in self._link:  # a coded file: the chunks that hold the range, from k blocks each
             from ..transfer.coded import ChunkReader  # the erasure decoder, loaded when first needed
 
-            self._chunks = self._chunks or ChunkReader(self.client.http, self.path)
+            self._chunks = self._chunks or ChunkReader(self.client.http, self.path, self.client.transfer)
             return self._chunks.read(offset, length)
         self._session = self._session or new_session(retries=3)
         headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
         for attempt in range(2):
-            r = self._session.get(self._link["url"], headers=headers, timeout=300)
+            r = self._session.get(
+                self._link["url"], headers=headers, timeout=self.client.transfer.part_timeout
+            )
             if r.status_code in (200, 206):
                 return r.content if r.status_code == 206 else r.content[offset : offset + length]
             if r.status_code in (400, 403) and attempt == 0:

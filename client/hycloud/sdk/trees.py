@@ -106,7 +106,7 @@ def upload_tree(
     the others still go; with `raise_errors` the first refusal or failure (after one retry) is
     raised once the others are stored, else every one is in the result. `keep(rel, is_dir)`
     leaves out what it says no to (--exclude/--include); `dry_run` sends nothing and lists what
-    would be sent; `parallel` is the number of requests in flight (bundles.PARALLEL)."""
+    would be sent; `parallel` is the number of requests in flight (default: TransferConfig.files)."""
     local_dir, remote_dir, progress = Path(local_dir), paths.normalize(remote_dir), as_progress(progress)
     result = TreeResult()
 
@@ -127,7 +127,7 @@ def upload_tree(
     stored = bundles.put_files(client, pairs, progress, parallel=parallel)
     made = _ancestors(remote for _, remote in pairs)
     empty = [d for _, d, is_dir in found if is_dir and d not in made]
-    with ThreadPoolExecutor(parallel or bundles.PARALLEL) as pool:  # folders that no file made
+    with ThreadPoolExecutor(parallel or client.transfer.files) as pool:  # folders that no file made
         list(pool.map(lambda d: client.mkdir(d, parents=True), _leaves(empty)))
     result.files = [{k: v for k, v in r.items() if k != "status"} for r in stored if r["status"] == "ok"]
     result.failed = [

@@ -36,19 +36,20 @@ from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Transport, new_session
 from ..verify import check_stored
+from .config import DEFAULT, TransferConfig
 from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
 from .renew import Fetch, UrlBook, expired_answer, with_renewal
+from .retry import send_presigned, with_retries
 
-UPLOAD_WORKERS = 8
-STREAMS_PER_INSTANCE = 4  # concurrent block GETs per instance: keeps a long, thin link full
+STREAMS_PER_INSTANCE = DEFAULT.streams_per_instance  # the default, which bench/geo_bench.py reads
 HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
 HEDGE_MIN_S = 0.5
 SETUP_ROUND_TRIPS = 2  # before an instance's first block: TCP connect, then the request
 PROBE_BYTES = 256 * 1024  # a probe's read: long enough to pass the round trip, short beside a block
-TIMEOUT = (10, 120)  # connect, read: an instance that does not answer loses its blocks
 DROP_AFTER = 2  # connection failures in a row that drop an instance for the rest of the download
+RECONNECT = TransferConfig(attempts=2, backoff_s=0.0)  # a dropped connection: one new one, at once
 SessionFor = Callable[[str], requests.Session]
 
 
@@ -72,26 +73,26 @@ def _encode(local: Path, n: int, k: int, chunk_size: int, folder: Path) -> dict:
     return {"n": n, "k": k, "chunk_size": chunk_size, "chunks": chunks}
 
 
-def _put(session: requests.Session, url: str, data: bytes, checksum: str) -> requests.Response:
-    """One PUT of a block, sent again on a dropped connection or a 5xx; S3's last answer."""
-    for attempt in range(3):
-        try:
-            r = session.put(url, data=data, headers={"x-amz-checksum-sha256": checksum}, timeout=TIMEOUT)
-        except requests.RequestException:
-            if attempt == 2:
-                raise
-            continue
-        if r.status_code < 500:
-            return r
-    return r
+def _put(
+    session: requests.Session, url: str, data: bytes, checksum: str, config: TransferConfig
+) -> requests.Response:
+    """One PUT of a block, sent again while it may yet succeed (retry.py); S3's last answer."""
+    headers = {"x-amz-checksum-sha256": checksum}
+    return send_presigned(
+        lambda: session.put(url, data=data, headers=headers, timeout=config.block_timeout),
+        config,
+        config.block_attempts,
+    )
 
 
-def _put_block(session: requests.Session, book: UrlBook, key: str, path: Path) -> int:
+def _put_block(
+    session: requests.Session, book: UrlBook, key: str, path: Path, config: TransferConfig = DEFAULT
+) -> int:
     """Bytes sent: the block, or 0 when, asked again for an expired URL, the cloud said it holds
     the block already (nothing is written over a stored block)."""
     data = path.read_bytes()
     checksum = base64.b64encode(bytes.fromhex(path.name)).decode()
-    r = with_renewal(book, key, lambda url: _put(session, url, data, checksum))
+    r = with_renewal(book, key, lambda url: _put(session, url, data, checksum, config))
     book.done(key)
     if r is None:
         return 0
@@ -201,6 +202,7 @@ def upload_coded(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     report: bool = True,
     headers: dict[str, str] | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict:
     """Code, place, upload and commit `local` at `remote`; blocks an instance holds already are not
     sent. Reports each instance's upload rate (the controller's estimate before any download)."""
@@ -235,7 +237,9 @@ def upload_coded(
                 block = placed["chunks"][ci]["blocks"][bi]
                 items.append((block["instance"], key, folder / block["hash"]))
             for nbytes in run_parallel(
-                lambda it: clock.timed(it[0], _put_block, session, book, *it[1:]), items, UPLOAD_WORKERS
+                lambda it: clock.timed(it[0], _put_block, session, book, *it[1:], config),
+                items,
+                config.workers,
             ):
                 sent += nbytes
                 progress.advance(nbytes)
@@ -318,8 +322,8 @@ class ChunkReader:
     fails; the decoded chunk is checked against its sha256. The last chunk read is kept, so
     reads in order decode each chunk once."""
 
-    def __init__(self, http: Transport, remote: str) -> None:
-        self.http, self.remote = http, remote
+    def __init__(self, http: Transport, remote: str, config: TransferConfig = DEFAULT) -> None:
+        self.http, self.remote, self.timeout = http, remote, config.block_timeout
         self.session = new_session(retries=2)
         self.cached: tuple[int, bytes] | None = None
         self._plan()
@@ -355,7 +359,7 @@ class ChunkReader:
         """The verified block, or None when it cannot be had (another holder's is tried); a URL
         that expired is asked for again (a file replaced meanwhile fails the read)."""
         try:
-            r = with_renewal(self.book, f"{c}/{bi}", lambda url: self.session.get(url, timeout=TIMEOUT))
+            r = with_renewal(self.book, f"{c}/{bi}", lambda url: self.session.get(url, timeout=self.timeout))
         except requests.RequestException:
             return None
         if r is None:
@@ -646,16 +650,16 @@ class Fetcher:
         """One request, sent once more when the instance closed the connection under it (a kept-alive
         connection it had already closed, or a link that dropped it): a new connection may well
         work, so that alone is no sign the instance is unreachable. Refusals and timeouts are."""
-        try:
-            return self.get(r, url)
-        except requests.RequestException as exc:
-            if not dropped_connection(exc):
-                raise
+
+        def again(_retry: int) -> None:
             self.stats[r].retried += 1
-            return self.get(r, url)
+
+        return with_retries(
+            lambda: self.get(r, url), RECONNECT, retry_error=dropped_connection, on_retry=again
+        )
 
 
-def dropped_connection(exc: requests.RequestException) -> bool:
+def dropped_connection(exc: BaseException) -> bool:
     """The peer closed or reset a connection that was open: not a refusal or a timeout."""
     if isinstance(exc, requests.Timeout):
         return False
@@ -731,6 +735,7 @@ def download_coded(
     endpoints: dict[str, str] | None = None,
     session_for: SessionFor | None = None,
     report: bool = True,
+    config: TransferConfig = DEFAULT,
 ) -> dict:
     """Download a coded file from several instances at once into `local` (replaced once verified).
 
@@ -744,7 +749,9 @@ def download_coded(
     sessions = {r: (session_for(r) if session_for else new_session()) for r in holders}  # a pool each
 
     def get(region: str, url: str, **kwargs: Any) -> requests.Response:
-        return sessions[region].get(redirect(url, endpoints.get(region)), timeout=TIMEOUT, **kwargs)
+        return sessions[region].get(
+            redirect(url, endpoints.get(region)), timeout=config.block_timeout, **kwargs
+        )
 
     estimates = dict(answer.get("estimates") or {})
     probes = probe_unmeasured(layout, answer["urls"], [r for r in holders if estimates.get(r) is None], get)
@@ -770,7 +777,7 @@ def download_coded(
                 os.pwrite(fd, chunk, c * layout.chunk_size)
             progress.advance(len(chunk))
 
-        fetcher.start(write, STREAMS_PER_INSTANCE)
+        fetcher.start(write, config.streams_per_instance)
         fetcher.wait()
     finally:
         with fetcher.cond:  # a straggler's late block is no longer written

@@ -36,9 +36,10 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 from ..http import Transport, new_session
 from ..verify import check_stored
 from . import auto, background
+from .config import DEFAULT, TransferConfig
 from .progress import Progress
 from .renew import UrlBook, with_renewal
-from .staging import STAGE_TIMEOUT_S, stage
+from .staging import stage
 
 PIECE = 4 * 1024 * 1024
 JOB_WAIT_S = 900
@@ -116,7 +117,9 @@ def _job_error(status: dict) -> HyCloudError:
     return HyCloudError(f"delta job failed: {error}: {status.get('cause', '')}", code="delta-job-failed")
 
 
-def _fetch_delta(http: Transport, job: str, result: dict, out: BinaryIO) -> None:
+def _fetch_delta(
+    http: Transport, job: str, result: dict, out: BinaryIO, config: TransferConfig = DEFAULT
+) -> None:
     """The job's delta: inline in its result when small, by presigned URL from S3 when the cloud
     put it there, else through the API."""
     if result.get("delta"):
@@ -127,7 +130,9 @@ def _fetch_delta(http: Transport, job: str, result: dict, out: BinaryIO) -> None
         return
     if result.get("delta_url"):
         session, book = new_session(), UrlBook({job: result["delta_url"]}, lambda _: _delta_url(http, job))
-        response = with_renewal(book, job, lambda url: session.get(url, stream=True, timeout=STAGE_TIMEOUT_S))
+        response = with_renewal(
+            book, job, lambda url: session.get(url, stream=True, timeout=config.stage_timeout)
+        )
         assert response is not None  # a delta's URL is always renewed (_delta_url), never dropped
         with response:
             if response.status_code != 200:
@@ -219,13 +224,18 @@ class _Hashing:
 
 
 def _patch_version_aware(
-    http: Transport, ran: tuple[str, dict], old: BinaryIO, out: BinaryIO, started: float
+    http: Transport,
+    ran: tuple[str, dict],
+    old: BinaryIO,
+    out: BinaryIO,
+    started: float,
+    config: TransferConfig = DEFAULT,
 ) -> dict:
     job, result = ran
     job_seconds = time.perf_counter() - started
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
         spooled = cast(BinaryIO, delta_file)  # a binary file, in memory then on disk
-        _fetch_delta(http, job, result, spooled)
+        _fetch_delta(http, job, result, spooled, config)
         fetched = time.perf_counter()
         delta_file.seek(0)
         hashing = _Hashing(out)
@@ -251,7 +261,9 @@ def _patch_version_aware(
     }
 
 
-def _patch_rsync(http: Transport, path: str, block: int, old: BinaryIO, out: BinaryIO) -> dict:
+def _patch_rsync(
+    http: Transport, path: str, block: int, old: BinaryIO, out: BinaryIO, config: TransferConfig = DEFAULT
+) -> dict:
     """Checksum list up, rsync-style delta down, patch: the core's flow, which retries a patch that
     does not verify with full-length strong sums."""
     steps: dict[str, float] = {}
@@ -269,7 +281,7 @@ def _patch_rsync(http: Transport, path: str, block: int, old: BinaryIO, out: Bin
         started = time.perf_counter()
         params = {"path": path}
         if len(sig) > MAX_DELTA_BODY:
-            params["staged"], sig_body = stage(http, io.BytesIO(sig)), b""
+            params["staged"], sig_body = stage(http, io.BytesIO(sig), config), b""
         else:
             sig_body = sig
         job, result = run_job(
@@ -279,7 +291,7 @@ def _patch_rsync(http: Transport, path: str, block: int, old: BinaryIO, out: Bin
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
         traffic["instance"] = result.get("instance")  # where the job ran (a coded file's: the optimal one)
         fetching = time.perf_counter()
-        _fetch_delta(http, job, result, sink)
+        _fetch_delta(http, job, result, sink, config)
         steps["job"] = steps.get("job", 0.0) + fetching - started
         steps["fetch"] = steps.get("fetch", 0.0) + time.perf_counter() - fetching
         steps["cloud_encode"] = steps.get("cloud_encode", 0.0) + result.get("encode_seconds", 0.0)
@@ -300,6 +312,7 @@ def delta_download(
     mode: str = "auto",
     base_hash: str | None = None,
     ran: tuple[str, dict] | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
@@ -331,10 +344,10 @@ def delta_download(
     try:
         with open(base, "rb") as old, open(tmp_new, "w+b") as out:
             if ran is not None:
-                traffic = _patch_version_aware(http, ran, old, out, started)
+                traffic = _patch_version_aware(http, ran, old, out, started, config)
             else:
                 assert block is not None  # chosen above when no job ran
-                traffic = _patch_rsync(http, path, block, old, out)
+                traffic = _patch_rsync(http, path, block, old, out, config)
         if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != new_hash:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
         progress.advance(info["size"])
@@ -395,6 +408,7 @@ def delta_upload(
     s3_efs_rate: float = 100 * 2**20,
     base_hash: str | None = None,
     level: int | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict | None:
     """Upload `local` as a delta against `base` when eq. 2 says it pays; None means upload directly.
     `base_hash`, when the client knows it, saves reading the base twice. A version-aware delta is
@@ -421,7 +435,9 @@ def delta_upload(
         if not (pays or force):
             return None
         new_hash = reader.hexdigest() if reader.read_all(size) else None
-        result = send_delta(http, local, remote, base_hash, delta_file, progress, new_hash=new_hash)
+        result = send_delta(
+            http, local, remote, base_hash, delta_file, progress, new_hash=new_hash, config=config
+        )
     if result is None:
         return None
     steps = {"compute": compute_seconds, **result.get("steps", {})}
@@ -457,6 +473,7 @@ def signature_upload(
     sig: bytes,
     pays: Callable[[int, int], bool],
     progress: Progress | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict | None:
     """Upload `local` as an rsync-style delta against the checksum list of the version the cloud
     holds (`base_hash`), kept from when that version was transferred: no old bytes needed.
@@ -480,6 +497,7 @@ def signature_upload(
             progress,
             ("base-unknown", "version-mismatch"),
             new_hash=reader.hexdigest() if reader.read_all(size) else None,
+            config=config,
         )
     if result is None:
         return None
@@ -495,6 +513,7 @@ def send_delta(
     progress: Progress | None,
     give_way: tuple[str, ...] = ("base-unknown",),
     new_hash: str | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict | None:
     """Send the delta in `delta_file` (written, position at its end) and follow the job; None when
     the cloud refuses it with one of `give_way` (the caller uploads directly). `new_hash`, when
@@ -506,7 +525,7 @@ def send_delta(
     started = time.perf_counter()
     params = {"path": remote, "base_hash": base_hash, "content_hash": new_hash}
     if delta_size > MAX_DELTA_BODY:
-        params["staged"], body = stage(http, delta_file), b""
+        params["staged"], body = stage(http, delta_file, config), b""
     else:
         delta_file.seek(0)
         body = delta_file.read()

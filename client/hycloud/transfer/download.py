@@ -14,20 +14,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import requests
-
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Transport, new_session
 from . import resume
+from .config import DEFAULT, TransferConfig
 from .endpoints import redirect
 from .parallel import run_parallel
 from .progress import Progress
 from .renew import UrlBook, with_renewal
+from .retry import Refused, with_retries
 
-WORKERS = 8
-RELAY_PIECE = 4 * 1024 * 1024
 RELAY_WAIT_S = 900
 Fetch = Callable[[int, int], bytes]
 
@@ -70,7 +68,7 @@ def download_ranges(
     fetch: Fetch,
     piece: int,
     progress: Progress | None = None,
-    workers: int = WORKERS,
+    workers: int = DEFAULT.workers,
 ) -> Path:
     local, progress = Path(local), progress or Progress()
     part, state_file = part_paths(local)
@@ -105,24 +103,9 @@ def download_ranges(
     return local
 
 
-def _retrying(fetch: Fetch) -> Fetch:
-    def wrapped(offset: int, length: int) -> bytes:
-        for attempt in range(4):
-            try:
-                return fetch(offset, length)
-            except (requests.RequestException, HyCloudError) as err:
-                if attempt == 3 or not _transient(err):
-                    raise
-                time.sleep(0.2 * 2**attempt)
-        raise AssertionError("unreachable")
-
-    return wrapped
-
-
-def _transient(err: Exception) -> bool:
-    """Worth a retry: not a file that changed (no attempt reads the version the download began
-    with) nor URLs that S3 keeps refusing as expired."""
-    return not isinstance(err, ConflictError) and getattr(err, "code", None) != "url-expired"
+def retrying(fetch: Fetch, config: TransferConfig) -> Fetch:
+    """`fetch` tried again while its failure may pass (retry.py), with backoff."""
+    return lambda offset, length: with_retries(lambda: fetch(offset, length), config)
 
 
 def download_large(
@@ -130,6 +113,7 @@ def download_large(
     local: str | Path,
     progress: Progress | None = None,
     renew: Callable[[], str] | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> Path:
     """Direct download: ranged GETs of a presigned S3 URL; `renew` gives a fresh URL of the same
     version when S3 says the one in use expired (the pieces already on disk are kept)."""
@@ -138,13 +122,19 @@ def download_large(
 
     def fetch(offset: int, length: int) -> bytes:
         headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
-        r = with_renewal(book, "", lambda url: session.get(url, headers=headers, timeout=300))
+        r = with_renewal(book, "", lambda url: session.get(url, headers=headers, timeout=config.part_timeout))
         if r is None or r.status_code not in (200, 206):
-            raise HyCloudError(f"S3 answered {r and r.status_code}", code="download-failed")
+            raise Refused(None if r is None else r.status_code)
         return r.content
 
     return download_ranges(
-        info["size"], info["content_hash"], local, _retrying(fetch), content.PART_SIZE, progress
+        info["size"],
+        info["content_hash"],
+        local,
+        retrying(fetch, config),
+        config.part_size,
+        progress,
+        config.workers,
     )
 
 
@@ -187,6 +177,7 @@ def download_relay(
     progress: Progress | None = None,
     report: dict | None = None,
     endpoints: dict[str, str] | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> Path:
     """Relay download: S3 → EFS cache by a cloud job, then parallel ranged reads from the cache (or,
     for a coded file made whole at a data instance, from the presigned URL of its copy there,
@@ -206,7 +197,8 @@ def download_relay(
                 raise HyCloudError(f"the copy of {path} moved; download it again", code="download-failed")
             return redirect(again["url"], endpoint)
 
-        return download_large({**status, "url": redirect(status["url"], endpoint)}, local, progress, renew)
+        url = redirect(status["url"], endpoint)
+        return download_large({**status, "url": url}, local, progress, renew, config)
 
     def fetch(offset: int, length: int) -> bytes:
         params = {"path": path, "offset": offset, "length": length}
@@ -223,5 +215,11 @@ def download_relay(
             ).content
 
     return download_ranges(
-        status["size"], status["content_hash"], local, _retrying(fetch), RELAY_PIECE, progress, workers=4
+        status["size"],
+        status["content_hash"],
+        local,
+        retrying(fetch, config),
+        config.relay_piece,
+        progress,
+        config.relay_workers,
     )

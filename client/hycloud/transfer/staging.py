@@ -10,13 +10,13 @@ from typing import BinaryIO
 from hycloud_core.errors import HyCloudError
 
 from ..http import Transport, new_session
+from .config import DEFAULT, TransferConfig
 from .renew import UrlBook, with_renewal
 
 PIECE = 4 * 1024 * 1024
-STAGE_TIMEOUT_S = 600
 
 
-def stage(http: Transport, source: BinaryIO) -> str:
+def stage(http: Transport, source: BinaryIO, config: TransferConfig = DEFAULT) -> str:
     """Put `source` (from its start, streamed) into S3; returns its sha256, which names it to the job."""
     digest, size = hashlib.sha256(), 0
     source.seek(0)
@@ -39,7 +39,7 @@ def stage(http: Transport, source: BinaryIO) -> str:
                 "x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode(),
                 "Content-Length": str(size),
             },
-            timeout=STAGE_TIMEOUT_S,
+            timeout=config.stage_timeout,
         )
 
     response = with_renewal(book, "", put)

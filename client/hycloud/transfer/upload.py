@@ -18,12 +18,11 @@ from hycloud_core.errors import ConflictError, HyCloudError
 
 from ..http import Transport, new_session
 from ..verify import check_stored
+from .config import DEFAULT, TransferConfig
 from .parallel import run_parallel
 from .progress import Progress
 from .renew import BATCH, UrlBook, with_renewal
-
-WORKERS = 8
-PART_TIMEOUT_S = 300
+from .retry import send_presigned
 
 
 def _read(path: Path, offset: int, length: int) -> bytes:
@@ -32,24 +31,25 @@ def _read(path: Path, offset: int, length: int) -> bytes:
         return f.read(length)
 
 
-def _put(session: requests.Session, url: str, data: bytes, digest: bytes) -> requests.Response:
-    """One PUT of a part, sent again on a dropped connection or a 5xx; S3's last answer."""
-    for attempt in range(4):
-        try:
-            r = session.put(
-                url, data=data, headers={"x-amz-checksum-sha256": content.b64(digest)}, timeout=PART_TIMEOUT_S
-            )
-        except requests.RequestException:
-            if attempt == 3:
-                raise
-            continue
-        if r.status_code < 500:
-            return r
-    return r
+def _put(
+    session: requests.Session, url: str, data: bytes, digest: bytes, config: TransferConfig
+) -> requests.Response:
+    """One PUT of a part, sent again while it may yet succeed (retry.py); S3's last answer."""
+    headers = {"x-amz-checksum-sha256": content.b64(digest)}
+    return send_presigned(
+        lambda: session.put(url, data=data, headers=headers, timeout=config.part_timeout), config
+    )
 
 
-def _put_part(session: requests.Session, book: UrlBook, n: int, data: bytes, digest: bytes) -> None:
-    r = with_renewal(book, str(n), lambda url: _put(session, url, data, digest))
+def _put_part(
+    session: requests.Session,
+    book: UrlBook,
+    n: int,
+    data: bytes,
+    digest: bytes,
+    config: TransferConfig = DEFAULT,
+) -> None:
+    r = with_renewal(book, str(n), lambda url: _put(session, url, data, digest, config))
     if r is None or r.status_code != 200:
         status = "no URL" if r is None else f"{r.status_code}: {r.text[:200]}"
         raise HyCloudError(f"S3 refused part {n} ({status})", code="part-upload-failed")
@@ -62,7 +62,13 @@ def _part_urls(http: Transport, content_hash: str, keys: list[str]) -> dict[str,
 
 
 def _upload_parts(
-    http: Transport, path: Path, size: int, state: dict, digests: list[bytes], progress: Progress
+    http: Transport,
+    path: Path,
+    size: int,
+    state: dict,
+    digests: list[bytes],
+    progress: Progress,
+    config: TransferConfig = DEFAULT,
 ) -> UrlBook:
     """PUT the missing parts; a part whose URL expired before it was sent gets a fresh one (with
     the other parts still to send) and is sent again. The URLs used, and how often renewed."""
@@ -73,7 +79,7 @@ def _upload_parts(
 
     def send(n: int) -> None:
         offset, length = content.part_range(size, n)
-        _put_part(session, book, n, _read(path, offset, length), digests[n - 1])
+        _put_part(session, book, n, _read(path, offset, length), digests[n - 1], config)
         book.done(str(n))
         progress.advance(length)
 
@@ -82,7 +88,7 @@ def _upload_parts(
         if not batch:
             book.add(_part_urls(http, content_hash, [str(n) for n in missing]))
             continue
-        for _ in run_parallel(send, batch, WORKERS):
+        for _ in run_parallel(send, batch, config.workers):
             pass
         missing = [n for n in missing if n not in batch]
     return book
@@ -96,9 +102,10 @@ def upload_large(
     progress: Progress | None = None,
     keep: dict | None = None,
     headers: dict[str, str] | None = None,
+    config: TransferConfig = DEFAULT,
 ) -> dict:
     """Upload a large file; `keep` (mtime, mode) goes with the commit, for the file's metadata,
-    and `headers` (preconditions) with the commit request."""
+    and `headers` (preconditions) with the commit request; `config`: parallelism and retries."""
     path, progress = Path(local), progress or Progress()
     size = os.path.getsize(path)
     progress.start(f"hash {path.name}", size)
@@ -127,7 +134,7 @@ def upload_large(
             if state["parts_done"]:
                 progress.note(f"resuming: {len(state['parts_done'])} of {len(digests)} parts done")
             sent = size - sum(content.part_range(size, n)[1] for n in state["parts_done"])
-            _upload_parts(http, path, size, state, digests, progress)
+            _upload_parts(http, path, size, state, digests, progress, config)
         try:
             entry = http.json(
                 "POST",

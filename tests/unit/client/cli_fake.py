@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hycloud.sdk import HyCloud
+from hycloud.transfer.config import DEFAULT
 from hycloud_core import content, paths
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 from hycloud_core.merkle import DirEntry, FileEntry, Responder, build_tree
@@ -20,6 +21,7 @@ class FakeHyCloud:
     NotFoundError = NotFoundError
     ConflictError = ConflictError
     small_file_threshold = 1024
+    transfer = DEFAULT
 
     def __init__(self) -> None:
         self.files: dict[str, dict] = {}  # path -> {"data", "mtime", "mode"}
@@ -256,7 +258,7 @@ def cloud(monkeypatch, tmp_path) -> FakeHyCloud:
 
     fake = FakeHyCloud()
     monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state.sqlite3"))
-    monkeypatch.setattr(HyCloud, "from_config", classmethod(lambda cls, profile=None: fake))
+    monkeypatch.setattr(HyCloud, "from_config", classmethod(lambda cls, profile=None, transfer=None: fake))
     monkeypatch.setattr(bundles, "put_files", lambda client, *a, **k: fake_put_files(fake, *a, **k))
     monkeypatch.setattr(bundles, "get_files", lambda client, *a, **k: fake_get_files(fake, *a, **k))
     return fake

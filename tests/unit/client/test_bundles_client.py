@@ -10,6 +10,7 @@ import hashlib
 from pathlib import Path
 
 from hycloud.sdk import bundles
+from hycloud.transfer.config import DEFAULT
 from hycloud_core import bundle
 from hycloud_core.errors import HyCloudError
 
@@ -22,6 +23,7 @@ class Cloud:
         self.calls, self.lost_calls, self.refused, self.stored = 0, lost_calls, refused, {}
         self.http = self
         self.small_file_threshold = 1000
+        self.transfer = DEFAULT
 
     def json(self, method: str, route: str, data: bytes, **_: object) -> dict:
         self.calls += 1

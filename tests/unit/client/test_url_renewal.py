@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hycloud.transfer import coded, delta, download, renew, staging, upload
+from hycloud.transfer.config import TransferConfig
 from hycloud.transfer.progress import Progress
 from hycloud_core import content
 from hycloud_core.codec.layout import CodedLayout, placed
@@ -94,11 +95,11 @@ def _sent(s3, parts: int) -> bytes:
 def test_parts_whose_urls_expired_get_fresh_ones_and_finished_parts_are_not_sent_again(
     small_parts, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(upload, "WORKERS", 1)  # in order: parts 1-2 sent before 3's URL is found expired
+    one = TransferConfig(workers=1)  # in order: parts 1-2 sent before 3's URL is found expired
     with fake_s3() as s3:
         path, state, digests = _parts_state(s3, tmp_path, 6, fresh={1, 2})
         api = PartUrls(s3)
-        upload._upload_parts(api, path, path.stat().st_size, state, digests, Progress())
+        upload._upload_parts(api, path, path.stat().st_size, state, digests, Progress(), one)
         assert _sent(s3, 6) == path.read_bytes()
         assert api.asked == [[3, 4, 5, 6]]  # one request, for the parts not yet sent
         assert all(s3.served[f"part-{n}"] == 1 for n in range(1, 7))
@@ -117,12 +118,13 @@ def test_many_workers_finding_their_urls_expired_ask_once(small_parts, tmp_path,
 
 
 def test_fresh_urls_that_keep_expiring_end_the_upload_with_a_clear_error(small_parts, tmp_path, monkeypatch):
-    monkeypatch.setattr(upload, "WORKERS", 1)
     with fake_s3() as s3:
         path, state, digests = _parts_state(s3, tmp_path, 2, fresh=set())
         api = PartUrls(s3, stale=99)
         with pytest.raises(HyCloudError) as err:
-            upload._upload_parts(api, path, path.stat().st_size, state, digests, Progress())
+            upload._upload_parts(
+                api, path, path.stat().st_size, state, digests, Progress(), TransferConfig(workers=1)
+            )
         assert err.value.code == "url-expired"
         assert len(api.asked) == renew.MAX_RENEWALS and not s3.objects
 
@@ -191,12 +193,22 @@ class CodedApi:
 
 def test_a_coded_upload_renews_the_page_of_an_expired_block_and_sends_each_block_once(tmp_path, monkeypatch):
     monkeypatch.setattr(coded, "URL_PAGE", 4)
-    monkeypatch.setattr(coded, "UPLOAD_WORKERS", 2)
     local = tmp_path / "f"
     local.write_bytes(os.urandom(3 * 1024 * KiB + 5))  # 4 chunks of 1 MiB, 12 blocks: 3 pages
     with fake_s3() as s3:
         api = CodedApi(s3)
-        entry = coded.upload_coded(api, local, "/f", False, Progress(), {}, (3, 2), 1024 * KiB, False)
+        entry = coded.upload_coded(
+            api,
+            local,
+            "/f",
+            False,
+            Progress(),
+            {},
+            (3, 2),
+            1024 * KiB,
+            False,
+            config=TransferConfig(workers=2),
+        )
         assert entry["content_hash"] == content.hash_file(local)[0]
         assert sorted(api.pages) == [0, 4, 4, 8, 8]  # the start's page once, the others twice
         assert all(s3.served[b["hash"]] == 1 for b in api.homes)  # each block sent once
@@ -205,8 +217,7 @@ def test_a_coded_upload_renews_the_page_of_an_expired_block_and_sends_each_block
         assert all(any(s3.refused[b["hash"]] for b in page) for page in pages)  # every page expired
 
 
-def test_a_block_stored_meanwhile_is_not_sent_after_its_url_expired(tmp_path, monkeypatch):
-    monkeypatch.setattr(coded, "UPLOAD_WORKERS", 1)
+def test_a_block_stored_meanwhile_is_not_sent_after_its_url_expired(tmp_path):
     with fake_s3() as s3:
         api = CodedApi(s3)
         layout = {
@@ -308,7 +319,7 @@ def test_a_direct_download_renews_its_url_once_for_all_workers(small_parts, tmp_
             return s3.url("obj")
 
         info = {"url": s3.url("obj", STALE), "size": len(data), "content_hash": content.hash_bytes(data)}
-        download.download_large(info, tmp_path / "out", Progress(), fresh)
+        download.download_large(info, tmp_path / "out", Progress(), fresh, TransferConfig(part_size=PART))
         assert (tmp_path / "out").read_bytes() == data
         assert len(renewals) == 1 and s3.served["obj"] == 21  # each piece fetched once
 
