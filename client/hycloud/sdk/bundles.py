@@ -18,7 +18,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from hycloud_core.errors import HyCloudError, error_from_body
 
 from ..transfer import Progress
 from ..transfer.config import DEFAULT
+from ..transfer.jobs import JobPoll, follow_job
 from ..transfer.staging import stage
 from ..verify import check_stored
 from .subscribers import ProgressLike, as_progress, report
@@ -40,6 +41,7 @@ RAW = 8 * 1024 * 1024  # bytes per upload bundle before compression
 SPREAD = 16  # with at least this many files per bundle, use all the requests in flight
 PATHS = 200  # paths per download request (the answer says which did not fit: asked again)
 JOB_WAIT_S = 20  # a staged bundle's job: each poll held this long by the cloud while it runs
+BUNDLE_JOB = JobPoll("/v1/bundles/jobs", {}, JOB_WAIT_S, running=("queued", "running"))
 TRIES = 2  # a failed file is re-queued once
 
 
@@ -174,10 +176,8 @@ def _post_bundle(client: HyCloud, body: bytes, root: str) -> dict:
         )
     params["staged"] = stage(client.http, io.BytesIO(body), client.transfer)
     answer = client.http.json("POST", "/v1/bundles", params=params, data=b"", headers={"Content-Type": OCTET})
-    while answer.get("state") in ("queued", "running"):
-        answer = client.http.json(
-            "GET", "/v1/bundles/jobs", params={"job": answer["job"], "wait": JOB_WAIT_S}
-        )
+    if answer.get("state") in BUNDLE_JOB.running:
+        answer = follow_job(client.http, replace(BUNDLE_JOB, params={"job": answer["job"]}), answer)
     if answer.get("state") == "failed":
         raise error_from_body(int((answer.get("error") or {}).get("status", 500)), answer)
     return answer

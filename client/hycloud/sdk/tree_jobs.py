@@ -11,6 +11,7 @@ from hycloud_core.errors import HyCloudError
 
 from ..http import Transport
 from ..transfer import Progress
+from ..transfer.jobs import JobPoll, follow_job
 
 POLL_WAIT_S = 2.0  # each status request is held this long at most, so progress stays fresh
 VERBS = {"copy": "copy", "move": "move", "remove": "removal"}
@@ -75,15 +76,18 @@ def _queued(progress: Progress | None, job: dict) -> bool:
 
 def follow(http: Transport, job: dict, progress: Progress | None = None) -> dict:
     """Poll the job until it ends; its final status, or TreeJobFailed / TreeJobDetached."""
-    noted = False
+    seen, noted = [job], [False]
+
+    def show(status: dict) -> None:
+        seen[0] = status
+        if status["state"] == "running" and not noted[0]:
+            noted[0] = _queued(progress, status)
+        _report(progress, status)
+
     try:
-        while job["state"] == "running":
-            noted = noted or _queued(progress, job)
-            _report(progress, job)
-            job = http.json("GET", "/v1/tree-jobs", params={"id": job["job"], "wait": POLL_WAIT_S})
+        job = follow_job(http, JobPoll("/v1/tree-jobs", {"id": job["job"]}, POLL_WAIT_S), job, show)
     except KeyboardInterrupt:
-        raise TreeJobDetached(job) from None
-    _report(progress, job)
+        raise TreeJobDetached(seen[0]) from None
     if job["state"] != "succeeded":
         raise TreeJobFailed(job)
     return job

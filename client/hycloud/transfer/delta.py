@@ -37,6 +37,7 @@ from ..http import Transport, new_session
 from ..verify import check_stored
 from . import auto, background
 from .config import DEFAULT, TransferConfig
+from .jobs import JobPoll, JobTimeout, follow_job
 from .progress import Progress
 from .renew import UrlBook, with_renewal
 from .staging import stage
@@ -53,16 +54,18 @@ NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2'
 # scales with the size on both terms: the size moves only the cloud's cap)
 
 
-def wait_job(http: Transport, job: str) -> dict:
-    deadline = time.monotonic() + JOB_WAIT_S
-    while True:
-        status = http.json("GET", "/v1/delta/jobs", params={"id": job, "wait": LONG_POLL_S})
-        if status["state"] == "ready":
-            return status["result"]
-        if status["state"] == "failed":
-            raise _job_error(status)
-        if time.monotonic() > deadline:
-            raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout")
+def wait_job(http: Transport, job: str, status: dict | None = None) -> dict:
+    """The result of the delta job `job` (from `status`, the answer that started it, when given)."""
+    poll = JobPoll(
+        "/v1/delta/jobs", {"id": job}, LONG_POLL_S, ended=("ready", "failed"), timeout_s=JOB_WAIT_S
+    )
+    try:
+        status = follow_job(http, poll, status or {"job": job, "state": "running"})
+    except JobTimeout:
+        raise HyCloudError(f"delta job {job} did not finish in {JOB_WAIT_S}s", code="delta-timeout") from None
+    if status["state"] == "failed":
+        raise _job_error(status)
+    return status["result"]
 
 
 def run_job(
@@ -77,11 +80,7 @@ def run_job(
 
 def _followed(http: Transport, answer: dict) -> tuple[str, dict]:
     """(job id, result) of a job from the answer that started it, waiting when it still runs."""
-    if answer["state"] == "ready":
-        return answer["job"], answer["result"]
-    if answer["state"] == "failed":
-        raise _job_error(answer)
-    return answer["job"], wait_job(http, answer["job"])
+    return answer["job"], wait_job(http, answer["job"], answer)
 
 
 def delta_from_known(

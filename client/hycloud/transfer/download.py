@@ -10,7 +10,6 @@ Two sources share this: presigned S3 GETs (direct) and the EFS relay cache throu
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,12 +20,14 @@ from ..http import Transport, new_session
 from . import resume
 from .config import DEFAULT, TransferConfig
 from .endpoints import redirect
+from .jobs import JobPoll, JobTimeout, follow_job
 from .parallel import run_parallel
 from .progress import Progress
 from .renew import UrlBook, with_renewal
 from .retry import Refused, with_retries
 
 RELAY_WAIT_S = 900
+RELAY_POLL_WAIT_S = 10
 Fetch = Callable[[int, int], bytes]
 
 
@@ -149,19 +150,22 @@ def relay_ready(
     progress, report = progress or Progress(), report if report is not None else {}
     status = http.json("POST", "/v1/relay", json={"path": path})
     progress.start(f"relay {path.rsplit('/', 1)[-1]} S3→EFS", status["size"])
-    deadline, delay = time.monotonic() + RELAY_WAIT_S, 0.1
-    while status["state"] == "running":
-        if "queue" in status and "queue" not in report:
+
+    def queued(status: dict) -> None:
+        if status["state"] == "running" and "queue" in status and "queue" not in report:
             report["queue"] = place = status["queue"]
             progress.note(
                 f"relay {path}: queued at position {place['position']},"
                 f" estimated start in {place['estimated_start_s']:.0f} s"
             )
-        if time.monotonic() > deadline:
-            raise HyCloudError(f"relay of {path} did not finish in {RELAY_WAIT_S}s", code="relay-timeout")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 2.0)
-        status = http.json("GET", "/v1/relay", params={"path": path, "wait": 10})
+
+    try:
+        poll = JobPoll("/v1/relay", {"path": path}, RELAY_POLL_WAIT_S, timeout_s=RELAY_WAIT_S, pause_s=0.1)
+        status = follow_job(http, poll, status, queued)
+    except JobTimeout:
+        raise HyCloudError(
+            f"relay of {path} did not finish in {RELAY_WAIT_S}s", code="relay-timeout"
+        ) from None
     if status["state"] != "ready":
         error = status.get("error") or {}
         reason = error.get("message", status["state"]) if isinstance(error, dict) else error
