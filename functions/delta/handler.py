@@ -7,6 +7,7 @@ verified against the declared content hash, stored at its content address (sent 
 patched, the object completed only once the hash is right) and linked at the
 path in one leased step only if the path still holds the base, so a failed job changes nothing a
 user can see; the new version then stays in the relay cache for the next job. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
+The event is parsed into its spec (hycloud_core.jobs.specs) on entry: a malformed one fails there.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from hycloud_core.atomic import atomic_open
 from hycloud_core.config import InstanceConfig
 from hycloud_core.delta import level as zlevel
 from hycloud_core.delta import versioned
-from hycloud_core.errors import BadRequestError, ConflictError
+from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.jobs import HashMismatch, VersionMismatch, delta_object_key, staging_file
+from hycloud_core.jobs.names import HashMismatch, VersionMismatch, delta_object_key, staging_file
+from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, delta_spec
 from hycloud_core.observability import count_bytes, job_duration, observed
 from hycloud_core.store.multipart import ObjectWriter
 
@@ -46,30 +48,30 @@ def s3():
     return boto3.client("s3")
 
 
-def s3_efs_rate(event: dict) -> float | None:
+def s3_efs_rate(spec: DeltaSpec) -> float | None:
     """Bytes per second of the relay fetches this job waited for (misses only), from their reports."""
-    fetched = event.get("fetched") or []
+    fetched = spec.fetched or []
     reports = [f.get("Payload", f) for f in (fetched if isinstance(fetched, list) else [fetched])]
     misses = [r for r in reports if isinstance(r, dict) and not r.get("hit") and r.get("seconds")]
     seconds = sum(r["seconds"] for r in misses)
     return sum(r["size"] for r in misses) / seconds if seconds > 0 else None
 
 
-def unstage(event: dict, suffix: str) -> None:
+def unstage(spec: DeltaSpec, suffix: str) -> None:
     """Bring what the client staged in S3 (a checksum list or delta over one API request) to the
     job's EFS staging file, streamed and checked against the sha256 it is named by."""
-    target = staging_file(CONFIG.staging_dir, event["job"], suffix)
-    if not event.get("staged_key") or os.path.exists(target):
+    target = staging_file(CONFIG.staging_dir, spec.job_name, suffix)
+    if not spec.staged_key or os.path.exists(target):
         return
     digest = hashlib.sha256()
-    body = s3().get_object(Bucket=CONFIG.bucket, Key=event["staged_key"])["Body"]
+    body = s3().get_object(Bucket=CONFIG.bucket, Key=spec.staged_key)["Body"]
     with atomic_open(target) as out:
         for piece in body.iter_chunks(1 << 20):
             digest.update(piece)
             out.write(piece)
-        if digest.hexdigest() != event["staged_sha256"]:  # nothing replaced: the temporary goes
+        if digest.hexdigest() != spec.staged_sha256:  # nothing replaced: the temporary goes
             raise HashMismatch("the staged object is not what the client named")
-    s3().delete_object(Bucket=CONFIG.bucket, Key=event["staged_key"])
+    s3().delete_object(Bucket=CONFIG.bucket, Key=spec.staged_key)
 
 
 def publish_large(job: str, path: str, always: bool = False) -> str | None:
@@ -142,67 +144,67 @@ def _open_url(url: str) -> tuple[int, BinaryIO]:
     return int(response.headers["Content-Length"]), response
 
 
-def _rebuild_coded(event: dict, cache: RelayCache) -> None:
+def _rebuild_coded(spec: DeltaDownloadSpec, cache: RelayCache) -> None:
     """A coded new version decoded from its blocks into the relay cache (this region's first)."""
     from hycloud_core.coded import job as coded_job
     from hycloud_core.coded.reassemble import reassemble
 
-    layout = coded_job.layout(event, s3(), CONFIG.bucket, cache)
+    source = spec.source.to_event()
+    layout = coded_job.layout(source, s3(), CONFIG.bucket, cache)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, _ = reassemble(layout, coded_job.blocks(event), s3().meta.region_name, out)
-        if got != event["content_hash"]:
+            got, _ = reassemble(layout, coded_job.blocks(source), s3().meta.region_name, out)
+        if got != spec.content_hash:
             raise FetchFailed("the new version's blocks do not make its content")
-        cache.publish(event["cache_name"], tmp, got)
+        cache.publish(spec.cache_name, tmp, got)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _new_version(event: dict, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
+def _new_version(spec: DeltaDownloadSpec, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
     """The new version from the relay cache if there, else streamed from S3 into it (a coded one
     is rebuilt into it first)."""
-    coded = event.get("erasure_ref") or event.get("erasure_key")
-    if coded and not cache.is_ready(event["cache_name"], event["content_hash"]):
-        _rebuild_coded(event, cache)
-    if cache.is_ready(event["cache_name"], event["content_hash"]):
-        path = cache.path(event["cache_name"])
+    if spec.source.coded and not cache.is_ready(spec.cache_name, spec.content_hash):
+        _rebuild_coded(spec, cache)
+    if cache.is_ready(spec.cache_name, spec.content_hash):
+        path = cache.path(spec.cache_name)
         return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
-    tee = TeeToCache(cache, event["cache_name"], event["content_hash"], event.get("new_url"))
+    tee = TeeToCache(cache, spec.cache_name, spec.content_hash, spec.new_url)
     return tee, tee.size
 
 
-def _level(event: dict, size: int) -> int:
+def _level(spec: DeltaDownloadSpec, size: int) -> int:
     """The zstd level the job was given, held to the CPU budget (level.cap); a spec from before
     levels were asked for, or a bad one, gets the default."""
     try:
-        return zlevel.cap(event.get("level", zlevel.DEFAULT_LEVEL), size)
+        return zlevel.cap(zlevel.DEFAULT_LEVEL if spec.level is None else spec.level, size)
     except ValueError:
         return zlevel.DEFAULT_LEVEL
 
 
-def encode(event: dict) -> dict:
-    cache = RelayCache(CONFIG.cache_dir)
+def encode(spec: DeltaDownloadSpec) -> dict:
+    cache, job = RelayCache(CONFIG.cache_dir), spec.job_name
     os.makedirs(CONFIG.staging_dir, exist_ok=True)  # a version-aware job is the first to stage
-    unstage(event, "sig")
-    out_path = staging_file(CONFIG.staging_dir, event["job"], "delta")
+    unstage(spec, "sig")
+    out_path = staging_file(CONFIG.staging_dir, job, "delta")
     tmp = f"{out_path}.{uuid.uuid4().hex}.tmp"  # the same job may run twice at once (started direct)
     started = time.perf_counter()
-    new, new_size = _new_version(event, cache)
-    new_from = "cache" if not isinstance(new, TeeToCache) else "url" if event.get("new_url") else "s3"
-    level = _level(event, new_size)
+    new, new_size = _new_version(spec, cache)
+    new_from = "cache" if not isinstance(new, TeeToCache) else "url" if spec.new_url else "s3"
+    level = _level(spec, new_size)
     try:
         with open(tmp, "wb") as out:
-            if event.get("base_hash"):
-                base_path = cache.path(event["base_cache_name"])
+            if spec.base_hash and spec.base_cache_name:
+                base_path = cache.path(spec.base_cache_name)
                 with open(base_path, "rb") as base:
                     size = versioned.encode(base, os.path.getsize(base_path), new, new_size, out, level=level)
                 kind = "version"
             else:
                 from hycloud_core.delta import delta as rsync_delta
 
-                with open(staging_file(CONFIG.staging_dir, event["job"], "sig"), "rb") as sig:
+                with open(staging_file(CONFIG.staging_dir, job, "sig"), "rb") as sig:
                     size = rsync_delta(sig.read(), new, out).compressed_bytes
                 kind = "rsync"
     finally:
@@ -210,20 +212,16 @@ def encode(event: dict) -> dict:
     os.replace(tmp, out_path)
     count_bytes("DeltaSavedBytes", new_size - os.path.getsize(out_path))
     return {
-        "job": event["job"],
+        "job": job,
         "kind": kind,
         **({"level": level} if kind == "version" else {}),
         "delta_size": os.path.getsize(out_path),
         "reported": size,
-        "s3_efs_rate": s3_efs_rate(event),
+        "s3_efs_rate": s3_efs_rate(spec),
         "encode_seconds": time.perf_counter() - started,  # the work itself, for overhead breakdowns
         "new_from": new_from,
         "instance": os.environ.get("AWS_REGION"),  # where it ran: at home or a data instance
-        **(
-            {"delta_key": key}
-            if (key := publish_large(event["job"], out_path, bool(event.get("publish_delta"))))
-            else {}
-        ),
+        **({"delta_key": key} if (key := publish_large(job, out_path, spec.publish_delta)) else {}),
     }
 
 
@@ -264,25 +262,25 @@ def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter |
     return size, tee
 
 
-def apply(event: dict) -> dict:
+def apply(spec: DeltaUploadSpec) -> dict:
     from hycloud_core.fs import FileSystem
     from hycloud_core.store.objects import Objects
     from hycloud_core.store.records import Records
 
-    cache = RelayCache(CONFIG.cache_dir)
-    new_path = f"{staging_file(CONFIG.staging_dir, event['job'], 'new')}.{uuid.uuid4().hex}"
+    cache, job = RelayCache(CONFIG.cache_dir), spec.job_name
+    new_path = f"{staging_file(CONFIG.staging_dir, job, 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
     clock = _Clock()
-    unstage(event, "delta")
+    unstage(spec, "delta")
     clock.mark("unstage")
-    declared = event["content_hash"]
+    declared = spec.content_hash
     records = Records(CONFIG.table)
     stored = Objects(records.table, s3(), CONFIG.bucket).is_stored(declared)
     store = None if stored else ObjectWriter(s3(), CONFIG.bucket, content.object_key(declared))
     try:
         with (
-            open(cache.path(event["base_cache_name"]), "rb") as base,
-            open(staging_file(CONFIG.staging_dir, event["job"], "delta"), "rb") as delta,
+            open(cache.path(spec.base_cache_name or ""), "rb") as base,
+            open(staging_file(CONFIG.staging_dir, job, "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
             size, tee = _patch(base, delta, out, store)
@@ -295,10 +293,10 @@ def apply(event: dict) -> dict:
         if store:
             store.complete()  # only now, the hash right, is the object there to be read
         clock.mark("store")
-        fs = FileSystem.deployed(CONFIG, event["user"], s3(), records)
+        fs = FileSystem.deployed(CONFIG, spec.user, s3(), records)
         try:
             entry = fs.commit_stored(
-                event["path"], got, size, expect=event["base_hash"], sha256=tee.whole.hexdigest()
+                spec.path, got, size, expect=spec.base_hash, sha256=tee.whole.hexdigest()
             )
         except ConflictError as err:
             if err.code != "version-mismatch":
@@ -307,11 +305,11 @@ def apply(event: dict) -> dict:
         # kept in the relay cache as the path's current version: the next delta job, either way,
         # reads it from EFS instead of S3
         clock.mark("commit")
-        cache.publish(paths.cache_name(event["user"], event["path"]), new_path, got)
+        cache.publish(paths.cache_name(spec.user, spec.path), new_path, got)
         return {
-            "job": event["job"],
+            "job": job,
             "entry": entry.to_dict(),
-            "s3_efs_rate": s3_efs_rate(event),
+            "s3_efs_rate": s3_efs_rate(spec),
             "steps": clock.steps,  # where the job's time went, for overhead breakdowns
         }
     except BaseException:
@@ -356,11 +354,9 @@ def warm(event: dict) -> dict:
 def handler(event: dict, context: object) -> dict:
     if event.get("action") == "warm":
         return warm(event)
-    actions = {"encode": encode, "apply": apply}
-    if event.get("action") not in actions:
-        raise BadRequestError(f"unknown delta action {event.get('action')!r}")
-    with job_duration(f"delta-{event['action']}"):
-        return actions[event["action"]](event)
+    spec = delta_spec(event)  # a malformed event fails here, naming what is wrong
+    with job_duration(f"delta-{spec.ACTION}"):
+        return encode(spec) if isinstance(spec, DeltaDownloadSpec) else apply(spec)
 
 
 IMPORTED = time.monotonic()  # the module's imports ended here

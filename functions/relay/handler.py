@@ -11,6 +11,7 @@ At a data instance (the user's optimal one, docs/GEO.md) the controller cannot r
 EFS: its layout comes in this region's bucket (`erasure_key`), the file made whole also goes
 there (`publish_key`, completed only once its hash is right) for the client to read by presigned
 ranges, and the run is metered in the home table the event names (`table`: name and region).
+Each event is parsed into its spec (hycloud_core.jobs.specs.RelaySpec) on entry.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from hycloud_core.coded.reassemble import reassemble
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError
-from hycloud_core.events import RelayFetchRequest
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.jobs.specs import RelaySpec, TableAt
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
 from hycloud_core.relay import transit_key
 from hycloud_core.store.multipart import ObjectWriter
@@ -54,24 +55,29 @@ def _table(name: str, region: str | None):
     return reach.resource("dynamodb", region).Table(name)
 
 
-def table_of(event: dict):
+def table_of(named: TableAt | None):
     """The home table: this stack's own, or, at a data instance, the one the event names."""
-    named = event.get("table") or {}
-    return _table(named.get("name") or CONFIG.table, named.get("region"))
+    return _table(named.name, named.region) if named else _table(CONFIG.table, None)
 
 
-def _readable(request: RelayFetchRequest, key: str) -> tuple[str, str]:
+def _object_key(spec: RelaySpec) -> str:
+    """The object to copy: the one the event names, else the version's content address."""
+    return spec.key or content.object_key(spec.content_hash or "")
+
+
+def _readable(spec: RelaySpec, key: str) -> tuple[str, str]:
     """Bucket and key to read the object from: another region's object (the home bucket's, at a
     data instance) is first copied into this instance's bucket by S3 itself, a copy the reach
     function carries (the VPC's S3 endpoint reaches this region only)."""
-    if not request.bucket_region or request.bucket_region == REGION:
-        return request.bucket or CONFIG.bucket, key
+    bucket, region = spec.source.bucket, spec.source.bucket_region
+    if not region or region == REGION:
+        return bucket or CONFIG.bucket, key
     local = transit_key(key)
     reach.client("s3", carry=True).copy(
-        {"Bucket": request.bucket, "Key": key},
+        {"Bucket": bucket, "Key": key},
         CONFIG.bucket,
         local,
-        SourceClient=reach.client("s3", request.bucket_region),
+        SourceClient=reach.client("s3", region),
         Config=TRANSIT,
     )
     return CONFIG.bucket, local
@@ -112,14 +118,15 @@ class _Both:
 
 
 def _reassembled(
-    event: dict, directory: str, store: ObjectWriter | None, tally: Counter
+    spec: RelaySpec, directory: str, store: ObjectWriter | None, tally: Counter
 ) -> tuple[str, str, int]:
     """The coded file decoded to a temporary file (and `store`); with its content hash and size."""
-    layout = coded_job.layout(event, s3, CONFIG.bucket, RelayCache(CONFIG.cache_dir))
+    source = spec.source.to_event()
+    layout = coded_job.layout(source, s3, CONFIG.bucket, RelayCache(CONFIG.cache_dir))
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            got, size = reassemble(layout, coded_job.blocks(event), REGION, _Both(out, store), tally)
+            got, size = reassemble(layout, coded_job.blocks(source), REGION, _Both(out, store), tally)
         return tmp, got, size
     except BaseException:
         os.unlink(tmp)
@@ -133,9 +140,9 @@ def _stored(key: str) -> bool:
     return False
 
 
-def _published(event: dict, cached: str) -> dict:
+def _published(spec: RelaySpec, cached: str) -> dict:
     """At a data instance: the file in this region's bucket too (from the cache when it was a hit)."""
-    key = event.get("publish_key")
+    key = spec.publish_key
     if not key:
         return {}
     if not _stored(key):
@@ -143,21 +150,20 @@ def _published(event: dict, cached: str) -> dict:
     return {"published": key}
 
 
-def _range(event: dict) -> tuple[dict, int]:
-    request = RelayFetchRequest(event)
-    key = request.key or content.object_key(request.content_hash)
-    answer = copy_range(s3, request.bucket or CONFIG.bucket, key, RelayCache(CONFIG.cache_dir), event)
+def _range(spec: RelaySpec, event: dict) -> tuple[dict, int]:
+    bucket = spec.source.bucket or CONFIG.bucket
+    answer = copy_range(s3, bucket, _object_key(spec), RelayCache(CONFIG.cache_dir), event)
     return answer, answer["size"]
 
 
-def _finish(event: dict) -> tuple[dict, int]:
+def _finish(spec: RelaySpec, event: dict) -> tuple[dict, int]:
     answer = finish(RelayCache(CONFIG.cache_dir), event)
     count_bytes("BytesRelayed", answer["size"])
     return answer, 0  # its bytes were counted by the ranges that copied them
 
 
-def _whole(event: dict) -> tuple[dict, int]:
-    answer = _fetch(event)
+def _whole(spec: RelaySpec, event: dict) -> tuple[dict, int]:
+    answer = _fetch(spec)
     return answer, 0 if answer["hit"] else answer["size"]
 
 
@@ -168,49 +174,49 @@ def handler(event: dict, context) -> dict:
     action = event.get("action", "fetch")
     if action not in actions:
         raise BadRequestError(f"unknown relay action {action!r}")
+    spec = RelaySpec.from_event(event)  # a malformed event fails here, naming what is wrong
     with job_duration("relay" if action == "fetch" else f"relay-{action}") as timer:
-        answer, copied = actions[action](event)
+        answer, copied = actions[action](spec, event)  # a range's piece is the event's own
     try:  # the cost report's figures; a run that worked is not failed for them
-        record_run(table_of(event), copied, timer.ms, int(context.memory_limit_in_mb))
+        record_run(table_of(spec.source.table), copied, timer.ms, int(context.memory_limit_in_mb))
     except ClientError:
         logger.warning("relay run not recorded", exc_info=True)
     return answer
 
 
-def _fetch(event: dict) -> dict:
-    request = RelayFetchRequest(event)
-    cache = RelayCache(CONFIG.cache_dir)
-    if request.content_hash and cache.is_ready(request.cache_name, request.content_hash):
-        os.utime(cache.path(request.cache_name))
+def _fetch(spec: RelaySpec) -> dict:
+    cache, name = RelayCache(CONFIG.cache_dir), spec.cache_name
+    if spec.content_hash and cache.is_ready(name, spec.content_hash):
+        os.utime(cache.path(name))
         return {
-            "cache_name": request.cache_name,
+            "cache_name": name,
             "hit": True,
-            "size": os.path.getsize(cache.path(request.cache_name)),
+            "size": os.path.getsize(cache.path(name)),
             "seconds": 0.0,
             "instance": REGION,
-            **_published(event, cache.path(request.cache_name)),
+            **_published(spec, cache.path(name)),
         }
-    key = request.key or content.object_key(request.content_hash)
+    key = _object_key(spec)
     started, tally = time.perf_counter(), Counter()
-    if coded_job.is_coded(event):  # from k blocks per chunk, this region's first
-        tmp, got, size, published = _decoded(event, request, cache, tally)
+    if spec.source.coded:  # from k blocks per chunk, this region's first
+        tmp, got, size, published = _decoded(spec, cache, tally)
     else:
         pacer = Pacer(
-            table_of(event),
-            event.get("worker"),
-            event.get("throttle_bps") or os.environ.get("HYCLOUD_RELAY_THROTTLE_BPS"),
+            table_of(spec.source.table),
+            spec.worker,
+            spec.throttle_bps or os.environ.get("HYCLOUD_RELAY_THROTTLE_BPS"),
         )
-        tmp, got, size = _copy(*_readable(request, key), cache.dir, pacer)
+        tmp, got, size = _copy(*_readable(spec, key), cache.dir, pacer)
         published = {}
     seconds = time.perf_counter() - started  # the S3->EFS rate clients feed into eq. 2
-    if request.content_hash and got != request.content_hash:
+    if spec.content_hash and got != spec.content_hash:
         os.unlink(tmp)
-        raise BadRequestError(f"object {key} has content hash {got}, expected {request.content_hash}")
-    cache.publish(request.cache_name, tmp, got)
+        raise BadRequestError(f"object {key} has content hash {got}, expected {spec.content_hash}")
+    cache.publish(name, tmp, got)
     count_bytes("BytesRelayed", size)
-    logger.info("cached", extra={"cache_name": request.cache_name, "size": size})
+    logger.info("cached", extra={"cache_name": name, "size": size})
     return {
-        "cache_name": request.cache_name,
+        "cache_name": name,
         "hit": False,
         "size": size,
         "content_hash": got,
@@ -221,18 +227,18 @@ def _fetch(event: dict) -> dict:
     }
 
 
-def _decoded(event: dict, request: RelayFetchRequest, cache: RelayCache, tally: Counter) -> tuple:
+def _decoded(spec: RelaySpec, cache: RelayCache, tally: Counter) -> tuple:
     """A coded file decoded into a temporary cache file and, with `publish_key`, into that object,
     which is completed only when the content hash is right (aborted otherwise: no object, no parts)."""
-    key = event.get("publish_key")
+    key = spec.publish_key
     store = ObjectWriter(s3, CONFIG.bucket, key) if key and not _stored(key) else None
     try:
-        tmp, got, size = _reassembled(event, cache.dir, store, tally)
+        tmp, got, size = _reassembled(spec, cache.dir, store, tally)
     except BaseException:
         if store is not None:
             store.abort()
         raise
-    if store is not None and got == request.content_hash:
+    if store is not None and got == spec.content_hash:
         store.complete()
     elif store is not None:
         store.abort()  # the caller raises: the blocks do not make the file

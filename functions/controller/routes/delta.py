@@ -17,6 +17,7 @@ import hashlib
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated
 
 from annotated_types import Ge, Le
@@ -49,6 +50,7 @@ from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, Pa
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.jobs.ledger import JobLedger
+from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, Source
 from hycloud_core.observability import logger
 from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.store.queue_records import BACKGROUND
@@ -151,7 +153,7 @@ def _no_staging(job: str) -> None:
 
 def _start(
     key: str,
-    spec: dict,
+    spec: DeltaSpec,
     size: int,
     alive: Callable[[str], bool] = _delta_ready,
     stage: Callable[[str], None] = _no_staging,
@@ -165,10 +167,10 @@ def _start(
     `at`: the data instance the job runs at (a coded file, `optimal.py`), `spec` made for it."""
     direct = None
     if at is None:  # the home cache and the home function: nothing to look at for a data instance
-        spec = {**spec, **_cached(spec)}
+        spec = _cached(spec)
         direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
-    if direct:
-        spec = {**spec, **_new_version_url(spec)}
+    if direct and isinstance(spec, DeltaDownloadSpec):
+        spec = _new_version_url(spec)
     job = run(
         router,
         CONFIG.delta_state_machine,
@@ -184,51 +186,51 @@ def _start(
     return ok({"job": job, **state, **(extra or {})}, 202 if state["state"] == "running" else 200)
 
 
-def _runs_direct(spec: dict, size: int) -> bool:
+def _runs_direct(spec: DeltaSpec, size: int) -> bool:
     """Whether the job is one Lambda task (nothing to fetch first) short enough to run in the request
     (a high zstd level's estimated compression too: a level-19 delta of 35 MB outlasts the request)."""
-    needs_base = spec["action"] == "apply" or spec.get("base_hash")
-    compress_s = size / zlevel.cost(spec.get("level", zlevel.DEFAULT_LEVEL), zlevel.DEFAULT_TABLE).rate
+    needs_base = isinstance(spec, DeltaUploadSpec) or spec.base_hash
+    level = (
+        spec.level if isinstance(spec, DeltaDownloadSpec) and spec.level is not None else zlevel.DEFAULT_LEVEL
+    )
+    compress_s = size / zlevel.cost(level, zlevel.DEFAULT_TABLE).rate
     return (
         bool(CONFIG.delta_function)
         and size <= CONFIG.delta_direct_bytes
         and compress_s <= DIRECT_COMPRESS_S
-        and (not needs_base or spec.get("base_cached", False))
+        and (not needs_base or spec.base_cached)
     )
 
 
-def _new_version_url(spec: dict) -> dict:
+def _new_version_url(spec: DeltaDownloadSpec) -> DeltaDownloadSpec:
     """A short-lived GET URL of the version a direct encode job reads when it is not in the relay
     cache: the function fetches it with plain HTTP instead of loading boto3 at its cold start.
     Never for queued jobs (the URL would age in the queue) nor coded files (no single object)."""
-    if spec["action"] != "encode" or spec.get("erasure_ref"):
-        return {}
-    if RelayCache(CONFIG.cache_dir).is_ready(spec["cache_name"], spec["content_hash"]):
-        return {}
+    if spec.source.erasure_ref or RelayCache(CONFIG.cache_dir).is_ready(spec.cache_name, spec.content_hash):
+        return spec
     url = s3().generate_presigned_url(
         "get_object",
         ExpiresIn=DIRECT_URL_TTL_S,
-        Params={"Bucket": CONFIG.bucket, "Key": content.object_key(spec["content_hash"])},
+        Params={"Bucket": CONFIG.bucket, "Key": content.object_key(spec.content_hash)},
     )
-    return {"new_url": url}
+    return replace(spec, new_url=url)
 
 
-def _cached(spec: dict) -> dict:
+def _cached(spec: DeltaSpec) -> DeltaSpec:
     """Whether the job finds the base version in the relay cache already, so the workflow skips
     fetching it (the delta task reads the new version itself).
 
     The client's own base is often still there under the path's name, as the current version of
     an earlier job: it is linked under the base's name (no copy) before the path's entry is replaced.
     """
-    cache, flags = RelayCache(CONFIG.cache_dir), {}
-    new_name = spec.get("cache_name")
-    base, base_name = spec.get("base_hash"), spec.get("base_cache_name")
+    cache, new_name = RelayCache(CONFIG.cache_dir), spec.cache_name
+    base, base_name = spec.base_hash, spec.base_cache_name
     if base and base_name:
-        if not cache.is_ready(base_name, base) and new_name and cache.is_ready(new_name, base):
+        if not cache.is_ready(base_name, base) and cache.is_ready(new_name, base):
             _link(cache, new_name, base_name, base)
         if cache.is_ready(base_name, base):
-            flags["base_cached"] = True
-    return flags
+            return replace(spec, base_cached=True)
+    return spec
 
 
 def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
@@ -302,46 +304,51 @@ def download_by_version(
         )
     zl = zlevel.cap(level, link.size) if level is not None else zlevel.DEFAULT_LEVEL
     at = optimal.instance_for(router, link)
-    if at is not None:
-        key, spec = _version_job(router, path, link.content_hash, base, _remote(at, link), zl)
-        spec = {**spec, "base_source": _remote_base(at, link, base)}
+    if at is not None:  # it leaves its delta in its own bucket (the controller cannot read its EFS)
+        key, spec = _version_job(
+            router, path, link.content_hash, base, optimal.source(at, link.content_hash, link.erasure), zl
+        )
+        spec = replace(spec, publish_delta=True, base_source=_remote_base(at, link, base))
         return _start(key, spec, link.size, wait=wait, extra=file, at=at)
-    key, spec = _version_job(router, path, link.content_hash, base, relay_source(link), zl)
-    spec = {**spec, **coded_base(link, base, spec)}
-    return _start(key, spec, link.size, wait=wait, extra=file)
+    key, spec = _version_job(router, path, link.content_hash, base, _coded_source(link), zl)
+    return _start(key, _coded_base(link, spec), link.size, wait=wait, extra=file)
 
 
-def _remote(at: Instance, link) -> dict:
-    """What a job at the data instance `at` is told of the coded file `link` holds; it leaves its
-    delta in its own bucket (the controller cannot read its EFS)."""
-    return {**optimal.source(at, link.content_hash, link.erasure), "publish_delta": True}
+def _coded_source(link) -> Source:
+    """How a job at home rebuilds a coded file from its blocks (nothing for any other)."""
+    return Source.from_event(relay_source(link))
 
 
-def _remote_base(at: Instance, link, base: str) -> dict:
+def _coded_base(link, spec: DeltaSpec, inline: bool = True) -> DeltaSpec:
+    """The spec with how its job fetches a coded base (`coded.coded_base`), when it must."""
+    told = coded_base(link, spec.base_hash, spec.to_event(), inline)
+    return replace(spec, base_source=Source.from_event(told["base_source"])) if told else spec
+
+
+def _remote_base(at: Instance, link, base: str) -> Source:
     """How a job at `at` fetches its base: rebuilt from its blocks when coded, else read from the
     home bucket."""
     erasure = coded_version(link, base)
     if erasure:
         return optimal.source(at, base, erasure)
-    return {"bucket": CONFIG.bucket, "bucket_region": s3().meta.region_name, "table": optimal.home_table()}
+    return Source(bucket=CONFIG.bucket, bucket_region=s3().meta.region_name, table=optimal.home_table())
 
 
 def _version_job(
-    caller: APIGatewayRouter, path: str, new: str, base: str, source: dict, zl: int = zlevel.DEFAULT_LEVEL
-) -> tuple[str, dict]:
+    caller: APIGatewayRouter, path: str, new: str, base: str, source: Source, zl: int = zlevel.DEFAULT_LEVEL
+) -> tuple[str, DeltaDownloadSpec]:
     """Key and spec of the version-aware delta job from `base` to `new` at `path` at zstd level `zl`;
     `source` says how a coded file is rebuilt from its blocks (empty for any other)."""
     at_level = [] if zl == zlevel.DEFAULT_LEVEL else [f"level {zl}"]  # the default keeps its keys
     key = jobs.job_key("dl", user(caller), path, new, "version", base, *at_level)
-    return key, {
-        "level": zl,
-        "action": "encode",
-        "cache_name": paths.cache_name(user(caller), path),
-        "content_hash": new,
-        "base_hash": base,
-        "base_cache_name": jobs.base_cache_name(base),
-        **source,
-    }
+    return key, DeltaDownloadSpec(
+        level=zl,
+        cache_name=paths.cache_name(user(caller), path),
+        content_hash=new,
+        base_hash=base,
+        base_cache_name=jobs.base_cache_name(base),
+        source=source,
+    )
 
 
 def precompute(caller: APIGatewayRouter, path: str) -> None:
@@ -352,10 +359,10 @@ def precompute(caller: APIGatewayRouter, path: str) -> None:
     if link is None or not link.history or link.size > CONFIG.delta_precompute_bytes:
         return
     key, spec = _version_job(
-        caller, paths.normalize(path), link.content_hash, link.history[0][0], relay_source(link)
+        caller, paths.normalize(path), link.content_hash, link.history[0][0], _coded_source(link)
     )
     try:
-        spec = {**spec, **coded_base(link, link.history[0][0], spec, inline=False), **_cached(spec)}
+        spec = _cached(_coded_base(link, spec, inline=False))
         size = delta_bytes(spec, link.size)  # background: behind the transfers users wait for
         run(
             caller,
@@ -384,23 +391,26 @@ def download_by_signature(
     signature, staged_key, digest = _body_or_staged(staged)
     link = _large(path)
     key = jobs.job_key("dl", user(router), path, link.content_hash, "signature", digest.hex())
-    spec = {
-        "action": "encode",
-        "cache_name": paths.cache_name(user(router), path),
-        "content_hash": link.content_hash,
-        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
-    }
+    spec = DeltaDownloadSpec(
+        cache_name=paths.cache_name(user(router), path),
+        content_hash=link.content_hash,
+        staged_key=staged_key,
+        staged_sha256=staged if staged_key else None,
+    )
     at = optimal.instance_for(router, link)
     if at is not None:  # the checksum list goes to that instance's bucket, as if staged there
         remote_key = staged_key or jobs.staged_key(user(router), digest.hex())
-        spec |= {**_remote(at, link), "staged_key": remote_key, "staged_sha256": digest.hex()}
+        source = optimal.source(at, link.content_hash, link.erasure)
+        spec = replace(
+            spec, source=source, publish_delta=True, staged_key=remote_key, staged_sha256=digest.hex()
+        )
         send = (
             (lambda _: optimal.copy(at, remote_key))
             if staged_key
             else (lambda _: optimal.put(at, remote_key, signature))
         )
         return _start(key, spec, link.size, stage=send, wait=wait, at=at)
-    spec |= relay_source(link)  # a coded file: the job rebuilds it from its blocks
+    spec = replace(spec, source=_coded_source(link))  # a coded file: the job rebuilds it from its blocks
     return _start(
         key, spec, link.size, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait
     )
@@ -432,17 +442,17 @@ def upload(
             code="version-mismatch",
         )
     key = jobs.job_key("ul", user(router), path, base, new, digest)
-    spec = {
-        "action": "apply",
-        "user": user(router),
-        "path": path,
-        "cache_name": paths.cache_name(user(router), path),  # where the base may be cached already
-        "content_hash": new,
-        "base_hash": base,
-        "base_cache_name": jobs.base_cache_name(base),
-        **({"staged_key": staged_key, "staged_sha256": staged} if staged_key else {}),
-    }
-    spec = {**spec, **coded_base(link, base, spec)}  # the new version is stored plain
+    spec = DeltaUploadSpec(
+        user=user(router),
+        path=path,
+        cache_name=paths.cache_name(user(router), path),  # where the base may be cached already
+        content_hash=new,
+        base_hash=base,
+        base_cache_name=jobs.base_cache_name(base),
+        staged_key=staged_key,
+        staged_sha256=staged if staged_key else None,
+    )
+    spec = _coded_base(link, spec)  # the new version is stored plain
     return _start(
         key,
         spec,

@@ -30,6 +30,7 @@ from hycloud_core.errors import NotFoundError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.jobs import executions
 from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
+from hycloud_core.jobs.specs import DeltaSpec, DeltaUploadSpec, JobSpec, TreeJobSpec
 from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements
@@ -65,9 +66,11 @@ def _lambda():
     return boto3.client("lambda", config=Config(read_timeout=30, retries={"max_attempts": 1}))
 
 
-def invoke_now(function: str, name: str, payload: dict) -> None:
-    """Run job `name` in its function now and record how it ended, as an execution would."""
-    answer = _lambda().invoke(FunctionName=function, Payload=json.dumps({"job": name, **payload}).encode())
+def invoke_now(function: str, spec: JobSpec) -> None:
+    """Run the job attempt `spec` names in its function now and record how it ended, as an
+    execution would."""
+    name = spec.job_name
+    answer = _lambda().invoke(FunctionName=function, Payload=json.dumps(spec.to_event()).encode())
     output = answer["Payload"].read().decode()
     outcome = {"status": "SUCCEEDED", "output": output}
     if "FunctionError" in answer:
@@ -103,7 +106,7 @@ def run(
     router: APIGatewayRouter,
     machine: str,
     key: str,
-    payload: dict,
+    spec: JobSpec,
     result_alive: Callable[[str], bool],
     stage: Callable[[str], None],
     path: str | None = None,
@@ -112,16 +115,16 @@ def run(
     priority: str = USER,
     at: str | None = None,
 ) -> str:
-    """The execution serving job `key` for the caller, queued (with `payload`) when needed; with
+    """The execution serving job `key` for the caller, queued (told `spec`) when needed; with
     `direct` (a function name) the job runs in that function before this returns.
 
     `machine` runs the job unless `at` names another (a data instance's state machine, for which
-    `payload` is made); an attempt is looked up on the machine it was launched on.
+    `spec` is made); an attempt is looked up on the machine it was launched on.
     `path` (the file the job works on) keeps related jobs in request order; `size` (the bytes it
     moves) gives its estimated transfer time and `priority` its class, hence its place in the queue.
     """
     store = QueueStore(records().table)
-    path = path or payload.get("path")  # a delta upload names its file
+    path = path or (spec.path if isinstance(spec, DeltaUploadSpec) else None)  # an upload names its file
 
     def status(record: JobRecord) -> str:
         outcome = jobs.load_outcome(CONFIG.staging_dir, record.execution)
@@ -134,13 +137,13 @@ def run(
         name = record.execution
         stage(name)
         if direct and not at:
-            invoke_now(direct, name, payload)
+            invoke_now(direct, spec.named(name))
             return
         caller = user(router)
         config = store.config(SCHED)
         serving = executions.region_of(at) if at else None  # the data instance it runs at
         spb = _seconds_per_byte(caller, config, serving or INSTANCE) if size else 0.0
-        body = json.dumps({"job": name, **payload})
+        body = json.dumps(spec.named(name).to_event())
         store.enqueue(
             name, at or machine, body, caller, (path,) if path else (), size, spb, config, priority=priority
         )
@@ -150,9 +153,9 @@ def run(
     return submit(ledger, key, status, result_alive, launch, at).execution
 
 
-def delta_bytes(spec: dict, size: int) -> int:
+def delta_bytes(spec: DeltaSpec, size: int) -> int:
     """What a delta job reads: the version it encodes or applies, and its base unless cached."""
-    return size * (2 if spec.get("base_hash") and not spec.get("base_cached") else 1)
+    return size * (2 if spec.base_hash and not spec.base_cached else 1)
 
 
 def copied_bytes(ns, root: str, files: int) -> int:
@@ -176,7 +179,7 @@ def queue_tree(machine: str, job, nbytes: int) -> None:
     store = QueueStore(records().table)
     config = store.config(SCHED)
     entries = job.files if job.files is not None else job.counted
-    body = json.dumps({"user": job.user, "id": job.id})
+    body = json.dumps(TreeJobSpec(user=job.user, id=job.id).to_event())
     try:
         store.enqueue(
             job.execution,

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from context import CONFIG, records, s3, s3_in, user
 
 from hycloud_core.instances import Instance, job_instance, on_ring, reachable
+from hycloud_core.jobs.specs import BucketAt, Source, TableAt
 from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.relay import LAYOUT_PREFIX, layout_name
 from hycloud_core.store.measurements import Measurements
@@ -42,22 +43,19 @@ def instance_of(machine: str) -> Instance | None:
     return None
 
 
-def source(at: Instance, content_hash: str, erasure: dict) -> dict:
-    """The job input for rebuilding the file at `at`: its layout, put in that instance's bucket
-    (by a name that changes with the layout), every instance's bucket, and the home table the job
-    meters its run in."""
+def source(at: Instance, content_hash: str, erasure: dict) -> Source:
+    """How a job at `at` rebuilds the file: its layout, put in that instance's bucket (by a name
+    that changes with the layout), every instance's bucket, and the home table the job meters its
+    run in."""
     key = LAYOUT_PREFIX + layout_name(content_hash, erasure)
     s3_in(at.region).put_object(Bucket=at.bucket, Key=key, Body=json.dumps(erasure).encode())
-    return {
-        "erasure_key": key,
-        "instances": [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)],
-        "table": home_table(),
-    }
+    instances = tuple(BucketAt(region=i.region, bucket=i.bucket) for i in on_ring(records().table))
+    return Source(erasure_key=key, instances=instances, table=home_table())
 
 
-def home_table() -> dict:
+def home_table() -> TableAt:
     """The table a job at a data instance meters its run in (it has none of its own)."""
-    return {"name": CONFIG.table, "region": s3().meta.region_name}
+    return TableAt(name=CONFIG.table, region=s3().meta.region_name)
 
 
 def holds(at: Instance, key: str) -> bool:

@@ -11,6 +11,7 @@ through `/v1/relay/data`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from answers import BYTES, RelayStatus, replies
@@ -23,8 +24,10 @@ from models import Length, Offset, RelayTarget, UserPath, Wait
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.instances import Instance
 from hycloud_core.jobs import relay_job_key
 from hycloud_core.jobs.ledger import JobLedger, JobRecord
+from hycloud_core.jobs.specs import ByteRange, RelaySpec, Source
 from hycloud_core.relay import byte_ranges, remote_relay_key
 
 from . import optimal
@@ -97,16 +100,20 @@ def _alive(key: str, name: str, content_hash: str):
     return alive
 
 
-def _source(path: str, size: int) -> dict:
-    """A coded file is rebuilt from its blocks; any other large file is copied whole or by ranges."""
-    return relay_source(namespace(router).current_link(paths.normalize(path))) or _ranges(size)
-
-
-def _ranges(size: int) -> dict:
-    """Ranges for the workflow's Map when one function could not copy the whole file in its time."""
-    if size <= CONFIG.relay_range_bytes:
-        return {}
-    return {"ranges": byte_ranges(size, CONFIG.relay_range_bytes), "range_options": {}}
+def _spec(path: str, name: str, content_hash: str, size: int, at: Instance | None) -> RelaySpec:
+    """The relay job: at a data instance, the coded file rebuilt there and put in its bucket; at
+    home, a coded file rebuilt from its blocks, any other copied whole or, when one function could
+    not copy it in its time, by ranges (the workflow's Map)."""
+    spec = RelaySpec(cache_name=name, content_hash=content_hash, size=size)
+    link = namespace(router).current_link(paths.normalize(path))
+    if at is not None:
+        source = optimal.source(at, content_hash, link.erasure)
+        return replace(spec, source=source, publish_key=remote_relay_key(content_hash))
+    coded = Source.from_event(relay_source(link))
+    if coded.coded or size <= CONFIG.relay_range_bytes:
+        return replace(spec, source=coded)
+    pieces = tuple(ByteRange.from_event(r) for r in byte_ranges(size, CONFIG.relay_range_bytes))
+    return replace(spec, ranges=pieces, range_options={})
 
 
 @router.post("/v1/relay", responses=replies(200, RelayStatus, 404, 409))
@@ -119,20 +126,11 @@ def start(body: Annotated[RelayTarget, Body()]):
     name, content_hash, size = _target(path)
     key = relay_job_key(name, content_hash)
     at = optimal.instance_for(router, namespace(router).current_link(paths.normalize(path)))
-    payload = {"cache_name": name, "content_hash": content_hash, "size": size}
-    if at is not None:
-        link = namespace(router).current_link(paths.normalize(path))
-        payload |= {
-            **optimal.source(at, content_hash, link.erasure),
-            "publish_key": remote_relay_key(content_hash),
-        }
-    else:
-        payload |= _source(path, size)
     job = run(
         router,
         CONFIG.relay_state_machine,
         key,
-        payload,
+        _spec(path, name, content_hash, size, at),
         _alive(key, name, content_hash),
         lambda _: None,
         path=paths.normalize(path),

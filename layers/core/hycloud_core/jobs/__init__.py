@@ -1,7 +1,7 @@
 """Relay and delta jobs, shared by the controller (which keys, queues and reports them) and the
 functions that run them: `names` (keys, execution names, staging files, failure reports),
-`ledger` (which attempt serves a job) and `executions`
-(Step Functions executions of any instance).
+`specs` (what each kind of job is told, checked at both ends), `ledger` (which attempt serves
+a job) and `executions` (Step Functions executions of any instance).
 
 The package re-exports `names`, so `from hycloud_core import jobs; jobs.job_key(...)` reads as
 before; the others are imported by name (the ledger and executions need boto3-facing code a
