@@ -1,11 +1,14 @@
-"""One HyCloud instance: storage (S3, EFS, DynamoDB), the controller API and the relay workflow.
+"""One HyCloud instance: storage (S3, EFS, DynamoDB), the controller API and the jobs it runs
+(relay, delta, tree, bundle), each kind a construct of constructs/.
 
 With several regions it is the home instance: its controller is also told of the data instances
 of the other regions (`data_instances`, design: docs/GEO.md).
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -13,6 +16,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -22,14 +26,14 @@ from ..constructs.bundle_jobs import BundleJobs
 from ..constructs.coded_repair import CodedRepair
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
+from ..constructs.delta_jobs import DeltaJobs
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.reach import Reach
-from ..constructs.sfn_from_asl import SfnFromAsl
+from ..constructs.relay_jobs import RelayJobs
 from ..constructs.standby_replication import StandbyReplication
 from ..constructs.tree_jobs import TreeJobs
-from ..constructs.warm_functions import warm_target
 from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, any_data_bucket, in_account, instances_env
@@ -49,6 +53,57 @@ FAIR_USE_CONTEXT = {  # per-user limits and measurement bounds (hycloud_core.con
     "hycloud:maxLinkBps": "HYCLOUD_MAX_LINK_BPS",
     "hycloud:minMeasureS": "HYCLOUD_MIN_MEASURE_S",
 }
+
+
+def instance_env(scope: Construct, stores: DataStores) -> dict[str, str]:
+    """The environment every function of the instance shares: its stores and the context's settings."""
+    ctx = scope.node.try_get_context
+    return {
+        c.ENV_BUCKET: stores.bucket.bucket_name,
+        c.ENV_TABLE: stores.table.table_name,
+        c.ENV_EFS_ROOT: MOUNT_PATH,
+        c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
+        c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
+        **quota_defaults(ctx),
+        **{env: str(ctx(key)) for key, env in FAIR_USE_CONTEXT.items() if ctx(key) is not None},
+        **scheduling_env(scope),
+    }
+
+
+def controller_settings(ctx) -> dict[str, str]:
+    """The controller's own tuning from context, each only when set."""
+    return {
+        **({c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}),
+        **({c.ENV_RELAY_RANGE_BYTES: str(n)} if (n := ctx("hycloud:relayRangeBytes")) else {}),
+        **(
+            {c.ENV_DELTA_PRECOMPUTE_BYTES: str(n)}
+            if (n := ctx("hycloud:deltaPrecomputeBytes")) is not None
+            else {}
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class Base:
+    """What the instance's functions are built on: code, layer, shared environment, stores, volume."""
+
+    functions_dir: Path
+    statemachines_dir: Path
+    layer: lambda_.ILayerVersion
+    environment: dict[str, str]
+    stores: DataStores
+    volume: EfsVolume
+
+    def job(self) -> dict[str, Any]:
+        """The arguments every job construct takes, the volume mounted."""
+        return {
+            "functions_dir": self.functions_dir,
+            "statemachines_dir": self.statemachines_dir,
+            "layer": self.layer,
+            "environment": self.environment,
+            "table": self.stores.table,
+            "mount": self.volume.mount(),
+        }
 
 
 class InstanceStack(Stack):
@@ -72,96 +127,98 @@ class InstanceStack(Stack):
         stores = DataStores(self, "Stores", removal_policy=removal, stream=stream)
         reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
         volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
-        env = {
-            c.ENV_BUCKET: stores.bucket.bucket_name,
-            c.ENV_TABLE: stores.table.table_name,
-            c.ENV_EFS_ROOT: MOUNT_PATH,
-            c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
-            c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
-            **quota_defaults(ctx),
-            **{env: str(ctx(key)) for key, env in FAIR_USE_CONTEXT.items() if ctx(key) is not None},
-            **scheduling_env(self),
-        }
-
-        relay_fn = python_function(
-            self,
-            "RelayFetch",
-            code_dir=functions_dir / "relay",
-            layer=layer,
-            environment=env,
-            timeout_s=900,
-            memory_mb=1769,
-            **volume.mount(),
-        )
-        stores.bucket.grant_read(relay_fn)
-        stores.table.grant_write_data(relay_fn)  # the relay's own run counters (cost.relay_meter)
+        base = Base(functions_dir, statemachines_dir, layer, instance_env(self, stores), stores, volume)
         warm = int(ctx("hycloud:provisionedConcurrency") or 0)
-        relay_job_fn = warm_target(relay_fn, warm)  # every job and direct call goes to the warm alias
-        relay = SfnFromAsl(
-            self,
-            "Relay",
-            asl_file=statemachines_dir / "relay_fetch.asl.json",
-            substitutions={"RelayFetchFunctionArn": relay_job_fn.function_arn},
-        ).state_machine
-        relay_job_fn.grant_invoke(relay)
-
-        delta_fn = python_function(
-            self,
-            "Delta",
-            code_dir=functions_dir / "delta",
-            layer=layer,
-            environment=env,
-            timeout_s=900,
-            memory_mb=3008,
-            **volume.mount(),
+        relay = RelayJobs(self, "RelayJobs", **base.job(), bucket=stores.bucket, warm=warm)
+        delta = DeltaJobs(
+            self, "DeltaJobs", **base.job(), bucket=stores.bucket, warm=warm, relay=relay.job_function
         )
-        stores.bucket.grant_read_write(delta_fn)
-        stores.table.grant_read_write_data(delta_fn)
-        delta_job_fn = warm_target(delta_fn, warm)
-        delta = SfnFromAsl(
-            self,
-            "DeltaJob",
-            asl_file=statemachines_dir / "delta_job.asl.json",
-            substitutions={
-                "RelayFetchFunctionArn": relay_job_fn.function_arn,
-                "DeltaFunctionArn": delta_job_fn.function_arn,
+        tree = TreeJobs(self, "TreeJob", **base.job())
+        bundles = BundleJobs(self, "BundleJob", **base.job(), bucket=stores.bucket)
+        upkeep = self._upkeep(base)
+        controller = self._controller(base, relay, delta, tree, bundles)
+        repair = self._reach_data_instances(base, list(data_instances), controller, relay, delta)
+        machines = [relay.state_machine, delta.state_machine, tree.state_machine, bundles.state_machine]
+        self._dispatcher(base, machines, list(data_instances), repair)
+        if standby:  # docs/FAILOVER.md
+            self._replicate(base, standby)
+        self._serve(
+            base,
+            controller,
+            {
+                "RelayStateMachineArn": relay.state_machine.state_machine_arn,
+                "DeltaStateMachineArn": delta.state_machine.state_machine_arn,
+                "TreeJobStateMachineArn": tree.state_machine.state_machine_arn,
+                "BundleJobStateMachineArn": bundles.state_machine.state_machine_arn,
+                "TreeStepFunctionName": tree.step_function.function_name,
+                "ControllerFunctionName": controller.function_name,
+                "CacheUpkeepFunctionName": upkeep.function_name,
             },
-        ).state_machine
-        relay_job_fn.grant_invoke(delta)
-        delta_job_fn.grant_invoke(delta)
-
-        tree = TreeJobs(
-            self,
-            "TreeJob",
-            functions_dir=functions_dir,
-            statemachines_dir=statemachines_dir,
-            layer=layer,
-            environment=env,
-            table=stores.table,
-            mount=volume.mount(),
         )
+        suppress_accepted_findings(self)
 
-        bundles = BundleJobs(
+    def _controller(
+        self, base: Base, relay: RelayJobs, delta: DeltaJobs, tree: TreeJobs, bundles: BundleJobs
+    ) -> lambda_.Function:
+        """The controller behind the API: the records, the content, and the jobs it starts."""
+        controller = python_function(
             self,
-            "BundleJob",
-            functions_dir=functions_dir,
-            statemachines_dir=statemachines_dir,
-            layer=layer,
-            environment=env,
-            table=stores.table,
-            bucket=stores.bucket,
-            mount=volume.mount(),
+            "Controller",
+            code_dir=base.functions_dir / "controller",
+            layer=base.layer,
+            environment={
+                **base.environment,
+                **relay.controller_env(),
+                **delta.controller_env(),
+                c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
+                c.ENV_BUNDLE_STATE_MACHINE: bundles.state_machine.state_machine_arn,
+                **controller_settings(self.node.try_get_context),
+            },
+            **base.volume.mount(),
         )
+        base.stores.table.grant_read_write_data(controller)
+        base.stores.bucket.grant_read_write(controller)
+        for jobs in (relay, delta, tree, bundles):
+            jobs.allow_control(controller)
+        return controller
 
+    def _serve(self, base: Base, controller: lambda_.Function, outputs: dict[str, str]) -> None:
+        """The API to the controller and the web app, and the stack's outputs (`outputs` and the
+        stores', volume's, API's and web app's)."""
+        api = ApiToController(self, "Api", controller=controller).api
+        web = WebApp(
+            self,
+            "Web",
+            web_dir=base.functions_dir.parent / "web",
+            publisher_dir=base.functions_dir / "web_publish",
+            api=api,
+            layer=base.layer,
+        )
+        for name, value in {
+            "ApiUrl": api.url,
+            "BucketName": base.stores.bucket.bucket_name,
+            "TableName": base.stores.table.table_name,
+            **outputs,
+            "AccessPointId": base.volume.access_point.access_point_id,
+            "FileSystemId": base.volume.file_system.file_system_id,
+            "WebBucketName": web.bucket.bucket_name,
+            "WebPublishFunctionName": web.publisher.function_name,
+            **({"WebUrl": web.url} if web.url else {}),
+        }.items():
+            CfnOutput(self, name, value=value)
+
+    def _upkeep(self, base: Base) -> lambda_.Function:
+        """Cache upkeep: eviction and staging every 5 minutes; repair, recount, purge and collection,
+        which read every namespace, hourly."""
         upkeep = python_function(
             self,
             "CacheUpkeep",
-            code_dir=functions_dir / "maintenance",
-            layer=layer,
-            environment=env,
+            code_dir=base.functions_dir / "maintenance",
+            layer=base.layer,
+            environment=base.environment,
             timeout_s=300,
             memory_mb=512,
-            **volume.mount(),
+            **base.volume.mount(),
         )
         cheap = events.RuleTargetInput.from_object({"walk": False})  # eviction and staging only
         events.Rule(
@@ -170,120 +227,79 @@ class InstanceStack(Stack):
             schedule=events.Schedule.rate(Duration.minutes(5)),
             targets=[targets.LambdaFunction(upkeep, event=cheap)],
         )
-        events.Rule(  # repair, recount, purge and collection read every namespace: hourly
+        events.Rule(
             self,
             "NamespaceUpkeepSchedule",
             schedule=events.Schedule.rate(Duration.hours(1)),
             targets=[targets.LambdaFunction(upkeep)],
         )
-
-        controller = python_function(
-            self,
-            "Controller",
-            code_dir=functions_dir / "controller",
-            layer=layer,
-            environment={
-                **env,
-                c.ENV_RELAY_STATE_MACHINE: relay.state_machine_arn,
-                c.ENV_DELTA_STATE_MACHINE: delta.state_machine_arn,
-                c.ENV_DELTA_FUNCTION: delta_job_fn.function_arn,  # short jobs run direct
-                c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
-                c.ENV_BUNDLE_STATE_MACHINE: bundles.state_machine.state_machine_arn,
-                **(
-                    {c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}
-                ),
-                **({c.ENV_RELAY_RANGE_BYTES: str(n)} if (n := ctx("hycloud:relayRangeBytes")) else {}),
-                **(
-                    {c.ENV_DELTA_PRECOMPUTE_BYTES: str(n)}
-                    if (n := ctx("hycloud:deltaPrecomputeBytes")) is not None
-                    else {}
-                ),
-            },
-            **volume.mount(),
-        )
-        stores.table.grant_read_write_data(controller)
-        stores.bucket.grant_read_write(controller)
-        relay.grant_start_execution(controller)
-        relay.grant_read(controller)
-        delta.grant_start_execution(controller)
-        delta_job_fn.grant_invoke(controller)
-        delta.grant_read(controller)
-        tree.allow_control(controller)
-        bundles.allow_control(controller)
-        stores.table.grant_read_write_data(upkeep)
-        stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
-        stores.bucket.grant_delete(upkeep)
+        base.stores.table.grant_read_write_data(upkeep)
+        base.stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
+        base.stores.bucket.grant_delete(upkeep)
         upkeep.add_to_role_policy(  # pending uploads of deleted users (fs/user_purge.py)
             iam.PolicyStatement(
-                actions=["s3:AbortMultipartUpload"], resources=[stores.bucket.arn_for_objects("objects/*")]
+                actions=["s3:AbortMultipartUpload"],
+                resources=[base.stores.bucket.arn_for_objects("objects/*")],
             )
         )
-        repair = None
-        if data_instances:
-            self._know_data_instances(controller, list(data_instances))
-            self._read_data_blocks(relay_fn, delta_fn)
-            repair = self._repair_jobs(
-                controller, list(data_instances), functions_dir, statemachines_dir, layer, env, stores, volume
-            )
+        return upkeep
+
+    def _reach_data_instances(
+        self,
+        base: Base,
+        instances: list[DataInstanceNames],
+        controller: lambda_.Function,
+        relay: RelayJobs,
+        delta: DeltaJobs,
+    ) -> CodedRepair | None:
+        """With data instances: the controller uses them, relay and delta read their blocks, and
+        coded files are repaired across them (the repair jobs, returned)."""
+        if not instances:
+            return None
+        self._know_data_instances(controller, instances)
+        self._read_data_blocks(relay.function, delta.function)
+        return self._repair_jobs(controller, instances, base)
+
+    def _dispatcher(
+        self,
+        base: Base,
+        machines: list[sfn.IStateMachine],
+        instances: list[DataInstanceNames],
+        repair: CodedRepair | None,
+    ) -> None:
+        """The job dispatcher: it frees a worker when a job of `machines` ends and starts the next."""
         dispatcher = JobDispatcher(
             self,
             "Dispatcher",
-            code_dir=functions_dir / "dispatcher",
-            layer=layer,
-            environment=env,
-            table=stores.table,
-            machines=[relay, delta, tree.state_machine, bundles.state_machine],
+            code_dir=base.functions_dir / "dispatcher",
+            layer=base.layer,
+            environment=base.environment,
+            table=base.stores.table,
+            machines=machines,
             machine_arns=(repair.machine_arn,) if repair else (),
         )
-        if data_instances:  # it starts and frees the workers of jobs at data instances too
-            self._allow_data_jobs(dispatcher.function, list(data_instances))
+        if instances:  # it starts and frees the workers of jobs at data instances too
+            self._allow_data_jobs(dispatcher.function, instances)
         if repair:  # the operator's whole-instance repairs and migrations are queued through it
             repair.allow_control(dispatcher.function)
             dispatcher.function.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
             CfnOutput(self, "DispatcherFunctionName", value=dispatcher.function.function_name)
-        if standby:  # docs/FAILOVER.md
-            replication = StandbyReplication(
-                self,
-                "Standby",
-                standby=standby,
-                functions_dir=functions_dir,
-                layer=layer,
-                environment=env,
-                table=stores.table,
-                bucket=stores.bucket,
-                mount=volume.mount(),
-            )
-            CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
-            CfnOutput(self, "StreamReplicatorFunctionName", value=replication.stream_function.function_name)
-        api = ApiToController(self, "Api", controller=controller).api
-        web = WebApp(
-            self,
-            "Web",
-            web_dir=functions_dir.parent / "web",
-            publisher_dir=functions_dir / "web_publish",
-            api=api,
-            layer=layer,
-        )
 
-        for name, value in {
-            "ApiUrl": api.url,
-            "BucketName": stores.bucket.bucket_name,
-            "TableName": stores.table.table_name,
-            "RelayStateMachineArn": relay.state_machine_arn,
-            "DeltaStateMachineArn": delta.state_machine_arn,
-            "TreeJobStateMachineArn": tree.state_machine.state_machine_arn,
-            "BundleJobStateMachineArn": bundles.state_machine.state_machine_arn,
-            "TreeStepFunctionName": tree.step_function.function_name,
-            "ControllerFunctionName": controller.function_name,
-            "AccessPointId": volume.access_point.access_point_id,
-            "FileSystemId": volume.file_system.file_system_id,
-            "CacheUpkeepFunctionName": upkeep.function_name,
-            "WebBucketName": web.bucket.bucket_name,
-            "WebPublishFunctionName": web.publisher.function_name,
-            **({"WebUrl": web.url} if web.url else {}),
-        }.items():
-            CfnOutput(self, name, value=value)
-        suppress_accepted_findings(self)
+    def _replicate(self, base: Base, standby: StandbyNames) -> None:
+        """Replication of the records and content into the standby (docs/FAILOVER.md)."""
+        replication = StandbyReplication(
+            self,
+            "Standby",
+            standby=standby,
+            functions_dir=base.functions_dir,
+            layer=base.layer,
+            environment=base.environment,
+            table=base.stores.table,
+            bucket=base.stores.bucket,
+            mount=base.volume.mount(),
+        )
+        CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
+        CfnOutput(self, "StreamReplicatorFunctionName", value=replication.stream_function.function_name)
 
     def _read_data_blocks(self, *fns: lambda_.Function) -> None:
         """Relay and delta rebuild coded files from blocks of every region. ListBucket lets S3 answer
@@ -301,31 +317,23 @@ class InstanceStack(Stack):
             )
 
     def _repair_jobs(
-        self,
-        controller: lambda_.Function,
-        instances: list[DataInstanceNames],
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        env: dict[str, str],
-        stores: DataStores,
-        volume: EfsVolume,
+        self, controller: lambda_.Function, instances: list[DataInstanceNames], base: Base
     ) -> CodedRepair:
         """Repair of coded files across the instances: a job the controller queues (docs/GEO.md)."""
         repair = CodedRepair(
             self,
             "CodedRepair",
-            functions_dir=functions_dir,
-            statemachines_dir=statemachines_dir,
-            layer=layer,
-            environment={**env, c.ENV_INSTANCES: instances_env(self, instances)},
-            table=stores.table,
-            home_bucket=stores.bucket,
+            functions_dir=base.functions_dir,
+            statemachines_dir=base.statemachines_dir,
+            layer=base.layer,
+            environment={**base.environment, c.ENV_INSTANCES: instances_env(self, instances)},
+            table=base.stores.table,
+            home_bucket=base.stores.bucket,
             data_buckets=[
                 *(item.bucket for item in instances),
                 any_data_bucket(self.stack_name, self.account),
             ],
-            mount=volume.mount(),
+            mount=base.volume.mount(),
         )
         repair.allow_control(controller)
         controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)
