@@ -21,8 +21,9 @@ from ..failover import FailoverHttp
 from ..http import Http, Transport
 from ..transfer import Progress, auto, download_large, download_relay, upload_large
 from ..transfer.config import DEFAULT, TransferConfig
+from ..transfer.plan import Download, TransferPlan, Upload, plan_transfer
 from ..verify import check_stored, verified_body
-from ..versions import VersionStore
+from ..versions import Version, VersionStore
 from . import tree_jobs, trees
 from .files import open_remote
 from .subscribers import ProgressLike, as_progress, report
@@ -110,12 +111,6 @@ class HyCloud:
         if self._coded_threshold is False:
             self.info()
         return self._coded_threshold or None
-
-    def _codes_by_default(self, size: int, coded: bool | None, via: str) -> bool:
-        """Unasked (`coded` None) and no way pinned (`via` auto): coded above the deployment's
-        threshold, after a delta had its chance (an edit of a known file moves as a delta)."""
-        threshold = self.coded_threshold if coded is None and via == "auto" else None
-        return threshold is not None and size > threshold
 
     def stat(self, path: str) -> dict:
         return self.http.json("GET", "/v1/stat", params={"path": paths.normalize(path)})
@@ -251,28 +246,60 @@ class HyCloud:
         and a delta is sent only against that very version."""
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
         size, keep, headers = os.path.getsize(local), _keep(mtime, mode), preconditions.headers(expect)
-        if coded and size > self.small_file_threshold:
-            return self._put_coded(local, remote, parents, progress, keep, headers)
-        if size <= self.small_file_threshold:
-            try:
-                data = local.read_bytes()
-                entry = self.put_bytes(remote, data, parents=parents, mtime=mtime, mode=mode, expect=expect)
-                report(progress, f"upload {local.name}", size)
-                return self._noted(entry, "small")
-            except PayloadTooLargeError:
-                pass  # the deployment's threshold is lower than we thought
-        result = self._put_delta(
-            local, remote, progress, base, delta_kind, upload_rate, force_delta, via, expect
+        known = self.store.get(remote)
+        plan = plan_transfer(
+            Upload(
+                size,
+                self.small_file_threshold,
+                self.coded_threshold if coded is None and via == "auto" else None,
+                via,
+                coded,
+                base=base is not None,
+                signature=known is not None
+                and known.signature is not None
+                and expect in (None, known.content_hash),
+            )
         )
-        if result is not None:
-            return self._journaled(local, remote, result, keep)
-        if self._codes_by_default(size, coded, via):
-            return self._put_coded(local, remote, parents, progress, keep, headers)
+        for way in plan.modes:
+            if way == "small":
+                try:
+                    data = local.read_bytes()
+                    entry = self.put_bytes(
+                        remote, data, parents=parents, mtime=mtime, mode=mode, expect=expect
+                    )
+                    report(progress, f"upload {local.name}", size)
+                    return self._noted(entry, "small")
+                except PayloadTooLargeError:
+                    continue  # the deployment's threshold is lower than we thought
+            if way == "delta":
+                result = self._put_delta(
+                    local,
+                    remote,
+                    progress,
+                    base,
+                    delta_kind,
+                    upload_rate,
+                    force_delta,
+                    plan.force_delta,
+                    known,
+                )
+                if result is not None:
+                    return self._journaled(local, remote, result, keep)
+                continue
+            if way == "coded":
+                return self._put_coded(local, remote, parents, progress, keep, headers)
+            if way == "direct":
+                return self._put_direct(local, remote, parents, progress, keep, headers)
+        raise AssertionError(f"the plan {plan} ended in a mode that declined")
+
+    def _put_direct(
+        self, local: Path, remote: str, parents: bool, progress: Progress, keep: dict, headers: dict
+    ) -> dict:
         started = time.perf_counter()
         result = upload_large(
             self.http, local, remote, parents, progress, keep=keep, headers=headers, config=self.transfer
         )
-        self._journaled(local, remote, result, _keep(mtime, mode))
+        self._journaled(local, remote, result, keep)
         if result.get("sent_bytes", 0) > 4 * MiB:  # measured upload rate for eq. 2
             self.upload_rate = result["sent_bytes"] / max(time.perf_counter() - started, 1e-6)
             self.store.add_rate("up", self.upload_rate)
@@ -288,32 +315,25 @@ class HyCloud:
         delta_kind: str,
         upload_rate: float | None,
         force_delta: bool,
-        via: str,
-        expect: str | None = None,
+        always: bool,
+        known: Version | None,
     ) -> dict | None:
-        """The delta upload when one is possible and pays, else None (upload directly). Its commit
-        requires its base at the path: with `expect`, only a base of that version is used."""
+        """The delta upload (against `base`, else against the kept checksum list of `known`, the
+        version at the path) when it pays or is forced (`always`: with the checksum list), else
+        None (upload the whole file)."""
         from ..transfer.delta import signature_upload
 
         if base is not None:
             result = self._put_against(
                 local, remote, progress, Path(base), delta_kind, upload_rate, force_delta
             )
-        elif via in ("auto", "delta"):
-            known = self.store.get(remote)
-            if known is None or known.signature is None or expect not in (None, known.content_hash):
-                return None
+        else:
+            assert known is not None and known.signature is not None  # the plan's condition
             rates = auto.rates(self.store)
-            pays = (
-                (lambda size, d: True)
-                if via == "delta"
-                else (lambda size, d: auto.upload_pays(size, d, rates))
-            )
+            pays = (lambda size, d: True) if always else (lambda size, d: auto.upload_pays(size, d, rates))
             result = signature_upload(
                 self.http, local, remote, known.content_hash, known.signature, pays, progress, self.transfer
             )
-        else:
-            return None
         if result is None:
             return None
         auto.learn_job(
@@ -477,58 +497,88 @@ class HyCloud:
         taking the existing `local` file as the base.
         """
         local, remote, progress = Path(local), paths.normalize(remote), as_progress(progress)
-        if via in ("auto", "delta") and base is None and delta_mode != "rsync":
-            if self._get_from_known(remote, local, progress, via) is not None:
+        known = self.store.get(remote)
+        held = local.is_file() and known is not None and known.matches(local)
+        rsync = delta_mode == "rsync"
+        ahead = Download(
+            local.stat().st_size if held else 0,  # the new version's size is not known yet: about the same
+            via=via,
+            base=base is not None,
+            rsync=rsync,
+            held=held,
+            rates=auto.rates(self.store) if held and via == "auto" else None,
+        )
+        if plan_transfer(ahead).first == "delta" and known is not None:
+            if self._get_from_known(remote, local, progress, known) is not None:
                 return local
         response = self._fetch(remote)
         if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
             self.last_transfer = {"mode": "small"}
             return _write_verified(remote, response, local, progress)
         info = response.json()
-        asked = base is not None or via == "delta"  # an explicit base or --via delta: a delta
-        by_eq2 = via == "auto" and local.exists()  # a local copy: a delta may beat the coded download
-        if "erasure" in info and not asked and via != "relay" and not by_eq2:  # jobs rebuild it
-            return self._get_coded(remote, local, progress)
         if base is None and via in ("auto", "delta") and local.exists():
-            base = local
-        known = self.store.get(remote)
+            base = local  # the file being replaced is the base of a delta
         base_hash = known.content_hash if base is not None and known and known.matches(Path(base)) else None
-        mode = "delta" if asked else via
-        if via == "auto" and not asked:
-            if (
-                base is not None
-                and base_hash == info["content_hash"]
-                and Path(base).resolve() == local.resolve()
-            ):
+        plan = plan_transfer(
+            Download(
+                info["size"],
+                "coded" if "erasure" in info else "large",
+                via,
+                base=ahead.base,
+                rsync=rsync,
+                local=local.exists(),
+                current=base_hash == info["content_hash"],
+                rates=auto.rates(self.store) if via == "auto" else None,
+            )
+        )
+        for way in plan.modes:
+            if way == "same":
                 self.last_transfer = {"mode": "same"}
                 return local
-            mode = auto.download_mode(info["size"], auto.rates(self.store), base is not None)
-        mode = "direct" if mode == "delta" and base is None else mode
-        if mode == "delta":
-            from ..transfer.delta import delta_download
+            if way == "coded":
+                return self._get_coded(remote, local, progress)
+            if way == "delta":
+                assert base is not None  # a delta is planned only with a base
+                if self._get_delta(remote, info, Path(base), local, progress, plan, base_hash):
+                    return local
+                continue  # no checksum list fits in memory: the whole file
+            return self._get_whole(remote, info, local, progress, way)
+        raise AssertionError(f"the plan {plan} ended in a mode that declined")
 
-            started = time.perf_counter()
-            assert base is not None  # a delta needs a base (above)
-            result = delta_download(
-                self.http,
-                info,
-                Path(base),
-                local,
-                progress,
-                mode=delta_mode,
-                base_hash=base_hash,
-                config=self.transfer,
-            )
-            if result is not None:
-                self._delta_done(remote, info, local, result, started)
-                return local
-            mode = "relay" if via == "relay" else "direct"  # no checksum list fits in memory
+    def _get_delta(
+        self,
+        remote: str,
+        info: dict,
+        base: Path,
+        local: Path,
+        progress: Progress,
+        plan: TransferPlan,
+        base_hash: str | None,
+    ) -> bool:
+        """The delta download of `local` against `base`; False when no delta fits (whole file)."""
+        from ..transfer.delta import delta_download
+
+        started = time.perf_counter()
+        result = delta_download(
+            self.http,
+            info,
+            base,
+            local,
+            progress,
+            mode="auto" if plan.version_aware else "rsync",
+            base_hash=base_hash,
+            config=self.transfer,
+        )
+        if result is not None:
+            self._delta_done(remote, info, local, result, started)
+        return result is not None
+
+    def _get_whole(self, remote: str, info: dict, local: Path, progress: Progress, mode: str) -> Path:
+        """The whole file, straight from S3 (`direct`) or through the EFS relay (`relay`)."""
         started = time.perf_counter()
         queued: dict[str, Any] = {}
         if mode == "relay":
             download_relay(self.http, remote, local, progress, queued, self.instance_endpoints, self.transfer)
-        elif "erasure" in info:
-            return self._get_coded(remote, local, progress)
         else:
             download_large(info, local, progress, self._fresh_url(remote, info), self.transfer)
         rate = info["size"] / max(time.perf_counter() - started, 1e-6)
@@ -538,15 +588,9 @@ class HyCloud:
         self.last_transfer = {"mode": mode, "kind": "full", **queued}
         return local
 
-    def _get_from_known(self, remote: str, local: Path, progress: Progress, via: str) -> dict | None:
-        """A delta against the local file when this client knows its version: asked for at once,
-        one request fewer than a stat first; None leaves it to the usual way."""
-        known = self.store.get(remote)
-        if not local.is_file() or known is None or not known.matches(local):
-            return None
-        size = local.stat().st_size  # the new version's size is not known yet: about the same
-        if via == "auto" and auto.download_mode(size, auto.rates(self.store), True) != "delta":
-            return None
+    def _get_from_known(self, remote: str, local: Path, progress: Progress, known: Version) -> dict | None:
+        """A delta against the local file, whose version (`known`) this client knows: asked for at
+        once, one request fewer than a stat first; None leaves it to the usual way."""
         from ..transfer.delta import delta_download, delta_from_known
 
         started = time.perf_counter()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hycloud_core.delta import level as zlevel
-from hycloud_core.delta.decision import delta_seconds, should_delta_download
+from hycloud_core.delta.decision import delta_seconds
 
 from ..versions import VersionStore
 from . import background
@@ -25,7 +25,6 @@ S3_EFS = 100 * 2**20
 OVERHEAD_S = 1.0  # a delta job's start-to-result time until measured
 MIN_OVERHEAD_S = 0.1  # a job costs at least a request and a state machine's start
 GAMMA = 0.9  # elimination expected of a new version against the previous one until measured
-RELAY_MARGIN = 1.1  # relay only when measured clearly faster than direct
 PROBE = 4 * 2**20
 
 
@@ -71,15 +70,6 @@ def rates(store: VersionStore, s3_efs: float | None = None) -> Rates:
         overhead_s=store.rate("overhead_s") or OVERHEAD_S,
         gamma=store.rate("gamma") or GAMMA,
     )
-
-
-def download_mode(size: int, r: Rates, has_base: bool) -> str:
-    """'delta' when a local base exists and eq. 2 says it pays, else 'relay' if measured faster, else 'direct'."""
-    if has_base and should_delta_download(size, r.down, r.compute, r.s3_efs, r.gamma, r.overhead_s):
-        return "delta"
-    if r.relay_down and r.relay_down > RELAY_MARGIN * r.down:
-        return "relay"
-    return "direct"
 
 
 def upload_pays(size: int, delta_size: int, r: Rates) -> bool:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from hycloud.transfer import auto, background
+from hycloud.transfer import auto, background, plan
 from hycloud.versions import VersionStore
 from hycloud_core.delta import should_delta_download
 from hycloud_core.delta.decision import delta_upload_threshold
@@ -86,13 +86,13 @@ def test_an_unwritable_place_means_no_memory_not_an_error(tmp_path):
 def test_mode_choice(tmp_path):
     store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
     slow = auto.rates(store)
-    assert auto.download_mode(200 * 2**20, slow, has_base=True) == "delta"
-    assert auto.download_mode(200 * 2**20, slow, has_base=False) == "direct"
+    assert plan.eq2_choice(200 * 2**20, slow, has_base=True) == "delta"
+    assert plan.eq2_choice(200 * 2**20, slow, has_base=False) == "direct"
     store.add_rate("relay_down", slow.down * 2)
-    assert auto.download_mode(200 * 2**20, auto.rates(store), has_base=False) == "relay"
+    assert plan.eq2_choice(200 * 2**20, auto.rates(store), has_base=False) == "relay"
     for _ in range(8):
         store.add_rate("down", 10e9)  # a link faster than computing a delta
-    assert auto.download_mode(200 * 2**20, auto.rates(store), has_base=True) != "delta"
+    assert plan.eq2_choice(200 * 2**20, auto.rates(store), has_base=True) != "delta"
     assert auto.upload_pays(200 * 2**20, 2**20, slow) and not auto.upload_pays(200 * 2**20, 200 * 2**20, slow)
 
 
@@ -112,7 +112,7 @@ def test_get_of_a_file_already_held_transfers_nothing(tmp_path, monkeypatch):
         "delta_download",
         lambda *a, **k: {"kind": "same", "sent_bytes": 0, "received_bytes": 0},
     )
-    monkeypatch.setattr(auto, "download_mode", lambda *a: "delta")
+    monkeypatch.setattr(plan, "eq2_choice", lambda *a: "delta")
     assert sdk.get("/f", local) == local
     assert sdk.last_transfer["mode"] == "delta" and sdk.last_transfer["kind"] == "same"
     background.settle()
