@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from hycloud.transfer.coded import fetch_plan, upload_coded, url_pages
+from hycloud.transfer.coded import fetch_plan, upload_coded
 from hycloud.transfer.progress import Progress
 from hycloud_core import content
 from hycloud_core.codec.framing import HEADER_SIZE
@@ -72,16 +72,23 @@ def test_a_coded_upload_of_gibs_starts_in_bounded_requests(coded_user, gib):
     assert seconds < START_LIMIT_S, seconds
     started = answer.json()
     assert len(started["urls"]) == URL_PAGE and started["more"] == URL_PAGE  # the rest page by page
-    blocks = {
-        f"{ci}/{bi}" for ci, c in enumerate(started["layout"]["chunks"]) for bi in range(len(c["blocks"]))
-    }
-    assert len(blocks) == 3 * size // CHUNK
-    urls = {
-        key: url
-        for page in url_pages(coded_user.sdk().http, started, content_hash)
-        for key, url in page.items()
-    }
-    assert set(urls) == blocks  # none of these random blocks is stored: a URL for each
+    homes = [
+        (f"{ci}/{bi}", b)
+        for ci, c in enumerate(started["layout"]["chunks"])
+        for bi, b in enumerate(c["blocks"])
+    ]
+    assert len(homes) == 3 * size // CHUNK
+    # Paging is the same at any size (the 1,023-block file below goes through every page): here the
+    # first page and the last show it, each page asking every instance about each of its blocks.
+    assert set(started["urls"]) == {key for key, _ in homes[:URL_PAGE]}  # none stored: a URL each
+    last_at = (len(homes) - 1) // URL_PAGE * URL_PAGE
+    last = coded_user.api().call(
+        "POST",
+        "/v1/coded/uploads/urls",
+        json={"content_hash": content_hash, "blocks": [_wire(b) for _, b in homes[last_at:]]},
+    )
+    assert last.status_code == 200, last.text[:300]
+    assert len(last.json()["urls"]) == len(homes) - last_at and all(last.json()["urls"])
 
 
 def test_more_urls_need_an_open_upload_on_its_own_instances(coded_user):
