@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from hycloud_core.atomic import atomic_write
 from hycloud_core.control.elimination import Eliminator, LocalOp
 
 JOURNAL_NAME = "local-ops.jsonl"
@@ -70,11 +71,8 @@ class LocalOperationQueue:
         self._compact()
 
     def _compact(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"snapshot": [op.to_dict() for op in self._queue.pending]}) + "\n")
-            self._sync(fh)
-        os.replace(tmp, self.path)
+        snapshot = json.dumps({"snapshot": [op.to_dict() for op in self._queue.pending]}) + "\n"
+        atomic_write(self.path, snapshot.encode(), fsync=self.fsync)  # two clients: two temporaries
 
     def _append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
