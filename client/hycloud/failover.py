@@ -37,6 +37,7 @@ from hycloud_core.errors import HyCloudError
 from .failover_journal import PREPARING, UPLOAD, Change, Journal, journal_path, scope_of
 from .http import MUTATING, Http
 from .transfer.config import DEFAULT, TransferConfig
+from .transfer.upload import upload_large
 
 CONNECT_TIMEOUT_S = 3.0
 LAG_POLL_S = 10.0
@@ -210,8 +211,6 @@ class FailoverHttp:
     def _replay_upload(self, change: Change) -> None:
         """Upload the local file again, to the standby, unless it holds that version already or
         the local file no longer is what the primary acknowledged."""
-        from .transfer.upload import upload_large
-
         want = change.kwargs["content_hash"]
         try:
             if (

@@ -123,11 +123,10 @@ def test_only_an_unreachable_primary_or_its_gateway_triggers_failover():
 
 
 def test_a_large_upload_in_the_lag_window_is_uploaded_again_to_the_standby(http, monkeypatch, tmp_path):
-    from hycloud.transfer import upload
     from hycloud_core import content
 
     sent: list[tuple[object, str]] = []
-    monkeypatch.setattr(upload, "upload_large", lambda h, local, remote, **kw: sent.append((h, remote)))
+    monkeypatch.setattr(failover, "upload_large", lambda h, local, remote, **kw: sent.append((h, remote)))
     same, changed = tmp_path / "same.bin", tmp_path / "changed.bin"
     same.write_bytes(b"acknowledged")
     changed.write_bytes(b"acknowledged")
