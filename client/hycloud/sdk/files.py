@@ -25,6 +25,7 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from ..http import new_session
 from ..preconditions import ABSENT
+from ..transfer.retry import send_presigned
 from ..verify import verified_body
 
 if TYPE_CHECKING:
@@ -116,12 +117,16 @@ class RemoteReader(io.RawIOBase):
 
             self._chunks = self._chunks or ChunkReader(self.client.http, self.path, self.client.transfer)
             return self._chunks.read(offset, length)
-        self._session = self._session or new_session(retries=3)
-        headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
-        for attempt in range(2):
-            r = self._session.get(
-                self._link["url"], headers=headers, timeout=self.client.transfer.part_timeout
+        session = self._session = self._session or new_session()
+        headers, config = {"Range": f"bytes={offset}-{offset + length - 1}"}, self.client.transfer
+
+        def get(url: str) -> requests.Response:
+            return send_presigned(
+                lambda: session.get(url, headers=headers, timeout=config.part_timeout), config
             )
+
+        for attempt in range(2):
+            r = get(self._link["url"])
             if r.status_code in (200, 206):
                 return r.content if r.status_code == 206 else r.content[offset : offset + length]
             if r.status_code in (400, 403) and attempt == 0:

@@ -323,8 +323,8 @@ class ChunkReader:
     reads in order decode each chunk once."""
 
     def __init__(self, http: Transport, remote: str, config: TransferConfig = DEFAULT) -> None:
-        self.http, self.remote, self.timeout = http, remote, config.block_timeout
-        self.session = new_session(retries=2)
+        self.http, self.remote, self.config = http, remote, config
+        self.session = new_session()
         self.cached: tuple[int, bytes] | None = None
         self._plan()
 
@@ -355,11 +355,18 @@ class ChunkReader:
                 break
         raise HyCloudError(f"chunk {c} of {self.remote} cannot be read", code="download-failed")
 
+    def _get(self, url: str) -> requests.Response:
+        """One block's GET, sent again while it may yet succeed (retry.py)."""
+        timeout = self.config.block_timeout
+        return send_presigned(
+            lambda: self.session.get(url, timeout=timeout), self.config, self.config.block_attempts
+        )
+
     def _block(self, c: int, bi: int) -> bytes | None:
         """The verified block, or None when it cannot be had (another holder's is tried); a URL
         that expired is asked for again (a file replaced meanwhile fails the read)."""
         try:
-            r = with_renewal(self.book, f"{c}/{bi}", lambda url: self.session.get(url, timeout=self.timeout))
+            r = with_renewal(self.book, f"{c}/{bi}", self._get)
         except requests.RequestException:
             return None
         if r is None:

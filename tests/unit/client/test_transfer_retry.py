@@ -232,3 +232,37 @@ def test_a_coded_fetch_reconnects_once_at_once_after_a_dropped_connection():
     with pytest.raises(requests.ConnectTimeout):
         fetcher._get("i", "http://s3/b")
     assert refused.calls == 1  # a refusal or timeout is a sign of the instance: not tried again here
+
+
+class _Link:
+    headers = {"Content-Type": "application/vnd.hycloud.link+json"}
+
+    def json(self) -> dict:
+        return {"url": "http://s3/obj", "size": 10, "content_hash": content.hash_bytes(b"x" * 10)}
+
+
+class _Client:
+    def __init__(self, config: TransferConfig) -> None:
+        self.transfer = config
+
+    def _fetch(self, path: str) -> _Link:
+        return _Link()
+
+
+def test_a_ranged_read_of_an_open_file_is_sent_again_as_the_config_says():
+    from hycloud.sdk.files import RemoteReader
+
+    reader = RemoteReader(_Client(TransferConfig(attempts=3, backoff_s=0.0)), "/f")  # type: ignore[arg-type]
+    reader._session = again = Session(Answer(502), Answer(503), Answer(206, b"xxxx"))  # type: ignore[assignment]
+    assert reader.read_range(2, 4) == b"xxxx" and again.calls == 3
+    reader._session = down = Session(Answer(500))  # type: ignore[assignment]
+    with pytest.raises(HyCloudError):
+        reader.read_range(0, 4)
+    assert down.calls == 3
+
+
+def test_a_coded_chunk_reader_tries_a_block_block_attempts_times_before_another_holder():
+    reader = coded.ChunkReader.__new__(coded.ChunkReader)
+    reader.config = TransferConfig(block_attempts=2, backoff_s=0.0)
+    reader.session = down = Session(Answer(503), Answer(503), Answer(200))  # type: ignore[assignment]
+    assert reader._get("http://s3/b").status_code == 503 and down.calls == 2
