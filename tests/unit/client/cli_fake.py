@@ -251,6 +251,18 @@ def fake_get_files(cloud: FakeHyCloud, pairs, progress=None, parallel=None) -> l
     return out
 
 
+class LinkAnswer:
+    """The API's answer for a large file: its link (presigned URL, size, content hash), as JSON."""
+
+    headers = {"Content-Type": "application/vnd.hycloud.link+json"}
+
+    def __init__(self, link: dict) -> None:
+        self._link = link
+
+    def json(self) -> dict:
+        return self._link
+
+
 @pytest.fixture
 def cloud(monkeypatch, tmp_path) -> FakeHyCloud:
     """The fake every command of an in-process CLI run talks to (tree transfers included)."""

@@ -8,6 +8,7 @@ import pytest
 from hycloud.transfer.auto import Rates
 from hycloud.transfer.plan import Download, TransferPlan, Upload, eq2_choice, plan_transfer
 from hycloud_core.delta import should_delta_download
+from tests.unit.client.cli_fake import LinkAnswer
 
 MiB = 2**20
 BIG = 200 * MiB
@@ -171,16 +172,6 @@ def test_every_plan_ends_in_a_mode_that_never_declines():
 
 
 # --- the SDK follows its plan --------------------------------------------------------------------
-class _Link:
-    headers = {"Content-Type": "application/vnd.hycloud.link+json"}
-
-    def __init__(self, link: dict) -> None:
-        self._link = link
-
-    def json(self) -> dict:
-        return self._link
-
-
 @pytest.fixture
 def sdk(tmp_path, monkeypatch):
     from hycloud.sdk import HyCloud
@@ -218,7 +209,9 @@ def test_a_get_of_the_version_held_moves_nothing(sdk, tmp_path, monkeypatch):
     local = tmp_path / "f"
     local.write_bytes(b"x" * 100)
     sdk.store.remember("/f", "h", local, None)
-    monkeypatch.setattr(sdk, "_fetch", lambda path: _Link({"path": path, "content_hash": "h", "size": 100}))
+    monkeypatch.setattr(
+        sdk, "_fetch", lambda path: LinkAnswer({"path": path, "content_hash": "h", "size": 100})
+    )
     monkeypatch.setattr(sdk_client.auto, "rates", lambda store: FAST)
     monkeypatch.setattr(sdk_client, "download_large", lambda *a, **k: pytest.fail("downloaded"))
     assert sdk.get("/f", local) == local and sdk.last_transfer == {"mode": "same"}
@@ -232,7 +225,7 @@ def test_a_delta_that_cannot_be_made_falls_back_to_the_way_asked(sdk, tmp_path, 
     base.write_bytes(b"o" * 100)
     link = {"path": "/f", "content_hash": "h2", "size": 100}
     asked: list[str] = []
-    monkeypatch.setattr(sdk, "_fetch", lambda path: _Link(link))
+    monkeypatch.setattr(sdk, "_fetch", lambda path: LinkAnswer(link))
     monkeypatch.setattr(
         delta, "delta_download", lambda *a, **k: asked.append(k["mode"])
     )  # None: no list fits

@@ -13,7 +13,7 @@ from hycloud.sdk import client as sdk_client
 from hycloud.transfer import upload
 from hycloud.transfer.config import DEFAULT, TransferConfig
 from hycloud_core import content
-from tests.unit.client.cli_fake import cloud, run  # noqa: F401 - the fixture
+from tests.unit.client.cli_fake import LinkAnswer, cloud, run  # noqa: F401 - the fixture
 
 MiB = 2**20
 
@@ -75,7 +75,9 @@ def test_a_large_put_and_get_carry_the_sdks_config(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sdk_client, "upload_large", fake_upload)
     monkeypatch.setattr(sdk_client, "download_large", fake_download)
-    monkeypatch.setattr(sdk, "_fetch", lambda path: _Link({"path": path, "content_hash": "h", "size": 100}))
+    monkeypatch.setattr(
+        sdk, "_fetch", lambda path: LinkAnswer({"path": path, "content_hash": "h", "size": 100})
+    )
     src = tmp_path / "src"
     src.write_bytes(b"x" * 100)
     sdk.put(src, "/f", via="direct")
@@ -94,16 +96,6 @@ def test_upload_parts_go_as_many_at_once_as_the_config_says(tmp_path, monkeypatc
     state = {"parts_done": [], "missing": [1], "content_hash": "h", "urls": {"1": "http://s3/1"}}
     upload._upload_parts(None, tmp_path, 1, state, [b""], upload.Progress(), TransferConfig(workers=5))  # type: ignore[arg-type]
     assert seen == [5]
-
-
-class _Link:
-    headers = {"Content-Type": "application/vnd.hycloud.link+json"}
-
-    def __init__(self, link: dict) -> None:
-        self._link = link
-
-    def json(self) -> dict:
-        return self._link
 
 
 def test_transfers_sets_the_clients_files_in_flight(cloud, monkeypatch, tmp_path):  # noqa: F811
