@@ -1,5 +1,5 @@
 """Relay and delta jobs on the standby controller (docs/FAILOVER.md): the same functions and
-state machines as the home instance's, on the standby's own bucket, table and EFS, so a client
+state machines as the home instance's (constructs/relay_jobs.py, delta_jobs.py), on the standby's own bucket, table and EFS, so a client
 that failed over still gets relay downloads and delta transfers, queued and dispatched as at home
 (the standby stack has its own dispatcher); no coded-file relays (their blocks are in the data
 instances).
@@ -14,8 +14,8 @@ from constructs import Construct
 
 from hycloud_core import constants as c
 
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .delta_jobs import DeltaJobs
+from .relay_jobs import RelayJobs
 
 
 class StandbyJobs(Construct):
@@ -33,49 +33,17 @@ class StandbyJobs(Construct):
         mount: dict,
     ) -> None:
         super().__init__(scope, id)
-        relay_fn = python_function(
-            self,
-            "RelayFetch",
-            code_dir=functions_dir / "relay",
+        jobs = dict(
+            functions_dir=functions_dir,
+            statemachines_dir=statemachines_dir,
             layer=layer,
             environment=environment,
-            timeout_s=900,
-            memory_mb=1769,
-            **mount,
+            bucket=bucket,
+            table=table,
         )
-        delta_fn = python_function(
-            self,
-            "Delta",
-            code_dir=functions_dir / "delta",
-            layer=layer,
-            environment=environment,
-            timeout_s=900,
-            memory_mb=3008,
-            **mount,
-        )
-        self.relay = SfnFromAsl(
-            self,
-            "Relay",
-            asl_file=statemachines_dir / "relay_fetch.asl.json",
-            substitutions={"RelayFetchFunctionArn": relay_fn.function_arn},
-        ).state_machine
-        self.delta = SfnFromAsl(
-            self,
-            "DeltaJob",
-            asl_file=statemachines_dir / "delta_job.asl.json",
-            substitutions={
-                "RelayFetchFunctionArn": relay_fn.function_arn,
-                "DeltaFunctionArn": delta_fn.function_arn,
-            },
-        ).state_machine
-        bucket.grant_read(relay_fn)
-        table.grant_write_data(relay_fn)
-        bucket.grant_read_write(delta_fn)
-        table.grant_read_write_data(delta_fn)
-        relay_fn.grant_invoke(self.relay)
-        relay_fn.grant_invoke(self.delta)
-        delta_fn.grant_invoke(self.delta)
-        self.delta_fn = delta_fn
+        relay = RelayJobs(self, "RelayJobs", **jobs, mount=mount)
+        delta = DeltaJobs(self, "DeltaJobs", **jobs, mount=mount, relay=relay.function)
+        self.relay, self.delta, self.delta_fn = relay.state_machine, delta.state_machine, delta.function
 
     def controller_env(self) -> dict[str, str]:
         return {

@@ -17,10 +17,11 @@ from hycloud_core import constants as c
 
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket
+from ..constructs.delta_jobs import DeltaJobs
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.python_function import python_function
 from ..constructs.reach import Reach
-from ..constructs.sfn_from_asl import SfnFromAsl
+from ..constructs.relay_jobs import RelayJobs
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, any_data_bucket, home_bucket, home_table, in_account
 
@@ -54,33 +55,30 @@ class DataInstanceStack(Stack):
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         }
-        jobs = dict(layer=layer, environment=env, timeout_s=900, **volume.mount())
-        relay_fn = python_function(
-            self, "RelayFetch", code_dir=functions_dir / "relay", memory_mb=1769, **jobs
+        jobs = dict(
+            functions_dir=functions_dir, statemachines_dir=statemachines_dir, layer=layer, environment=env
         )
-        delta_fn = python_function(self, "Delta", code_dir=functions_dir / "delta", memory_mb=3008, **jobs)
-        bucket.grant_read(relay_fn)
-        bucket.grant_read_write(delta_fn)
-        relay = SfnFromAsl(
+        relay_jobs = RelayJobs(
             self,
-            "Relay",
-            asl_file=statemachines_dir / "relay_fetch.asl.json",
-            substitutions={"RelayFetchFunctionArn": relay_fn.function_arn},
+            "RelayJobs",
+            **jobs,
+            bucket=bucket,
+            table=None,  # the home table: granted by _reach_home
+            mount=volume.mount(),
             state_machine_name=self.names.relay_state_machine,
-        ).state_machine
-        relay_fn.grant_invoke(relay)
-        delta = SfnFromAsl(
+        )
+        delta_jobs = DeltaJobs(
             self,
-            "DeltaJob",
-            asl_file=statemachines_dir / "delta_job.asl.json",
-            substitutions={
-                "RelayFetchFunctionArn": relay_fn.function_arn,
-                "DeltaFunctionArn": delta_fn.function_arn,
-            },
+            "DeltaJobs",
+            **jobs,
+            relay=relay_jobs.function,
+            bucket=bucket,
+            table=None,
+            mount=volume.mount(),
             state_machine_name=self.names.delta_state_machine,
-        ).state_machine
-        relay_fn.grant_invoke(delta)
-        delta_fn.grant_invoke(delta)
+        )
+        relay_fn, relay = relay_jobs.function, relay_jobs.state_machine
+        delta_fn, delta = delta_jobs.function, delta_jobs.state_machine
         bucket.grant_put(relay_fn)  # the file made whole for the client (relay/)
         self._reach_home(relay_fn, delta_fn, home_stack_name, home_region)
 
