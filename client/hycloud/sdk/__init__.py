@@ -11,6 +11,7 @@ from hycloud_core.errors import (
     UnauthorizedError,
 )
 
+from ..transfer.config import TransferConfig
 from .client import HyCloud
 from .subscribers import Subscriber
 from .tree_jobs import TreeJobDetached, TreeJobFailed
@@ -28,6 +29,7 @@ __all__ = [
     "Subscriber",
     "TreeJobDetached",
     "TreeJobFailed",
+    "TransferConfig",
     "TreeResult",
     "UnauthorizedError",
 ]

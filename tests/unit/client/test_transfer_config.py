@@ -39,6 +39,12 @@ class _Fixed:
         return self.value
 
 
+def test_sdk_users_find_it_beside_the_client():
+    import hycloud
+
+    assert hycloud.TransferConfig is TransferConfig and "TransferConfig" in hycloud.__all__
+
+
 def test_it_is_frozen_and_refuses_nonsense():
     with pytest.raises(FrozenInstanceError):
         DEFAULT.workers = 2  # type: ignore[misc]
