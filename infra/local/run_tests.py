@@ -137,6 +137,37 @@ def guard_summary(since: float) -> str:
     )
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every CPU since boot (/proc/stat); idle, I/O wait and time the
+    hypervisor gave to other machines (steal) are not busy."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    idle = fields[3] + fields[4] + fields[7]
+    return sum(fields) - idle, sum(fields)
+
+
+class Clock:
+    """Each phase's wall time and how busy the CPUs were meanwhile: a phase near 100% gains nothing
+    from more tests at once, one well below it waits on something else (sleeps, polls, the cloud's
+    single process)."""
+
+    def __init__(self) -> None:
+        self.laps: list[tuple[str, float, float]] = []
+        self.mark()
+
+    def mark(self, now: float | None = None, ticks: tuple[int, int] | None = None) -> None:
+        self.t0, self.cpu0 = now or time.monotonic(), ticks or cpu_ticks()
+
+    def lap(self, name: str, restart: bool = True) -> None:
+        now, ticks = time.monotonic(), cpu_ticks()
+        (busy0, all0), (busy1, all1) = self.cpu0, ticks
+        self.laps.append((name, now - self.t0, (busy1 - busy0) / max(all1 - all0, 1)))
+        if restart:
+            self.mark(now, ticks)
+
+    def __str__(self) -> str:
+        return "phases: " + ", ".join(f"{name} {s:.0f} s (CPU {100 * b:.0f}%)" for name, s, b in self.laps)
+
+
 def main(argv: list[str]) -> int:
     extra, args = _split_marker(argv)
     run_started = time.time()
@@ -145,39 +176,33 @@ def main(argv: list[str]) -> int:
     ]
     for report in reports:
         report.unlink(missing_ok=True)
-    phases: dict[str, float] = {}
-    t0 = time.monotonic()
+    clock = Clock()
     started = local.start()
-    phases["start local cloud"] = time.monotonic() - t0
+    clock.lap("start local cloud")
     try:
-        t0 = time.monotonic()
         local.deploy(log=lambda msg: None)
-        phases["deploy"] = time.monotonic() - t0
+        clock.lap("deploy")
         env = {**os.environ, local.DEPLOYED_ENV: "1"}
-        t0 = time.monotonic()
         log = local.STATE / "no-cloud.log"
         side = _beside("not exclusive", extra, ["-p", "no:xdist", *args, *CLOUD_FREE], env, reports[3], log)
         alone = _phase(
             "exclusive and not localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[1]
         )
-        phases["exclusive (cloud-free tests beside)"] = time.monotonic() - t0
+        clock.lap("exclusive (cloud-free tests beside)", restart=False)
         free = _finish_beside(side, log)
-        phases["cloud-free tests, to their end"] = time.monotonic() - t0
-        t0 = time.monotonic()
+        clock.lap("cloud-free tests, to their end")
         lanes = _phase(
             "not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args, *CLOUD], env, reports[0]
         )
-        phases["two lanes"] = time.monotonic() - t0
-        t0 = time.monotonic()
+        clock.lap("two lanes")
         own = _phase("localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[2])
-        phases["local cloud's own"] = time.monotonic() - t0
+        clock.lap("local cloud's own")
     finally:
         if started:
-            t0 = time.monotonic()
             local.stop()
-            phases["stop local cloud"] = time.monotonic() - t0
+            clock.lap("stop local cloud")
     print(module_times(reports))
-    print("phases: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases.items()))
+    print(clock)
     print(guard_summary(run_started))
     return alone or free or lanes or own
 
