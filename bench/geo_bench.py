@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 import result_files  # noqa: E402
 
 from bench.wan import SpawnedWanLink, session_through  # noqa: E402
-from hycloud.transfer.coded import STREAMS_PER_INSTANCE, Fetcher  # noqa: E402
+from hycloud.transfer.coded import Fetcher  # noqa: E402
+from hycloud.transfer.config import DEFAULT as TRANSFER  # noqa: E402
 from hycloud_core.codec.erasure import choose_params, decode_chunk, encode_stream  # noqa: E402
 from hycloud_core.codec.layout import Block, Chunk, CodedLayout, block_key  # noqa: E402
 from hycloud_core.control.planner import PlanProblem, plan_exact, plan_fast  # noqa: E402
@@ -51,7 +52,7 @@ from infra.local import deploy as local  # noqa: E402
 
 MiB = 1024 * 1024
 CHUNK = 2 * MiB
-STREAMS = STREAMS_PER_INSTANCE  # the client's own setting
+STREAMS = TRANSFER.streams_per_instance  # the client's own setting
 # (region, Mbit/s, RTT ms)
 SETUPS = {
     "three": [("us-east-1", 50, 40), ("us-west-2", 20, 100), ("eu-west-1", 10, 200)],

@@ -67,7 +67,8 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
 
 def test_interrupted_large_upload_resumes(alice, tmp_path, monkeypatch):
     """The network dies after two parts; rerunning the same command sends only the rest."""
-    from hycloud.transfer import upload
+    from hycloud.sdk import HyCloud
+    from hycloud.transfer import TransferConfig, upload
 
     data = os.urandom(30 * MiB + 123)
     src = tmp_path / "resume.bin"
@@ -80,10 +81,10 @@ def test_interrupted_large_upload_resumes(alice, tmp_path, monkeypatch):
             raise ConnectionError("link down")
         return real_put(*args)
 
-    monkeypatch.setattr(upload, "WORKERS", 1)
     monkeypatch.setattr(upload, "_put_part", network_dies_at_part_three)
+    one_at_a_time = HyCloud(alice.deployment.api_url, alice.key, transfer=TransferConfig(workers=1))
     with pytest.raises(ConnectionError):
-        alice.sdk().put(src, "/resume.bin")
+        one_at_a_time.put(src, "/resume.bin")
     assert "resume.bin" not in [e["name"] for e in alice.sdk().ls("/")]
 
     result = json.loads(alice.cli("--json", "put", str(src), "/resume.bin").stdout)

@@ -43,7 +43,6 @@ from .progress import Progress
 from .renew import Fetch, UrlBook, expired_answer, with_renewal
 from .retry import send_presigned, with_retries
 
-STREAMS_PER_INSTANCE = DEFAULT.streams_per_instance  # the default, which bench/geo_bench.py reads
 HEDGE_FACTOR = 3.0  # a block in flight this many typical block times is fetched elsewhere too
 HEDGE_MIN_S = 0.5
 SETUP_ROUND_TRIPS = 2  # before an instance's first block: TCP connect, then the request
