@@ -15,7 +15,16 @@ import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
-FUNCTION_MODULES = ("handler", "context", "routes", "models", "answers", "validation", "idempotency")
+FUNCTION_MODULES = (
+    "handler",
+    "context",
+    "routes",
+    "services",
+    "models",
+    "answers",
+    "validation",
+    "idempotency",
+)
 PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
 
 # Property tests draw the same examples on every run, so a test run is reproducible and a red CI

@@ -26,6 +26,7 @@ from context import CONFIG, MAX_WAIT_S, filesystem, long_poll, namespace, ok, ra
 from models import Body as JsonBody
 from models import ContentHash, Text, UserPath
 from pydantic import BaseModel, Field
+from services import job_queue, job_runs
 
 from hycloud_core import bundle, jobs
 from hycloud_core import constants as c
@@ -38,8 +39,6 @@ from hycloud_core.fs import Namespace
 from hycloud_core.fs.bundle_commit import commit_members, staged_size, take_staged
 from hycloud_core.fs.tree_walk import PRE, walk
 from hycloud_core.store.queue_records import QueueStore
-
-from . import job_runner
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
@@ -136,10 +135,10 @@ def _queue_staged(staged: str, parents: bool, root: str) -> dict:
     name = jobs.new_bundle_job()
     payload = {"job": name, "user": caller, "staged": staged, "parents": parents, "root": root}
     store = QueueStore(records().table)
-    config = store.config(job_runner.SCHED)
+    config = store.config(job_queue.SCHED)
     machine = os.environ[c.ENV_BUNDLE_STATE_MACHINE]
     store.enqueue(name, machine, json.dumps(payload), caller, (root,), size, 1.0 / CONFIG.s3_efs_rate, config)
-    job_runner.pump(config)
+    job_queue.pump(config)
     return _bundle_job(name, caller) or {"job": name, "state": "running"}
 
 
@@ -148,10 +147,10 @@ def _bundle_job(job: str, caller: str) -> dict | None:
     outcome = jobs.load_outcome(CONFIG.staging_dir, job)
     if outcome is not None:
         return {"job": job, **outcome, "user": None} if outcome.get("user") == caller else None
-    state = job_runner.queue_state(job, caller)
+    state = job_queue.queue_state(job, caller)
     if state is not None:
         return {"job": job, **state} if state else None
-    desc = job_runner.describe(os.environ[c.ENV_BUNDLE_STATE_MACHINE], job)
+    desc = job_runs.describe(os.environ[c.ENV_BUNDLE_STATE_MACHINE], job)
     if desc is None or json.loads(desc.get("input") or "{}").get("user") != caller:
         return None
     if desc["status"] == "RUNNING":

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
+from services import job_queue
 
 from hycloud_core import constants as c
 from hycloud_core import paths, reach
@@ -31,8 +32,6 @@ from hycloud_core.launch.coded_jobs import queue_coded_job
 from hycloud_core.store import cached_copies
 from hycloud_core.store.measurements import Measurements, Sample
 from hycloud_core.store.queue_records import QueueStore
-
-from . import job_runner
 
 router = APIGatewayRouter()
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
@@ -251,7 +250,7 @@ def repair(body: Annotated[RepairIn, BodyParam()]):
     if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
     caller, store = user(router), QueueStore(records().table)
-    config = store.config(job_runner.SCHED)
+    config = store.config(job_queue.SCHED)
     held = user_usage_from_records(records(), caller)[0].coded_region_bytes.get(body.region, 0)
     name = queue_coded_job(
         store,
@@ -262,13 +261,13 @@ def repair(body: Annotated[RepairIn, BodyParam()]):
         user=caller,
         nbytes=held,  # what it checks there
     )
-    job_runner.pump(config)
+    job_queue.pump(config)
     return ok(_repair_answer(name, caller) or {"job": name, "state": "running"}, 202)
 
 
 def _repair_answer(job: str, caller: str) -> dict | None:
     """The caller's repair job: its place while queued, then its execution's state; None if neither."""
-    queued = job_runner.queue_state(job, caller)
+    queued = job_queue.queue_state(job, caller)
     if queued and queued["state"] == "queued":
         return {"job": job, **queued}
     try:

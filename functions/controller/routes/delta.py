@@ -16,7 +16,6 @@ import base64
 import hashlib
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated
 
@@ -42,9 +41,10 @@ from models import (
     Wait,
 )
 from pydantic import BaseModel
+from services import optimal_instance
+from services.job_runs import RunOptions, Staging, delta_bytes, describe, owned, report, run
 
 from hycloud_core import content, jobs, paths
-from hycloud_core.atomic import atomic_write
 from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
@@ -55,9 +55,7 @@ from hycloud_core.observability import logger
 from hycloud_core.presigned import MAX_URL_TTL_S
 from hycloud_core.store.queue_records import BACKGROUND
 
-from . import optimal
 from .coded import coded_base, coded_version, relay_source
-from .job_runner import delta_bytes, describe, owned, report, run
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -128,35 +126,11 @@ def _large(path: str):
     return link
 
 
-def _stage(job: str, suffix: str, data: bytes) -> None:
-    os.makedirs(CONFIG.staging_dir, exist_ok=True)
-    atomic_write(jobs.staging_file(CONFIG.staging_dir, job, suffix), data)
-
-
-def _home_delta_ready(job: str) -> bool:
-    return os.path.exists(jobs.staging_file(CONFIG.staging_dir, job, "delta"))
-
-
-def _delta_ready(job: str) -> bool:
-    """Whether the job's delta is still there: in home staging, or in the bucket of the data
-    instance the job ran at (not when that instance left the ring)."""
-    machine = _machine(job)
-    if not machine:
-        return _home_delta_ready(job)
-    at = optimal.instance_of(machine)
-    return at is not None and optimal.holds(at, jobs.delta_object_key(job))
-
-
-def _no_staging(job: str) -> None:
-    pass
-
-
 def _start(
     key: str,
     spec: DeltaSpec,
     size: int,
-    alive: Callable[[str], bool] = _delta_ready,
-    stage: Callable[[str], None] = _no_staging,
+    staging: Staging | None = None,
     wait: float = 0,
     extra: dict | None = None,
     at: Instance | None = None,
@@ -164,24 +138,22 @@ def _start(
     """Start (or find) the job `key` computing `spec`; its result (200) when it ends within `wait`
     seconds (at most START_WAIT_S), which saves the client a round trip on short jobs, else 202.
     A caller willing to wait has a short job with nothing to fetch run in its request (direct).
-    `at`: the data instance the job runs at (a coded file, `optimal.py`), `spec` made for it."""
+    `staging`: what the request brought for the job; `at`: the data instance the job runs at (a
+    coded file, services/optimal_instance.py), `spec` made for it."""
     direct = None
     if at is None:  # the home cache and the home function: nothing to look at for a data instance
         spec = _cached(spec)
         direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
     if direct and isinstance(spec, DeltaDownloadSpec):
         spec = _new_version_url(spec)
-    job = run(
-        router,
+    options = RunOptions(
         CONFIG.delta_state_machine,
-        key,
-        spec,
-        alive,
-        stage,
+        at=at.delta_state_machine if at else None,
         size=delta_bytes(spec, size),
         direct=direct,
-        at=at.delta_state_machine if at else None,
+        staging=staging,
     )
+    job = run(router, key, spec, options)
     state = long_poll(lambda: _report(job), min(wait, START_WAIT_S), lambda r: r["state"] == "running")
     return ok({"job": job, **state, **(extra or {})}, 202 if state["state"] == "running" else 200)
 
@@ -257,9 +229,9 @@ def _report(job: str, inline: bool = True) -> dict:
     result = state.get("result") or {}
     key = result.pop("delta_key", None)
     if key and machine:  # at a data instance (gone from the ring since: the next request runs it anew)
-        at = optimal.instance_of(machine)
+        at = optimal_instance.instance_of(machine)
         if at is not None:
-            result["delta_url"] = optimal.url(at, key)
+            result["delta_url"] = optimal_instance.url(at, key)
     elif key:
         result["delta_url"] = s3().generate_presigned_url(
             "get_object", ExpiresIn=URL_TTL_S, Params={"Bucket": CONFIG.bucket, "Key": key}
@@ -303,10 +275,15 @@ def download_by_version(
             f"the cloud has no version of {path} with that hash; send a checksum list", code="base-unknown"
         )
     zl = zlevel.cap(level, link.size) if level is not None else zlevel.DEFAULT_LEVEL
-    at = optimal.instance_for(router, link)
+    at = optimal_instance.instance_for(router, link)
     if at is not None:  # it leaves its delta in its own bucket (the controller cannot read its EFS)
         key, spec = _version_job(
-            router, path, link.content_hash, base, optimal.source(at, link.content_hash, link.erasure), zl
+            router,
+            path,
+            link.content_hash,
+            base,
+            optimal_instance.source(at, link.content_hash, link.erasure),
+            zl,
         )
         spec = replace(spec, publish_delta=True, base_source=_remote_base(at, link, base))
         return _start(key, spec, link.size, wait=wait, extra=file, at=at)
@@ -330,8 +307,10 @@ def _remote_base(at: Instance, link, base: str) -> Source:
     home bucket."""
     erasure = coded_version(link, base)
     if erasure:
-        return optimal.source(at, base, erasure)
-    return Source(bucket=CONFIG.bucket, bucket_region=s3().meta.region_name, table=optimal.home_table())
+        return optimal_instance.source(at, base, erasure)
+    return Source(
+        bucket=CONFIG.bucket, bucket_region=s3().meta.region_name, table=optimal_instance.home_table()
+    )
 
 
 def _version_job(
@@ -364,16 +343,7 @@ def precompute(caller: APIGatewayRouter, path: str) -> None:
     try:
         spec = _cached(_coded_base(link, spec, inline=False))
         size = delta_bytes(spec, link.size)  # background: behind the transfers users wait for
-        run(
-            caller,
-            CONFIG.delta_state_machine,
-            key,
-            spec,
-            _home_delta_ready,
-            _no_staging,
-            size=size,
-            priority=BACKGROUND,
-        )
+        run(caller, key, spec, RunOptions(CONFIG.delta_state_machine, size=size, priority=BACKGROUND))
     except (HyCloudError, ClientError):
         logger.warning("delta precompute not started", exc_info=True)  # computed on demand instead
 
@@ -397,28 +367,17 @@ def download_by_signature(
         staged_key=staged_key,
         staged_sha256=staged if staged_key else None,
     )
-    at = optimal.instance_for(router, link)
+    at = optimal_instance.instance_for(router, link)
     if at is not None:  # the checksum list goes to that instance's bucket, as if staged there
         remote_key = staged_key or jobs.staged_key(user(router), digest.hex())
-        source = optimal.source(at, link.content_hash, link.erasure)
+        source = optimal_instance.source(at, link.content_hash, link.erasure)
         spec = replace(
             spec, source=source, publish_delta=True, staged_key=remote_key, staged_sha256=digest.hex()
         )
-        send = (
-            (lambda _: optimal.copy(at, remote_key))
-            if staged_key
-            else (lambda _: optimal.put(at, remote_key, signature))
-        )
-        return _start(key, spec, link.size, stage=send, wait=wait, at=at)
+        send = Staging(None if staged_key else signature, at=at, key=remote_key)
+        return _start(key, spec, link.size, send, wait=wait, at=at)
     spec = replace(spec, source=_coded_source(link))  # a coded file: the job rebuilds it from its blocks
-    return _start(
-        key, spec, link.size, stage=lambda job: staged_key or _stage(job, "sig", signature), wait=wait
-    )
-
-
-def _holds(path: str, content_hash: str) -> bool:
-    link = namespace(router).current_link(path)
-    return link is not None and link.content_hash == content_hash
+    return _start(key, spec, link.size, None if staged_key else Staging(signature, "sig"), wait=wait)
 
 
 @router.put(
@@ -453,14 +412,7 @@ def upload(
         staged_sha256=staged if staged_key else None,
     )
     spec = _coded_base(link, spec)  # the new version is stored plain
-    return _start(
-        key,
-        spec,
-        link.size,
-        alive=lambda job: _holds(path, new),
-        stage=lambda job: staged_key or _stage(job, "delta", delta),
-        wait=wait,
-    )
+    return _start(key, spec, link.size, None if staged_key else Staging(delta, "delta"), wait=wait)
 
 
 @router.get("/v1/delta/jobs", responses=replies(200, Job, 404))

@@ -4,7 +4,7 @@ A relay job is keyed by the cache entry and the version the path holds: requests
 runs, or while its copy is in the cache, find the same execution; after a failure or an eviction
 the next request runs a new attempt under a new execution name (hycloud_core.jobs.ledger).
 
-A coded file's job runs at the user's optimal instance (`optimal.py`); the file it made whole is
+A coded file's job runs at the user's optimal instance (services/optimal_instance.py); the file it made whole is
 then read from that instance's bucket, by the presigned `url` the ready state carries, instead of
 through `/v1/relay/data`.
 """
@@ -20,6 +20,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, long_poll, namespace, ok, records, user
 from models import Length, Offset, RelayTarget, UserPath, Wait
+from services import optimal_instance
+from services.job_runs import RunOptions, describe, report, run
 
 from hycloud_core import paths
 from hycloud_core.errors import ConflictError
@@ -30,9 +32,7 @@ from hycloud_core.jobs.ledger import JobLedger, JobRecord
 from hycloud_core.jobs.specs import ByteRange, RelaySpec, Source
 from hycloud_core.relay import byte_ranges, remote_relay_key
 
-from . import optimal
 from .coded import relay_source
-from .job_runner import describe, report, run
 
 router = APIGatewayRouter()
 
@@ -63,14 +63,14 @@ def _job_state(record: JobRecord | None) -> dict:
 
 def _remote_state(record: JobRecord, content_hash: str) -> dict:
     """A job at a data instance: ready once its file is in that instance's bucket, with its URL."""
-    at = optimal.instance_of(record.machine or "")
+    at = optimal_instance.instance_of(record.machine or "")
     state = report(describe(record.machine or "", record.execution))
     state.pop("result", None)
     key = remote_relay_key(content_hash)
     if state["state"] == "ready":
-        if at is None or not optimal.holds(at, key):
+        if at is None or not optimal_instance.holds(at, key):
             return {"state": "absent"}  # expired since, or the instance left the ring
-        state["url"] = optimal.url(at, key)
+        state["url"] = optimal_instance.url(at, key)
     return {"job": record.execution, **state, **({"instance": at.region} if at else {})}
 
 
@@ -86,20 +86,6 @@ def _status(path: str) -> dict:
     return {**info, **job}
 
 
-def _alive(key: str, name: str, content_hash: str):
-    """Whether a finished attempt's file is still there: the home cache, or the bucket of the data
-    instance it ran at."""
-
-    def alive(_execution: str) -> bool:
-        record = _record(key)
-        at = optimal.instance_of(record.machine) if record and record.machine else None
-        if at is not None:
-            return optimal.holds(at, remote_relay_key(content_hash))
-        return RelayCache(CONFIG.cache_dir).is_ready(name, content_hash)
-
-    return alive
-
-
 def _spec(path: str, name: str, content_hash: str, size: int, at: Instance | None) -> RelaySpec:
     """The relay job: at a data instance, the coded file rebuilt there and put in its bucket; at
     home, a coded file rebuilt from its blocks, any other copied whole or, when one function could
@@ -107,7 +93,7 @@ def _spec(path: str, name: str, content_hash: str, size: int, at: Instance | Non
     spec = RelaySpec(cache_name=name, content_hash=content_hash, size=size)
     link = namespace(router).current_link(paths.normalize(path))
     if at is not None:
-        source = optimal.source(at, content_hash, link.erasure)
+        source = optimal_instance.source(at, content_hash, link.erasure)
         return replace(spec, source=source, publish_key=remote_relay_key(content_hash))
     coded = Source.from_event(relay_source(link))
     if coded.coded or size <= CONFIG.relay_range_bytes:
@@ -125,18 +111,10 @@ def start(body: Annotated[RelayTarget, Body()]):
         return ok(status)
     name, content_hash, size = _target(path)
     key = relay_job_key(name, content_hash)
-    at = optimal.instance_for(router, namespace(router).current_link(paths.normalize(path)))
-    job = run(
-        router,
-        CONFIG.relay_state_machine,
-        key,
-        _spec(path, name, content_hash, size, at),
-        _alive(key, name, content_hash),
-        lambda _: None,
-        path=paths.normalize(path),
-        size=size,
-        at=at.relay_state_machine if at else None,
-    )
+    at = optimal_instance.instance_for(router, namespace(router).current_link(paths.normalize(path)))
+    where = at.relay_state_machine if at else None
+    options = RunOptions(CONFIG.relay_state_machine, at=where, path=paths.normalize(path), size=size)
+    job = run(router, key, _spec(path, name, content_hash, size, at), options)
     status = _status(path)
     if status["state"] == "ready":  # a finished attempt served the request
         return ok(status)

@@ -22,6 +22,7 @@ from context import CONFIG, filesystem, long_poll, namespace, ok, records, sfn, 
 from models import Wait
 from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
+from services.job_queue import copied_bytes, queue_tree, waiting
 
 from hycloud_core import paths
 from hycloud_core.errors import HyCloudError, NotFoundError
@@ -41,8 +42,6 @@ from hycloud_core.store.tree_jobs import (
     job_id,
 )
 from hycloud_core.store.tree_jobs import ID_PATTERN as TREE_JOB_PATTERN
-
-from .job_runner import copied_bytes, queue_tree, waiting
 
 router = APIGatewayRouter()
 

@@ -1,4 +1,5 @@
-"""The job ledger under moto: one execution per job while it serves, a new one per new attempt."""
+"""The job ledger under moto: one execution per job while it serves, a new one per new attempt.
+The ledger only decides; the caller starts the attempt it is told to (`Attempt.start`)."""
 
 from __future__ import annotations
 
@@ -25,16 +26,18 @@ def table(monkeypatch):
 
 
 class FakeMachine:
-    """Step Functions as far as submit sees it: execution name -> status; and where each attempt
-    was launched."""
+    """Step Functions as the caller of submit sees it: execution name -> status (a succeeded one
+    whose result is gone is not SUCCEEDED to it); and where each attempt was launched."""
 
     def __init__(self) -> None:
         self.runs: dict[str, str] = {}
         self.launches: list[str] = []
         self.machines: dict[str, str | None] = {}
+        self.alive = True
 
     def status(self, record: JobRecord) -> str:
-        return self.runs.get(record.execution, "ABSENT")
+        state = self.runs.get(record.execution, "ABSENT")
+        return "GONE" if state == "SUCCEEDED" and not self.alive else state
 
     def launch(self, record: JobRecord) -> None:
         self.launches.append(record.execution)
@@ -43,7 +46,23 @@ class FakeMachine:
 
 
 def run(table, machine: FakeMachine, alive: bool = True, user: str = "alice", on: str | None = None) -> str:
-    return submit(JobLedger(table, user), KEY, machine.status, lambda _: alive, machine.launch, on).execution
+    """What the controller's job service does: ask the ledger, start the attempt when told to."""
+    machine.alive = alive
+    attempt = submit(JobLedger(table, user), KEY, machine.status, on)
+    if attempt.start:
+        machine.launch(attempt.record)
+    return attempt.execution
+
+
+def test_the_ledger_says_who_starts_an_attempt_and_starts_none_itself(table):
+    machine = FakeMachine()
+    first = submit(JobLedger(table, "alice"), KEY, machine.status)
+    assert first.start and first.execution == f"{KEY}-1" and machine.launches == []
+    again = submit(JobLedger(table, "alice"), KEY, machine.status)  # recorded, not started: start it
+    assert again.start and again.execution == first.execution
+    machine.launch(again.record)
+    served = submit(JobLedger(table, "alice"), KEY, machine.status)  # running: served, not started
+    assert not served.start and served.execution == first.execution
 
 
 def test_running_and_fresh_results_are_served_by_one_execution(table):
@@ -73,7 +92,7 @@ def test_a_gone_or_stale_result_starts_a_new_attempt(table, monkeypatch):
     machine.runs[f"{KEY}-2"] = "SUCCEEDED"
     import hycloud_core.jobs.ledger as ledger
 
-    monkeypatch.setattr(ledger.time, "time", lambda: 10**12)  # past fresh_until
+    monkeypatch.setattr(ledger.time, "time", lambda: 10**12)  # past fresh_until (the result is there)
     assert run(table, machine) == f"{KEY}-3"
 
 

@@ -10,7 +10,8 @@ Because records sit in the user's partition, finding one is also the ownership c
 A request for a job is served by the current attempt while it runs, or after it succeeded while
 its result is fresh and still there; a failed attempt, or a result gone or stale, makes the next
 request start attempt + 1. The counter moves by a conditional write, so concurrent requests
-agree on one new execution.
+agree on one new execution. The ledger only decides: `submit` says which attempt serves and
+whether this request starts it, and the caller stages the job's input and launches it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,24 @@ class JobRecord:
     @property
     def execution(self) -> str:
         return execution_name(self.key, self.attempt)
+
+    @property
+    def fresh(self) -> bool:
+        """Whether a finished result may still be handed out (its age, not whether it is there)."""
+        return self.fresh_until > time.time()
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The attempt serving a job, and whether the request that asked starts it (a new attempt,
+    or one recorded for this request's machine but not started yet; starting is idempotent)."""
+
+    record: JobRecord
+    start: bool
+
+    @property
+    def execution(self) -> str:
+        return self.record.execution
 
 
 class JobLedger:
@@ -76,40 +95,31 @@ class JobLedger:
         return new
 
 
-def serves(record: JobRecord, status: str, result_alive: Callable[[str], bool]) -> bool:
-    """Whether the record's execution answers a new request (status: RUNNING, SUCCEEDED, ABSENT, ...)."""
-    if status in ("RUNNING", "ABSENT"):  # ABSENT: started by a request still on its way
+def serves(record: JobRecord, status: str) -> bool:
+    """Whether the record's execution answers a new request. `status` is what the caller sees of
+    it: RUNNING, ABSENT (started by a request still on its way), SUCCEEDED (its result still
+    there) or anything else (failed, timed out, its result gone)."""
+    if status in ("RUNNING", "ABSENT"):
         return True
-    return status == "SUCCEEDED" and record.fresh_until > time.time() and result_alive(record.execution)
+    return status == "SUCCEEDED" and record.fresh
 
 
 def submit(
-    ledger: JobLedger,
-    key: str,
-    status: Callable[[JobRecord], str],
-    result_alive: Callable[[str], bool],
-    launch: Callable[[JobRecord], None],
-    machine: str | None = None,
-) -> JobRecord:
-    """The attempt serving job `key`, launching a new one (run by `machine`, when not the default
-    one) when the current one does not serve. A running or finished attempt is served where it
-    ran; one recorded but not started yet is started by this request only on this request's machine
-    (the input is made for it), else a new attempt starts here.
-
-    `result_alive(name)` says whether a succeeded execution's result is still there;
-    `launch(record)` must be idempotent (a concurrent request may launch the same attempt).
-    """
+    ledger: JobLedger, key: str, status: Callable[[JobRecord], str], machine: str | None = None
+) -> Attempt:
+    """The attempt serving job `key`, a new one (run by `machine`, when not the default one)
+    when the current one does not serve (`status`, as for `serves`, looks the current one up).
+    A running or finished attempt is served where it ran; one recorded but not started yet is
+    started by this request only on this request's machine (the input is made for it), else a
+    new attempt starts here. Nothing is launched: the caller starts the attempt when told to."""
     for _ in range(8):
         record = ledger.get(key)
         if record is not None:
             state = status(record)
             elsewhere = state == "ABSENT" and record.machine != machine  # this request's input is not its
-            if serves(record, state, result_alive) and not elsewhere:
-                if state == "ABSENT":
-                    launch(record)
-                return record
+            if serves(record, state) and not elsewhere:
+                return Attempt(record, start=state == "ABSENT")
         record = ledger.advance(key, record, machine=machine)
         if record is not None:
-            launch(record)
-            return record
+            return Attempt(record, start=True)
     raise HyCloudError("the job is changing under concurrent requests; retry", code="busy", status=503)
