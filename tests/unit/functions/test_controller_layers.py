@@ -1,0 +1,34 @@
+"""The controller's services sit below its routes: a service imports no route (so no route's
+callback can be handed down and called back), and routes/ holds route modules only."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.conftest import ROOT
+
+CONTROLLER = ROOT / "functions" / "controller"
+
+
+def _imported(path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add(("." * node.level) + (node.module or ""))
+    return names
+
+
+def test_no_service_imports_a_route():
+    services = sorted((CONTROLLER / "services").glob("*.py"))
+    assert len(services) >= 3
+    for module in services:
+        routes = {n for n in _imported(module) if n.split(".")[0] in ("routes", "..routes") or n == ".."}
+        assert not routes, f"{module.name} imports {routes}"
+
+
+def test_every_module_in_routes_defines_routes():
+    for module in sorted((CONTROLLER / "routes").glob("*.py")):
+        if module.name != "__init__.py":
+            assert "router = APIGatewayRouter()" in module.read_text(), f"{module.name} defines no route"
