@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from hycloud_core.errors import HyCloudError
 
 from .output import stdout_console
-from .usage import admin_usage_command, quota_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 admin = typer.Typer(help="Administration (needs AWS credentials for the deployment).", no_args_is_help=True)
-out = stdout_console()
 STATE = {"json": False}
 
 TableOpt = Annotated[str | None, typer.Option("--table", help="DynamoDB table name.")]
@@ -36,6 +37,12 @@ def ops():
     return admin
 
 
+@cache
+def out() -> Console:
+    """The console admin commands print to, made when one first prints (Rich loads only then)."""
+    return stdout_console()
+
+
 def _json() -> bool:
     """The root command's --json flag."""
     return STATE["json"]
@@ -43,9 +50,9 @@ def _json() -> bool:
 
 def _emit(data: object, human: str) -> None:
     if _json():
-        out.print_json(json.dumps(data))
+        out().print_json(json.dumps(data))
     else:
-        out.print(human, highlight=False)
+        out().print(human, highlight=False)
 
 
 def _table(table: str | None, outputs: Path | None) -> str:
@@ -65,6 +72,8 @@ def _when(ts: float | None) -> str:
 @admin.command("usage")
 def admin_usage(table: TableOpt = None, outputs: OutputsOpt = None) -> None:
     """Usage and cost of the whole deployment and of each user (scans the table once)."""
+    from .usage import admin_usage_command
+
     admin_usage_command(_table(table, outputs), _json())
 
 
@@ -93,6 +102,8 @@ def list_keys(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> 
     if _json():
         _emit({"user": user, "keys": keys}, "")
         return
+    from rich.table import Table
+
     listing = Table(box=None)
     for col in ("key id", "created", "read-only", "expires"):
         listing.add_column(col)
@@ -100,7 +111,7 @@ def list_keys(user: str, table: TableOpt = None, outputs: OutputsOpt = None) -> 
         listing.add_row(
             k["key_id"], _when(k["created"]), "yes" if k["read_only"] else "no", _when(k["expires"])
         )
-    out.print(listing)
+    out().print(listing)
 
 
 @admin.command("revoke-key")
@@ -154,6 +165,8 @@ def set_quota(
     reset: Annotated[bool, typer.Option("--reset", help="Back to the deployment's defaults first.")] = False,
 ) -> None:
     """Set a user's own quota; limits not given stay as they are."""
+    from .usage import quota_line
+
     result = ops().set_quota(_table(table, outputs), user, max_bytes, max_files, reset=reset)
     _emit(result, f"{user}: {quota_line(result)}")
 

@@ -6,23 +6,26 @@ from __future__ import annotations
 import fnmatch
 import sys
 import time
-from typing import Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
 from hycloud_core import content, paths
 from hycloud_core.errors import BadRequestError, ConflictError
 
-from ..preconditions import ABSENT
-from ..sdk import HyCloud
 from .output import STATE, echo, emit, entry_name, human_size, long_listing
 from .walk import list_or_stat, walk
+
+if TYPE_CHECKING:
+    from ..sdk.client import HyCloud
 
 CHUNK = 8 * 1024 * 1024  # bytes a large file is read by, one ranged GET each
 NO_H = {"help_option_names": ["--help"]}  # -h is for human sizes, as in ls and du
 
 
 def _client() -> HyCloud:
+    from ..sdk.client import HyCloud  # here: the client loads when a command runs, not for --help
+
     return HyCloud.from_config()
 
 
@@ -257,6 +260,8 @@ def touch(
 
 
 def _touch(client: HyCloud, path: str, no_create: bool, parents: bool) -> dict:
+    from ..preconditions import ABSENT  # with the bundle format (zstandard): only for touch
+
     path = paths.normalize(path)
     if not no_create:
         try:

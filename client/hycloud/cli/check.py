@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hycloud_core import content
 from hycloud_core.errors import NotFoundError
 
-from ..sdk import HyCloud
-from ..sync.diff import Differences, find
-from ..sync.filters import PathFilter
-from ..sync.scan import LocalTree, scan
-from ..sync.state import SyncState
 from . import exit_codes
 from .output import emit
 from .sync import split_ends
-from .tree_commands import Exclude, Include
+from .tree_options import Exclude, Include
+
+if TYPE_CHECKING:
+    from ..sync.diff import Differences
+    from ..sync.scan import LocalTree
 
 EPILOG = """Examples:
 
@@ -53,6 +52,12 @@ def check_command(
     ] = False,
 ) -> None:
     """Compare a local folder with a cloud folder by content hash (nothing is changed or downloaded)."""
+    from ..sdk.client import HyCloud  # here: the client and sync engine load only for `check`
+    from ..sync.diff import find
+    from ..sync.filters import PathFilter
+    from ..sync.scan import scan
+    from ..sync.state import SyncState
+
     direction, local_root, remote_root = split_ends(src, dst)
     keep = PathFilter.of(tuple(exclude or ()), tuple(include or ()))
     if not local_root.is_dir():

@@ -10,13 +10,10 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import requests
 import typer
 
 from hycloud_core.errors import HyCloudError
 
-from ..config import ClientConfig, endpoint_from_outputs, profile_name
-from ..sdk import HyCloud
 from .output import emit, note
 
 EXAMPLES = """Examples:
@@ -49,6 +46,8 @@ def configure(
     ] = None,
 ) -> None:
     """Save the endpoint and API key of a profile, after checking them with `whoami`."""
+    from ..config import ClientConfig, endpoint_from_outputs, profile_name
+
     url = endpoint or (endpoint_from_outputs(outputs) if outputs else None)
     if not url:
         raise HyCloudError("give --endpoint or --outputs", code="bad-usage", status=400)
@@ -74,6 +73,10 @@ def _read_key(from_stdin: bool) -> str:
 
 def check(url: str, key: str) -> str:
     """The user the key belongs to; an endpoint or key that does not work is refused."""
+    import requests
+
+    from ..sdk.client import HyCloud
+
     try:
         return HyCloud(url, key, timeout=15).whoami()
     except HyCloudError as e:

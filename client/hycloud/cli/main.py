@@ -3,35 +3,32 @@
 Habits of `cp`, `ls` and `aws s3`: a destination ending in `/` or naming an existing directory
 means "into it"; `ls -l`/`stat` with `-h` for human sizes and ISO 8601 times; plain, unwrapped
 lines on stdout; `--json` for scripts, errors included (`{"error": {"code", "message"}}`).
+
+Every command starts this module, so it imports only what defines the commands and their help:
+the client, the transfer and sync machinery and Rich load inside the commands that use them
+(tests/unit/client/test_cli_imports.py keeps it so).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from importlib.metadata import version as package_version
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import requests
 import typer
 
 from hycloud_core.errors import HyCloudError
 
-from .. import http
-from ..progress_bar import RichProgress
-from ..sdk import HyCloud
-from ..sdk.trees import kept_metadata
 from ..transfer.background import settle
 from ..transfer.config import TransferConfig
-from . import browse, exit_codes, targets, tree_commands
-from . import bwlimit as bwlimit_hook
+from . import browse, exit_codes, targets, tree_options
 from .admin import admin
 from .check import EPILOG as CHECK_EPILOG
 from .check import check_command, hash_command
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
-from .job_progress import FilesBar, following
 from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
 from .serve import serve
@@ -39,7 +36,11 @@ from .share import share_command
 from .status import status_command
 from .sync import EPILOG as SYNC_EPILOG
 from .sync import sync_command
-from .usage import usage_command
+
+if TYPE_CHECKING:
+    from ..progress_bar import RichProgress
+    from ..sdk.client import HyCloud
+    from .job_progress import FilesBar
 
 app = typer.Typer(
     help="HyCloud: a filesystem on S3 + EFS.",
@@ -68,6 +69,8 @@ def flag(*names: str, help: str) -> typer.models.OptionInfo:
 
 def _show_version(wanted: bool) -> None:
     if wanted:
+        from importlib.metadata import version as package_version
+
         echo(f"hycloud {package_version('hycloud')}")
         raise typer.Exit()
 
@@ -104,13 +107,29 @@ def _options(
     STATE.update(json=json_output, progress=progress, verbose=verbose and not quiet, quiet=quiet)
     if profile:
         os.environ["HYCLOUD_PROFILE"] = profile  # every client this run makes uses it
-    if STATE["verbose"] and log_requests not in http.SESSION_HOOKS:
-        http.SESSION_HOOKS.append(log_requests)
-    bwlimit_hook.install(bwlimit_hook.parse_rate(bwlimit) if bwlimit else 0)
+    if STATE["verbose"]:
+        from .. import http  # requests loads with it: only when a request is to be shown
+
+        if log_requests not in http.SESSION_HOOKS:
+            http.SESSION_HOOKS.append(log_requests)
+    _limit_bandwidth(bwlimit)
+
+
+def _limit_bandwidth(bwlimit: str | None) -> None:
+    """Install --bwlimit's hook; without the flag, lift one an earlier run in this process set (the
+    hook's module, which loads requests, is imported only if it was ever needed)."""
+    if bwlimit:
+        from . import bwlimit as bwlimit_hook
+
+        bwlimit_hook.install(bwlimit_hook.parse_rate(bwlimit))
+    elif (installed := sys.modules.get(f"{__package__}.bwlimit")) is not None:
+        installed.install(0)
 
 
 def _client(transfers: int | None = None) -> HyCloud:
     """The profile's client; `--transfers N` sets its TransferConfig's files in flight."""
+    from ..sdk.client import HyCloud  # the client and its transfer machinery: when a command runs
+
     return (
         HyCloud.from_config(transfer=TransferConfig(files=transfers)) if transfers else HyCloud.from_config()
     )
@@ -169,11 +188,16 @@ def _bars_on() -> bool:
 
 
 def _bar() -> RichProgress:
+    from ..progress_bar import RichProgress
+
     return RichProgress(enabled=_bars_on())
 
 
-def _files_bar() -> FilesBar:
-    return FilesBar(enabled=_bars_on())
+def _following_files() -> AbstractContextManager[FilesBar]:
+    """A tree job's files bar, closed at the end; Ctrl-C says the job goes on (exit 130)."""
+    from .job_progress import FilesBar, following
+
+    return following(FilesBar(enabled=_bars_on()))
 
 
 @app.command(
@@ -225,10 +249,10 @@ def put(
     plain: Annotated[
         bool, flag("--plain", help="Large files: never erasure-coded (one copy in S3).")
     ] = False,
-    dry_run: tree_commands.DryRun = False,
-    exclude: tree_commands.Exclude = None,
-    include: tree_commands.Include = None,
-    transfers: tree_commands.Transfers = None,
+    dry_run: tree_options.DryRun = False,
+    exclude: tree_options.Exclude = None,
+    include: tree_options.Include = None,
+    transfers: tree_options.Transfers = None,
 ) -> None:
     """Upload a file (or, with -r, a directory's contents); into REMOTE if it ends in / or is a directory.
     A tree goes on past a file it cannot send, names it, and ends with a summary (exit 12 when some
@@ -237,12 +261,14 @@ def put(
         raise HyCloudError("--via is 'auto', 'direct' or 'delta'", code="bad-usage", status=400)
     if coded and plain:
         raise HyCloudError("--coded and --plain exclude each other", code="bad-usage", status=400)
-    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
+    keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     client, bar = _client(transfers), _bar()
     try:
         if local.is_dir():
             if not recursive:
                 raise HyCloudError(f"{local} is a directory (use -r)", code="is-a-directory", status=400)
+            from . import tree_commands
+
             tree_commands.upload(client, local, remote, bar, follow, _skipped, keep, dry_run, transfers)
             return
         if not local.is_file():
@@ -252,6 +278,8 @@ def put(
             return emit(
                 {"path": target, "local": str(local), "dry_run": dry_run}, _not_done(local, target, dry_run)
             )
+        from ..sdk.trees import kept_metadata
+
         entry = client.put(
             local,
             target,
@@ -311,17 +339,17 @@ def get(
     base: Annotated[
         Path | None, typer.Option(metavar="OLD", help="An older local version to download a delta against.")
     ] = None,
-    dry_run: tree_commands.DryRun = False,
-    exclude: tree_commands.Exclude = None,
-    include: tree_commands.Include = None,
-    transfers: tree_commands.Transfers = None,
+    dry_run: tree_options.DryRun = False,
+    exclude: tree_options.Exclude = None,
+    include: tree_options.Include = None,
+    transfers: tree_options.Transfers = None,
 ) -> None:
     """Download a file (or, with -r, a directory's contents); into LOCAL if it is a directory, to
     stdout if LOCAL is -. `--via delta` patches the existing local file; `auto` does when eq. 2
     says it pays."""
     if via not in ("auto", "direct", "relay", "delta"):
         raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
-    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
+    keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     if local == "-" and not recursive and not dry_run:  # stdout, as cp and aws s3 cp take "-"
         if not _left_out(keep, targets.basename(remote)):
             browse.copy_to(_client(), remote, sys.stdout.buffer)
@@ -329,6 +357,8 @@ def get(
     client, bar = _client(transfers), _bar()
     try:
         if recursive:
+            from . import tree_commands
+
             tree_commands.download(client, remote, local, bar, keep, dry_run, transfers)
             return
         target = targets.local(remote, local)
@@ -373,7 +403,7 @@ def rm(
     """Remove a file (or, with -r, a directory tree)."""
     client = _client()
     if recursive or client.stat(path)["type"] == "dir":
-        with following(_files_bar()) as bar:
+        with _following_files() as bar:
             result = client.rmdir(path, recursive=recursive, progress=bar)
         emit(result, f"removed {path} ({result['files']} files)")
     else:
@@ -388,7 +418,7 @@ def rmdir(
     ] = False,
 ) -> None:
     """Remove an empty directory (with -r, a directory tree)."""
-    with following(_files_bar()) as bar:
+    with _following_files() as bar:
         result = _client().rmdir(path, recursive=recursive, progress=bar)
     emit(result, f"removed {path}" + (f" ({result['files']} files)" if recursive else ""))
 
@@ -406,7 +436,7 @@ def mv(
     """Move or rename a file or directory; into DST if it ends in / or is a directory."""
     client = _client()
     target = targets.remote_op(client, "move", src, dst)
-    with following(_files_bar()) as bar:
+    with _following_files() as bar:
         entry = client.mv(src, target, progress=bar)
     emit(entry, f"moved {src} -> {entry['path']}")
 
@@ -424,21 +454,23 @@ def cp(
     recursive: Annotated[
         bool, flag("-r", "--recursive", help="Accepted; folders are always copied whole.")
     ] = False,
-    dry_run: tree_commands.DryRun = False,
-    exclude: tree_commands.Exclude = None,
-    include: tree_commands.Include = None,
-    transfers: tree_commands.Transfers = None,
+    dry_run: tree_options.DryRun = False,
+    exclude: tree_options.Exclude = None,
+    include: tree_options.Include = None,
+    transfers: tree_options.Transfers = None,
 ) -> None:
     """Copy a file or directory (large files are shared, not copied); into DST if it ends in / or is a directory.
     With --exclude/--include or --dry-run a folder is copied file by file."""
-    keep, transfers = tree_commands.path_filter(exclude, include), tree_commands.check_transfers(transfers)
+    keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     client = _client(transfers)
     target = targets.remote_op(client, "copy", src, dst)
     if (keep is not None or dry_run) and client.stat(src)["type"] == "dir":
+        from . import tree_commands
+
         return tree_commands.copy(client, src, target, keep, dry_run, transfers)
     if _left_out(keep, targets.basename(src)) or dry_run:
         return emit({"path": target, "src": src, "dry_run": dry_run}, _not_done(src, target, dry_run, "copy"))
-    with following(_files_bar()) as bar:
+    with _following_files() as bar:
         entry = client.cp(src, target, progress=bar)
     emit(entry, f"copied {src} -> {entry['path']}")
 
@@ -447,6 +479,8 @@ def cp(
 def usage() -> None:
     """Show what your files occupy in EFS and S3 and their monthly cost, beside all-S3, all-EFS
     and Amazon S3 Files."""
+    from .usage import usage_command  # Rich's tables and the cost model: only for `usage`
+
     usage_command(STATE["json"])
 
 
@@ -538,10 +572,16 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # stdout closed early (`hycloud ls | head`): not an error to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(exit_codes.ERROR)
-    except requests.RequestException as e:
-        _fail(str(e), exit_codes.UNREACHABLE, "unreachable")
-    except OSError as e:
+    except OSError as e:  # requests' errors are OSErrors too: the endpoint, not the disk
+        if _request_error(e):
+            _fail(str(e), exit_codes.UNREACHABLE, "unreachable")
         _fail(str(e), exit_codes.LOCAL_IO, "local-io")
+
+
+def _request_error(e: OSError) -> bool:
+    """Whether requests raised it; a run that never imported requests made no request."""
+    requests = sys.modules.get("requests")
+    return requests is not None and isinstance(e, requests.RequestException)
 
 
 if __name__ == "__main__":

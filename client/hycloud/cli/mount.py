@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..sdk import HyCloud
-
 
 def mount_command(
     directory: Annotated[Path, typer.Argument(help="Empty local folder to mount on.")],
@@ -19,6 +17,7 @@ def mount_command(
     Example: `hycloud mount ~/hycloud &`, then `fusermount3 -u ~/hycloud` to unmount.
     """
     from ..mount import mount
+    from ..sdk.client import HyCloud
 
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a folder", param_hint="DIR")

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-import requests
-from rich.console import Console
+if TYPE_CHECKING:  # both load only when used: with -v, or for a table
+    import requests
+    from rich.console import Console
 
 STATE: dict = {"json": False, "progress": False, "verbose": False, "quiet": False}
 UNITS = "KMGTPE"
@@ -117,6 +119,8 @@ def log_requests(session: requests.Session) -> None:
 
 def stdout_console() -> Console:
     """A Rich console for stdout (tables) that never wraps or cuts a line going to a pipe or file."""
+    from rich.console import Console
+
     if sys.stdout.isatty():
         return Console()
     return Console(width=1_000_000, soft_wrap=True, no_color=True, highlight=False)

@@ -6,14 +6,13 @@ import os
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from ..config import ClientConfig
 
 serve = typer.Typer(help="Serve HyCloud files over another protocol.", no_args_is_help=True)
 
 
 def endpoint_or_config(endpoint: str | None) -> str:
+    from ..config import ClientConfig
+
     return endpoint or os.environ.get("HYCLOUD_ENDPOINT") or ClientConfig.load().endpoint
 
 
@@ -30,6 +29,8 @@ def webdav(
 
     Example: `hycloud serve webdav --port 8080`, then `mount -t davfs http://127.0.0.1:8080/ /mnt/hc`.
     """
+    from rich.console import Console
+
     from ..webdav import serve as run
 
     url = endpoint_or_config(endpoint)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,8 +10,10 @@ from hycloud_core import paths
 from hycloud_core.errors import BadRequestError
 from hycloud_core.share_links import parse_duration
 
-from ..sdk import HyCloud
 from .output import emit, iso_time
+
+if TYPE_CHECKING:
+    from ..sdk.client import HyCloud
 
 
 def _with_url(client: HyCloud, share: dict) -> dict:
@@ -43,6 +45,8 @@ def share_command(
     """
     if sum(bool(x) for x in (path, revoke, list_all)) != 1:
         raise BadRequestError("give a PATH, --revoke ID or --list", code="bad-usage")
+    from ..sdk.client import HyCloud  # here: the client loads only when a command runs
+
     client = HyCloud.from_config()
     if list_all:
         found = [_with_url(client, s) for s in client.http.json("GET", "/v1/shares")["shares"]]

@@ -6,8 +6,6 @@ from typing import Any
 
 from hycloud_core.errors import HyCloudError
 
-from ..failover import FailoverHttp
-from ..sdk.client import HyCloud
 from .output import emit
 
 
@@ -31,6 +29,9 @@ def _line(name: str, report: dict[str, Any]) -> str:
 
 def status_command() -> None:
     """Show the controllers (primary, standby) and the standby's replication lag."""
+    from ..failover import FailoverHttp
+    from ..sdk.client import HyCloud
+
     http = HyCloud.from_config().http
     if not isinstance(http, FailoverHttp):
         report = _report(http)

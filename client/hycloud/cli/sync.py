@@ -10,7 +10,6 @@ import typer
 
 from hycloud_core.errors import BadRequestError
 
-from ..sdk import HyCloud
 from . import exit_codes
 from .output import STATE, emit, note
 
@@ -79,7 +78,8 @@ def sync_command(
     Changes made at DST since the last sync are never overwritten: a file changed on both sides
     keeps the newer (by mtime) and the other beside it as NAME.conflict-DEVICE-TIME, on both
     sides, so the next sync has nothing more to say about it."""
-    from ..sync import SyncOptions, sync  # here: the sync engine is not every command's start-up cost
+    from ..sdk.client import HyCloud  # here: the client and the sync engine load only for `sync`
+    from ..sync import SyncOptions, sync
     from ..sync.filters import PathFilter
     from ..sync.progress import SyncProgress
     from ..sync.watch import flush_held

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hycloud_core import paths
 from hycloud_core.errors import NotFoundError
 from hycloud_core.store.tree_jobs import job_id
 
-from ..sdk import HyCloud
+if TYPE_CHECKING:
+    from ..sdk.client import HyCloud
 
 
 def basename(path: str) -> str:

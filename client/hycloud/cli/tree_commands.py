@@ -11,55 +11,22 @@ import posixpath
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from hycloud_core import paths
-from hycloud_core.errors import BadRequestError, HyCloudError, NotFoundError
+from hycloud_core.errors import HyCloudError, NotFoundError
 
 from ..sdk import HyCloud, trees
 from ..sync.diff import find
 from ..sync.filters import PathFilter
 from ..sync.scan import scan
 from ..sync.state import SyncState
-from ..transfer.config import DEFAULT
 from . import tree_report
 from .output import note
 from .walk import walk
 
-DryRun = Annotated[
-    bool, typer.Option("-n", "--dry-run", help="List what would be done; do nothing.", metavar="")
-]
-Exclude = Annotated[
-    list[str] | None,
-    typer.Option("--exclude", metavar="GLOB", help="Leave out paths matching (gitignore-style; repeatable)."),
-]
-Include = Annotated[
-    list[str] | None,
-    typer.Option("--include", metavar="GLOB", help="Keep paths matching, though excluded (repeatable)."),
-]
-Transfers = Annotated[
-    int | None,
-    typer.Option("--transfers", metavar="N", help=f"Requests in flight at once (default {DEFAULT.files})."),
-]
-
-
-def path_filter(exclude: list[str] | None, include: list[str] | None) -> PathFilter | None:
-    """The filter of --exclude/--include; None when no --exclude was given (all kept)."""
-    if include and not exclude:
-        note("--include only keeps what an --exclude leaves out; with no --exclude everything is kept")
-    return PathFilter.of(tuple(exclude or ()), tuple(include or ())) if exclude else None
-
 
 def keeper(keep: PathFilter | None) -> Callable[[str, bool], bool] | None:
     return None if keep is None else (lambda rel, is_dir: keep.keeps(rel, is_dir))
-
-
-def check_transfers(transfers: int | None) -> int | None:
-    if transfers is not None and not 1 <= transfers <= 64:
-        raise BadRequestError("--transfers takes 1 to 64", code="bad-usage")
-    return transfers
 
 
 def upload(

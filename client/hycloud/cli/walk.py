@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hycloud_core.errors import ConflictError
 
-from ..sdk import HyCloud
+if TYPE_CHECKING:
+    from ..sdk.client import HyCloud
 
 LISTERS = 8  # folder listings in flight at once
 
