@@ -181,8 +181,11 @@ function row(entry) {
   return tr;
 }
 
+const baseName = (path) => path.slice(path.lastIndexOf("/") + 1);
+const parentOf = (path) => path.slice(0, path.lastIndexOf("/")) || "/";
+
 async function download(entry) {
-  saveBlob(await fileBlob(entry.path), entry.name);
+  saveBlob(await fileBlob(entry.path), baseName(entry.path));
   note(`downloaded ${entry.name}`);
 }
 
@@ -194,9 +197,9 @@ function saveBlob(blob, name) {
 }
 
 async function rename(entry) {
-  const name = await ask(`Rename ${entry.name} to:`, entry.name);
-  if (!name || name === entry.name) return;
-  await Api.json("POST", "/v1/move", { json: { src: entry.path, dst: join(entry.path.slice(0, -entry.name.length - 1) || "/", name) } });
+  const name = await ask(`Rename ${entry.name} to:`, baseName(entry.path));
+  if (!name || name === baseName(entry.path)) return;
+  await Api.json("POST", "/v1/move", { json: { src: entry.path, dst: join(parentOf(entry.path), name) } });
   await show(state.cwd);
 }
 

@@ -45,7 +45,7 @@ async function bulkMove() {
   const dest = "/" + target.split("/").filter(Boolean).join("/");
   if (chosen.some((e) => e.type === "dir" && (dest + "/").startsWith(e.path + "/"))) throw new Error("a folder cannot move into itself");
   await makeDir(dest);
-  const failed = await settle(chosen, (e) => Api.json("POST", "/v1/move", { json: { src: e.path, dst: join(dest, e.path.split("/").pop()) } }));
+  const failed = await settle(chosen, (e) => Api.json("POST", "/v1/move", { json: { src: e.path, dst: join(dest, baseName(e.path)) } }));
   state.selected.clear();
   await show(state.cwd);
   report(`moved to ${dest}:`, chosen.length, failed);
@@ -55,7 +55,7 @@ async function bulkZip() {
   const chosen = selectedEntries();
   const files = [];
   for (const e of chosen) {
-    const top = e.path.split("/").pop();
+    const top = baseName(e.path);
     if (e.type === "file") files.push({ path: e.path, name: top, mtime: e.mtime });
     else for (const t of await tree(e.path)) if (t.type === "file") files.push({ path: join(e.path, t.rel), name: `${top}/${t.rel}` });
   }
@@ -65,7 +65,7 @@ async function bulkZip() {
     data: new Uint8Array(await (await fileBlob(f.path)).arrayBuffer()),
     mtime: f.mtime ? new Date(f.mtime * 1000) : new Date(),
   }));
-  const name = chosen.length === 1 ? `${chosen[0].path.split("/").pop()}.zip` : `${state.cwd.split("/").pop() || "hycloud"}.zip`;
+  const name = chosen.length === 1 ? `${baseName(chosen[0].path)}.zip` : `${baseName(state.cwd) || "hycloud"}.zip`;
   saveBlob(makeZip(parts), name);
   $("#upload-status").textContent = "";
   note(`downloaded ${name} (${files.length} file(s))`);

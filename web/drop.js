@@ -6,10 +6,11 @@
 // The dropped items as { files: [{file, path}], dirs: [path] }, paths below `base`.
 async function collectDrop(dataTransfer, base) {
   const files = [], dirs = [];
-  const entries = [...(dataTransfer.items || [])].filter((i) => i.kind === "file").map((i) => [i, i.webkitGetAsEntry?.()]);
-  for (const [item, entry] of entries) {
+  // Both are taken before the first await: the items are emptied once the drop handler returns.
+  const entries = [...(dataTransfer.items || [])].filter((i) => i.kind === "file").map((i) => [i.webkitGetAsEntry?.(), i.getAsFile()]);
+  for (const [entry, file] of entries) {
     if (entry) await walkEntry(entry, base, files, dirs);
-    else if (item.getAsFile()) files.push({ file: item.getAsFile(), path: join(base, item.getAsFile().name) });
+    else if (file) files.push({ file, path: join(base, file.name) });
   }
   if (!entries.length) for (const file of dataTransfer.files || []) files.push({ file, path: join(base, file.name) });
   return { files, dirs };

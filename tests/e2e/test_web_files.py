@@ -177,6 +177,20 @@ def test_drag_and_drop_files_and_folders(browser, alice, folder):
     assert stat(alice, f"{folder}/album/empty").json()["type"] == "dir"
 
 
+def test_upload_folder_picker(browser, alice, folder, tmp_path):
+    picked = tmp_path / "picked"
+    (picked / "nested" / "deeper").mkdir(parents=True)
+    tree = {"top.txt": b"top", "nested/mid.txt": b"mid", "nested/deeper/low.bin": bytes(range(256)) * 8}
+    for rel, data in tree.items():
+        (picked / rel).write_bytes(data)
+    browser.find_element(By.ID, "folder-input").send_keys(str(picked))
+    wait_for(browser, lambda d: d.find_element(By.ID, "upload-status").text == "uploaded 3 file(s)", "folder uploaded")
+    row(browser, "picked")
+    for rel, data in tree.items():
+        got = read(alice, f"{folder}/picked/{rel}")
+        assert got.status_code == 200 and got.content == data, (rel, got.status_code)
+
+
 def test_multi_select_delete_move_and_zip(browser, alice, folder):
     files = {name: hashlib.sha256(name.encode()).digest() * 40 for name in ("a.bin", "b.bin", "c.bin", "d.bin")}
     for name, data in files.items():
