@@ -93,7 +93,7 @@ async function show(path) {
   const mine = ++shown;
   const entries = await listing(path);
   if (mine !== shown) return;
-  if (path !== state.cwd) { state.selected.clear(); $("#search").value = ""; }
+  if (path !== state.cwd) { state.selected.clear(); $("#search").value = ""; note(""); }
   state.cwd = path;
   state.entries = entries;
   renderCrumbs(path);
