@@ -50,8 +50,19 @@ def tree(tmp_path_factory) -> Path:
     return root
 
 
+def _fsync(path: Path) -> None:
+    """The mount's writes are local until flushed: fsync returns once the file is in the cloud."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def test_tree_in_and_out_byte_exact(mounted, tree, alice, tmp_path):
     subprocess.run(["cp", "-r", str(tree), str(mounted / TREE)], check=True, timeout=120)
+    for rel in SIZES:
+        _fsync(mounted / TREE / rel)
     back = tmp_path / "back"
     subprocess.run(["cp", "-r", str(mounted / TREE), str(back)], check=True, timeout=120)
     for rel in SIZES:
@@ -75,8 +86,10 @@ def test_random_reads_and_updates_through_the_mount(mounted, tree, alice):
         for offset in (4 * MiB + 17, 10, 5 * MiB - 5, 8 * MiB):
             f.seek(offset)
             assert f.read(70_000) == local[offset : offset + 70_000]
-    with open(mounted / TREE / "a/notes.txt", "ab") as f:  # update in place: uploaded on close
+    with open(mounted / TREE / "a/notes.txt", "ab") as f:  # update in place: in the cloud after fsync
         f.write(b"appended")
+        f.flush()
+        os.fsync(f.fileno())
     expected = (tree / "a/notes.txt").read_bytes() + b"appended"
     assert alice.sdk().get_bytes(f"/{TREE}/a/notes.txt") == expected
     os.rename(mounted / TREE / "a/notes.txt", mounted / TREE / "one byte")  # replaces, as POSIX rename does

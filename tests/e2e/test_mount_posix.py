@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import requests
@@ -67,20 +68,83 @@ def test_start_prints_no_libfuse_warning(mounted):
     assert "invalid max threads" not in mounted.stderr.read_text()
 
 
-def test_fusermount_unmount_ends_the_process(mounted):
-    (mounted.dir / f"u-{uuid.uuid4().hex[:8]}").write_bytes(b"busy for a while")
+def _written(mount: Mount, tag: str, count: int = 20) -> dict[str, bytes]:
+    """Files written through the mount and closed (so only in its write-back cache for now)."""
+    folder = mount.dir / f"{tag}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    files = {f"/{folder.name}/f{i}": os.urandom(100 * i) for i in range(count)}
+    for path, data in files.items():
+        (mount.dir / path[1:]).write_bytes(data)
+    return files
+
+
+def _in_cloud(alice, files: dict[str, bytes]) -> None:
+    sdk = alice.sdk()
+    for path, data in files.items():
+        assert sdk.get_bytes(path) == data, path
+
+
+def test_fusermount_unmount_ends_the_process(mounted, alice):
+    files = _written(mounted, "u")
     os.listdir(mounted.dir)
     subprocess.run(["fusermount3", "-u", str(mounted.dir)], check=True, timeout=30)
     took = _exits_within(mounted.proc, EXIT_S)
     assert took is not None, f"mount process alive {EXIT_S} s after fusermount3 -u"
     assert mounted.proc.returncode == 0, mounted.stderr.read_text()
     assert not mounted.is_mounted()
+    _in_cloud(alice, files)  # the unmount sent what was still only cached
+
+
+def _holder_of(mount: Mount) -> subprocess.Popen:
+    """A process in a mount namespace of its own, copied while DIR was mounted (as containers,
+    sandboxes and services with private /tmp are): it keeps a reference to the mount."""
+    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sleep", "120"])
+    deadline = time.monotonic() + 10
+    while str(mount.dir) not in Path(f"/proc/{holder.pid}/mountinfo").read_text():
+        if holder.poll() is not None or time.monotonic() > deadline:
+            holder.kill()
+            pytest.skip("cannot make a mount namespace here (unshare)")
+        time.sleep(0.05)
+    return holder
+
+
+def test_unmount_ends_the_process_while_another_namespace_holds_the_mount(mounted, alice):
+    """fusermount3 -u only removes the mount here: the kernel keeps the filesystem alive while
+    another namespace holds a copy, so the process must see its own unmount and end."""
+    holder = _holder_of(mounted)
+    try:
+        files = _written(mounted, "ns")
+        subprocess.run(["fusermount3", "-u", str(mounted.dir)], check=True, timeout=30)
+        took = _exits_within(mounted.proc, EXIT_S)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert took is not None, f"mount process alive {EXIT_S} s after fusermount3 -u"
+    assert mounted.proc.returncode == 0, mounted.stderr.read_text()
+    _in_cloud(alice, files)
+
+
+def test_close_is_local_and_fsync_makes_a_file_durable(mounted, alice):
+    folder = mounted.dir / f"w-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    with open(folder / "f", "wb") as f:
+        f.write(b"written through the mount")
+        f.flush()
+        os.fsync(f.fileno())
+        assert alice.sdk().get_bytes(f"/{folder.name}/f") == b"written through the mount"
+        f.write(b", and more")
+    assert (folder / "f").read_bytes() == b"written through the mount, and more"  # own writes, at once
+    deadline = time.monotonic() + 10  # the flusher sends closed files within a second or so
+    while alice.sdk().get_bytes(f"/{folder.name}/f") != b"written through the mount, and more":
+        assert time.monotonic() < deadline, "a closed file did not reach the cloud"
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
-def test_a_signal_unmounts_cleanly(mounted, sig):
-    """SIGKILL too: a mount process that dies any way leaves no stale mount behind (auto_unmount)."""
-    (mounted.dir / f"t-{uuid.uuid4().hex[:8]}").write_bytes(b"before the signal")
+def test_a_signal_unmounts_cleanly(mounted, sig, alice):
+    """SIGKILL too: a mount process that dies any way leaves no stale mount behind (auto_unmount).
+    The other signals first send what is still only cached."""
+    files = _written(mounted, "t")
     os.listdir(mounted.dir)
     mounted.proc.send_signal(sig)
     took = _exits_within(mounted.proc, EXIT_S)
@@ -91,6 +155,8 @@ def test_a_signal_unmounts_cleanly(mounted, sig):
     assert not mounted.is_mounted()
     assert os.listdir(mounted.dir) == []  # the plain folder again, not "Transport endpoint is not connected"
     assert "Traceback" not in mounted.stderr.read_text()
+    if sig != signal.SIGKILL:
+        _in_cloud(alice, files)
 
 
 class _Counting(ThreadingHTTPServer):
@@ -168,6 +234,9 @@ def test_own_changes_are_seen_at_once_and_others_within_the_timeout(mounted, ali
     (folder / "b").write_bytes(b"new")
     assert os.stat(folder / "a").st_size == 30
     assert sorted(os.listdir(folder)) == ["a", "b"]
+    fd = os.open(folder / "a", os.O_RDONLY)
+    os.fsync(fd)  # in the cloud now: another client's later write wins
+    os.close(fd)
     (folder / "sub").mkdir()
     (folder / "sub" / "c").write_bytes(b"c")
     os.listdir(folder / "sub")

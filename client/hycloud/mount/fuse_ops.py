@@ -1,8 +1,13 @@
-"""The FUSE operations: each maps to SDK calls; errors map to errno values.
+"""The FUSE operations: each maps to SDK calls, or to the write-back cache; errors map to errno values.
 
-Metadata (entries and listings) is cached for a short time by `MetaCache`, and every change
-made through the mount drops the cached entries it touches. Files open for writing are served from their local spool
-(size included) until they are closed and uploaded.
+Consistency. Within the mount: close-to-open and more, since reads and stats of a file written
+through the mount are served from its cached copy at once. Writes are durable when `fsync`
+returns (close only makes them local: `writeback.py` sends them shortly after) and on unmount
+(`destroy`). Across clients: another client sees a change once the flusher has sent it and its
+own caches have expired; this mount sees another client's change once its metadata entries expire
+(`MetaCache`, 2 s, plus the kernel's 1 s) and it holds no unsent change to that file. No locking:
+concurrent writers of one file, the last upload wins. Metadata (entries and listings) is cached for
+a short time by `MetaCache`, and every change made through the mount drops the entries it touches.
 """
 
 from __future__ import annotations
@@ -11,17 +16,22 @@ import errno
 import itertools
 import os
 import stat
-import time
+import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 
 import mfusepy as fuse
 
 from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
-from ..sdk import HyCloud
-from .handles import READ_AHEAD, ReadHandle, WriteHandle
+from ..sdk import HyCloud, bundles
+from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .meta import MetaCache
+from .watch import watch
+from .writeback import LIMIT, WriteBack
 
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 CONFLICT_ERRNO = {
@@ -58,11 +68,24 @@ def errors_as_errno(fn: Callable) -> Callable:
 class HyCloudFuse(fuse.Operations):
     use_ns = True
 
-    def __init__(self, client: HyCloud, read_ahead: int = READ_AHEAD) -> None:
+    def __init__(
+        self,
+        client: HyCloud,
+        read_ahead: int = READ_AHEAD,
+        cache: WriteBack | None = None,
+        cache_dir: str | None = None,
+    ) -> None:
         self.client, self.read_ahead = client, read_ahead
         self.meta = MetaCache(client)
-        self._handles: dict[int, ReadHandle | WriteHandle] = {}
-        self._writing: dict[str, WriteHandle] = {}
+        self.cache = cache or WriteBack(
+            lambda pairs: bundles.put_files(client, pairs),
+            Path(tempfile.mkdtemp(prefix="hycloud-mount-cache-", dir=cache_dir)),
+            limit=_cache_limit(),
+            on_flushed=lambda paths: self.meta.forget(*paths),
+        )
+        self._handles: dict[int, ReadHandle | CachedHandle] = {}
+        self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
+        self._finishing = threading.Lock()
         self._ids = itertools.count(1)
 
     # --- metadata ----------------------------------------------------------------------------------
@@ -74,9 +97,10 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
-        writer = self._writing.get(path)
-        if writer is not None:
-            return _file_attrs(writer.size, time.time())
+        cached = self.cache.current(path)
+        if cached is not None:
+            st = os.stat(cached.local)
+            return _file_attrs(st.st_size, st.st_mtime)
         entry = self._entry(path)
         if entry is None:
             raise fuse.FuseOSError(errno.ENOENT)
@@ -86,13 +110,8 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def readdir(self, path: str, fh: int) -> list[str]:
-        names = [".", ".."]
-        names += [entry["name"] for entry in self.meta.listing(path)]
-        return names + [
-            p.rsplit("/", 1)[1]
-            for p in self._writing
-            if os.path.dirname(p) == path and p.rsplit("/", 1)[1] not in names
-        ]
+        names = [".", ".."] + [entry["name"] for entry in self.meta.listing(path)]
+        return names + [name for name in self.cache.names_in(path) if name not in names]
 
     def statfs(self, path: str) -> dict:
         return {
@@ -111,7 +130,11 @@ class HyCloudFuse(fuse.Operations):
         return 0
 
     def utimens(self, path: str, times=None) -> int:
-        return 0  # the cloud sets mtimes itself
+        """A cached file keeps the times set on it (`tar x`, `cp -p`): its upload carries them."""
+        cached = self.cache.current(path)
+        if cached is not None:
+            os.utime(cached.local, ns=times) if times else os.utime(cached.local)
+        return 0
 
     # --- namespace changes -----------------------------------------------------------------------------
     @errors_as_errno
@@ -121,43 +144,64 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def rmdir(self, path: str) -> None:
+        self.cache.sync(self.cache.under(path))  # a folder with files not sent yet is not empty
         self.client.rmdir(path)
         self._forget(path)
 
     @errors_as_errno
     def unlink(self, path: str) -> None:
-        self.client.rm(path)
+        cached = self.cache.drop(path)
+        if cached is None or cached.in_cloud:
+            try:
+                self.client.rm(path)
+            except NotFoundError:
+                if cached is None:
+                    raise
         self._forget(path)
 
     @errors_as_errno
     def rename(self, old: str, new: str) -> None:
-        """POSIX rename replaces an existing file at `new`."""
+        """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone."""
+        cached = self.cache.get(old)
+        replaced = self.cache.drop(new)
         target = self._entry(new)
-        if target is not None and target["type"] == "file":
-            self.client.rm(new)
-        self.client.mv(old, new)
+        if cached is not None and not cached.in_cloud:
+            cached.in_cloud = (replaced is not None and replaced.in_cloud) or target is not None
+        else:
+            self.cache.sync([old, *self.cache.under(old)])  # what is under way lands before the move
+            if target is not None and target["type"] == "file":
+                self.client.rm(new)
+            self.client.mv(old, new)
+        self.cache.move(old, new)
         self._forget(old, new)
 
     # --- content -----------------------------------------------------------------------------------------
-    def _keep(self, handle: ReadHandle | WriteHandle) -> int:
+    def _keep(self, handle: ReadHandle | CachedHandle) -> int:
         fh = next(self._ids)
         self._handles[fh] = handle
-        if isinstance(handle, WriteHandle):
-            self._writing[handle.path] = handle
         return fh
+
+    def _cached(self, path: str, writer: bool, fetch: bool) -> CachedHandle:
+        """A handle on the cached copy of `path`, made from the cloud's file when `fetch`."""
+        in_cloud = self.cache.get(path) is not None or self._entry(path) is not None
+        fill = (lambda local: self.client.get(path, local)) if fetch and in_cloud else None
+        return CachedHandle(self.cache, self.cache.open(path, in_cloud, writer, fill), writer)
 
     @errors_as_errno
     def create(self, path: str, mode: int, fi=None) -> int:
-        return self._keep(WriteHandle(self.client, path, new=True))
+        handle = self._cached(path, writer=True, fetch=False)
+        handle.truncate(0)
+        return self._keep(handle)
 
     @errors_as_errno
     def open(self, path: str, flags: int) -> int:
-        if flags & os.O_ACCMODE == os.O_RDONLY:
+        writer = flags & os.O_ACCMODE != os.O_RDONLY
+        if not writer and self.cache.current(path) is None:
             return self._keep(ReadHandle(self.client, path, self.read_ahead))
-        if path in self._writing:
-            return self._keep(self._writing[path])
-        truncating = bool(flags & os.O_TRUNC)
-        return self._keep(WriteHandle(self.client, path, existing=not truncating, new=truncating))
+        handle = self._cached(path, writer, fetch=not flags & os.O_TRUNC)
+        if writer and flags & os.O_TRUNC:
+            handle.truncate(0)
+        return self._keep(handle)
 
     @errors_as_errno
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -165,41 +209,47 @@ class HyCloudFuse(fuse.Operations):
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
         handle = self._handles[fh]
-        if not isinstance(handle, WriteHandle):
+        if not isinstance(handle, CachedHandle) or not handle.writer:
             raise fuse.FuseOSError(errno.EBADF)
         return handle.write(data, offset)
 
     @errors_as_errno
     def truncate(self, path: str, length: int, fh: int | None = None) -> None:
-        handle = self._writing.get(path)
-        if handle is None:
-            handle = WriteHandle(self.client, path, existing=length > 0)
-            try:
-                handle.truncate(length)
-                handle.flush()
-            finally:
-                handle.close()
-            self._forget(path)
-        else:
+        handle = self._handles.get(fh) if fh is not None else None
+        if isinstance(handle, CachedHandle) and handle.writer:
             handle.truncate(length)
+            return
+        handle = self._cached(path, writer=True, fetch=length > 0)
+        try:
+            handle.truncate(length)
+        finally:
+            handle.close()
 
-    @errors_as_errno
     def flush(self, path: str, fh: int) -> None:
-        handle = self._handles.get(fh)
-        if isinstance(handle, WriteHandle):
-            handle.flush()
-            self._forget(path)
+        """close(): the bytes are in the local cache; the flusher sends them (fsync waits for that)."""
 
     def release(self, path: str, fh: int) -> None:
         handle = self._handles.pop(fh, None)
-        if handle is None or handle in self._handles.values():
-            return
-        if isinstance(handle, WriteHandle):
-            self._writing.pop(path, None)
-        handle.close()
+        if handle is not None:
+            handle.close()
 
+    @errors_as_errno
     def fsync(self, path: str, datasync: int, fh: int) -> None:
-        self.flush(path, fh)
+        self.cache.sync([path])
+
+    def destroy(self, path: str) -> None:
+        """Unmount (fusermount3 -u, SIGTERM, Ctrl-C): everything cached is sent before the process ends."""
+        self.finish()
+
+    def finish(self) -> list[str]:
+        """Send everything cached, once (libfuse's exit and the unmount watcher may both ask);
+        the paths that could not be sent."""
+        with self._finishing:
+            if self.lost is None:
+                self.lost = self.cache.stop()
+                if self.lost:
+                    print(f"hycloud mount: not sent: {', '.join(self.lost)}", file=sys.stderr)
+            return self.lost
 
 
 def _times(mtime: float) -> dict:
@@ -224,11 +274,20 @@ def _fuse_options() -> dict:
     return {"max_idle_threads": IDLE_THREADS} if fuse.fuse_version_major == 3 else {}
 
 
+def _cache_limit() -> int:
+    """HYCLOUD_MOUNT_CACHE_MB bounds the write-back cache (default 2048 MiB)."""
+    mib = os.environ.get("HYCLOUD_MOUNT_CACHE_MB")
+    return int(mib) * 1024 * 1024 if mib else LIMIT
+
+
 def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foreground: bool = True) -> None:
-    """Mount until unmounted (`fusermount3 -u DIR`) or interrupted."""
+    """Mount until unmounted (`fusermount3 -u DIR`) or interrupted; the write-back cache lives in
+    HYCLOUD_MOUNT_CACHE_DIR (default: a new temporary folder, removed once everything is sent)."""
+    ops = HyCloudFuse(client, read_ahead, cache_dir=os.environ.get("HYCLOUD_MOUNT_CACHE_DIR"))
+    watch(mountpoint, lambda: os._exit(1 if ops.finish() else 0))
     try:
         fuse.FUSE(
-            HyCloudFuse(client, read_ahead),
+            ops,
             mountpoint,
             foreground=foreground,
             fsname="hycloud",
@@ -236,4 +295,9 @@ def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foregr
             **_fuse_options(),
         )
     except RuntimeError as err:  # libfuse refused: no /dev/fuse, no permission, already mounted...
-        raise HyCloudError(f"cannot mount on {mountpoint}: {err}", code="mount-failed", status=400) from err
+        if ops.lost is None:  # ...unless it ran and ended on a signal (libfuse then reports an error)
+            raise HyCloudError(
+                f"cannot mount on {mountpoint}: {err}", code="mount-failed", status=400
+            ) from err
+    if ops.lost:
+        raise HyCloudError(f"{len(ops.lost)} files not sent, kept in {ops.cache.folder}", code="not-sent")

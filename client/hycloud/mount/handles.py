@@ -1,19 +1,20 @@
-"""Open files of the mount: readers with read-ahead over ranged reads, writers spooled locally.
+"""Open files of the mount: readers with read-ahead over ranged reads, and handles on the
+write-back cache's local copies (`writeback.py`).
 
 A reader keeps one window of the file (at least `read_ahead` bytes from where the kernel last
-asked), so sequential reads of small pieces cost one ranged GET per window. A writer holds the
-whole file in a local temporary file and uploads it when the file is closed (flush), so the
-cloud only ever sees complete files that passed the SDK's checks.
+asked), so sequential reads of small pieces cost one ranged GET per window. A file opened for
+writing is copied into the cache first (unless truncated), so the cloud only ever receives
+whole files, which pass the SDK's checks.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 
 from ..sdk import HyCloud
 from ..sdk.files import RemoteReader
+from .writeback import Cached, WriteBack
 
 READ_AHEAD = 8 * 1024 * 1024
 
@@ -39,46 +40,25 @@ class ReadHandle:
         self.raw.close()
 
 
-class WriteHandle:
-    """A file being written: its whole content in a spool file until flushed to the cloud."""
+class CachedHandle:
+    """An open file of the write-back cache: reads and writes go to its local copy."""
 
-    def __init__(self, client: HyCloud, path: str, existing: bool = False, new: bool = False) -> None:
-        """`existing`: start from the cloud's content (open for update); `new`: upload even if empty."""
-        self.client, self.path = client, path
-        fd, self.spool = tempfile.mkstemp(prefix="hycloud-mount-")
-        os.close(fd)
-        if existing:
-            client.get(path, self.spool)
-        self.dirty = new
-        self._lock = threading.Lock()
-
-    @property
-    def size(self) -> int:
-        return os.path.getsize(self.spool)
+    def __init__(self, cache: WriteBack, entry: Cached, writer: bool) -> None:
+        self.cache, self.entry, self.writer = cache, entry, writer
+        self.fd = os.open(entry.local, os.O_RDWR if writer else os.O_RDONLY)
 
     def write(self, data: bytes, offset: int) -> int:
-        with self._lock, open(self.spool, "r+b") as f:
-            f.seek(offset)
-            f.write(data)
-            self.dirty = True
-        return len(data)
+        written = os.pwrite(self.fd, data, offset)
+        self.cache.changed(self.entry)
+        return written
 
     def read(self, size: int, offset: int) -> bytes:
-        with self._lock, open(self.spool, "rb") as f:
-            f.seek(offset)
-            return f.read(size)
+        return os.pread(self.fd, size, offset)
 
     def truncate(self, length: int) -> None:
-        with self._lock:
-            os.truncate(self.spool, length)
-            self.dirty = True
-
-    def flush(self) -> None:
-        """Upload if anything changed since the last upload (write-back on close)."""
-        with self._lock:
-            if self.dirty:
-                self.client.put(self.spool, self.path)
-                self.dirty = False
+        os.ftruncate(self.fd, length)
+        self.cache.changed(self.entry)
 
     def close(self) -> None:
-        os.unlink(self.spool)
+        os.close(self.fd)
+        self.cache.closed(self.entry, self.writer)

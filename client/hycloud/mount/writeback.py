@@ -1,0 +1,299 @@
+"""The mount's write-back cache: files written through the mount live in a local cache folder,
+`close()` returns once the bytes are there, and a background flusher sends changed files to the
+cloud, small ones many to a request (`sdk.bundles.put_files`), large ones with `put`.
+
+Each cached file counts changes (`gen`) and the change last made durable (`flushed`). The flusher
+waits `delay` seconds after a file is closed, so files closed together (`tar x`, `git add`)
+travel in the same bundles. A file still open for writing is only sent when someone asks for it
+(`sync`: fsync, rename of a folder, unmount). A file changed while its upload is in flight is
+sent again, so the cloud ends with the last bytes written. `sync` blocks until a file's changes
+up to the call are durable, and raises the upload's error if it failed.
+
+The cache is bounded: after a close, when the cached bytes exceed `limit`, files already durable
+and not open are dropped (least recently used first); when that is not enough, the close waits
+until the flusher has sent everything, then drops again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from hycloud_core.errors import HyCloudError, error_from_body
+
+Upload = Callable[[Sequence[tuple[Path, str]]], list[dict]]
+DELAY_S = 0.3  # how long the flusher gathers closed files before sending them
+RETRY_S = 2.0  # a failed upload is tried again after this long
+LIMIT = 2 * 1024**3
+TTL_S = 2.0  # a durable file answers from the cache this long after its last use (as MetaCache)
+
+
+@dataclass(eq=False)
+class Cached:
+    """One file of the cache: its local copy and how far its changes reached the cloud."""
+
+    local: Path
+    in_cloud: bool  # the cloud holds some version at this path (so removing it needs a request)
+    gen: int = 0
+    flushed: int = 0
+    writers: int = 0
+    opens: int = 0
+    inflight: bool = False
+    gone: bool = False  # removed from the cache: no upload will come
+    error: HyCloudError | None = None
+    retry_at: float = 0.0
+    used: float = field(default_factory=time.monotonic)
+
+    @property
+    def dirty(self) -> bool:
+        return self.gen > self.flushed
+
+    @property
+    def size(self) -> int:
+        try:
+            return self.local.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+
+class WriteBack:
+    def __init__(
+        self,
+        upload: Upload,
+        folder: Path,
+        limit: int = LIMIT,
+        delay: float = DELAY_S,
+        ttl: float = TTL_S,
+        on_flushed: Callable[[list[str]], None] = lambda paths: None,
+    ) -> None:
+        self.upload, self.folder, self.limit, self.delay, self.ttl = upload, folder, limit, delay, ttl
+        self.on_flushed = on_flushed
+        self.files: dict[str, Cached] = {}
+        self._cond = threading.Condition(threading.RLock())
+        self._urgent: set[str] = set()
+        self._stopping = False
+        self._ids = itertools.count(1)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._run, name="hycloud-flusher", daemon=True)
+        self._thread.start()
+
+    # --- the cache's entries ---------------------------------------------------------------------
+    def get(self, path: str) -> Cached | None:
+        with self._cond:
+            return self.files.get(path)
+
+    def current(self, path: str) -> Cached | None:
+        """The cached file if it answers for `path`: changed, open, or used within `ttl`. A file
+        durable and unused longer is dropped, so that another client's change to it is seen."""
+        with self._cond:
+            entry = self.files.get(path)
+            if entry is None or entry.dirty or entry.inflight or entry.opens:
+                return entry
+            if time.monotonic() - entry.used <= self.ttl:
+                return entry
+            del self.files[path]
+            entry.local.unlink(missing_ok=True)
+            return None
+
+    def names_in(self, folder: str) -> list[str]:
+        with self._cond:
+            inside = [p for p in self.files if os.path.dirname(p) == folder]
+            return [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None]
+
+    def under(self, folder: str) -> list[str]:
+        prefix = folder.rstrip("/") + "/"
+        with self._cond:
+            return [p for p in self.files if p.startswith(prefix)]
+
+    def open(
+        self, path: str, in_cloud: bool, writer: bool, fill: Callable[[Path], object] | None = None
+    ) -> Cached:
+        """The cached file at `path`, made (filled by `fill`, else empty) if not cached yet; counted open."""
+        with self._cond:
+            entry = self.files.get(path)
+            if entry is not None:
+                return self._opened(entry, writer)
+        local = self.folder / f"f{next(self._ids)}"
+        fill(local) if fill is not None else local.touch()  # outside the lock: this may download
+        with self._cond:
+            entry = self.files.get(path)
+            if entry is None:
+                entry = self.files[path] = Cached(local, in_cloud)
+            else:
+                local.unlink()
+            return self._opened(entry, writer)
+
+    def _opened(self, entry: Cached, writer: bool) -> Cached:
+        entry.opens += 1
+        entry.writers += writer
+        entry.used = time.monotonic()
+        return entry
+
+    def changed(self, entry: Cached) -> None:
+        with self._cond:
+            entry.gen += 1
+            entry.used = time.monotonic()
+
+    def closed(self, entry: Cached, writer: bool) -> None:
+        """A handle was released: the file may be sent now; the cache is kept within its limit."""
+        with self._cond:
+            entry.opens -= 1
+            entry.writers -= writer
+            entry.used = time.monotonic()
+            if entry.dirty:
+                self._cond.notify_all()
+        self._within_limit()
+
+    def drop(self, path: str) -> Cached | None:
+        """Forget `path` (after its in-flight upload ends); its local copy goes when unused."""
+        with self._cond:
+            entry = self.files.get(path)
+            if entry is None:
+                return None
+            self._cond.wait_for(partial(_idle, entry))
+            del self.files[path]
+            self._urgent.discard(path)
+            entry.gone = True
+            self._cond.notify_all()
+            entry.local.unlink(missing_ok=True)  # open handles keep their descriptor
+            return entry
+
+    def move(self, old: str, new: str) -> None:
+        """`old` and everything under it are cached as `new` from now on."""
+        with self._cond:
+            for path in [old, *self.under(old)]:
+                entry = self.files.get(path)
+                if entry is None:
+                    continue
+                self._cond.wait_for(partial(_idle, entry))
+                self.files[new + path[len(old) :]] = self.files.pop(path)
+
+    # --- durability --------------------------------------------------------------------------------
+    def sync(self, paths: Iterable[str]) -> None:
+        """Block until the changes made so far to `paths` are in the cloud; raise an upload's error."""
+        with self._cond:
+            wanted = {p: (e, e.gen) for p in paths if (e := self.files.get(p)) is not None and e.dirty}
+            for entry, _ in wanted.values():
+                entry.retry_at, entry.error = 0.0, None
+            self._urgent.update(wanted)
+            self._cond.notify_all()
+            for entry, gen in wanted.values():
+                self._cond.wait_for(partial(_landed, entry, gen))
+                if entry.flushed < gen and entry.error is not None:
+                    raise entry.error
+
+    def sync_all(self) -> None:
+        with self._cond:
+            paths = list(self.files)
+        self.sync(paths)
+
+    def stop(self) -> list[str]:
+        """Send everything, stop the flusher; the paths that could not be sent (their copies kept)."""
+        try:
+            self.sync_all()
+        except HyCloudError:
+            pass
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout=60)
+        with self._cond:
+            lost = [p for p, e in self.files.items() if e.dirty]
+        if not lost:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        return lost
+
+    # --- the bound ------------------------------------------------------------------------------------
+    def cached_bytes(self) -> int:
+        with self._cond:
+            return sum(e.size for e in self.files.values())
+
+    def _within_limit(self) -> None:
+        if self._evict() <= self.limit:
+            return
+        try:
+            self.sync_all()
+        except HyCloudError:
+            pass  # what failed stays cached: it cannot be dropped before it is in the cloud
+        self._evict()
+
+    def _evict(self) -> int:
+        """Drop durable, unused files, least recently used first, while over the limit; the bytes left."""
+        with self._cond:
+            total = self.cached_bytes()
+            for path, entry in sorted(self.files.items(), key=lambda item: item[1].used):
+                if total <= self.limit:
+                    break
+                if not entry.dirty and not entry.inflight and entry.opens == 0:
+                    total -= entry.size
+                    del self.files[path]
+                    entry.local.unlink(missing_ok=True)
+            return total
+
+    # --- the flusher ----------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or bool(self._due()), timeout=RETRY_S)
+                if self._stopping:
+                    return
+                if not self._urgent:
+                    self._cond.wait_for(lambda: self._stopping or bool(self._urgent), timeout=self.delay)
+                batch = [(p, e, e.gen) for p, e in self._due()]
+                for _, entry, _ in batch:
+                    entry.inflight = True
+                self._urgent.difference_update(p for p, _, _ in batch)
+            if batch:
+                self._send(batch)
+
+    def _due(self) -> list[tuple[str, Cached]]:
+        now = time.monotonic()
+        return [
+            (p, e)
+            for p, e in self.files.items()
+            if e.dirty
+            and not e.inflight
+            and e.retry_at <= now
+            and (e.writers == 0 or p in self._urgent or self._stopping)
+        ]
+
+    def _send(self, batch: list[tuple[str, Cached, int]]) -> None:
+        try:
+            results = self.upload([(entry.local, path) for path, entry, _ in batch])
+        except HyCloudError as err:
+            results = [{"status": "error", "error": err.message, "code": err.code} for _ in batch]
+        except Exception as err:  # never let the flusher die: the files stay dirty and are retried
+            print(f"hycloud mount: upload failed: {err!r}", file=sys.stderr)
+            results = [{"status": "error", "error": str(err), "code": "upload-failed"} for _ in batch]
+        with self._cond:
+            for (path, entry, gen), result in zip(batch, results, strict=True):
+                entry.inflight = False
+                if result.get("status") == "ok":
+                    entry.flushed, entry.in_cloud, entry.error = max(entry.flushed, gen), True, None
+                else:
+                    entry.error = _error(path, result)
+                    entry.retry_at = time.monotonic() + RETRY_S
+            self._cond.notify_all()
+        self.on_flushed([path for path, _, _ in batch])
+
+
+def _error(path: str, result: dict) -> HyCloudError:
+    body = {"error": {"code": result.get("code", "failed"), "message": f"{path}: {result.get('error')}"}}
+    return error_from_body(int(result.get("http_status", 500)), body)
+
+
+def _idle(entry: Cached) -> bool:
+    return not entry.inflight
+
+
+def _landed(entry: Cached, gen: int) -> bool:
+    """The change `gen` is durable, or cannot become so (failed, or the file was removed)."""
+    return entry.flushed >= gen or entry.error is not None or entry.gone

@@ -1,0 +1,265 @@
+"""The mount's write-back cache and its FUSE operations over an in-memory cloud (no FUSE, no network):
+close is local, the flusher sends closed files in batches, fsync waits for durability, a file only
+in the cache is renamed or removed without a request, the cache stays within its bound, and
+unmount sends everything."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import mfusepy as fuse
+import pytest
+
+from hycloud.mount.fuse_ops import HyCloudFuse
+from hycloud.mount.writeback import WriteBack
+from hycloud_core.errors import ConflictError, NotFoundError
+
+
+class FakeCloud:
+    """The SDK calls the mount makes, over dicts; `calls` counts them by name."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.dirs: set[str] = {"/"}
+        self.calls: list[str] = []
+        self.batches: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.fail: str | None = None
+
+    def _entry(self, path: str) -> dict:
+        name = path.rsplit("/", 1)[1]
+        if path in self.files:
+            return {"name": name, "type": "file", "size": len(self.files[path]), "mtime": 1.0}
+        return {"name": name, "type": "dir", "size": 0, "mtime": 1.0}
+
+    def stat(self, path: str) -> dict:
+        self.calls.append("stat")
+        if path not in self.files and path not in self.dirs:
+            raise NotFoundError(path)
+        return self._entry(path)
+
+    def iter_dir(self, path: str, page_size: int = 1000) -> Iterator[dict]:
+        self.calls.append("ls")
+        if path not in self.dirs:
+            raise NotFoundError(path)
+        for child in sorted(self.files.keys() | self.dirs):
+            if child != "/" and os.path.dirname(child) == path:
+                yield self._entry(child)
+
+    def get(self, path: str, local: Path) -> Path:
+        self.calls.append("get")
+        Path(local).write_bytes(self.files[path])
+        return Path(local)
+
+    def mkdir(self, path: str) -> dict:
+        self.calls.append("mkdir")
+        self.dirs.add(path)
+        return {}
+
+    def rmdir(self, path: str) -> dict:
+        self.calls.append("rmdir")
+        if any(os.path.dirname(p) == path for p in self.files.keys() | self.dirs):
+            raise ConflictError("not empty", code="not-empty")
+        self.dirs.discard(path)
+        return {}
+
+    def rm(self, path: str) -> dict:
+        self.calls.append("rm")
+        if self.files.pop(path, None) is None:
+            raise NotFoundError(path)
+        return {}
+
+    def mv(self, src: str, dst: str) -> dict:
+        self.calls.append("mv")
+        if src in self.files:
+            self.files[dst] = self.files.pop(src)
+        else:
+            for path in [p for p in self.files if p.startswith(src + "/")]:
+                self.files[dst + path[len(src) :]] = self.files.pop(path)
+            self.dirs = {dst + d[len(src) :] if d == src or d.startswith(src + "/") else d for d in self.dirs}
+        return {}
+
+    def upload(self, pairs: Sequence[tuple[Path, str]]) -> list[dict]:
+        """As sdk.bundles.put_files: one result per pair."""
+        self.gate.wait(10)
+        self.batches.append([remote for _, remote in pairs])
+        if self.fail:
+            return [{"path": r, "status": "error", "error": "full", "code": self.fail} for _, r in pairs]
+        for local, remote in pairs:
+            self.files[remote] = Path(local).read_bytes()
+        return [{"path": remote, "status": "ok"} for _, remote in pairs]
+
+
+@pytest.fixture
+def cloud() -> FakeCloud:
+    return FakeCloud()
+
+
+def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0.05) -> HyCloudFuse:
+    fs = HyCloudFuse(cloud, cache=None, cache_dir=str(tmp_path))  # type: ignore[arg-type]
+    fs.cache.stop()
+    fs.cache = WriteBack(cloud.upload, tmp_path / "cache", limit=limit, delay=delay)
+    fs.cache.on_flushed = lambda paths: fs.meta.forget(*paths)
+    return fs
+
+
+def _write(fs: HyCloudFuse, path: str, data: bytes) -> None:
+    fh = fs.create(path, 0o644)
+    fs.write(path, data, 0, fh)
+    fs.flush(path, fh)
+    fs.release(path, fh)
+
+
+def _eventually(check, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_close_is_local_and_the_flusher_sends_files_closed_together_in_one_batch(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=0.3)
+    cloud.gate.clear()  # the cloud is slow: close must not wait for it
+    t0 = time.monotonic()
+    for i in range(20):
+        _write(fs, f"/f{i}", b"x" * i)
+    assert time.monotonic() - t0 < 1.0
+    assert fs.getattr("/f7")["st_size"] == 7 and fs.getattr("/f7")["st_blocks"] == 1
+    assert sorted(fs.readdir("/", 0)) == sorted([".", "..", *(f"f{i}" for i in range(20))])
+    fh = fs.open("/f5", os.O_RDONLY)
+    assert fs.read("/f5", 100, 0, fh) == b"x" * 5  # reads see the mount's own writes
+    fs.release("/f5", fh)
+    assert cloud.files == {}
+    cloud.gate.set()
+    _eventually(lambda: len(cloud.files) == 20)
+    assert cloud.batches[0] == [f"/f{i}" for i in range(20)]
+    assert cloud.files["/f19"] == b"x" * 19
+
+
+def test_fsync_returns_once_the_file_is_in_the_cloud(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)  # the flusher would wait long: fsync asks at once
+    fh = fs.create("/a", 0o644)
+    fs.write("/a", b"durable", 0, fh)
+    fs.fsync("/a", 0, fh)  # still open for writing: sent anyway
+    assert cloud.files["/a"] == b"durable"
+    fs.release("/a", fh)
+
+
+def test_fsync_reports_the_upload_error_and_the_file_stays_cached(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path)
+    cloud.fail = "quota-exceeded"
+    fh = fs.create("/q", 0o644)
+    fs.write("/q", b"too much", 0, fh)
+    with pytest.raises(fuse.FuseOSError) as err:
+        fs.fsync("/q", 0, fh)
+    assert err.value.errno == 122  # EDQUOT
+    fs.release("/q", fh)
+    assert fs.getattr("/q")["st_size"] == 8
+    cloud.fail = None
+    fs.cache.sync(["/q"])
+    assert cloud.files["/q"] == b"too much"
+
+
+def test_a_file_changed_during_its_upload_is_sent_again(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path)
+    cloud.gate.clear()
+    _write(fs, "/c", b"first")
+    _eventually(lambda: fs.cache.files["/c"].inflight)
+    fh = fs.open("/c", os.O_WRONLY | os.O_TRUNC)
+    fs.write("/c", b"second", 0, fh)
+    fs.release("/c", fh)
+    cloud.gate.set()
+    fs.cache.sync(["/c"])
+    assert cloud.files["/c"] == b"second"
+
+
+def test_a_file_only_in_the_cache_is_renamed_and_removed_without_requests(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    _write(fs, "/tmp_obj", b"object")
+    with pytest.raises(fuse.FuseOSError):
+        fs.getattr("/obj")  # the kernel looks the target up first
+    cloud.calls.clear()
+    fs.rename("/tmp_obj", "/obj")
+    _write(fs, "/lock", b"l")
+    fs.unlink("/lock")
+    assert "mv" not in cloud.calls and "rm" not in cloud.calls
+    fs.cache.sync_all()
+    assert cloud.files == {"/obj": b"object"}
+
+
+def test_rename_of_a_sent_file_moves_it_in_the_cloud_and_replaces_the_target(cloud, tmp_path):
+    cloud.files["/target"] = b"old"
+    fs = _fs(cloud, tmp_path)
+    _write(fs, "/src", b"new")
+    fs.cache.sync(["/src"])
+    fs.rename("/src", "/target")
+    fs.cache.sync_all()
+    assert cloud.files == {"/target": b"new"}
+    assert fs.getattr("/target")["st_size"] == 3
+    with pytest.raises(fuse.FuseOSError):
+        fs.getattr("/src")
+
+
+def test_rename_of_a_folder_sends_its_files_first(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    fs.mkdir("/d", 0o755)
+    _write(fs, "/d/x", b"x")
+    fs.rename("/d", "/e")
+    assert cloud.files == {"/e/x": b"x"}
+    fh = fs.open("/e/x", os.O_RDONLY)
+    assert fs.read("/e/x", 10, 0, fh) == b"x"
+    fs.release("/e/x", fh)
+
+
+def test_rmdir_of_a_folder_with_unsent_files_is_not_empty(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    fs.mkdir("/d", 0o755)
+    _write(fs, "/d/x", b"x")
+    with pytest.raises(fuse.FuseOSError) as err:
+        fs.rmdir("/d")
+    assert err.value.errno == 39  # ENOTEMPTY
+
+
+def test_an_update_starts_from_the_clouds_bytes(cloud, tmp_path):
+    cloud.files["/log"] = b"line1\n"
+    fs = _fs(cloud, tmp_path)
+    fh = fs.open("/log", os.O_WRONLY)
+    fs.write("/log", b"line2\n", 6, fh)
+    fs.release("/log", fh)
+    fs.truncate("/log", 3)
+    fs.cache.sync_all()
+    assert cloud.files["/log"] == b"lin"
+
+
+def test_the_cache_stays_within_its_bound(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, limit=10_000, delay=30)
+    for i in range(10):
+        _write(fs, f"/big{i}", os.urandom(4000))
+        assert fs.cache.cached_bytes() <= 10_000
+    fs.cache.sync_all()
+    assert len(cloud.files) == 10
+    assert sum(p.stat().st_size for p in (tmp_path / "cache").iterdir()) <= 10_000
+
+
+def test_another_clients_change_is_seen_once_the_cached_copy_is_stale(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path)
+    fs.cache.ttl = fs.meta.ttl = 0.2
+    _write(fs, "/shared", b"mine")
+    fs.cache.sync(["/shared"])
+    cloud.files["/shared"] = b"theirs, longer"
+    time.sleep(0.3)
+    assert fs.getattr("/shared")["st_size"] == len(b"theirs, longer")
+
+
+def test_unmount_sends_everything_and_removes_the_cache(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    for i in range(5):
+        _write(fs, f"/u{i}", b"u" * i)
+    fs.destroy("/")
+    assert cloud.files == {f"/u{i}": b"u" * i for i in range(5)}
+    assert not (tmp_path / "cache").exists()
