@@ -13,12 +13,15 @@ a short time by `MetaCache`, and every change made through the mount drops the e
 from __future__ import annotations
 
 import errno
+import faulthandler
 import itertools
 import os
+import signal
 import stat
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -31,8 +34,9 @@ from ..sdk import HyCloud, bundles
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .meta import MetaCache
 from .watch import watch
-from .writeback import LIMIT, WriteBack
+from .writeback import LIMIT, Cached, WriteBack
 
+MTIME_SLACK_S = 0.001  # the cloud keeps a sent file's mtime: a copy whose mtime differs is stale
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 CONFLICT_ERRNO = {
     "already-exists": errno.EEXIST,
@@ -81,14 +85,41 @@ class HyCloudFuse(fuse.Operations):
             lambda pairs: bundles.put_files(client, pairs),
             Path(tempfile.mkdtemp(prefix="hycloud-mount-cache-", dir=cache_dir)),
             limit=_cache_limit(),
-            on_flushed=lambda paths: self.meta.forget(*paths),
+            on_flushed=self._flushed,
         )
+        self.cache.still_valid = self._still_valid
         self._handles: dict[int, ReadHandle | CachedHandle] = {}
         self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
         self._finishing = threading.Lock()
+        self.mounted = threading.Event()  # set by libfuse's INIT: the folder is mounted
         self._ids = itertools.count(1)
 
     # --- metadata ----------------------------------------------------------------------------------
+    def _still_valid(self, path: str, cached: Cached) -> bool:
+        """A durable cached copy keeps serving reads while the cloud's entry has its size and mtime
+        (uploads keep the mtime): reading back what was written costs no download."""
+        remote = self._entry(path)
+        try:
+            st = os.stat(cached.local)
+        except FileNotFoundError:
+            return False
+        if remote is None or remote["type"] != "file" or remote["size"] != st.st_size:
+            return False
+        return abs(float(remote["mtime"]) - st.st_mtime) < MTIME_SLACK_S
+
+    def _flushed(self, sent: list[tuple[str, Path]]) -> None:
+        """Files now in the cloud: their folders' cached listings learn them (none is listed again)."""
+        for path, local in sent:
+            try:
+                st = os.stat(local)
+            except FileNotFoundError:
+                self.meta.forget(path)
+                continue
+            self.meta.learn(
+                path,
+                {"name": os.path.basename(path), "type": "file", "size": st.st_size, "mtime": st.st_mtime},
+            )
+
     def _entry(self, path: str) -> dict | None:
         return self.meta.entry(path)
 
@@ -140,7 +171,10 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def mkdir(self, path: str, mode: int) -> None:
         self.client.mkdir(path)
-        self._forget(path)
+        self.meta.learn(
+            path, {"name": os.path.basename(path), "type": "dir", "size": 0, "mtime": time.time()}
+        )
+        self.meta.empty(path)  # made just now: no listing needed to know it holds nothing
 
     @errors_as_errno
     def rmdir(self, path: str) -> None:
@@ -151,27 +185,34 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def unlink(self, path: str) -> None:
         cached = self.cache.drop(path)
-        if cached is None or cached.in_cloud:
-            try:
-                self.client.rm(path)
-            except NotFoundError:
-                if cached is None:
-                    raise
+        if cached is not None and not cached.in_cloud:
+            return  # never sent: nothing to remove in the cloud, nothing cached about it changes
+        try:
+            self.client.rm(path)
+        except NotFoundError:
+            if cached is None:
+                raise
         self._forget(path)
 
     @errors_as_errno
     def rename(self, old: str, new: str) -> None:
         """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone."""
-        cached = self.cache.get(old)
-        replaced = self.cache.drop(new)
+        cached = self.cache.hold(old)  # not sent while we decide: it stays only in the cache
+        try:
+            if cached is not None and not cached.in_cloud:
+                replaced = self.cache.drop(new)
+                target = self._entry(new)
+                cached.in_cloud = (replaced is not None and replaced.in_cloud) or target is not None
+                self.cache.move(old, new)
+                return
+        finally:
+            self.cache.unhold(cached)
+        self.cache.drop(new)
         target = self._entry(new)
-        if cached is not None and not cached.in_cloud:
-            cached.in_cloud = (replaced is not None and replaced.in_cloud) or target is not None
-        else:
-            self.cache.sync([old, *self.cache.under(old)])  # what is under way lands before the move
-            if target is not None and target["type"] == "file":
-                self.client.rm(new)
-            self.client.mv(old, new)
+        self.cache.sync([old, *self.cache.under(old)])  # what is under way lands before the move
+        if target is not None and target["type"] == "file":
+            self.client.rm(new)
+        self.client.mv(old, new)
         self.cache.move(old, new)
         self._forget(old, new)
 
@@ -237,6 +278,9 @@ class HyCloudFuse(fuse.Operations):
     def fsync(self, path: str, datasync: int, fh: int) -> None:
         self.cache.sync([path])
 
+    def init(self, path: str) -> None:
+        self.mounted.set()
+
     def destroy(self, path: str) -> None:
         """Unmount (fusermount3 -u, SIGTERM, Ctrl-C): everything cached is sent before the process ends."""
         self.finish()
@@ -284,7 +328,8 @@ def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foregr
     """Mount until unmounted (`fusermount3 -u DIR`) or interrupted; the write-back cache lives in
     HYCLOUD_MOUNT_CACHE_DIR (default: a new temporary folder, removed once everything is sent)."""
     ops = HyCloudFuse(client, read_ahead, cache_dir=os.environ.get("HYCLOUD_MOUNT_CACHE_DIR"))
-    watch(mountpoint, lambda: os._exit(1 if ops.finish() else 0))
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr
+    watch(mountpoint, lambda: os._exit(1 if ops.finish() else 0), ops.mounted)
     try:
         fuse.FUSE(
             ops,

@@ -62,6 +62,21 @@ class MetaCache:
         with self._lock:
             self._attrs[path] = (time.monotonic() + self.ttl, entry)
 
+    def learn(self, path: str, entry: dict) -> None:
+        """The mount itself made `entry` at `path` (a file sent, a folder made): kept, and added to
+        its folder's cached listing rather than dropping that listing."""
+        folder = os.path.dirname(path) or "/"
+        with self._lock:
+            self._attrs[path] = (time.monotonic() + self.ttl, entry)
+            hit = self._listings.get(folder)
+            if hit is not None and isinstance(hit[1], dict):
+                hit[1][entry["name"]] = entry
+
+    def empty(self, folder: str) -> None:
+        """`folder` was made through the mount just now: its listing is known to be empty."""
+        with self._lock:
+            self._listings[folder] = (time.monotonic() + self.ttl, {})
+
     def forget(self, *paths: str) -> None:
         """Drop `paths`, everything under them, and their folders' entries and listings."""
         with self._lock:

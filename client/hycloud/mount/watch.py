@@ -37,19 +37,19 @@ def _unescape(field: str) -> str:
     return field
 
 
-def watch(mountpoint: str, unmounted: Callable[[], object], poll: float = POLL_S) -> threading.Thread:
-    """Start watching; `unmounted` runs once `mountpoint` was mounted here and is not anymore."""
+def watch(
+    mountpoint: str, unmounted: Callable[[], object], mounted: threading.Event, poll: float = POLL_S
+) -> threading.Thread:
+    """Start watching; `unmounted` runs once `mounted` is set (libfuse's INIT came, so the mount is
+    in the table) and `mountpoint` is no longer mounted here. Waiting for INIT rather than polling
+    for the mount to appear: a mount used for less than one poll would never be seen."""
     path = os.path.realpath(mountpoint)
 
     def run() -> None:
-        seen = False
-        while True:
-            here = mounted_here(path)
-            if seen and not here:
-                unmounted()
-                return
-            seen = seen or here
+        mounted.wait()
+        while mounted_here(path):
             time.sleep(poll)
+        unmounted()
 
     thread = threading.Thread(target=run, name="hycloud-unmount-watch", daemon=True)
     thread.start()

@@ -48,6 +48,7 @@ class Cached:
     opens: int = 0
     inflight: bool = False
     gone: bool = False  # removed from the cache: no upload will come
+    held: int = 0  # a rename is deciding about it: not sent meanwhile
     error: HyCloudError | None = None
     retry_at: float = 0.0
     used: float = field(default_factory=time.monotonic)
@@ -72,10 +73,11 @@ class WriteBack:
         limit: int = LIMIT,
         delay: float = DELAY_S,
         ttl: float = TTL_S,
-        on_flushed: Callable[[list[str]], None] = lambda paths: None,
+        on_flushed: Callable[[list[tuple[str, Path]]], None] = lambda sent: None,
     ) -> None:
         self.upload, self.folder, self.limit, self.delay, self.ttl = upload, folder, limit, delay, ttl
         self.on_flushed = on_flushed
+        self.still_valid: Callable[[str, Cached], bool] = lambda path, entry: False
         self.files: dict[str, Cached] = {}
         self._cond = threading.Condition(threading.RLock())
         self._urgent: set[str] = set()
@@ -91,14 +93,19 @@ class WriteBack:
             return self.files.get(path)
 
     def current(self, path: str) -> Cached | None:
-        """The cached file if it answers for `path`: changed, open, or used within `ttl`. A file
-        durable and unused longer is dropped, so that another client's change to it is seen."""
+        """The cached file if it answers for `path`: changed, open, used within `ttl`, or still
+        what the cloud holds (`still_valid`: same size and mtime). Else it is dropped, so that
+        another client's change to it is seen."""
         with self._cond:
             entry = self.files.get(path)
             if entry is None or entry.dirty or entry.inflight or entry.opens:
                 return entry
             if time.monotonic() - entry.used <= self.ttl:
                 return entry
+        valid = self.still_valid(path, entry)  # outside the lock: this may ask the cloud
+        with self._cond:
+            if self.files.get(path) is not entry or valid or entry.dirty or entry.inflight or entry.opens:
+                return self.files.get(path)
             del self.files[path]
             entry.local.unlink(missing_ok=True)
             return None
@@ -165,6 +172,22 @@ class WriteBack:
             self._cond.notify_all()
             entry.local.unlink(missing_ok=True)  # open handles keep their descriptor
             return entry
+
+    def hold(self, path: str) -> Cached | None:
+        """The cached file at `path`, once no upload of it is in flight, kept from the flusher
+        until `unhold`."""
+        with self._cond:
+            entry = self.files.get(path)
+            if entry is not None:
+                self._cond.wait_for(partial(_idle, entry))
+                entry.held += 1
+            return entry
+
+    def unhold(self, entry: Cached | None) -> None:
+        if entry is not None:
+            with self._cond:
+                entry.held -= 1
+                self._cond.notify_all()
 
     def move(self, old: str, new: str) -> None:
         """`old` and everything under it are cached as `new` from now on."""
@@ -261,6 +284,7 @@ class WriteBack:
             for p, e in self.files.items()
             if e.dirty
             and not e.inflight
+            and not e.held
             and e.retry_at <= now
             and (e.writers == 0 or p in self._urgent or self._stopping)
         ]
@@ -281,8 +305,9 @@ class WriteBack:
                 else:
                     entry.error = _error(path, result)
                     entry.retry_at = time.monotonic() + RETRY_S
+            # told before anyone waiting runs on: a rename's forget must come after this learn
+            self.on_flushed([(path, entry.local) for path, entry, _ in batch if not entry.dirty])
             self._cond.notify_all()
-        self.on_flushed([path for path, _, _ in batch])
 
 
 def _error(path: str, result: dict) -> HyCloudError:

@@ -25,10 +25,11 @@ def test_the_watcher_acts_once_the_mount_it_saw_is_gone(tmp_path, monkeypatch):
     table.write_text(LINE.format("/elsewhere"))
     monkeypatch.setattr(watch, "MOUNTINFO", str(table))
     monkeypatch.setattr(watch.mounted_here, "__defaults__", (str(table),))
-    ended = threading.Event()
-    thread = watch.watch(str(tmp_path / "mnt"), ended.set, poll=0.01)
+    ended, mounted = threading.Event(), threading.Event()
+    thread = watch.watch(str(tmp_path / "mnt"), ended.set, mounted, poll=0.01)
     assert not ended.wait(0.1)  # not mounted yet: a mount that has not appeared is not gone
     table.write_text(LINE.format(Path(tmp_path / "mnt").resolve()))
+    mounted.set()  # libfuse's INIT
     assert not ended.wait(0.1)
     table.write_text(LINE.format("/elsewhere"))
     assert ended.wait(2)

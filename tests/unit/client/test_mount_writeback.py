@@ -24,6 +24,7 @@ class FakeCloud:
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
+        self.mtimes: dict[str, float] = {}
         self.dirs: set[str] = {"/"}
         self.calls: list[str] = []
         self.batches: list[list[str]] = []
@@ -34,7 +35,8 @@ class FakeCloud:
     def _entry(self, path: str) -> dict:
         name = path.rsplit("/", 1)[1]
         if path in self.files:
-            return {"name": name, "type": "file", "size": len(self.files[path]), "mtime": 1.0}
+            size, mtime = len(self.files[path]), self.mtimes.get(path, 1.0)
+            return {"name": name, "type": "file", "size": size, "mtime": mtime}
         return {"name": name, "type": "dir", "size": 0, "mtime": 1.0}
 
     def stat(self, path: str) -> dict:
@@ -92,6 +94,7 @@ class FakeCloud:
             return [{"path": r, "status": "error", "error": "full", "code": self.fail} for _, r in pairs]
         for local, remote in pairs:
             self.files[remote] = Path(local).read_bytes()
+            self.mtimes[remote] = Path(local).stat().st_mtime  # kept, as bundles keep it
         return [{"path": remote, "status": "ok"} for _, remote in pairs]
 
 
@@ -104,7 +107,7 @@ def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0
     fs = HyCloudFuse(cloud, cache=None, cache_dir=str(tmp_path))  # type: ignore[arg-type]
     fs.cache.stop()
     fs.cache = WriteBack(cloud.upload, tmp_path / "cache", limit=limit, delay=delay)
-    fs.cache.on_flushed = lambda paths: fs.meta.forget(*paths)
+    fs.cache.on_flushed, fs.cache.still_valid = fs._flushed, fs._still_valid
     return fs
 
 
@@ -192,6 +195,38 @@ def test_a_file_only_in_the_cache_is_renamed_and_removed_without_requests(cloud,
     assert cloud.files == {"/obj": b"object"}
 
 
+def test_a_rename_during_the_files_upload_leaves_no_copy_at_the_old_path(cloud, tmp_path):
+    """git writes config.lock, closes it and renames it to config: if the upload of config.lock
+    was under way, the cloud must not keep a config.lock (the next `git config` would fail)."""
+    fs = _fs(cloud, tmp_path)
+    cloud.gate.clear()
+    _write(fs, "/config.lock", b"[core]")
+    _eventually(lambda: fs.cache.files["/config.lock"].inflight)
+    renaming = threading.Thread(target=fs.rename, args=("/config.lock", "/config"))
+    renaming.start()
+    time.sleep(0.1)
+    cloud.gate.set()
+    renaming.join(5)
+    fs.cache.sync_all()
+    assert cloud.files == {"/config": b"[core]"}
+    with pytest.raises(fuse.FuseOSError):
+        fs.getattr("/config.lock")
+
+
+def test_a_sent_file_and_a_made_folder_are_known_without_listing_again(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path)
+    fs.mkdir("/d", 0o755)
+    with pytest.raises(fuse.FuseOSError):
+        fs.getattr("/d/new")  # known empty: no request
+    _write(fs, "/d/new", b"abc")
+    fs.cache.sync(["/d/new"])
+    cloud.calls.clear()
+    fs.cache.files.clear()  # as if evicted: the answer comes from the metadata cache
+    assert fs.getattr("/d/new")["st_size"] == 3
+    assert sorted(fs.readdir("/d", 0)) == [".", "..", "new"]
+    assert cloud.calls == []
+
+
 def test_rename_of_a_sent_file_moves_it_in_the_cloud_and_replaces_the_target(cloud, tmp_path):
     cloud.files["/target"] = b"old"
     fs = _fs(cloud, tmp_path)
@@ -254,6 +289,19 @@ def test_another_clients_change_is_seen_once_the_cached_copy_is_stale(cloud, tmp
     cloud.files["/shared"] = b"theirs, longer"
     time.sleep(0.3)
     assert fs.getattr("/shared")["st_size"] == len(b"theirs, longer")
+
+
+def test_a_durable_copy_still_matching_the_cloud_serves_reads_without_a_download(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path)
+    fs.cache.ttl = fs.meta.ttl = 0.1
+    _write(fs, "/mine", b"read me back")
+    fs.cache.sync(["/mine"])
+    time.sleep(0.2)
+    cloud.calls.clear()
+    fh = fs.open("/mine", os.O_RDONLY)
+    assert fs.read("/mine", 100, 0, fh) == b"read me back"
+    fs.release("/mine", fh)
+    assert "get" not in cloud.calls and cloud.calls.count("ls") <= 1
 
 
 def test_unmount_sends_everything_and_removes_the_cache(cloud, tmp_path):
