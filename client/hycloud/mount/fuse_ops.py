@@ -3,7 +3,8 @@
 Consistency. Within the mount: close-to-open and more, since reads and stats of a file written
 through the mount are served from its cached copy at once. Writes are durable when `fsync`
 returns (close only makes them local: `writeback.py` sends them shortly after) and on unmount
-(`destroy`). Across clients: another client sees a change once the flusher has sent it and its
+(`destroy`); a folder made through the mount reaches the cloud with its first file sent, when a
+move or removal needs it, on fsyncdir, or on unmount. Across clients: another client sees a change once the flusher has sent it and its
 own caches have expired; this mount sees another client's change once its metadata entries expire
 (`MetaCache`, 2 s, plus the kernel's 1 s) and it holds no unsent change to that file. No locking:
 concurrent writers of one file, the last upload wins. Metadata (entries and listings) is cached for
@@ -88,6 +89,7 @@ class HyCloudFuse(fuse.Operations):
             on_flushed=self._flushed,
         )
         self.cache.still_valid = self._still_valid
+        self.cache.make_dir = lambda path: client.mkdir(path, parents=True)
         self._handles: dict[int, ReadHandle | CachedHandle] = {}
         self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
         self._finishing = threading.Lock()
@@ -128,6 +130,8 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
+        if self.cache.is_dir(path):
+            return {**_times(time.time()), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
         cached = self.cache.current(path)
         if cached is not None:
             st = os.stat(cached.local)
@@ -141,7 +145,8 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def readdir(self, path: str, fh: int) -> list[str]:
-        names = [".", ".."] + [entry["name"] for entry in self.meta.listing(path)]
+        listed = [] if self.cache.is_dir(path) else self.meta.listing(path)
+        names = [".", ".."] + [entry["name"] for entry in listed]
         return names + [name for name in self.cache.names_in(path) if name not in names]
 
     def statfs(self, path: str) -> dict:
@@ -170,14 +175,22 @@ class HyCloudFuse(fuse.Operations):
     # --- namespace changes -----------------------------------------------------------------------------
     @errors_as_errno
     def mkdir(self, path: str, mode: int) -> None:
-        self.client.mkdir(path)
+        """Made locally: the cloud gets it with its first file sent, or when a move, a removal,
+        fsyncdir or the unmount needs it."""
+        self.cache.add_dir(path)
         self.meta.learn(
             path, {"name": os.path.basename(path), "type": "dir", "size": 0, "mtime": time.time()}
         )
-        self.meta.empty(path)  # made just now: no listing needed to know it holds nothing
+        self.meta.empty(path)
+
+    def fsyncdir(self, path: str, datasync: int, fh: int) -> None:
+        self.cache.make_dirs(path)
 
     @errors_as_errno
     def rmdir(self, path: str) -> None:
+        if self.cache.remove_dir(path):
+            self._forget(path)
+            return
         self.cache.sync(self.cache.under(path))  # a folder with files not sent yet is not empty
         self.client.rmdir(path)
         self._forget(path)
@@ -209,6 +222,7 @@ class HyCloudFuse(fuse.Operations):
             self.cache.unhold(cached)
         self.cache.drop(new)
         target = self._entry(new)
+        self.cache.make_dirs(old, os.path.dirname(new))  # folders not sent yet: made before the move
         self.cache.sync([old, *self.cache.under(old)])  # what is under way lands before the move
         if target is not None and target["type"] == "file":
             self.client.rm(new)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from hycloud_core.errors import HyCloudError, error_from_body
+from hycloud_core.errors import ConflictError, HyCloudError, error_from_body
 
 Upload = Callable[[Sequence[tuple[Path, str]]], list[dict]]
 DELAY_S = 0.3  # how long the flusher gathers closed files before sending them
@@ -78,6 +78,8 @@ class WriteBack:
         self.upload, self.folder, self.limit, self.delay, self.ttl = upload, folder, limit, delay, ttl
         self.on_flushed = on_flushed
         self.still_valid: Callable[[str, Cached], bool] = lambda path, entry: False
+        self.make_dir: Callable[[str], object] = lambda path: None
+        self.dirs: set[str] = set()  # folders made through the mount, not in the cloud yet
         self.files: dict[str, Cached] = {}
         self._cond = threading.Condition(threading.RLock())
         self._urgent: set[str] = set()
@@ -113,7 +115,42 @@ class WriteBack:
     def names_in(self, folder: str) -> list[str]:
         with self._cond:
             inside = [p for p in self.files if os.path.dirname(p) == folder]
-            return [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None]
+            names = [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None]
+            return names + [d.rsplit("/", 1)[1] for d in self.dirs if os.path.dirname(d) == folder]
+
+    # --- folders: made in the cloud with their first file (parents), or when something needs them --
+    def add_dir(self, path: str) -> None:
+        with self._cond:
+            self.dirs.add(path)
+
+    def is_dir(self, path: str) -> bool:
+        with self._cond:
+            return path in self.dirs
+
+    def remove_dir(self, path: str) -> bool:
+        """Remove a folder never sent; False if it is not such a folder. Raises if not empty."""
+        with self._cond:
+            if path not in self.dirs:
+                return False
+            inside = path + "/"
+            if any(p.startswith(inside) for p in self.files) or any(d.startswith(inside) for d in self.dirs):
+                raise ConflictError(f"{path} is not empty", code="not-empty")
+            self.dirs.discard(path)
+            return True
+
+    def make_dirs(self, *paths: str) -> None:
+        """Make in the cloud the unsent folders at, under or above `paths` (before a move or a removal)."""
+        with self._cond:
+            wanted = sorted(
+                d
+                for d in self.dirs
+                for p in paths
+                if d == p or d.startswith(p.rstrip("/") + "/") or p.startswith(d + "/")
+            )
+        for folder in wanted:
+            self.make_dir(folder)
+            with self._cond:
+                self.dirs.discard(folder)
 
     def under(self, folder: str) -> list[str]:
         prefix = folder.rstrip("/") + "/"
@@ -222,6 +259,7 @@ class WriteBack:
         """Send everything, stop the flusher; the paths that could not be sent (their copies kept)."""
         try:
             self.sync_all()
+            self.make_dirs("/")
         except HyCloudError:
             pass
         with self._cond:
@@ -301,6 +339,7 @@ class WriteBack:
             for (path, entry, gen), result in zip(batch, results, strict=True):
                 entry.inflight = False
                 if result.get("status") == "ok":
+                    self.dirs.difference_update(_parents(path))  # made by the upload (parents)
                     entry.flushed, entry.in_cloud, entry.error = max(entry.flushed, gen), True, None
                 else:
                     entry.error = _error(path, result)
@@ -322,3 +361,8 @@ def _idle(entry: Cached) -> bool:
 def _landed(entry: Cached, gen: int) -> bool:
     """The change `gen` is durable, or cannot become so (failed, or the file was removed)."""
     return entry.flushed >= gen or entry.error is not None or entry.gone
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]

@@ -58,9 +58,9 @@ class FakeCloud:
         Path(local).write_bytes(self.files[path])
         return Path(local)
 
-    def mkdir(self, path: str) -> dict:
+    def mkdir(self, path: str, parents: bool = False) -> dict:
         self.calls.append("mkdir")
-        self.dirs.add(path)
+        self.dirs.update([path, *(_ancestors(path) if parents else [])])
         return {}
 
     def rmdir(self, path: str) -> dict:
@@ -93,9 +93,15 @@ class FakeCloud:
         if self.fail:
             return [{"path": r, "status": "error", "error": "full", "code": self.fail} for _, r in pairs]
         for local, remote in pairs:
+            self.dirs.update(_ancestors(remote))  # parents=True
             self.files[remote] = Path(local).read_bytes()
             self.mtimes[remote] = Path(local).stat().st_mtime  # kept, as bundles keep it
         return [{"path": remote, "status": "ok"} for _, remote in pairs]
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 @pytest.fixture
@@ -108,6 +114,7 @@ def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0
     fs.cache.stop()
     fs.cache = WriteBack(cloud.upload, tmp_path / "cache", limit=limit, delay=delay)
     fs.cache.on_flushed, fs.cache.still_valid = fs._flushed, fs._still_valid
+    fs.cache.make_dir = lambda path: cloud.mkdir(path, parents=True)
     return fs
 
 
@@ -302,6 +309,35 @@ def test_a_durable_copy_still_matching_the_cloud_serves_reads_without_a_download
     assert fs.read("/mine", 100, 0, fh) == b"read me back"
     fs.release("/mine", fh)
     assert "get" not in cloud.calls and cloud.calls.count("ls") <= 1
+
+
+def test_folders_made_through_the_mount_cost_no_request_until_needed(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    cloud.calls.clear()
+    fs.mkdir("/objects", 0o755)
+    fs.mkdir("/objects/ab", 0o755)
+    fs.mkdir("/empty", 0o755)
+    fs.mkdir("/gone", 0o755)
+    _write(fs, "/objects/ab/cdef", b"blob")
+    assert fs.getattr("/objects/ab")["st_mode"] & 0o040000
+    assert sorted(fs.readdir("/objects", 0)) == [".", "..", "ab"]
+    fs.rmdir("/gone")
+    with pytest.raises(fuse.FuseOSError) as err:
+        fs.rmdir("/objects")
+    assert err.value.errno == 39  # ENOTEMPTY
+    assert cloud.calls == []
+    fs.cache.sync_all()  # the file's upload makes its folders
+    assert cloud.files == {"/objects/ab/cdef": b"blob"} and "/objects/ab" in cloud.dirs
+    assert "/empty" not in cloud.dirs and "/gone" not in cloud.dirs
+    fs.destroy("/")  # unmount makes the empty one
+    assert "/empty" in cloud.dirs and "/gone" not in cloud.dirs
+
+
+def test_a_folder_not_sent_yet_is_made_before_it_moves(cloud, tmp_path):
+    fs = _fs(cloud, tmp_path, delay=30)
+    fs.mkdir("/new", 0o755)
+    fs.rename("/new", "/renamed")
+    assert "/renamed" in cloud.dirs and "/new" not in cloud.dirs
 
 
 def test_unmount_sends_everything_and_removes_the_cache(cloud, tmp_path):
