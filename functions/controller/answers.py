@@ -210,3 +210,32 @@ class ShareInfo(BaseModel):
 
 class ShareList(BaseModel):
     shares: list[ShareInfo]
+
+
+class TreeJobError(BaseModel):
+    code: str
+    message: str
+    status: int
+
+
+class TreeJobStatus(BaseModel):
+    """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
+
+    job: str
+    op: Literal["copy", "move", "remove"]
+    src: str
+    dst: str | None
+    state: Literal["running", "succeeded", "failed", "stopped"]
+    done: int = Field(description="files copied, moved or removed so far")
+    total: int | None = Field(description="files in the tree; null until counted")
+    attempt: int
+    error: TreeJobError = absent()
+    queue: QueuePlace = absent()
+
+
+TREE_JOB_ACCEPTED = {
+    202: {
+        "description": "Run as a tree job: follow it at GET /v1/tree-jobs.",
+        "content": {JSON: {"model": TreeJobStatus}},
+    }
+}

@@ -20,6 +20,7 @@ from hycloud_core import share_links as shares
 from hycloud_core.api_limits import MAX_WAIT_S
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
+from hycloud_core.store import tree_jobs
 
 MAX_TEXT = 4096  # any free-text field (cursor, proof, digest): far above every legitimate value
 MAX_STATE_BYTES = 16_384  # the adaptive chunk-size state kept in a link file
@@ -155,4 +156,9 @@ ShareToken = Annotated[
     str,
     AfterValidator(_checked(shares.checked_token)),
     WithJsonSchema({"type": "string", "pattern": shares.TOKEN.pattern}),
+]
+TreeJobId = Annotated[
+    str,
+    AfterValidator(_checked(tree_jobs.checked_id)),
+    WithJsonSchema({"type": "string", "pattern": tree_jobs.ID_PATTERN}),
 ]

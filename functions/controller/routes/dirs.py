@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Entry, Listing, Removed, replies
+from answers import TREE_JOB_ACCEPTED, Entry, Listing, Removed, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem, namespace, ok
 from models import MakeDirectory, PageLimit, Text, UserPath
-
-from routes import tree_jobs
+from services import tree_ops
 
 router = APIGatewayRouter()
 MAX_PAGE = 1000
@@ -32,8 +31,10 @@ def listdir(
     return ok({"entries": [e.to_dict() for e in entries], "cursor": cursor})
 
 
-@router.delete("/v1/dirs", responses={**replies(200, Removed, 404, 409), **tree_jobs.ACCEPTED})
+@router.delete("/v1/dirs", responses={**replies(200, Removed, 404, 409), **TREE_JOB_ACCEPTED})
 def rmdir(path: Annotated[UserPath, Query()], recursive: Annotated[bool, Query()] = False):
-    if recursive:
-        return tree_jobs.remove(router, path)
-    return ok({"removed": path, "files": filesystem(router).rmdir(path)})
+    fs = filesystem(router)
+    job = tree_ops.submit(fs, "remove", path, None, None) if recursive else None
+    if job is not None:
+        return ok(tree_ops.answer(job), 202)
+    return ok({"removed": path, "files": fs.rmdir(path, recursive=recursive)})

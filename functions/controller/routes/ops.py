@@ -1,27 +1,34 @@
-"""Move and copy of files and whole directories (large trees as jobs: tree_jobs.py)."""
+"""Move and copy of files and whole directories (large trees as jobs: services/tree_ops.py)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Entry, replies
+from answers import TREE_JOB_ACCEPTED, Entry, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import IfMatch, IfNoneMatch, expected_version
+from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
 from models import PathPair
-
-from routes import tree_jobs
+from services import tree_ops
 
 router = APIGatewayRouter()
 
 
-@router.post("/v1/move", responses={**replies(200, Entry, 404, 409), **tree_jobs.ACCEPTED})
+@router.post("/v1/move", responses={**replies(200, Entry, 404, 409), **TREE_JOB_ACCEPTED})
 def move(body: Annotated[PathPair, Body()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None):
     """`If-Match`/`If-None-Match` name the version `dst` must hold."""
-    return tree_jobs.move(router, body.src, body.dst, expected_version(if_match, if_none_match))
+    fs, expect = filesystem(router), expected_version(if_match, if_none_match)
+    job = tree_ops.submit(fs, "move", body.src, body.dst, expect)
+    if job is not None:
+        return ok(tree_ops.answer(job), 202)
+    return ok(fs.move(body.src, body.dst, expect=expect).to_dict())
 
 
-@router.post("/v1/copy", responses={**replies(201, Entry, 404, 409), **tree_jobs.ACCEPTED})
+@router.post("/v1/copy", responses={**replies(201, Entry, 404, 409), **TREE_JOB_ACCEPTED})
 def copy(body: Annotated[PathPair, Body()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None):
     """`If-Match`/`If-None-Match` name the version `dst` must hold."""
-    return tree_jobs.copy(router, body.src, body.dst, expected_version(if_match, if_none_match))
+    fs, expect = filesystem(router), expected_version(if_match, if_none_match)
+    job = tree_ops.submit(fs, "copy", body.src, body.dst, expect)
+    if job is not None:
+        return ok(tree_ops.answer(job), 202)
+    return ok(fs.copy(body.src, body.dst, expect=expect).to_dict(), 201)

@@ -1,242 +1,25 @@
-"""Copy, move and recursive removal of large trees as jobs, and the jobs' status.
-
-A tree with more entries than the inline limit (a bounded walk counts them) is handed to the
-tree workflow: the request takes the job's subtree leases, checks the operation as the inline
-one would, and answers 202 `{"job", "state": "running", "done", "total"}`. Submitting the same
-operation again while it runs answers the same job (a retried POST never races its own job);
-after it failed or stopped, the same submission resumes it from its cursor.
-`GET /v1/tree-jobs?id=&wait=` long-polls a job's state.
-"""
+"""Tree jobs' status: `GET /v1/tree-jobs?id=&wait=` long-polls a job's state (jobs start from the
+move, copy and recursive rmdir routes; services/tree_ops.py runs them)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated
 
-from answers import JSON, QueuePlace, absent, replies
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from answers import TreeJobStatus, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, long_poll, namespace, ok, records, sfn, user
-from models import Wait
-from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
-from pydantic_core import PydanticCustomError
-from services.job_queue import copied_bytes, queue_tree, waiting
+from context import long_poll, ok, user
+from models import TreeJobId, Wait
+from services import tree_ops
 
-from hycloud_core import paths
-from hycloud_core.errors import HyCloudError, NotFoundError
-from hycloud_core.fs.tree_walk import count
-from hycloud_core.jobs.executions import execution_arn
-from hycloud_core.store.locks import WAIT_S, Lease
-from hycloud_core.store.queue_records import QueueStore
-from hycloud_core.store.tree_jobs import (
-    APPLY,
-    RENAME,
-    RUNNING,
-    STOPPED,
-    Superseded,
-    TreeJob,
-    TreeJobs,
-    checked_id,
-    job_id,
-)
-from hycloud_core.store.tree_jobs import ID_PATTERN as TREE_JOB_PATTERN
+from hycloud_core.store.tree_jobs import RUNNING
 
 router = APIGatewayRouter()
-
-
-def _valid_id(value: str) -> str:
-    try:
-        return checked_id(value)
-    except HyCloudError as err:
-        raise PydanticCustomError(err.code, err.message) from None
-
-
-TreeJobId = Annotated[
-    str, AfterValidator(_valid_id), WithJsonSchema({"type": "string", "pattern": TREE_JOB_PATTERN})
-]
-
-
-class TreeJobError(BaseModel):
-    code: str
-    message: str
-    status: int
-
-
-class TreeJobStatus(BaseModel):
-    """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
-
-    job: str
-    op: Literal["copy", "move", "remove"]
-    src: str
-    dst: str | None
-    state: Literal["running", "succeeded", "failed", "stopped"]
-    done: int = Field(description="files copied, moved or removed so far")
-    total: int | None = Field(description="files in the tree; null until counted")
-    attempt: int
-    error: TreeJobError = absent()
-    queue: QueuePlace = absent()
-
-
-ACCEPTED = {
-    202: {
-        "description": "Run as a tree job: follow it at GET /v1/tree-jobs.",
-        "content": {JSON: {"model": TreeJobStatus}},
-    }
-}
-COUNT_S = 5.0  # the request counts a tree's files for this long; the job counts the rest
-STARTING_S = 10  # a job recorded this recently may not have its execution yet
-DISPATCH_S = 120  # a job a worker took off the queue this recently is being started
-
-
-def copy(app: APIGatewayRestResolver, src: str, dst: str, expect: str | None) -> Response:
-    return _run(app, "copy", src, dst, expect, lambda fs: ok(fs.copy(src, dst, expect=expect).to_dict(), 201))
-
-
-def move(app: APIGatewayRestResolver, src: str, dst: str, expect: str | None) -> Response:
-    return _run(app, "move", src, dst, expect, lambda fs: ok(fs.move(src, dst, expect=expect).to_dict()))
-
-
-def remove(app: APIGatewayRestResolver, path: str) -> Response:
-    def inline(fs) -> Response:
-        return ok({"removed": path, "files": fs.rmdir(path, recursive=True)})
-
-    return _run(app, "remove", path, None, None, inline)
 
 
 @router.get("/v1/tree-jobs", responses=replies(200, TreeJobStatus, 404))
 def status(id: Annotated[TreeJobId, Query()], wait: Annotated[Wait, Query()] = 0):
     """A tree job's state and counts; with `wait`, held until it ends (long poll)."""
-    jobs = TreeJobs(records().table)
-    _reconciled(jobs, _get(jobs, user(router), id))
-    return ok(long_poll(lambda: _answer(_get(jobs, user(router), id)), wait, lambda s: s["state"] == RUNNING))
-
-
-# --- starting, following, resuming -----------------------------------------------------------
-def _run(app, op: str, src: str, dst: str | None, expect: str | None, inline: Callable) -> Response:
-    src, dst = paths.normalize(src), dst and paths.normalize(dst)
-    jobs, who = TreeJobs(records().table), user(app)
-    job = jobs.get(who, job_id(op, src, dst))
-    if job and (job.state == RUNNING or job.resumable):
-        return _accepted(_follow_or_resume(jobs, job))
-    if not _large(app, src):
-        return inline(filesystem(app))
-    leases = [src] if dst is None else [src, dst]
-    return _accepted(_start(app, jobs, TreeJob(who, job_id(op, src, dst), op, src, dst, leases), expect))
-
-
-def _large(app, path: str) -> bool:
-    """Whether `path` is a folder with more entries than run inline (a bounded count)."""
-    ns, limit = namespace(app), CONFIG.tree_inline_limit
-    if not ns.exists(path) or ns.stat(path).type != "dir":
-        return False
-    return count(ns, path, None, time.monotonic() + COUNT_S, limit=limit + 1)[1] > limit
-
-
-def _start(app, jobs: TreeJobs, job: TreeJob, expect: str | None) -> TreeJob:
-    if not jobs.create(job):  # the same operation was submitted a moment ago
-        return _get(jobs, job.user, job.id)
-    lease = Lease(records().table, job.user, owner=job.owner)
-    try:
-        _acquire(lease, job)
-        filesystem(app).check_tree_operation(job.op, job.src, job.dst, expect)
-        _count(app, job)
-        jobs.save(job)
-    except Superseded:  # taken over by a resubmission meanwhile
-        return _get(jobs, job.user, job.id)
-    except BaseException:
-        lease.release()
-        jobs.forget(job)
-        raise
-    _execute(job, copied_bytes(namespace(app), job.src, job.counted) if job.op == "copy" else 0)
-    return job
-
-
-def _acquire(lease: Lease, job: TreeJob) -> None:
-    for path in sorted(job.leases, key=lambda p: [c for c in p.split("/") if c]):
-        lease.acquire(path, WAIT_S)
-
-
-def _count(app, job: TreeJob) -> None:
-    """Count the files now if it is quick, so the first answer has the total."""
-    files, _, job.cursor = count(namespace(app), job.src, None, time.monotonic() + COUNT_S)
-    job.counted = files
-    if job.cursor is None:
-        job.files, job.phase = files, RENAME if job.op == "move" else APPLY
-
-
-def _follow_or_resume(jobs: TreeJobs, job: TreeJob) -> TreeJob:
-    job = _reconciled(jobs, job)
-    return job if job.state == RUNNING else _resume(jobs, job)
-
-
-def _reconciled(jobs: TreeJobs, job: TreeJob) -> TreeJob:
-    """A job whose execution ended without saying so (stopped, timed out) is recorded as stopped.
-
-    Its leases are left to expire: a step of it may still be finishing its last batch.
-    """
-    if job.state != RUNNING or _execution_running(job):
-        return job
-    attempt, job.state = job.attempt, STOPPED
-    job.error = {"code": "job-stopped", "message": "the job was stopped", "status": 409}
-    return job if jobs.claim(job, RUNNING, attempt) else _get(jobs, job.user, job.id)
-
-
-def _resume(jobs: TreeJobs, job: TreeJob) -> TreeJob:
-    lease = Lease(records().table, job.user, owner=job.owner)
-    try:
-        _acquire(lease, job)
-    except BaseException:
-        lease.release()
-        raise
-    state, attempt = job.state, job.attempt
-    job.state, job.error, job.attempt = RUNNING, None, attempt + 1
-    if job.op == "remove" and job.phase == APPLY:
-        job.cursor = None  # what it walked is gone; walking again also finds what came since
-    job.execution = job.execution_name()
-    if not jobs.claim(job, state, attempt):  # another request resumed it first
-        return _get(jobs, job.user, job.id)
-    _execute(job)
-    return job
-
-
-def _execute(job: TreeJob, nbytes: int = 0) -> None:
-    queue_tree(CONFIG.tree_state_machine, job, nbytes)  # FOP queue: started now when idle
-
-
-def _execution_running(job: TreeJob) -> bool:
-    """Whether the job's execution runs (or, just submitted, is about to)."""
-    try:
-        desc = sfn().describe_execution(executionArn=execution_arn(CONFIG.tree_state_machine, job.execution))
-    except sfn().exceptions.ExecutionDoesNotExist:
-        return time.time() - job.updated < STARTING_S or _queued_or_being_started(job)
-    return desc["status"] == "RUNNING"
-
-
-def _queued_or_being_started(job: TreeJob) -> bool:
-    """Waiting in the FOP queue, or taken off it by a worker that has yet to start its execution:
-    a loaded dispatcher can take longer than STARTING_S between the two. One read of its item."""
-    item = QueueStore(records().table).job(job.execution)
-    if item is None:
-        return False
-    if item["state"] == "queued":
-        return True
-    return time.time() - int(item.get("started_us", 0)) / 1e6 < DISPATCH_S
-
-
-def _get(jobs: TreeJobs, who: str, id: str) -> TreeJob:
-    job = jobs.get(who, id)
-    if job is None:
-        raise NotFoundError(f"no tree job {id}", code="no-such-job")
-    return job
-
-
-def _answer(job: TreeJob) -> dict:
-    """The job's status, with its place while it waits in the FOP queue."""
-    place = waiting(job.execution) if job.state == RUNNING else None
-    return {**job.status(), **({"queue": place} if place else {})}
-
-
-def _accepted(job: TreeJob) -> Response:
-    return ok(_answer(job), 202)
+    who = user(router)
+    tree_ops.reconcile(who, id)
+    return ok(long_poll(lambda: tree_ops.current(who, id), wait, lambda s: s["state"] == RUNNING))

@@ -28,7 +28,7 @@ def tree_jobs(tmp_path, monkeypatch):
     with mock_aws():
         make_stores(BUCKET, TABLE)
         load_function("controller")
-        yield importlib.import_module("routes.tree_jobs"), boto3.resource("dynamodb").Table(TABLE)
+        yield importlib.import_module("services.tree_ops"), boto3.resource("dynamodb").Table(TABLE)
 
 
 def _job(updated_ago_s: float) -> TreeJob:
