@@ -33,7 +33,12 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
     raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 PDF = (
@@ -86,7 +91,9 @@ def put(alice, path: str, data: bytes, mtime: float | None = None) -> None:
 
 def read(alice, path: str):
     """A file's bytes as stored (binary: the first Accept type is one API Gateway passes as is)."""
-    return alice.api().call("GET", "/v1/files", params={"path": path}, headers={"Accept": "application/octet-stream"})
+    return alice.api().call(
+        "GET", "/v1/files", params={"path": path}, headers={"Accept": "application/octet-stream"}
+    )
 
 
 def stat(alice, path: str):
@@ -96,7 +103,9 @@ def stat(alice, path: str):
 def reload(browser, folder: str) -> None:
     """Show the folder again (what a user's click on its crumb does)."""
     crumb(browser, -1)
-    wait_for(browser, lambda d: d.find_element(By.ID, "crumbs").text.endswith(folder.rsplit("/", 1)[1]), "shown")
+    wait_for(
+        browser, lambda d: d.find_element(By.ID, "crumbs").text.endswith(folder.rsplit("/", 1)[1]), "shown"
+    )
 
 
 def test_sortable_columns_and_search(browser, alice, folder):
@@ -110,7 +119,10 @@ def test_sortable_columns_and_search(browser, alice, folder):
     def sort(column: str, expected: list[str], order: str) -> None:
         browser.find_element(By.CSS_SELECTOR, f'#entries th[data-sort="{column}"] button').click()
         assert names(browser) == expected
-        assert browser.find_element(By.CSS_SELECTOR, f'th[data-sort="{column}"]').get_attribute("aria-sort") == order
+        assert (
+            browser.find_element(By.CSS_SELECTOR, f'th[data-sort="{column}"]').get_attribute("aria-sort")
+            == order
+        )
 
     sort("name", ["sub", "c2.txt", "b10.txt", "a.txt"], "descending")  # second click on the sorted column
     sort("size", ["sub", "a.txt", "c2.txt", "b10.txt"], "ascending")
@@ -170,7 +182,11 @@ def test_drag_and_drop_files_and_folders(browser, alice, folder):
         document.querySelector('#browser').dispatchEvent(ev);"""
     )
     row(browser, "album")
-    wait_for(browser, lambda d: d.find_element(By.ID, "upload-status").text == "uploaded 3 file(s)", "folder upload done")
+    wait_for(
+        browser,
+        lambda d: d.find_element(By.ID, "upload-status").text == "uploaded 3 file(s)",
+        "folder upload done",
+    )
     for rel, text in {"one.txt": b"one", "two.txt": b"two", "inner/three.txt": b"three"}.items():
         got = read(alice, f"{folder}/album/{rel}")
         assert got.status_code == 200 and got.content == text, (rel, got.status_code)
@@ -184,7 +200,11 @@ def test_upload_folder_picker(browser, alice, folder, tmp_path):
     for rel, data in tree.items():
         (picked / rel).write_bytes(data)
     browser.find_element(By.ID, "folder-input").send_keys(str(picked))
-    wait_for(browser, lambda d: d.find_element(By.ID, "upload-status").text == "uploaded 3 file(s)", "folder uploaded")
+    wait_for(
+        browser,
+        lambda d: d.find_element(By.ID, "upload-status").text == "uploaded 3 file(s)",
+        "folder uploaded",
+    )
     row(browser, "picked")
     for rel, data in tree.items():
         got = read(alice, f"{folder}/picked/{rel}")
@@ -192,7 +212,9 @@ def test_upload_folder_picker(browser, alice, folder, tmp_path):
 
 
 def test_multi_select_delete_move_and_zip(browser, alice, folder):
-    files = {name: hashlib.sha256(name.encode()).digest() * 40 for name in ("a.bin", "b.bin", "c.bin", "d.bin")}
+    files = {
+        name: hashlib.sha256(name.encode()).digest() * 40 for name in ("a.bin", "b.bin", "c.bin", "d.bin")
+    }
     for name, data in files.items():
         put(alice, f"{folder}/{name}", data)
     put(alice, f"{folder}/pack/inside.txt", b"inside the folder")
@@ -255,7 +277,11 @@ def test_preview_image_text_and_pdf(browser, alice, folder):
     shot(browser, "desktop_preview_image")
 
     click(browser, "notes.log", "a.open")
-    text = wait_for(browser, lambda d: d.find_elements(By.ID, "preview-text") and d.find_element(By.ID, "preview-text"), "text shown")
+    text = wait_for(
+        browser,
+        lambda d: d.find_elements(By.ID, "preview-text") and d.find_element(By.ID, "preview-text"),
+        "text shown",
+    )
     shown = text.get_attribute("textContent")
     assert shown.startswith("line 000000 of a long log\n")
     body, _, tail = shown.partition("\n… (first 64.0 KiB")
@@ -279,7 +305,8 @@ def test_phone_width_fits_without_sideways_scroll(browser, alice, folder, width)
     put(alice, f"{folder}/photo.png", png(300, 200, (30, 90, 200)))
     put(alice, f"{folder}/folder-with-a-long-name/inner.txt", b"y")
     browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True},
     )
     reload(browser, folder)
     row(browser, "photo.png")
@@ -298,7 +325,13 @@ def test_phone_width_fits_without_sideways_scroll(browser, alice, folder, width)
     click(browser, "photo.png", "input.pick")
     shot(browser, f"phone_{width}_list")
     click(browser, "photo.png", "a.open")
-    wait_for(browser, lambda d: d.execute_script("const i = document.querySelector('#preview-image'); return i && i.complete && i.naturalWidth"), "image")
+    wait_for(
+        browser,
+        lambda d: d.execute_script(
+            "const i = document.querySelector('#preview-image'); return i && i.complete && i.naturalWidth"
+        ),
+        "image",
+    )
     fits()
     shot(browser, f"phone_{width}_preview")
     browser.find_element(By.ID, "preview-close").click()

@@ -41,7 +41,12 @@ def _executable(*names: str) -> str:
 def chrome(downloads: Path, width: int = 1280, height: int = 900) -> webdriver.Chrome:
     options = webdriver.ChromeOptions()
     options.binary_location = _executable("chromium", "chromium-browser")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+    ):
         options.add_argument(arg)
     options.add_experimental_option(
         "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
@@ -133,10 +138,14 @@ def dialog_ok(driver, text: str | None = None) -> None:
 def wait_for(driver, condition, what: str, timeout: float = WAIT_S):
     """condition(driver) until truthy; a timeout says what was awaited and what the app said."""
     try:
-        return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+        return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+            condition
+        )
     except TimeoutException:
         shot(driver, "timeout")
-        raise AssertionError(f"{what}: not after {timeout} s; rows {names(driver)}, message {message(driver)!r}") from None
+        raise AssertionError(
+            f"{what}: not after {timeout} s; rows {names(driver)}, message {message(driver)!r}"
+        ) from None
 
 
 def login(driver, url: str, key: str) -> None:

@@ -50,9 +50,7 @@ def _counting(s3) -> list[str]:
 def test_delete_many_sends_one_request_per_batch_of_blocks(s3):
     hashes = _stored(s3, 25)
     calls = _counting(s3)
-    BlockStore([Instance(REGION, BUCKET, "relay", "delta")], lambda _r: s3).delete_many(
-        REGION, hashes[:23]
-    )
+    BlockStore([Instance(REGION, BUCKET, "relay", "delta")], lambda _r: s3).delete_many(REGION, hashes[:23])
     assert calls == ["DeleteObjects"] * 3
     left = s3.list_objects_v2(Bucket=BUCKET, Prefix="blocks/")["Contents"]
     assert sorted(o["Key"] for o in left) == sorted(block_key(h) for h in hashes[23:])
