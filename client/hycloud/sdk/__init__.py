@@ -6,8 +6,7 @@ piece of the package (`hycloud.sdk.trees`, or the CLI's `--help`) does not pay f
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hycloud_core.errors import (
     BadRequestError,
@@ -19,6 +18,8 @@ from hycloud_core.errors import (
     PayloadTooLargeError,
     UnauthorizedError,
 )
+
+from ..lazy import exports
 
 if TYPE_CHECKING:
     from ..transfer.config import TransferConfig
@@ -54,14 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name's module is imported the first time the name is asked for."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, _LAZY, __all__)

@@ -5,8 +5,9 @@ Each name loads its module on first use (PEP 562): `hycloud.transfer.config` alo
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import exports
 
 if TYPE_CHECKING:
     from .config import TransferConfig
@@ -25,14 +26,4 @@ _LAZY = {
 __all__ = ["Progress", "TransferConfig", "download_large", "download_relay", "upload_large"]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name's module is imported the first time the name is asked for."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, _LAZY, __all__)
