@@ -15,21 +15,17 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from pydantic import BaseModel, Field
-from services import job_queue
+from services import coded_files, job_queue
 
 from hycloud_core import constants as c
 from hycloud_core import paths, reach
 from hycloud_core.codec.layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
-from hycloud_core.coded import whole as coded_whole
 from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
-from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.fs.coded import CodedFiles
-from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import on_ring
 from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.launch.coded_jobs import queue_coded_job
-from hycloud_core.store import cached_copies
 from hycloud_core.store.measurements import Measurements, Sample
 from hycloud_core.store.queue_records import QueueStore
 
@@ -289,20 +285,6 @@ def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
     return ok(answer)
 
 
-def relay_source(link: Any) -> dict:
-    """What a relay job needs to rebuild a coded file: its layout (by name, in the relay cache)
-    and every instance's bucket."""
-    if link is None or not link.erasure:
-        return {}
-    return _rebuilt_from(link.content_hash, link.erasure)
-
-
-def _rebuilt_from(content_hash: str, erasure: dict) -> dict:
-    where = [{"region": i.region, "bucket": i.bucket} for i in on_ring(records().table)]
-    name = RelayCache(CONFIG.cache_dir).save_layout(content_hash, erasure)
-    return {"erasure_ref": name, "instances": where}
-
-
 WHOLE_URL_TTL_S = 300
 
 
@@ -313,56 +295,17 @@ class WholeFile(BaseModel):
     url: str = Field(description="presigned GET of the file made whole, valid for minutes")
 
 
-def _home_blocks() -> tuple[BlockStore, str]:
-    return BlockStore(on_ring(records().table), s3_in), s3().meta.region_name
-
-
-def whole_object(link: Any) -> str:
-    """The home bucket's key of a coded file made whole, decoded unless a verified copy is there."""
-    key = cached_copies.key_of(link.content_hash)
-    if not cached_copies.holds(s3(), CONFIG.bucket, key, link.content_hash):
-        store, own = _home_blocks()
-        coded_whole.to_object(link.erasure, link.content_hash, store, own, s3(), CONFIG.bucket, key)
-    return key
-
-
 @router.get("/v1/coded/whole", responses=replies(200, WholeFile, 404, 409, 413))
 def whole(path: Annotated[UserPath, Query()]):
     """One URL for a coded file (the web app's download): what a plain file's link gives."""
     link, _ = _coded().layout(path)
     url = s3().generate_presigned_url(
-        "get_object", ExpiresIn=WHOLE_URL_TTL_S, Params={"Bucket": CONFIG.bucket, "Key": whole_object(link)}
+        "get_object",
+        ExpiresIn=WHOLE_URL_TTL_S,
+        Params={"Bucket": CONFIG.bucket, "Key": coded_files.whole_object(link)},
     )
     size, digest = link.size, link.content_hash
     return ok({"path": paths.normalize(path), "size": size, "content_hash": digest, "url": url})
-
-
-def coded_version(link: Any, content_hash: str) -> dict | None:
-    """The layout of the path's version `content_hash` when it is coded (current or retained)."""
-    if link is None:
-        return None
-    if link.content_hash == content_hash:
-        return link.erasure
-    return link.history_erasure.get(content_hash)
-
-
-def coded_base(link: Any, content_hash: str, spec: dict, inline: bool = True) -> dict:
-    """What the delta job `spec` is told of its base, version `content_hash` of the file `link`
-    holds: nothing when that version is not coded (its object is fetched as usual) or is cached
-    already (under its own name, or the path's as an earlier job's new version); nothing either
-    when, with `inline`, this request decodes it into the cache (what one request can: the job may
-    then run direct); else `base_source`, how the job's fetch rebuilds it from its blocks."""
-    erasure = coded_version(link, content_hash)
-    if not erasure:
-        return {}
-    cache, name = RelayCache(CONFIG.cache_dir), spec["base_cache_name"]
-    if any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
-        return {}
-    if inline and coded_whole.fits_inline(erasure):
-        store, own = _home_blocks()
-        coded_whole.to_cache(erasure, content_hash, store, own, cache, name)
-        return {}
-    return {"base_source": _rebuilt_from(content_hash, erasure)}
 
 
 @cache

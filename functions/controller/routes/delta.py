@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import uuid
 from dataclasses import replace
 from typing import Annotated
 
@@ -24,7 +22,6 @@ from answers import BINARY_BODY, BYTES, Entry, Job, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from botocore.exceptions import ClientError
 from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, records, s3, user
 from models import (
     Body as JsonBody,
@@ -41,21 +38,18 @@ from models import (
     Wait,
 )
 from pydantic import BaseModel
-from services import optimal_instance
+from services import delta_jobs, optimal_instance
+from services.coded_files import coded_version
 from services.job_runs import RunOptions, Staging, delta_bytes, describe, owned, report, run
 
 from hycloud_core import content, jobs, paths
 from hycloud_core.delta import level as zlevel
-from hycloud_core.errors import BadRequestError, ConflictError, HyCloudError, PayloadTooLargeError
+from hycloud_core.errors import BadRequestError, ConflictError, PayloadTooLargeError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.jobs.ledger import JobLedger
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, Source
-from hycloud_core.observability import logger
 from hycloud_core.presigned import MAX_URL_TTL_S
-from hycloud_core.store.queue_records import BACKGROUND
-
-from .coded import coded_base, coded_version, relay_source
 
 router = APIGatewayRouter()
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -142,7 +136,7 @@ def _start(
     coded file, services/optimal_instance.py), `spec` made for it."""
     direct = None
     if at is None:  # the home cache and the home function: nothing to look at for a data instance
-        spec = _cached(spec)
+        spec = delta_jobs.cached(spec)
         direct = CONFIG.delta_function if wait > 0 and _runs_direct(spec, size) else None
     if direct and isinstance(spec, DeltaDownloadSpec):
         spec = _new_version_url(spec)
@@ -186,32 +180,6 @@ def _new_version_url(spec: DeltaDownloadSpec) -> DeltaDownloadSpec:
         Params={"Bucket": CONFIG.bucket, "Key": content.object_key(spec.content_hash)},
     )
     return replace(spec, new_url=url)
-
-
-def _cached(spec: DeltaSpec) -> DeltaSpec:
-    """Whether the job finds the base version in the relay cache already, so the workflow skips
-    fetching it (the delta task reads the new version itself).
-
-    The client's own base is often still there under the path's name, as the current version of
-    an earlier job: it is linked under the base's name (no copy) before the path's entry is replaced.
-    """
-    cache, new_name = RelayCache(CONFIG.cache_dir), spec.cache_name
-    base, base_name = spec.base_hash, spec.base_cache_name
-    if base and base_name:
-        if not cache.is_ready(base_name, base) and cache.is_ready(new_name, base):
-            _link(cache, new_name, base_name, base)
-        if cache.is_ready(base_name, base):
-            return replace(spec, base_cached=True)
-    return spec
-
-
-def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
-    tmp = os.path.join(cache.dir, f".hc-link-{uuid.uuid4().hex}")
-    try:
-        os.link(cache.path(src), tmp)
-    except OSError:
-        return  # replaced or evicted meanwhile: the workflow fetches it
-    cache.publish(dst, tmp, content_hash)
 
 
 def _machine(job: str) -> str | None:
@@ -277,8 +245,8 @@ def download_by_version(
     zl = zlevel.cap(level, link.size) if level is not None else zlevel.DEFAULT_LEVEL
     at = optimal_instance.instance_for(router, link)
     if at is not None:  # it leaves its delta in its own bucket (the controller cannot read its EFS)
-        key, spec = _version_job(
-            router,
+        key, spec = delta_jobs.version_job(
+            user(router),
             path,
             link.content_hash,
             base,
@@ -287,19 +255,10 @@ def download_by_version(
         )
         spec = replace(spec, publish_delta=True, base_source=_remote_base(at, link, base))
         return _start(key, spec, link.size, wait=wait, extra=file, at=at)
-    key, spec = _version_job(router, path, link.content_hash, base, _coded_source(link), zl)
-    return _start(key, _coded_base(link, spec), link.size, wait=wait, extra=file)
-
-
-def _coded_source(link) -> Source:
-    """How a job at home rebuilds a coded file from its blocks (nothing for any other)."""
-    return Source.from_event(relay_source(link))
-
-
-def _coded_base(link, spec: DeltaSpec, inline: bool = True) -> DeltaSpec:
-    """The spec with how its job fetches a coded base (`coded.coded_base`), when it must."""
-    told = coded_base(link, spec.base_hash, spec.to_event(), inline)
-    return replace(spec, base_source=Source.from_event(told["base_source"])) if told else spec
+    key, spec = delta_jobs.version_job(
+        user(router), path, link.content_hash, base, delta_jobs.coded_source(link), zl
+    )
+    return _start(key, delta_jobs.with_coded_base(link, spec), link.size, wait=wait, extra=file)
 
 
 def _remote_base(at: Instance, link, base: str) -> Source:
@@ -311,41 +270,6 @@ def _remote_base(at: Instance, link, base: str) -> Source:
     return Source(
         bucket=CONFIG.bucket, bucket_region=s3().meta.region_name, table=optimal_instance.home_table()
     )
-
-
-def _version_job(
-    caller: APIGatewayRouter, path: str, new: str, base: str, source: Source, zl: int = zlevel.DEFAULT_LEVEL
-) -> tuple[str, DeltaDownloadSpec]:
-    """Key and spec of the version-aware delta job from `base` to `new` at `path` at zstd level `zl`;
-    `source` says how a coded file is rebuilt from its blocks (empty for any other)."""
-    at_level = [] if zl == zlevel.DEFAULT_LEVEL else [f"level {zl}"]  # the default keeps its keys
-    key = jobs.job_key("dl", user(caller), path, new, "version", base, *at_level)
-    return key, DeltaDownloadSpec(
-        level=zl,
-        cache_name=paths.cache_name(user(caller), path),
-        content_hash=new,
-        base_hash=base,
-        base_cache_name=jobs.base_cache_name(base),
-        source=source,
-    )
-
-
-def precompute(caller: APIGatewayRouter, path: str) -> None:
-    """Start the delta from the version a new commit superseded, so a client one version behind
-    (the usual download) finds it computed: one request, no job to wait for. Launched, not awaited;
-    files over `delta_precompute_bytes` (0: never) are left to be computed on demand."""
-    link = namespace(caller).current_link(paths.normalize(path))
-    if link is None or not link.history or link.size > CONFIG.delta_precompute_bytes:
-        return
-    key, spec = _version_job(
-        caller, paths.normalize(path), link.content_hash, link.history[0][0], _coded_source(link)
-    )
-    try:
-        spec = _cached(_coded_base(link, spec, inline=False))
-        size = delta_bytes(spec, link.size)  # background: behind the transfers users wait for
-        run(caller, key, spec, RunOptions(CONFIG.delta_state_machine, size=size, priority=BACKGROUND))
-    except (HyCloudError, ClientError):
-        logger.warning("delta precompute not started", exc_info=True)  # computed on demand instead
 
 
 @router.put(
@@ -376,7 +300,9 @@ def download_by_signature(
         )
         send = Staging(None if staged_key else signature, at=at, key=remote_key)
         return _start(key, spec, link.size, send, wait=wait, at=at)
-    spec = replace(spec, source=_coded_source(link))  # a coded file: the job rebuilds it from its blocks
+    spec = replace(
+        spec, source=delta_jobs.coded_source(link)
+    )  # a coded file: the job rebuilds it from its blocks
     return _start(key, spec, link.size, None if staged_key else Staging(signature, "sig"), wait=wait)
 
 
@@ -411,7 +337,7 @@ def upload(
         staged_key=staged_key,
         staged_sha256=staged if staged_key else None,
     )
-    spec = _coded_base(link, spec)  # the new version is stored plain
+    spec = delta_jobs.with_coded_base(link, spec)  # the new version is stored plain
     return _start(key, spec, link.size, None if staged_key else Staging(delta, "delta"), wait=wait)
 
 

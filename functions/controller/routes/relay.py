@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, long_poll, namespace, ok, records, user
 from models import Length, Offset, RelayTarget, UserPath, Wait
 from services import optimal_instance
+from services.coded_files import relay_source
 from services.job_runs import RunOptions, describe, report, run
 
 from hycloud_core import paths
@@ -31,8 +32,6 @@ from hycloud_core.jobs import relay_job_key
 from hycloud_core.jobs.ledger import JobLedger, JobRecord
 from hycloud_core.jobs.specs import ByteRange, RelaySpec, Source
 from hycloud_core.relay import byte_ranges, remote_relay_key
-
-from .coded import relay_source
 
 router = APIGatewayRouter()
 

@@ -23,6 +23,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, namespace, ok, records, s3, user
 from models import NewShare, ShareToken
+from services.coded_files import whole_object
 
 from hycloud_core import content, paths
 from hycloud_core.errors import ConflictError, NotFoundError
@@ -30,8 +31,6 @@ from hycloud_core.fs import Namespace
 from hycloud_core.linkfile import LinkFile
 from hycloud_core.store import cached_copies
 from hycloud_core.store.shares import Share, Shares
-
-from .coded import whole_object
 
 router = APIGatewayRouter()
 REDIRECT_TTL_S = 300

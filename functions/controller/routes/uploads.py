@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
 from models import CommitUpload, ContentHash, StartUpload, UploadUrls, UserPath
-
-from .delta import precompute
+from services import delta_jobs
 
 router = APIGatewayRouter()
 
@@ -50,7 +49,7 @@ def commit(
         mode=body.mode,
         sha256=body.sha256,
     )
-    precompute(router, body.path)
+    delta_jobs.precompute(router, body.path)
     return ok(entry.to_dict(), 201)
 
 

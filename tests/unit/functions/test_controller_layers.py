@@ -32,3 +32,10 @@ def test_every_module_in_routes_defines_routes():
     for module in sorted((CONTROLLER / "routes").glob("*.py")):
         if module.name != "__init__.py":
             assert "router = APIGatewayRouter()" in module.read_text(), f"{module.name} defines no route"
+
+
+def test_no_route_imports_another():
+    """What two routes share is a service's (services/): a route module imports no other."""
+    for module in sorted((CONTROLLER / "routes").glob("*.py")):
+        others = {n for n in _imported(module) if n.startswith(".") or n.split(".")[0] == "routes"}
+        assert not others, f"{module.name} imports {others}"
