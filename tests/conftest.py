@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FUNCTION_MODULES = (
     "handler",
     "context",
+    "bodies",
+    "preconditions",
+    "polling",
     "routes",
     "services",
     "models",

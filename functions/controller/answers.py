@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel, Field
 
 JSON = "application/json"
@@ -239,3 +240,7 @@ TREE_JOB_ACCEPTED = {
         "content": {JSON: {"model": TreeJobStatus}},
     }
 }
+
+
+def ok(body: dict | list, status: int = 200) -> Response:
+    return Response(status_code=status, content_type="application/json", body=body)

@@ -23,7 +23,8 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from aws_lambda_powertools.utilities.idempotency.serialization.base import BaseIdempotencySerializer
-from context import CONFIG, raw_body, user
+from bodies import raw_body
+from context import CONFIG, user
 
 from hycloud_core.errors import BadRequestError
 

@@ -18,18 +18,21 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
-from answers import BINARY_BODY, BYTES, JSON, replies
+from answers import BINARY_BODY, BYTES, JSON, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, MAX_WAIT_S, filesystem, long_poll, namespace, ok, raw_body, records, s3, user
+from bodies import raw_body
+from context import CONFIG, filesystem, namespace, records, s3, user
 from models import Body as JsonBody
 from models import ContentHash, Text, UserPath
+from polling import long_poll
 from pydantic import BaseModel, Field
 from services import job_queue, job_runs
 
 from hycloud_core import bundle, jobs
 from hycloud_core import constants as c
+from hycloud_core.api_limits import MAX_WAIT_S
 from hycloud_core.errors import (
     BadRequestError,
     HyCloudError,

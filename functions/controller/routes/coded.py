@@ -8,12 +8,13 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from answers import Entry, replies
+from answers import Entry, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, IfMatch, IfNoneMatch, expected_version, filesystem, ok, records, s3, s3_in, user
+from context import CONFIG, filesystem, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
+from preconditions import IfMatch, IfNoneMatch, expected_version
 from pydantic import BaseModel, Field
 from services import coded_files, job_queue
 

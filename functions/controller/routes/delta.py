@@ -18,11 +18,12 @@ from dataclasses import replace
 from typing import Annotated
 
 from annotated_types import Ge, Le
-from answers import BINARY_BODY, BYTES, Entry, Job, replies
+from answers import BINARY_BODY, BYTES, Entry, Job, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, filesystem, long_poll, namespace, objects, ok, raw_body, records, s3, user
+from bodies import raw_body
+from context import CONFIG, filesystem, namespace, objects, records, s3, user
 from models import (
     Body as JsonBody,
 )
@@ -37,6 +38,7 @@ from models import (
     UserPath,
     Wait,
 )
+from polling import long_poll
 from pydantic import BaseModel
 from services import delta_jobs, optimal_instance
 from services.coded_files import coded_version

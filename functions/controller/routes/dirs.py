@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import TREE_JOB_ACCEPTED, Entry, Listing, Removed, replies
+from answers import TREE_JOB_ACCEPTED, Entry, Listing, Removed, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import filesystem, namespace, ok
+from context import filesystem, namespace
 from models import MakeDirectory, PageLimit, Text, UserPath
 from services import tree_ops
 

@@ -6,22 +6,14 @@ import hashlib
 import json
 from typing import Annotated
 
-from answers import BINARY_BODY, BYTES, LINK_TYPE, Deleted, DownloadLink, StoredFile, replies
+from answers import BINARY_BODY, BYTES, LINK_TYPE, Deleted, DownloadLink, StoredFile, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import (
-    CONFIG,
-    IfMatch,
-    IfNoneMatch,
-    check_sha256,
-    expected_version,
-    filesystem,
-    namespace,
-    ok,
-    raw_body,
-)
+from bodies import check_sha256, raw_body
+from context import CONFIG, filesystem, namespace
 from models import FileMode, FileTime, Text, UserPath
+from preconditions import IfMatch, IfNoneMatch, expected_version
 
 from hycloud_core import content, paths
 from hycloud_core.errors import PayloadTooLargeError

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import JSON, replies
+from answers import JSON, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from botocore.exceptions import BotoCoreError, ClientError
-from context import ok, records, user
+from context import records, user
 from models import Body as StrictBody
 from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Entry, Instances, Whoami, replies
+from answers import Entry, Instances, Whoami, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, records, s3_endpoint, user_name
+from context import CONFIG, namespace, records, s3_endpoint, user_name
 from models import UserPath
 
 from hycloud_core import content

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import TREE_JOB_ACCEPTED, Entry, replies
+from answers import TREE_JOB_ACCEPTED, Entry, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
+from context import filesystem
 from models import PathPair
+from preconditions import IfMatch, IfNoneMatch, expected_version
 from services import tree_ops
 
 router = APIGatewayRouter()

@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated
 
-from answers import BYTES, RelayStatus, replies
+from answers import BYTES, RelayStatus, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, long_poll, namespace, ok, records, user
+from context import CONFIG, namespace, records, user
 from models import Length, Offset, RelayTarget, UserPath, Wait
+from polling import long_poll
 from services import optimal_instance
 from services.coded_files import relay_source
 from services.job_runs import RunOptions, describe, report, run

@@ -8,11 +8,11 @@ diverged, so the job stops overwriting its namespace; the user's client clears t
 
 from __future__ import annotations
 
-from answers import JSON, replies
+from answers import JSON, ok, replies
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import ok, records, user
+from context import records, user
 
 from hycloud_core.auth import READ_LIKE, WRITE_METHODS
 from hycloud_core.errors import HyCloudError

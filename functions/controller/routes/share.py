@@ -17,11 +17,11 @@ from functools import cache
 from typing import Annotated
 from urllib.parse import quote
 
-from answers import ShareInfo, ShareList, replies
+from answers import ShareInfo, ShareList, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, ok, records, s3, user
+from context import CONFIG, namespace, records, s3, user
 from models import NewShare, ShareToken
 from services.coded_files import whole_object
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import TreeJobStatus, replies
+from answers import TreeJobStatus, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import long_poll, ok, user
+from context import user
 from models import TreeJobId, Wait
+from polling import long_poll
 from services import tree_ops
 
 from hycloud_core.store.tree_jobs import RUNNING

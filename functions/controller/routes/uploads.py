@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Aborted, Entry, PartUrls, UploadPlan, replies
+from answers import Aborted, Entry, PartUrls, UploadPlan, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import IfMatch, IfNoneMatch, expected_version, filesystem, ok
+from context import filesystem
 from models import CommitUpload, ContentHash, StartUpload, UploadUrls, UserPath
+from preconditions import IfMatch, IfNoneMatch, expected_version
 from services import delta_jobs
 
 router = APIGatewayRouter()

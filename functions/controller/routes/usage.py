@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Literal
 
-from answers import Usage, replies
+from answers import Usage, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, ok, records, user, user_name
+from context import namespace, records, user, user_name
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.block_transfer import transfer_cost

@@ -25,7 +25,7 @@ def poll_clock(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
     load_function("controller")
-    module = sys.modules["context"]
+    module = sys.modules["polling"]
     clock = Clock()
     monkeypatch.setattr(module.time, "monotonic", clock.monotonic)
     monkeypatch.setattr(module.time, "sleep", clock.sleep)
