@@ -4,42 +4,27 @@ The controller queues a staged bundle's commit in the FOP queue; a dispatch pass
 workflow (statemachines/bundle_commit.asl.json) when a worker is free (docs/SCHEDULING.md).
 """
 
-from pathlib import Path
-from typing import Any
-
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from .job_assets import JobAssets
 from .mounted_job import MountedJob
 
 
 class BundleJobs(MountedJob):
     def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
-        table: dynamodb.ITable,
-        bucket: s3.IBucket,
-        mount: dict[str, Any],
+        self, scope: Construct, id: str, assets: JobAssets, *, table: dynamodb.ITable, bucket: s3.IBucket
     ) -> None:
         super().__init__(  # a staged bundle inflates to 32 MiB at most: 1 GiB of memory is ample
             scope,
             id,
+            assets,
             function_id="Commit",
-            code_dir=functions_dir / "bundle",
-            asl_file=statemachines_dir / "bundle_commit.asl.json",
+            code="bundle",
+            asl="bundle_commit.asl.json",
             function_arn_key="BundleFunctionArn",
-            layer=layer,
-            environment=environment,
             table=table,
-            mount=mount,
             timeout_s=300,
         )
         bucket.grant_read(self.function, "staging/*")

@@ -4,9 +4,6 @@ Deployed in the home instance only with several regions: the step reads the user
 on the home EFS and reads and writes the blocks in every instance's bucket (docs/GEO.md).
 """
 
-from pathlib import Path
-from typing import Any
-
 from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -17,8 +14,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..regions import in_account
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .job_assets import JobAssets
 
 
 class CodedRepair(Construct):
@@ -26,27 +22,14 @@ class CodedRepair(Construct):
         self,
         scope: Construct,
         id: str,
+        assets: JobAssets,
         *,
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
         table: dynamodb.ITable,
         home_bucket: s3.IBucket,
         data_buckets: list[str],
-        mount: dict[str, Any],
     ) -> None:
         super().__init__(scope, id)
-        self.step_function = python_function(
-            self,
-            "Step",
-            code_dir=functions_dir / "repair",
-            layer=layer,
-            environment=environment,
-            timeout_s=120,
-            memory_mb=1024,
-            **mount,
-        )
+        self.step_function = assets.function(self, "Step", code="repair", timeout_s=120)
         table.grant_read_write_data(self.step_function)  # the ring record, path leases
         home_bucket.grant_read_write(self.step_function)
         home_bucket.grant_delete(self.step_function)  # the block sweep
@@ -89,14 +72,13 @@ class CodedRepair(Construct):
             resource_name=f"{name}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        self.state_machine = SfnFromAsl(
+        self.state_machine = assets.workflow(
             self,
             "Workflow",
-            asl_file=statemachines_dir / "coded_repair.asl.json",
-            substitutions={"RepairFunctionArn": self.step_function.function_arn},
+            asl="coded_repair.asl.json",
+            invokes={"RepairFunctionArn": self.step_function},
             state_machine_name=name,
-        ).state_machine
-        self.step_function.grant_invoke(self.state_machine)
+        )
 
     def allow_control(self, grantee: lambda_.IFunction) -> None:
         """Start executions and read their status."""

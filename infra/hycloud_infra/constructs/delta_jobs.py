@@ -6,9 +6,6 @@ workflow. As with `RelayJobs`, its resources are children of its scope (Delta, D
 DeltaJob), where they were before this construct existed, so their logical ids stay those deployed.
 """
 
-from pathlib import Path
-from typing import Any
-
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -16,8 +13,7 @@ from constructs import Construct
 
 from hycloud_core import constants as c
 
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .job_assets import JobAssets
 from .warm_functions import warm_target
 
 
@@ -26,47 +22,29 @@ class DeltaJobs(Construct):
         self,
         scope: Construct,
         id: str,
+        assets: JobAssets,
         *,
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
         relay: lambda_.IFunction,
         bucket: s3.IBucket,
         table: dynamodb.ITable | None,
-        mount: dict[str, Any],
         warm: int = 0,
         state_machine_name: str | None = None,
     ) -> None:
         """`relay`: the function the workflow relays the base version with (RelayJobs.job_function);
         `table`: the records the function updates, None where there is none (a data instance)."""
         super().__init__(scope, id)
-        self.function = python_function(
-            scope,
-            "Delta",
-            code_dir=functions_dir / "delta",
-            layer=layer,
-            environment=environment,
-            timeout_s=900,
-            memory_mb=3008,
-            **mount,
-        )
+        self.function = assets.function(scope, "Delta", code="delta", timeout_s=900, memory_mb=3008)
         bucket.grant_read_write(self.function)
         if table is not None:
             table.grant_read_write_data(self.function)
         self.job_function = warm_target(self.function, warm)
-        self.state_machine = SfnFromAsl(
+        self.state_machine = assets.workflow(
             scope,
             "DeltaJob",
-            asl_file=statemachines_dir / "delta_job.asl.json",
-            substitutions={
-                "RelayFetchFunctionArn": relay.function_arn,
-                "DeltaFunctionArn": self.job_function.function_arn,
-            },
+            asl="delta_job.asl.json",
+            invokes={"RelayFetchFunctionArn": relay, "DeltaFunctionArn": self.job_function},
             state_machine_name=state_machine_name,
-        ).state_machine
-        relay.grant_invoke(self.state_machine)
-        self.job_function.grant_invoke(self.state_machine)
+        )
 
     def controller_env(self) -> dict[str, str]:
         return {

@@ -8,9 +8,6 @@ group description, from construct paths, so a deployed stack updates in place (a
 would replace the function and its workflow, a changed description the security group).
 """
 
-from pathlib import Path
-from typing import Any
-
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -18,8 +15,7 @@ from constructs import Construct
 
 from hycloud_core import constants as c
 
-from .python_function import python_function
-from .sfn_from_asl import SfnFromAsl
+from .job_assets import JobAssets
 from .warm_functions import warm_target
 
 
@@ -28,42 +24,28 @@ class RelayJobs(Construct):
         self,
         scope: Construct,
         id: str,
+        assets: JobAssets,
         *,
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
         bucket: s3.IBucket,
         table: dynamodb.ITable | None,
-        mount: dict[str, Any],
         warm: int = 0,
         state_machine_name: str | None = None,
     ) -> None:
         """`table`: where the relay meters its runs (cost.relay_meter), None where that table is
         another region's (a data instance grants it itself); `warm`: provisioned concurrency."""
         super().__init__(scope, id)
-        self.function = python_function(
-            scope,
-            "RelayFetch",
-            code_dir=functions_dir / "relay",
-            layer=layer,
-            environment=environment,
-            timeout_s=900,
-            memory_mb=1769,
-            **mount,
-        )
+        self.function = assets.function(scope, "RelayFetch", code="relay", timeout_s=900, memory_mb=1769)
         bucket.grant_read(self.function)
         if table is not None:
             table.grant_write_data(self.function)
         self.job_function = warm_target(self.function, warm)  # every job and direct call goes to it
-        self.state_machine = SfnFromAsl(
+        self.state_machine = assets.workflow(
             scope,
             "Relay",
-            asl_file=statemachines_dir / "relay_fetch.asl.json",
-            substitutions={"RelayFetchFunctionArn": self.job_function.function_arn},
+            asl="relay_fetch.asl.json",
+            invokes={"RelayFetchFunctionArn": self.job_function},
             state_machine_name=state_machine_name,
-        ).state_machine
-        self.job_function.grant_invoke(self.state_machine)
+        )
 
     def controller_env(self) -> dict[str, str]:
         return {c.ENV_RELAY_STATE_MACHINE: self.state_machine.state_machine_arn}

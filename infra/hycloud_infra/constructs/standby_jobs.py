@@ -5,8 +5,6 @@ that failed over still gets relay downloads and delta transfers, queued and disp
 instances).
 """
 
-from pathlib import Path
-
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -15,34 +13,17 @@ from constructs import Construct
 from hycloud_core import constants as c
 
 from .delta_jobs import DeltaJobs
+from .job_assets import JobAssets
 from .relay_jobs import RelayJobs
 
 
 class StandbyJobs(Construct):
     def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        functions_dir: Path,
-        statemachines_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
-        table: dynamodb.ITable,
-        bucket: s3.IBucket,
-        mount: dict,
+        self, scope: Construct, id: str, assets: JobAssets, *, table: dynamodb.ITable, bucket: s3.IBucket
     ) -> None:
         super().__init__(scope, id)
-        jobs = dict(
-            functions_dir=functions_dir,
-            statemachines_dir=statemachines_dir,
-            layer=layer,
-            environment=environment,
-            bucket=bucket,
-            table=table,
-        )
-        relay = RelayJobs(self, "RelayJobs", **jobs, mount=mount)
-        delta = DeltaJobs(self, "DeltaJobs", **jobs, mount=mount, relay=relay.function)
+        relay = RelayJobs(self, "RelayJobs", assets, bucket=bucket, table=table)
+        delta = DeltaJobs(self, "DeltaJobs", assets, bucket=bucket, table=table, relay=relay.function)
         self.relay, self.delta, self.delta_fn = relay.state_machine, delta.state_machine, delta.function
 
     def controller_env(self) -> dict[str, str]:

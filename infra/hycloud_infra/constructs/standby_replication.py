@@ -10,8 +10,6 @@
   (`{"backfill": true}`), it copies the records by scan (a standby added to a running deployment).
 """
 
-from pathlib import Path
-
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -28,6 +26,7 @@ from hycloud_core.standby.record_stream import stream_filter
 
 from ..regions import in_account
 from ..standby import StandbyNames
+from .job_assets import JobAssets
 from .python_function import python_function
 
 ENV_STANDBY = "HYCLOUD_STANDBY"
@@ -38,48 +37,30 @@ class StandbyReplication(Construct):
         self,
         scope: Construct,
         id: str,
+        assets: JobAssets,
         *,
         standby: StandbyNames,
-        functions_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
         table: dynamodb.ITable,
         bucket: s3.IBucket,
-        mount: dict,
     ) -> None:
+        """`assets`: the home instance's; the replicator mounts its EFS, the stream replicator not."""
         super().__init__(scope, id)
-        stack = Stack.of(self)
-        self.function = python_function(
-            self,
-            "Replicator",
-            code_dir=functions_dir / "replicator",
-            layer=layer,
-            environment={**environment, ENV_STANDBY: standby.describe(stack)},
-            timeout_s=900,
-            memory_mb=1024,
-            **mount,
-        )
-        self.stream_function = self._stream_replicator(functions_dir, layer, environment, standby, table)
+        assets = assets.with_environment({ENV_STANDBY: standby.describe(Stack.of(scope))})
+        self.function = assets.function(self, "Replicator", code="replicator", timeout_s=900)
+        self.stream_function = self._stream_replicator(assets, table)
         for fn in (self.function, self.stream_function):
             table.grant_read_write_data(fn)  # reads every record; writes the status items
             bucket.grant_read(fn)
             self._reach_standby(fn, standby)
         self._schedule(self.function)
 
-    def _stream_replicator(
-        self,
-        functions_dir: Path,
-        layer: lambda_.ILayerVersion,
-        environment: dict[str, str],
-        standby: StandbyNames,
-        table: dynamodb.ITable,
-    ) -> lambda_.Function:
+    def _stream_replicator(self, assets: JobAssets, table: dynamodb.ITable) -> lambda_.Function:
         fn = python_function(
             self,
             "StreamReplicator",
-            code_dir=functions_dir / "record_stream",
-            layer=layer,
-            environment={**environment, ENV_STANDBY: standby.describe(Stack.of(self))},
+            code_dir=assets.functions_dir / "record_stream",
+            layer=assets.layer,
+            environment=assets.environment,
             timeout_s=300,  # a large object's content is copied before its record
             memory_mb=512,
         )

@@ -19,7 +19,7 @@ from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket
 from ..constructs.delta_jobs import DeltaJobs
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
-from ..constructs.python_function import python_function
+from ..constructs.job_assets import JobAssets
 from ..constructs.reach import Reach
 from ..constructs.relay_jobs import RelayJobs
 from ..nag_suppressions import suppress_accepted_findings
@@ -55,26 +55,22 @@ class DataInstanceStack(Stack):
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         }
-        jobs = dict(
-            functions_dir=functions_dir, statemachines_dir=statemachines_dir, layer=layer, environment=env
-        )
+        assets = JobAssets(functions_dir, statemachines_dir, layer, env, volume.mount())
         relay_jobs = RelayJobs(
             self,
             "RelayJobs",
-            **jobs,
+            assets,
             bucket=bucket,
             table=None,  # the home table: granted by _reach_home
-            mount=volume.mount(),
             state_machine_name=self.names.relay_state_machine,
         )
         delta_jobs = DeltaJobs(
             self,
             "DeltaJobs",
-            **jobs,
+            assets,
             relay=relay_jobs.function,
             bucket=bucket,
             table=None,
-            mount=volume.mount(),
             state_machine_name=self.names.delta_state_machine,
         )
         relay_fn, relay = relay_jobs.function, relay_jobs.state_machine
@@ -82,16 +78,7 @@ class DataInstanceStack(Stack):
         bucket.grant_put(relay_fn)  # the file made whole for the client (relay/)
         self._reach_home(relay_fn, delta_fn, home_stack_name, home_region)
 
-        upkeep = python_function(
-            self,
-            "CacheUpkeep",
-            code_dir=functions_dir / "maintenance",
-            layer=layer,
-            environment=env,
-            timeout_s=300,
-            memory_mb=512,
-            **volume.mount(),
-        )
+        upkeep = assets.function(self, "CacheUpkeep", code="maintenance", timeout_s=300, memory_mb=512)
         bucket.grant_read(upkeep)
         events.Rule(  # this region's relay cache and staging only; namespace walks run at home
             self,

@@ -8,7 +8,6 @@ of the other regions (`data_instances`, design: docs/GEO.md).
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -28,6 +27,7 @@ from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import DataStores
 from ..constructs.delta_jobs import DeltaJobs
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.job_assets import JobAssets
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.reach import Reach
@@ -85,25 +85,12 @@ def controller_settings(ctx) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Base:
-    """What the instance's functions are built on: code, layer, shared environment, stores, volume."""
+    """What the instance's functions are built on: code, layer, shared environment and the volume
+    mounted (`assets`), the stores, the volume."""
 
-    functions_dir: Path
-    statemachines_dir: Path
-    layer: lambda_.ILayerVersion
-    environment: dict[str, str]
+    assets: JobAssets
     stores: DataStores
     volume: EfsVolume
-
-    def job(self) -> dict[str, Any]:
-        """The arguments every job construct takes, the volume mounted."""
-        return {
-            "functions_dir": self.functions_dir,
-            "statemachines_dir": self.statemachines_dir,
-            "layer": self.layer,
-            "environment": self.environment,
-            "table": self.stores.table,
-            "mount": self.volume.mount(),
-        }
 
 
 class InstanceStack(Stack):
@@ -127,14 +114,18 @@ class InstanceStack(Stack):
         stores = DataStores(self, "Stores", removal_policy=removal, stream=stream)
         reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
         volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
-        base = Base(functions_dir, statemachines_dir, layer, instance_env(self, stores), stores, volume)
-        warm = int(ctx("hycloud:provisionedConcurrency") or 0)
-        relay = RelayJobs(self, "RelayJobs", **base.job(), bucket=stores.bucket, warm=warm)
-        delta = DeltaJobs(
-            self, "DeltaJobs", **base.job(), bucket=stores.bucket, warm=warm, relay=relay.job_function
+        assets = JobAssets(
+            functions_dir, statemachines_dir, layer, instance_env(self, stores), volume.mount()
         )
-        tree = TreeJobs(self, "TreeJob", **base.job())
-        bundles = BundleJobs(self, "BundleJob", **base.job(), bucket=stores.bucket)
+        base = Base(assets, stores, volume)
+        warm = int(ctx("hycloud:provisionedConcurrency") or 0)
+        table, bucket = stores.table, stores.bucket
+        relay = RelayJobs(self, "RelayJobs", assets, table=table, bucket=bucket, warm=warm)
+        delta = DeltaJobs(
+            self, "DeltaJobs", assets, table=table, bucket=bucket, warm=warm, relay=relay.job_function
+        )
+        tree = TreeJobs(self, "TreeJob", assets, table=table)
+        bundles = BundleJobs(self, "BundleJob", assets, table=table, bucket=bucket)
         upkeep = self._upkeep(base)
         controller = self._controller(base, relay, delta, tree, bundles)
         repair = self._reach_data_instances(base, list(data_instances), controller, relay, delta)
@@ -164,17 +155,17 @@ class InstanceStack(Stack):
         controller = python_function(
             self,
             "Controller",
-            code_dir=base.functions_dir / "controller",
-            layer=base.layer,
+            code_dir=base.assets.functions_dir / "controller",
+            layer=base.assets.layer,
             environment={
-                **base.environment,
+                **base.assets.environment,
                 **relay.controller_env(),
                 **delta.controller_env(),
                 c.ENV_TREE_STATE_MACHINE: tree.state_machine.state_machine_arn,
                 c.ENV_BUNDLE_STATE_MACHINE: bundles.state_machine.state_machine_arn,
                 **controller_settings(self.node.try_get_context),
             },
-            **base.volume.mount(),
+            **base.assets.mount,
         )
         base.stores.table.grant_read_write_data(controller)
         base.stores.bucket.grant_read_write(controller)
@@ -189,10 +180,10 @@ class InstanceStack(Stack):
         web = WebApp(
             self,
             "Web",
-            web_dir=base.functions_dir.parent / "web",
-            publisher_dir=base.functions_dir / "web_publish",
+            web_dir=base.assets.functions_dir.parent / "web",
+            publisher_dir=base.assets.functions_dir / "web_publish",
             api=api,
-            layer=base.layer,
+            layer=base.assets.layer,
         )
         for name, value in {
             "ApiUrl": api.url,
@@ -210,16 +201,7 @@ class InstanceStack(Stack):
     def _upkeep(self, base: Base) -> lambda_.Function:
         """Cache upkeep: eviction and staging every 5 minutes; repair, recount, purge and collection,
         which read every namespace, hourly."""
-        upkeep = python_function(
-            self,
-            "CacheUpkeep",
-            code_dir=base.functions_dir / "maintenance",
-            layer=base.layer,
-            environment=base.environment,
-            timeout_s=300,
-            memory_mb=512,
-            **base.volume.mount(),
-        )
+        upkeep = base.assets.function(self, "CacheUpkeep", code="maintenance", timeout_s=300, memory_mb=512)
         cheap = events.RuleTargetInput.from_object({"walk": False})  # eviction and staging only
         events.Rule(
             self,
@@ -271,9 +253,9 @@ class InstanceStack(Stack):
         dispatcher = JobDispatcher(
             self,
             "Dispatcher",
-            code_dir=base.functions_dir / "dispatcher",
-            layer=base.layer,
-            environment=base.environment,
+            code_dir=base.assets.functions_dir / "dispatcher",
+            layer=base.assets.layer,
+            environment=base.assets.environment,
             table=base.stores.table,
             machines=machines,
             machine_arns=(repair.machine_arn,) if repair else (),
@@ -290,13 +272,10 @@ class InstanceStack(Stack):
         replication = StandbyReplication(
             self,
             "Standby",
+            base.assets,
             standby=standby,
-            functions_dir=base.functions_dir,
-            layer=base.layer,
-            environment=base.environment,
             table=base.stores.table,
             bucket=base.stores.bucket,
-            mount=base.volume.mount(),
         )
         CfnOutput(self, "ReplicatorFunctionName", value=replication.function.function_name)
         CfnOutput(self, "StreamReplicatorFunctionName", value=replication.stream_function.function_name)
@@ -323,17 +302,13 @@ class InstanceStack(Stack):
         repair = CodedRepair(
             self,
             "CodedRepair",
-            functions_dir=base.functions_dir,
-            statemachines_dir=base.statemachines_dir,
-            layer=base.layer,
-            environment={**base.environment, c.ENV_INSTANCES: instances_env(self, instances)},
+            base.assets.with_environment({c.ENV_INSTANCES: instances_env(self, instances)}),
             table=base.stores.table,
             home_bucket=base.stores.bucket,
             data_buckets=[
                 *(item.bucket for item in instances),
                 any_data_bucket(self.stack_name, self.account),
             ],
-            mount=base.volume.mount(),
         )
         repair.allow_control(controller)
         controller.add_environment(c.ENV_REPAIR_STATE_MACHINE, repair.machine_arn)

@@ -18,6 +18,7 @@ from ..constructs.api_to_controller import ApiToController
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket, records_table
 from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.job_assets import JobAssets
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.reach import Reach
@@ -55,17 +56,9 @@ class StandbyStack(Stack):
             ENV_ROLE: "standby",
             **scheduling_env(self),
         }
-        jobs = StandbyJobs(
-            self,
-            "Jobs",
-            functions_dir=functions_dir,
-            statemachines_dir=statemachines_dir or functions_dir.parent / "statemachines",
-            layer=layer,
-            environment=env,
-            table=table,
-            bucket=bucket,
-            mount=volume.mount(),
-        )
+        statemachines_dir = statemachines_dir or functions_dir.parent / "statemachines"
+        assets = JobAssets(functions_dir, statemachines_dir, layer, env, volume.mount())
+        jobs = StandbyJobs(self, "Jobs", assets, table=table, bucket=bucket)
         controller = python_function(
             self,
             "Controller",
