@@ -70,12 +70,12 @@ def test_file_downloads_ask_for_a_binary_media_type_the_api_declares(aws):
     one of the REST API's binaryMediaTypes; otherwise the browser saves base64 text."""
     (api,) = aws.find_resources("AWS::ApiGateway::RestApi").values()
     binary = api["Properties"]["BinaryMediaTypes"]
-    app = (ROOT / "web" / "app.js").read_text()
+    app = "\n".join(path.read_text() for path in sorted((ROOT / "web").glob("*.js")))
     calls = re.findall(r'Api\.call\("GET", "/v1/files", \{([^\n]*)\}\);', app)
-    assert calls, "the download's GET /v1/files call is not found in web/app.js"
+    assert calls, "the download's GET /v1/files call is not found in web/*.js"
     for options in calls:
         found = re.search(r"headers: \{ Accept: (\w+) \}", options)
         assert found, f"the download sends no Accept header: {options}"
         value = re.search(rf'const {found.group(1)} = "([^"]+)";', app)
-        assert value, f"{found.group(1)} is not a string constant of web/app.js"
+        assert value, f"{found.group(1)} is not a string constant of web/*.js"
         assert value.group(1).split(",")[0].strip() in binary, (value.group(1), binary)
