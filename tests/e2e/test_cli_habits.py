@@ -179,8 +179,18 @@ def test_version_verbose_and_quiet(user, home, tmp_path):
 
 
 def test_shell_completion_is_on(user):
-    script = user.cli("--show-completion", "bash").stdout
-    assert "_HYCLOUD_COMPLETE" in script
+    # `--show-completion` takes no value: it names the shell it runs in (its parent process), so it
+    # runs in bash here as a user's would, whatever started the test (a second command keeps bash
+    # from handing its process to hycloud)
+    env = {**os.environ, "HYCLOUD_ENDPOINT": user.deployment.api_url, "HYCLOUD_API_KEY": user.key}
+    shown = subprocess.run(
+        ["bash", "-c", f"{HYCLOUD} --show-completion; exit $?"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "_HYCLOUD_COMPLETE" in shown.stdout, shown.stderr
     env = {**os.environ, "_HYCLOUD_COMPLETE": "complete_bash", "COMP_WORDS": "hycloud mk", "COMP_CWORD": "1"}
     assert run(env, "").stdout.split() == ["mkdir"]
 
