@@ -1,12 +1,29 @@
-"""The controller's clock, made a test's own (the long poll's waits take no real time)."""
+"""Fixtures of the functions' unit tests: their settings and stores under moto, and the controller's
+clock made a test's own (the long poll's waits take no real time)."""
 
 from __future__ import annotations
 
 import sys
 
 import pytest
+from moto import mock_aws
 
-from tests.conftest import load_function
+from tests.conftest import load_function, make_stores
+
+TABLE, BUCKET = "hycloud-test", "hycloud-content"
+
+
+@pytest.fixture
+def stores(tmp_path, monkeypatch):
+    """A function's settings (region, table, bucket, EFS root under tmp_path), and, inside moto,
+    the bucket and table they name; yields the EFS root."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("HYCLOUD_TABLE", TABLE)
+    monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
+    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
+    with mock_aws():
+        make_stores(BUCKET, TABLE)
+        yield tmp_path / "efs"
 
 
 class Clock:

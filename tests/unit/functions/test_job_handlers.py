@@ -7,27 +7,20 @@ import os
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from hycloud_core import content
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.jobs import base_cache_name, staging_file
 from hycloud_core.jobs.specs import DeltaDownloadSpec, RelaySpec, SpecError
-from tests.conftest import load_function, make_stores
+from tests.conftest import load_function
 
 BUCKET, TABLE = "hycloud-content", "hycloud-test"
 JOB = "dl-" + "1" * 40 + "-1"
 
 
 @pytest.fixture
-def efs(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
-    monkeypatch.setenv("HYCLOUD_TABLE", TABLE)
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
-    with mock_aws():
-        make_stores(BUCKET, TABLE)
-        yield tmp_path / "efs"
+def efs(stores):
+    return stores
 
 
 def _cached(cache: RelayCache, name: str, data: bytes) -> str:

@@ -10,13 +10,12 @@ import json
 import os
 
 import pytest
-from moto import mock_aws
 
 from hycloud_core import jobs
 from hycloud_core.instances import Instance
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaUploadSpec
 from hycloud_core.store.queue_records import QueueStore
-from tests.conftest import load_function, make_stores
+from tests.conftest import load_function
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:delta"
@@ -34,21 +33,15 @@ class Caller:
 
 
 @pytest.fixture
-def service(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_TABLE", TABLE)
-    monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
-    with mock_aws():
-        import boto3
+def service(stores, monkeypatch):
+    import boto3
 
-        make_stores(BUCKET, TABLE)
-        load_function("controller")
-        runs = importlib.import_module("services.job_runs")
-        statuses: dict[str, str] = {}
-        monkeypatch.setattr(runs.executions, "status", lambda machine, name: statuses.get(name, "ABSENT"))
-        monkeypatch.setattr(runs.job_queue, "pump", lambda config=None: None)
-        yield runs, statuses, boto3.resource("dynamodb").Table(TABLE), tmp_path / "efs" / "staging"
+    load_function("controller")
+    runs = importlib.import_module("services.job_runs")
+    statuses: dict[str, str] = {}
+    monkeypatch.setattr(runs.executions, "status", lambda machine, name: statuses.get(name, "ABSENT"))
+    monkeypatch.setattr(runs.job_queue, "pump", lambda config=None: None)
+    return runs, statuses, boto3.resource("dynamodb").Table(TABLE), stores / "staging"
 
 
 def _queued(table) -> dict[str, dict]:

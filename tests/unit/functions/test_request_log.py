@@ -7,39 +7,32 @@ import json
 import sys
 
 import pytest
-from moto import mock_aws
 
-from tests.conftest import api_event, load_function, make_stores
+from tests.conftest import api_event, load_function
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
 
 
 @pytest.fixture
-def call(tmp_path, monkeypatch, lambda_context, capsys):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_TABLE", TABLE)
-    monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
-    with mock_aws():
-        make_stores(BUCKET, TABLE)
-        from hycloud.admin import create_user
+def call(stores, lambda_context, capsys):
+    from hycloud.admin import create_user
 
-        key = create_user(TABLE, "alice")
-        handler = load_function("controller")
-        logged = io.StringIO()  # the logger's handler keeps the stdout it was made with
-        handler.logger.registered_handler.setStream(logged)
+    key = create_user(TABLE, "alice")
+    handler = load_function("controller")
+    logged = io.StringIO()  # the logger's handler keeps the stdout it was made with
+    handler.logger.registered_handler.setStream(logged)
 
-        def call(method: str, path: str, headers: dict, **kw) -> tuple[dict, list[dict]]:
-            capsys.readouterr()
-            logged.seek(0)
-            logged.truncate()
-            event = api_event(method, path, headers={"authorization": f"Bearer {key}", **headers}, **kw)
-            response = handler.handler(event, lambda_context)
-            out = logged.getvalue() + capsys.readouterr().out  # log lines, then EMF (printed)
-            return response, [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    def call(method: str, path: str, headers: dict, **kw) -> tuple[dict, list[dict]]:
+        capsys.readouterr()
+        logged.seek(0)
+        logged.truncate()
+        event = api_event(method, path, headers={"authorization": f"Bearer {key}", **headers}, **kw)
+        response = handler.handler(event, lambda_context)
+        out = logged.getvalue() + capsys.readouterr().out  # log lines, then EMF (printed)
+        return response, [json.loads(x) for x in out.splitlines() if x.startswith("{")]
 
-        yield call
-        handler.logger.registered_handler.setStream(sys.__stdout__)  # fd 1, which pytest captures
+    yield call
+    handler.logger.registered_handler.setStream(sys.__stdout__)  # fd 1, which pytest captures
 
 
 def _request_line(lines: list[dict]) -> dict:

@@ -9,26 +9,19 @@ import time
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from hycloud_core.store.tree_jobs import TreeJob
-from tests.conftest import load_function, make_stores
+from tests.conftest import load_function
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:tree"
 
 
 @pytest.fixture
-def tree_jobs(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("HYCLOUD_TABLE", TABLE)
-    monkeypatch.setenv("HYCLOUD_BUCKET", BUCKET)
-    monkeypatch.setenv("HYCLOUD_EFS_ROOT", str(tmp_path / "efs"))
+def tree_jobs(stores, monkeypatch):
     monkeypatch.setenv("HYCLOUD_TREE_STATE_MACHINE_ARN", MACHINE)
-    with mock_aws():
-        make_stores(BUCKET, TABLE)
-        load_function("controller")
-        yield importlib.import_module("services.tree_ops"), boto3.resource("dynamodb").Table(TABLE)
+    load_function("controller")
+    return importlib.import_module("services.tree_ops"), boto3.resource("dynamodb").Table(TABLE)
 
 
 def _job(updated_ago_s: float) -> TreeJob:
