@@ -6,7 +6,7 @@ returns (close only makes them local: `writeback.py` sends them shortly after) a
 (`destroy`); a folder made through the mount reaches the cloud with its first file sent, when a
 move or removal needs it, on fsyncdir, or on unmount. Across clients: another client sees a change once the flusher has sent it and its
 own caches have expired; this mount sees another client's change once its metadata entries expire
-(`MetaCache`, 2 s, plus the kernel's 1 s) and it holds no unsent change to that file. No locking:
+(`MetaCache`, `metadata_ttl`: 2 s unless told, plus the kernel's 1 s at most) and it holds no unsent change to that file. No locking:
 concurrent writers of one file, the last upload wins. Metadata (entries and listings) is cached for
 a short time by `MetaCache`, and every change made through the mount drops the entries it touches.
 """
@@ -33,12 +33,13 @@ from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, Not
 
 from ..sdk import HyCloud, bundles
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
-from .meta import MetaCache
+from .meta import TTL_S, MetaCache
 from .watch import watch
 from .writeback import LIMIT, Cached, WriteBack
 
 MTIME_SLACK_S = 0.001  # the cloud keeps a sent file's mtime: a copy whose mtime differs is stale
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
+KERNEL_TTL_S = 1.0  # the kernel's entry and attribute timeouts (libfuse's default)
 CONFLICT_ERRNO = {
     "already-exists": errno.EEXIST,
     "not-empty": errno.ENOTEMPTY,
@@ -79,13 +80,16 @@ class HyCloudFuse(fuse.Operations):
         read_ahead: int = READ_AHEAD,
         cache: WriteBack | None = None,
         cache_dir: str | None = None,
+        cache_size: int = LIMIT,
+        metadata_ttl: float = TTL_S,
     ) -> None:
         self.client, self.read_ahead = client, read_ahead
-        self.meta = MetaCache(client)
+        self.meta = MetaCache(client, ttl=metadata_ttl)
         self.cache = cache or WriteBack(
             lambda pairs: bundles.put_files(client, pairs),
             Path(tempfile.mkdtemp(prefix="hycloud-mount-cache-", dir=cache_dir)),
-            limit=_cache_limit(),
+            limit=cache_size,
+            ttl=metadata_ttl,
             on_flushed=self._flushed,
         )
         self.cache.still_valid = self._still_valid
@@ -326,22 +330,31 @@ def _file_attrs(size: int, mtime: float) -> dict:
     }
 
 
-def _fuse_options() -> dict:
+def _fuse_options(metadata_ttl: float) -> dict:
     """libfuse 3.14 logs `Ignoring invalid max threads value 4294967295` when `max_idle_threads`
-    is left unset (its default is UINT_MAX): name it. The option does not exist in libfuse 2."""
-    return {"max_idle_threads": IDLE_THREADS} if fuse.fuse_version_major == 3 else {}
+    is left unset (its default is UINT_MAX): name it. The option does not exist in libfuse 2.
+    The kernel keeps entries and attributes `KERNEL_TTL_S` (libfuse's default), less when the
+    mount's own metadata timeout is shorter: a timeout of 0 asks the mount every time."""
+    kernel = min(KERNEL_TTL_S, metadata_ttl)
+    options = {"attr_timeout": kernel, "entry_timeout": kernel}
+    return options | ({"max_idle_threads": IDLE_THREADS} if fuse.fuse_version_major == 3 else {})
 
 
-def _cache_limit() -> int:
-    """HYCLOUD_MOUNT_CACHE_MB bounds the write-back cache (default 2048 MiB)."""
-    mib = os.environ.get("HYCLOUD_MOUNT_CACHE_MB")
-    return int(mib) * 1024 * 1024 if mib else LIMIT
-
-
-def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foreground: bool = True) -> None:
-    """Mount until unmounted (`fusermount3 -u DIR`) or interrupted; the write-back cache lives in
-    HYCLOUD_MOUNT_CACHE_DIR (default: a new temporary folder, removed once everything is sent)."""
-    ops = HyCloudFuse(client, read_ahead, cache_dir=os.environ.get("HYCLOUD_MOUNT_CACHE_DIR"))
+def mount(
+    client: HyCloud,
+    mountpoint: str,
+    read_ahead: int = READ_AHEAD,
+    foreground: bool = True,
+    cache_dir: str | None = None,
+    cache_size: int = LIMIT,
+    metadata_ttl: float = TTL_S,
+) -> None:
+    """Mount until unmounted (`fusermount3 -u DIR`) or interrupted. The write-back cache lives in
+    a new folder under `cache_dir` (default: the system's temporary folder), removed once
+    everything is sent; entries are trusted `metadata_ttl` seconds."""
+    ops = HyCloudFuse(
+        client, read_ahead, cache_dir=cache_dir, cache_size=cache_size, metadata_ttl=metadata_ttl
+    )
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr
     watch(mountpoint, lambda: os._exit(1 if ops.finish() else 0), ops.mounted)
     try:
@@ -351,7 +364,7 @@ def mount(client: HyCloud, mountpoint: str, read_ahead: int = READ_AHEAD, foregr
             foreground=foreground,
             fsname="hycloud",
             auto_unmount=True,  # fusermount3 unmounts when the process ends, even killed: no stale mount
-            **_fuse_options(),
+            **_fuse_options(metadata_ttl),
         )
     except RuntimeError as err:  # libfuse refused: no /dev/fuse, no permission, already mounted...
         if ops.lost is None:  # ...unless it ran and ended on a signal (libfuse then reports an error)
