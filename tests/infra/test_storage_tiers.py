@@ -4,6 +4,7 @@ cdk.json's context (or an override) asks, in every stack the app builds (storage
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -13,6 +14,10 @@ from aws_cdk.assertions import Template
 from hycloud_infra.app_stacks import build_stacks
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "infra" / "local" / "lambda_executor"))
+
+from hycloud_local_lambda.efs_lifecycle import lifecycle_error  # noqa: E402
+
 ACCOUNT = "000000000000"
 TIERED = {"objects/", "blocks/"}
 
@@ -75,6 +80,7 @@ def test_every_file_system_goes_to_ia_then_archive_and_back_on_access(defaults):
             "TransitionToPrimaryStorageClass": "AFTER_1_ACCESS",
         }
         assert props["ThroughputMode"] == "elastic"  # Archive needs Elastic throughput
+        assert lifecycle_error(props) is None  # what AWS accepts (the local provider's check)
 
 
 def test_every_content_bucket_tiers_contents_and_blocks_by_intelligent_tiering(defaults):
@@ -129,3 +135,11 @@ def test_tiers_can_be_turned_off_and_bad_values_are_refused(tmp_path):
     assert all(not _tier_rules(rules) for rules in _content_rules(templates))
     with pytest.raises(ValueError, match="s3Tiering"):
         _templates(tmp_path / "bad", **{"hycloud:s3Tiering": "glacier"})
+    with pytest.raises(ValueError, match="must be later than"):  # EFS refuses Archive before IA
+        _templates(
+            tmp_path / "order",
+            **{
+                "hycloud:efsTransitionToIA": "AFTER_90_DAYS",
+                "hycloud:efsTransitionToArchive": "AFTER_60_DAYS",
+            },
+        )

@@ -60,10 +60,21 @@ def _efs_policy(scope: Construct, key: str) -> efs.LifecyclePolicy | None:
     return getattr(efs.LifecyclePolicy, name)
 
 
+def _days(policy: efs.LifecyclePolicy) -> int:
+    return int(policy.value.split("_")[1])  # AFTER_<n>_DAY(S)
+
+
 def efs_lifecycle(scope: Construct) -> dict[str, Any]:
-    """efs.FileSystem properties of the lifecycle policy the context asks for (see the docstring)."""
+    """efs.FileSystem properties of the lifecycle policy the context asks for (see the docstring).
+
+    EFS refuses an Archive transition no later than the IA one (PutLifecycleConfiguration), so
+    that is refused here, at synth, rather than by CloudFormation half-way through a deployment.
+    Archive also needs Elastic throughput, which every file system of the app uses (efs_volume.py).
+    """
     to_ia = _efs_policy(scope, EFS_IA)
     to_archive = _efs_policy(scope, EFS_ARCHIVE)
+    if to_ia and to_archive and _days(to_archive) <= _days(to_ia):
+        raise ValueError(f"{EFS_ARCHIVE}={to_archive.value} must be later than {EFS_IA}={to_ia.value}")
     props: dict[str, Any] = {}
     if to_ia or to_archive:
         props["out_of_infrequent_access_policy"] = efs.OutOfInfrequentAccessPolicy.AFTER_1_ACCESS

@@ -5,7 +5,8 @@ Without them LocalStack accepts these resources but gives every one the id
 providers hand out AWS-shaped ids and ARNs (``fs-…``, ``fsap-…``, ``fsmt-…``)
 so each access point gets its own folder via ``efs.py``; nothing else is
 emulated (no mount targets, policies or root-directory creation on a shared
-file system).
+file system). A file system's ``LifecyclePolicies`` are checked as AWS checks
+them (``efs_lifecycle.py``) and otherwise ignored: a folder has no storage classes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from localstack.services.cloudformation.resource_provider import (
     ResourceProvider,
     ResourceRequest,
 )
+
+from .efs_lifecycle import lifecycle_error
 
 SCHEMAS = Path(__file__).with_name("schemas")
 
@@ -45,13 +48,21 @@ class _PlaceholderProvider(ResourceProvider[dict]):
     def fill(self, request: ResourceRequest, model: dict) -> None:
         raise NotImplementedError
 
+    def refusal(self, model: dict) -> ProgressEvent[dict] | None:
+        """The failure AWS would answer for these properties; None when it accepts them."""
+        return None
+
     def create(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
         model = request.desired_state
+        if refused := self.refusal(model):
+            return refused
         self.fill(request, model)
         return ProgressEvent(status=OperationStatus.SUCCESS, resource_model=model)
 
     def update(self, request: ResourceRequest[dict]) -> ProgressEvent[dict]:
         model = {**request.desired_state}
+        if refused := self.refusal(model):
+            return refused
         for key, value in (request.previous_state or {}).items():
             if key == self.ID_PROPERTY or key in ("Arn", "FileSystemArn", "IpAddress"):
                 model[key] = value
@@ -68,6 +79,11 @@ class FileSystemProvider(_PlaceholderProvider):
     TYPE = "AWS::EFS::FileSystem"
     SCHEMA = _schema("filesystem")
     ID_PROPERTY = "FileSystemId"
+
+    def refusal(self, model):
+        if error := lifecycle_error(model):
+            return ProgressEvent(status=OperationStatus.FAILED, message=error, error_code="InvalidRequest")
+        return None
 
     def fill(self, request, model):
         model["FileSystemId"] = _hex_id("fs")

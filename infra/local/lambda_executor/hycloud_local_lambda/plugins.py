@@ -1,5 +1,5 @@
-"""Entry points LocalStack loads: the runtime executor, the EFS-config hook, API Gateway's limits
-and Lambda's invocation metrics left out.
+"""Entry points LocalStack loads: the runtime executor, the EFS-config hook, API Gateway's limits,
+Lambda's invocation metrics left out and S3 buckets' lifecycle rules put.
 
 Imports of LocalStack internals stay inside the functions so that merely
 listing the plugins does not load the Lambda service.
@@ -39,3 +39,11 @@ def hycloud_no_lambda_invocation_metrics() -> None:
     from hycloud_local_lambda import lambda_metrics
 
     lambda_metrics.install_patches()
+
+
+@hooks.on_infra_start()
+def hycloud_bucket_lifecycle() -> None:
+    """Buckets get their template's lifecycle rules (expiry, tiering): s3_lifecycle.py."""
+    from hycloud_local_lambda import s3_lifecycle
+
+    s3_lifecycle.install_patches()
