@@ -8,8 +8,9 @@
 - all-EFS: every file a regular file in EFS, metered by the EFS rule.
 - s3-files: today's alternative, Amazon S3 Files: every file an S3 object (S3 storage and
   requests), plus file-system storage for files under its 128 KiB import threshold and for
-  recently read data, and per-GB charges for reading and writing through the file system (each
-  operation metered as at least 32 KiB; imports from S3 count as writes, exports as reads).
+  recently written data, and per-GB charges for reading and writing through the file system (each
+  operation metered as at least 32 KiB; exports to S3 count as reads; reads of larger files
+  already in S3 are streamed from the bucket).
 
 Storage lines are split like Table II into file data and metadata, and the unit storage price is
 the total over the user's logical bytes (USD per GB-month of data as the user sees it).
@@ -153,6 +154,7 @@ class Operations:
     large_downloads: int = 0
     large_download_bytes: int = 0
     metadata_ops: int = 0  # list, stat, mkdir, move, copy, delete
+    inter_region_bytes: int = 0  # blocks repair and migration jobs carried between regions
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,9 @@ class Assumptions:
     committed through the API. A relayed download copies S3 → EFS cache (one GET per part, EFS
     write) with a 1 GB Lambda moving ~100 MB/s, run by a Step Functions workflow of ~6
     transitions, then the client reads the cache in ranged pieces through the API (EFS read).
+    `relayed_share` of the large downloads are relayed; the rest go direct (one controller call
+    for the presigned URLs, then a GET per part from S3), which is the client's default unless it
+    measured the relay clearly faster (client transfer/plan.py).
     """
 
     controller_gb: float = 0.5
@@ -175,6 +180,7 @@ class Assumptions:
     relay_piece_bytes: int = 4 * MiB
     key_reads_per_call: int = 1
     writes_per_commit: int = 2
+    relayed_share: float = 1.0
 
 
 def _parts(count: int, nbytes: int) -> int:
@@ -195,15 +201,20 @@ def _api_lines(
 
 
 def _hybrid_ops(ops: Operations, prices: Prices, a: Assumptions) -> dict[str, float]:
-    pieces = -(-ops.large_download_bytes // a.relay_piece_bytes) if ops.large_downloads else 0
-    calls = ops.small_uploads + ops.small_downloads + ops.metadata_ops + 2 * ops.large_uploads + pieces
-    relay_gb_s = a.relay_gb * ops.large_download_bytes / a.relay_bytes_per_second
+    relayed = round(ops.large_downloads * a.relayed_share)
+    relayed_bytes = int(ops.large_download_bytes * a.relayed_share)
+    pieces = -(-relayed_bytes // a.relay_piece_bytes) if relayed else 0
+    direct = ops.large_downloads - relayed  # one call for the presigned URLs each
+    calls = (
+        ops.small_uploads + ops.small_downloads + ops.metadata_ops + 2 * ops.large_uploads + pieces + direct
+    )
+    relay_gb_s = a.relay_gb * relayed_bytes / a.relay_bytes_per_second
     commits = ops.small_uploads + ops.large_uploads
     put_requests = _parts(ops.large_uploads, ops.large_upload_bytes) + 2 * ops.large_uploads
-    efs_written = ops.small_upload_bytes + ops.large_download_bytes  # relay fills its cache
-    efs_read = ops.small_download_bytes + ops.large_download_bytes  # pieces served from cache
+    efs_written = ops.small_upload_bytes + relayed_bytes  # relay fills its cache
+    efs_read = ops.small_download_bytes + relayed_bytes  # pieces served from cache
     return {
-        **_api_lines(calls, prices, a, ops.large_downloads, relay_gb_s),
+        **_api_lines(calls, prices, a, relayed, relay_gb_s),
         "dynamodb_writes": commits * a.writes_per_commit / 1e6 * prices["dynamodb_write_per_million"],
         "s3_put_requests": put_requests / 1000 * prices["s3_put_per_1000"],
         "s3_get_requests": _parts(ops.large_downloads, ops.large_download_bytes)
@@ -211,12 +222,10 @@ def _hybrid_ops(ops: Operations, prices: Prices, a: Assumptions) -> dict[str, fl
         * prices["s3_get_per_1000"],
         "efs_writes": prices.gb(efs_written) * prices["efs_elastic_write_gb"],
         "efs_reads": prices.gb(efs_read) * prices["efs_elastic_read_gb"],
-        "step_functions": ops.large_downloads
-        * a.relay_transitions
-        / 1000
-        * prices["sfn_per_1000_transitions"],
+        "step_functions": relayed * a.relay_transitions / 1000 * prices["sfn_per_1000_transitions"],
         "egress": prices.gb(ops.small_download_bytes + ops.large_download_bytes)
         * prices["egress_internet_gb"],
+        "inter_region": prices.gb(ops.inter_region_bytes) * prices["inter_region_gb"],
     }
 
 
@@ -260,21 +269,15 @@ def s3_files_io(prices: Prices, count: int, nbytes: int, price: str) -> float:
 
 def _s3_files_ops(ops: Operations, prices: Prices) -> dict[str, float]:
     """Clients mount the file system (no API, no Lambda). Writes land on file-system storage and are
-    exported to S3 (a read); a large file read is imported from S3 (a write) and then read; small
-    files are already there. A metadata operation is metered as one minimum-size read."""
+    exported to S3 (a read); a read of 128 KiB or more of data already in S3 is streamed from the
+    bucket (a GET per part, no file-system charge: S3 user guide, "Working with Amazon S3 Files");
+    small files are already there. A metadata operation is metered as one minimum-size read."""
     small_io = (ops.small_uploads, ops.small_upload_bytes)
     large_parts_up = _parts(ops.large_uploads, ops.large_upload_bytes)
     large_parts_down = _parts(ops.large_downloads, ops.large_download_bytes)
     large_up = (large_parts_up, ops.large_upload_bytes)
-    large_down = (large_parts_down, ops.large_download_bytes)
-    writes = [small_io, large_up, large_down]  # written, written, imported
-    reads = [
-        small_io,
-        large_up,
-        (ops.small_downloads, ops.small_download_bytes),
-        large_down,
-        (ops.metadata_ops, 0),
-    ]
+    writes = [small_io, large_up]
+    reads = [small_io, large_up, (ops.small_downloads, ops.small_download_bytes), (ops.metadata_ops, 0)]
     downloaded = ops.small_download_bytes + ops.large_download_bytes
     return {
         "s3_put_requests": (ops.small_uploads + large_parts_up + 2 * ops.large_uploads)

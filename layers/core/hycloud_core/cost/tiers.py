@@ -87,9 +87,13 @@ def s3_tiered_object_month(prices: Prices, cold: ColdShare) -> float:
     return prices["s3_int_monitoring_per_1000"] / 1000 + _spread(transition, cold)
 
 
-def tiered_cost(usage: Usage, prices: Prices, cold: ColdShare | None = None) -> CostBreakdown:
-    """Storage cost of the hybrid layout with EFS lifecycle and S3 Intelligent-Tiering."""
+def tiered_cost(
+    usage: Usage, prices: Prices, cold: ColdShare | None = None, s3_cold: ColdShare | None = None
+) -> CostBreakdown:
+    """Storage cost of the hybrid layout with EFS lifecycle and S3 Intelligent-Tiering; `s3_cold`
+    is the large files' cold share where it differs from the small files' (`cold`)."""
     cold = cold or ColdShare()
+    s3_cold = s3_cold or cold
     gb = prices.gb
     efs_std = prices["efs_storage_gb_month"]
     s3_billed = usage.s3_bytes + usage.s3_objects * int(prices["s3_object_overhead_bytes"])
@@ -102,8 +106,8 @@ def tiered_cost(usage: Usage, prices: Prices, cold: ColdShare | None = None) -> 
             + gb(usage.efs_tierable_data_bytes) * efs_tiered_gb_month(prices, cold),
             "efs_metadata": gb(usage.efs_metadata_metered_bytes) * efs_std,
             "s3_data": gb(s3_untiered) * prices["s3_storage_gb_month"]
-            + gb(usage.s3_tierable_bytes) * s3_tiered_gb_month(prices, cold),
-            "s3_monitoring_data": usage.s3_tierable_objects * s3_tiered_object_month(prices, cold),
+            + gb(usage.s3_tierable_bytes) * s3_tiered_gb_month(prices, s3_cold),
+            "s3_monitoring_data": usage.s3_tierable_objects * s3_tiered_object_month(prices, s3_cold),
             "dynamodb_metadata": gb(usage.record_bytes) * prices["dynamodb_storage_gb_month"],
         },
         usage.logical_bytes,
