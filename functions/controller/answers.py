@@ -182,6 +182,34 @@ class Usage(BaseModel):
     prices: dict[str, Any]
 
 
+class Version(BaseModel):
+    """An earlier version of a file, kept for the deployment's retention."""
+
+    path: str
+    version: str = Field(description="its id: pass it to POST /v1/restore")
+    kind: Literal["small", "large"]
+    content_hash: str
+    size: int
+    mtime: float = Field(description="the version's own modification time")
+    by: str = Field(description="the user id whose write replaced or deleted it")
+    at: float = Field(description="when it stopped being current")
+    reason: Literal["overwrite", "delete"]
+    expires: float = Field(description="kept until then")
+    sha256: str = absent()
+    erasure: dict[str, Any] = absent()
+
+
+class VersionList(BaseModel):
+    path: str
+    current: Entry | None = Field(description="what the path holds now; null when nothing")
+    versions: list[Version] = Field(description="newest first")
+
+
+class Restored(BaseModel):
+    restored: Version
+    entry: Entry = Field(description="the file written")
+
+
 def replies(
     status: int | tuple[int, ...], model: type[BaseModel] | None, *errors: int, content: dict | None = None
 ) -> dict:

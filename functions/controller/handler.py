@@ -34,6 +34,7 @@ from routes import (
     tree_jobs,
     uploads,
     usage,
+    versions,
 )
 from validation import bad_request, body_is_text, parse_json
 
@@ -65,6 +66,7 @@ for module in (
     bundles,
     coded,
     replication,
+    versions,
 ):
     app.include_router(module.router)
 

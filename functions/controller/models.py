@@ -20,7 +20,7 @@ from hycloud_core import share_links as shares
 from hycloud_core.api_limits import MAX_WAIT_S
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
-from hycloud_core.store import tree_jobs
+from hycloud_core.store import tree_jobs, version_records
 
 MAX_TEXT = 4096  # any free-text field (cursor, proof, digest): far above every legitimate value
 MAX_STATE_BYTES = 16_384  # the adaptive chunk-size state kept in a link file
@@ -162,3 +162,16 @@ TreeJobId = Annotated[
     AfterValidator(_checked(tree_jobs.checked_id)),
     WithJsonSchema({"type": "string", "pattern": tree_jobs.ID_PATTERN}),
 ]
+VersionId = Annotated[
+    str,
+    AfterValidator(_checked(version_records.checked_version_id)),
+    WithJsonSchema({"type": "string", "pattern": version_records.ID_PATTERN}),
+]
+
+
+class Restore(Body):
+    path: UserPath
+    version: VersionId | None = Field(
+        default=None, description="from GET /v1/versions; the newest when absent"
+    )
+    to: UserPath | None = Field(default=None, description="where to write it; the path itself when absent")

@@ -2,12 +2,14 @@
 
 Cache files read within the last few minutes belong to a transfer in progress and are never
 evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
-(hycloud_core.store.collector); the reconciler makes file records agree with EFS and removes
+(hycloud_core.store.collector) once versions past their retention are dropped
+(hycloud_core.fs.version_upkeep); the reconciler makes file records agree with EFS and removes
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
 from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
 An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
-the grace period (only an administrator who knows no operation is in flight may lower it), and
+the grace period (only an administrator who knows no operation is in flight may lower it),
+{"version_retention_s": s} to drop kept versions older than s now (a shorter retention), and
 {"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
 hourly one runs everything.
 """
@@ -23,6 +25,7 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.fs.user_purge import purge_deleted_users
+from hycloud_core.fs.version_upkeep import purge_expired_versions
 from hycloud_core.observability import logger, observed
 from hycloud_core.store.collector import Collector
 from hycloud_core.store.objects import Objects
@@ -58,7 +61,7 @@ def _recount_usage(records: Records) -> int:
     return len(users)
 
 
-def _walk(grace_s: int) -> dict:
+def _walk(grace_s: int, retention_s: int | None) -> dict:
     """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
     records = Records(CONFIG.table)
     s3 = boto3.client("s3")
@@ -66,6 +69,9 @@ def _walk(grace_s: int) -> dict:
     reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
     recounted = _recount_usage(records)
     objects = Objects(records.table, s3, CONFIG.bucket)
+    versions = purge_expired_versions(  # before the mark: what only dropped versions named goes now
+        objects, CONFIG.namespaces_dir, grace_s, retention_s=retention_s
+    )
     collected = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run()
     return {
         "collected": collected.to_dict(),
@@ -75,6 +81,7 @@ def _walk(grace_s: int) -> dict:
         "merkle_repaired": reconciled.merkle_repaired,
         "usage_recounted": recounted,
         "users_purged": purged,
+        "versions_purged": versions.to_dict(),
     }
 
 
@@ -92,9 +99,14 @@ def handler(event: dict, context: object) -> dict:
         "staging_removed": _clean_staging(time.time()),
     }
     if event.get("walk", True):
-        result |= _walk(grace_s)
+        retention = event.get("version_retention_s")
+        result |= _walk(grace_s, None if retention is None else max(0, int(retention)))
     logger.info(
         "upkeep",
-        extra={k: v if isinstance(v, int) else len(v) for k, v in result.items() if k != "collected"},
+        extra={
+            k: v if isinstance(v, int) else len(v)
+            for k, v in result.items()
+            if k not in ("collected", "versions_purged")
+        },
     )
     return result

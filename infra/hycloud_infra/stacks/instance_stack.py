@@ -64,6 +64,11 @@ def instance_env(scope: Construct, stores: DataStores) -> dict[str, str]:
         c.ENV_EFS_ROOT: MOUNT_PATH,
         c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
         c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
+        **(
+            {c.ENV_VERSION_RETENTION_S: str(int(kept_s))}
+            if (kept_s := ctx("hycloud:versionRetentionS")) is not None
+            else {}
+        ),
         **quota_defaults(ctx),
         **{env: str(ctx(key)) for key, env in FAIR_USE_CONTEXT.items() if ctx(key) is not None},
         **scheduling_env(scope),

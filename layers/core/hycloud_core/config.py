@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from . import constants as c
 
+VERSION_RETENTION_S = 30 * 86400
+
 
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
@@ -27,8 +29,11 @@ class InstanceConfig:
     coded_threshold: int = field(default_factory=lambda: _env_int(c.ENV_CODED_THRESHOLD, 64 * c.MiB))
     relay_cache_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_CACHE_BYTES, 1 * c.GiB))
     delta_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_STATE_MACHINE, ""))
-    # superseded versions of large files stay this long, for version-aware deltas (7 days)
-    version_retention_s: int = field(default_factory=lambda: _env_int(c.ENV_VERSION_RETENTION_S, 7 * 86400))
+    # a version replaced by an overwrite or a delete is kept this long: listed and restorable
+    # (fs/history.py), and a large one a base of version-aware deltas (30 days; 0 keeps none)
+    version_retention_s: int = field(
+        default_factory=lambda: _env_int(c.ENV_VERSION_RETENTION_S, VERSION_RETENTION_S)
+    )
     # the collector reclaims content and removes temporary files only this long after their last use;
     # longer than any operation (API calls end within 30 s, leases within 60 s)
     gc_grace_s: int = field(default_factory=lambda: _env_int(c.ENV_GC_GRACE_S, 3600))

@@ -32,6 +32,8 @@ from ..store.merkle_records import MerkleRecords
 from ..store.objects import Objects
 from ..store.quotas import Quota
 from ..store.records import Records
+from ..store.version_records import VersionRecord
+from .history import History
 from .namespace import Entry, Namespace, file_mode
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
@@ -52,8 +54,8 @@ def in_parallel[T, R](fn: Callable[[T], R], items: list[T]) -> list[R]:
 
 
 class FileSystem:
-    """`retain_s`: how long a large file's version superseded by an overwrite stays in S3.
-    `quota`: the user's counter and limits (the deployment's defaults unless given)."""
+    """`retain_s`: how long a version replaced by an overwrite or a delete is kept (fs/history.py;
+    0 keeps none). `quota`: the user's counter and limits (the deployment's defaults unless given)."""
 
     def __init__(
         self,
@@ -105,6 +107,11 @@ class FileSystem:
         """The user's Merkle hashes: every mutation below tells it what changed."""
         return MerkleRecords(self.records.table, self.user)
 
+    @property
+    def history(self) -> History:
+        """Earlier versions: every overwrite and delete below keeps the version it replaces."""
+        return History(self)
+
     def _leases(self, *changed: str) -> AbstractContextManager[Lease]:
         return path_leases(self.records.table, self.user, list(changed))
 
@@ -153,13 +160,13 @@ class FileSystem:
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, len(data)):
             self.check_expected(path, expect)
-            old = self.ns.current_link(path)
+            history, digest = self.history, content.hash_bytes(data)
+            kept = history.preserve(path, "overwrite", digest)
             bits = 0o640 if mode is None else file_mode(mode)
             entry = self.ns.write(path, data, parents=parents, mode=bits, mtime=mtime)
             self.records.put_file(self.user, path, kind="small", size=len(data), sha256=sha256)
-            self.merkle.file_written(path, content.hash_bytes(data), entry.mtime)
-            if old:
-                self.objects.retain(old.content_hash, self.retain_s)
+            self.merkle.file_written(path, digest, entry.mtime)
+            history.record(kept)
         return entry
 
     def commit_large(
@@ -201,6 +208,16 @@ class FileSystem:
             self.objects.create(content_hash, size)
             return self._link(path, content_hash, size, mtime, sha256=sha256)
 
+    def relink(self, path: str, content_hash: str, size: int, sha256: str | None = None) -> Entry:
+        """Link content already stored (a kept version being restored) at `path`; 404 when the
+        collector has reclaimed it."""
+        path = paths.normalize(path)
+        with self._leases(path), self.quota.writing(self.ns, path, size):
+            self._require_parent(path, False)
+            if not self.objects.touch(content_hash):
+                raise NotFoundError("this version's content is no longer stored", code="content-gone")
+            return self._link(path, content_hash, size, sha256=sha256)
+
     def _require_parent(self, path: str, parents: bool) -> None:
         if parents:
             self.ns.mkdir(paths.parent(path), parents=True)
@@ -236,8 +253,9 @@ class FileSystem:
         erasure: dict[str, Any] | None = None,
         sha256: str | None = None,
     ) -> Entry:
-        """Point `path` at content just touched for it; the version it replaces is retained."""
-        now = time.time()
+        """Point `path` at content just touched for it; the version it replaces is kept."""
+        now, history = time.time(), self.history
+        kept = history.preserve(path, "overwrite", content_hash)
         old = self.ns.current_link(path)
         if old:
             link = old.superseded_by(content_hash, size, mtime or now, self.retain_s, now, mode, sha256)
@@ -245,12 +263,11 @@ class FileSystem:
             link = LinkFile(
                 content_hash=content_hash, size=size, mtime=mtime or now, mode=mode, sha256=sha256
             )
-        if old and old.content_hash != content_hash:
-            self.objects.retain(old.content_hash, self.retain_s)
         link.erasure = erasure
         entry = self.ns.write_link(path, link)
         self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
         self.merkle.file_written(path, content_hash, entry.mtime)
+        history.record(kept)
         return entry
 
     def set_chunk_state(
@@ -286,16 +303,20 @@ class FileSystem:
         }
 
     def delete(self, path: str, expect: str | None = None) -> None:
-        """Remove a file; its content stays until the collector proves nothing links it."""
+        """Remove a file, keeping it as a version; its content stays while that version is kept,
+        then until the collector proves nothing links it."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.removing(self.ns, path):
             entry = self.ns.stat(path)
             if entry.type == "dir":
                 raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
             self.check_expected(path, expect)
+            history = self.history
+            kept = history.preserve(path, "delete")
             self.ns.unlink(path)
             self.records.delete_file(self.user, path)
             self.merkle.removed(path)
+            history.record(kept)
 
     # --- directories ---------------------------------------------------------------------------
     def mkdir(self, path: str, parents: bool = False) -> Entry:
@@ -370,13 +391,13 @@ class FileSystem:
         ):
             src, dst, entry = self._check_pair(src, dst)
             self.check_expected(dst, expect)
-            replaced = self.ns.current_link(dst)
+            history = self.history
+            kept = self._replacing(history, entry, dst)
             self.rename_tree(entry, dst)
             self.records.rewrite_subtree(self.user, dst, None)
             self.records.rewrite_subtree(self.user, src, dst)
             self.merkle.moved(src, dst)
-            if replaced:
-                self.objects.retain(replaced.content_hash, self.retain_s)
+            history.record(kept)
             return self.ns.stat(dst)
 
     def copy(self, src: str, dst: str, expect: str | None = None) -> Entry:
@@ -386,16 +407,24 @@ class FileSystem:
         ):
             src, dst, entry = self._check_pair(src, dst)
             self.check_expected(dst, expect)
-            replaced = self.ns.current_link(dst)
+            history = self.history
+            kept = self._replacing(history, entry, dst)
             if entry.type == "dir":
                 self._copy_tree(src, dst)
             else:
                 self._copy_file(entry, dst)
             self.records.rewrite_subtree(self.user, src, dst, keep_src=True)
             self.merkle.copied(src, dst)
-            if replaced:
-                self.objects.retain(replaced.content_hash, self.retain_s)
+            history.record(kept)
             return self.ns.stat(dst)
+
+    def _replacing(self, history: History, entry: Entry, dst: str) -> VersionRecord | None:
+        """Keep the file a move or copy of `entry` replaces at `dst` (unless it brings the same
+        content); the source is read for its hash only when there is such a file."""
+        if entry.type == "dir" or self.ns.file_entry(dst) is None:
+            return None
+        incoming = entry.content_hash or self.ns.stat_hashed(entry.path).content_hash
+        return history.preserve(dst, "overwrite", incoming)
 
     def _copy_file(self, entry: Entry, dst: str) -> None:
         """Small files are copied; a large file gets a link file, and no data moves."""

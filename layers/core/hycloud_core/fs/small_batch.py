@@ -25,10 +25,10 @@ from functools import partial
 
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
-from ..linkfile import LinkFile
 from ..observability import logger
 from ..store.locks import WAIT_S, Lease
 from ..store.quotas import Change, QuotaExceeded
+from ..store.version_records import VersionRecord
 from .namespace import Entry, file_mode
 from .operations import FileSystem, in_parallel
 
@@ -49,10 +49,10 @@ class SmallWrite:
 
 @dataclass
 class _Old:
-    """What a write replaces: its quota share and, for a large file, the link to retain."""
+    """What a write replaces: its quota share and the version kept of it (fs/history.py)."""
 
     change: Change
-    link: LinkFile | None = None
+    kept: VersionRecord | None = None
 
 
 def put_small_batch(fs: FileSystem, writes: list[SmallWrite], parents: bool = False) -> list[Result]:
@@ -66,7 +66,7 @@ def put_small_batch(fs: FileSystem, writes: list[SmallWrite], parents: bool = Fa
             if w.path in busy:
                 results[i] = busy[w.path]
         todo = _at_expected_versions(fs, writes, todo, results)
-        olds = dict(zip(todo, in_parallel(lambda i: _old(fs, writes[i].path), todo), strict=True))
+        olds = dict(zip(todo, in_parallel(lambda i: _old(fs, writes[i]), todo), strict=True))
         changes = {i: Change(len(writes[i].data), 1) - olds[i].change for i in todo}
         _write_counted(fs, writes, todo, changes, olds, results, parents)
         _index(fs, writes, todo, results, olds)
@@ -158,15 +158,15 @@ def _write_alone(fs: FileSystem, change: Change, write: Callable[[], Result]) ->
     return result
 
 
-def _old(fs: FileSystem, path: str) -> _Old:
+def _old(fs: FileSystem, w: SmallWrite) -> _Old:
     try:
-        entry = fs.ns.stat(path)
+        entry = fs.ns.stat(w.path)
     except (NotFoundError, BadRequestError):
         return _Old(Change())
     if entry.type != "file":
         return _Old(Change())
-    link = fs.ns.read_link(path) if entry.storage == "large" else None
-    return _Old(Change(entry.size, 1), link)
+    kept = fs.history.preserve(w.path, "overwrite", content.hash_bytes(w.data))
+    return _Old(Change(entry.size, 1), kept)
 
 
 def _write(fs: FileSystem, w: SmallWrite, parents: bool) -> Result:
@@ -187,7 +187,7 @@ def _index(
     results: list[Result | None],
     olds: dict[int, _Old],
 ) -> None:
-    """The written files' records and Merkle nodes, in batches; replaced large versions retained."""
+    """The written files' records and Merkle nodes, in batches; the versions they replaced recorded."""
     done = [i for i in todo if isinstance(results[i], Entry)]
     fs.records.put_files(
         fs.user,
@@ -199,5 +199,5 @@ def _index(
     fs.merkle.files_written(
         [(writes[i].path, content.hash_bytes(writes[i].data), results[i].mtime) for i in done]  # type: ignore[union-attr]
     )
-    replaced = [link for i in done if (link := olds[i].link) is not None]
-    in_parallel(lambda link: fs.objects.retain(link.content_hash, fs.retain_s), replaced)
+    history = fs.history
+    in_parallel(history.record, [kept for i in done if (kept := olds[i].kept) is not None])

@@ -1,7 +1,7 @@
 """Mark-and-sweep reclamation of large-file content (seed 003's Bloom-filter collection).
 
 Why it is safe. The collector first reads every object record (its `gen`), then marks every
-content hash that any link file on EFS, file record or pending upload names, then reclaims an
+content hash that any link file on EFS, file record, pending upload or kept version names, then reclaims an
 object only if it is unmarked, was not touched within `grace_s` before the round began, is not
 kept as an old version, and still has the `gen` it read (objects.py). Every operation that makes
 a link touches the object first, and finishes within the grace period, so:
@@ -28,6 +28,7 @@ from ..linkfile import link_files_under
 from .bloom import BloomFilter
 from .objects import LIVE, Objects
 from .records import _plain
+from .version_records import PREFIX as VERSION_PREFIX
 
 EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
 
@@ -114,7 +115,7 @@ class Collector:
 
     def _read_table(self) -> tuple[list[dict[str, Any]], Counter[str]]:
         """Object records (with the `gen` each had before the mark) and the hashes that file
-        records and pending uploads name, in one scan."""
+        records, pending uploads and kept versions (store/version_records.py) name, in one scan."""
         objects: list[dict[str, Any]] = []
         named: Counter[str] = Counter()
         for item in self._scan():
@@ -125,6 +126,8 @@ class Collector:
                 named[item["content_hash"]] += 1
             elif pk.startswith("UPLOAD#"):
                 named[item["sk"]] += 0  # named (kept) but not a link
+            elif pk.startswith(VERSION_PREFIX) and item.get("kind") == "large" and item.get("content_hash"):
+                named[item["content_hash"]] += 0  # an earlier version, kept until upkeep drops its record
         return objects, named
 
     @staticmethod

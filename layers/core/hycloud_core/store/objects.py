@@ -21,6 +21,7 @@ from ..content import object_key
 from ..errors import ConflictError
 from .records import _plain
 
+RELEASE_SLACK_S = 60  # a version's keep_until is set a moment after its record's expiry is computed
 LIVE = ("live", "retained")  # "retained": a record from before the collector, read as live
 
 
@@ -105,6 +106,19 @@ class Objects:
             )
         except self._failed:
             pass  # gone already, or kept longer by someone else
+
+    def release(self, content_hash: str, until: float) -> None:
+        """Stop keeping content for a version dropped early (an administrator's shorter retention):
+        `keep_until` goes unless something kept it past `until`."""
+        try:
+            self.table.update_item(
+                Key=self._key(content_hash),
+                UpdateExpression="REMOVE keep_until",
+                ConditionExpression="attribute_exists(pk) AND keep_until <= :until",
+                ExpressionAttributeValues={":until": int(until) + RELEASE_SLACK_S},
+            )
+        except self._failed:
+            pass  # gone already, never kept, or kept longer for another version
 
     def reclaim(self, content_hash: str, gen: int | None, now: float) -> bool:
         """Delete content the collector proved unlinked, if nothing touched it since it looked."""
