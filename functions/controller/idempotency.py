@@ -47,6 +47,7 @@ EXEMPT = frozenset(
         ("POST", "/v1/bundles/download"),
         # A read sent as POST (its paths would not fit a URL); its answers may exceed an item.
         ("POST", "/v1/merkle/children"),
+        ("POST", "/v1/merkle/diff"),  # the same, its body and answer binary
     }
 )
 TTL_S = 3600

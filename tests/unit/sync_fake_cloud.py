@@ -9,7 +9,7 @@ from pathlib import Path
 from hycloud.sdk.subscribers import as_progress, report
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, NotFoundError
-from hycloud_core.merkle import DirEntry, FileEntry, Responder, build_tree
+from hycloud_core.merkle import DirEntry, FileEntry, Responder, build_tree, sketch
 from hycloud_core.merkle.entries import parent_of
 
 
@@ -24,12 +24,19 @@ class FakeCloud:
         self.store = type("S", (), {"user": "u1"})()
         self.before_write = None  # another device's write, between the exchange and a push
 
-    def merkle_children(self, paths: list[str]) -> dict:
-        self.calls.append("merkle")
+    def _tree(self):
         entries = {d: DirEntry() for d in self.dirs}
         for p, (data, mtime) in self.files.items():
             entries[p] = FileEntry(bytes.fromhex(content.hash_bytes(data)), mtime)
-        return Responder(build_tree(entries)).answer(paths)
+        return build_tree(entries)
+
+    def merkle_children(self, paths: list[str]) -> dict:
+        self.calls.append("merkle")
+        return Responder(self._tree()).answer(paths)
+
+    def merkle_diff(self, body: bytes) -> bytes:
+        self.calls.append("merkle diff")
+        return sketch.answer(body, sketch.NodeReader(self._tree()))
 
     def _parents(self, path: str) -> None:
         while (path := parent_of(path)) != "/":

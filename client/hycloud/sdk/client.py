@@ -14,6 +14,7 @@ from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 from hycloud_core.merkle.exchange import MAX_PATHS
+from hycloud_core.store.version_records import checked_version_id
 
 from .. import preconditions
 from ..config import ClientConfig
@@ -69,6 +70,7 @@ class HyCloud:
             else Http(endpoint, api_key, timeout)
         )
         self._threshold: int | None = None
+        self.exchange_stats: dict[str, float] = {}  # merkle_diff's requests, bytes, cloud reads and time
         self._coded_threshold: int | None | bool = False  # False: not asked yet
         self.upload_rate = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
         self.last_transfer: dict = {}
@@ -148,6 +150,24 @@ class HyCloud:
             wanted = [p for p in wanted if p not in reply]
         return reply
 
+    def merkle_diff(self, body: bytes) -> bytes:
+        """One request of the one-round exchange (hycloud_core.merkle.sketch): the cloud's binary
+        answer. `exchange_stats` adds up the requests, bytes and the cloud's reads and time."""
+        response = self.http.request(
+            "POST", "/v1/merkle/diff", data=body, headers={"Content-Type": OCTET, "Accept": OCTET}
+        )
+        stats = self.exchange_stats
+        for key, value in (
+            ("requests", 1),
+            ("sent", len(body)),
+            ("received", len(response.content)),
+            ("reads", int(response.headers.get("x-hycloud-reads", 0))),
+            ("read_rounds", int(response.headers.get("x-hycloud-read-rounds", 0))),
+            ("server_ms", float(response.headers.get("x-hycloud-server-ms", 0))),
+        ):
+            stats[key] = stats.get(key, 0) + value
+        return response.content
+
     def merkle_root(self) -> str:
         """The hex Merkle hash of the whole namespace."""
         return self.http.json("GET", "/v1/merkle/root")["hash"]
@@ -180,6 +200,22 @@ class HyCloud:
         """Delete a file; with `expect`, only while it is that version (`preconditions.py`)."""
         params, headers = {"path": paths.normalize(path)}, preconditions.headers(expect)
         return self.http.json("DELETE", "/v1/files", params=params, headers=headers)
+
+    # --- version history: what overwrites and deletes replaced, kept for the retention ------------
+    def versions(self, path: str) -> dict:
+        """`path`'s kept earlier versions, newest first (`versions`), and what it holds now
+        (`current`, None when nothing); NotFoundError when it has neither."""
+        return self.http.json("GET", "/v1/versions", params={"path": paths.normalize(path)})
+
+    def restore(self, path: str, version: str | None = None, to: str | None = None) -> dict:
+        """Write a kept version of `path` (the newest when `version` is None) back there, or at `to`;
+        what it replaces is kept in turn. Returns {"restored": version, "entry": file written}."""
+        body = {"path": paths.normalize(path)}
+        if version is not None:
+            body["version"] = checked_version_id(version)
+        if to is not None:
+            body["to"] = paths.normalize(to)
+        return self.http.json("POST", "/v1/restore", json=body)
 
     def mv(self, src: str, dst: str, progress: Progress | None = None) -> dict:
         return self._tree_op("/v1/move", src, dst, progress)

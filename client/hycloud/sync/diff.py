@@ -1,26 +1,35 @@
-"""Which paths differ between the local tree and the cloud, found by the level-by-level Merkle
-exchange (`merkle.LevelExchange`) with the cloud's `POST /v1/merkle/children` as the other side.
+"""Which paths differ between the local tree and the cloud, found by the one-round Merkle
+exchange (`merkle.sketch`, `POST /v1/merkle/diff`), or by the level-by-level one
+(`merkle.LevelExchange`, `POST /v1/merkle/children`) with a cloud that predates it.
 
 The local tree is built at the remote paths (a file's hash covers its full path), so equal
-subtrees have equal hashes and are never descended into: an unchanged tree costs one round,
-and any difference at most h rounds, h the height of the synced subtree. A folder only one side
-has is one difference; the cloud's side of such a folder is then listed through the same route.
+subtrees have equal hashes and are never descended into. The one-round exchange sends every
+local folder's hash and a few bytes of each file's hash; the cloud answers with what differs,
+in one round trip whatever the depth. A folder only one side has is one difference; the
+cloud's side of such a folder is then listed through `POST /v1/merkle/children`.
 """
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hycloud_core.merkle import DirEntry, FileEntry, LevelExchange, NodeSummary, build_tree
-from hycloud_core.merkle.hashing import file_hash
+from hycloud_core.errors import HyCloudError
+from hycloud_core.merkle import LevelExchange, NodeSummary, sketch
+from hycloud_core.merkle.entries import parent_of
+from hycloud_core.merkle.exchange import Diff
+from hycloud_core.merkle.hashing import dir_hash, file_hash
 from hycloud_core.merkle.tree import Node
 
 from .filters import PathFilter
-from .scan import LocalTree
+from .scan import LocalFile, LocalTree
 
 Ask = Callable[[list[str]], Mapping[str, Sequence[Mapping[str, Any]]]]
+Send = Callable[[bytes], bytes]  # one request of the one-round exchange, its answer
+MAX_SKETCH = 4 * 1024 * 1024  # a larger request (millions of files) takes the level-by-level exchange
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class Differences:
     clashes: set[str] = field(default_factory=set)  # a file on one side, a folder on the other
     rounds: int = 0
     requests: int = 0
+    exchange_seconds: float = 0.0  # building the local tree, the requests and comparing their answers
 
 
 def full_path(root: str, rel: str) -> str:
@@ -56,24 +66,90 @@ def merkle_of(root: str, rel: str, content_hash: str) -> str:
 
 
 def local_merkle_tree(root: str, local: LocalTree) -> Node:
-    entries: dict[str, FileEntry | DirEntry] = {root: DirEntry()}
-    for rel in local.dirs:
-        entries[full_path(root, rel)] = DirEntry()
+    """The tree `build_tree` makes of the scan at the remote paths (same nodes, same hashes), built
+    straight from the scan's folders: one pass, no path normalised, for a large tree's sake."""
+    files: dict[str, list[tuple[str, LocalFile]]] = defaultdict(list)
+    dirs: dict[str, list[str]] = defaultdict(list)
     for rel, f in local.files.items():
-        entries[full_path(root, rel)] = FileEntry(bytes.fromhex(f.content_hash), f.mtime)
-    return build_tree(entries)
+        files[rel.rpartition("/")[0]].append((rel, f))
+    for rel in local.dirs:
+        dirs[rel.rpartition("/")[0]].append(rel)
+
+    def folder(rel: str) -> Node:
+        path = full_path(root, rel)
+        kids = [
+            Node(p, "file", file_hash(p, bytes.fromhex(f.content_hash)), f.mtime)
+            for p, f in _at(root, files[rel])
+        ]
+        subs = [folder(d) for d in dirs[rel]]
+        return _dir(path, kids, subs)
+
+    top = folder("")
+    while top.path != "/":
+        top = _dir(parent_of(top.path), [], [top])
+    return top
 
 
-def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter) -> Differences:
-    """Run the exchange, then list the cloud's side of folders only the cloud has."""
-    exchange = LevelExchange(local_merkle_tree(root, local), scope=root)
-    out = Differences()
+def _at(root: str, files: list[tuple[str, LocalFile]]) -> list[tuple[str, LocalFile]]:
+    return [(full_path(root, rel), f) for rel, f in files]
+
+
+def _dir(path: str, files: list[Node], dirs: list[Node]) -> Node:
+    """A folder node as build_tree makes it: children in path order, each kind hashed in that order."""
+    files.sort(key=lambda n: n.path)
+    dirs.sort(key=lambda n: n.path)
+    children = {n.path: n for n in sorted([*files, *dirs], key=lambda n: n.path)}
+    mtime = max((n.mtime for n in children.values()), default=0.0)
+    digest = dir_hash(path, [n.hash for n in files], [n.hash for n in dirs])
+    return Node(path, "dir", digest, max(mtime, 0.0), children)
+
+
+def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter, send: Send | None = None) -> Differences:
+    """Run the exchange (one round with `send`, else level by level through `ask`), then list the
+    cloud's side of folders only the cloud has."""
+    started, out = time.perf_counter(), Differences()
+    tree = local_merkle_tree(root, local)
+    found = _one_round(send, tree, root, out) if send is not None else None
+    if found is None:
+        found = _levels(ask, tree, root, out)
+    _sort(found, root, local, keep, ask, out)
+    out.exchange_seconds = time.perf_counter() - started
+    return out
+
+
+def _one_round(send: Send, tree: Node, root: str, out: Differences) -> Diff | None:
+    """The one-round exchange's differences; None when the request is too large or the cloud
+    predates the route (404), for the level-by-level exchange to find them instead."""
+    exchange = sketch.SketchExchange(tree, root)
+    while not exchange.done:
+        body = exchange.request()
+        if len(body) > MAX_SKETCH:
+            return None
+        try:
+            reply = send(body)
+        except HyCloudError as err:
+            if err.status in (404, 405) and exchange.rounds == 0:
+                return None
+            raise
+        out.requests += 1
+        exchange.receive(reply)
+    out.rounds = exchange.rounds
+    return exchange.result()
+
+
+def _levels(ask: Ask, tree: Node, root: str, out: Differences) -> Diff:
+    exchange = LevelExchange(tree, scope=root)
     while not exchange.done:
         exchange.receive(ask(exchange.request()))
         out.requests += 1
-    out.rounds = exchange.rounds
+    out.rounds += exchange.rounds
+    return exchange.result()
+
+
+def _sort(found: Diff, root: str, local: LocalTree, keep: PathFilter, ask: Ask, out: Differences) -> None:
+    """Each difference into files, folders one side has and clashes; the cloud's own folders listed."""
     expand: list[str] = []
-    for d in exchange.result():
+    for d in found:
         rel = rel_path(root, d.path)
         lk = d.local.kind if d.local is not None and d.local.live else None
         rk = d.remote.kind if d.remote is not None and d.remote.live else None
@@ -91,7 +167,6 @@ def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter) -> Differences
             if rk == "file":
                 out.remote[rel] = _remote(d.remote)
     _expand_remote(ask, root, expand, keep, out)
-    return out
 
 
 def _kept(keep: PathFilter, rel: str, kind: str | None) -> bool:

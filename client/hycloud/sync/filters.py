@@ -36,10 +36,12 @@ class PathFilter:
 
     def keeps_file(self, rel: str) -> bool:
         """A file is in only if it and every folder above it are."""
+        if self.exclude is None:
+            return True  # no patterns: the scan of a large tree asks this once per file
         return self.keeps(rel) and self._folders_kept(rel.split("/")[:-1])
 
     def keeps_dir(self, rel: str) -> bool:
-        return self._folders_kept(rel.split("/"))
+        return self.exclude is None or self._folders_kept(rel.split("/"))
 
     def _folders_kept(self, parts: list[str]) -> bool:
         return all(self.keeps("/".join(parts[:i]), is_dir=True) for i in range(1, len(parts) + 1))

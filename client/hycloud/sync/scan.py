@@ -1,10 +1,16 @@
 """The local side of a sync: every file's size, mtime and content hash, re-hashing only files
-whose size or mtime changed since they were last hashed (or all of them with --checksum)."""
+whose size or mtime changed since they were last hashed (or all of them with --checksum).
+
+An unchanged file costs one stat (from `os.scandir`) and a lookup in the kept hashes, never a
+read. A hash is kept only for a file whose mtime is at least RACY_NS old when it is read: a file
+written again within the same mtime tick, at the same size, would otherwise keep a stale hash
+(git's "racily clean" entries); such a file is simply read again by the next scan."""
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,8 +19,10 @@ from hycloud_core import content
 from .filters import PathFilter
 from .state import SyncState
 
+RACY_NS = 2_000_000_000  # a hash of a file changed this recently is not kept (2 s: coarse mtimes)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class LocalFile:
     size: int
     mtime: float
@@ -29,6 +37,7 @@ class LocalTree:
     files: dict[str, LocalFile] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
     hashed: int = 0  # files whose content had to be read
+    seconds: float = 0.0  # the scan's own time
 
 
 def scan(root: Path, state: SyncState, keep: PathFilter, checksum: bool = False) -> LocalTree:
@@ -41,6 +50,7 @@ def scan(root: Path, state: SyncState, keep: PathFilter, checksum: bool = False)
     base = str(root.resolve()).rstrip("/") + "/"
     cached = {} if checksum else state.cached_hashes(root)
     fresh: list[tuple[str, int, int, str]] = []
+    hashed_before = time.time_ns()
     folders = [""]
     while folders:
         prefix = folders.pop()
@@ -53,8 +63,8 @@ def scan(root: Path, state: SyncState, keep: PathFilter, checksum: bool = False)
                         folders.append(rel + "/")
                 elif entry.is_file(follow_symlinks=False) and keep.keeps_file(rel):
                     _add_file(tree, base + rel, rel, entry.stat(follow_symlinks=False), cached, fresh)
-    state.save_hashes(fresh)
     tree.hashed = len(fresh)
+    state.save_hashes(f for f in fresh if f[2] < hashed_before - RACY_NS)
     return tree
 
 
@@ -79,5 +89,6 @@ def _add_file(
 def remember_file(state: SyncState, local: Path, digest: str) -> LocalFile:
     """After writing `local` with known content: cache its hash so the next scan need not read it."""
     st = local.stat()
-    state.save_hashes([(str(local.resolve()), st.st_size, st.st_mtime_ns, digest)])
+    if st.st_mtime_ns < time.time_ns() - RACY_NS:
+        state.save_hashes([(str(local.resolve()), st.st_size, st.st_mtime_ns, digest)])
     return LocalFile(st.st_size, st.st_mtime, digest, stat.S_IMODE(st.st_mode) & 0o777)

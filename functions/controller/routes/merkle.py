@@ -10,12 +10,14 @@ Answers come from the hashes kept in DynamoDB (store/merkle_records.py), not fro
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
-from answers import JSON, ok, replies
+from answers import BINARY_BODY, BYTES, JSON, OCTET, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from bodies import raw_body
 from botocore.exceptions import BotoCoreError, ClientError
 from context import records, user
 from models import Body as StrictBody
@@ -23,10 +25,11 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from hycloud_core import paths
-from hycloud_core.errors import HyCloudError
+from hycloud_core.errors import BadRequestError, HyCloudError
+from hycloud_core.merkle import sketch
 from hycloud_core.merkle.exchange import MAX_PATHS, VIRTUAL_ROOT
 from hycloud_core.observability import logger
-from hycloud_core.store.merkle_records import MerkleRecords
+from hycloud_core.store.merkle_records import MerkleRecords, OutOfTime
 
 router = APIGatewayRouter()
 RETRY_AFTER_S = 2
@@ -115,6 +118,36 @@ def children(body: Annotated[ChildrenRequest, Body()]):
         logger.warning("merkle exchange: the table is overloaded", extra={"error": str(err)})
         return _busy("the table is busy")
     return ok(answered) if answered else _busy("recomputing the folders' hashes")
+
+
+@router.post(
+    "/v1/merkle/diff", responses=replies(200, None, 400, 503, content=BYTES), openapi_extensions=BINARY_BODY
+)
+def diff():
+    """The one-round exchange (hycloud_core/merkle/sketch.py, messages in wire.py): the body holds
+    the client's folder hashes and file-hash prefixes; the answer, what differs. The cloud descends
+    only into folders whose hashes differ, reading a level's folders side by side; older clients
+    keep using `/v1/merkle/children`. `x-hycloud-reads` (folders read), `x-hycloud-read-rounds`
+    (reads one after another) and `x-hycloud-server-ms` say what the answer took."""
+    reads, started = _tree().sketch_reads(), time.perf_counter()
+    try:
+        body = sketch.answer(raw_body(router), reads)
+    except ValueError as err:
+        raise BadRequestError(f"not an exchange message: {err}", code="bad-body") from None
+    except OutOfTime:
+        return _busy("recomputing the folders' hashes")
+    except (ClientError, BotoCoreError) as err:
+        if isinstance(err, ClientError) and err.response["Error"]["Code"] not in OVERLOADED:
+            raise
+        logger.warning("merkle diff: the table is overloaded", extra={"error": str(err)})
+        return _busy("the table is busy")
+    took = f"{(time.perf_counter() - started) * 1000:.1f}"
+    headers = {
+        "x-hycloud-reads": str(reads.queries),
+        "x-hycloud-read-rounds": str(reads.rounds),
+        "x-hycloud-server-ms": took,
+    }
+    return Response(status_code=200, content_type=OCTET, body=body, headers=headers)
 
 
 @router.get("/v1/merkle/root", responses=replies(200, None, content=ROOT))

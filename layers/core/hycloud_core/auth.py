@@ -31,6 +31,7 @@ READ_LIKE = frozenset(
         ("POST", "/v1/delta/download"),
         ("PUT", "/v1/delta/download"),
         ("POST", "/v1/merkle/children"),
+        ("POST", "/v1/merkle/diff"),  # answers what differs, changes nothing
         ("POST", "/v1/bundles/download"),  # answers files the caller can read
     }
 )

@@ -29,11 +29,13 @@ def test_push_then_nothing_to_do_in_one_round(tmp_path):
     cloud.calls.clear()
     again = sync(cloud, local, "/p/q", "push")
     assert (again["files"], again["bytes"], again["rounds"]) == (0, 0, 1)
-    assert cloud.calls == ["merkle"]
+    assert cloud.calls == ["merkle diff"]
     write(local / "d/e/z.txt", b"edited")
+    cloud.calls.clear()
     edited = sync(cloud, local, "/p/q", "push")
-    # h = 3 levels below /p/q; /p/q itself is compared in round 1, its children fetched with it
-    assert edited["copied"] == ["d/e/z.txt"] and edited["rounds"] == 3
+    # 3 levels below /p/q, one round: the cloud descends into the folders whose hashes differ
+    assert edited["copied"] == ["d/e/z.txt"] and edited["rounds"] == 1
+    assert cloud.calls[0] == "merkle diff" and "merkle" not in cloud.calls
 
 
 def test_pull_edits_adds_deletes_and_a_rename(tmp_path):

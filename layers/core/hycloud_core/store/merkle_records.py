@@ -186,6 +186,10 @@ class MerkleRecords:
             )
         return out
 
+    def sketch_reads(self, budget_s: float = ANSWER_BUDGET_S) -> SketchReads:
+        """What the one-round exchange (merkle/sketch.py) reads the tree through."""
+        return SketchReads(self, time.monotonic() + budget_s)
+
     def children(self, path: str) -> list[NodeSummary]:
         reads = _Reads(self)
         reads.read([path])
@@ -389,6 +393,43 @@ class MerkleRecords:
 
 def _num(value: float) -> Decimal:
     return Decimal(repr(round(float(value), 6)))
+
+
+class OutOfTime(Exception):
+    """The exchange's work budget ran out before every folder that differs was read."""
+
+
+class SketchReads:
+    """merkle/sketch.py's TreeReader over the records: the compared folders by GetItem, side by
+    side; then, per level, the children of the folders that differ, one Query each, side by side
+    (`answer`, which recomputes stale hashes). Nothing below an equal folder is read."""
+
+    def __init__(self, tree: MerkleRecords, deadline: float) -> None:
+        self.tree, self.deadline = tree, deadline
+        self.queries = 0  # folders read (a GetItem or one Query each, a stale hash's recompute aside)
+        self.rounds = 0  # reads made one after another (each round's side by side)
+
+    def nodes(self, paths: Sequence[str]) -> dict[str, NodeSummary | None]:
+        items = _parallel(self._node, paths)
+        self.queries, self.rounds = self.queries + len(paths), self.rounds + 1
+        return dict(zip(paths, items, strict=True))
+
+    def _node(self, path: str) -> NodeSummary | None:
+        item = self.tree.root_item() if path == ROOT else self.tree.get(path)
+        if item is None or _expired(item, time.time()):
+            return None
+        if item["kind"] != "tombstone":
+            item = self.tree._fresh(item)
+            if not item.get("hash"):
+                raise OutOfTime(f"{path}: its hash is being recomputed")
+        return self.tree._summary(item)
+
+    def children(self, paths: Sequence[str]) -> dict[str, list[NodeSummary]]:
+        got = self.tree.answer(paths, max(0.0, self.deadline - time.monotonic()))
+        self.queries, self.rounds = self.queries + len(paths), self.rounds + 1
+        if any(p not in got for p in paths):
+            raise OutOfTime(f"{len(paths) - len(got)} folders not read in time")
+        return {p: [NodeSummary.from_dict(d) for d in got[p]] for p in paths}
 
 
 class _Reads:
