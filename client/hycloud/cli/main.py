@@ -29,6 +29,7 @@ from .check import EPILOG as CHECK_EPILOG
 from .check import check_command, hash_command
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
+from .history import RESTORE_EPILOG, VERSIONS_EPILOG, restore_command, versions_command
 from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
 from .serve import serve
@@ -518,6 +519,8 @@ app.command(
 app.add_typer(serve, name="serve")
 app.command("mount")(mount_command)
 app.command("share")(share_command)
+app.command("versions", context_settings=NO_H, epilog=VERSIONS_EPILOG)(versions_command)
+app.command("restore", epilog=RESTORE_EPILOG)(restore_command)
 app.command("sync", epilog=SYNC_EPILOG)(sync_command)
 app.command("status", epilog=examples("hycloud status", "hycloud --json status | jq .standby.lag_s"))(
     status_command
