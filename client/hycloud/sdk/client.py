@@ -15,7 +15,6 @@ from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 from hycloud_core.merkle.exchange import MAX_PATHS
 from hycloud_core.store.version_records import checked_version_id
-from hycloud_core.store.version_records import checked_version_id
 
 from .. import preconditions
 from ..config import ClientConfig
@@ -201,22 +200,6 @@ class HyCloud:
         """Delete a file; with `expect`, only while it is that version (`preconditions.py`)."""
         params, headers = {"path": paths.normalize(path)}, preconditions.headers(expect)
         return self.http.json("DELETE", "/v1/files", params=params, headers=headers)
-
-    # --- version history: what overwrites and deletes replaced, kept for the retention ------------
-    def versions(self, path: str) -> dict:
-        """`path`'s kept earlier versions, newest first (`versions`), and what it holds now
-        (`current`, None when nothing); NotFoundError when it has neither."""
-        return self.http.json("GET", "/v1/versions", params={"path": paths.normalize(path)})
-
-    def restore(self, path: str, version: str | None = None, to: str | None = None) -> dict:
-        """Write a kept version of `path` (the newest when `version` is None) back there, or at `to`;
-        what it replaces is kept in turn. Returns {"restored": version, "entry": file written}."""
-        body = {"path": paths.normalize(path)}
-        if version is not None:
-            body["version"] = checked_version_id(version)
-        if to is not None:
-            body["to"] = paths.normalize(to)
-        return self.http.json("POST", "/v1/restore", json=body)
 
     # --- version history: what overwrites and deletes replaced, kept for the retention ------------
     def versions(self, path: str) -> dict:
