@@ -11,7 +11,9 @@ when upkeep may drop the record (fs/version_upkeep.py); until then the content i
 a large version's S3 object by the collector (store/collector.py marks every `VER#` record's
 content hash), a small version's bytes in the user's versions area on EFS (fs/version_copies.py).
 
-The shape is shared: the API answers `VersionRecord.to_dict()` and the client reads it back.
+The shape is shared: the API answers `VersionRecord.to_dict()` and the client reads it back and
+checks version ids with `checked_version_id`, so this module loads no AWS library until a record
+is read or written (the CLI starts without boto3).
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ import secrets
 import time
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any
-
-from boto3.dynamodb.conditions import Key
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadRequestError
-from .records import _plain, query_all
+
+if TYPE_CHECKING:
+    from boto3.dynamodb.conditions import ConditionBase
 
 PREFIX = "VER#"
 SEPARATOR = "//"
@@ -89,19 +91,30 @@ class VersionRecords:
         self.table.put_item(Item=_numbers(item))
 
     def get(self, path: str, version: str) -> VersionRecord | None:
+        from .records import _plain
+
         item = self.table.get_item(Key={"pk": self.pk, "sk": _sk(path, version)}, ConsistentRead=True)
         return VersionRecord.from_dict(_plain(item["Item"])) if "Item" in item else None
+
+    def _query(self, begins: str | None = None) -> list[dict[str, Any]]:
+        from boto3.dynamodb.conditions import Key
+
+        from .records import query_all
+
+        cond: ConditionBase = Key("pk").eq(self.pk)
+        if begins is not None:
+            cond = cond & Key("sk").begins_with(begins)
+        return query_all(self.table, cond, True)
 
     def of_path(self, path: str, now: float | None = None) -> list[VersionRecord]:
         """The path's versions still kept at `now`, newest first."""
         now = time.time() if now is None else now
-        items = query_all(self.table, Key("pk").eq(self.pk) & Key("sk").begins_with(path + SEPARATOR), True)
-        records = [VersionRecord.from_dict(i) for i in reversed(items)]
+        records = [VersionRecord.from_dict(i) for i in reversed(self._query(path + SEPARATOR))]
         return [r for r in records if r.expires > now]
 
     def all(self) -> list[VersionRecord]:
         """Every record of the user, expired ones included (what upkeep goes through)."""
-        return [VersionRecord.from_dict(i) for i in query_all(self.table, Key("pk").eq(self.pk), True)]
+        return [VersionRecord.from_dict(i) for i in self._query()]
 
     def delete(self, records: list[VersionRecord]) -> None:
         with self.table.batch_writer() as batch:
