@@ -101,3 +101,26 @@ def test_clear_refusals_change_nothing(call):
             assert body["error"]["code"] == code, (route, kw, body)  # type: ignore[index]
     assert read(call, "/f") == b"2"
     assert len(call("GET", "/v1/versions", query={"path": "/f"})[1]["versions"]) == 1  # type: ignore[index]
+
+
+def test_upkeep_drops_versions_an_operator_shortens_and_the_collector_their_content(stores, lambda_context):
+    """The upkeep function's wiring: versions purged before the mark, so the same round reclaims."""
+    import boto3
+
+    from hycloud_core.config import InstanceConfig
+    from hycloud_core.fs import FileSystem
+    from hycloud_core.store.records import Records
+    from tests.unit.functions.conftest import BUCKET
+
+    config = InstanceConfig()
+    fs = FileSystem.deployed(config, "u-1", boto3.client("s3"), Records(TABLE))
+    data = b"L" * 5000
+    h = content.hash_bytes(data)
+    fs.s3.put_object(Bucket=BUCKET, Key=content.object_key(h), Body=data)
+    fs.commit_stored("/big", h, len(data))
+    fs.delete("/big")
+    upkeep = load_function("maintenance")
+    kept = upkeep.handler({"grace_s": 0}, lambda_context)
+    assert kept["versions_purged"]["records"] == 0 and h not in kept["collected"]["reclaimed"]
+    dropped = upkeep.handler({"grace_s": 0, "version_retention_s": 0}, lambda_context)
+    assert dropped["versions_purged"]["records"] == 1 and dropped["collected"]["reclaimed"] == [h]
