@@ -170,22 +170,41 @@ def _efs_dearer(size: int, prices: Prices, access: FileAccess) -> bool:
     return efs_file_month(size, prices, access) >= s3_file_month(size, prices, access)
 
 
-def choose_threshold(prices: Prices, access: FileAccess | None = None, largest: int = 4 << 30) -> int:
-    """The smallest size from which a file costs no more in S3 than in EFS: files below it are small.
+SCAN_BYTES = 64 << 20  # the crossovers lie below; above, every EFS tier costs more per byte than S3's
 
-    EFS minus S3 grows with size except where tiering starts (128 KiB: EFS drops to its tiered
-    price, S3 adds monitoring), so each side of that point is searched by bisection in turn.
-    Returns `largest` + 1 when EFS stays cheaper for every size up to `largest`.
+
+def _last_cheaper_in_block(lo: int, hi: int, prices: Prices, access: FileAccess) -> int | None:
+    """The largest size in [lo, hi] (one EFS block: EFS's cost is fixed, both sides linear) that
+    EFS keeps cheaper, or None. The difference is monotonic inside a block, so its ends decide."""
+    if not _efs_dearer(hi, prices, access):
+        return hi
+    if _efs_dearer(lo, prices, access):
+        return None
+    while lo < hi:  # cheaper at lo, dearer at hi
+        mid = (lo + hi + 1) // 2
+        if _efs_dearer(mid, prices, access):
+            hi = mid - 1
+        else:
+            lo = mid
+    return lo
+
+
+def choose_threshold(prices: Prices, access: FileAccess | None = None, largest: int = 4 << 30) -> int:
+    """The smallest size from which a file never costs more in S3 than in EFS: files below it are small.
+
+    EFS minus S3 is not monotonic: it jumps at every 4 KiB block EFS adds and drops at 128 KiB,
+    where EFS's tiers start (a cold file's data falls from $0.30 to $0.008) while S3's smaller
+    objects stop being Standard-priced and start paying monitoring. So the blocks up to 64 MiB are
+    walked, each decided by its two ends, and the last size EFS keeps cheaper is the crossover;
+    above 64 MiB EFS costs more per byte in every tier, with its read and write charges against a
+    request per 8 MiB part, and stays dearer. Returns `largest` + 1 when EFS is cheaper at `largest`.
     """
     access = access or FileAccess()
-    for lo, hi in ((1, m.MIN_TIERED_BYTES - 1), (m.MIN_TIERED_BYTES, largest)):
-        if not _efs_dearer(hi, prices, access):
-            continue
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _efs_dearer(mid, prices, access):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-    return largest + 1
+    if not _efs_dearer(largest, prices, access):
+        return largest + 1
+    last = 0
+    block = m.EFS_BLOCK_BYTES
+    for start in range(1, min(largest, SCAN_BYTES) + 1, block):
+        found = _last_cheaper_in_block(start, min(start + block - 1, largest), prices, access)
+        last = found if found is not None else last
+    return last + 1

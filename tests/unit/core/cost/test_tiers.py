@@ -86,3 +86,29 @@ def test_nothing_cold_costs_the_untiered_layout_plus_monitoring():
     plain = monthly_cost(usage, P)
     tiered = tiered_cost(usage, P, ColdShare(0.0, 0.0, 0.0, months_held=math.inf))
     assert tiered.total == pytest.approx(plain.total + 2 * 0.0025 / 1000)
+
+
+def test_cold_files_of_128_kib_and_more_stay_cheaper_in_efs_archive_up_to_the_last_crossover():
+    # All cold, no access. Under 128 KiB nothing tiers: EFS pays 0.30 per block, S3 a link file,
+    # a record and 0.023 per byte, so S3 is cheaper from 4097 .. 131071 (at 131071: +35003.2).
+    # From 128 KiB EFS data is in Archive (0.008) and S3 in Archive Instant (0.004) plus monitoring
+    # (0.0025 / 1000 = 2684.35): EFS - S3 = 32.768 b - 0.004 s - 3988.15 for b blocks of s bytes,
+    # negative at 131072 (-3463.9). Inside a block it falls with s; at a block's end it is
+    # 16.384 b - 3988.15, never negative from b = 244 on. Block 243 ends cheaper in EFS (995328:
+    # -6.84), so the threshold is 995329, though 991233 .. 993617 already cost a little more in EFS.
+    access = FileAccess(reads_per_month=0, writes_per_month=0, cold=ALL_COLD)
+    assert (efs_file_month(131071, P, access) - s3_file_month(131071, P, access)) * GiB == pytest.approx(
+        35003.17, abs=0.01
+    )
+    assert (efs_file_month(131072, P, access) - s3_file_month(131072, P, access)) * GiB == pytest.approx(
+        -3463.87, abs=0.01
+    )
+    assert efs_file_month(995328, P, access) < s3_file_month(995328, P, access)
+    assert efs_file_month(993617, P, access) > s3_file_month(993617, P, access)
+    assert choose_threshold(P, access) == 995329
+
+
+def test_efs_cheaper_everywhere_leaves_every_file_small():
+    # all cold and untouched, EFS is cheaper at 900,000 bytes (block 220: 7208.96 - 3600 - 3988.15 < 0)
+    access = FileAccess(reads_per_month=0, writes_per_month=0, cold=ALL_COLD)
+    assert choose_threshold(P, access, largest=900_000) == 900_001
