@@ -76,7 +76,8 @@ def test_a_deleted_file_is_restored_by_default_to_its_newest_version(alice):
     assert not alice.ns.exists("/d/gone.txt")
     (only,) = alice.history.listing("/d/gone.txt")
     assert only.reason == "delete"
-    alice.history.restore("/d/gone.txt")
+    alice.rmdir("/d")
+    alice.history.restore("/d/gone.txt")  # its folder is made again
     assert alice.ns.read("/d/gone.txt") == b"keep me"
 
 

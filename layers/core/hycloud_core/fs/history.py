@@ -100,7 +100,8 @@ class History:
         self, path: str, version: str | None = None, to: str | None = None
     ) -> tuple[Entry, VersionRecord]:
         """Write a kept version back at `path` (or at `to`) as a new write: what it replaces there
-        is kept in turn, so a restore loses nothing. The file gets the time of the restore."""
+        is kept in turn, so a restore loses nothing. The file gets the time of the restore; folders
+        removed since are made again."""
         record = self.find(path, version)
         dst = paths.normalize(to or path)
         if record.erasure:
@@ -108,7 +109,7 @@ class History:
                 "restoring an erasure-coded version is not supported yet", code="coded-version"
             )
         if record.kind == "large":
-            entry = self.fs.relink(dst, record.content_hash, record.size, sha256=record.sha256)
+            entry = self.fs.relink(dst, record.content_hash, record.size, record.sha256, parents=True)
             return entry, record
         data = self.copies.read(record.content_hash)
-        return self.fs.put_small(dst, data, hashlib.sha256(data).hexdigest()), record
+        return self.fs.put_small(dst, data, hashlib.sha256(data).hexdigest(), parents=True), record

@@ -208,12 +208,14 @@ class FileSystem:
             self.objects.create(content_hash, size)
             return self._link(path, content_hash, size, mtime, sha256=sha256)
 
-    def relink(self, path: str, content_hash: str, size: int, sha256: str | None = None) -> Entry:
+    def relink(
+        self, path: str, content_hash: str, size: int, sha256: str | None = None, parents: bool = False
+    ) -> Entry:
         """Link content already stored (a kept version being restored) at `path`; 404 when the
         collector has reclaimed it."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, size):
-            self._require_parent(path, False)
+            self._require_parent(path, parents)
             if not self.objects.touch(content_hash):
                 raise NotFoundError("this version's content is no longer stored", code="content-gone")
             return self._link(path, content_hash, size, sha256=sha256)
