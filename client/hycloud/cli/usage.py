@@ -59,6 +59,45 @@ def storage_table(usage: dict) -> Table:
     return table
 
 
+def class_rows(usage: dict) -> list[tuple[str, str, int, int]]:
+    """(storage class, why the files are there, objects, billed bytes); each store's rows add up to
+    its billed bytes. Which tier a file is in now is not known per user: EFS reports its classes per
+    file system and Intelligent-Tiering per bucket, so the rows say what may move, not what has."""
+    efs_tiered, s3_tiered = usage.get("efs_tierable_data_bytes", 0), usage.get("s3_tierable_bytes", 0)
+    efs_n, s3_n = usage.get("efs_tierable_files", 0), usage.get("s3_tierable_objects", 0)
+    return [
+        (
+            "EFS Standard",
+            "directories, link files, inodes",
+            usage["efs_dirs"] + usage["link_files"],
+            usage["efs_metadata_metered_bytes"],
+        ),
+        (
+            "EFS Standard",
+            "small files under 128 KiB: never moved",
+            usage["efs_files"] - efs_n,
+            usage["efs_data_metered_bytes"] - efs_tiered,
+        ),
+        ("EFS Standard > IA > Archive", "small files of 128 KiB+: 30 and 180 days unread", efs_n, efs_tiered),
+        (
+            "S3 Standard",
+            "contents under 128 KiB: never monitored",
+            usage["s3_objects"] - s3_n,
+            usage["s3_bytes"] - s3_tiered,
+        ),
+        ("S3 Intelligent-Tiering", "contents of 128 KiB+: 30 and 90 days unread", s3_n, s3_tiered),
+    ]
+
+
+def class_table(usage: dict) -> Table:
+    table = Table(title="Storage classes (files unread long enough move to cheaper tiers)", box=None)
+    for col in ("class", "what and when", "objects", "billed bytes"):
+        table.add_column(col, justify="left" if col in ("class", "what and when") else "right")
+    for name, why, count, nbytes in class_rows(usage):
+        table.add_row(name, why, str(count), human_bytes(nbytes))
+    return table
+
+
 def cost_table(costs: dict, prices: dict) -> Table:
     title = f"Monthly storage cost at {prices['region']} list prices ({prices['date']})"
     table = Table(title=title, box=None)
@@ -93,6 +132,7 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
     if report.get("quota"):
         console.print(quota_line(report["quota"]), highlight=False)
     console.print(storage_table(usage))
+    console.print(class_table(usage))
     if usage["dedup_saved_bytes"]:
         console.print(f"duplicate large files share storage: {human_bytes(usage['dedup_saved_bytes'])} saved")
     shared = report.get("shared") or {}

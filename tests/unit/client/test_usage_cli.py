@@ -135,3 +135,26 @@ def test_admin_report_lists_users_and_bucket_totals():
     assert "S3 holds 1 contents, 1.00 GiB for 2 references (1.00 GiB saved by dedup)" in text
     assert "alice" in text and "bob" in text
     assert data["users"]["bob"]["usage"]["files"] == 2 and data["all_users"]["usage"]["s3_bytes"] == GiB
+
+
+def test_storage_classes_add_up_to_the_billed_bytes_of_each_store():
+    b = UsageBuilder(user="alice")
+    b.add_dir()
+    for size, path in ((700, "/a"), (200 * 1024, "/b"), (1024 * 1024, "/c")):
+        b.add_small(size, path)
+    b.add_large(100 * 1024, "small-content", 220, "/d")  # a content under 128 KiB stays Standard
+    b.add_large(3 * GiB, "h1", 220, "/e")
+    usage = b.build().to_dict()
+    rows = {(name, why.split(":")[0]): (n, nbytes) for name, why, n, nbytes in cli.class_rows(usage)}
+    efs = [v for (name, _), v in rows.items() if name.startswith("EFS")]
+    s3 = [v for (name, _), v in rows.items() if name.startswith("S3")]
+    assert sum(nbytes for _, nbytes in efs) == usage["efs_metered_bytes"]
+    assert sum(nbytes for _, nbytes in s3) == usage["s3_bytes"] == 100 * 1024 + 3 * GiB
+    assert rows[("EFS Standard > IA > Archive", "small files of 128 KiB+")] == (2, 200 * 1024 + 1024 * 1024)
+    assert rows[("EFS Standard", "small files under 128 KiB")] == (1, 4096)
+    assert rows[("S3 Intelligent-Tiering", "contents of 128 KiB+")] == (1, 3 * GiB)
+    assert rows[("S3 Standard", "contents under 128 KiB")] == (1, 100 * 1024)
+    console = Console(record=True, width=160)
+    console.print(cli.class_table(usage))
+    text = console.export_text()
+    assert "S3 Intelligent-Tiering" in text and "3.00 GiB" in text
