@@ -36,14 +36,14 @@ def check_timeout(seconds: float) -> float:
     return seconds
 
 
-def check_cache_dir(cache_dir: Path | None, mountpoint: Path) -> str | None:
+def check_cache_dir(cache_dir: Path | None, mountpoint: Path | None) -> str | None:
     """The cache folder, made if missing; never inside the mount point (its files would be written
     through the mount they cache)."""
     if cache_dir is None:
         return None
     folder = cache_dir.expanduser().resolve()
-    inside = mountpoint.expanduser().resolve()
-    if folder == inside or inside in folder.parents:
+    inside = mountpoint.expanduser().resolve() if mountpoint is not None else None
+    if inside is not None and (folder == inside or inside in folder.parents):
         raise typer.BadParameter(
             f"{cache_dir} is inside the mount point {mountpoint}", param_hint="--cache-dir"
         )

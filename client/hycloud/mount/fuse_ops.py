@@ -32,12 +32,12 @@ import mfusepy as fuse
 from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
 from ..sdk import HyCloud, bundles
+from .caches import learn_sent, still_valid
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .meta import TTL_S, MetaCache
 from .watch import watch
 from .writeback import LIMIT, Cached, WriteBack
 
-MTIME_SLACK_S = 0.001  # the cloud keeps a sent file's mtime: a copy whose mtime differs is stale
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 KERNEL_TTL_S = 1.0  # the kernel's entry and attribute timeouts (libfuse's default)
 CONFLICT_ERRNO = {
@@ -102,29 +102,10 @@ class HyCloudFuse(fuse.Operations):
 
     # --- metadata ----------------------------------------------------------------------------------
     def _still_valid(self, path: str, cached: Cached) -> bool:
-        """A durable cached copy keeps serving reads while the cloud's entry has its size and mtime
-        (uploads keep the mtime): reading back what was written costs no download."""
-        remote = self._entry(path)
-        try:
-            st = os.stat(cached.local)
-        except FileNotFoundError:
-            return False
-        if remote is None or remote["type"] != "file" or remote["size"] != st.st_size:
-            return False
-        return abs(float(remote["mtime"]) - st.st_mtime) < MTIME_SLACK_S
+        return still_valid(self.meta, path, cached)
 
     def _flushed(self, sent: list[tuple[str, Path]]) -> None:
-        """Files now in the cloud: their folders' cached listings learn them (none is listed again)."""
-        for path, local in sent:
-            try:
-                st = os.stat(local)
-            except FileNotFoundError:
-                self.meta.forget(path)
-                continue
-            self.meta.learn(
-                path,
-                {"name": os.path.basename(path), "type": "file", "size": st.st_size, "mtime": st.st_mtime},
-            )
+        learn_sent(self.meta, sent)
 
     def _entry(self, path: str) -> dict | None:
         return self.meta.entry(path)

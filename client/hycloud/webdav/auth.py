@@ -1,4 +1,5 @@
 """HTTP Basic for the gateway: the password is a HyCloud API key, the user name must be its owner's.
+A request that logs in is handed a client for that key and its user's caches (`workspaces.py`).
 
 A key is checked once with `whoami` and then trusted for `KEY_TTL_S`, so a revoked key stops
 working within that time (the API itself refuses it at once on the next call anyway). The user
@@ -16,9 +17,11 @@ from wsgidav.dc.base_dc import BaseDomainController
 from hycloud_core.errors import HyCloudError
 
 from ..sdk import HyCloud
+from .workspaces import Workspaces
 
 KEY_TTL_S = 60.0
 CLIENT_KEY = "hycloud.client"
+CACHES_KEY = "hycloud.caches"
 
 
 class ApiKeyDomainController(BaseDomainController):
@@ -27,6 +30,7 @@ class ApiKeyDomainController(BaseDomainController):
     def __init__(self, wsgidav_app, config: dict) -> None:
         super().__init__(wsgidav_app, config)
         self.endpoint = config["hycloud"]["endpoint"]
+        self.workspaces: Workspaces = config["hycloud"]["workspaces"]
         self._known: dict[str, tuple[str, HyCloud, float]] = {}
         self._lock = threading.Lock()
 
@@ -47,6 +51,7 @@ class ApiKeyDomainController(BaseDomainController):
         if known is None or known[0] != user_name:
             return False
         environ[CLIENT_KEY] = known[1]
+        environ[CACHES_KEY] = self.workspaces.for_user(user_name, known[1])
         return True
 
     def _check(self, key: str) -> tuple[str, HyCloud, float] | None:

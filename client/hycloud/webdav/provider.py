@@ -1,8 +1,11 @@
-"""The DAV provider: resources backed by SDK calls on the requesting user's own client.
+"""The DAV provider: resources backed by SDK calls on the requesting user's own client, through
+that user's caches (`workspaces.py`), the mount's own.
 
-Listings come from one `ls` per folder (members are built from its entries, not stat'ed one by
-one). File bodies are the SDK's file objects: ranged reads for GET (with Range), and uploads on
-close for PUT. Copies and moves are the API's own, so large trees move as cloud jobs.
+Listings come from the metadata cache (one `ls` per folder per few seconds; a stat that misses
+lists its folder once; members are built from its entries, not stat'ed one by one). GET reads a
+cached copy, else the SDK's ranged reads. PUT writes into the write-back cache (`cached.py`): small
+files travel to the cloud in bundles shortly after. Copies and moves are the API's own, so large
+trees move as cloud jobs; what the cache holds below them is sent first.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
 from hycloud_core.errors import HyCloudError, NotFoundError
 
+from ..mount.caches import Caches
 from ..sdk import HyCloud
-from .auth import CLIENT_KEY
+from .auth import CACHES_KEY, CLIENT_KEY
+from .cached import CacheWriter, cached_entry, create_empty, open_cached, send_under
 
 ENTRIES_KEY = "hycloud.entries"
 
@@ -46,6 +51,7 @@ class _Entry:
     if TYPE_CHECKING:  # given by the WsgiDAV resource class this is mixed into
         environ: dict[str, Any]
         name: str
+        path: str
         is_collection: bool
         provider: Any
 
@@ -53,15 +59,22 @@ class _Entry:
 
     def _setup(self, entry: dict, client: HyCloud) -> None:
         self.entry, self.client = entry, client
+        self.caches: Caches = self.environ[CACHES_KEY]
+
+    @property
+    def remote(self) -> str:
+        return _remote(self.path)
 
     @contextmanager
-    def changing(self) -> Iterator[None]:
-        """A change: what this request has stat'ed so far may be stale afterwards."""
+    def changing(self, *paths: str) -> Iterator[None]:
+        """A change to `paths`: what this request has stat'ed so far, and what the metadata cache
+        holds about them, may be stale afterwards."""
         try:
             with dav_errors():
                 yield
         finally:
             self.environ.get(ENTRIES_KEY, {}).clear()
+            self.caches.meta.forget(*map(_remote, paths))
 
     def get_creation_date(self) -> float:
         return self.entry.get("mtime", 0.0)
@@ -117,24 +130,36 @@ class RemoteFile(_Entry, DAVNonCollection):
 
     def get_content(self):
         with dav_errors():
-            return self.client.open(_remote(self.path), "rb")
+            return open_cached(self.caches, self.remote) or self.client.open(self.remote, "rb")
 
     def begin_write(self, *, content_type: str | None = None):
-        with self.changing():
-            return self.client.open(_remote(self.path), "wb")
+        """The body goes to the write-back cache (a new file is there already: `create_empty`)."""
+        with dav_errors():
+            return CacheWriter(self.caches, self.remote, in_cloud=True)
 
     def end_write(self, *, with_errors: bool) -> None:
         self.environ.get(ENTRIES_KEY, {}).clear()
 
     def delete(self) -> None:
-        with self.changing():
-            self.client.rm(_remote(self.path))
+        """A file only in the cache (never sent) is removed without a request."""
+        with self.changing(self.path):
+            cached = self.caches.files.drop(self.remote)
+            if cached is None or cached.in_cloud:
+                try:
+                    self.client.rm(self.remote)
+                except NotFoundError:
+                    if cached is None:
+                        raise
         self.remove_all_properties(recursive=True)
         self.remove_all_locks(recursive=True)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
-        with self.changing():
-            (self.client.mv if is_move else self.client.cp)(_remote(self.path), _remote(dest_path))
+        with self.changing(self.path, dest_path):
+            self.caches.files.sync([self.remote])
+            self.caches.files.drop(_remote(dest_path))
+            (self.client.mv if is_move else self.client.cp)(self.remote, _remote(dest_path))
+            if is_move:
+                self.caches.files.move(self.remote, _remote(dest_path))
         self._dead_properties(dest_path, is_move=is_move, with_children=False)
 
     def support_recursive_move(self, dest_path: str) -> bool:
@@ -154,9 +179,15 @@ class RemoteFolder(_Entry, DAVCollection):
         return None
 
     def _listing(self) -> dict[str, dict]:
+        """The cloud's entries (cached listing), with the write-back cache's files over them."""
         if self._members is None:
             with dav_errors():
-                self._members = {e["name"]: e for e in self.client.iter_dir(_remote(self.path))}
+                members = {e["name"]: e for e in self.caches.meta.listing(self.remote)}
+                for name in self.caches.files.names_in(self.remote):
+                    entry = cached_entry(self.caches, util.join_uri(self.remote, name))
+                    if entry is not None:
+                        members[name] = members.get(name, {}) | entry
+                self._members = members
         return self._members
 
     def get_member_names(self) -> list[str]:
@@ -171,14 +202,16 @@ class RemoteFolder(_Entry, DAVCollection):
         return _resource(path, self.environ, entry, self.client)
 
     def create_empty_resource(self, name: str) -> RemoteFile:
+        """In the cache only: the PUT's body follows at once and is sent with it."""
         path = util.join_uri(self.path, name)
         with self.changing():
-            self.client.put_bytes(_remote(path), b"")
+            create_empty(self.caches, _remote(path))
         return self.provider.get_resource_inst(path, self.environ)
 
     def create_collection(self, name: str) -> None:
-        with self.changing():
-            self.client.mkdir(_remote(util.join_uri(self.path, name)))
+        path = util.join_uri(self.path, name)
+        with self.changing(path):
+            self.client.mkdir(_remote(path))
 
     def _locked_below(self) -> bool:
         manager = self.provider.lock_manager
@@ -193,11 +226,19 @@ class RemoteFolder(_Entry, DAVCollection):
         self.provider.prop_manager.remove_tree(self.get_ref_url())
         return True
 
+    def _drop_cached(self) -> None:
+        """Forget the cached files below (their folder goes in one API call)."""
+        for path in self.caches.files.under(self.remote):
+            self.caches.files.drop(path)
+
     def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
         """A whole-tree copy in one API call (replacing what is there: Overwrite was checked)."""
         if not depth_infinity or self._locked_below():
             return False
-        with self.changing():
+        with self.changing(self.path, dest_path):
+            send_under(self.caches, self.remote)
+            for path in self.caches.files.under(_remote(dest_path)):
+                self.caches.files.drop(path)
             existing = _stat(self.client, dest_path)
             if existing is not None and existing["type"] == "dir":
                 self.client.rmdir(_remote(dest_path), recursive=True)
@@ -212,14 +253,15 @@ class RemoteFolder(_Entry, DAVCollection):
     def delete(self) -> None:
         if _remote(self.path) == "/":
             raise DAVError(HTTP_FORBIDDEN, "the root cannot be removed")
-        with self.changing():
+        with self.changing(self.path):
+            self._drop_cached()
             self.client.rmdir(_remote(self.path), recursive=True)
         self.remove_all_properties(recursive=True)
         self.remove_all_locks(recursive=True)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         """One level of a member-by-member copy: just the folder itself."""
-        with self.changing():
+        with self.changing(dest_path):
             try:
                 self.client.stat(_remote(dest_path))
             except NotFoundError:
@@ -230,8 +272,10 @@ class RemoteFolder(_Entry, DAVCollection):
         return True
 
     def move_recursive(self, dest_path: str) -> None:
-        with self.changing():
-            self.client.mv(_remote(self.path), _remote(dest_path))
+        with self.changing(self.path, dest_path):
+            send_under(self.caches, self.remote)
+            self.client.mv(self.remote, _remote(dest_path))
+            self.caches.files.move(self.remote, _remote(dest_path))
         self._dead_properties(dest_path, is_move=True, with_children=True)
 
 
@@ -244,13 +288,41 @@ class HyCloudProvider(DAVProvider):
     """Maps the share onto the authenticated user's namespace root."""
 
     def get_resource_inst(self, path: str, environ: dict):
-        """One stat per path per request: WsgiDAV asks for the same resource several times."""
+        """One look-up per path per request (WsgiDAV asks for the same resource several times):
+        the write-back cache first, then the metadata cache."""
         client: HyCloud = environ[CLIENT_KEY]
         entries = environ.setdefault(ENTRIES_KEY, {})
         if path not in entries:
-            entries[path] = _stat(client, path)
+            entries[path] = _lookup(environ[CACHES_KEY], path)
+            if entries[path] is None and not _requested(path, environ):
+                entries[path] = _recheck(environ[CACHES_KEY], path)
         entry = entries[path]
         return None if entry is None else _resource(path, environ, entry, client)
+
+
+def _lookup(caches: Caches, path: str) -> dict | None:
+    remote = _remote(path)
+    entry = cached_entry(caches, remote)
+    if entry is not None:
+        return entry
+    try:
+        return caches.meta.entry(remote)
+    except HyCloudError as err:
+        if err.status == 400:  # a name the API refuses cannot exist there
+            return None
+        raise DAVError(err.status or 502, err.message) from err
+
+
+def _requested(path: str, environ: dict) -> bool:
+    return path.rstrip("/") == environ.get("PATH_INFO", "").rstrip("/")
+
+
+def _recheck(caches: Caches, path: str) -> dict | None:
+    """A folder the request needs (a PUT's or MKCOL's parent) that the cached listing lacks is
+    asked for afresh: another client may have made it since (a 409 must not come from the cache)."""
+    entry = _stat(caches.client, path)
+    caches.meta.remember(_remote(path), entry)
+    return entry
 
 
 def _stat(client: HyCloud, path: str) -> dict | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterable
 
 from cheroot import wsgi
@@ -15,6 +16,7 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 from .auth import ApiKeyDomainController
 from .properties import TreePropertyManager
 from .provider import HyCloudProvider
+from .workspaces import Workspaces
 
 FINITE_DEPTH = (
     b'<?xml version="1.0" encoding="utf-8"?>\n<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>\n'
@@ -39,10 +41,11 @@ class FiniteDepth(BaseMiddleware):
         return [FINITE_DEPTH]
 
 
-def make_app(endpoint: str, verbose: int = 1) -> WsgiDAVApp:
-    """WsgiDAV over HyCloud: Basic auth with API keys, in-memory locks and dead properties."""
+def make_app(endpoint: str, verbose: int = 1, workspaces: Workspaces | None = None) -> WsgiDAVApp:
+    """WsgiDAV over HyCloud: Basic auth with API keys, each user's caches, in-memory locks and
+    dead properties."""
     config = {
-        "hycloud": {"endpoint": endpoint},
+        "hycloud": {"endpoint": endpoint, "workspaces": workspaces or Workspaces()},
         "provider_mapping": {"/": HyCloudProvider()},
         "http_authenticator": {
             "domain_controller": ApiKeyDomainController,
@@ -67,12 +70,27 @@ def make_app(endpoint: str, verbose: int = 1) -> WsgiDAVApp:
     return WsgiDAVApp(config)
 
 
-def serve(endpoint: str, host: str = "127.0.0.1", port: int = 8080, verbose: int = 1) -> None:
-    """Serve until interrupted."""
-    server = wsgi.Server((host, port), make_app(endpoint, verbose), numthreads=10)
+def serve(
+    endpoint: str,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    verbose: int = 1,
+    workspaces: Workspaces | None = None,
+) -> list[str]:
+    """Serve until Ctrl-C or SIGTERM, then send what the caches hold; the paths not sent."""
+    workspaces = workspaces or Workspaces()
+    server = wsgi.Server((host, port), make_app(endpoint, verbose, workspaces), numthreads=10)
+    server.prepare()  # until it serves, SIGTERM ends the process at once: nothing is cached yet
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        server.start()
+        server.serve()
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+    return workspaces.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the server as Ctrl-C does, so the caches are sent before the process ends."""
+    raise KeyboardInterrupt
