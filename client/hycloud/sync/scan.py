@@ -9,7 +9,6 @@ written again within the same mtime tick, at the same size, would otherwise keep
 from __future__ import annotations
 
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,40 +49,29 @@ def scan(root: Path, state: SyncState, keep: PathFilter, checksum: bool = False)
     base = str(root.resolve()).rstrip("/") + "/"
     cached = {} if checksum else state.cached_hashes(root)
     fresh: list[tuple[str, int, int, str]] = []
-    hashed_before = time.time_ns()
-    folders = [""]
+    hashed_before, files, folders = time.time_ns(), tree.files, [""]
+    everything = keep.exclude is None
     while folders:
         prefix = folders.pop()
         with os.scandir(base + prefix) as entries:
             for entry in entries:
                 rel = prefix + entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    if keep.keeps(rel, is_dir=True):
+                    if everything or keep.keeps(rel, is_dir=True):
                         tree.dirs.add(rel)
                         folders.append(rel + "/")
-                elif entry.is_file(follow_symlinks=False) and keep.keeps_file(rel):
-                    _add_file(tree, base + rel, rel, entry.stat(follow_symlinks=False), cached, fresh)
+                elif entry.is_file(follow_symlinks=False) and (everything or keep.keeps_file(rel)):
+                    st = entry.stat(follow_symlinks=False)
+                    known = cached.get(entry.path)
+                    if known is not None and known[0] == st.st_size and known[1] == st.st_mtime_ns:
+                        digest = known[2]  # unchanged: a stat, no read
+                    else:
+                        digest = content.hash_file(Path(entry.path))[0]
+                        fresh.append((entry.path, st.st_size, st.st_mtime_ns, digest))
+                    files[rel] = LocalFile(st.st_size, st.st_mtime, digest, st.st_mode & 0o777)
     tree.hashed = len(fresh)
     state.save_hashes(f for f in fresh if f[2] < hashed_before - RACY_NS)
     return tree
-
-
-def _add_file(
-    tree: LocalTree,
-    local: str,
-    rel: str,
-    st: os.stat_result,
-    cached: dict[str, tuple[int, int, str]],
-    fresh: list[tuple[str, int, int, str]],
-) -> None:
-    """The file's content hash from the cache when its size and mtime are unchanged, else read."""
-    known = cached.get(local)
-    if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
-        digest = known[2]
-    else:
-        digest = content.hash_file(Path(local))[0]
-        fresh.append((local, st.st_size, st.st_mtime_ns, digest))
-    tree.files[rel] = LocalFile(st.st_size, st.st_mtime, digest, stat.S_IMODE(st.st_mode) & 0o777)
 
 
 def remember_file(state: SyncState, local: Path, digest: str) -> LocalFile:
@@ -91,4 +79,4 @@ def remember_file(state: SyncState, local: Path, digest: str) -> LocalFile:
     st = local.stat()
     if st.st_mtime_ns < time.time_ns() - RACY_NS:
         state.save_hashes([(str(local.resolve()), st.st_size, st.st_mtime_ns, digest)])
-    return LocalFile(st.st_size, st.st_mtime, digest, stat.S_IMODE(st.st_mode) & 0o777)
+    return LocalFile(st.st_size, st.st_mtime, digest, st.st_mode & 0o777)
