@@ -88,6 +88,9 @@ def pytest_configure(config) -> None:
     # a test spawns would inherit that and shrug off the Ctrl-C tests' SIGINT.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    from tests import moto_partitions
+
+    moto_partitions.install()
 
 
 def pytest_sessionfinish(session) -> None:
