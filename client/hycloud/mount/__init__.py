@@ -1,7 +1,7 @@
 """`hycloud mount`: a user's HyCloud files as a local folder through FUSE (mfusepy).
 
-The FUSE operations load on first use (PEP 562): the write-back and metadata caches
-(`writeback.py`, `meta.py`) serve the WebDAV gateway too, which must not need libfuse.
+The FUSE operations (and libfuse) load on first use (PEP 562): `hycloud mount --help` and the
+checks of its options need neither. Its caches are `hycloud.caches`, shared with WebDAV.
 """
 
 from __future__ import annotations

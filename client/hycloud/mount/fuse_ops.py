@@ -2,7 +2,7 @@
 
 Consistency. Within the mount: close-to-open and more, since reads and stats of a file written
 through the mount are served from its cached copy at once. Writes are durable when `fsync`
-returns (close only makes them local: `writeback.py` sends them shortly after) and on unmount
+returns (close only makes them local: `caches/writeback.py` sends them shortly after) and on unmount
 (`destroy`); a folder made through the mount reaches the cloud with its first file sent, when a
 move or removal needs it, on fsyncdir, or on unmount. Across clients: another client sees a change once the flusher has sent it and its
 own caches have expired; this mount sees another client's change once its metadata entries expire
@@ -31,12 +31,12 @@ import mfusepy as fuse
 
 from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
+from ..caches import learn_sent, still_valid
+from ..caches.meta import TTL_S, MetaCache
+from ..caches.writeback import LIMIT, Cached, WriteBack
 from ..sdk import HyCloud, bundles
-from .caches import learn_sent, still_valid
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
-from .meta import TTL_S, MetaCache
 from .watch import watch
-from .writeback import LIMIT, Cached, WriteBack
 
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
 KERNEL_TTL_S = 1.0  # the kernel's entry and attribute timeouts (libfuse's default)

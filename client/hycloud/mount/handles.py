@@ -1,5 +1,5 @@
 """Open files of the mount: readers with read-ahead over ranged reads, and handles on the
-write-back cache's local copies (`writeback.py`).
+write-back cache's local copies (`hycloud/caches/writeback.py`).
 
 A reader keeps one window of the file (at least `read_ahead` bytes from where the kernel last
 asked), so sequential reads of small pieces cost one ranged GET per window. A file opened for
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import threading
 
+from ..caches.writeback import Cached, WriteBack
 from ..sdk import HyCloud
 from ..sdk.files import RemoteReader
-from .writeback import Cached, WriteBack
 
 READ_AHEAD = 8 * 1024 * 1024
 

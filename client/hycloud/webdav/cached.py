@@ -1,4 +1,4 @@
-"""What the gateway reads and writes through its user's write-back cache (`hycloud.mount.caches`).
+"""What the gateway reads and writes through its user's write-back cache (`hycloud.caches`).
 
 A PUT writes into the cache: a small file is answered once its bytes are there and the flusher
 sends it with others in a bundle; a larger one is answered once it is in the cloud (it would go
@@ -12,8 +12,8 @@ from typing import BinaryIO
 
 from hycloud_core import content
 
-from ..mount.caches import Caches, local_entry
-from ..mount.writeback import Cached
+from ..caches import Caches, local_entry
+from ..caches.writeback import Cached
 
 
 def cached_entry(caches: Caches, path: str) -> dict | None:

@@ -21,7 +21,7 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
 from hycloud_core.errors import HyCloudError, NotFoundError
 
-from ..mount.caches import Caches
+from ..caches import Caches
 from ..sdk import HyCloud
 from .auth import CACHES_KEY, CLIENT_KEY
 from .cached import CacheWriter, cached_entry, create_empty, open_cached, send_under

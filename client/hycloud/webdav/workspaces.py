@@ -1,5 +1,5 @@
 """Each user's caches in the gateway: the mount's metadata cache and write-back cache
-(`hycloud.mount.caches`), one pair per user, in a folder of its own under the gateway's cache folder.
+(`hycloud.caches`), one pair per user, in a folder of its own under the gateway's cache folder.
 
 A small file PUT is answered once its bytes are in the cache; the flusher sends the files put
 together in bundles, as the mount does. Listings and stats are kept `ttl` seconds and updated by
@@ -13,9 +13,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..mount.caches import Caches
-from ..mount.meta import TTL_S
-from ..mount.writeback import LIMIT
+from ..caches import Caches
+from ..caches.meta import TTL_S
+from ..caches.writeback import LIMIT
 from ..sdk import HyCloud
 
 

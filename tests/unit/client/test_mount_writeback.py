@@ -14,8 +14,8 @@ from pathlib import Path
 import mfusepy as fuse
 import pytest
 
+from hycloud.caches.writeback import WriteBack
 from hycloud.mount.fuse_ops import HyCloudFuse
-from hycloud.mount.writeback import WriteBack
 from hycloud_core.errors import ConflictError, NotFoundError
 
 
