@@ -79,12 +79,6 @@ def test_fast_plan_within_5_percent_of_optimum_100_files():
     assert max(gaps) <= 0.05
 
 
-@pytest.mark.slow
-def test_fast_plan_within_5_percent_of_optimum_400_files():
-    gaps = _check_against_exact(400, seed=1000)
-    assert max(gaps) <= 0.05
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_fast_plan_is_optimal_for_equal_blocks(seed):
