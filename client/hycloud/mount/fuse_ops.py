@@ -182,9 +182,13 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def unlink(self, path: str) -> None:
+        """An absent file is ENOENT from the metadata cache (`git clone` unlinks every object's
+        path before it copies the object there): no request per file."""
         cached = self.cache.drop(path)
         if cached is not None and not cached.in_cloud:
             return  # never sent: nothing to remove in the cloud, nothing cached about it changes
+        if cached is None and self._entry(path) is None:
+            raise fuse.FuseOSError(errno.ENOENT)
         try:
             self.client.rm(path)
         except NotFoundError:

@@ -347,3 +347,20 @@ def test_unmount_sends_everything_and_removes_the_cache(cloud, tmp_path):
     fs.destroy("/")
     assert cloud.files == {f"/u{i}": b"u" * i for i in range(5)}
     assert not (tmp_path / "cache").exists()
+
+
+def test_unlink_of_a_missing_file_answers_from_the_listing_without_a_request(cloud, tmp_path):
+    """`git clone` of a local repository unlinks each object's path before copying it there: an
+    absent file is ENOENT from the folder's (cached) listing, not an rm request per file."""
+    fs = _fs(cloud, tmp_path, delay=30)
+    cloud.dirs.add("/repo")
+    cloud.files["/repo/kept"] = b"k"
+    fs.mkdir("/made", 0o755)
+    cloud.calls.clear()
+    for path in ("/made/a", "/made/b", "/repo/a", "/repo/b", "/repo/c"):
+        with pytest.raises(fuse.FuseOSError) as err:
+            fs.unlink(path)
+        assert err.value.errno == 2  # ENOENT
+    assert cloud.calls == ["ls"]  # /repo listed once; /made is known empty
+    fs.unlink("/repo/kept")
+    assert "/repo/kept" not in cloud.files
