@@ -35,7 +35,27 @@ the CDK app builds from cdk.json's context: the default three regions, the same 
 controller the local cloud deploys (us-west-2, replicating every minute as on AWS by default), and
 the one-region profile (`-c hycloud:regions=us-east-1`, no standby), each broken down by item.
 
-Run:  python bench/cost_bench.py [--files 514095] [--seed 1] [--table TABLE]
+The whole bill of a month (hycloud_core/cost/bill.py) is priced on each mix and on a trace, a
+month in a day: storage by tier, requests, Lambda and Step Functions, DynamoDB, with egress and
+the deployment's fixed monthly cost apart. Every file's month is drawn, then charged in each
+layout from the same draw:
+
+- the synthetic mixes: the same sizes; days since each file was last touched drawn so that 80% of
+  files go a month unread (AWS's figure, memoryless); a read in the month for 20% of files and a
+  rewrite for 10%, on uniform days; one metadata operation (listing, stat) per read or write.
+- the trace: sizes and modification times of every regular file under an installed package tree
+  (`--trace-root`, /usr by default: Debian packages keep their upstream modification times; the
+  project's .venv does not, pip stamps every file with its install time). Each file's age is
+  taken as the days since it was last touched; over the month a file is read a Poisson number of
+  times with mean 2 x 30 / (30 + age in days) (reads skewed to recent files: twice a month when
+  new, once at a month old, 0.16 at a year), rewritten with a tenth of that rate, and the team
+  adds 3% new files (sizes drawn from the tree) on uniform days; one metadata operation per read
+  or write.
+
+Large downloads go direct from S3 (the client's default); HyCloud's threshold chosen by cost uses
+the month's own read and write rates and cold share.
+
+Run:  python bench/cost_bench.py [--files 514095] [--seed 1] [--table TABLE] [--trace-root /usr]
 Writes bench/results/cost.json and bench/results/cost.md.
 """
 
@@ -44,8 +64,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
+import stat
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +77,8 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 import result_files  # noqa: E402
 
 from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
+from hycloud_core.cost.bill import LAYOUTS as BILL_LAYOUTS  # noqa: E402
+from hycloud_core.cost.bill import FileMonth, Month, month_bills  # noqa: E402
 from hycloud_core.cost.idle import idle_monthly, shape_from_context  # noqa: E402
 from hycloud_core.cost.model import (  # noqa: E402
     LAYOUTS,
@@ -191,6 +216,160 @@ def measured_relay(table_name: str, prices) -> dict:
     return relay_cost(read_stats(boto3.resource("dynamodb").Table(table_name)), prices)
 
 
+UNREAD_RATE = -math.log(0.8) / 30  # per day: 80% of files go a month unread (memoryless)
+
+
+def synthetic_month(sizes: list[int], seed: int) -> Month:
+    """The mix's files over a month: ages drawn for 80% a month unread, 20% read, 10% rewritten."""
+    rng = random.Random(f"month-{seed}")
+    files = []
+    for size in sizes:
+        reads = (rng.uniform(0, 30),) if rng.random() < 0.2 else ()
+        writes = (rng.uniform(0, 30),) if rng.random() < 0.1 else ()
+        files.append(FileMonth(size, rng.expovariate(UNREAD_RATE), reads, writes))
+    return _with_metadata(files, len(sizes))
+
+
+def _with_metadata(files: list[FileMonth], count: int) -> Month:
+    touches = sum(len(f.reads) + len(f.writes) for f in files)
+    return Month(files, dirs=max(1, count // 100), metadata_ops=touches)
+
+
+def tree_files(root: Path) -> list[tuple[int, float]]:
+    """(size, days since modified) of every non-empty regular file under `root`, one file system."""
+    now, out = time.time(), []
+    device = root.stat().st_dev
+    for top, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if os.lstat(os.path.join(top, d)).st_dev == device]
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size:
+                out.append((st.st_size, max(0.0, (now - st.st_mtime) / 86400)))
+    return out
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    count, p, threshold = 0, rng.random(), math.exp(-mean)
+    while p > threshold:
+        count += 1
+        p *= rng.random()
+    return count
+
+
+def _days(rng: random.Random, count: int) -> tuple[float, ...]:
+    return tuple(sorted(rng.uniform(0, 30) for _ in range(count)))
+
+
+def trace_month(tree: list[tuple[int, float]], seed: int) -> Month:
+    """A team's month over a real tree: reads skewed to recent files, rewrites, 3% new files."""
+    rng = random.Random(f"trace-{seed}")
+    files = []
+    for size, age in tree:
+        reads = 2 * 30 / (30 + age)
+        files.append(
+            FileMonth(size, age, _days(rng, _poisson(rng, reads)), _days(rng, _poisson(rng, reads / 10)))
+        )
+    for _ in range(int(0.03 * len(tree))):
+        size = rng.choice(tree)[0]
+        created = rng.uniform(0, 30)
+        later = tuple(d for d in _days(rng, _poisson(rng, 2.0)) if d > created)
+        files.append(FileMonth(size, None, later, (created,)))
+    return _with_metadata(files, len(files))
+
+
+def bill_rows(month: Month, prices) -> dict:
+    bills = month_bills(month, prices, THRESHOLD)
+    files = list(month.files)
+    out = {
+        "files": len(files),
+        "logical_gb": prices.gb(sum(f.size for f in files)),
+        "reads": sum(len(f.reads) for f in files),
+        "writes": sum(len(f.writes) for f in files),
+        "metadata_ops": month.metadata_ops,
+        "bills": {name: bill.to_dict(prices) for name, bill in bills.items()},
+    }
+    unit = {name: bill.unit_price(prices) for name, bill in bills.items()}
+    for layout in ("hybrid-tiers", "hybrid-tiers-chosen"):
+        out[f"{layout}_vs_s3_pct"] = 100 * (unit[layout] / unit["all-s3"] - 1)
+        out[f"{layout}_vs_s3_files_pct"] = 100 * (unit[layout] / unit["s3-files"] - 1)
+        out[f"{layout}_vs_s3_tiers_pct"] = 100 * (unit[layout] / unit["all-s3-tiers"] - 1)
+    return out
+
+
+BILL_NAMES = {
+    "hybrid": "HyCloud today",
+    "hybrid-tiers": "HyCloud with tiers",
+    "hybrid-tiers-chosen": "with tiers, chosen threshold",
+    "all-s3": "all-S3 Standard",
+    "all-s3-tiers": "all-S3 Intelligent-Tiering",
+    "s3-files": "S3 Files",
+}
+
+
+def bill_markdown(report: dict) -> list[str]:
+    fixed = report["idle"]["default (3 regions)"]["total"]
+    lines = [
+        "",
+        "Whole bill of a month, $/GB-month (storage + requests + Lambda and Step Functions + DynamoDB; egress apart)",
+        "",
+        "| mix | " + " | ".join(BILL_NAMES[name] for name in BILL_LAYOUTS) + " |",
+        "| --- | " + " | ".join("---:" for _ in BILL_LAYOUTS) + " |",
+    ]
+    for mix, row in report["bills"].items():
+        cells = " | ".join(f"{row['bills'][name]['unit_price_gb_month']:.5f}" for name in BILL_LAYOUTS)
+        lines.append(f"| {mix} | {cells} |")
+    lines += ["", "HyCloud with tiers against the others, unit price of the whole bill", ""]
+    lines += ["| mix | layout | vs all-S3 Standard | vs S3 Files | vs all-S3 Intelligent-Tiering |"]
+    lines += ["| --- | --- | ---: | ---: | ---: |"]
+    for mix, row in report["bills"].items():
+        for layout in ("hybrid-tiers", "hybrid-tiers-chosen"):
+            lines.append(
+                f"| {mix} | {BILL_NAMES[layout]} | {row[f'{layout}_vs_s3_pct']:+.2f}% | "
+                f"{row[f'{layout}_vs_s3_files_pct']:+.2f}% | {row[f'{layout}_vs_s3_tiers_pct']:+.2f}% |"
+            )
+    lines += ["", "The month's bill by group, USD (egress is the same bytes in every layout)", ""]
+    lines += [
+        "| mix | layout | threshold (bytes) | storage | requests | compute | dynamodb | egress | total |"
+    ]
+    lines += ["| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mix, row in report["bills"].items():
+        for name in BILL_LAYOUTS:
+            b = row["bills"][name]
+            g = b["groups"]
+            t = f"{b['threshold']:,}" if b["threshold"] else "-"
+            lines.append(
+                f"| {mix} | {BILL_NAMES[name]} | {t} | {g['storage']:,.2f} | {g['requests']:,.2f} | "
+                f"{g['compute']:,.2f} | {g['dynamodb']:,.2f} | {g['transfer']:,.2f} | "
+                f"{sum(g.values()):,.2f} |"
+            )
+    trace = report.get("trace")
+    lines += [
+        "",
+        "Files, GiB, reads, writes and metadata operations of each month: "
+        + "; ".join(
+            f"{mix} {r['files']:,} files, {r['logical_gb']:,.1f} GiB, {r['reads']:,} reads, {r['writes']:,} writes, "
+            f"{r['metadata_ops']:,} metadata ops"
+            for mix, r in report["bills"].items()
+        )
+        + ".",
+        "",
+        (
+            f"Trace: {trace['files']:,} regular files under {trace['root']} (median age {trace['median_age_days']:.0f} days, "
+            f"{trace['unread_30_share']:.0%} of bytes older than 30 days). "
+            if trace
+            else ""
+        )
+        + f"The deployment's fixed cost, whatever is stored, is apart: ${fixed:.2f} a month for the default "
+        "three regions (idle table below). Storage is charged for the whole month to every file alive at its "
+        "end; S3 Files holds each written byte on file-system storage for its 30-day window and streams larger "
+        "reads from the bucket.",
+    ]
+    return lines
+
+
 def idle_rows(prices) -> dict:
     """The idle monthly cost of each profile, by item and by stack."""
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
@@ -307,6 +486,7 @@ def markdown(report: dict) -> str:
             f"| {measured['runs']} | {measured['bytes']:,} | {measured['seconds']:.1f} | "
             f"{measured['mib_per_second']} | {per_gb} | {modelled:.4f} |"
         )
+    lines += bill_markdown(report)
     lines += idle_markdown(report["idle"])
     return "\n".join(lines) + "\n"
 
@@ -316,6 +496,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=514_095)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--table", help="a deployment's DynamoDB table: price its measured relay runs")
+    parser.add_argument("--trace-root", type=Path, default=Path("/usr"), help="the package tree of the trace")
     args = parser.parse_args()
     prices = load_prices()
     report = {
@@ -331,13 +512,24 @@ def main() -> None:
         "access": {"reads_per_month": ACCESS.reads_per_month, "writes_per_month": ACCESS.writes_per_month},
         "chosen_threshold": chosen,
     }
+    report["bills"] = {}
     for name in ("trace-range", "small-heavy", "tiny-heavy"):
         sizes = distribution(name, args.files, args.seed)
         report["distributions"][name] = storage_rows(sizes, prices, THRESHOLD, chosen)
+        report["bills"][name] = bill_rows(synthetic_month(sizes, args.seed), prices)
         if name == "small-heavy":
             for t in (256 * KiB, 1 * MiB, 2 * MiB, 8 * MiB, 64 * MiB):
                 label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
                 report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
+    tree = tree_files(args.trace_root)
+    report["bills"]["month in a day (trace)"] = bill_rows(trace_month(tree, args.seed), prices)
+    ages = sorted(age for _, age in tree)
+    report["trace"] = {
+        "root": str(args.trace_root),
+        "files": len(tree),
+        "median_age_days": ages[len(ages) // 2],
+        "unread_30_share": sum(s for s, a in tree if a >= 30) / sum(s for s, _ in tree),
+    }
     report["per_gib"] = per_gb_rows(prices)
     report["relay_modelled_usd_per_gb"] = modelled_relay(prices)
     report["idle"] = idle_rows(prices)
