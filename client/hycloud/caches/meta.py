@@ -78,7 +78,11 @@ class MetaCache:
             self._listings[folder] = (time.monotonic() + self.ttl, {})
 
     def forget(self, *paths: str) -> None:
-        """Drop `paths`, everything under them, and their folders' entries and listings."""
+        """Drop `paths`, everything under them, and their folders' entries and listings. Listings
+        being fetched meanwhile are not kept (they may predate the change): nothing to drop, no
+        such cost."""
+        if not paths:
+            return
         with self._lock:
             self._generation += 1
             for path in paths:

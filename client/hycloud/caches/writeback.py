@@ -113,10 +113,12 @@ class WriteBack:
             return None
 
     def names_in(self, folder: str) -> list[str]:
+        """The names the cache holds in `folder`; each file checked by `current` outside the lock
+        (it may ask the cloud, and every open and close waits on that lock)."""
         with self._cond:
             inside = [p for p in self.files if os.path.dirname(p) == folder]
-            names = [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None]
-            return names + [d.rsplit("/", 1)[1] for d in self.dirs if os.path.dirname(d) == folder]
+            dirs = [d.rsplit("/", 1)[1] for d in self.dirs if os.path.dirname(d) == folder]
+        return [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None] + dirs
 
     # --- folders: made in the cloud with their first file (parents), or when something needs them --
     def add_dir(self, path: str) -> None:

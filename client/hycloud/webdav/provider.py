@@ -74,7 +74,8 @@ class _Entry:
                 yield
         finally:
             self.environ.get(ENTRIES_KEY, {}).clear()
-            self.caches.meta.forget(*map(_remote, paths))
+            if paths:
+                self.caches.meta.forget(*map(_remote, paths))
 
     def get_creation_date(self) -> float:
         return self.entry.get("mtime", 0.0)

@@ -179,3 +179,23 @@ def test_each_user_has_a_cache_folder_of_their_own(cloud, tmp_path):
     finally:
         assert workspaces.stop() == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_listing_fetched_while_a_file_is_put_is_kept(cloud):
+    """A PUT changes no cached entry (the file is the write-back cache's): a listing fetched
+    meanwhile stays usable. Were it dropped, every lookup under concurrent PUTs would list again."""
+    from hycloud.caches.meta import MetaCache
+
+    cloud.dirs.add("/f")
+    cloud.files |= {"/f/a": b"a", "/f/b": b"b"}
+    meta = MetaCache(cloud)  # type: ignore[arg-type]
+    listing = cloud.iter_dir
+
+    def iter_dir_while_a_put_lands(path: str, page_size: int = 1000):
+        meta.forget()  # what a PUT's change tells the metadata cache: no path of its
+        yield from listing(path, page_size)
+
+    cloud.iter_dir = iter_dir_while_a_put_lands  # type: ignore[method-assign]
+    assert meta.entry("/f/a")["size"] == 1 and meta.entry("/f/b")["size"] == 1
+    assert meta.entry("/f/new") is None
+    assert cloud.calls.count("ls") == 1
