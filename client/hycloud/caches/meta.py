@@ -14,6 +14,8 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hycloud_core.errors import ConflictError, NotFoundError
 
@@ -31,6 +33,7 @@ class MetaCache:
         self._listings: dict[str, tuple[float, dict[str, dict] | object]] = {}
         self._generation = 0
         self._lock = threading.Lock()
+        self._fetch_locks: dict[str, threading.Lock] = {}
 
     def entry(self, path: str) -> dict | None:
         """The entry at `path`, None if there is none."""
@@ -53,10 +56,14 @@ class MetaCache:
         hit = self._fresh(self._listings, path)
         if hit is not None and isinstance(hit[1], dict):
             return list(hit[1].values())
-        generation = self._generation
-        entries = list(self.client.iter_dir(path))
-        self._store(path, {e["name"]: e for e in entries}, generation)
-        return entries
+        with self._fetching(path):
+            hit = self._fresh(self._listings, path)  # listed by another thread meanwhile
+            if hit is not None and isinstance(hit[1], dict):
+                return list(hit[1].values())
+            generation = self._generation
+            entries = list(self.client.iter_dir(path))
+            self._store(path, {e["name"]: e for e in entries}, generation)
+            return entries
 
     def remember(self, path: str, entry: dict | None) -> None:
         with self._lock:
@@ -99,16 +106,29 @@ class MetaCache:
         hit = self._fresh(self._listings, folder)
         if hit is not None:
             return hit[1]
-        generation = self._generation
-        try:
-            entries = list(itertools.islice(self.client.iter_dir(folder, self.page), self.page))
-        except NotFoundError:
-            return {}  # no folder, so no entry in it
-        except ConflictError:
-            return None  # not a folder: let stat answer as it does
-        names = {e["name"]: e for e in entries} if len(entries) < self.page else BIG
-        self._store(folder, names, generation)
-        return names
+        with self._fetching(folder):
+            hit = self._fresh(self._listings, folder)  # listed by another thread meanwhile
+            if hit is not None:
+                return hit[1]
+            generation = self._generation
+            try:
+                entries = list(itertools.islice(self.client.iter_dir(folder, self.page), self.page))
+            except NotFoundError:
+                return {}  # no folder, so no entry in it
+            except ConflictError:
+                return None  # not a folder: let stat answer as it does
+            names = {e["name"]: e for e in entries} if len(entries) < self.page else BIG
+            self._store(folder, names, generation)
+            return names
+
+    @contextmanager
+    def _fetching(self, folder: str) -> Iterator[None]:
+        """One listing of a folder at a time: threads that miss together (a tool's parallel
+        stats, a WebDAV client's parallel PUTs) wait for the one request, not each make one."""
+        with self._lock:
+            lock = self._fetch_locks.setdefault(folder, threading.Lock())
+        with lock:
+            yield
 
     def _store(self, folder: str, names: dict[str, dict] | object, generation: int) -> None:
         with self._lock:

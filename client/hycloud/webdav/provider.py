@@ -10,6 +10,7 @@ trees move as cloud jobs; what the cache holds below them is sent first.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -210,9 +211,12 @@ class RemoteFolder(_Entry, DAVCollection):
         return self.provider.get_resource_inst(path, self.environ)
 
     def create_collection(self, name: str) -> None:
-        path = util.join_uri(self.path, name)
-        with self.changing(path):
-            self.client.mkdir(_remote(path))
+        """The new folder is learned (known empty), not its parent listed again."""
+        remote = _remote(util.join_uri(self.path, name))
+        with self.changing():
+            self.client.mkdir(remote)
+        self.caches.meta.learn(remote, {"name": name, "type": "dir", "size": 0, "mtime": time.time()})
+        self.caches.meta.empty(remote)
 
     def _locked_below(self) -> bool:
         manager = self.provider.lock_manager

@@ -199,3 +199,39 @@ def test_a_listing_fetched_while_a_file_is_put_is_kept(cloud):
     assert meta.entry("/f/a")["size"] == 1 and meta.entry("/f/b")["size"] == 1
     assert meta.entry("/f/new") is None
     assert cloud.calls.count("ls") == 1
+
+
+def test_lookups_that_miss_together_wait_for_one_listing(cloud):
+    """Parallel PUTs (rclone's 4 transfers) look up names in one folder at once: one request."""
+    import threading
+
+    from hycloud.caches.meta import MetaCache
+
+    cloud.dirs.add("/p")
+    meta = MetaCache(cloud)  # type: ignore[arg-type]
+    listing, started = cloud.iter_dir, threading.Event()
+
+    def slow_listing(path: str, page_size: int = 1000):
+        started.set()
+        time.sleep(0.2)  # the cloud answering slowly, while the other lookups arrive
+        yield from listing(path, page_size)
+
+    cloud.iter_dir = slow_listing  # type: ignore[method-assign]
+    found: list[dict | None] = []
+    threads = [threading.Thread(target=lambda i=i: found.append(meta.entry(f"/p/f{i}"))) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert found == [None] * 8 and cloud.calls.count("ls") == 1
+
+
+def test_a_folder_made_through_the_gateway_is_known_empty_without_a_listing(cloud, gateway):
+    dav, _ = gateway
+    assert dav("PROPFIND", "/", Depth="1")[0] == 207
+    calls = len(cloud.calls)
+    assert dav("MKCOL", "/fresh/")[0] == 201
+    for i in range(5):
+        assert dav("PUT", f"/fresh/f{i}.txt", b"x")[0] == 201
+    assert dav("MKCOL", "/fresh/")[0] == 405  # exists: known from the learned entry
+    assert cloud.calls[calls:] == ["mkdir"], cloud.calls[calls:]
