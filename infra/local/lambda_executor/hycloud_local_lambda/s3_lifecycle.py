@@ -101,9 +101,10 @@ def install_patches() -> None:
         return event
 
     def update_with_lifecycle(self, request):
-        bucket = (request.previous_state or {}).get("BucketName")
-        if bucket:
-            apply(request.aws_client_factory.s3, bucket, request.desired_state.get("LifecycleConfiguration"))
+        before = request.previous_state or {}
+        wanted = request.desired_state.get("LifecycleConfiguration")
+        if before.get("BucketName") and (wanted or before.get("LifecycleConfiguration")):
+            apply(request.aws_client_factory.s3, before["BucketName"], wanted)
         return update(self, request)  # LocalStack's: nothing else changes (the engine keeps the bucket)
 
     S3BucketProvider.create = create_with_lifecycle
