@@ -86,6 +86,9 @@ class Whoami(BaseModel):
         default=None,
         description="larger files are erasure-coded by default; absent with fewer than 3 instances",
     )
+    coded_whole_limit: int = Field(
+        description="the largest coded file a share link or the web app serves whole (the client reads any)"
+    )
     part_size: int
     s3_efs_rate: int
 

@@ -153,6 +153,9 @@ def deploy(
         str(OUTPUTS),
     ]
     context = ["-c", "hycloud:tracing=false", "-c", f"hycloud:regions={','.join(regions)}"]
+    # the local controller decodes on two cores shared with every other function and the tests:
+    # a share link or a delta base made whole in one request stays well inside 29 s at 128 MiB
+    context += ["-c", f"hycloud:codedInlineBytes={128 * 2**20}"]
     # the standby's replication runs when invoked: every minute it would copy each test user's files
     context += ["-c", f"hycloud:standby={standby or ''}", "-c", "hycloud:standbyEveryMinutes=0"]
     _run_cdk([*deploy_args, *context], env)  # LocalStack's free edition has no X-Ray

@@ -29,6 +29,7 @@ def whoami():
             "user": user_name(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "coded_threshold": _coded_threshold(),
+            "coded_whole_limit": CONFIG.coded_inline_bytes,
             "part_size": content.PART_SIZE,
             "s3_efs_rate": CONFIG.s3_efs_rate,
         }

@@ -37,7 +37,9 @@ def whole_object(link: Any) -> str:
     key = cached_copies.key_of(link.content_hash)
     if not cached_copies.holds(s3(), CONFIG.bucket, key, link.content_hash):
         store, own = _home_blocks()
-        coded_whole.to_object(link.erasure, link.content_hash, store, own, s3(), CONFIG.bucket, key)
+        coded_whole.to_object(
+            link.erasure, link.content_hash, store, own, s3(), CONFIG.bucket, key, CONFIG.coded_inline_bytes
+        )
     return key
 
 
@@ -62,8 +64,8 @@ def coded_base(link: Any, content_hash: str, spec: dict, inline: bool = True) ->
     cache, name = RelayCache(CONFIG.cache_dir), spec["base_cache_name"]
     if any(cache.is_ready(n, content_hash) for n in (name, spec.get("cache_name"))):
         return {}
-    if inline and coded_whole.fits_inline(erasure):
+    if inline and coded_whole.fits_inline(erasure, CONFIG.coded_inline_bytes):
         store, own = _home_blocks()
-        coded_whole.to_cache(erasure, content_hash, store, own, cache, name)
+        coded_whole.to_cache(erasure, content_hash, store, own, cache, name, CONFIG.coded_inline_bytes)
         return {}
     return {"base_source": _rebuilt_from(content_hash, erasure)}

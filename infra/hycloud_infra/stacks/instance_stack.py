@@ -80,6 +80,7 @@ def controller_settings(ctx) -> dict[str, str]:
     return {
         **({c.ENV_TREE_INLINE_LIMIT: str(limit)} if (limit := ctx("hycloud:treeInlineLimit")) else {}),
         **({c.ENV_RELAY_RANGE_BYTES: str(n)} if (n := ctx("hycloud:relayRangeBytes")) else {}),
+        **({c.ENV_CODED_INLINE_BYTES: str(n)} if (n := ctx("hycloud:codedInlineBytes")) else {}),
         **(
             {c.ENV_DELTA_PRECOMPUTE_BYTES: str(n)}
             if (n := ctx("hycloud:deltaPrecomputeBytes")) is not None

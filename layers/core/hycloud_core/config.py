@@ -27,6 +27,9 @@ class InstanceConfig:
     # with three or more instances, files larger than this are erasure-coded unless the client says
     # otherwise (docs/GEO.md: where multi-source downloads start to pay; 0 turns the default off)
     coded_threshold: int = field(default_factory=lambda: _env_int(c.ENV_CODED_THRESHOLD, 64 * c.MiB))
+    # the largest coded file one controller request decodes (share links, the web app, a delta base)
+    # within API Gateway's 29 s; set it from the rate the deployment's controller decodes at
+    coded_inline_bytes: int = field(default_factory=lambda: _env_int(c.ENV_CODED_INLINE_BYTES, 512 * c.MiB))
     relay_cache_bytes: int = field(default_factory=lambda: _env_int(c.ENV_RELAY_CACHE_BYTES, 1 * c.GiB))
     delta_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_DELTA_STATE_MACHINE, ""))
     # a version replaced by an overwrite or a delete is kept this long: listed and restorable

@@ -19,24 +19,25 @@ from ..fs.relay_cache import RelayCache
 from ..store.multipart import ObjectWriter
 from .reassemble import reassemble
 
-# What one controller request decodes within API Gateway's 29 s (a few hundred MB/s locally and
-# in-region); a larger coded file is refused with a clear error rather than a timeout.
+# What one controller request decodes within API Gateway's 29 s (a few hundred MB/s in-region),
+# unless the deployment says otherwise (InstanceConfig.coded_inline_bytes); a larger coded file is
+# refused with a clear error rather than a timeout.
 MAX_INLINE_BYTES = 512 * 1024 * 1024
 
 
-def fits_inline(erasure: dict[str, Any]) -> bool:
+def fits_inline(erasure: dict[str, Any], limit: int = MAX_INLINE_BYTES) -> bool:
     """Whether one request may make this layout's file whole."""
-    return _fits(CodedLayout.from_dict(erasure))
+    return _fits(CodedLayout.from_dict(erasure), limit)
 
 
-def _fits(layout: CodedLayout) -> bool:
-    return sum(c.length for c in layout.chunks) <= MAX_INLINE_BYTES
+def _fits(layout: CodedLayout, limit: int) -> bool:
+    return sum(c.length for c in layout.chunks) <= limit
 
 
-def _checked_size(layout: CodedLayout) -> None:
-    if not _fits(layout):
+def _checked_size(layout: CodedLayout, limit: int) -> None:
+    if not _fits(layout, limit):
         raise PayloadTooLargeError(
-            f"a coded file over {MAX_INLINE_BYTES // 2**20} MiB cannot be made whole in one request; "
+            f"a coded file over {limit // 2**20} MiB cannot be made whole in one request; "
             "download it with the client",
             code="coded-too-large",
         )
@@ -48,11 +49,18 @@ def _verified(got: str, content_hash: str) -> None:
 
 
 def to_object(
-    erasure: dict[str, Any], content_hash: str, store: BlockStore, own: str, s3: Any, bucket: str, key: str
+    erasure: dict[str, Any],
+    content_hash: str,
+    store: BlockStore,
+    own: str,
+    s3: Any,
+    bucket: str,
+    key: str,
+    limit: int = MAX_INLINE_BYTES,
 ) -> None:
     """Decode the file into `bucket/key`, which exists afterwards only if its hash is right."""
     layout = CodedLayout.from_dict(erasure)
-    _checked_size(layout)
+    _checked_size(layout, limit)
     out = ObjectWriter(s3, bucket, key)
     try:
         got, _ = reassemble(layout, store, own, out)
@@ -64,11 +72,17 @@ def to_object(
 
 
 def to_cache(
-    erasure: dict[str, Any], content_hash: str, store: BlockStore, own: str, cache: RelayCache, name: str
+    erasure: dict[str, Any],
+    content_hash: str,
+    store: BlockStore,
+    own: str,
+    cache: RelayCache,
+    name: str,
+    limit: int = MAX_INLINE_BYTES,
 ) -> None:
     """Decode the file into the relay cache as `name` (what a delta job reads as its base)."""
     layout = CodedLayout.from_dict(erasure)
-    _checked_size(layout)
+    _checked_size(layout, limit)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     try:
         with os.fdopen(fd, "wb") as out:
