@@ -14,8 +14,6 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from hycloud_core.errors import ConflictError, NotFoundError
 
@@ -56,7 +54,14 @@ class MetaCache:
         hit = self._fresh(self._listings, path)
         if hit is not None and isinstance(hit[1], dict):
             return list(hit[1].values())
-        with self._fetching(path):
+        lock = self._claim(path)
+        if lock is None:
+            kept = self.listing_kept(path)
+            if kept is not None:
+                return kept
+            lock = self._claim(path, wait=True)  # what is kept is no listing (too big): wait
+            assert lock is not None  # a claim that waits is always granted
+        try:
             hit = self._fresh(self._listings, path)  # listed by another thread meanwhile
             if hit is not None and isinstance(hit[1], dict):
                 return list(hit[1].values())
@@ -64,6 +69,14 @@ class MetaCache:
             entries = list(self.client.iter_dir(path))
             self._store(path, {e["name"]: e for e in entries}, generation)
             return entries
+        finally:
+            lock.release()
+
+    def listing_kept(self, path: str) -> list[dict] | None:
+        """The folder's last listing, expired or not (None if none is kept)."""
+        with self._lock:
+            hit = self._listings.get(path)
+        return list(hit[1].values()) if hit is not None and isinstance(hit[1], dict) else None
 
     def remember(self, path: str, entry: dict | None) -> None:
         with self._lock:
@@ -106,7 +119,12 @@ class MetaCache:
         hit = self._fresh(self._listings, folder)
         if hit is not None:
             return hit[1]
-        with self._fetching(folder):
+        lock = self._claim(folder)
+        if lock is None:
+            with self._lock:
+                kept = self._listings.get(folder)
+            return kept[1] if kept is not None else None
+        try:
             hit = self._fresh(self._listings, folder)  # listed by another thread meanwhile
             if hit is not None:
                 return hit[1]
@@ -120,15 +138,19 @@ class MetaCache:
             names = {e["name"]: e for e in entries} if len(entries) < self.page else BIG
             self._store(folder, names, generation)
             return names
+        finally:
+            lock.release()
 
-    @contextmanager
-    def _fetching(self, folder: str) -> Iterator[None]:
-        """One listing of a folder at a time: threads that miss together (a tool's parallel
-        stats, a WebDAV client's parallel PUTs) wait for the one request, not each make one."""
+    def _claim(self, folder: str, wait: bool = False) -> threading.Lock | None:
+        """The right to list `folder`, held (release it), or None: another thread is listing it and
+        its expired listing answers meanwhile (so a change by another client is seen within the
+        timeout plus one listing). One listing of a folder at a time: threads that miss together
+        (a tool's parallel stats, a WebDAV client's parallel PUTs) do not each make one; with no
+        listing kept (none yet, or dropped by a change through this client) they wait for it."""
         with self._lock:
             lock = self._fetch_locks.setdefault(folder, threading.Lock())
-        with lock:
-            yield
+            kept = folder in self._listings
+        return lock if lock.acquire(blocking=wait or not kept) else None
 
     def _store(self, folder: str, names: dict[str, dict] | object, generation: int) -> None:
         with self._lock:

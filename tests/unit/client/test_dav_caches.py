@@ -235,3 +235,33 @@ def test_a_folder_made_through_the_gateway_is_known_empty_without_a_listing(clou
         assert dav("PUT", f"/fresh/f{i}.txt", b"x")[0] == 201
     assert dav("MKCOL", "/fresh/")[0] == 405  # exists: known from the learned entry
     assert cloud.calls[calls:] == ["mkdir"], cloud.calls[calls:]
+
+
+def test_while_one_lookup_lists_a_folder_again_the_others_answer_from_its_expired_listing(cloud):
+    """A slow cloud must not stall every PUT each time a folder's listing expires: one lookup
+    lists it again, the others answer from the expired listing meanwhile."""
+    import threading
+
+    from hycloud.caches.meta import MetaCache
+
+    cloud.dirs.add("/s")
+    cloud.files["/s/old"] = b"o"
+    meta = MetaCache(cloud, ttl=0.0)  # type: ignore[arg-type]
+    assert meta.entry("/s/old") is not None  # listed once, expired at once
+    listing, release = cloud.iter_dir, threading.Event()
+
+    def blocked_listing(path: str, page_size: int = 1000):
+        release.wait(5)
+        yield from listing(path, page_size)
+
+    cloud.iter_dir = blocked_listing  # type: ignore[method-assign]
+    refresher = threading.Thread(target=meta.entry, args=("/s/a",))
+    refresher.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    assert meta.entry("/s/old")["size"] == 1 and meta.entry("/s/b") is None
+    assert [e["name"] for e in meta.listing("/s")] == ["old"]
+    assert time.monotonic() - started < 1  # not waiting for the listing in flight
+    release.set()
+    refresher.join(5)
+    assert cloud.calls.count("ls") == 2
