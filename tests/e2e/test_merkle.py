@@ -17,7 +17,7 @@ import pytest
 
 from hycloud.sdk.tree_jobs import follow
 from hycloud_core import bundle
-from hycloud_core.merkle import LevelExchange, Node, Responder, tree_from_directory
+from hycloud_core.merkle import LevelExchange, Node, Responder, sketch, tree_from_directory
 from hycloud_core.merkle.exchange import MAX_PATHS
 from tests.e2e.conftest import _make_user
 from tests.e2e.invariants import merkle_tree_on_efs
@@ -93,6 +93,23 @@ def test_an_exchange_finds_exactly_the_edited_file(owner, mirrored, tmp_path):
     sdk.put(edited, "/proj/docs/deep/c.bin")
     assert len(exchange(sdk, local, scope="/proj")) == 0
     assert sdk.merkle_root() == local.hash.hex()
+
+
+def test_the_one_round_exchange_finds_the_edit_in_one_binary_request(owner, mirrored):
+    """POST /v1/merkle/diff through API Gateway: a binary body and answer, one request."""
+    sdk = owner.sdk()
+    equal = sketch.compare(tree_from_directory(mirrored, prefix="/proj"), "/proj", sdk.merkle_diff)
+    assert len(equal.result()) == 0 and equal.rounds == 1
+    edited = mirrored / "a.txt"
+    edited.write_bytes(b"omega\n")
+    found = sketch.compare(tree_from_directory(mirrored, prefix="/proj"), "/proj", sdk.merkle_diff).result()
+    assert [(d.path, d.local.hash != d.remote.hash) for d in found] == [("/proj/a.txt", True)]
+    assert found.rounds == 1 and sdk.exchange_stats["requests"] == 2
+    sdk.put(edited, "/proj/a.txt")
+    r = owner.api().call(
+        "POST", "/v1/merkle/diff", data=b"\x09junk", headers={"Content-Type": "application/octet-stream"}
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad-body"
 
 
 @pytest.mark.parametrize(

@@ -51,8 +51,7 @@ class SketchExchange:
         top = local.find(self.scope)
         if top is None or top.kind != "dir":
             raise ValueError(f"the local tree holds no folder {self.scope}")
-        self._folders = [n for n in top.walk() if n.kind == "dir"]
-        self._folders.sort(key=lambda n: n.path)
+        self._folders = _folders(top)
         self._records = tuple(self._record(n, sketch=True) for n in self._folders)
         self._found: list[Difference] = []
         self.rounds = 0
@@ -150,6 +149,16 @@ class SketchExchange:
             raise RuntimeError("the exchange is not complete")
         unique = {d.path: d for d in self._found}
         return Diff(tuple(unique[p] for p in sorted(unique)), self.rounds)
+
+
+def _folders(top: Node) -> list[Node]:
+    """The folders at and below `top`, in path order (files are not visited: most of a tree)."""
+    out, stack = [], [top]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack += [c for c in node.children.values() if c.kind == "dir"]
+    return sorted(out, key=lambda n: n.path)
 
 
 def compare(local: Node, scope: str, send: Callable[[bytes], bytes]) -> SketchExchange:
