@@ -69,10 +69,10 @@ class CacheWriter:
 
 
 def create_empty(caches: Caches, path: str) -> None:
-    """A new, empty file at `path`, in the cache only (the body that follows replaces it)."""
-    entry = caches.files.open(path, in_cloud=False, writer=True)
-    caches.files.changed(entry)
-    caches.files.closed(entry, writer=True)
+    """A new, empty file at `path`, in the cache only. Not a change to send: the body that follows
+    is (an empty one too); were it, the flusher could send the empty file before the body came."""
+    entry = caches.files.open(path, in_cloud=False, writer=False)
+    caches.files.closed(entry, writer=False)
 
 
 def send_under(caches: Caches, path: str) -> None:

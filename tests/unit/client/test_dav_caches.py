@@ -265,3 +265,13 @@ def test_while_one_lookup_lists_a_folder_again_the_others_answer_from_its_expire
     release.set()
     refresher.join(5)
     assert cloud.calls.count("ls") == 2
+
+
+def test_a_put_is_sent_once_with_its_body_and_an_empty_body_makes_an_empty_file(cloud, gateway):
+    dav, workspaces = gateway
+    dav("MKCOL", "/e/")
+    assert dav("PUT", "/e/empty", b"")[0] == 201
+    assert dav("PUT", "/e/full", b"body")[0] == 201
+    assert workspaces.stop() == []
+    assert cloud.files["/e/empty"] == b"" and cloud.files["/e/full"] == b"body"
+    assert sorted(p for batch in cloud.batches for p in batch) == ["/e/empty", "/e/full"]
