@@ -108,6 +108,10 @@ class HyCloudFuse(fuse.Operations):
         learn_sent(self.meta, sent)
 
     def _entry(self, path: str) -> dict | None:
+        """A folder made here and not sent yet holds nothing in the cloud: no request for what is
+        not in the cache below it (`git clone` stats many absent paths in its new folders)."""
+        if self.cache.is_dir(os.path.dirname(path)):
+            return None
         return self.meta.entry(path)
 
     def _forget(self, *paths: str) -> None:

@@ -364,3 +364,20 @@ def test_unlink_of_a_missing_file_answers_from_the_listing_without_a_request(clo
     assert cloud.calls == ["ls"]  # /repo listed once; /made is known empty
     fs.unlink("/repo/kept")
     assert "/repo/kept" not in cloud.files
+
+
+def test_lookups_in_a_folder_not_sent_yet_cost_no_request(cloud, tmp_path):
+    """`git clone` stats many absent paths under the .git folders it has just made; those folders
+    are not in the cloud yet, so the answer is known: no listing, even once entries expire."""
+    fs = _fs(cloud, tmp_path, delay=30)
+    fs.meta.ttl = 0.0  # every cached listing expired at once
+    fs.mkdir("/clone", 0o755)
+    fs.mkdir("/clone/objects", 0o755)
+    cloud.calls.clear()
+    for path in ("/clone/HEAD.lock", "/clone/objects/ab", "/clone/objects/info"):
+        with pytest.raises(fuse.FuseOSError) as err:
+            fs.getattr(path)
+        assert err.value.errno == 2
+    with pytest.raises(fuse.FuseOSError):
+        fs.unlink("/clone/objects/x")
+    assert cloud.calls == []
