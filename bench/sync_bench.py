@@ -1,27 +1,35 @@
-"""Finding and sending what changed in a 10,000-file tree, 1% of its files edited, over the
-emulated client link (50 Mbit/s, RTT 100 ms), beside `aws s3 sync`-style listing-and-compare.
+"""Finding and sending what changed in a tree of 10,000 (or 100,000) files in 10 x 10 folders,
+1% of its files edited, over the emulated client link (50 Mbit/s, RTT 100 ms), beside
+`aws s3 sync`-style listing-and-compare, and against the lower bound (one round trip plus the
+changed paths crossing the link once).
 
-HyCloud: `hycloud sync` (the SDK function): a local scan against the kept state (only changed
-files re-hashed), the Merkle exchange (`POST /v1/merkle/children`, one request per level of the
-tree below the synced folder), then the changed files sent.
+HyCloud: `hycloud sync` (the SDK function): a local scan against the kept hashes (only changed
+files read), the one-round Merkle exchange (`POST /v1/merkle/diff`), then the changed files
+sent; and, as a client before it, the level-by-level JSON exchange (`POST /v1/merkle/children`,
+one request per level). Each row says where the time went: the client's scan, the exchange and
+the cloud's part of it (its reads), the bytes each way and the link's share (RTTs + bytes).
 Peers over the same link, against an S3 bucket in the same LocalStack holding the same tree:
   list      `aws s3 sync`'s compare: `list_objects_v2` pages, size and LastModified against each
             local file's size and mtime (no request per file), then `put_object` of what differs;
   list+head the same listing plus one `head_object` per object (10 threads), as a compare that
-            checks stored metadata (e.g. a checksum) must.
+            checks stored metadata (e.g. a checksum) must (--head 1).
 Both are seeded off the link: the cloud by a first `hycloud sync` (bundles), the bucket by
-`put_object`.
+`put_object`; --workdir keeps trees, accounts and buckets for later runs.
 
-    .venv/bin/python bench/sync_bench.py [--files 10000] [--changed 0.01] [--repeats 3] [--down 50 --up 50 --rtt 100]
+    .venv/bin/python bench/sync_bench.py [--files 10000 100000] [--changed 0.01] [--repeats 3]
+        [--head 0] [--workdir DIR] [--before OLD.json] [--down 50 --up 50 --rtt 100]
+    .venv/bin/python bench/sync_bench.py --join A.json B.json   (runs made into one report)
 
-Needs the local deployment (started and deployed if absent); writes bench/results/sync.{json,md}.
+Needs the local deployment (started if absent); writes bench/results/<--name: sync>.{json,md}.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -119,80 +127,163 @@ def s3_send(s3, bucket: str, root: Path, rels: list[str]) -> None:
 
 
 def run(args) -> dict:
-    rng = random.Random(12)
-    state = tempfile.TemporaryDirectory()
-    os.environ["HYCLOUD_STATE"] = str(Path(state.name) / "state.sqlite3")
-    local.start()
-    outputs = local.deploy(log=lambda m: None)
-    env = local.cloud_env()
-    os.environ.update(env)
+    """Every size in --files, each against its own account and bucket, one after another."""
+    outputs, env = local.running_deployment()
+    return {
+        "link": describe(args),
+        "command": " ".join(["bench/sync_bench.py", *sys.argv[1:]]),
+        "repeats": args.repeats,
+        "sizes": [run_size(args, files, outputs, env) for files in args.files],
+    }
+
+
+def _workdir(args, files: int) -> tuple[Path, tempfile.TemporaryDirectory | None]:
+    """Where the tree, the sync state and the account are kept: --workdir keeps them for a later
+    run (seeding 100,000 files takes many minutes), else a temporary folder."""
+    if args.workdir:
+        work = Path(args.workdir) / f"f{files}"
+        work.mkdir(parents=True, exist_ok=True)
+        return work, None
+    temp = tempfile.TemporaryDirectory()
+    return Path(temp.name), temp
+
+
+def _seeded(args, files: int, work: Path, outputs: dict, env: dict) -> dict:
+    """The tree, the cloud and the bucket holding it, made now or kept from an earlier run."""
+    kept = work / "seeded.json"
+    if kept.exists():
+        seed = json.loads(kept.read_text())
+        if seed["url"] == outputs["LocalApiUrl"] and seed["files"] == files:
+            s3 = s3_client(env["AWS_ENDPOINT_URL"])  # earlier runs' edits: in the bucket, older than it
+            earlier = sorted(
+                {*seed.get("changed", []), *s3_compare(s3, seed["bucket"], work / "tree", False)[0]}
+            )
+            seed_s3(s3, seed["bucket"], work / "tree", earlier)
+            for rel in earlier:
+                os.utime(work / "tree" / rel, (seed["seeded_at"], seed["seeded_at"]))
+            return seed
+    tree, rng = work / "tree", random.Random(12)
+    shutil.rmtree(tree, ignore_errors=True)
     account = create_account(outputs["TableName"], f"syncb-{uuid.uuid4().hex[:8]}")
-    url, key = outputs["LocalApiUrl"], account["api_key"]
+    seed = {"url": outputs["LocalApiUrl"], "key": account["api_key"], "files": files}
+    seed["rels"] = make_tree(tree, files, rng)
+    started = time.perf_counter()
+    direct = HyCloud(seed["url"], seed["key"])
+    for _ in range(3):  # off the link, in bundles: uploads the tree and records the state
+        first = sync(direct, tree, REMOTE, "push")
+        print(f"seeding the cloud: {first['files']} files in {first['seconds']:.0f} s", flush=True)
+        if not first["failed"]:
+            break
+    seed["seed_seconds"] = round(time.perf_counter() - started, 1)
+    seed["bucket"] = f"sync-bench-{uuid.uuid4().hex[:8]}"
+    s3_direct = s3_client(env["AWS_ENDPOINT_URL"])
+    s3_direct.create_bucket(Bucket=seed["bucket"])
+    seed_s3(s3_direct, seed["bucket"], tree, seed["rels"])
+    seed["seeded_at"] = time.time() - 60  # local files older than the objects, as after `aws s3 sync`
+    for rel in seed["rels"]:
+        os.utime(tree / rel, (seed["seeded_at"], seed["seeded_at"]))
+    print("seeded the bucket", flush=True)
+    kept.write_text(json.dumps(seed))
+    return seed
+
+
+def run_size(args, files: int, outputs: dict, env: dict) -> dict:
+    work, temp = _workdir(args, files)
+    os.environ["HYCLOUD_STATE"] = str(work / "state.sqlite3")
+    seed = _seeded(args, files, work, outputs, env)
+    tree, rels, bucket = work / "tree", seed["rels"], seed["bucket"]
+    direct = HyCloud(seed["url"], seed["key"])
+    again = sync(direct, tree, REMOTE, "push")  # settles an earlier run's edits and mtimes
+    assert not again["failed"], again["failed"][:3]
+    unchanged = sync(direct, tree, REMOTE, "push", SyncOptions(dry_run=True))  # the kept hashes alone
+    assert unchanged["files"] == 0, unchanged["copied"][:5]
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
-        rels = make_tree(tree, args.files, rng)
-        direct = HyCloud(url, key)
-        seeded = time.perf_counter()
-        for _ in range(3):  # off the link, in bundles: uploads the tree and records the state
-            first = sync(direct, tree, REMOTE, "push")
-            print(f"seeding the cloud: {first['files']} files in {first['seconds']:.0f} s", flush=True)
-            if not first["failed"]:
-                break
-        seed_seconds = time.perf_counter() - seeded
-        again = sync(direct, tree, REMOTE, "push")  # nothing to do: the cloud's hashes now settled
-        assert again["files"] == 0, again["copied"][:5]
-        bucket = f"sync-bench-{uuid.uuid4().hex[:8]}"
-        s3_direct = s3_client(env["AWS_ENDPOINT_URL"])
-        s3_direct.create_bucket(Bucket=bucket)
-        seed_s3(s3_direct, bucket, tree, rels)
-        print("seeded the bucket", flush=True)
-        time.sleep(2)  # local files now older than the objects, as after `aws s3 sync`
-        changed = edit(tree, rels, args.changed, rng)
-        rows: dict[str, dict] = {}
-        with client_link(port, args) as link:
-            with through(link):
-                wan = HyCloud(url, key)
-                wan.small_file_threshold  # noqa: B018 - the deployment's info, fetched before timing
-                loads = [os.getloadavg()[0]]
-                finds = []
-                for _ in range(args.repeats):  # a dry run changes nothing: the same search each time
-                    finds.append(
-                        measure(link, lambda: sync(wan, tree, REMOTE, "push", SyncOptions(dry_run=True)))
-                    )
-                    assert sorted(finds[-1]["result"]["copied"]) == changed, "sync found other changes"
-                find = _median(finds)
-                both = measure(link, lambda: sync(wan, tree, REMOTE, "push"))
-                assert sorted(both["result"]["copied"]) == changed and not both["result"]["failed"]
-                rows["hycloud sync"] = _row(find, both, find["result"]["requests"], find["result"]["rounds"])
-                rows["hycloud sync"]["find_runs"] = [round(f["seconds"], 3) for f in finds]
-            s3 = s3_client(link.url)
-            for name, head in (("aws s3 sync-style list", False), ("list + head per object", True)):
-                runs = args.repeats if not head else 1  # list + head takes minutes
-                founds = [measure(link, lambda h=head: s3_compare(s3, bucket, tree, h)) for _ in range(runs)]
-                found = _median(founds)
-                assert found["result"][0] == changed, f"{name} found other changes"
-                sent = measure(link, lambda: s3_send(s3, bucket, tree, changed))
-                total = {
-                    "seconds": found["seconds"] + sent["seconds"],
-                    "bytes": found["bytes"] + sent["bytes"],
-                }
-                rows[name] = _row(found, total, found["result"][1], None)
-                rows[name]["find_runs"] = [round(f["seconds"], 3) for f in founds]
-            loads.append(os.getloadavg()[0])
+    changed = edit(tree, rels, args.changed, random.Random(f"{files}-{time.time()}"))
+    seed["changed"] = changed
+    (work / "seeded.json").write_text(json.dumps(seed))
+    rows: dict[str, dict] = {}
+    with client_link(port, args) as link:
+        with through(link):
+            loads = [os.getloadavg()[0]]
+            # the level-by-level exchange first: its runs are dry, the one-round row's last run sends
+            for name, one_round in (
+                ("hycloud sync, level-by-level JSON exchange", False),
+                ("hycloud sync", True),
+            ):
+                rows[name] = _hycloud(args, link, seed, tree, changed, one_round)
+        s3 = s3_client(link.url)
+        peers = [("aws s3 sync-style list", False)] + [("list + head per object", True)] * args.head
+        for name, head in peers:
+            runs = args.repeats if not head else 1  # list + head takes minutes
+            founds = [measure(link, lambda h=head: s3_compare(s3, bucket, tree, h)) for _ in range(runs)]
+            found = _median(founds)
+            assert found["result"][0] == changed, f"{name} found other changes"
+            sent = measure(link, lambda: s3_send(s3, bucket, tree, changed))
+            total = {"seconds": found["seconds"] + sent["seconds"], "bytes": found["bytes"] + sent["bytes"]}
+            rows[name] = _row(found, total, found["result"][1], None)
+            rows[name]["find_runs"] = [round(f["seconds"], 3) for f in founds]
+        loads.append(os.getloadavg()[0])
+    rows = {"hycloud sync": rows.pop("hycloud sync"), **rows}
     base = rows["hycloud sync"]["find_seconds"]
     for row in rows.values():
         row["find_vs_hycloud"] = row["find_seconds"] / base
+    if temp is not None:
+        temp.cleanup()
     return {
-        "link": describe(args),
-        "files": args.files,
+        "files": files,
         "changed": len(changed),
-        "seed_seconds": round(seed_seconds, 1),
+        "seed_seconds": seed["seed_seconds"],
+        "unchanged_scan": {"seconds": unchanged["timings"]["scan_s"], "files_read": unchanged["hashed"]},
+        "lower_bound": lower_bound(args, changed),
         "load_average_1min": [round(x, 2) for x in loads],
-        "command": " ".join(["bench/sync_bench.py", *sys.argv[1:]]),
-        "repeats": args.repeats,
         "rows": rows,
     }
+
+
+def lower_bound(args, changed: list[str]) -> dict:
+    """Finding the changes cannot take less than one round trip (the cloud must be asked) plus the
+    changed paths themselves crossing the link once, each with a separator."""
+    path_bytes = sum(len(rel.encode()) + 1 for rel in changed)
+    seconds = args.rtt / 1000 + path_bytes * 8 / (min(args.down, args.up) * 1e6)
+    return {"seconds": round(seconds, 4), "path_bytes": path_bytes, "round_trips": 1}
+
+
+def _hycloud(args, link, seed: dict, tree: Path, changed: list[str], one_round: bool) -> dict:
+    """Finding (median of --repeats dry runs) and then sending, over the link, with its breakdown."""
+    wan = HyCloud(seed["url"], seed["key"])
+    wan.small_file_threshold  # noqa: B018 - the deployment's info, fetched before timing
+    if not one_round:
+        wan.merkle_diff = None  # type: ignore[method-assign,assignment] - as a client before it
+    finds = []
+    for _ in range(args.repeats):  # a dry run changes nothing: the same search each time
+        wan.exchange_stats.clear()
+        finds.append(measure(link, lambda: sync(wan, tree, REMOTE, "push", SyncOptions(dry_run=True))))
+        finds[-1]["stats"] = dict(wan.exchange_stats)
+        assert sorted(finds[-1]["result"]["copied"]) == changed, "sync found other changes"
+    find = _median(finds)
+    both = measure(link, lambda: sync(wan, tree, REMOTE, "push")) if one_round else None
+    if both is not None:
+        assert sorted(both["result"]["copied"]) == changed and not both["result"]["failed"]
+    result = find["result"]
+    row = _row(find, both or {"seconds": None, "bytes": None}, result["requests"], result["rounds"])
+    row["find_runs"] = [round(f["seconds"], 3) for f in finds]
+    row["breakdown"] = {
+        "scan_s": result["timings"]["scan_s"],
+        "files_read": result["hashed"],
+        "exchange_s": result["timings"]["exchange_s"],
+        "cloud_s": round(find["stats"].get("server_ms", 0) / 1000, 4) if one_round else None,
+        "cloud_reads": find["stats"].get("reads") if one_round else None,
+        "cloud_read_rounds": find["stats"].get("read_rounds") if one_round else None,
+        "bytes_up": find["up"],
+        "bytes_down": find["down"],
+        "link_s": round(
+            args.rtt / 1000 * result["requests"]
+            + find["up"] * 8 / (args.up * 1e6)
+            + find["down"] * 8 / (args.down * 1e6),
+            4,
+        ),
+    }
+    return row
 
 
 def _median(runs: list[dict]) -> dict:
@@ -206,40 +297,141 @@ def _row(find: dict, total: dict, requests: int, rounds: int | None) -> dict:
         "find_bytes": find["bytes"],
         "find_requests": requests,
         "rounds": rounds,
-        "total_seconds": round(total["seconds"], 3),
+        "total_seconds": None if total["seconds"] is None else round(total["seconds"], 3),
         "total_bytes": total["bytes"],
     }
 
 
 def markdown(doc: dict) -> str:
     lines = [
-        f"# Sync: {doc['files']:,} files, {doc['changed']} changed ({doc['link']})",
+        f"# Sync: finding and sending 1% edited files ({doc['link']})",
         "",
-        f"`.venv/bin/python {doc['command']}`; the cloud seeded (off the link, in bundles) in "
-        f"{doc['seed_seconds']:.0f} s. The issue's peer is list + head per object; aim: ≥ 10× faster to find. "
-        f"Finding: median of {doc['repeats']} runs (list + head: one); 1-minute load average "
-        f"{min(doc['load_average_1min']):.1f}-{max(doc['load_average_1min']):.1f} "
-        "(a 2-core machine shared with other work).",
+        f"`.venv/bin/python {doc['command']}`. Finding: median of {doc['repeats']} runs (list + head: one). "
+        "Aim (issue 33): HyCloud ≥ 10× faster to find than the `aws s3 sync`-style list. The lower "
+        "bound is one round trip plus the changed paths crossing the link once. A 2-core machine "
+        "shared with other work: the load average is given per size.",
+    ]
+    before = doc.get("before", {})
+    for size in doc["sizes"]:
+        lines += _size_markdown(size, before.get(str(size["files"])))
+    for files, old in before.items():
+        if all(str(size["files"]) != files for size in doc["sizes"]):
+            lines += _before_markdown(int(files), old)
+    return "\n".join(lines) + "\n"
+
+
+def _before_markdown(files: int, old: dict) -> list[str]:
+    """A size measured only before (the one-round exchange not run at it): that run's rows."""
+    doc = old["doc"]
+    lines = [
         "",
-        "| method | find changes (s) | find: bytes on link | find: requests | find: × HyCloud | find + send (s) | find + send: bytes |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"## {files:,} files, {doc['changed']} changed: before only ({old['commit']})",
+        "",
+        f"`.venv/bin/python {doc['command']}` at that commit; seeded in {doc['seed_seconds']:.0f} s; "
+        f"1-minute load average {min(doc['load_average_1min']):.1f}-{max(doc['load_average_1min']):.1f}.",
+        "",
+        "| method | find changes (s) | find: bytes on link | find: requests | find: × HyCloud | find + send (s) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, r in doc["rows"].items():
         lines.append(
             f"| {name} | {r['find_seconds']:.2f} | {r['find_bytes']:,} | {r['find_requests']:,} | "
-            f"{r['find_vs_hycloud']:.1f}× | {r['total_seconds']:.2f} | {r['total_bytes']:,} |"
+            f"{r['find_vs_hycloud']:.1f}× | {r['total_seconds']:.2f} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _size_markdown(size: dict, before: dict | None) -> list[str]:
+    bound = size["lower_bound"]
+    lines = [
+        "",
+        f"## {size['files']:,} files, {size['changed']} changed",
+        "",
+        f"Seeded (off the link, in bundles) in {size['seed_seconds']:.0f} s; 1-minute load average "
+        f"{min(size['load_average_1min']):.1f}-{max(size['load_average_1min']):.1f}. Lower bound: "
+        f"1 round trip + {bound['path_bytes']:,} bytes of changed paths = **{bound['seconds']:.3f} s**.",
+        "",
+        "| method | find changes (s) | × lower bound | find: bytes on link | find: requests | "
+        "find: × HyCloud | find + send (s) | find + send: bytes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = dict(size["rows"])
+    if before:
+        rows = {f"hycloud sync before ({before['commit']})": before["row"], **rows}
+    base = size["rows"]["hycloud sync"]["find_seconds"]
+    for name, r in rows.items():
+        total = "-" if r.get("total_seconds") is None else f"{r['total_seconds']:.2f}"
+        total_bytes = "-" if r.get("total_bytes") is None else f"{r['total_bytes']:,}"
+        lines.append(
+            f"| {name} | {r['find_seconds']:.2f} | {r['find_seconds'] / bound['seconds']:.1f}× | "
+            f"{r['find_bytes']:,} | {r['find_requests']:,} | {r['find_seconds'] / base:.1f}× | "
+            f"{total} | {total_bytes} |"
+        )
+    if before:
+        loads = before["doc"].get("load_average_1min", [0])
+        lines += [
+            "",
+            f"The first row is an earlier run ({before['commit']}) at a 1-minute load average of "
+            f"{min(loads):.1f}-{max(loads):.1f}; the level-by-level row beside it is the same exchange "
+            "in this run, at this run's load: compare the one-round exchange with that one.",
+        ]
+    lines += ["", "Where HyCloud's finding time goes (the median run):", ""]
+    lines += [
+        "| method | client scan (s) | files read | exchange (s) | of which cloud (s) | "
+        "cloud reads (rounds) | bytes up / down | link: RTTs + bytes (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in size["rows"].items():
+        b = r.get("breakdown")
+        if not b:
+            continue
+        cloud = "-" if b["cloud_s"] is None else f"{b['cloud_s']:.3f}"
+        reads = "-" if b["cloud_reads"] is None else f"{b['cloud_reads']} ({b['cloud_read_rounds']})"
+        lines.append(
+            f"| {name} | {b['scan_s']:.3f} | {b['files_read']} | {b['exchange_s']:.3f} | {cloud} | {reads} | "
+            f"{b['bytes_up']:,} / {b['bytes_down']:,} | {b['link_s']:.3f} |"
+        )
+    scan = size["unchanged_scan"]
+    lines += [
+        "",
+        f"The client's scan with nothing changed: {scan['seconds']:.3f} s for {size['files']:,} files, "
+        f"{scan['files_read']} read (a stat each, the kept hashes reused).",
+    ]
+    return lines
+
+
+def _joined(paths: list[str]) -> dict:
+    """One report of several runs (e.g. each size run on its own, the larger taking an hour to seed)."""
+    docs = [json.loads(Path(p).read_text()) for p in paths]
+    commands = "`; `.venv/bin/python ".join(d["command"] for d in docs)
+    return {**docs[0], "command": commands, "sizes": [s for d in docs for s in d["sizes"]]}
+
+
+def _before(paths: list[str]) -> dict[str, dict]:
+    """Figures of an earlier run (the format before this one: one size per file), by size."""
+    out = {}
+    for p in paths:
+        doc = json.loads(Path(p).read_text())
+        commit = doc.get("commit", Path(p).stem)
+        out[str(doc["files"])] = {"commit": commit, "row": doc["rows"]["hycloud sync"], "doc": doc}
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--files", type=int, nargs="+", default=[10_000])
     parser.add_argument("--changed", type=float, default=0.01, help="fraction of files edited")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each search (list + head: one)")
+    parser.add_argument("--head", type=int, default=1, help="1: also time list + head per object")
+    parser.add_argument("--name", default="sync", help="bench/results/<name>.{json,md}")
+    parser.add_argument("--workdir", help="keep the trees, state and accounts here for later runs")
+    parser.add_argument("--before", action="append", default=[], help="an earlier run's .json, shown beside")
+    parser.add_argument("--join", nargs="+", help="runs' .json (one size each) made into one report, not run")
     add_link_args(parser)
-    doc = run(parser.parse_args())
-    result_files.write("sync", doc, markdown(doc))
+    args = parser.parse_args()
+    doc = _joined(args.join) if args.join else run(args)
+    doc["before"] = _before(args.before)
+    result_files.write(args.name, doc, markdown(doc))
     print(markdown(doc))
 
 
