@@ -1,12 +1,17 @@
-"""A developer's working copy through `hycloud mount` beside the same steps on local disk.
+"""A developer's working copy through `hycloud mount`, beside `rclone mount` of an S3 bucket in the
+same local cloud and the same steps on local disk.
 
 The tree is made from installed packages (urllib3 and requests: about 60 small .py files, no
-caches). Each step runs in a fresh folder of the target: `tar x` of the tree, `git init`,
-`git add .`, `git commit`, `git status`, `cp -r` of the tree back out to local disk, `du -sb`,
-and last the time the data takes to be durable (`sync` on disk; unmount, which flushes
-everything, on the mount). rclone mount of S3 is a third column when `rclone` is installed.
+caches), and a local git repository of it is made before timing. Each step runs in a fresh folder
+of the target: `git clone` of that repository, `tar x` of the tree, `git init`, `git add .`,
+`git commit`, `git status`, `tar x` of 3,000 small files (`--small-files`), `cp -r` of the tree
+back out to local disk, `du -sb`, and last the time the data takes to be durable: `sync` on disk;
+unmount, which sends everything, on the hycloud mount; for rclone, until the bucket holds every
+file of the folder (rclone sends closed files after its --vfs-write-back of 5 s), then unmount.
+rclone runs with `--vfs-cache-mode writes`, which git needs (its default, off, cannot write
+git's files), and its other defaults; it is built on first use (bench/rclone_tool.py).
 
-    .venv/bin/python bench/mount_bench.py [--label after]
+    .venv/bin/python bench/mount_bench.py [--label after] [--small-files 3000] [--no-rclone]
 
 Runs against the running local cloud; writes bench/results/mount_bench.{json,md}.
 """
@@ -24,10 +29,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client"), str(ROOT / "bench")]
+
+import rclone_tool  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
@@ -55,24 +63,60 @@ def make_tarball(work: Path) -> tuple[Path, int, int]:
     return tar_path, files, size
 
 
+def make_small_tarball(work: Path, count: int) -> Path:
+    """`count` files of 100 to 4,000 bytes in 30 folders, as a source tree's small files."""
+    import random
+
+    rng, src = random.Random(3000), work / "small-src"
+    for i in range(count):
+        path = src / "small" / f"d{i % 30:02d}" / f"f{i:05d}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(rng.randbytes(rng.randint(100, 4000)))
+    tar_path = work / "small.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(src / "small", arcname="small")
+    shutil.rmtree(src)
+    return tar_path
+
+
+def make_origin(work: Path, tar_path: Path) -> Path:
+    """A local git repository of the tree: what `git clone` copies into each target."""
+    origin = work / "origin"
+    origin.mkdir()
+    run(["tar", "xf", str(tar_path)], origin)
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-q", "-m", "tree"]):
+        run(cmd, origin)
+    return origin
+
+
 def run(cmd: list[str], cwd: Path) -> None:
     env = {**os.environ, **GIT_ENV}
     subprocess.run(cmd, cwd=cwd, check=True, env=env, stdout=subprocess.DEVNULL, timeout=STEP_TIMEOUT_S)
 
 
-def scenario(target: Path, tar_path: Path, out: Path, durable: Callable[[], None]) -> dict[str, float]:
+@dataclass
+class Inputs:
+    tar_path: Path
+    small_tar: Path
+    small_files: int
+    origin: Path
+
+
+def scenario(target: Path, inputs: Inputs, out: Path, durable: Callable[[Path], None]) -> dict[str, float]:
     """Seconds per step in a fresh folder under `target`."""
     work = target / f"wc-{uuid.uuid4().hex[:8]}"
     work.mkdir()
     steps: list[tuple[str, Callable[[], None]]] = [
-        ("tar x", lambda: run(["tar", "xf", str(tar_path)], work)),
+        ("git clone", lambda: run(["git", "clone", "-q", str(inputs.origin), "clone"], work)),
+        ("tar x", lambda: run(["tar", "xf", str(inputs.tar_path)], work)),
         ("git init", lambda: run(["git", "init", "-q"], work)),
         ("git add .", lambda: run(["git", "add", "."], work)),
         ("git commit", lambda: run(["git", "commit", "-q", "-m", "tree"], work)),
         ("git status", lambda: run(["git", "status", "--porcelain"], work)),
+        (f"tar x {inputs.small_files} small files", lambda: run(["tar", "xf", str(inputs.small_tar)], work)),
         ("cp -r out", lambda: run(["cp", "-r", str(work / "tree"), str(out)], work)),
         ("du -sb", lambda: run(["du", "-sb", str(work)], work)),
-        ("durable (sync / unmount)", durable),
+        ("durable (sync / unmount)", lambda: durable(work)),
     ]
     times: dict[str, float] = {}
     for name, step in steps:
@@ -124,41 +168,128 @@ def table(results: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def hycloud_column(base: Path, inputs: Inputs, api_url: str, key: str) -> dict[str, float]:
+    mnt = base / "mnt"
+    mnt.mkdir()
+    proc = start_mount(mnt, api_url, key, base / "mount.log")
+    print("hycloud mount", flush=True)
+    try:
+        return scenario(mnt, inputs, base / "out-mnt", lambda work: unmount(mnt, proc))
+    finally:
+        if proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=60)
+            proc.wait(timeout=60)
+
+
+def files_under(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
+def rclone_column(base: Path, inputs: Inputs, s3_endpoint: str) -> dict[str, float]:
+    """The scenario through `rclone mount` of a new bucket; the bucket is removed after."""
+    import boto3
+    from botocore.config import Config
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(s3={"addressing_style": "path"}),
+    )
+    bucket = f"bench-rclone-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    mnt, log = base / "rclone-mnt", base / "rclone.log"
+    mnt.mkdir()
+    cmd = [rclone_tool.rclone(), "mount", rclone_tool.s3_remote(s3_endpoint, bucket), str(mnt)]
+    cmd += ["--vfs-cache-mode", "writes", "--cache-dir", str(base / "rclone-cache")]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.ismount(mnt):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"rclone mount did not appear: {log.read_text()}")
+            time.sleep(0.2)
+
+        def durable(work: Path) -> None:
+            """Until the bucket holds every file of the folder, then unmount."""
+            want = files_under(work)
+            deadline = time.monotonic() + STEP_TIMEOUT_S
+            while _objects(s3, bucket) < want and time.monotonic() < deadline:
+                time.sleep(0.5)
+            unmount(mnt, proc)
+
+        return scenario(mnt, inputs, base / "out-rclone", durable)
+    finally:
+        if proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=60)
+            proc.wait(timeout=60)
+        _remove_bucket(s3, bucket)
+
+
+def _objects(s3, bucket: str) -> int:
+    return sum(
+        page.get("KeyCount", 0) for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    )
+
+
+def _remove_bucket(s3, bucket: str) -> None:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+    s3.delete_bucket(Bucket=bucket)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--label", default="", help="a note kept with the figures (e.g. before/after)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument("--small-files", type=int, default=3000, help="files of the small-files tar x step")
+    parser.add_argument("--no-rclone", action="store_true", help="leave the rclone mount column out")
+    parser.add_argument("--no-hycloud", action="store_true", help="leave the hycloud mount column out")
     args = parser.parse_args()
     outputs, _ = local.running_deployment()
     key = create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}")
+    s3_endpoint = outputs["LocalApiUrl"].split("/restapis/")[0]
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="mount-bench-") as tmp:
         base = Path(tmp)
         tar_path, files, size = make_tarball(base)
-        print(f"tree: {files} files, {size} bytes", flush=True)
+        inputs = Inputs(
+            tar_path,
+            make_small_tarball(base, args.small_files),
+            args.small_files,
+            make_origin(base, tar_path),
+        )
+        print(f"tree: {files} files, {size} bytes; {args.small_files} small files", flush=True)
         (base / "disk").mkdir()
         print("local disk", flush=True)
         results["local disk"] = scenario(
-            base / "disk", tar_path, base / "out-disk", lambda: run(["sync"], base)
+            base / "disk", inputs, base / "out-disk", lambda work: run(["sync"], base)
         )
-        mnt = base / "mnt"
-        mnt.mkdir()
-        proc = start_mount(mnt, outputs["LocalApiUrl"], key, base / "mount.log")
-        print("hycloud mount", flush=True)
-        try:
-            results["hycloud mount"] = scenario(mnt, tar_path, base / "out-mnt", lambda: unmount(mnt, proc))
-        finally:
-            if proc.poll() is None:
-                subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=60)
-                proc.wait(timeout=60)
-        rclone = shutil.which("rclone")
-        if rclone is None:
-            NOTES.append("rclone is not installed here: no rclone mount column.")
+        if args.no_hycloud:
+            NOTES.append("Run with --no-hycloud: no hycloud mount column.")
+        else:
+            results["hycloud mount"] = hycloud_column(base, inputs, outputs["LocalApiUrl"], key)
+        if args.no_rclone:
+            NOTES.append("Run with --no-rclone: no rclone mount column.")
+        else:
+            try:
+                print(f"rclone mount ({rclone_tool.version()})", flush=True)
+                results["rclone mount (S3)"] = rclone_column(base, inputs, s3_endpoint)
+                NOTES.append(f"{rclone_tool.version()}: `rclone mount :s3:BUCKET --vfs-cache-mode writes`.")
+            except rclone_tool.RcloneUnavailable as err:
+                NOTES.append(f"No rclone mount column: {err}")
         note = " ".join(NOTES)
-    text = f"# Mount bench {args.label}\n\nTree: {files} files, {size} bytes ({', '.join(PACKAGES)}).\n\n"
+    text = f"# Mount bench {args.label}\n\nTree: {files} files, {size} bytes ({', '.join(PACKAGES)}); "
+    text += f"{args.small_files} small files (100-4,000 bytes).\n\n"
     text += table(results) + "\n\n" + (note + "\n" if note else "")
     print(text)
-    doc = {"label": args.label, "files": files, "bytes": size, "seconds": results, "note": note}
+    doc = {"label": args.label, "files": files, "bytes": size, "small_files": args.small_files}
+    doc |= {"seconds": results, "note": note}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = "mount_bench" + (f"_{args.label}" if args.label else "")
