@@ -47,6 +47,7 @@ from bench.links import add_link_args, client_link, describe, measure, through  
 from hycloud.admin import create_account  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud.sync import SyncOptions, sync  # noqa: E402
+from hycloud_core.merkle import FileEntry, LevelExchange, Responder, build_tree, sketch  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
 REMOTE = "/bench/tree"
@@ -312,11 +313,15 @@ def markdown(doc: dict) -> str:
         "shared with other work: the load average is given per size.",
     ]
     before = doc.get("before", {})
+    if doc.get("notes"):
+        lines += ["", *[f"- {note}" for note in doc["notes"]]]
     for size in doc["sizes"]:
         lines += _size_markdown(size, before.get(str(size["files"])))
     for files, old in before.items():
         if all(str(size["files"]) != files for size in doc["sizes"]):
             lines += _before_markdown(int(files), old)
+    if doc.get("exchange_bytes"):
+        lines += _bytes_markdown(doc["exchange_bytes"], argparse.Namespace(**doc["link_args"]))
     return "\n".join(lines) + "\n"
 
 
@@ -400,6 +405,64 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
     return lines
 
 
+def exchange_bytes(files: int, fraction: float) -> dict:
+    """The bytes of both exchanges for the bench's tree, run in-process against the cloud's own
+    answering code (no cloud, no link): what each sends, whatever the machine's load."""
+    rng = random.Random(12)
+    rels = [f"d{i % 10}/s{(i // 10) % 10}/f{i:05d}.txt" for i in range(files)]
+    cloud = {f"{REMOTE}/{r}": FileEntry(rng.randbytes(32), 1.0) for r in rels}
+    changed = rng.sample(rels, max(1, int(files * fraction)))
+    local = {**cloud, **{f"{REMOTE}/{r}": FileEntry(rng.randbytes(32), 2.0) for r in changed}}
+    mine, theirs = build_tree(local), build_tree(cloud)
+    reader = sketch.NodeReader(theirs)
+    request = sketch.SketchExchange(mine, REMOTE).request()
+    reply = sketch.answer(request, reader)
+    levels, up, down = LevelExchange(mine, REMOTE), 0, 0
+    while not levels.done:
+        asked = levels.request()
+        answer = Responder(theirs).answer(asked)
+        up, down = up + len(json.dumps({"paths": asked})), down + len(json.dumps(answer))
+        levels.receive(answer)
+    path_bytes = sum(len(r) + 1 for r in changed)
+    return {
+        "files": files,
+        "changed": len(changed),
+        "one_round": {
+            "requests": 1,
+            "up": len(request),
+            "down": len(reply),
+            "folders_read": len(reader.reads),
+        },
+        "level_json": {"requests": levels.rounds, "up": up, "down": down},
+        "path_bytes": path_bytes,
+    }
+
+
+def _bytes_markdown(rows: list[dict], args) -> list[str]:
+    lines = [
+        "",
+        "## Bytes of each exchange, in-process (the cloud's answering code, no cloud, no link)",
+        "",
+        "| files | changed | one-round: requests | up / down (bytes) | link share (s) | level-by-level JSON: requests "
+        "| up / down (bytes) | link share (s) | lower bound (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        one, lv = r["one_round"], r["level_json"]
+        link = [
+            args.rtt / 1000 * x["requests"]
+            + x["up"] * 8 / (args.up * 1e6)
+            + x["down"] * 8 / (args.down * 1e6)
+            for x in (one, lv)
+        ]
+        bound = args.rtt / 1000 + r["path_bytes"] * 8 / (min(args.up, args.down) * 1e6)
+        lines.append(
+            f"| {r['files']:,} | {r['changed']:,} | {one['requests']} | {one['up']:,} / {one['down']:,} | "
+            f"{link[0]:.3f} | {lv['requests']} | {lv['up']:,} / {lv['down']:,} | {link[1]:.3f} | {bound:.3f} |"
+        )
+    return lines
+
+
 def _joined(paths: list[str]) -> dict:
     """One report of several runs (e.g. each size run on its own, the larger taking an hour to seed)."""
     docs = [json.loads(Path(p).read_text()) for p in paths]
@@ -427,10 +490,17 @@ def main() -> None:
     parser.add_argument("--workdir", help="keep the trees, state and accounts here for later runs")
     parser.add_argument("--before", action="append", default=[], help="an earlier run's .json, shown beside")
     parser.add_argument("--join", nargs="+", help="runs' .json (one size each) made into one report, not run")
+    parser.add_argument(
+        "--bytes", type=int, nargs="*", default=[], help="sizes whose exchange bytes are counted"
+    )
+    parser.add_argument("--note", action="append", default=[], help="a line for the report")
     add_link_args(parser)
     args = parser.parse_args()
     doc = _joined(args.join) if args.join else run(args)
     doc["before"] = _before(args.before)
+    doc["notes"] = args.note
+    doc["link_args"] = {"rtt": args.rtt, "up": args.up, "down": args.down}
+    doc["exchange_bytes"] = [exchange_bytes(n, args.changed) for n in args.bytes]
     result_files.write(args.name, doc, markdown(doc))
     print(markdown(doc))
 
