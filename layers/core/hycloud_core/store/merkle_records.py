@@ -33,6 +33,7 @@ one Query and one conditional write.
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import time
@@ -53,6 +54,9 @@ from .records import _plain, query_all
 ROOT = "/"
 ANSWER_BUDGET_S = 10.0  # of work per exchange request: well inside API Gateway's 29 s
 ANSWER_BATCH = 100  # paths whose children are read side by side
+# of JSON per exchange answer: a Lambda function answers at most 6 MB (100 folders of 1,000 files
+# are 11.6 MB, which API Gateway met with a 504); paths past it are left out and asked for again
+ANSWER_BYTES = 4 * 1024 * 1024
 SUBTREE_ITEMS = 1000  # a folder with at most this many items below it is read whole
 TRANSACTION = 100  # items of one TransactWriteItems
 UNREAD = "unread"  # generation of a folder not seen before its children: its hash is not stored
@@ -157,10 +161,11 @@ class MerkleRecords:
 
     # --- what the route calls -----------------------------------------------------------------
     def answer(
-        self, paths: Sequence[str], budget_s: float = ANSWER_BUDGET_S
+        self, paths: Sequence[str], budget_s: float = ANSWER_BUDGET_S, max_bytes: int = ANSWER_BYTES
     ) -> dict[str, list[dict[str, Any]]]:
         """One round of the exchange (merkle/exchange.py's message), or as much of it as fits in
-        `budget_s`: paths left out of the answer were not reached, and are asked for again.
+        `budget_s` and in `max_bytes` of JSON: paths left out of the answer are asked for again
+        (the first path is always answered, whatever its size).
 
         Paths are answered a batch at a time. A folder whose subtree is small is read whole in one
         Query (its children and everything below, so stale folders inside it cost no more reads);
@@ -171,19 +176,21 @@ class MerkleRecords:
         """
         deadline, reads = time.monotonic() + budget_s, _Reads(self)
         out: dict[str, list[dict[str, Any]]] = {}
+        size = 2  # the braces
         for batch in batched(paths, ANSWER_BATCH):
             if out and time.monotonic() > deadline:
                 break
             reads.read(batch)
             kids = {p: reads.of(p) for p in batch}
             self._freshen([k for items in kids.values() for k in items], deadline, reads)
-            out.update(
-                {
-                    p: [self._summary(k).to_dict() for k in items]
-                    for p, items in kids.items()
-                    if all(k.get("hash") or k["kind"] == "tombstone" for k in items)
-                }
-            )
+            for p, items in kids.items():
+                if not all(k.get("hash") or k["kind"] == "tombstone" for k in items):
+                    continue
+                summaries = [self._summary(k).to_dict() for k in items]
+                size += len(json.dumps({p: summaries}, default=str)) + 1
+                if out and size > max_bytes:
+                    return out
+                out[p] = summaries
         return out
 
     def sketch_reads(self, budget_s: float = ANSWER_BUDGET_S) -> SketchReads:

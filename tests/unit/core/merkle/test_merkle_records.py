@@ -147,3 +147,22 @@ def test_reconcile_repairs_the_hashes_using_checked_records(fs):
     fs.merkle.table.delete_item(Key={"pk": fs.merkle.pk, "sk": node_key("/d/b")})
     assert "/d/b" in reconcile_user(fs.records, fs.ns, fs.user, grace_s=0).merkle_repaired
     assert_agrees(fs)
+
+
+def test_an_answer_stays_under_its_byte_limit_and_the_rest_is_asked_again(fs):
+    """A Lambda function answers at most 6 MB: folders past `max_bytes` are left out of one answer
+    (never cut inside one) and a second request gets them; the first is answered whatever its size."""
+    import json
+
+    folders = [f"/big/d{i}" for i in range(4)]
+    for folder in folders:
+        for j in range(30):
+            put(fs, f"{folder}/file-{j:03d}.txt", f"{folder} {j}".encode())
+    whole = fs.merkle.answer(folders)
+    one = len(json.dumps({folders[0]: whole[folders[0]]}))
+    first = fs.merkle.answer(folders, max_bytes=2 * one + 10)
+    assert list(first) == folders[:2] and first == {p: whole[p] for p in folders[:2]}
+    assert len(json.dumps(first)) <= 2 * one + 10
+    rest = fs.merkle.answer([p for p in folders if p not in first], max_bytes=2 * one + 10)
+    assert {**first, **rest} == whole and all(len(kids) == 30 for kids in whole.values())
+    assert list(fs.merkle.answer(folders, max_bytes=10)) == folders[:1]
