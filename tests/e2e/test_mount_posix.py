@@ -24,7 +24,9 @@ from tests.e2e.mounting import CANNOT_MOUNT, Mount, start_mount
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=CANNOT_MOUNT or "")
 SIZES = [0, 1, 511, 512, 513, 1000, 4097, 100_000, 2 * 1024 * 1024 + 1]
 EXIT_S = 5.0
-SEND_S = 10.0  # a mount holding closed files sends them before it ends: on a busy local cloud, seconds
+SEND_S = 30.0  # a mount holding closed files sends them before it ends: on a busy local cloud (two
+# lanes of tests beside) a request took 5-10 s, and one SIGHUP exit took over 15 s in CI; the bound
+# says the process ends once it has sent, not how fast (bench/mount_bench.py measures that)
 
 
 @pytest.fixture
