@@ -29,6 +29,7 @@ from .check import EPILOG as CHECK_EPILOG
 from .check import check_command, hash_command
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
+from .encrypted import crypt, key
 from .history import RESTORE_EPILOG, VERSIONS_EPILOG, restore_command, versions_command
 from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
@@ -517,6 +518,8 @@ app.command(
     ),
 )(hash_command)
 app.add_typer(serve, name="serve")
+app.add_typer(crypt, name="crypt")
+app.add_typer(key, name="key")
 app.command("mount")(mount_command)
 app.command("share")(share_command)
 app.command("versions", context_settings=NO_H, epilog=VERSIONS_EPILOG)(versions_command)

@@ -1,0 +1,189 @@
+"""`hycloud crypt ...` and `hycloud key rotate`: encrypted folders, done on the client.
+
+Contents and names are encrypted before they leave this machine (docs/ENCRYPTION.md); the cloud
+stores ciphertext only. The passphrase (or key file) is never sent anywhere and never stored:
+lose it and the folder's contents are gone for good. Nobody, the operator included, can recover it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from . import exit_codes
+from .output import STATE, echo, emit, error_json
+
+if TYPE_CHECKING:
+    from ..encrypted import EncryptedFolder
+
+WARNING = (
+    "A lost passphrase or key file is unrecoverable: nobody, the operator included, can decrypt "
+    "the folder without it. Passphrase: --key-file FILE, else $HYCLOUD_PASSPHRASE, else a prompt."
+)
+
+crypt = typer.Typer(
+    help="Encrypted folders: contents and names encrypted on this machine. " + WARNING,
+    no_args_is_help=True,
+)
+key = typer.Typer(help="Keys of encrypted folders. " + WARNING, no_args_is_help=True)
+
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key-file",
+        metavar="FILE",
+        help="Read the secret from FILE (at least 16 bytes) instead of a passphrase.",
+    ),
+]
+Dir = Annotated[str, typer.Argument(metavar="DIR", help="The encrypted folder on the cloud.")]
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """Altered, swapped, cut or rolled-back objects end the run with exit 9 (corrupt)."""
+    from hycloud_core.crypto.errors import CryptoError, WrongKeyError
+
+    try:
+        yield
+    except WrongKeyError:
+        raise
+    except CryptoError as err:
+        line = " ".join(err.message.split())
+        if STATE["json"]:
+            echo(error_json(err.code, line))
+        sys.stderr.write(f"error [{err.code}]: {line}\n")
+        raise typer.Exit(exit_codes.CORRUPT) from err
+
+
+def _opened(remote: str, key_file: Path | None, secret: bytes | None = None) -> EncryptedFolder:
+    """The folder opened for this profile's user (its key slot is named after the user)."""
+    from ..encrypted import CloudStore, EncryptedFolder
+    from ..encrypted.counters import Counters, default_path
+    from ..encrypted.passphrase import read_secret
+    from ..sdk.client import HyCloud
+
+    client = HyCloud.from_config()
+    store = CloudStore(client, remote)
+    secret = secret if secret is not None else read_secret(key_file)
+    return EncryptedFolder.open(store, client.whoami(), secret, Counters(default_path()))
+
+
+def _run(action: Callable[[], object]) -> object:
+    with _refusals():
+        return action()
+
+
+@crypt.command("init")
+def init(remote: Dir, key_file: KeyFile = None) -> None:
+    """Make DIR an encrypted folder (created if missing). A lost passphrase is unrecoverable."""
+    from ..encrypted import CloudStore, EncryptedFolder
+    from ..encrypted.counters import Counters, default_path
+    from ..encrypted.passphrase import read_secret
+    from ..sdk.client import HyCloud
+
+    client = HyCloud.from_config()
+    client.mkdir(remote, parents=True)
+    folder = EncryptedFolder.create(
+        CloudStore(client, remote),
+        client.whoami(),
+        read_secret(key_file, new=True),
+        counters=Counters(default_path()),
+    )
+    emit({"path": remote, "folder_id": folder.header.folder_id.hex()}, f"encrypted folder {remote}")
+
+
+@crypt.command("put")
+def put(
+    local: Annotated[Path, typer.Argument(metavar="LOCAL", exists=True)],
+    remote: Dir,
+    inner: Annotated[str | None, typer.Option("--as", metavar="PATH", help="Path inside the folder.")] = None,
+    key_file: KeyFile = None,
+) -> None:
+    """Upload a file or a directory's contents into the encrypted folder (only new chunks are sent)."""
+    from ..encrypted import upload
+
+    folder = _opened(remote, key_file)
+    if local.is_dir():
+        result = _run(lambda: upload.put_tree(folder, local, inner or ""))
+    else:
+        result = _run(lambda: upload.put_file(folder, local, inner or local.name))
+    _report(result)
+
+
+@crypt.command("sync")
+def sync(
+    local: Annotated[Path, typer.Argument(metavar="LOCAL", exists=True, file_okay=False)],
+    remote: Dir,
+    key_file: KeyFile = None,
+) -> None:
+    """Make the encrypted folder hold exactly LOCAL's tree: changed files sent, removed ones removed."""
+    from ..encrypted import upload
+
+    folder = _opened(remote, key_file)
+    _report(_run(lambda: upload.put_tree(folder, local, "", delete=True)))
+
+
+def _report(result: object) -> None:
+    data = dict(vars(result))
+    data.pop("sent_paths", None)
+    emit(
+        data,
+        f"{data['files']} files sent, {data['unchanged']} unchanged; {data['chunks_sent']} chunks sent, "
+        f"{data['chunks_reused']} already stored; {data['bytes_sent']} bytes",
+    )
+
+
+@crypt.command("get")
+def get(
+    remote: Dir,
+    local: Annotated[Path, typer.Argument(metavar="LOCAL")],
+    inner: Annotated[str, typer.Option("--path", metavar="PATH", help="A file or folder inside.")] = "",
+    key_file: KeyFile = None,
+) -> None:
+    """Download and decrypt (a file or folder of) the encrypted folder; every object is checked first."""
+    from ..encrypted import download
+
+    folder = _opened(remote, key_file)
+    count = _run(lambda: download.get(folder, inner, local))
+    emit({"files": count, "local": str(local)}, f"{count} files to {local}")
+
+
+@crypt.command("ls")
+def ls(
+    remote: Dir,
+    inner: Annotated[str, typer.Argument(metavar="PATH", help="A folder inside.")] = "",
+    key_file: KeyFile = None,
+) -> None:
+    """List a folder of the encrypted folder with its decrypted names."""
+    folder = _opened(remote, key_file)
+    entries = _run(lambda: folder.ls(inner))
+    assert isinstance(entries, list)
+    emit(entries, "\n".join(e["name"] + ("/" if e["type"] == "dir" else "") for e in entries))
+
+
+@key.command("rotate")
+def rotate(
+    remote: Dir,
+    key_file: KeyFile = None,
+    new_key_file: Annotated[
+        Path | None, typer.Option("--new-key-file", metavar="FILE", help="The new secret from FILE.")
+    ] = None,
+) -> None:
+    """Re-wrap DIR's folder key under a new passphrase (or key file); nothing is re-encrypted.
+    The old passphrase stops opening the folder. The new one, if lost, is unrecoverable.
+    New passphrase: --new-key-file, else $HYCLOUD_NEW_PASSPHRASE, else a prompt."""
+    from ..encrypted.passphrase import NEW_ENV, read_secret
+
+    folder = _opened(remote, key_file)
+    from ..encrypted.passphrase import read_secret as old
+
+    label = folder.store.client.whoami()  # type: ignore[attr-defined]
+    epoch = _run(
+        lambda: folder.rotate(label, old(key_file), read_secret(new_key_file, env=NEW_ENV, new=True))
+    )
+    emit({"path": remote, "epoch": epoch}, f"key of {remote} re-wrapped (epoch {epoch})")

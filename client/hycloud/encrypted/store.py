@@ -1,0 +1,106 @@
+"""Where an encrypted folder's objects live: paths relative to the folder's root, bytes only.
+
+`CloudStore` uses the SDK (small objects many to a request with the bundle upload and download);
+`MemoryStore` is the same contract in a dict, for tests and benches (it counts bytes sent).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from hycloud_core.crypto.chunks import DIR as CHUNK_DIR
+from hycloud_core.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from ..sdk.client import HyCloud
+
+
+class Store(Protocol):
+    def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]: ...
+    def write_many(self, blobs: Mapping[str, bytes]) -> None: ...
+    def chunk_names(self) -> set[str]: ...
+    def remove(self, rel: str, folder: bool = False) -> None: ...
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.sent = 0  # bytes written, as a transfer would send them
+
+    def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
+        return {rel: self.objects.get(rel) for rel in rels}
+
+    def write_many(self, blobs: Mapping[str, bytes]) -> None:
+        self.objects.update(blobs)
+        self.sent += sum(len(b) for b in blobs.values())
+
+    def chunk_names(self) -> set[str]:
+        prefix = CHUNK_DIR + "/"
+        return {rel[len(prefix) :] for rel in self.objects if rel.startswith(prefix)}
+
+    def remove(self, rel: str, folder: bool = False) -> None:
+        for key in [k for k in self.objects if k == rel or (folder and k.startswith(rel + "/"))]:
+            del self.objects[key]
+
+
+class CloudStore:
+    """The folder `root` on the cloud, through the SDK."""
+
+    def __init__(self, client: HyCloud, root: str) -> None:
+        self.client, self.root = client, root.rstrip("/") or "/"
+        self.sent = 0
+
+    def _remote(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
+        from ..sdk.bundles import get_files, raise_first_error
+
+        wanted = list(dict.fromkeys(rels))
+        if not wanted:
+            return {}
+        with tempfile.TemporaryDirectory(prefix="hycloud-enc-") as folder:
+            pairs = [(self._remote(rel), Path(folder) / str(i)) for i, rel in enumerate(wanted)]
+            results = get_files(self.client, pairs)
+            raise_first_error(
+                [r for r in results if r.get("status") == "error" and r.get("http_status") != 404]
+            )
+            return {
+                rel: (local.read_bytes() if result.get("status") == "ok" else None)
+                for rel, (_, local), result in zip(wanted, pairs, results, strict=True)
+            }
+
+    def write_many(self, blobs: Mapping[str, bytes]) -> None:
+        from ..sdk.bundles import put_files, raise_first_error
+
+        if not blobs:
+            return
+        with tempfile.TemporaryDirectory(prefix="hycloud-enc-") as folder:
+            pairs = []
+            for i, (rel, data) in enumerate(blobs.items()):
+                local = Path(folder) / str(i)
+                local.write_bytes(data)
+                pairs.append((local, self._remote(rel)))
+            raise_first_error(put_files(self.client, pairs))
+        self.sent += sum(len(b) for b in blobs.values())
+
+    def chunk_names(self) -> set[str]:
+        try:
+            return {
+                e["name"] for e in self.client.iter_dir(self._remote(CHUNK_DIR)) if e.get("type") != "dir"
+            }
+        except NotFoundError:
+            return set()
+
+    def remove(self, rel: str, folder: bool = False) -> None:
+        try:
+            if folder:
+                self.client.rmdir(self._remote(rel), recursive=True)
+            else:
+                self.client.rm(self._remote(rel))
+        except NotFoundError:
+            pass

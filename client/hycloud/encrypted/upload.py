@@ -1,0 +1,181 @@
+"""Putting plaintext into an encrypted folder: chunk, seal, send only the chunks it lacks.
+
+Order of writes: chunk objects, then file manifests, then name maps, so a reader never finds a
+name that points at something not yet stored. `sync` also removes what is gone locally (its
+chunks stay until a future collection; they are unreadable without the folder key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hycloud_core.crypto import chunking, chunks, manifest
+
+from .folder import EncryptedFolder, ancestors, split
+
+FLUSH_BYTES = 32 * 1024 * 1024  # chunk objects held before they are sent
+
+
+@dataclass
+class PutResult:
+    files: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_sent: int = 0
+    chunks_reused: int = 0
+    bytes_sent: int = 0
+    sent_paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Batch:
+    folder: EncryptedFolder
+    have: set[str]
+    result: PutResult
+    pending: dict[str, bytes] = field(default_factory=dict)
+    size: int = 0
+
+    def add(self, name: str, blob: bytes) -> None:
+        if name in self.have:
+            self.result.chunks_reused += 1
+            return
+        self.have.add(name)
+        self.pending[chunks.object_path(name)] = blob
+        self.size += len(blob)
+        self.result.chunks_sent += 1
+        if self.size >= FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        self.folder.store.write_many(self.pending)
+        self.result.bytes_sent += self.size
+        self.pending, self.size = {}, 0
+
+
+def local_files(local_dir: Path) -> list[tuple[Path, str]]:
+    """Regular files under `local_dir` with their relative POSIX paths (symlinks left out)."""
+    found = []
+    for path in sorted(local_dir.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            found.append((path, path.relative_to(local_dir).as_posix()))
+    return found
+
+
+def put_tree(folder: EncryptedFolder, local_dir: Path, inner: str = "", delete: bool = False) -> PutResult:
+    """The contents of `local_dir` into folder `inner`; unchanged files (same sha256) are skipped.
+    With `delete` (sync), entries the local tree no longer has are removed."""
+    pairs = [(path, posixpath.join(inner, rel) if inner else rel) for path, rel in local_files(local_dir)]
+    keep = {inner} | {d for _, rel in pairs for d in ancestors(rel)} if delete else None
+    return put_files(folder, pairs, extra_dirs=[inner] if inner else [], keep_dirs=keep)
+
+
+def put_files(
+    folder: EncryptedFolder,
+    pairs: list[tuple[Path, str]],
+    extra_dirs: list[str] | None = None,
+    keep_dirs: set[str] | None = None,
+) -> PutResult:
+    """Each local file to its plaintext path in the folder. `keep_dirs`: folders whose entries not
+    among `pairs` (nor among these folders) are removed."""
+    dirs = {d for _, rel in pairs for d in ancestors(rel)} | set(extra_dirs or [])
+    dirs |= {d for extra in extra_dirs or [] for d in ancestors(extra)} | set(keep_dirs or ())
+    maps = folder.read_maps(sorted(dirs))
+    changed: set[str] = set()
+    result = PutResult()
+    batch = _Batch(folder, folder.store.chunk_names(), result)
+    manifests: dict[str, bytes] = {}
+    counts: dict[str, int] = {}
+    for local, rel in pairs:
+        sealed = _seal_file(folder, batch, maps, local, rel)
+        if sealed is None:
+            result.unchanged += 1
+            continue
+        manifests[folder.stored(rel)], counts["F:" + rel] = sealed
+        changed.add(posixpath.dirname(rel))
+        result.files += 1
+        result.sent_paths.append(rel)
+    changed |= _link_dirs(maps, dirs)
+    if keep_dirs is not None:
+        changed |= _remove_missing(folder, maps, keep_dirs, {rel for _, rel in pairs})
+    batch.flush()
+    folder.store.write_many(manifests)
+    result.bytes_sent += sum(len(b) for b in manifests.values())
+    folder.counters.note(folder.keys.folder_id, counts)
+    folder.write_maps({d: maps[d] for d in changed})
+    return result
+
+
+def _seal_file(
+    folder: EncryptedFolder,
+    batch: _Batch,
+    maps: dict[str, tuple[manifest.DirMap, int]],
+    local: Path,
+    rel: str,
+) -> tuple[bytes, int] | None:
+    """(sealed manifest, its counter) of one file, its new chunks handed to `batch`; None when the
+    folder already holds exactly these bytes."""
+    data = local.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    parent, name = posixpath.split(rel)
+    dir_map = maps[parent][0]
+    old = dir_map.entries.get(name)
+    if old is not None and old["t"] == "file" and old.get("sha256") == digest:
+        return None
+    refs = []
+    for piece in chunking.chunks(data):
+        ref, blob = chunks.seal(folder.keys, piece)
+        refs.append(ref)
+        batch.add(ref.name, blob)
+    stat = local.stat()
+    body = manifest.FileManifest(len(data), digest, refs, stat.st_mtime, stat.st_mode & 0o7777)
+    counter = (
+        max(int(old.get("v", 0)) if old else 0, folder.counters.seen(folder.keys.folder_id, "F:" + rel)) + 1
+    )
+    dir_map.entries[name] = {
+        "t": "file",
+        "v": counter,
+        "size": len(data),
+        "sha256": digest,
+        "mtime": stat.st_mtime,
+    }
+    return manifest.seal(folder.keys, manifest.FILE, rel, counter, body.to_json()), counter
+
+
+def _link_dirs(maps: dict[str, tuple[manifest.DirMap, int]], dirs: set[str]) -> set[str]:
+    """Name each folder in its parent's map; the parents that changed."""
+    changed = set()
+    for rel in dirs:
+        if not rel:
+            continue
+        parent, name = posixpath.split(rel)
+        entries = maps[parent][0].entries
+        if entries.get(name, {}).get("t") != "dir":
+            entries[name] = {"t": "dir"}
+            changed.add(parent)
+    return changed
+
+
+def _remove_missing(
+    folder: EncryptedFolder, maps: dict[str, tuple[manifest.DirMap, int]], keep_dirs: set[str], kept: set[str]
+) -> set[str]:
+    """Entries of `keep_dirs` that neither a kept file nor a kept folder names: removed."""
+    changed = set()
+    for parent in keep_dirs:
+        entries = maps[parent][0].entries
+        for name in list(entries):
+            rel = posixpath.join(parent, name) if parent else name
+            if rel in kept or rel in keep_dirs:
+                continue
+            folder.store.remove(folder.stored(rel), folder=entries[name]["t"] == "dir")
+            del entries[name]
+            changed.add(parent)
+    return changed
+
+
+def put_file(folder: EncryptedFolder, local: Path, rel: str) -> PutResult:
+    if not split(rel):
+        raise ValueError("a file needs a name inside the encrypted folder")
+    return put_files(folder, [(local, "/".join(split(rel)))])

@@ -1,0 +1,92 @@
+"""Chunk objects: convergent AES-GCM within one folder, stored under their ciphertext's hash.
+
+A chunk's key is HKDF(folder chunk key, sha256(plaintext)): equal plaintext in one folder gives
+an equal object (so it is stored once), while another folder (another folder key) learns
+nothing from it. As each key ever seals one plaintext, a fixed nonce is safe. The plaintext is
+padded to a multiple of 256 bytes (0x80 then zeros) so stored sizes are rounded. The object's
+name is sha256 of its bytes: a reader checks that first (swap), then the tag (alteration,
+truncation), then the plaintext hash the manifest recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .errors import FormatError, IntegrityError
+from .keys import FolderKeys, subkey
+
+MAGIC = b"HCC1"
+PAD = 256
+NONCE = bytes(12)  # one key per plaintext: never reused for other bytes
+DIR = ".hcchunks"
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """A chunk as a file's manifest names it: object name, plaintext hash, plaintext length."""
+
+    name: str
+    plain_sha256: str
+    size: int
+
+    def to_json(self) -> list[Any]:
+        return [self.name, self.plain_sha256, self.size]
+
+    @classmethod
+    def from_json(cls, item: list[Any]) -> ChunkRef:
+        name, digest, size = item
+        return cls(str(name), str(digest), int(size))
+
+
+def pad(data: bytes) -> bytes:
+    total = -(-(len(data) + 1) // PAD) * PAD
+    return data + b"\x80" + bytes(total - len(data) - 1)
+
+
+def unpad(data: bytes) -> bytes:
+    end = data.rstrip(b"\x00")
+    if not end.endswith(b"\x80"):
+        raise IntegrityError("chunk padding is wrong")
+    return end[:-1]
+
+
+def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
+    return AESGCM(subkey(fk.chunks, "chunk/" + plain_sha256.hex()))
+
+
+def seal(fk: FolderKeys, plaintext: bytes) -> tuple[ChunkRef, bytes]:
+    """(reference, object bytes) of one chunk of plaintext."""
+    digest = hashlib.sha256(plaintext).digest()
+    blob = MAGIC + _key(fk, digest).encrypt(NONCE, pad(plaintext), MAGIC + fk.folder_id)
+    return ChunkRef(hashlib.sha256(blob).hexdigest(), digest.hex(), len(plaintext)), blob
+
+
+def open_(fk: FolderKeys, ref: ChunkRef, blob: bytes) -> bytes:
+    """The plaintext of `blob`, which must be exactly the object `ref` names."""
+    if hashlib.sha256(blob).hexdigest() != ref.name:
+        raise IntegrityError(
+            f"chunk {ref.name[:16]}… is not the object its manifest names (altered or swapped)"
+        )
+    if not blob.startswith(MAGIC):
+        raise FormatError("not a chunk object")
+    try:
+        padded = _key(fk, bytes.fromhex(ref.plain_sha256)).decrypt(
+            NONCE, blob[len(MAGIC) :], MAGIC + fk.folder_id
+        )
+    except InvalidTag as err:
+        raise IntegrityError(f"chunk {ref.name[:16]}… failed authentication") from err
+    plaintext = unpad(padded)
+    if len(plaintext) != ref.size or hashlib.sha256(plaintext).hexdigest() != ref.plain_sha256:
+        raise IntegrityError(f"chunk {ref.name[:16]}… does not hold what its manifest recorded")
+    return plaintext
+
+
+def object_path(name: str) -> str:
+    """Where a chunk lives, relative to the encrypted folder's root (one flat folder: one listing
+    tells which chunks the folder has)."""
+    return f"{DIR}/{name}"
