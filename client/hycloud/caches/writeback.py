@@ -41,7 +41,8 @@ class Cached:
     """One file of the cache: its local copy and how far its changes reached the cloud."""
 
     local: Path
-    in_cloud: bool  # the cloud holds some version at this path (so removing it needs a request)
+    in_cloud: bool | None  # the cloud holds some version at this path (so removing it needs a
+    # request); None: not known yet (asked when a removal or a move needs it)
     gen: int = 0
     flushed: int = 0
     writers: int = 0
@@ -160,7 +161,7 @@ class WriteBack:
             return [p for p in self.files if p.startswith(prefix)]
 
     def open(
-        self, path: str, in_cloud: bool, writer: bool, fill: Callable[[Path], object] | None = None
+        self, path: str, in_cloud: bool | None, writer: bool, fill: Callable[[Path], object] | None = None
     ) -> Cached:
         """The cached file at `path`, made (filled by `fill`, else empty) if not cached yet; counted open."""
         with self._cond:

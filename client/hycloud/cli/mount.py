@@ -83,8 +83,9 @@ def mount_command(
         typer.Option(
             callback=check_timeout,
             metavar="SECONDS",
-            help="How long entries and folder listings are trusted before being asked again (0 to "
-            "3600). Lower: other clients' changes seen sooner; higher: fewer requests for big trees.",
+            help="How long entries and folder listings are fresh (0 to 3600); older ones answer up "
+            "to 15 times this while refreshed in the background. Lower: other clients' changes "
+            "seen sooner; higher: fewer requests for big trees.",
         ),
     ] = 2.0,
 ) -> None:
@@ -102,9 +103,12 @@ def mount_command(
     \b
     Consistency: within this mount, reads and stats see every write at once (stronger
     than close-to-open). Across clients: others see a file once it is sent and their
-    own caches expire; this mount sees their changes within --metadata-timeout plus up
-    to 1 s kept by the kernel, except for files it still holds unsent changes to. No
-    locks: when two clients write one file, the last upload wins.
+    own caches expire; this mount sees their changes once it lists their folder again:
+    usually --metadata-timeout plus one listing, at most 15 times it plus one listing
+    (a listing past the timeout answers while a background refresh runs), plus up to
+    1 s kept by the kernel, except for files it still holds unsent changes to. Its own
+    changes update its cached listings: no listing again. No locks: when two clients
+    write one file, the last upload wins.
 
     \b
     Reads fetch --read-ahead MiB at a time. Modes and owners set locally are not kept;

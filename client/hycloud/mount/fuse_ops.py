@@ -5,10 +5,12 @@ through the mount are served from its cached copy at once. Writes are durable wh
 returns (close only makes them local: `caches/writeback.py` sends them shortly after) and on unmount
 (`destroy`); a folder made through the mount reaches the cloud with its first file sent, when a
 move or removal needs it, on fsyncdir, or on unmount. Across clients: another client sees a change once the flusher has sent it and its
-own caches have expired; this mount sees another client's change once its metadata entries expire
-(`MetaCache`, `metadata_ttl`: 2 s unless told, plus the kernel's 1 s at most) and it holds no unsent change to that file. No locking:
-concurrent writers of one file, the last upload wins. Metadata (entries and listings) is cached for
-a short time by `MetaCache`, and every change made through the mount drops the entries it touches.
+own caches have expired; this mount sees another client's change once the listing of its folder
+has been refreshed: usually `metadata_ttl` (2 s unless told) plus one listing, at most
+`MetaCache.max_age` (15 times that) plus one listing, plus the kernel's 1 s, and only when it holds no
+unsent change to that file. No locking: concurrent writers of one file, the last upload wins.
+Listings expired but within their bound answer at once while refreshed in the background, and
+every change made through the mount edits the cached listings it touches (`caches/meta.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import mfusepy as fuse
 from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
 from ..caches import learn_sent, still_valid
-from ..caches.meta import TTL_S, MetaCache
+from ..caches.meta import TTL_S, UNKNOWN, MetaCache
 from ..caches.writeback import LIMIT, Cached, WriteBack
 from ..sdk import HyCloud, bundles
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
@@ -114,8 +116,22 @@ class HyCloudFuse(fuse.Operations):
             return None
         return self.meta.entry(path)
 
-    def _forget(self, *paths: str) -> None:
-        self.meta.forget(*paths)
+    def _maybe_in_cloud(self, path: str) -> bool | None:
+        """Whether the cloud holds `path`, from what is cached alone (no request: a create does
+        not wait on a listing); None when nothing cached tells (`_in_cloud` asks later, if ever)."""
+        cached = self.cache.get(path)
+        if cached is not None:
+            return cached.in_cloud
+        if self.cache.is_dir(os.path.dirname(path)):
+            return False
+        known = self.meta.known(path)
+        return None if known is UNKNOWN else known is not None
+
+    def _in_cloud(self, path: str, cached: Cached) -> bool:
+        """`cached.in_cloud`, asked of the metadata cache the first time a removal or move needs it."""
+        if cached.in_cloud is None:
+            cached.in_cloud = self._entry(path) is not None
+        return cached.in_cloud
 
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
@@ -178,18 +194,18 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def rmdir(self, path: str) -> None:
         if self.cache.remove_dir(path):
-            self._forget(path)
+            self.meta.removed(path)
             return
         self.cache.sync(self.cache.under(path))  # a folder with files not sent yet is not empty
         self.client.rmdir(path)
-        self._forget(path)
+        self.meta.removed(path)
 
     @errors_as_errno
     def unlink(self, path: str) -> None:
         """An absent file is ENOENT from the metadata cache (`git clone` unlinks every object's
         path before it copies the object there): no request per file."""
         cached = self.cache.drop(path)
-        if cached is not None and not cached.in_cloud:
+        if cached is not None and not self._in_cloud(path, cached):
             return  # never sent: nothing to remove in the cloud, nothing cached about it changes
         if cached is None and self._entry(path) is None:
             raise fuse.FuseOSError(errno.ENOENT)
@@ -198,17 +214,16 @@ class HyCloudFuse(fuse.Operations):
         except NotFoundError:
             if cached is None:
                 raise
-        self._forget(path)
+        self.meta.removed(path)
 
     @errors_as_errno
     def rename(self, old: str, new: str) -> None:
         """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone."""
         cached = self.cache.hold(old)  # not sent while we decide: it stays only in the cache
         try:
-            if cached is not None and not cached.in_cloud:
+            if cached is not None and not self._in_cloud(old, cached):
                 replaced = self.cache.drop(new)
-                target = self._entry(new)
-                cached.in_cloud = (replaced is not None and replaced.in_cloud) or target is not None
+                cached.in_cloud = (replaced is not None and replaced.in_cloud) or self._maybe_in_cloud(new)
                 self.cache.move(old, new)
                 return
         finally:
@@ -221,7 +236,7 @@ class HyCloudFuse(fuse.Operations):
             self.client.rm(new)
         self.client.mv(old, new)
         self.cache.move(old, new)
-        self._forget(old, new)
+        self.meta.moved(old, new)
 
     # --- content -----------------------------------------------------------------------------------------
     def _keep(self, handle: ReadHandle | CachedHandle) -> int:
@@ -230,13 +245,19 @@ class HyCloudFuse(fuse.Operations):
         return fh
 
     def _cached(self, path: str, writer: bool, fetch: bool) -> CachedHandle:
-        """A handle on the cached copy of `path`, made from the cloud's file when `fetch`."""
-        in_cloud = self.cache.get(path) is not None or self._entry(path) is not None
+        """A handle on the cached copy of `path`, made from the cloud's file when `fetch`; without
+        `fetch` (create, O_TRUNC) nothing is asked of the cloud."""
+        in_cloud: bool | None = (
+            self.cache.get(path) is not None or self._entry(path) is not None
+            if fetch
+            else self._maybe_in_cloud(path)
+        )
         fill = (lambda local: self.client.get(path, local)) if fetch and in_cloud else None
         return CachedHandle(self.cache, self.cache.open(path, in_cloud, writer, fill), writer)
 
     @errors_as_errno
     def create(self, path: str, mode: int, fi=None) -> int:
+        self.meta.wrote(os.path.dirname(path) or "/")
         handle = self._cached(path, writer=True, fetch=False)
         handle.truncate(0)
         return self._keep(handle)
