@@ -9,7 +9,7 @@ import time
 
 import boto3
 
-from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.jobs.queue import QueueStore
 
 
 class CloudJobs:

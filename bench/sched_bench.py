@@ -54,7 +54,7 @@ from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud_core import paths  # noqa: E402
 from hycloud_core.fs.relay_cache import META_SUFFIX  # noqa: E402
 from hycloud_core.jobs.executions import execution_arn  # noqa: E402
-from hycloud_core.store.queue_records import QueueStore  # noqa: E402
+from hycloud_core.jobs.queue import QueueStore  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
 MiB = 1024 * 1024

@@ -1,4 +1,4 @@
-"""The job dispatcher: one dispatch pass (hycloud_core.launch.dispatch) per event.
+"""The job dispatcher: one dispatch pass (hycloud_core.jobs.dispatch) per event.
 
 Invoked when a relay or delta execution ends (its Step Functions status-change event), which
 frees a worker, and every two minutes as a backstop; the controller runs the same pass inline when
@@ -18,10 +18,10 @@ import boto3
 from hycloud_core.config import InstanceConfig
 from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
 from hycloud_core.jobs import executions
-from hycloud_core.launch.coded_jobs import queue_coded_job
-from hycloud_core.launch.dispatch import dispatch_pass
+from hycloud_core.jobs.coded import queue_coded_job
+from hycloud_core.jobs.dispatch import dispatch_pass
+from hycloud_core.jobs.queue import QueueStore, SchedConfig
 from hycloud_core.observability import logger, observed
-from hycloud_core.store.queue_records import QueueStore, SchedConfig
 
 CONFIG = InstanceConfig()
 SCHED = SchedConfig.from_environment()

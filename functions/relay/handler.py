@@ -35,11 +35,11 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.jobs.queue import Pacer
 from hycloud_core.jobs.specs import RelaySpec, TableAt
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
 from hycloud_core.relay import transit_key
 from hycloud_core.store.multipart import ObjectWriter
-from hycloud_core.store.queue_records import Pacer
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")

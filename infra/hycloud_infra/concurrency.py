@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from aws_cdk import Stack
 from constructs import Construct
 
-from hycloud_core.store.queue_records import SchedConfig
+from hycloud_core.jobs.queue import SchedConfig
 
 DEFAULT_ACCOUNT_CONCURRENCY = 10
 KEPT = 2  # the controller answering a request, the dispatcher starting the next job

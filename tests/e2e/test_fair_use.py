@@ -29,7 +29,7 @@ import pytest
 import requests
 from boto3.dynamodb.conditions import Key
 
-from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.jobs.queue import QueueStore
 from tests.e2e.conftest import _make_user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.exclusive]

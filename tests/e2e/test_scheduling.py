@@ -20,7 +20,7 @@ import pytest
 from hycloud.transfer.staging import stage
 from hycloud_core import bundle
 from hycloud_core.jobs.executions import execution_arn
-from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from infra.local import deploy as local
 from tests.e2e.conftest import HYCLOUD, _make_user

@@ -41,7 +41,7 @@ from hycloud_core.errors import (
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.bundle_commit import commit_members, staged_size, take_staged
 from hycloud_core.fs.tree_walk import PRE, walk
-from hycloud_core.store.queue_records import QueueStore
+from hycloud_core.jobs.queue import QueueStore
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU

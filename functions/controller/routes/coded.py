@@ -25,10 +25,10 @@ from hycloud_core.cost.records import user_usage_from_records
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.instances import on_ring
+from hycloud_core.jobs.coded import queue_coded_job
 from hycloud_core.jobs.executions import execution_arn
-from hycloud_core.launch.coded_jobs import queue_coded_job
+from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.measurements import Measurements, Sample
-from hycloud_core.store.queue_records import QueueStore
 
 router = APIGatewayRouter()
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
@@ -243,7 +243,7 @@ def _repair_machine() -> str:
 @router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
 def repair(body: Annotated[RepairIn, BodyParam()]):
     """Rebuild the caller's coded blocks on one instance from the others: a Step Functions job
-    queued as background work (launch/coded_jobs.py), started in FOP order."""
+    queued as background work (hycloud_core/jobs/coded.py), started in FOP order."""
     if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
     caller, store = user(router), QueueStore(records().table)

@@ -16,9 +16,9 @@ from hycloud_core import jobs, paths
 from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.jobs.queue import BACKGROUND
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, Source
 from hycloud_core.observability import logger
-from hycloud_core.store.queue_records import BACKGROUND
 from services.coded_files import coded_base, relay_source
 from services.job_runs import RunOptions, delta_bytes, run
 

@@ -1,4 +1,4 @@
-"""The FOP queue as the controller uses it (hycloud_core.store.queue_records, docs/SCHEDULING.md):
+"""The FOP queue as the controller uses it (hycloud_core.jobs.queue, docs/SCHEDULING.md):
 a queued job starts in a bounded dispatch pass run at once, so on an idle system it starts in
 the request that queued it; a client polling a queued job runs one now and then; tree jobs enter
 the queue here with their estimated transfer time.
@@ -16,11 +16,11 @@ from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.jobs import executions
+from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
+from hycloud_core.jobs.queue import QueueStore, SchedConfig
 from hycloud_core.jobs.specs import TreeJobSpec
-from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements
-from hycloud_core.store.queue_records import QueueStore, SchedConfig
 from hycloud_core.store.tree_jobs import RUNNING, STOPPED, TreeJobs
 
 SCHED = SchedConfig.from_environment()

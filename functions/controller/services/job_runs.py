@@ -30,9 +30,9 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.jobs import executions
 from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
+from hycloud_core.jobs.queue import USER, QueueStore
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, JobSpec, RelaySpec
 from hycloud_core.relay import remote_relay_key
-from hycloud_core.store.queue_records import USER, QueueStore
 
 from . import job_queue, optimal_instance
 

@@ -18,8 +18,8 @@ from hycloud_core.errors import NotFoundError
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.tree_walk import count
 from hycloud_core.jobs.executions import execution_arn
+from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.locks import WAIT_S, Lease
-from hycloud_core.store.queue_records import QueueStore
 from hycloud_core.store.tree_jobs import (
     APPLY,
     RENAME,

@@ -13,8 +13,8 @@ import pytest
 
 from hycloud_core import jobs
 from hycloud_core.instances import Instance
+from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaUploadSpec
-from hycloud_core.store.queue_records import QueueStore
 from tests.conftest import load_function
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"

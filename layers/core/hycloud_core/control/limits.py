@@ -94,7 +94,7 @@ def job_retry_after_s() -> float:
 
 
 # The job cap of the request being served: (user id, cap). Set by the controller for each
-# authenticated request and read where a job is queued (store/queue_records.py), so every route
+# authenticated request and read where a job is queued (jobs/queue.py), so every route
 # that queues a job is capped without passing the user's limits down through each.
 CURRENT_JOB_CAP: ContextVar[tuple[str, int] | None] = ContextVar("hycloud_job_cap", default=None)
 

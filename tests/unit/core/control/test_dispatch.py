@@ -8,9 +8,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hycloud_core.launch.dispatch import dispatch_pass
+from hycloud_core.jobs.dispatch import dispatch_pass
+from hycloud_core.jobs.queue import QueueStore, SchedConfig, report_throughput
 from hycloud_core.store.locks import Lease
-from hycloud_core.store.queue_records import QueueStore, SchedConfig, report_throughput
 from tests.conftest import make_stores
 
 MIB = 1024 * 1024

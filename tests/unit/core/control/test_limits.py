@@ -10,9 +10,9 @@ from moto import mock_aws
 from hycloud_core import auth
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
 from hycloud_core.errors import BadRequestError
-from hycloud_core.launch.dispatch import PassBudget, dispatch_pass
+from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
+from hycloud_core.jobs.queue import QueueStore, SchedConfig
 from hycloud_core.store.measurements import Measurements, Plausible, Sample
-from hycloud_core.store.queue_records import QueueStore, SchedConfig
 from hycloud_core.store.users import Users
 from tests.conftest import make_stores
 
@@ -180,7 +180,7 @@ def test_a_request_pass_starts_at_most_its_budget(table):
 def test_a_request_pass_stops_at_its_deadline(table, monkeypatch):
     """A start takes 0.3 s of the pass's clock (not the machine's: a loaded machine once spent the
     0.2 s budget reading the queue, before any start)."""
-    import hycloud_core.launch.dispatch as dispatch
+    import hycloud_core.jobs.dispatch as dispatch
 
     store, started, clock = QueueStore(table), [], [100.0]
     for i in range(4):

@@ -11,7 +11,7 @@ import json
 import uuid
 from typing import Any
 
-from ..store.queue_records import BACKGROUND, QueueStore, SchedConfig
+from .queue import BACKGROUND, QueueStore, SchedConfig
 
 OPERATOR = "operator"  # the queue's user for jobs over every user's files
 

@@ -3,7 +3,7 @@
 The controller runs a bounded pass (PassBudget) inline when it queues a job (an idle system
 starts it at once) and while a client waits on a queued job; the dispatcher function runs one when a job execution ends
 (its status-change event) and every two minutes as a backstop. Passes may overlap: every change is a
-conditional write (store/queue_records.py), so the worst an overlap costs is a lost claim.
+conditional write (jobs/queue.py), so the worst an overlap costs is a lost claim.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from itertools import islice
 from typing import Any
 
 from ..control.relay_adoption import RelayPool, WorkerState
-from ..store.queue_records import QueueStore, SchedConfig
+from .queue import QueueStore, SchedConfig
 
 START_GRACE_S = 30.0  # a claimed job whose execution never appeared is given up after this
 SCAN_LIMIT = 200  # queue items looked at per pass (blocked ones are skipped)

@@ -35,8 +35,8 @@ from boto3.dynamodb.conditions import Key
 from ..control import fop
 from ..control.limits import JOBS_SK, LIMIT_PREFIX, job_cap, jobs_refusal
 from ..errors import ConflictError
-from .locks import Lease, leased_paths
-from .records import query_all
+from ..store.locks import Lease, leased_paths
+from ..store.records import query_all
 
 QUEUE, JOBS, WORKERS, SCHED = "FOPQ", "FOPJ", "FOPW", "SCHED"
 MARKER_PREFIX = "FOPM#"
