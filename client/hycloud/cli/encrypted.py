@@ -61,7 +61,7 @@ def _refusals() -> Iterator[None]:
 
 
 def _opened(remote: str, key_file: Path | None, secret: bytes | None = None) -> EncryptedFolder:
-    """The folder opened for this profile's user (its key slot is named after the user)."""
+    """The folder opened with the secret (each key slot tried: no request to learn the user)."""
     from ..encrypted import CloudStore, EncryptedFolder
     from ..encrypted.counters import Counters, default_path
     from ..encrypted.passphrase import read_secret
@@ -70,7 +70,7 @@ def _opened(remote: str, key_file: Path | None, secret: bytes | None = None) -> 
     client = HyCloud.from_config()
     store = CloudStore(client, remote)
     secret = secret if secret is not None else read_secret(key_file)
-    return EncryptedFolder.open(store, client.whoami(), secret, Counters(default_path()))
+    return EncryptedFolder.open(store, "", secret, Counters(default_path()))
 
 
 def _run(action: Callable[[], object]) -> object:

@@ -58,7 +58,8 @@ class EncryptedFolder:
     def open(
         cls, store: Store, label: str, secret: bytes, counters: Counters | None = None
     ) -> EncryptedFolder:
-        """The folder opened with `secret` (WrongKeyError if it opens no slot)."""
+        """The folder opened with `secret` (WrongKeyError if it opens no slot); `label`'s slot is
+        tried first, then the others ("" tries them all in turn)."""
         blob = store.read_many([hdr.NAME])[hdr.NAME]
         if blob is None:
             raise NotFoundError("not an encrypted folder (no .hcenc)", code="not-encrypted")
@@ -99,9 +100,12 @@ class EncryptedFolder:
         self.counters.note(self.keys.folder_id, seen)
         return maps
 
-    def write_maps(self, maps: dict[str, tuple[manifest.DirMap, int]]) -> None:
-        """Each map sealed one version past what it had (and past what this client saw)."""
-        blobs, counts = {}, {}
+    def write_maps(
+        self, maps: dict[str, tuple[manifest.DirMap, int]], with_files: dict[str, bytes] | None = None
+    ) -> int:
+        """Each map sealed one version past what it had (and past what this client saw), sent
+        with the file manifests that go with it; returns the bytes sent."""
+        blobs, counts = dict(with_files or {}), {}
         for rel, (dir_map, counter) in maps.items():
             key = "D:" + rel
             new = max(counter, self.counters.seen(self.keys.folder_id, key)) + 1
@@ -109,6 +113,7 @@ class EncryptedFolder:
             counts[key] = new
         self.store.write_many(blobs)
         self.counters.note(self.keys.folder_id, counts)
+        return sum(len(b) for b in blobs.values())
 
     def ls(self, rel: str = "") -> list[dict[str, Any]]:
         """A folder's entries with their plaintext names, from its authenticated name map."""

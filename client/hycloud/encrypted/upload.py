@@ -1,7 +1,8 @@
 """Putting plaintext into an encrypted folder: chunk, seal, send only the chunks it lacks.
 
-Order of writes: chunk objects, then file manifests, then name maps, so a reader never finds a
-name that points at something not yet stored. `sync` also removes what is gone locally (its
+Order of writes: chunk objects first, then file manifests and name maps together (one bundle
+where they fit: the cloud commits its members side by side), so a name never points at a chunk
+not yet stored. `sync` also removes what is gone locally (its
 chunks stay until a future collection; they are unreadable without the folder key).
 """
 
@@ -101,10 +102,8 @@ def put_files(
     if keep_dirs is not None:
         changed |= _remove_missing(folder, maps, keep_dirs, {rel for _, rel in pairs})
     batch.flush()
-    folder.store.write_many(manifests)
-    result.bytes_sent += sum(len(b) for b in manifests.values())
     folder.counters.note(folder.keys.folder_id, counts)
-    folder.write_maps({d: maps[d] for d in changed})
+    result.bytes_sent += folder.write_maps({d: maps[d] for d in changed}, with_files=manifests)
     return result
 
 

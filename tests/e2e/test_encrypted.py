@@ -1,0 +1,158 @@
+"""Encrypted folders on the deployed cloud (docs/ENCRYPTION.md): a tree goes in and comes back
+byte for byte through `hycloud crypt`, while S3, EFS and DynamoDB hold neither a plaintext name
+nor a known plaintext string; a tampered chunk and a rolled-back listing are refused (exit 9)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hycloud.encrypted import CloudStore, EncryptedFolder, upload
+from hycloud.encrypted.counters import Counters, default_path
+from hycloud_core.constants import MiB
+from hycloud_core.crypto.errors import RollbackError
+
+pytestmark = pytest.mark.e2e
+
+CORRUPT = 9
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def passphrase(monkeypatch) -> str:
+    secret = uuid.uuid4().hex
+    monkeypatch.setenv("HYCLOUD_PASSPHRASE", secret)
+    return secret
+
+
+def _tree(root: Path, marker: bytes, tag: str) -> list[str]:
+    """A few files (one of 3 MiB, above the small-file threshold were it plain); their names."""
+    names = [f"plan-{tag}.txt", f"folder-{tag}", f"photo-{tag}.bin", f"empty-{tag}"]
+    (root / names[1]).mkdir(parents=True)
+    (root / names[0]).write_bytes(marker * 40)
+    (root / names[1] / names[2]).write_bytes(os.urandom(3 * MiB // 2) + marker + os.urandom(3 * MiB // 2))
+    (root / names[1] / names[3]).write_bytes(b"")
+    return names
+
+
+def _leaks(blob: bytes, needles: list[bytes]) -> list[bytes]:
+    return [n for n in needles if n in blob]
+
+
+def _scan_s3(deployment, since: datetime, needles: list[bytes]) -> tuple[int, list[str]]:
+    """Every object written since `since` in the instances' buckets (older ones cannot hold this
+    run's random strings): how many were read, and those holding a needle."""
+    s3, read, found = deployment.client("s3"), 0, []
+    buckets = [b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith("hycloud-instance")]
+    for bucket in buckets:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for obj in page.get("Contents", []):
+                if obj["LastModified"] < since:
+                    continue
+                body = s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+                read += 1
+                if _leaks(obj["Key"].encode() + b"\n" + body, needles):
+                    found.append(f"s3://{bucket}/{obj['Key']}")
+    return read, found
+
+
+def _scan_dynamodb(deployment, needles: list[bytes]) -> tuple[int, list[str]]:
+    """Every record of the home table (and the standby's copy): how many, and those leaking."""
+    out, read, found = deployment.outputs, 0, []
+    tables = [(out["TableName"], "us-east-1")]
+    if "StandbyTableName" in out:
+        tables.append((out["StandbyTableName"], out["StandbyRegion"]))
+    for table, region in tables:
+        ddb = deployment.client("dynamodb", region)
+        for page in ddb.get_paginator("scan").paginate(TableName=table):
+            for item in page["Items"]:
+                read += 1
+                text = json.dumps(item, default=lambda b: bytes(b).hex() + bytes(b).decode("latin-1"))
+                if _leaks(text.encode(), needles):
+                    found.append(f"{table}: {item.get('pk')} {item.get('sk')}")
+    return read, found
+
+
+def _scan_efs(user, needles: list[bytes]) -> tuple[int, list[str]]:
+    read, found = 0, []
+    for path in user.ns_dir().rglob("*"):
+        if path.is_file():
+            read += 1
+            if _leaks(str(path).encode() + b"\n" + path.read_bytes(), needles):
+                found.append(str(path))
+    return read, found
+
+
+def test_a_tree_round_trips_and_the_cloud_holds_no_plaintext(alice, deployment, passphrase, tmp_path):
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    tag = uuid.uuid4().hex[:12]
+    marker = f"PLAINTEXT-MARKER-{uuid.uuid4().hex}".encode()
+    src, out, root = tmp_path / "src", tmp_path / "out", f"/vault-{tag[:6]}"
+    names = _tree(src, marker, tag)
+
+    alice.cli("crypt", "init", root)
+    alice.cli("crypt", "put", str(src), root)
+    alice.cli("crypt", "get", root, str(out))
+    for path in src.rglob("*"):
+        if path.is_file():
+            assert sha(out / path.relative_to(src)) == sha(path), path
+    listed = _folder(alice, root, passphrase).ls()
+    assert [e["name"] for e in listed] == sorted([names[1], names[0]])
+    stored = {e["name"] for e in alice.sdk().ls(root)}
+    assert {".hcenc", ".hcchunks", ".hcdir"} <= stored and not any(tag in n for n in stored)
+
+    needles = [marker] + [n.encode() for n in names] + [tag.encode()]
+    efs_read, efs_leaks = _scan_efs(alice, needles)
+    s3_read, s3_leaks = _scan_s3(deployment, since, needles)
+    ddb_read, ddb_leaks = _scan_dynamodb(deployment, needles)
+    assert efs_read >= 30 and ddb_read > 0, (efs_read, s3_read, ddb_read)
+    assert efs_leaks == [] and s3_leaks == [] and ddb_leaks == []
+
+    # the cloud's own records are of ciphertext: the 3 MiB file is ~48 small chunk objects
+    chunks = alice.sdk().ls(f"{root}/.hcchunks")
+    assert len(chunks) >= 20 and all(e["size"] <= 256 * 1024 + 64 for e in chunks)
+
+
+def test_a_rolled_back_listing_and_a_tampered_chunk_are_refused(alice, passphrase, tmp_path):
+    sdk, root = alice.sdk(), f"/vault-{uuid.uuid4().hex[:6]}"
+    sdk.mkdir(root)
+    folder = EncryptedFolder.create(
+        CloudStore(sdk, root), alice.name, passphrase.encode(), counters=_counters()
+    )
+    (tmp_path / "a.bin").write_bytes(os.urandom(200_000))
+    (tmp_path / "b.txt").write_bytes(b"second")
+    upload.put_file(folder, tmp_path / "a.bin", "a.bin")
+    old_listing = sdk.get_bytes(f"{root}/.hcdir")
+    upload.put_file(folder, tmp_path / "b.txt", "b.txt")
+    new_listing = sdk.get_bytes(f"{root}/.hcdir")
+
+    sdk.put_bytes(f"{root}/.hcdir", old_listing)  # the cloud serves the older name map
+    with pytest.raises(RollbackError):
+        _folder(alice, root, passphrase).ls()
+    sdk.put_bytes(f"{root}/.hcdir", new_listing)
+    assert [e["name"] for e in _folder(alice, root, passphrase).ls()] == ["a.bin", "b.txt"]
+
+    chunk = sdk.ls(f"{root}/.hcchunks")[0]["name"]
+    blob = bytearray(sdk.get_bytes(f"{root}/.hcchunks/{chunk}"))
+    blob[50] ^= 0x01
+    sdk.put_bytes(f"{root}/.hcchunks/{chunk}", bytes(blob))
+    bad = alice.cli("crypt", "get", root, str(tmp_path / "out"), "--path", "a.bin", check=False)
+    assert bad.returncode == CORRUPT and "integrity-failed" in bad.stderr, bad.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _counters() -> Counters:
+    return Counters(default_path())  # the CLI's too: $HYCLOUD_STATE of this test session
+
+
+def _folder(user, root: str, passphrase: str) -> EncryptedFolder:
+    return EncryptedFolder.open(CloudStore(user.sdk(), root), user.name, passphrase.encode(), _counters())
