@@ -1,8 +1,8 @@
 """Bundle jobs: commit a bundle staged in S3, each member on its own (docs/SCHEDULING.md).
 
 Queued by `POST /v1/bundles?staged=<sha256>` as a transfer in the FOP queue and started by a
-dispatch pass (statemachines/bundle_commit.asl.json). Event: {"job", "user", "staged",
-"parents", "root"}. The per-member results go to the job's outcome file in staging, where
+dispatch pass (statemachines/bundle_commit.asl.json). Event: a BundleJobSpec
+(hycloud_core.jobs.specs), parsed on entry. The per-member results go to the job's outcome file in staging, where
 `GET /v1/bundles/jobs` reads them (a workflow's output holds 256 KiB, a bundle's answer more).
 The staged object is taken out of staging once read: a bundle is committed once.
 """
@@ -16,6 +16,7 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.bundle_commit import commit_members, take_staged
+from hycloud_core.jobs.specs import BundleJobSpec
 from hycloud_core.observability import job_duration, logger, observed
 
 CONFIG = InstanceConfig()
@@ -24,18 +25,19 @@ s3 = boto3.client("s3")
 
 @observed
 def handler(event: dict, context: object) -> dict:
-    job, user = jobs.checked_bundle_job(event["job"]), event["user"]
+    spec = BundleJobSpec.from_event(event)  # a malformed event fails here, naming what is wrong
+    job, user = spec.job, spec.user
     try:
         with job_duration("bundle-commit"):
             members = bundle.unpack(
-                take_staged(s3, CONFIG.bucket, user, event["staged"]), max_body=bundle.MAX_STAGED
+                take_staged(s3, CONFIG.bucket, user, spec.staged), max_body=bundle.MAX_STAGED
             ).files
             files = commit_members(
                 FileSystem.deployed(CONFIG, user, s3),
                 members,
                 CONFIG.small_file_threshold,
-                event["parents"],
-                event["root"],
+                spec.parents,
+                spec.root,
             )
     except HyCloudError as err:  # the bundle as a whole: every member failed
         outcome = {"user": user, "state": "failed", "error": bundle.error_entry("", err)["error"]}

@@ -18,7 +18,7 @@ import boto3
 from hycloud_core.config import InstanceConfig
 from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
 from hycloud_core.jobs import executions
-from hycloud_core.jobs.coded import queue_coded_job
+from hycloud_core.jobs.coded import CodedJob, queue_coded_job
 from hycloud_core.jobs.dispatch import dispatch_pass
 from hycloud_core.jobs.queue import QueueStore, SchedConfig
 from hycloud_core.observability import logger, observed
@@ -32,7 +32,10 @@ INSTANCE = os.environ.get("AWS_REGION", "home")
 def _queue_operator_job(job_input: dict) -> dict:
     store = QueueStore(table)
     config = store.config(SCHED)
-    name = queue_coded_job(store, os.environ[ENV_REPAIR_STATE_MACHINE], job_input, config, CONFIG.s3_efs_rate)
+    coded = CodedJob(
+        machine=os.environ[ENV_REPAIR_STATE_MACHINE], input=job_input, rate_bps=CONFIG.s3_efs_rate
+    )
+    name = queue_coded_job(store, coded, config)
     dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)
     return {"job": name, "queue": store.position(name)}
 

@@ -13,7 +13,6 @@ named by `?staged=<sha256>`.
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
@@ -23,12 +22,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from bodies import raw_body
-from context import CONFIG, filesystem, namespace, records, s3, user
+from context import CONFIG, filesystem, namespace, s3, user
 from models import Body as JsonBody
 from models import ContentHash, Text, UserPath
 from polling import long_poll
 from pydantic import BaseModel, Field
-from services import job_queue, job_runs
+from services import bundle_jobs
 
 from hycloud_core import bundle, jobs
 from hycloud_core import constants as c
@@ -39,9 +38,8 @@ from hycloud_core.errors import (
     NotFoundError,
 )
 from hycloud_core.fs import Namespace
-from hycloud_core.fs.bundle_commit import commit_members, staged_size, take_staged
+from hycloud_core.fs.bundle_commit import commit_members, take_staged
 from hycloud_core.fs.tree_walk import PRE, walk
-from hycloud_core.jobs.queue import QueueStore
 
 router = APIGatewayRouter()
 _POOL = ThreadPoolExecutor(16)  # per-file work waits on EFS and DynamoDB, not the CPU
@@ -120,7 +118,7 @@ def upload(
     if staged is not None and raw_body(router):
         raise BadRequestError("send the bundle in the body or stage it, not both", code="bad-body")
     if staged is not None and os.environ.get(c.ENV_BUNDLE_STATE_MACHINE):
-        return ok(_queue_staged(staged, parents, root), 202)
+        return ok(bundle_jobs.queue_staged(user(router), staged, parents, root), 202)
     if staged is None:
         members = bundle.unpack(raw_body(router)).files
     else:  # no bundle jobs deployed (a standby): committed in the request
@@ -128,37 +126,6 @@ def upload(
         members = bundle.unpack(body, max_body=bundle.MAX_STAGED).files
     files = commit_members(filesystem(router), members, CONFIG.small_file_threshold, parents, root)
     return ok({"files": files})
-
-
-def _queue_staged(staged: str, parents: bool, root: str) -> dict:
-    """Queue the commit of a staged bundle in FOP order: t_T is its bytes at the in-cloud rate;
-    it holds a path marker on `root`, so jobs on related paths keep request order."""
-    caller = user(router)
-    size = staged_size(s3(), CONFIG.bucket, caller, staged)
-    name = jobs.new_bundle_job()
-    payload = {"job": name, "user": caller, "staged": staged, "parents": parents, "root": root}
-    store = QueueStore(records().table)
-    config = store.config(job_queue.SCHED)
-    machine = os.environ[c.ENV_BUNDLE_STATE_MACHINE]
-    store.enqueue(name, machine, json.dumps(payload), caller, (root,), size, 1.0 / CONFIG.s3_efs_rate, config)
-    job_queue.pump(config)
-    return _bundle_job(name, caller) or {"job": name, "state": "running"}
-
-
-def _bundle_job(job: str, caller: str) -> dict | None:
-    """The caller's bundle job: queued (its place), running, or ended with per-member results."""
-    outcome = jobs.load_outcome(CONFIG.staging_dir, job)
-    if outcome is not None:
-        return {"job": job, **outcome, "user": None} if outcome.get("user") == caller else None
-    state = job_queue.queue_state(job, caller)
-    if state is not None:
-        return {"job": job, **state} if state else None
-    desc = job_runs.describe(os.environ[c.ENV_BUNDLE_STATE_MACHINE], job)
-    if desc is None or json.loads(desc.get("input") or "{}").get("user") != caller:
-        return None
-    if desc["status"] == "RUNNING":
-        return {"job": job, "state": "running"}
-    return {"job": job, "state": "failed", "error": {**jobs.failure(desc.get("error")), "status": 500}}
 
 
 @router.get("/v1/bundles/jobs", responses=replies(200, BundleJob, 404))
@@ -169,7 +136,9 @@ def bundle_job(
     """A staged bundle's commit: its place while queued, then each member's result."""
     caller = user(router)
     answer = long_poll(
-        lambda: _bundle_job(job, caller) or {}, wait, lambda a: a.get("state") in ("queued", "running")
+        lambda: bundle_jobs.state_of(job, caller) or {},
+        wait,
+        lambda a: a.get("state") in ("queued", "running"),
     )
     if not answer:
         raise NotFoundError("no such bundle job", code="no-such-job")

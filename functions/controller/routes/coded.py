@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-from functools import cache
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
@@ -16,18 +13,13 @@ from context import CONFIG, filesystem, records, s3, s3_in, user
 from models import Body, ByteCount, ContentHash, FileMode, FileTime, Text, UserPath
 from preconditions import IfMatch, IfNoneMatch, expected_version
 from pydantic import BaseModel, Field
-from services import coded_files, job_queue
+from services import coded_files, repair_jobs
 
-from hycloud_core import constants as c
-from hycloud_core import paths, reach
+from hycloud_core import paths
 from hycloud_core.codec.layout import MAX_CHUNKS, URL_PAGE, Block, Chunk, CodedLayout
-from hycloud_core.cost.records import user_usage_from_records
-from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
+from hycloud_core.errors import BadRequestError, NotFoundError
 from hycloud_core.fs.coded import CodedFiles
 from hycloud_core.instances import on_ring
-from hycloud_core.jobs.coded import queue_coded_job
-from hycloud_core.jobs.executions import execution_arn
-from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.measurements import Measurements, Sample
 
 router = APIGatewayRouter()
@@ -233,54 +225,18 @@ class RepairJob(BaseModel):
 JOB_NAME = r"^[0-9a-f]{32}$"
 
 
-def _repair_machine() -> str:
-    arn = os.environ.get(c.ENV_REPAIR_STATE_MACHINE)
-    if not arn:
-        raise ConflictError("repair needs several instances (hycloud:regions)", code="no-repair")
-    return arn
-
-
 @router.post("/v1/coded/repair", responses=replies(202, RepairJob, 409))
 def repair(body: Annotated[RepairIn, BodyParam()]):
     """Rebuild the caller's coded blocks on one instance from the others: a Step Functions job
     queued as background work (hycloud_core/jobs/coded.py), started in FOP order."""
     if body.region not in {i.region for i in on_ring(records().table)}:
         raise BadRequestError(f"no such instance: {body.region}", code="unknown-instance")
-    caller, store = user(router), QueueStore(records().table)
-    config = store.config(job_queue.SCHED)
-    held = user_usage_from_records(records(), caller)[0].coded_region_bytes.get(body.region, 0)
-    name = queue_coded_job(
-        store,
-        _repair_machine(),
-        {"user": caller, "region": body.region},
-        config,
-        CONFIG.s3_efs_rate,
-        user=caller,
-        nbytes=held,  # what it checks there
-    )
-    job_queue.pump(config)
-    return ok(_repair_answer(name, caller) or {"job": name, "state": "running"}, 202)
-
-
-def _repair_answer(job: str, caller: str) -> dict | None:
-    """The caller's repair job: its place while queued, then its execution's state; None if neither."""
-    queued = job_queue.queue_state(job, caller)
-    if queued and queued["state"] == "queued":
-        return {"job": job, **queued}
-    try:
-        run = _sfn().describe_execution(executionArn=execution_arn(_repair_machine(), job))
-    except _sfn().exceptions.ExecutionDoesNotExist:
-        return {"job": job, "state": "running"} if queued else None
-    if json.loads(run["input"]).get("user") != caller:
-        return None
-    state = {"RUNNING": "running", "SUCCEEDED": "succeeded"}.get(run["status"], "failed")
-    result = json.loads(run["output"]) if run.get("output") else None
-    return {"job": job, "state": state, **({"result": result} if result else {})}
+    return ok(repair_jobs.queue_repair(user(router), body.region), 202)
 
 
 @router.get("/v1/coded/repair", responses=replies(200, RepairJob, 404, 409))
 def repair_status(job: Annotated[str, Query(pattern=JOB_NAME)]):
-    answer = _repair_answer(job, user(router))
+    answer = repair_jobs.state_of(job, user(router))
     if answer is None:
         raise NotFoundError("no such repair job", code="no-such-job")
     return ok(answer)
@@ -307,8 +263,3 @@ def whole(path: Annotated[UserPath, Query()]):
     )
     size, digest = link.size, link.content_hash
     return ok({"path": paths.normalize(path), "size": size, "content_hash": digest, "url": url})
-
-
-@cache
-def _sfn():
-    return reach.client("stepfunctions")

@@ -17,7 +17,7 @@ from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.jobs import executions
 from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
-from hycloud_core.jobs.queue import QueueStore, SchedConfig
+from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig
 from hycloud_core.jobs.specs import TreeJobSpec
 from hycloud_core.store.locks import Lease
 from hycloud_core.store.measurements import Measurements
@@ -75,20 +75,19 @@ def queue_tree(machine: str, job, nbytes: int) -> None:
     store = QueueStore(records().table)
     config = store.config(SCHED)
     entries = job.files if job.files is not None else job.counted
-    body = json.dumps(TreeJobSpec(user=job.user, id=job.id).to_event())
+    entry = QueueEntry(
+        job=job.execution,
+        machine=machine,
+        input=json.dumps(TreeJobSpec(user=job.user, id=job.id).to_event()),
+        user=job.user,
+        paths=tuple(job.leases),
+        size=nbytes,
+        seconds_per_byte=1.0 / CONFIG.s3_efs_rate,
+        extra_s=entries * DIRECTORY_OP_SECONDS,
+        owner=job.owner,
+    )
     try:
-        store.enqueue(
-            job.execution,
-            machine,
-            body,
-            job.user,
-            tuple(job.leases),
-            nbytes,
-            1.0 / CONFIG.s3_efs_rate,
-            config,
-            owner=job.owner,
-            extra_s=entries * DIRECTORY_OP_SECONDS,
-        )
+        store.enqueue(entry, config)
     except TooManyRequestsError:
         _refused_tree(job)
         raise

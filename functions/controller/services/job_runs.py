@@ -30,7 +30,7 @@ from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.instances import Instance
 from hycloud_core.jobs import executions
 from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
-from hycloud_core.jobs.queue import USER, QueueStore
+from hycloud_core.jobs.queue import USER, QueueEntry, QueueStore
 from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, JobSpec, RelaySpec
 from hycloud_core.relay import remote_relay_key
 
@@ -156,17 +156,17 @@ def _launch(router: APIGatewayRouter, spec: JobSpec, options: RunOptions) -> Non
     serving = executions.region_of(options.at) if options.at else None  # the data instance it runs at
     spb = job_queue.seconds_per_byte(caller, config, serving or job_queue.INSTANCE) if options.size else 0.0
     path = options.path or (spec.path if isinstance(spec, DeltaUploadSpec) else None)  # an upload's file
-    store.enqueue(
-        spec.job_name,
-        options.at or options.machine,
-        json.dumps(spec.to_event()),
-        caller,
-        (path,) if path else (),
-        options.size,
-        spb,
-        config,
+    entry = QueueEntry(
+        job=spec.job_name,
+        machine=options.at or options.machine,
+        input=json.dumps(spec.to_event()),
+        user=caller,
+        paths=(path,) if path else (),
+        size=options.size,
+        seconds_per_byte=spb,
         priority=options.priority,
     )
+    store.enqueue(entry, config)
     job_queue.pump(config)
 
 

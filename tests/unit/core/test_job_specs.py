@@ -224,3 +224,21 @@ def test_the_controller_cannot_make_a_malformed_spec():
 def test_a_relay_of_a_known_object_needs_no_content_hash_and_an_int_throttle_is_a_rate():
     spec = RelaySpec.from_event({"cache_name": "n", "key": "objects/x", "throttle_bps": 1000})
     assert spec.key == "objects/x" and spec.content_hash is None and spec.throttle_bps == 1000
+
+
+def test_tree_and_bundle_jobs_are_what_their_workflows_read():
+    from hycloud_core.jobs.specs import BundleJobSpec, TreeJobSpec, TreeStepSpec
+
+    assert _wire(TreeJobSpec(user="u", id="t1")) == {"user": "u", "id": "t1"}
+    step = TreeStepSpec.from_event({"user": "u", "id": "t1", "execution": "e1", "worker": "w001"})
+    assert (step.execution, step.failed) == ("e1", False)
+    failed = {"action": "fail", "user": "u", "id": "t1", "execution": "e1", "error": "States.Timeout"}
+    assert TreeStepSpec.from_event(failed).failed
+    with pytest.raises(SpecError, match="user"):
+        TreeJobSpec(user="", id="t1")
+    job = "bundle-" + "0" * 40 + "-1"
+    spec = BundleJobSpec(job=job, user="u", staged=H1, root="/d", parents=True)
+    assert _wire(spec) == {"job": job, "user": "u", "staged": H1, "root": "/d", "parents": True}
+    assert (
+        BundleJobSpec.from_event({**_wire(replace(spec, parents=False)), "worker": "w001"}).parents is False
+    )

@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 from hycloud_core import content
+from hycloud_core.errors import BadRequestError
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.jobs import base_cache_name, staging_file
 from hycloud_core.jobs.specs import DeltaDownloadSpec, RelaySpec, SpecError
@@ -122,3 +123,39 @@ def test_the_relay_function_refuses_a_malformed_event(efs, lambda_context, event
     with pytest.raises(SpecError, match=names):
         relay.handler(event, lambda_context)
     assert not (efs / "cache").exists() or not os.listdir(efs / "cache")
+
+
+@pytest.mark.parametrize(
+    "event, names",
+    [
+        ({"id": "t1", "execution": "e1"}, "user"),
+        ({"user": "u", "id": "t1"}, "execution"),
+        ({"user": "u", "id": "t1", "execution": "e1", "action": "explode"}, "action"),
+        ({"user": "u", "id": 7, "execution": "e1"}, "id"),
+    ],
+)
+def test_the_tree_function_refuses_a_malformed_step_before_any_work(efs, lambda_context, event, names):
+    tree = load_function("tree")
+    with pytest.raises(SpecError, match=names):
+        tree.handler(event, lambda_context)
+
+
+def test_the_tree_function_leaves_a_job_it_does_not_run_to_the_execution_that_does(efs, lambda_context):
+    tree = load_function("tree")
+    answer = tree.handler({"user": "u", "id": "t1", "execution": "e1", "worker": "w001"}, lambda_context)
+    assert answer == {"user": "u", "id": "t1", "state": "superseded"}  # no such job: nothing to step
+
+
+@pytest.mark.parametrize(
+    "event, names",
+    [
+        ({"user": "u", "staged": "a" * 64, "root": "/"}, "job"),
+        ({"job": "dl-x", "user": "u", "staged": "a" * 64, "root": "/"}, "bundle job"),
+        ({"job": "bundle-" + "0" * 40 + "-1", "user": "u", "root": "/"}, "staged"),
+    ],
+)
+def test_the_bundle_function_refuses_a_malformed_event_before_any_work(efs, lambda_context, event, names):
+    bundle_fn = load_function("bundle")
+    with pytest.raises(BadRequestError, match=names):
+        bundle_fn.handler(event, lambda_context)
+    assert not (efs / "staging").exists() or not os.listdir(efs / "staging")

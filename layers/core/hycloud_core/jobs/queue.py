@@ -99,6 +99,42 @@ def queue_key(arrival: float, transfer_s: float, priority: str, config: SchedCon
     return arrival + delay + min(transfer_s, config.max_wait_s)
 
 
+@dataclass(frozen=True, kw_only=True)
+class QueueEntry:
+    """A job as its caller queues it: the execution `job` of state machine `machine`, told
+    `input` (JSON: a spec's event), for `user`.
+
+    `paths` (a file, or a tree's source and destination) keep jobs on related paths in request
+    order; `size` bytes at `seconds_per_byte` (the user's measured rate) plus `extra_s` (what is
+    not bytes: a tree job's per-entry work) make its estimated transfer time t_T, and `priority`
+    its class, hence its queue place. `owner` names the path leases the job took at request time
+    (a tree job): they do not hold it back, and are taken again when it starts. `now` is its
+    arrival (the present when None)."""
+
+    job: str
+    machine: str
+    input: str
+    user: str
+    paths: tuple[str, ...] = ()
+    size: int = 0
+    seconds_per_byte: float = 0.0
+    extra_s: float = 0.0
+    priority: str = USER
+    owner: str = ""
+    now: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority not in (USER, BACKGROUND):
+            raise ValueError(f"priority must be {USER!r} or {BACKGROUND!r}, not {self.priority!r}")
+        if self.size < 0 or self.seconds_per_byte < 0 or self.extra_s < 0:
+            raise ValueError("a queue entry's size and times are never negative")
+
+    @property
+    def transfer_s(self) -> float:
+        """t_T before the starvation bound caps it."""
+        return self.size * self.seconds_per_byte + self.extra_s
+
+
 @dataclass(frozen=True)
 class QueuedJob:
     job: str
@@ -164,50 +200,30 @@ class QueueStore:
         return int(answer["Attributes"]["n"])
 
     # the queue -----------------------------------------------------------------------------
-    def enqueue(
-        self,
-        job: str,
-        machine: str,
-        input_json: str,
-        user: str,
-        paths: tuple[str, ...],
-        size: int,
-        seconds_per_byte: float,
-        config: SchedConfig,
-        now: float | None = None,
-        priority: str = USER,
-        owner: str = "",
-        extra_s: float = 0.0,
-    ) -> bool:
+    def enqueue(self, entry: QueueEntry, config: SchedConfig) -> bool:
         """Queue a job once (False when it is already queued or running); 429 (too-many-jobs) when
-        the user already has as many jobs queued or running as the request's cap allows.
-
-        `owner` names the path leases the job took at request time (a tree job): they do not hold
-        it back, and are taken again when it starts. `extra_s` adds to t_T what is not bytes
-        (a tree job's per-entry work)."""
-        now = time.time() if now is None else now
-        seq = self._next_seq()
-        tt = min(size * seconds_per_byte + extra_s, config.max_wait_s)
-        key = queue_key(now, tt, priority, config)
-        sort_key = fop.queue_sort_key(key, seq)
-        norm = tuple(fop.normalise(p) for p in paths)
+        the user already has as many jobs queued or running as the request's cap allows."""
+        now = time.time() if entry.now is None else entry.now
+        job, user, seq = entry.job, entry.user, self._next_seq()
+        tt = min(entry.transfer_s, config.max_wait_s)
+        sort_key = fop.queue_sort_key(queue_key(now, tt, entry.priority, config), seq)
         common = {
             "job": job,
             "user": user,
             "seq": seq,
-            "paths": list(norm),
-            "size": size,
-            "priority": priority,
+            "paths": [fop.normalise(p) for p in entry.paths],
+            "size": entry.size,
+            "priority": entry.priority,
         }
-        entry = {
+        item = {
             **common,
             "pk": QUEUE,
             "sk": sort_key,
-            "machine": machine,
-            "input": input_json,
+            "machine": entry.machine,
+            "input": entry.input,
             "arrival_us": round(now * 1e6),
             "tt_us": round(tt * 1e6),
-            **({"owner": owner} if owner else {}),
+            **({"owner": entry.owner} if entry.owner else {}),
         }
         actions = [
             {
@@ -217,11 +233,11 @@ class QueueStore:
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },
-            {"Put": {"TableName": self.table.name, "Item": entry}},
+            {"Put": {"TableName": self.table.name, "Item": item}},
         ]
         actions += [
             {"Put": {"TableName": self.table.name, "Item": {"pk": pk, "sk": sk, "job": job}}}
-            for pk, sk in self._markers(_queued(entry))
+            for pk, sk in self._markers(_queued(item))
         ]
         cap = job_cap(user)
         actions.append(self._count(user, 1, cap))

@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Self, Union, get_args, get_origin, get_type_hints
 
 from ..errors import BadRequestError
+from .names import checked_bundle_job
 
 FLAT = {"flat": True}  # metadata of a field whose keys sit in the job's own object
 
@@ -305,6 +306,49 @@ class TreeJobSpec(Spec):
 
     user: str
     id: str
+
+    def check(self) -> None:
+        if not self.user or not self.id:
+            raise SpecError(f"{type(self).__name__}: 'user' and 'id' name the job")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeStepSpec(TreeJobSpec):
+    """One step of a tree job as its workflow (statemachines/tree_job.asl.json) invokes the tree
+    function: the job and the `execution` running it; `action` "fail" (the workflow's Catch)
+    records the failure, whose `error` names what the step raised."""
+
+    FAIL: ClassVar[str] = "fail"
+
+    execution: str
+    action: str | None = None
+    error: Any = None
+
+    def check(self) -> None:
+        super().check()
+        if self.action not in (None, self.FAIL):
+            raise SpecError(f"TreeStepSpec: 'action' must be {self.FAIL!r} when given")
+
+    @property
+    def failed(self) -> bool:
+        return self.action == self.FAIL
+
+
+@dataclass(frozen=True, kw_only=True)
+class BundleJobSpec(Spec):
+    """A bundle job: commit the bundle `user` staged in S3 as `staged` (its sha256) under `root`,
+    making missing folders when `parents`; `job` names its outcome file in staging."""
+
+    job: str
+    user: str
+    staged: str
+    root: str
+    parents: bool = False
+
+    def check(self) -> None:
+        checked_bundle_job(self.job)
+        if not self.user:
+            raise SpecError("BundleJobSpec: the event lacks 'user'")
 
 
 def delta_spec(event: object) -> DeltaDownloadSpec | DeltaUploadSpec:

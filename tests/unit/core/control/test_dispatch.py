@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core.jobs.dispatch import dispatch_pass
-from hycloud_core.jobs.queue import QueueStore, SchedConfig, report_throughput
+from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig, report_throughput
 from hycloud_core.store.locks import Lease
 from tests.conftest import make_stores
 
@@ -43,7 +43,24 @@ class Machine:
 
 
 def _queue(store, config, name, size, now, path=None, user="u"):
-    return store.enqueue(name, "m", "{}", user, (path or f"/{name}",), size, 1 / MIB, config, now=now)
+    entry = QueueEntry(
+        job=name,
+        machine="m",
+        input="{}",
+        user=user,
+        paths=(path or f"/{name}",),
+        size=size,
+        seconds_per_byte=1 / MIB,
+        now=now,
+    )
+    return store.enqueue(entry, config)
+
+
+def _tree(now: float) -> QueueEntry:
+    """A tree job over /src and /dst, holding its leases as `job-1`."""
+    return QueueEntry(
+        job="tree", machine="m", input="{}", user="u", paths=("/src", "/dst"), now=now, owner="job-1"
+    )
 
 
 def test_smallest_fop_first_within_capacity(store):
@@ -131,7 +148,17 @@ def test_a_path_lease_holds_jobs_below_it(store):
 
 def test_background_work_waits_for_user_jobs_within_the_bound(store):
     config = SchedConfig(capacity=1, max_workers=0, max_wait_s=100.0)
-    store.enqueue("delta", "m", "{}", "u", (), MIB, 1 / MIB, config, now=1000.0, priority="background")
+    delta = QueueEntry(
+        job="delta",
+        machine="m",
+        input="{}",
+        user="u",
+        size=MIB,
+        seconds_per_byte=1 / MIB,
+        now=1000.0,
+        priority="background",
+    )
+    store.enqueue(delta, config)
     _queue(store, config, "relay", 50 * MIB, 1050.0)  # later and larger, but a user's transfer
     _queue(store, config, "late", MIB, 1200.0)  # arrives more than W after the delta
     assert [job.job for job in store.head()] == ["relay", "delta", "late"]
@@ -142,7 +169,7 @@ def test_a_queued_tree_job_is_not_held_by_its_own_leases_and_retakes_them(store)
     machine = Machine()
     own = Lease(store.table, "u", owner="job-1")
     own.acquire("/src", 1)
-    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1000.0, owner="job-1")
+    store.enqueue(_tree(1000.0), config)
     other = Lease(store.table, "u")
     other.acquire("/dst", 1)  # another operation took the destination meanwhile
     dispatch_pass(store, machine.start, machine.describe, config=config)
@@ -159,6 +186,21 @@ def test_an_earlier_relay_is_not_held_by_the_leases_of_a_tree_job_queued_after_i
     machine = Machine()
     _queue(store, config, "relay", 50 * MIB, 1000.0, path="/src/x")
     Lease(store.table, "u", owner="job-1").acquire("/src", 1)  # the tree request's leases
-    store.enqueue("tree", "m", "{}", "u", ("/src", "/dst"), 0, 0.0, config, now=1001.0, owner="job-1")
+    store.enqueue(_tree(1001.0), config)
     dispatch_pass(store, machine.start, machine.describe, config=config)
     assert machine.started == ["relay"]  # the tree job waits for it: related, and later
+
+
+def test_a_queue_entry_is_checked_when_made_and_its_transfer_time_capped_at_w(store):
+    with pytest.raises(ValueError):
+        QueueEntry(job="j", machine="m", input="{}", user="u", priority="urgent")
+    with pytest.raises(ValueError):
+        QueueEntry(job="j", machine="m", input="{}", user="u", size=-1)
+    config = SchedConfig(max_wait_s=100.0)
+    entry = QueueEntry(
+        job="tree", machine="m", input="{}", user="u", size=10 * MIB, seconds_per_byte=1 / MIB, extra_s=5.0
+    )
+    assert entry.transfer_s == 15.0
+    store.enqueue(entry, config)
+    store.enqueue(QueueEntry(job="huge", machine="m", input="{}", user="u", extra_s=1e6), config)
+    assert {job.job: job.tt_us for job in store.head()} == {"tree": 15_000_000, "huge": 100_000_000}

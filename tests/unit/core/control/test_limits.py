@@ -11,7 +11,7 @@ from hycloud_core import auth
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
 from hycloud_core.errors import BadRequestError
 from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
-from hycloud_core.jobs.queue import QueueStore, SchedConfig
+from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig
 from hycloud_core.store.measurements import Measurements, Plausible, Sample
 from hycloud_core.store.users import Users
 from tests.conftest import make_stores
@@ -132,7 +132,17 @@ def test_identify_hands_back_the_profile_it_read(table):
 
 
 def _queue(store, name, user="u", now=1000.0):
-    return store.enqueue(name, "m", "{}", user, (f"/{name}",), MIB, 1 / MIB, SchedConfig(), now=now)
+    entry = QueueEntry(
+        job=name,
+        machine="m",
+        input="{}",
+        user=user,
+        paths=(f"/{name}",),
+        size=MIB,
+        seconds_per_byte=1 / MIB,
+        now=now,
+    )
+    return store.enqueue(entry, SchedConfig())
 
 
 def test_jobs_past_the_cap_are_refused_until_one_ends(table):
