@@ -54,3 +54,13 @@ def test_a_chunk_opened_under_another_folders_key_is_refused():
     ref, blob = chunks.seal(KEYS, b"x" * 100)
     with pytest.raises(IntegrityError):
         chunks.open_(OTHER, ref, blob)
+
+
+def test_compressible_chunks_shrink_and_random_ones_stay_raw():
+    text = b"".join(b"line %d of a source file\n" % i for i in range(3000))
+    ref, blob = chunks.seal(KEYS, text)
+    assert len(blob) < len(text) // 3 and chunks.open_(KEYS, ref, blob) == text
+    noise = os.urandom(65536)
+    ref, blob = chunks.seal(KEYS, noise)
+    assert len(noise) < len(blob) <= len(noise) + 1 + chunks.PAD + len(chunks.MAGIC) + 16
+    assert chunks.open_(KEYS, ref, blob) == noise

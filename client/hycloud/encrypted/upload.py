@@ -124,7 +124,8 @@ def _seal_file(
     if old is not None and old["t"] == "file" and old.get("sha256") == digest:
         return None
     refs = []
-    for piece in chunking.chunks(data):
+    bounds = folder.header.chunking  # the folder's own: dedup needs every writer to cut alike
+    for piece in chunking.chunks(data, bounds["min"], bounds["avg"], bounds["max"]):
         ref, blob = chunks.seal(folder.keys, piece)
         refs.append(ref)
         batch.add(ref.name, blob)

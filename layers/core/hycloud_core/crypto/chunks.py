@@ -3,7 +3,8 @@
 A chunk's key is HKDF(folder chunk key, sha256(plaintext)): equal plaintext in one folder gives
 an equal object (so it is stored once), while another folder (another folder key) learns
 nothing from it. As each key ever seals one plaintext, a fixed nonce is safe. The plaintext is
-padded to a multiple of 256 bytes (0x80 then zeros) so stored sizes are rounded. The object's
+compressed first (zstd level 1, kept only when it saves at least 1/16: one flag byte says
+which), then padded to a multiple of 256 bytes (0x80 then zeros) so stored sizes are rounded. The object's
 name is sha256 of its bytes: a reader checks that first (swap), then the tag (alteration,
 truncation), then the plaintext hash the manifest recorded.
 """
@@ -14,6 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+import zstandard
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -55,6 +57,29 @@ def unpad(data: bytes) -> bytes:
     return end[:-1]
 
 
+RAW, ZSTD = b"\x00", b"\x01"
+_COMPRESS = zstandard.ZstdCompressor(level=1, write_content_size=True, write_checksum=False)
+
+
+def pack(plaintext: bytes) -> bytes:
+    """Flag byte + the plaintext, compressed when that pays (deterministic: convergence holds)."""
+    squeezed = _COMPRESS.compress(plaintext) if len(plaintext) >= 512 else plaintext
+    if len(squeezed) <= len(plaintext) - len(plaintext) // 16 and squeezed is not plaintext:
+        return ZSTD + squeezed
+    return RAW + plaintext
+
+
+def unpack(packed: bytes, size: int) -> bytes:
+    if packed[:1] == RAW:
+        return packed[1:]
+    if packed[:1] == ZSTD:
+        try:
+            return zstandard.ZstdDecompressor().decompress(packed[1:], max_output_size=size)
+        except zstandard.ZstdError as err:
+            raise IntegrityError("chunk does not decompress") from err
+    raise FormatError("unknown chunk encoding")
+
+
 def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
     return AESGCM(subkey(fk.chunks, "chunk/" + plain_sha256.hex()))
 
@@ -62,7 +87,7 @@ def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
 def seal(fk: FolderKeys, plaintext: bytes) -> tuple[ChunkRef, bytes]:
     """(reference, object bytes) of one chunk of plaintext."""
     digest = hashlib.sha256(plaintext).digest()
-    blob = MAGIC + _key(fk, digest).encrypt(NONCE, pad(plaintext), MAGIC + fk.folder_id)
+    blob = MAGIC + _key(fk, digest).encrypt(NONCE, pad(pack(plaintext)), MAGIC + fk.folder_id)
     return ChunkRef(hashlib.sha256(blob).hexdigest(), digest.hex(), len(plaintext)), blob
 
 
@@ -80,7 +105,7 @@ def open_(fk: FolderKeys, ref: ChunkRef, blob: bytes) -> bytes:
         )
     except InvalidTag as err:
         raise IntegrityError(f"chunk {ref.name[:16]}… failed authentication") from err
-    plaintext = unpad(padded)
+    plaintext = unpack(unpad(padded), ref.size)
     if len(plaintext) != ref.size or hashlib.sha256(plaintext).hexdigest() != ref.plain_sha256:
         raise IntegrityError(f"chunk {ref.name[:16]}… does not hold what its manifest recorded")
     return plaintext
