@@ -39,3 +39,14 @@ def test_no_route_imports_another():
     for module in sorted((CONTROLLER / "routes").glob("*.py")):
         others = {n for n in _imported(module) if n.startswith(".") or n.split(".")[0] == "routes"}
         assert not others, f"{module.name} imports {others}"
+
+
+def test_no_route_queues_starts_or_looks_up_a_job_itself():
+    """Jobs are the services' work (services/): a route imports neither the FOP queue, the
+    dispatch pass, the job ledger nor Step Functions executions."""
+    job_stores = {
+        f"hycloud_core.jobs.{name}" for name in ("queue", "dispatch", "coded", "ledger", "executions")
+    }
+    for module in sorted((CONTROLLER / "routes").glob("*.py")):
+        found = _imported(module) & job_stores
+        assert not found, f"{module.name} imports {found}"
