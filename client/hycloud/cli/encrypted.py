@@ -70,7 +70,8 @@ def _opened(remote: str, key_file: Path | None, secret: bytes | None = None) -> 
     client = HyCloud.from_config()
     store = CloudStore(client, remote)
     secret = secret if secret is not None else read_secret(key_file)
-    return EncryptedFolder.open(store, "", secret, Counters(default_path()))
+    with _refusals():  # an altered or rolled-back header: exit 9 too
+        return EncryptedFolder.open(store, "", secret, Counters(default_path()))
 
 
 def _run(action: Callable[[], object]) -> object:
@@ -178,12 +179,11 @@ def rotate(
     The old passphrase stops opening the folder. The new one, if lost, is unrecoverable.
     New passphrase: --new-key-file, else $HYCLOUD_NEW_PASSPHRASE, else a prompt."""
     from ..encrypted.passphrase import NEW_ENV, read_secret
+    from ..sdk.client import HyCloud
 
-    folder = _opened(remote, key_file)
-    from ..encrypted.passphrase import read_secret as old
-
-    label = folder.store.client.whoami()  # type: ignore[attr-defined]
-    epoch = _run(
-        lambda: folder.rotate(label, old(key_file), read_secret(new_key_file, env=NEW_ENV, new=True))
-    )
+    secret = read_secret(key_file)
+    folder = _opened(remote, key_file, secret)
+    new = read_secret(new_key_file, env=NEW_ENV, new=True)
+    label = HyCloud.from_config().whoami()  # this user's slot gets the new secret
+    epoch = _run(lambda: folder.rotate(label, secret, new))
     emit({"path": remote, "epoch": epoch}, f"key of {remote} re-wrapped (epoch {epoch})")
