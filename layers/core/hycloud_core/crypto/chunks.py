@@ -3,8 +3,8 @@
 A chunk's key is HKDF(folder chunk key, sha256(plaintext)): equal plaintext in one folder gives
 an equal object (so it is stored once), while another folder (another folder key) learns
 nothing from it. As each key ever seals one plaintext, a fixed nonce is safe. The plaintext is
-compressed first (zstd level 1, kept only when it saves at least 1/16: one flag byte says
-which), then padded to a multiple of 256 bytes (0x80 then zeros) so stored sizes are rounded. The object's
+compressed first (zstd level 1, kept only when it saves at least 1/16, judged first on an
+8 KiB sample: one flag byte says which), then padded to a multiple of 256 bytes (0x80 then zeros) so stored sizes are rounded. The object's
 name is sha256 of its bytes: a reader checks that first (swap), then the tag (alteration,
 truncation), then the plaintext hash the manifest recorded.
 """
@@ -45,11 +45,6 @@ class ChunkRef:
         return cls(str(name), str(digest), int(size))
 
 
-def pad(data: bytes) -> bytes:
-    total = -(-(len(data) + 1) // PAD) * PAD
-    return data + b"\x80" + bytes(total - len(data) - 1)
-
-
 def unpad(data: bytes) -> bytes:
     end = data.rstrip(b"\x00")
     if not end.endswith(b"\x80"):
@@ -61,12 +56,26 @@ RAW, ZSTD = b"\x00", b"\x01"
 _COMPRESS = zstandard.ZstdCompressor(level=1, write_content_size=True, write_checksum=False)
 
 
-def pack(plaintext: bytes) -> bytes:
-    """Flag byte + the plaintext, compressed when that pays (deterministic: convergence holds)."""
-    squeezed = _COMPRESS.compress(plaintext) if len(plaintext) >= 512 else plaintext
-    if len(squeezed) <= len(plaintext) - len(plaintext) // 16 and squeezed is not plaintext:
-        return ZSTD + squeezed
-    return RAW + plaintext
+SAMPLE = 8192
+
+
+def _pays(data: bytes | memoryview) -> bool:
+    return len(_COMPRESS.compress(data)) <= len(data) - len(data) // 16
+
+
+def pack(plaintext: bytes) -> bytearray:
+    """Flag byte + the plaintext (compressed when that pays: deterministic, so convergence
+    holds) + padding, built in one buffer. The first 8 KiB are tried first, so incompressible
+    chunks (media, archives) cost little."""
+    flag, body = RAW, plaintext
+    if len(plaintext) >= 512 and _pays(memoryview(plaintext)[:SAMPLE]):
+        squeezed = _COMPRESS.compress(plaintext)
+        if len(squeezed) <= len(plaintext) - len(plaintext) // 16:
+            flag, body = ZSTD, squeezed
+    total = -(-(len(body) + 2) // PAD) * PAD
+    packed = bytearray(total)
+    packed[0:1], packed[1 : 1 + len(body)], packed[1 + len(body)] = flag, body, 0x80
+    return packed
 
 
 def unpack(packed: bytes, size: int) -> bytes:
@@ -87,7 +96,11 @@ def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
 def seal(fk: FolderKeys, plaintext: bytes) -> tuple[ChunkRef, bytes]:
     """(reference, object bytes) of one chunk of plaintext."""
     digest = hashlib.sha256(plaintext).digest()
-    blob = MAGIC + _key(fk, digest).encrypt(NONCE, pad(pack(plaintext)), MAGIC + fk.folder_id)
+    packed = pack(plaintext)
+    out = bytearray(len(MAGIC) + len(packed) + 16)  # one output buffer: no copies of the chunk
+    out[: len(MAGIC)] = MAGIC
+    _key(fk, digest).encrypt_into(NONCE, packed, MAGIC + fk.folder_id, memoryview(out)[len(MAGIC) :])
+    blob = bytes(out)
     return ChunkRef(hashlib.sha256(blob).hexdigest(), digest.hex(), len(plaintext)), blob
 
 
