@@ -130,6 +130,16 @@ class MetaCache:
         with self._lock:
             self._edit(path, entry)
 
+    def learn_dirs(self, paths: list[str]) -> None:
+        """Folders the client made in the cloud: their folders' listings gain them (a listing
+        fetched before they reached the cloud lacks them)."""
+        with self._lock:
+            for path in paths:
+                name = os.path.basename(path)
+                kept = self._listings.get(os.path.dirname(path) or "/")
+                if kept is None or kept.names is None or name not in kept.names:
+                    self._edit(path, {"name": name, "type": "dir", "size": 0, "mtime": time.time()})
+
     def removed(self, path: str) -> None:
         """The client removed `path` (a file, or a folder and all under it)."""
         with self._lock:

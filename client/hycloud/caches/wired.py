@@ -61,3 +61,4 @@ class Caches:
         )
         self.files.still_valid = lambda path, cached: still_valid(self.meta, path, cached)
         self.files.make_dir = lambda path: self.client.mkdir(path, parents=True)
+        self.files.dirs_made = self.meta.learn_dirs

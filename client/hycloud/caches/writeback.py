@@ -80,6 +80,9 @@ class WriteBack:
         self.on_flushed = on_flushed
         self.still_valid: Callable[[str, Cached], bool] = lambda path, entry: False
         self.make_dir: Callable[[str], object] = lambda path: None
+        # folders now in the cloud (made by an upload's parents or by make_dir): the metadata cache
+        # learns them before they stop answering from `dirs`
+        self.dirs_made: Callable[[list[str]], None] = lambda paths: None
         self.dirs: set[str] = set()  # folders made through the mount, not in the cloud yet
         self.files: dict[str, Cached] = {}
         self._cond = threading.Condition(threading.RLock())
@@ -153,6 +156,7 @@ class WriteBack:
         for folder in wanted:
             self.make_dir(folder)
             with self._cond:
+                self.dirs_made([folder])
                 self.dirs.discard(folder)
 
     def under(self, folder: str) -> list[str]:
@@ -342,7 +346,9 @@ class WriteBack:
             for (path, entry, gen), result in zip(batch, results, strict=True):
                 entry.inflight = False
                 if result.get("status") == "ok":
-                    self.dirs.difference_update(_parents(path))  # made by the upload (parents)
+                    made = [d for d in _parents(path) if d in self.dirs]  # made by the upload (parents)
+                    self.dirs_made(made)
+                    self.dirs.difference_update(made)
                     entry.flushed, entry.in_cloud, entry.error = max(entry.flushed, gen), True, None
                 else:
                     entry.error = _error(path, result)

@@ -96,6 +96,7 @@ class HyCloudFuse(fuse.Operations):
         )
         self.cache.still_valid = self._still_valid
         self.cache.make_dir = lambda path: client.mkdir(path, parents=True)
+        self.cache.dirs_made = lambda paths: self.meta.learn_dirs(paths)
         self._handles: dict[int, ReadHandle | CachedHandle] = {}
         self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
         self._finishing = threading.Lock()

@@ -181,3 +181,22 @@ def test_a_file_created_in_an_unlisted_folder_and_removed_asks_the_cloud_once(cl
     _write(fs, "/d/tmp", b"t")
     fs.unlink("/d/tmp")  # known absent from the listing: no request
     assert cloud.calls == ["ls", "rm"]
+
+
+def test_a_folder_made_here_stays_known_after_a_listing_fetched_before_it_reached_the_cloud(cloud, tmp_path):
+    """`git clone`: .git/objects/bc is made locally, /d is listed again (the cloud has no bc yet),
+    then bc's first object is sent: bc must not turn into "no such folder"."""
+    fs = _fs(cloud, tmp_path, delay=30)
+    clock = Clock()
+    fs.meta = _meta(cloud, clock)
+    assert sorted(fs.readdir("/d", 0)) == [".", "..", "a", "b"]
+    fs.mkdir("/d/bc", 0o755)
+    fs.mkdir("/d/bc/inner", 0o755)
+    _write(fs, "/d/bc/inner/obj", b"blob")
+    clock.now += 40  # past the bound: the next lookup lists /d again, without bc
+    assert fs.getattr("/d/a")["st_size"] == 1
+    assert "bc" not in {e["name"] for e in fs.meta.listing_kept("/d") or []}
+    fs.cache.sync_all()  # the upload makes bc and bc/inner in the cloud
+    assert fs.getattr("/d/bc")["st_mode"] & 0o040000 and fs.getattr("/d/bc/inner")["st_mode"] & 0o040000
+    assert fs.getattr("/d/bc/inner/obj")["st_size"] == 4
+    assert "bc" in fs.readdir("/d", 0)

@@ -115,6 +115,7 @@ def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0
     fs.cache = WriteBack(cloud.upload, tmp_path / "cache", limit=limit, delay=delay)
     fs.cache.on_flushed, fs.cache.still_valid = fs._flushed, fs._still_valid
     fs.cache.make_dir = lambda path: cloud.mkdir(path, parents=True)
+    fs.cache.dirs_made = lambda paths: fs.meta.learn_dirs(paths)
     return fs
 
 
