@@ -12,6 +12,13 @@ the grace period (only an administrator who knows no operation is in flight may 
 {"version_retention_s": s} to drop kept versions older than s now (a shorter retention), and
 {"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
 hourly one runs everything.
+
+The hourly walk also packs cold small files into S3 segments and cleans them (docs/SEGMENTS.md,
+hycloud_core.fs.segments) when the deployment sets `hycloud:segmentAfterDays`. An event's
+{"segments": {...}} runs that round alone, whatever "walk" says, with its own settings:
+"users" (internal ids; default all), "pack_after_s" (how long unused), "min_live_share",
+"segment_bytes", "min_file_bytes"/"max_file_bytes" (which files pay for packing), "grace_s" (before
+a retired segment is deleted), "pack"/"clean" (true/false).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import time
 import boto3
 
 from hycloud_core.config import InstanceConfig
+from hycloud_core.fs import segments
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.fs.user_purge import purge_deleted_users
@@ -59,6 +67,26 @@ def _recount_usage(records: Records) -> int:
     for user in users:
         Quota(records, user).recount()
     return len(users)
+
+
+def _segments(grace_s: int, options: dict | None) -> dict:
+    """Pack and clean segments: the deployment's settings, or an event's (`options`)."""
+    settings = segments.Settings.from_env(grace_s, options)
+    if options is None and settings.pack_after_s is None:
+        return {}  # not configured: nothing packed, so nothing to clean
+    o = options or {}
+    users = o.get("users")
+    done = segments.run(
+        Records(CONFIG.table).table,
+        boto3.client("s3"),
+        CONFIG.bucket,
+        CONFIG.namespaces_dir,
+        settings,
+        users=None if users is None else [str(u) for u in users],
+        pack=bool(o.get("pack", True)),
+        clean=bool(o.get("clean", True)),
+    )
+    return {"segments": done.to_dict()}
 
 
 def _walk(grace_s: int, retention_s: int | None) -> dict:
@@ -101,12 +129,16 @@ def handler(event: dict, context: object) -> dict:
     if event.get("walk", True):
         retention = event.get("version_retention_s")
         result |= _walk(grace_s, None if retention is None else max(0, int(retention)))
+        if "segments" not in event:
+            result |= _segments(grace_s, None)
+    if isinstance(event.get("segments"), dict):
+        result |= _segments(grace_s, event["segments"])
     logger.info(
         "upkeep",
         extra={
             k: v if isinstance(v, int) else len(v)
             for k, v in result.items()
-            if k not in ("collected", "versions_purged")
+            if k not in ("collected", "versions_purged", "segments")
         },
     )
     return result

@@ -54,7 +54,10 @@ class History:
             digest, size, sha256, erasure = content.hash_bytes(data), len(data), None, None
             if digest == new_hash:
                 return None
-            self.copies.keep(self.fs.ns.host(path), digest)
+            if self.fs.ns.segment_stub(path):  # packed: keep its bytes, not a link to its stub
+                self.copies.keep_bytes(data, digest)
+            else:
+                self.copies.keep(self.fs.ns.host(path), digest)
             sha256 = hashlib.sha256(data).hexdigest()
         return VersionRecord(
             path=path,

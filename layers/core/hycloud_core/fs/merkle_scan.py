@@ -20,6 +20,7 @@ from ..merkle import DirEntry, Entry, FileEntry, Node, build_tree, entries_from_
 from ..merkle.tree import content_digest_file
 from ..store.merkle_records import MerkleRecords
 from .namespace import TMP_PREFIX, Namespace
+from .segments_format import stub_from_bytes
 
 
 def namespace_file(path: Path, st: os.stat_result) -> FileEntry | None:
@@ -27,7 +28,10 @@ def namespace_file(path: Path, st: os.stat_result) -> FileEntry | None:
     if path.name.startswith(TMP_PREFIX):
         return None
     if is_link_mode(st.st_mode):
-        link = LinkFile.from_bytes(path.read_bytes())
+        raw = path.read_bytes()
+        if stub := stub_from_bytes(raw):  # a packed small file: its hash is in the stub
+            return FileEntry(bytes.fromhex(stub.content_hash), st.st_mtime)
+        link = LinkFile.from_bytes(raw)
         return FileEntry(bytes.fromhex(link.content_hash), link.mtime)
     return FileEntry(content_digest_file(path), st.st_mtime)
 
@@ -60,7 +64,7 @@ def _efs_state(ns: Namespace, path: str) -> tuple[str, str, float]:
         return "none", "", 0.0
     if entry.type == "dir":
         return "dir", "", entry.mtime
-    digest = entry.content_hash if entry.storage == "large" else content.hash_bytes(ns.read(path))
+    digest = entry.content_hash if entry.storage == "large" else ns.stat_hashed(path).content_hash
     return "file", digest or "", entry.mtime
 
 

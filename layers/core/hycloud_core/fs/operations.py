@@ -14,7 +14,6 @@ Consistency model (README "Consistency"):
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from ..store.records import Records
 from ..store.version_records import VersionRecord
 from .history import History
 from .namespace import Entry, Namespace, file_mode
+from .segments_records import touch_segment
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
@@ -127,8 +127,8 @@ class FileSystem:
             return {"dir"}
         if entry.storage == "large":
             return {entry.content_hash or ""}
-        data = self.ns.read(path)
-        return {content.hash_bytes(data), hashlib.sha256(data).hexdigest()}
+        hashed = self.ns.stat_hashed(path)  # a packed file's hashes are in its stub
+        return {hashed.content_hash or "", hashed.sha256 or ""}
 
     def check_expected(self, path: str, expect: str | None) -> None:
         """409 version-mismatch unless `path` holds the version `expect` names (None: any)."""
@@ -380,7 +380,11 @@ class FileSystem:
 
         A coded file's content is its blocks, which have no object record: the block sweep
         (coded/sweep.py) keeps every block any link file names, so the new link, which names the
-        same layout, keeps them as long as it is there, whatever becomes of the source."""
+        same layout, keeps them as long as it is there, whatever becomes of the source.
+        A packed small file's stub moves or is copied as it is: its segment is touched, which
+        the cleaner reads as a stub it may not have seen (fs/segments.py)."""
+        if entry.storage == "small" and (stub := self.ns.segment_stub(entry.path)):
+            touch_segment(self.records.table, self.user, stub.segment)
         if entry.storage != "large" or self.ns.read_link(entry.path).erasure:
             return
         if not self.objects.touch(entry.content_hash or ""):

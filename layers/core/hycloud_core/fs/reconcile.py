@@ -9,7 +9,6 @@ hashes (store/merkle_records.py) are repaired from EFS the same way (fs/merkle_s
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ def expected_record(ns: Namespace, path: str) -> dict[str, Any] | None:
         return None
     if entry.storage == "large":
         return {"kind": "large", "size": entry.size, "content_hash": entry.content_hash}
-    return {"kind": "small", "size": entry.size, "sha256": hashlib.sha256(ns.read(path)).hexdigest()}
+    return {"kind": "small", "size": entry.size, "sha256": ns.stat_hashed(path).sha256}
 
 
 def _matches(record: dict[str, Any] | None, expected: dict[str, Any] | None) -> bool:

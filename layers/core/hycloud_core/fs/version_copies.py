@@ -63,6 +63,15 @@ class VersionCopies:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # left when `target` already was this very file (rename does nothing then)
 
+    def keep_bytes(self, data: bytes, content_hash: str) -> None:
+        """Keep `data` as `content_hash` (a packed file, whose namespace file is only its stub)."""
+        target = self.path(content_hash)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = os.path.join(os.path.dirname(target), f"{TMP_PREFIX}{secrets.token_hex(8)}")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+
     def read(self, content_hash: str) -> bytes:
         """The kept bytes, checked against their hash; 404 when they are gone."""
         try:

@@ -29,8 +29,11 @@ def file_op(ns: Namespace, path: str) -> Op | None:
     entry = ns.file_entry(path)
     if entry is None:
         return None
-    with open(ns.host(path), "rb") as f:
-        data = f.read()
+    if entry.storage == "small":
+        data = ns.read(path)  # a packed file's bytes, not its stub: the standby has no segments
+    else:
+        with open(ns.host(path), "rb") as f:
+            data = f.read()
     op: Op = {"op": "link" if entry.storage == "large" else "small", "path": path, "mtime": entry.mtime}
     op["data"] = base64.b64encode(data).decode()
     if op["op"] == "small":
