@@ -11,11 +11,9 @@ import os
 import pytest
 import requests
 
-from hycloud.transfer.coded import upload_coded
-from hycloud.transfer.progress import Progress
 from hycloud_core.constants import MiB
 from tests.e2e.conftest import _make_user
-from tests.e2e.test_geo import _expected_blocks, _stored, _sweep, prefer
+from tests.e2e.test_geo import _expected_blocks, _stored, _sweep
 
 
 @pytest.fixture(scope="module")
@@ -116,23 +114,3 @@ def test_files_above_the_deployments_threshold_are_coded_unless_told_not_to(depl
     assert stored["ContentLength"] == threshold + 1
     for path in ("/default.bin", "/plain.bin"):  # later repair and migration jobs walk every coded file
         user.sdk().rm(path)
-
-
-@pytest.mark.exclusive
-@pytest.mark.slow
-def test_a_relay_of_a_coded_file_with_a_large_layout_passes_it_by_name(deployment, instances, user, tmp_path):
-    """A layout over Step Functions' 256 KiB input limit (many chunks) reaches the job by name."""
-    prefer(user, instances, list(instances)[0])  # the job runs at home (its cache holds the layout)
-    data = os.urandom(3 * MiB + 11)
-    src = tmp_path / "many.bin"
-    src.write_bytes(data)
-    upload_coded(user.sdk().http, src, "/many.bin", False, Progress(), {}, chunk_size=4096)
-    assert len(json.dumps(_link(user, "/many.bin")["erasure"])) > 256 * 1024
-    user.cli("get", "--via", "relay", "/many.bin", str(tmp_path / "relayed.bin"))
-    assert hashlib.sha256((tmp_path / "relayed.bin").read_bytes()).digest() == hashlib.sha256(data).digest()
-    sfn = deployment.client("stepfunctions")
-    runs = sfn.list_executions(stateMachineArn=deployment.outputs["RelayStateMachineArn"])["executions"]
-    inputs = [sfn.describe_execution(executionArn=r["executionArn"])["input"] for r in runs[:20]]
-    mine = [i for i in inputs if "erasure_ref" in i and _link(user, "/many.bin")["content_hash"] in i]
-    assert mine and all(len(i) < 16 * 1024 for i in mine)
-    user.sdk().rm("/many.bin")  # 2,304 blocks: later repair and migration jobs walk every coded file

@@ -128,6 +128,9 @@ def test_relay_job_rebuilds_a_coded_file_into_its_cache(deployment, instances, t
     assert (tmp_path / "relayed.bin").read_bytes() == data
     cached = deployment.efs_root() / "cache" / paths.cache_name(user.id, "/near.bin")
     assert cached.read_bytes() == data  # decoded from k blocks per chunk by the job
+    job = user.api().call("GET", "/v1/relay", params={"path": "/near.bin"}).json()["job"]
+    told = _run_of(deployment, deployment.outputs["RelayStateMachineArn"], job)["input"]
+    assert '"erasure_ref"' in told and len(told) < 4096  # the layout by name, whatever its size
 
 
 def test_a_coded_files_relay_runs_at_the_users_optimal_instance(deployment, instances, tmp_path):
