@@ -32,6 +32,7 @@ from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
 from ..constructs.reach import Reach
 from ..constructs.relay_jobs import RelayJobs
+from ..constructs.segments import Segments
 from ..constructs.standby_replication import StandbyReplication
 from ..constructs.tree_jobs import TreeJobs
 from ..constructs.web_app import WebApp
@@ -133,6 +134,7 @@ class InstanceStack(Stack):
         tree = TreeJobs(self, "TreeJob", assets, table=table)
         bundles = BundleJobs(self, "BundleJob", assets, table=table, bucket=bucket)
         upkeep = self._upkeep(base)
+        Segments(self, "Segments", upkeep=upkeep, bucket=bucket).allow_reads(tree.function, bundles.function)
         controller = self._controller(base, relay, delta, tree, bundles)
         repair = self._reach_data_instances(base, list(data_instances), controller, relay, delta)
         machines = [relay.state_machine, delta.state_machine, tree.state_machine, bundles.state_machine]
