@@ -27,7 +27,7 @@ import os
 import stat as stat_mod
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +128,8 @@ class Item:
     still: Callable[[], tuple[int, float] | None]
 
 
-def _batches(items: list[Item], limit: int) -> Iterator[list[Item]]:
+def _batches(items: Iterable[Item], limit: int) -> Iterator[list[Item]]:
+    """Items read lazily, a segment's worth at a time: memory holds one batch, not a pass."""
     batch: list[Item] = []
     size = 0
     for item in items:
@@ -157,7 +158,7 @@ class UserSegments:
         return Namespace(self.namespaces_dir, self.user)
 
     # --- writing segments ------------------------------------------------------------------------
-    def _write(self, items: list[Item], settings: Settings, out: Pass) -> tuple[dict[str, int], int]:
+    def _write(self, items: Iterable[Item], settings: Settings, out: Pass) -> tuple[dict[str, int], int]:
         """Put the items into new segments and swap in their stubs; live bytes per new segment
         and how many files were swapped."""
         live: dict[str, int] = {}
@@ -241,19 +242,20 @@ class UserSegments:
 
         return still
 
-    def pack(self, settings: Settings, now: float, out: Pass) -> None:
-        if settings.pack_after_s is None or self.gone:
-            return
-        items = []
+    def _cold_items(self, settings: Settings, now: float) -> Iterator[Item]:
         sizes = (max(1, settings.min_file_bytes), settings.max_file_bytes)
-        for path, _st in self.cold_files(now - settings.pack_after_s, sizes):
+        for path, _st in self.cold_files(now - (settings.pack_after_s or 0), sizes):
             try:
                 with open(self.ns.host(path), "rb") as f:
                     data = f.read()
             except OSError:
                 continue
-            items.append(Item(path, data, self._unchanged(path, hashlib.sha256(data).hexdigest())))
-        live, files = self._write(items, settings, out)
+            yield Item(path, data, self._unchanged(path, hashlib.sha256(data).hexdigest()))
+
+    def pack(self, settings: Settings, now: float, out: Pass) -> None:
+        if settings.pack_after_s is None or self.gone:
+            return
+        live, files = self._write(self._cold_items(settings, now), settings, out)
         out.packed_files += files
         out.packed_bytes += sum(live.values())
         out.live |= {s: 1.0 if n else 0.0 for s, n in live.items()}
@@ -293,7 +295,8 @@ class UserSegments:
                 elif complete and record.touched < start and now - record.retired_at >= settings.grace_s:
                     self._delete(record, out)
                 continue
-            self.records.set_live(record.id, live, state=SEALED)
+            if (live, record.state) != (record.live_bytes, SEALED):
+                self.records.set_live(record.id, live, state=SEALED)
             share = live / record.total_bytes if record.total_bytes else 0.0
             out.live[record.id] = share
             if share < settings.min_live_share:
@@ -308,21 +311,22 @@ class UserSegments:
         now: float,
         out: Pass,
     ) -> None:
-        items: list[Item] = []
-        for record, named in chosen:
-            body = self._segment_bytes(record) if named else b""
-            if body is None:
-                continue  # deleted meanwhile by another pass: those stubs were swapped already
-            for path, stub in named:
-                data = body[stub.offset : stub.offset + stub.length]
-                items.append(Item(path, data, self._still_names(path, stub)))
-        live, _files = self._write(items, settings, out)
+        live, _files = self._write(self._live_items(chosen), settings, out)
         for segment_id, n in live.items():
             out.live[segment_id] = 1.0 if n else 0.0
         for record, _named in chosen:
             self.records.retire(record.id, now)
             out.live.pop(record.id, None)
             out.compacted.append(record.id)
+
+    def _live_items(self, chosen: list[tuple[SegmentRecord, list[tuple[str, Stub]]]]) -> Iterator[Item]:
+        """The live members of the chosen segments, one segment's object read at a time."""
+        for record, named in chosen:
+            body = self._segment_bytes(record) if named else b""
+            if body is None:
+                continue  # deleted meanwhile by another pass: those stubs were swapped already
+            for path, stub in named:
+                yield Item(path, body[stub.offset : stub.offset + stub.length], self._still_names(path, stub))
 
     def _still_names(self, path: str, old: Stub) -> Callable[[], tuple[int, float] | None]:
         def still() -> tuple[int, float] | None:
