@@ -64,3 +64,16 @@ def test_compressible_chunks_shrink_and_random_ones_stay_raw():
     ref, blob = chunks.seal(KEYS, noise)
     assert len(noise) < len(blob) <= len(noise) + 1 + chunks.PAD + len(chunks.MAGIC) + 16
     assert chunks.open_(KEYS, ref, blob) == noise
+
+
+def test_reused_buffers_leave_nothing_of_an_earlier_chunk():
+    import threading
+
+    small = b"small chunk " * 20
+    chunks.seal(KEYS, os.urandom(200_000))  # fills this thread's buffers with other bytes
+    here = chunks.seal(KEYS, small)
+    elsewhere: list = []
+    worker = threading.Thread(target=lambda: elsewhere.append(chunks.seal(KEYS, small)))
+    worker.start()
+    worker.join()
+    assert elsewhere == [here] and chunks.open_(KEYS, *here) == small

@@ -12,6 +12,7 @@ truncation), then the plaintext hash the manifest recorded.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,19 +64,32 @@ def _pays(data: bytes | memoryview) -> bool:
     return len(_COMPRESS.compress(data)) <= len(data) - len(data) // 16
 
 
-def pack(plaintext: bytes) -> bytearray:
+def pack_into(plaintext: bytes, buffer: bytearray) -> int:
     """Flag byte + the plaintext (compressed when that pays: deterministic, so convergence
-    holds) + padding, built in one buffer. The first 8 KiB are tried first, so incompressible
-    chunks (media, archives) cost little."""
+    holds) + padding, written at the start of `buffer`; returns the length. The first 8 KiB
+    are tried first, so incompressible chunks (media, archives) cost little."""
     flag, body = RAW, plaintext
     if len(plaintext) >= 512 and _pays(memoryview(plaintext)[:SAMPLE]):
         squeezed = _COMPRESS.compress(plaintext)
         if len(squeezed) <= len(plaintext) - len(plaintext) // 16:
             flag, body = ZSTD, squeezed
-    total = -(-(len(body) + 2) // PAD) * PAD
-    packed = bytearray(total)
-    packed[0:1], packed[1 : 1 + len(body)], packed[1 + len(body)] = flag, body, 0x80
-    return packed
+    end, total = 1 + len(body), -(-(len(body) + 2) // PAD) * PAD
+    if len(buffer) < total:
+        buffer.extend(bytes(total - len(buffer)))
+    buffer[0:1], buffer[1:end], buffer[end] = flag, body, 0x80
+    buffer[end + 1 : total] = bytes(total - end - 1)
+    return total
+
+
+_SCRATCH = threading.local()  # reused buffers: a fresh 64 KiB one costs more than its AES-GCM
+
+
+def _scratch(size: int) -> tuple[bytearray, bytearray]:
+    held: tuple[bytearray, bytearray] | None = getattr(_SCRATCH, "buffers", None)
+    if held is None or len(held[0]) < size:
+        held = bytearray(size), bytearray(len(MAGIC) + size + 16)
+        _SCRATCH.buffers = held
+    return held
 
 
 def unpack(packed: bytes, size: int) -> bytes:
@@ -96,11 +110,15 @@ def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
 def seal(fk: FolderKeys, plaintext: bytes) -> tuple[ChunkRef, bytes]:
     """(reference, object bytes) of one chunk of plaintext."""
     digest = hashlib.sha256(plaintext).digest()
-    packed = pack(plaintext)
-    out = bytearray(len(MAGIC) + len(packed) + 16)  # one output buffer: no copies of the chunk
+    packed, out = _scratch(len(plaintext) + 2 * PAD)
+    total = pack_into(plaintext, packed)
+    end = len(MAGIC) + total + 16
     out[: len(MAGIC)] = MAGIC
-    _key(fk, digest).encrypt_into(NONCE, packed, MAGIC + fk.folder_id, memoryview(out)[len(MAGIC) :])
-    blob = bytes(out)
+    view = memoryview(out)
+    _key(fk, digest).encrypt_into(
+        NONCE, memoryview(packed)[:total], MAGIC + fk.folder_id, view[len(MAGIC) : end]
+    )
+    blob = bytes(view[:end])
     return ChunkRef(hashlib.sha256(blob).hexdigest(), digest.hex(), len(plaintext)), blob
 
 
