@@ -5,13 +5,16 @@ cloud, small ones many to a request (`sdk.bundles.put_files`), large ones with `
 Each cached file counts changes (`gen`) and the change last made durable (`flushed`). The flusher
 waits `delay` seconds after a file is closed, so files closed together (`tar x`, `git add`)
 travel in the same bundles. A file still open for writing is only sent when someone asks for it
-(`sync`: fsync, rename of a folder, unmount). A file changed while its upload is in flight is
-sent again, so the cloud ends with the last bytes written. `sync` blocks until a file's changes
-up to the call are durable, and raises the upload's error if it failed.
+(`sync`: fsync, rename of a folder, unmount); lock and temporary files (`*.lock`, `tmp_*`) wait
+`LINGER_S` after their last change, as they are usually renamed or removed by then. A file
+changed while its upload is in flight is sent again, so the cloud ends with the last bytes
+written. `sync` blocks until a file's changes up to the call are durable, and raises the upload's
+error if it failed.
 
-The cache is bounded: after a close, when the cached bytes exceed `limit`, files already durable
-and not open are dropped (least recently used first); when that is not enough, the close waits
-until the flusher has sent everything, then drops again.
+The cache is bounded: after a close, when the cached bytes (a running total of the sizes files
+had when last closed: a close costs one stat, not one per cached file) exceed `limit`, files
+already durable and not open are dropped (least recently used first); when that is not enough,
+the close waits until the flusher has sent everything, then drops again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ Upload = Callable[[Sequence[tuple[Path, str]]], list[dict]]
 DELAY_S = 0.3  # how long the flusher gathers closed files before sending them
 RETRY_S = 2.0  # a failed upload is tried again after this long
 LIMIT = 2 * 1024**3
+LINGER_S = 3.0  # lock and temporary files wait this long after their last change (see _lingers)
 TTL_S = 2.0  # a durable file answers from the cache this long after its last use (as MetaCache)
 
 
@@ -53,6 +57,7 @@ class Cached:
     error: HyCloudError | None = None
     retry_at: float = 0.0
     used: float = field(default_factory=time.monotonic)
+    counted: int = 0  # its bytes in the cache's running total (its size when last closed)
 
     @property
     def dirty(self) -> bool:
@@ -85,6 +90,7 @@ class WriteBack:
         self.dirs_made: Callable[[list[str]], None] = lambda paths: None
         self.dirs: set[str] = set()  # folders made through the mount, not in the cloud yet
         self.files: dict[str, Cached] = {}
+        self._bytes = 0  # the cached files' sizes as of their last close: no stat of every file per close
         self._cond = threading.Condition(threading.RLock())
         self._urgent: set[str] = set()
         self._stopping = False
@@ -113,6 +119,7 @@ class WriteBack:
             if self.files.get(path) is not entry or valid or entry.dirty or entry.inflight or entry.opens:
                 return self.files.get(path)
             del self.files[path]
+            self._uncount(entry)
             entry.local.unlink(missing_ok=True)
             return None
 
@@ -178,6 +185,7 @@ class WriteBack:
             entry = self.files.get(path)
             if entry is None:
                 entry = self.files[path] = Cached(local, in_cloud)
+                self._count(entry)
             else:
                 local.unlink()
             return self._opened(entry, writer)
@@ -199,6 +207,7 @@ class WriteBack:
             entry.opens -= 1
             entry.writers -= writer
             entry.used = time.monotonic()
+            self._count(entry)
             if entry.dirty:
                 self._cond.notify_all()
         self._within_limit()
@@ -211,6 +220,7 @@ class WriteBack:
                 return None
             self._cond.wait_for(partial(_idle, entry))
             del self.files[path]
+            self._uncount(entry)
             self._urgent.discard(path)
             entry.gone = True
             self._cond.notify_all()
@@ -281,8 +291,18 @@ class WriteBack:
 
     # --- the bound ------------------------------------------------------------------------------------
     def cached_bytes(self) -> int:
+        """The cached files' bytes, as of their last close (kept as a running total)."""
         with self._cond:
-            return sum(e.size for e in self.files.values())
+            return self._bytes
+
+    def _count(self, entry: Cached) -> None:
+        size = entry.size
+        self._bytes += size - entry.counted
+        entry.counted = size
+
+    def _uncount(self, entry: Cached) -> None:
+        self._bytes -= entry.counted
+        entry.counted = 0
 
     def _within_limit(self) -> None:
         if self._evict() <= self.limit:
@@ -296,15 +316,16 @@ class WriteBack:
     def _evict(self) -> int:
         """Drop durable, unused files, least recently used first, while over the limit; the bytes left."""
         with self._cond:
-            total = self.cached_bytes()
+            if self._bytes <= self.limit:
+                return self._bytes  # the usual case: no walk of every file at each close
             for path, entry in sorted(self.files.items(), key=lambda item: item[1].used):
-                if total <= self.limit:
+                if self._bytes <= self.limit:
                     break
                 if not entry.dirty and not entry.inflight and entry.opens == 0:
-                    total -= entry.size
                     del self.files[path]
+                    self._uncount(entry)
                     entry.local.unlink(missing_ok=True)
-            return total
+            return self._bytes
 
     # --- the flusher ----------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -332,6 +353,7 @@ class WriteBack:
             and not e.held
             and e.retry_at <= now
             and (e.writers == 0 or p in self._urgent or self._stopping)
+            and (not _lingers(p) or now - e.used >= LINGER_S or p in self._urgent or self._stopping)
         ]
 
     def _send(self, batch: list[tuple[str, Cached, int]]) -> None:
@@ -361,6 +383,14 @@ class WriteBack:
 def _error(path: str, result: dict) -> HyCloudError:
     body = {"error": {"code": result.get("code", "failed"), "message": f"{path}: {result.get('error')}"}}
     return error_from_body(int(result.get("http_status", 500)), body)
+
+
+def _lingers(path: str) -> bool:
+    """A lock or temporary file (git's `index.lock`, `tmp_obj_*`): renamed or removed within
+    moments of its close, so it is kept back `LINGER_S` (sent, it would make the rename wait for
+    its upload, then move it in the cloud)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".lock") or name.startswith("tmp_")
 
 
 def _idle(entry: Cached) -> bool:
