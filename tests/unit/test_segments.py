@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 
 import pytest
 
 from hycloud_core import content
+from hycloud_core.errors import NotFoundError
 from hycloud_core.fs import segments, segments_read
 from hycloud_core.fs.merkle_scan import namespace_tree
 from hycloud_core.fs.segments_format import read_index, stub_from_bytes
@@ -136,6 +138,7 @@ def test_cleaner_compacts_a_segment_and_deletes_the_old_one_after_the_grace(clou
     m, alice = cloud
     run(m, clean=False)
     [old] = SegmentRecords(m.records.table, "alice").all()
+    old_stub = alice.ns.segment_stub("/d/f0.txt")  # what a reader read just before the swap
     for path in ("/d/f1.txt", "/d/f2.txt", "/d/f3.txt"):
         put(alice, path, b"rewritten " + path.encode())
     done = run(m, users=["alice"], pack=False)  # 1/4 of the files, under a half of the bytes, live
@@ -144,11 +147,13 @@ def test_cleaner_compacts_a_segment_and_deletes_the_old_one_after_the_grace(clou
     assert stub is not None and stub.segment == done.segments_written[0]
     assert alice.ns.read("/d/f0.txt") == FILES["/d/f0.txt"]
     assert SegmentRecords(m.records.table, "alice").get(old.id).state == RETIRED
-    assert old.key in segment_keys(m)  # a reader holding the old stub still gets its bytes
+    assert segments_read.read_member(old_stub) == FILES["/d/f0.txt"]  # the old stub still reads
     assert run(m, users=["alice"], pack=False).deleted == []  # within the grace
     gone = run(m, segments.Settings(grace_s=0), users=["alice"], pack=False)
     assert gone.deleted == [old.id] and segment_keys(m) == [stub.key]
     assert SegmentRecords(m.records.table, "alice").get(old.id) is None
+    with pytest.raises(NotFoundError):
+        segments_read.read_member(old_stub)
     for path in ("/d/f1.txt", "/d/f2.txt", "/d/f3.txt"):
         assert alice.ns.read(path) == b"rewritten " + path.encode()
 
@@ -216,3 +221,13 @@ def test_only_files_packing_pays_for_are_packed(cloud):
     assert run(m, clean=False).packed_files == 4
     assert alice.ns.segment_stub("/tiny.txt") is None and alice.ns.segment_stub("/tiered.bin") is None
     assert alice.ns.segment_stub("/d/f0.txt") is not None
+
+
+def test_a_deleted_users_segments_are_deleted_and_its_namespace_not_made_again(cloud):
+    m, alice = cloud
+    run(m, clean=False)
+    [record] = SegmentRecords(m.records.table, "alice").all()
+    shutil.rmtree(alice.ns.root)  # what the user purge leaves
+    assert run(m, segments.Settings(grace_s=0)).compacted == [record.id]  # none of it is live
+    assert run(m, segments.Settings(grace_s=0)).deleted == [record.id]
+    assert segment_keys(m) == [] and not os.path.exists(alice.ns.root)
