@@ -1,6 +1,6 @@
 // The file browser: log in with a key, then browse, sort, search, select, upload (also by drag and
-// drop), preview, download, rename, move, delete and share. Bulk actions are in bulk.js, drag and
-// drop in drop.js, the preview pane in preview.js.
+// drop), preview, download, rename, move, delete, share and restore earlier versions. Bulk actions
+// are in bulk.js, drag and drop in drop.js, the preview pane in preview.js, history in history.js.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
@@ -166,7 +166,11 @@ function row(entry) {
   const [long, short] = dates(entry.mtime);
   const actions = el("td", { className: "actions" });
   if (entry.type === "file") {
-    actions.append(button("Download", "download", () => download(entry)), button("Share", "share", () => share(entry)));
+    actions.append(
+      button("Download", "download", () => download(entry)),
+      button("Share", "share", () => share(entry)),
+      button("History", "history", () => history(entry), "earlier versions, restore"),
+    );
   }
   actions.append(button("Rename", "rename", () => rename(entry)), button("Delete", "delete", () => remove(entry)));
   tr.append(
@@ -307,6 +311,7 @@ async function start() {
   startBulk();
   startDrop();
   startPreview();
+  startHistory();
   const config = await fetch("config.json").then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
   $("#api-url").value = sessionStorage.getItem("hycloud.api") || config.apiUrl || "";
   const key = sessionStorage.getItem("hycloud.key");

@@ -27,6 +27,7 @@ function asText(bytes) {
 async function preview(entry) {
   const pane = $("#preview"), body = $("#preview-body");
   closePreview();
+  closeHistory();  // one side pane at a time
   pane.hidden = false;
   pane.dataset.path = entry.path;
   $("#preview-title").textContent = entry.name;
