@@ -90,6 +90,7 @@ class WriteBack:
         self.dirs_made: Callable[[list[str]], None] = lambda paths: None
         self.dirs: set[str] = set()  # folders made through the mount, not in the cloud yet
         self.files: dict[str, Cached] = {}
+        self._in_folder: dict[str, set[str]] = {}  # folder -> cached paths in it (a readdir walks no others)
         self._bytes = 0  # the cached files' sizes as of their last close: no stat of every file per close
         self._cond = threading.Condition(threading.RLock())
         self._urgent: set[str] = set()
@@ -118,18 +119,36 @@ class WriteBack:
         with self._cond:
             if self.files.get(path) is not entry or valid or entry.dirty or entry.inflight or entry.opens:
                 return self.files.get(path)
-            del self.files[path]
-            self._uncount(entry)
+            self._remove(path)
             entry.local.unlink(missing_ok=True)
             return None
 
-    def names_in(self, folder: str) -> list[str]:
-        """The names the cache holds in `folder`; each file checked by `current` outside the lock
-        (it may ask the cloud, and every open and close waits on that lock)."""
+    def pending(self, path: str) -> Cached | None:
+        """The cached file if it holds what the cloud may not have yet (changed, in flight, open)."""
         with self._cond:
-            inside = [p for p in self.files if os.path.dirname(p) == folder]
-            dirs = [d.rsplit("/", 1)[1] for d in self.dirs if os.path.dirname(d) == folder]
-        return [p.rsplit("/", 1)[1] for p in inside if self.current(p) is not None] + dirs
+            entry = self.files.get(path)
+            return entry if entry is not None and (entry.dirty or entry.inflight or entry.opens) else None
+
+    def names_in(self, folder: str, listed: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+        """The names the cache holds in `folder` besides `listed` (names a listing gave already);
+        each file checked by `current` outside the lock (it may ask the cloud, and every open and
+        close waits on that lock)."""
+        prefix = folder.rstrip("/") + "/"
+        with self._cond:
+            inside = [p for p in self._in_folder.get(folder, ()) if p in self.files]
+            dirs = [d[len(prefix) :] for d in self.dirs if os.path.dirname(d) == folder]
+        inside = [p for p in inside if p[len(prefix) :] not in listed]
+        return [p[len(prefix) :] for p in inside if self.current(p) is not None] + dirs
+
+    def _add(self, path: str, entry: Cached) -> None:
+        self.files[path] = entry
+        self._in_folder.setdefault(os.path.dirname(path), set()).add(path)
+
+    def _remove(self, path: str) -> Cached:
+        entry = self.files.pop(path)
+        self._in_folder.get(os.path.dirname(path), set()).discard(path)
+        self._uncount(entry)
+        return entry
 
     # --- folders: made in the cloud with their first file (parents), or when something needs them --
     def add_dir(self, path: str) -> None:
@@ -184,7 +203,8 @@ class WriteBack:
         with self._cond:
             entry = self.files.get(path)
             if entry is None:
-                entry = self.files[path] = Cached(local, in_cloud)
+                entry = Cached(local, in_cloud)
+                self._add(path, entry)
                 self._count(entry)
             else:
                 local.unlink()
@@ -219,8 +239,7 @@ class WriteBack:
             if entry is None:
                 return None
             self._cond.wait_for(partial(_idle, entry))
-            del self.files[path]
-            self._uncount(entry)
+            self._remove(path)
             self._urgent.discard(path)
             entry.gone = True
             self._cond.notify_all()
@@ -251,7 +270,10 @@ class WriteBack:
                 if entry is None:
                     continue
                 self._cond.wait_for(partial(_idle, entry))
-                self.files[new + path[len(old) :]] = self.files.pop(path)
+                moved = self.files[path]
+                self._remove(path)
+                self._add(new + path[len(old) :], moved)
+                self._count(moved)
 
     # --- durability --------------------------------------------------------------------------------
     def sync(self, paths: Iterable[str]) -> None:
@@ -322,8 +344,7 @@ class WriteBack:
                 if self._bytes <= self.limit:
                     break
                 if not entry.dirty and not entry.inflight and entry.opens == 0:
-                    del self.files[path]
-                    self._uncount(entry)
+                    self._remove(path)
                     entry.local.unlink(missing_ok=True)
             return self._bytes
 

@@ -138,11 +138,11 @@ class HyCloudFuse(fuse.Operations):
     def getattr(self, path: str, fh: int | None = None) -> dict:
         if self.cache.is_dir(path):
             return {**_times(time.time()), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
-        cached = self.cache.current(path)
+        cached = self.cache.pending(path)
         if cached is not None:
             st = os.stat(cached.local)
             return _file_attrs(st.st_size, st.st_mtime)
-        entry = self._entry(path)
+        entry = self._entry(path)  # a sent file's cached copy matches this entry, or is stale
         if entry is None:
             raise fuse.FuseOSError(errno.ENOENT)
         if entry["type"] == "dir":
@@ -152,8 +152,8 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def readdir(self, path: str, fh: int) -> list[str]:
         listed = [] if self.cache.is_dir(path) else self.meta.listing(path)
-        names = [".", ".."] + [entry["name"] for entry in listed]
-        return names + [name for name in self.cache.names_in(path) if name not in names]
+        names = [entry["name"] for entry in listed]
+        return [".", "..", *names, *self.cache.names_in(path, set(names))]
 
     def statfs(self, path: str) -> dict:
         return {

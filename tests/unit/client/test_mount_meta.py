@@ -34,9 +34,10 @@ class GatedCloud(FakeCloud):
         self.listing_started = threading.Event()
 
     def iter_dir(self, path: str, page_size: int = 1000):
+        entries = list(super().iter_dir(path, page_size))  # the cloud's state when asked
         self.listing_started.set()
         assert self.opened.wait(10)
-        yield from super().iter_dir(path, page_size)
+        yield from entries
 
 
 @pytest.fixture
@@ -124,7 +125,9 @@ def test_changes_made_while_a_listing_is_fetched_are_applied_to_it(cloud):
     lister = threading.Thread(target=meta.listing, args=("/d",))
     lister.start()
     assert cloud.listing_started.wait(5)
-    meta.removed("/d/a")  # the cloud answers the listing with its state from before these
+    del cloud.files["/d/a"]  # the cloud answers the listing with its state from before these
+    cloud.files["/d/sent"] = b"sent"
+    meta.removed("/d/a")
     meta.learn("/d/sent", {"name": "sent", "type": "file", "size": 4, "mtime": 1.0})
     cloud.opened.set()
     lister.join(5)

@@ -422,3 +422,22 @@ def test_lock_and_temporary_files_are_kept_back_while_git_renames_them(cloud, tm
     _write(fs, "/held.lock", b"h")
     fs.cache.sync(["/held.lock"])  # fsync: sent at once all the same
     assert cloud.files["/held.lock"] == b"h"
+
+
+def test_a_walk_of_sent_files_answers_from_the_listing_without_checking_each_copy(cloud, tmp_path):
+    """`du`, `git status`: readdir and a stat of each file sent earlier. The listing answers; a
+    cached copy is checked against the cloud only when it is read, not at every stat."""
+    fs = _fs(cloud, tmp_path, delay=30)
+    fs.mkdir("/t", 0o755)
+    for i in range(50):
+        _write(fs, f"/t/f{i}", b"z" * i)
+    fs.cache.sync_all()
+    fs.cache.ttl = 0.0  # every cached copy past its own timeout
+    checked = []
+    fs.cache.still_valid = lambda path, cached: checked.append(path) or True
+    cloud.calls.clear()
+    assert sorted(fs.readdir("/t", 0)) == sorted([".", "..", *(f"f{i}" for i in range(50))])
+    assert sum(fs.getattr(f"/t/f{i}")["st_size"] for i in range(50)) == sum(range(50))
+    assert checked == [] and cloud.calls == []
+    _write(fs, "/t/new", b"n")  # not sent: listed from the cache
+    assert "new" in fs.readdir("/t", 0) and fs.getattr("/t/new")["st_size"] == 1
