@@ -137,6 +137,7 @@ class WriteBack:
         with self._cond:
             inside = [p for p in self._in_folder.get(folder, ()) if p in self.files]
             dirs = [d[len(prefix) :] for d in self.dirs if os.path.dirname(d) == folder]
+        dirs = [name for name in dirs if name not in listed]
         inside = [p for p in inside if p[len(prefix) :] not in listed]
         return [p[len(prefix) :] for p in inside if self.current(p) is not None] + dirs
 

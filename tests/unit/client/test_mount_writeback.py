@@ -440,4 +440,6 @@ def test_a_walk_of_sent_files_answers_from_the_listing_without_checking_each_cop
     assert sum(fs.getattr(f"/t/f{i}")["st_size"] for i in range(50)) == sum(range(50))
     assert checked == [] and cloud.calls == []
     _write(fs, "/t/new", b"n")  # not sent: listed from the cache
-    assert "new" in fs.readdir("/t", 0) and fs.getattr("/t/new")["st_size"] == 1
+    fs.mkdir("/t/sub", 0o755)  # in the cached listing and in the cache's folders: listed once
+    assert sorted(fs.readdir("/t", 0)) == sorted([".", "..", "new", "sub", *(f"f{i}" for i in range(50))])
+    assert fs.getattr("/t/new")["st_size"] == 1
