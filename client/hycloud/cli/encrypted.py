@@ -167,6 +167,36 @@ def ls(
     emit(entries, "\n".join(e["name"] + ("/" if e["type"] == "dir" else "") for e in entries))
 
 
+@crypt.command("share")
+def share(
+    path: Annotated[str, typer.Argument(metavar="DIR/FILE", help="A file inside an encrypted folder.")],
+    expires: Annotated[str, typer.Option("--expires", "-e", help="Lifetime: 30m, 12h, 1d (max 30d).")] = "1d",
+    web_url: Annotated[
+        str | None,
+        typer.Option("--web-url", envvar="HYCLOUD_WEB_URL", metavar="URL", help="The web app's address."),
+    ] = None,
+    key_file: KeyFile = None,
+) -> None:
+    """A link that decrypts FILE in the browser: re-encrypted under a fresh key that is only in the
+    URL's fragment (never sent to the server). Anyone with the URL can read the file until it
+    expires; `hycloud share --revoke ID` ends it sooner."""
+    from hycloud_core.errors import BadRequestError
+    from hycloud_core.share_links import parse_duration
+
+    from ..encrypted import share as sharing
+    from ..sdk.client import HyCloud
+
+    if not web_url:
+        raise BadRequestError("give --web-url URL or set $HYCLOUD_WEB_URL (the web app)", code="bad-usage")
+    expires_in = parse_duration(expires)
+    client = HyCloud.from_config()
+    remote, inner = sharing.folder_of(client, path)
+    folder = _opened(remote, key_file)
+    made = _run(lambda: sharing.share(client, remote, folder, inner, expires_in, web_url))
+    assert isinstance(made, sharing.MadeShare)
+    emit({**made.share, "stored": made.stored, "url": made.url}, made.url)
+
+
 @key.command("rotate")
 def rotate(
     remote: Dir,
