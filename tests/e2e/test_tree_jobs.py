@@ -137,11 +137,12 @@ def _efs_and_records_agree(user) -> None:
 
 @pytest.fixture(scope="class")
 def small_jobs(deployment):
-    """Trees over 20 entries run as jobs, 10 entries a step: small trees exercise every path."""
+    """Trees over 20 entries run as jobs, 20 entries a step: small trees exercise every path (a
+    101-file tree takes 6 steps, so a job stopped or failed after its first has steps left)."""
     lam, out = deployment.client("lambda"), deployment.outputs
     changes = {
         out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
-        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "10"},
+        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "20"},
     }
     before = {
         fn: lam.get_function_configuration(FunctionName=fn)["Environment"]["Variables"] for fn in changes
