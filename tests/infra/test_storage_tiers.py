@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "infra" / "local" / "lambda_executor"))
 from hycloud_local_lambda.efs_lifecycle import lifecycle_error  # noqa: E402
 
 ACCOUNT = "000000000000"
-TIERED = {"objects/", "blocks/"}
+TIERED = {"objects/", "blocks/", "segments/"}
 
 
 def _templates(layer: Path, **context: object) -> list[Template]:
@@ -98,6 +98,16 @@ def test_every_content_bucket_tiers_contents_and_blocks_by_intelligent_tiering(d
             "relay/",
             "layouts/",
         }
+
+
+def test_segments_of_packed_files_are_tiered_like_contents(defaults):
+    """Packed cold small files (docs/SEGMENTS.md) go to Intelligent-Tiering on day 0, when over 128 KiB."""
+    for rules in _content_rules(defaults):
+        [rule] = [r for r in rules if r.get("Prefix") == "segments/"]
+        assert rule["Id"] == "tier-segments" and rule["Status"] == "Enabled"
+        assert rule["Transitions"] == [{"StorageClass": "INTELLIGENT_TIERING", "TransitionInDays": 0}]
+        assert rule["ObjectSizeGreaterThan"] == 128 * 1024 - 1
+        assert "ExpirationInDays" not in rule  # only the cleaner deletes a segment
 
 
 def test_policies_follow_the_context(tmp_path):

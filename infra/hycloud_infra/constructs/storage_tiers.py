@@ -16,7 +16,8 @@ before 30 days under load, and an entry left unread that long is cheaper kept in
 ($0.01/GB) than relayed again ($0.06/GB and more).
 "none" turns a transition off.
 
-S3 (large-file contents `objects/` and coded blocks `blocks/`): Intelligent-Tiering, entered by a
+S3 (large-file contents `objects/`, coded blocks `blocks/` and segments of packed small files
+`segments/`, docs/SEGMENTS.md): Intelligent-Tiering, entered by a
 lifecycle transition on day 0 (clients keep writing Standard). It moves an object unread for 30
 days to its Infrequent tier ($0.0125) and after 90 to Archive Instant Access ($0.004), with no
 retrieval fee and no minimum duration, for $0.0025 per 1,000 monitored objects a month. Objects
@@ -26,6 +27,11 @@ against $0.0000025 of monitoring. Age-based lifecycle rules (Standard-IA at 30 d
 Instant Retrieval at 90) charge every read of an old file ($0.01 and $0.03/GB), bill at least 30
 and 90 days and 128 KiB per object, and move hot old files too; they are kept as the
 `hycloud:s3Tiering` = "lifecycle" choice for a deployment that knows its files go cold by age.
+Segments hold files already unread for 30 days, yet they take Intelligent-Tiering too rather than
+Glacier Instant Retrieval from day 0: the cleaner deletes segments early (GIR would bill the rest
+of 90 days), reads of a packed file leave it packed (GIR charges $0.03/GB and $0.01 per 1,000
+GETs, 25 times Standard's, for a file that turns hot again), and a 4 MiB segment's monitoring is
+$0.0006/GB-month (docs/SEGMENTS.md counts it).
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ EFS_ARCHIVE = "hycloud:efsTransitionToArchive"
 S3_TIERING = "hycloud:s3Tiering"
 DEFAULTS = {EFS_IA: "AFTER_30_DAYS", EFS_ARCHIVE: "AFTER_180_DAYS", S3_TIERING: "intelligent-tiering"}
 S3_CHOICES = ("intelligent-tiering", "lifecycle", "none")
-TIERED_PREFIXES = ("objects/", "blocks/")  # content.object_key, codec.layout.BLOCK_PREFIX
+# content.object_key, codec.layout.BLOCK_PREFIX, fs.segments_format.PREFIX (packed small files)
+TIERED_PREFIXES = ("objects/", "blocks/", "segments/")
 MIN_TIERED_BYTES = 128 * 1024  # Intelligent-Tiering leaves smaller objects in its frequent tier
 
 
