@@ -56,12 +56,37 @@ def storage_table(usage: dict) -> Table:
         human_bytes(usage["s3_logical_bytes"]),
         human_bytes(usage["s3_bytes"]),
     )
+    if usage.get("segment_files"):  # a controller before segments sends none
+        table.add_row(
+            "S3 segments: packed small files",
+            f"{usage['segment_files']} files, {usage['segment_objects']} segments",
+            human_bytes(usage["segment_bytes"]),
+            human_bytes(usage["segment_stored_bytes"]),
+        )
     return table
+
+
+def segment_rows(usage: dict) -> list[tuple[str, str, int, int]]:
+    """Packed cold small files (docs/SEGMENTS.md): a stub at the path, the bytes in an S3 segment."""
+    return [
+        (
+            "EFS Standard",
+            "stubs of packed files: names stay in EFS",
+            usage.get("segment_files", 0),
+            usage.get("segment_stub_metered_bytes", 0),
+        ),
+        (
+            "S3 segments (Intelligent-Tiering)",
+            "small files unread 30+ days, packed: S3 costs less than EFS Standard",
+            usage.get("segment_objects", 0),
+            usage.get("segment_stored_bytes", 0),
+        ),
+    ]
 
 
 def class_rows(usage: dict) -> list[tuple[str, str, int, int]]:
     """(storage class, why the files are there, objects, billed bytes); each store's rows add up to
-    its billed bytes. Which tier a file is in now is not known per user: EFS reports its classes per
+    its billed bytes (EFS: `efs_metered_bytes`, S3: `s3_stored_bytes`). Which tier a file is in now is not known per user: EFS reports its classes per
     file system and Intelligent-Tiering per bucket, so the rows say what may move, not what has."""
     efs_tiered, s3_tiered = usage.get("efs_tierable_data_bytes", 0), usage.get("s3_tierable_bytes", 0)
     efs_n, s3_n = usage.get("efs_tierable_files", 0), usage.get("s3_tierable_objects", 0)
@@ -86,6 +111,7 @@ def class_rows(usage: dict) -> list[tuple[str, str, int, int]]:
             usage["s3_bytes"] - s3_tiered,
         ),
         ("S3 Intelligent-Tiering", "contents of 128 KiB+: 30 and 90 days unread", s3_n, s3_tiered),
+        *segment_rows(usage),
     ]
 
 

@@ -13,7 +13,7 @@ from context import namespace, records, user, user_name
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.block_transfer import transfer_cost
 from hycloud_core.cost.model import attributed_s3_cost
-from hycloud_core.cost.records import reference_counts, user_usage_from_records
+from hycloud_core.cost.records import reference_counts, user_usage_from_records, with_segment_records
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.shares import Shares
@@ -31,10 +31,14 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
     """`source=walk` (default) walks the namespace on EFS and counts directories; `source=records`
     answers from one query of the user's file records, for namespaces too large to walk in time.
     Either way shared content costs one batched read of reference counts, never a table scan.
+    The walk counts packed cold small files apart (bytes in S3 segments, stub in EFS) and their
+    segments' stored bytes from one query of the segment records; file records do not tell a
+    packed file from a small one, so `source=records` counts them as small files.
     """
     name = user(router)
     if source == "walk":
         measured, builder = measure_namespace(namespace(router), name)
+        measured = with_segment_records(measured, records().table, name)
     else:
         measured, builder = user_usage_from_records(records(), name)
     shared = shares(builder, reference_counts(records().table, builder.contents))

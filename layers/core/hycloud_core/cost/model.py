@@ -71,14 +71,25 @@ def _store(prices: Prices, nbytes: int, price: str) -> float:
     return prices.gb(nbytes) * prices[price]
 
 
+def s3_billed_bytes(usage: Usage, prices: Prices) -> int:
+    """What S3 bills the hybrid layout for: contents and segments, with any per-object overhead."""
+    objects = usage.s3_objects + usage.segment_objects
+    return usage.s3_stored_bytes + objects * int(prices["s3_object_overhead_bytes"])
+
+
+def efs_metadata_bytes(usage: Usage) -> int:
+    """EFS bytes that are not file data: directories, link files, stubs of packed files, inodes."""
+    return usage.efs_metadata_metered_bytes + usage.segment_stub_metered_bytes
+
+
 def monthly_cost(usage: Usage, prices: Prices) -> CostBreakdown:
-    """Storage cost of the hybrid layout as it stands."""
-    s3_billed = usage.s3_bytes + usage.s3_objects * int(prices["s3_object_overhead_bytes"])
+    """Storage cost of the hybrid layout as it stands (packed files: stub in EFS, bytes in S3)."""
+    s3_billed = s3_billed_bytes(usage, prices)
     return CostBreakdown(
         "hybrid",
         {
             "efs_data": _store(prices, usage.efs_data_metered_bytes, "efs_storage_gb_month"),
-            "efs_metadata": _store(prices, usage.efs_metadata_metered_bytes, "efs_storage_gb_month"),
+            "efs_metadata": _store(prices, efs_metadata_bytes(usage), "efs_storage_gb_month"),
             "s3_data": _store(prices, s3_billed, "s3_storage_gb_month"),
             "dynamodb_metadata": _store(prices, usage.record_bytes, "dynamodb_storage_gb_month"),
         },
@@ -100,7 +111,7 @@ def all_s3_cost(usage: Usage, prices: Prices) -> CostBreakdown:
 
 def all_efs_cost(usage: Usage, prices: Prices) -> CostBreakdown:
     """The same files and directories all in EFS; large files metered by their own size."""
-    data = usage.efs_data_metered_bytes + usage.large_efs_data_bytes
+    data = usage.efs_data_metered_bytes + usage.large_efs_data_bytes + usage.segment_efs_data_bytes
     metadata = m.EFS_METADATA_BYTES * usage.files + m.efs_dir_bytes() * usage.efs_dirs
     return CostBreakdown(
         "all-efs",

@@ -9,11 +9,12 @@ the request path.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
+from ..fs.segments_records import SegmentRecords
 from ..store.records import Records, _plain
 from . import metering as m
 from .model import compare
@@ -116,6 +117,16 @@ def user_usage_from_records(records: Records, user: str) -> tuple[Usage, UsageBu
     for item in records.files_under(user, "/"):
         _add_record(builder, item, item["sk"].removeprefix("F#"), user)
     return builder.build(), builder
+
+
+def with_segment_records(usage: Usage, table: Any, user: str) -> Usage:
+    """The usage with its segments as S3 stores them: every object of the user's `SEG#` records
+    (one query), its dead members (rewritten or deleted files, until the cleaner compacts it) and
+    retired objects (kept for the grace period) included. A walk sees only the live members."""
+    found = SegmentRecords(table, user).all()
+    if not found and not usage.segment_files:
+        return usage
+    return replace(usage, segment_objects=len(found), segment_stored_bytes=sum(r.total_bytes for r in found))
 
 
 def deployment_usage(table: Any) -> DeploymentUsage:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..content import PART_SIZE
 from . import metering as m
-from .model import CostBreakdown
+from .model import CostBreakdown, efs_metadata_bytes, s3_billed_bytes
 from .prices import Prices
 from .usage import Usage
 
@@ -96,18 +96,22 @@ def tiered_cost(
     s3_cold = s3_cold or cold
     gb = prices.gb
     efs_std = prices["efs_storage_gb_month"]
-    s3_billed = usage.s3_bytes + usage.s3_objects * int(prices["s3_object_overhead_bytes"])
+    s3_billed = s3_billed_bytes(usage, prices)
     efs_untiered = usage.efs_data_metered_bytes - usage.efs_tierable_data_bytes
-    s3_untiered = s3_billed - usage.s3_tierable_bytes
+    # segments hold files already unread 30 days and are tiered like contents (a pass's last
+    # segment of a user may be under 128 KiB and stay Standard: not told apart here)
+    s3_tiered = usage.s3_tierable_bytes + usage.segment_stored_bytes
+    s3_untiered = s3_billed - s3_tiered
     return CostBreakdown(
         "hybrid-tiers",
         {
             "efs_data": gb(efs_untiered) * efs_std
             + gb(usage.efs_tierable_data_bytes) * efs_tiered_gb_month(prices, cold),
-            "efs_metadata": gb(usage.efs_metadata_metered_bytes) * efs_std,
+            "efs_metadata": gb(efs_metadata_bytes(usage)) * efs_std,
             "s3_data": gb(s3_untiered) * prices["s3_storage_gb_month"]
-            + gb(usage.s3_tierable_bytes) * s3_tiered_gb_month(prices, s3_cold),
-            "s3_monitoring_data": usage.s3_tierable_objects * s3_tiered_object_month(prices, s3_cold),
+            + gb(s3_tiered) * s3_tiered_gb_month(prices, s3_cold),
+            "s3_monitoring_data": (usage.s3_tierable_objects + usage.segment_objects)
+            * s3_tiered_object_month(prices, s3_cold),
             "dynamodb_metadata": gb(usage.record_bytes) * prices["dynamodb_storage_gb_month"],
         },
         usage.logical_bytes,

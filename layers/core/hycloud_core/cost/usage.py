@@ -3,7 +3,10 @@
 Large files are measured from their link files: the size in the JSON, not the few hundred bytes
 on disk (those bytes are metered too, as EFS metadata). S3 bytes count each distinct content
 once per user (`s3_bytes`) beside the sum over paths (`s3_logical_bytes`), so copies and
-duplicate uploads show as savings. Content shared with other users is stored once for the whole
+duplicate uploads show as savings. Packed cold small files (docs/SEGMENTS.md) are a kind of
+their own: their bytes are in S3 segments, a stub of a few hundred bytes stands at their path in
+EFS (metered like a link file), so they are counted at their own size and never as small EFS
+files the size of their stub. Content shared with other users is stored once for the whole
 deployment; `shares` (from the `OBJ#` reference counts) says how much of it is this user's.
 """
 
@@ -17,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..fs.namespace import TMP_PREFIX, Namespace
+from ..fs.segments_format import Stub, stub_from_bytes
 from ..linkfile import LinkFile, is_link_mode
 from . import metering as m
 
@@ -49,25 +53,40 @@ class Usage:
     efs_tierable_data_bytes: int = 0  # their data, as EFS meters it
     s3_tierable_objects: int = 0  # distinct contents of 128 KiB and more
     s3_tierable_bytes: int = 0
+    # packed cold small files: bytes in S3 segments, a stub each in EFS (docs/SEGMENTS.md)
+    segment_files: int = 0  # packed files, one stub each
+    segment_bytes: int = 0  # their sizes, summed over paths (logical)
+    segment_stub_bytes: int = 0  # the stubs' JSON
+    segment_stub_metered_bytes: int = 0  # the stubs as EFS meters them (inode and one block each)
+    segment_objects: int = 0  # segment objects in S3
+    # their bytes in S3: the distinct members the stubs name, or (`with_segment_records`) the
+    # objects' whole members, dead ones awaiting compaction included
+    segment_stored_bytes: int = 0
+    segment_efs_data_bytes: int = 0  # what the packed files' data would meter back in EFS
 
     @property
     def files(self) -> int:
-        return self.efs_files + self.link_files
+        return self.efs_files + self.link_files + self.segment_files
 
     @property
     def logical_bytes(self) -> int:
-        return self.efs_bytes + self.s3_logical_bytes
+        return self.efs_bytes + self.s3_logical_bytes + self.segment_bytes
 
     @property
     def efs_metered_bytes(self) -> int:
-        return self.efs_data_metered_bytes + self.efs_metadata_metered_bytes
+        return self.efs_data_metered_bytes + self.efs_metadata_metered_bytes + self.segment_stub_metered_bytes
+
+    @property
+    def s3_stored_bytes(self) -> int:
+        """Bytes in S3: large-file contents (each once) and this user's segments."""
+        return self.s3_bytes + self.segment_stored_bytes
 
     @property
     def dedup_saved_bytes(self) -> int:
         return self.s3_logical_bytes - self.s3_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        derived = ("files", "logical_bytes", "efs_metered_bytes", "dedup_saved_bytes")
+        derived = ("files", "logical_bytes", "efs_metered_bytes", "s3_stored_bytes", "dedup_saved_bytes")
         return {**asdict(self), **{name: getattr(self, name) for name in derived}}
 
     def region_costs(self, price_gb_month: float, gb_bytes: int) -> dict[str, float]:
@@ -86,6 +105,7 @@ class UsageBuilder:
     contents: dict[str, int] = field(default_factory=dict)  # content hash -> size
     refs: Counter[str] = field(default_factory=Counter)  # content hash -> link files of this user
     coded: dict[str, dict[str, int]] = field(default_factory=dict)  # content hash -> bytes per region
+    members: dict[tuple[str, int], int] = field(default_factory=dict)  # (segment, offset) -> length
 
     def add_dir(self) -> None:
         self.counts["efs_dirs"] += 1
@@ -120,6 +140,18 @@ class UsageBuilder:
         self.contents[content_hash] = size
         self.refs[content_hash] += 1
 
+    def add_packed(self, stub: Stub, stub_bytes: int, path: str = "", owner: str | None = None) -> None:
+        """A packed small file: its bytes in a segment (a copy's stub names the same member, stored
+        once), its stub in EFS, its file record as any small file's."""
+        self._under_import_threshold(stub.length)
+        self.counts["segment_files"] += 1
+        self.counts["segment_bytes"] += stub.length
+        self.counts["segment_stub_bytes"] += stub_bytes
+        self.counts["segment_stub_metered_bytes"] += m.efs_file_bytes(stub_bytes)
+        self.counts["segment_efs_data_bytes"] += m.efs_data_bytes(stub.length)
+        self.counts["record_bytes"] += m.file_record_bytes(owner or self.user, path)
+        self.members[(stub.segment, stub.offset)] = stub.length
+
     def add_coded(self, content_hash: str, erasure: dict[str, Any]) -> None:
         """A large file stored as blocks: S3 holds the blocks (n/k of its size) across the regions."""
         regions: Counter[str] = Counter()
@@ -141,6 +173,8 @@ class UsageBuilder:
             s3_tierable_objects=sum(1 for n in self.contents.values() if n >= m.MIN_TIERED_BYTES),
             s3_tierable_bytes=sum(n for n in self.contents.values() if n >= m.MIN_TIERED_BYTES),
             coded_region_bytes=dict(regions),
+            segment_objects=len({segment for segment, _offset in self.members}),
+            segment_stored_bytes=sum(self.members.values()),
         )
 
 
@@ -162,22 +196,27 @@ def _walk(host_dir: str, path: str, builder: UsageBuilder) -> None:
         child = f"{path}/{entry.name}"
         if stat_mod.S_ISDIR(st.st_mode):
             _walk(entry.path, child, builder)
-        elif is_link_mode(st.st_mode) and (link := _read_link(entry.path)):
-            builder.add_large(link[0].size, link[0].content_hash, link[1], child)
-            if link[0].erasure:
-                builder.add_coded(link[0].content_hash, link[0].erasure)
+        elif is_link_mode(st.st_mode):
+            _add_marked(entry.path, st.st_size, child, builder)
         elif stat_mod.S_ISREG(st.st_mode):
             builder.add_small(st.st_size, child)
 
 
-def _read_link(host_path: str) -> tuple[LinkFile, int] | None:
-    """The link file and its byte count; None when a sticky file is not a link (it is then data)."""
+def _add_marked(host_path: str, size: int, path: str, builder: UsageBuilder) -> None:
+    """A sticky-bit file: a link file, a segment stub, or (neither magic) plain data."""
     with open(host_path, "rb") as f:
         raw = f.read()
+    if stub := stub_from_bytes(raw):
+        builder.add_packed(stub, len(raw), path)
+        return
     try:
-        return LinkFile.from_bytes(raw), len(raw)
+        link = LinkFile.from_bytes(raw)
     except (ValueError, TypeError):
-        return None
+        builder.add_small(size, path)
+        return
+    builder.add_large(link.size, link.content_hash, len(raw), path)
+    if link.erasure:
+        builder.add_coded(link.content_hash, link.erasure)
 
 
 def usage_from_sizes(sizes: Iterable[int], threshold: int, dirs: int = 1) -> Usage:
