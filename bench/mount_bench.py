@@ -243,6 +243,12 @@ def _remove_bucket(s3, bucket: str) -> None:
     s3.delete_bucket(Bucket=bucket)
 
 
+def load(when: str) -> str:
+    """The machine's load average now (it is shared: figures taken under load say so)."""
+    one, five, fifteen = os.getloadavg()
+    return f"{when} {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--label", default="", help="a note kept with the figures (e.g. before/after)")
@@ -265,6 +271,7 @@ def main() -> None:
             make_origin(base, tar_path),
         )
         print(f"tree: {files} files, {size} bytes; {args.small_files} small files", flush=True)
+        loads = [load("start")]
         (base / "disk").mkdir()
         print("local disk", flush=True)
         results["local disk"] = scenario(
@@ -273,23 +280,27 @@ def main() -> None:
         if args.no_hycloud:
             NOTES.append("Run with --no-hycloud: no hycloud mount column.")
         else:
+            loads.append(load("hycloud column"))
             results["hycloud mount"] = hycloud_column(base, inputs, outputs["LocalApiUrl"], key)
         if args.no_rclone:
             NOTES.append("Run with --no-rclone: no rclone mount column.")
         else:
             try:
                 print(f"rclone mount ({rclone_tool.version()})", flush=True)
+                loads.append(load("rclone column"))
                 results["rclone mount (S3)"] = rclone_column(base, inputs, s3_endpoint)
                 NOTES.append(f"{rclone_tool.version()}: `rclone mount :s3:BUCKET --vfs-cache-mode writes`.")
             except rclone_tool.RcloneUnavailable as err:
                 NOTES.append(f"No rclone mount column: {err}")
+        loads.append(load("end"))
         note = " ".join(NOTES)
     text = f"# Mount bench {args.label}\n\nTree: {files} files, {size} bytes ({', '.join(PACKAGES)}); "
     text += f"{args.small_files} small files (100-4,000 bytes).\n\n"
     text += table(results) + "\n\n" + (note + "\n" if note else "")
+    text += "\nLoad average (1, 5, 15 min) of the shared machine: " + "; ".join(loads) + ".\n"
     print(text)
     doc = {"label": args.label, "files": files, "bytes": size, "small_files": args.small_files}
-    doc |= {"seconds": results, "note": note}
+    doc |= {"seconds": results, "note": note, "load_average": loads}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = "mount_bench" + (f"_{args.label}" if args.label else "")
