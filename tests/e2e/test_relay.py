@@ -61,7 +61,9 @@ def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_pat
         def update(self, done: int, total: int) -> None:
             if "download" in self.phase and done > 4 * MiB and not evictions:
                 evictions.append(
-                    json.loads(lam.invoke(FunctionName=fn, Payload=b'{"budget": 0}')["Payload"].read())
+                    json.loads(
+                        lam.invoke(FunctionName=fn, Payload=b'{"budget": 0, "walk": false}')["Payload"].read()
+                    )
                 )
 
         def start(self, description: str, total: int) -> None:
@@ -76,7 +78,9 @@ def test_eviction_never_breaks_a_transfer_in_progress(deployment, alice, tmp_pat
     # once idle beyond the in-use window, the same entry is evicted (shown with a budget of 0 and an old mtime)
     cached = cache_file(deployment, alice, "/evict.bin")
     os.utime(cached, (1, 1))
-    result = json.loads(lam.invoke(FunctionName=fn, Payload=b'{"budget": 0}')["Payload"].read())
+    result = json.loads(
+        lam.invoke(FunctionName=fn, Payload=b'{"budget": 0, "walk": false}')["Payload"].read()
+    )
     assert cached.name in result["evicted"] and not cached.exists()
 
 
@@ -122,7 +126,7 @@ def test_relay_after_eviction_runs_a_new_execution(deployment, alice, tmp_path):
     cached = cache_file(deployment, alice, "/again.bin")
     os.utime(cached, (1, 1))
     fn = deployment.outputs["CacheUpkeepFunctionName"]
-    deployment.client("lambda").invoke(FunctionName=fn, Payload=b'{"budget": 0}')
+    deployment.client("lambda").invoke(FunctionName=fn, Payload=b'{"budget": 0, "walk": false}')
     assert not cached.exists()
 
     second = sdk.http.json("POST", "/v1/relay", json={"path": "/again.bin"})
