@@ -103,3 +103,38 @@ def test_page_url_next_to_the_app():
     key = bytes(32)
     assert share.page_url("https://d.example", "x", key).startswith("https://d.example/share.html#s=x&k=")
     assert share.page_url("http://h:1/b/index.html", "x", key).startswith("http://h:1/b/share.html#")
+
+
+def test_the_cli_prints_the_link_and_needs_the_web_url(monkeypatch, tmp_path, capsys):
+    """`hycloud crypt share` wired over the in-memory folder: --json answer, key never in `stored`."""
+    import json
+
+    from hycloud.cli.main import main
+
+    store = MemoryStore()
+    client = _Client({"/vault/.hcenc": b"{}"})
+    monkeypatch.setattr("hycloud.encrypted.CloudStore", lambda c, root: store)
+    monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: client))
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state" / "state.sqlite3"))
+    monkeypatch.setenv("HYCLOUD_PASSPHRASE", "pw")
+    monkeypatch.delenv("HYCLOUD_WEB_URL", raising=False)
+    made = EncryptedFolder.create(store, "alice", b"pw", KdfParams(n=2**10))
+    (tmp_path / "a.txt").write_bytes(MARKER)
+    upload.put_file(made, tmp_path / "a.txt", "a.txt")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(list(args))
+            raise SystemExit(0)
+        out = capsys.readouterr()
+        return int(ended.value.code or 0), out.out, out.err
+
+    code, _, err = run("crypt", "share", "/vault/a.txt")
+    assert code != 0 and "--web-url" in err
+    monkeypatch.setenv("HYCLOUD_WEB_URL", "https://app.example/")
+    code, out, _ = run("--json", "crypt", "share", "/vault/a.txt", "-e", "2h")
+    answer = json.loads(out)
+    assert code == 0 and answer["url"].startswith("https://app.example/share.html#s=")
+    assert client.http.made == [{"path": answer["stored"], "expires_in": 7200}]
+    key = base64.urlsafe_b64decode(parse_qs(urlsplit(answer["url"]).fragment)["k"][0] + "=")
+    assert share_format.decode(key, client.files[answer["stored"]]).data == MARKER
