@@ -14,7 +14,8 @@ same bytes in every layout, so it is shown apart, as is the deployment's fixed m
 (`idle.py`), which does not grow with the data.
 
 Layouts: "hybrid" (today: 2 MiB threshold, no tiers), "hybrid-tiers" (the same with EFS lifecycle
-and Intelligent-Tiering, infra constructs/storage_tiers.py), "hybrid-tiers-chosen" (tiers at the
+and Intelligent-Tiering, infra constructs/storage_tiers.py, and cold small files packed into S3
+segments, `segments_bill.py`), "hybrid-tiers-chosen" (tiers at the
 threshold `tiers.choose_threshold` picks for the month's own access rates), "all-s3" (S3 Standard),
 "all-s3-tiers" (every object of 128 KiB and more in Intelligent-Tiering) and "s3-files".
 """
@@ -38,6 +39,7 @@ from .model import (
     s3_files_cost,
 )
 from .prices import Prices
+from .segments_bill import segment_lines
 from .tiers import ColdShare, FileAccess, choose_threshold, tiered_cost
 from .usage import usage_from_sizes
 
@@ -233,6 +235,14 @@ def _hybrid(walked: _Walked, month: Month, prices: Prices, threshold: int, tiers
     return tiered_cost(usage, prices, efs, s3_cold=s3)
 
 
+def _with_segments(storage: CostBreakdown, packed: dict[str, float]) -> CostBreakdown:
+    """The storage with packed files' data moved from EFS (`efs_data`, negative) to segments."""
+    lines = dict(storage.lines)
+    for line, usd in packed.items():
+        lines[line] = lines.get(line, 0.0) + usd
+    return CostBreakdown(storage.layout, lines, storage.logical_bytes, storage.billed_bytes)
+
+
 def _all_s3_tiers(walked: _Walked, prices: Prices) -> CostBreakdown:
     """Every file one object; those of 128 KiB and more in Intelligent-Tiering."""
     usage = usage_from_sizes([f.size for f in walked.files], threshold=0)  # every file an object
@@ -267,9 +277,12 @@ def month_bills(
         ("hybrid-tiers-chosen", chosen, True),
     ):
         ops = operations_cost(operations(walked, t, month.metadata_ops), prices, "hybrid", a)
+        storage = _hybrid(walked, month, prices, t, tiers)
         if tiers:
-            ops = {**ops, **_tier_lines(walked, prices, t)}
-        bills[layout] = _bill(layout, _hybrid(walked, month, prices, t, tiers), ops, t)
+            packed, requests = segment_lines(walked.files, prices, t)
+            ops = {**ops, **_tier_lines(walked, prices, t), **requests}
+            storage = _with_segments(storage, packed)
+        bills[layout] = _bill(layout, storage, ops, t)
     plain = usage_from_sizes([f.size for f in walked.files], threshold=PART_SIZE + 1)
     s3_ops = operations_cost(operations(walked, PART_SIZE + 1, month.metadata_ops), prices, "all-s3")
     bills["all-s3"] = _bill("all-s3", all_s3_cost(plain, prices), s3_ops)
