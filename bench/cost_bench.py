@@ -18,8 +18,10 @@ prices: nothing here depends on machine load.
 HyCloud with tiers is the same layout under the deployment's storage tiers (infra
 constructs/storage_tiers.py): EFS lifecycle (IA after 30 days unread, Archive after 180) for small
 files of 128 KiB and more, S3 Intelligent-Tiering for contents of 128 KiB and more, with their
-moves, cold reads and monitoring (hycloud_core/cost/tiers.py). The share of cold data is an
-assumption: AWS's estimate on the EFS pricing page that 80% of files go unread in a month,
+moves, cold reads and monitoring (hycloud_core/cost/tiers.py), and small files of one block to
+128 KiB packed into S3 segments once 30 days unread (docs/SEGMENTS.md; hycloud_core/cost/
+segments_bill.py: Intelligent-Tiering by band, 75% live, the stub left in EFS Standard). The
+share of cold data is an assumption: AWS's estimate on the EFS pricing page that 80% of files go unread in a month,
 carried forward at the same monthly rate (51% unread 90 days, 26% 180 days; memoryless, so it
 understates long-cold data), each cold byte moved and read back once a year. It is also priced at
 the small-file threshold chosen by cost for a file read once a month and rewritten every ten
@@ -86,6 +88,7 @@ from hycloud_core.cost.model import (  # noqa: E402
     operations_cost,
 )
 from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # noqa: E402
+from hycloud_core.cost.segments_bill import packed_storage, with_lines  # noqa: E402
 from hycloud_core.cost.tiers import (  # noqa: E402
     ColdShare,
     FileAccess,
@@ -162,6 +165,11 @@ def _row(cost, prices) -> dict:
     }
 
 
+def _with_segments(cost, sizes: list[int], prices, threshold: int):
+    """Tiers plus cold small files packed into segments (docs/SEGMENTS.md) under the same cold share."""
+    return with_lines(cost, packed_storage(sizes, prices, threshold, COLD))
+
+
 def storage_rows(sizes: list[int], prices, threshold: int, chosen: int | None = None) -> dict:
     """Each layout's storage cost; with `chosen`, also HyCloud with tiers at that threshold."""
     dirs = max(1, len(sizes) // 100)
@@ -169,14 +177,16 @@ def storage_rows(sizes: list[int], prices, threshold: int, chosen: int | None = 
     out = {"files": usage.files, "logical_gb": prices.gb(usage.logical_bytes), "small_files": usage.efs_files}
     for layout, cost in compare(usage, prices).items():
         out[layout] = _row(cost, prices)
-    out["hybrid-tiers"] = _row(tiered_cost(usage, prices, COLD), prices)
+    out["hybrid-tiers"] = _row(
+        _with_segments(tiered_cost(usage, prices, COLD), sizes, prices, threshold), prices
+    )
     out["all-s3-tiers"] = all_s3_tiered(sizes, prices)
     out["hybrid_over_s3_pct"] = 100 * (out["hybrid"]["unit"] / out["all-s3"]["unit"] - 1)
     out["hybrid_vs_s3_files_pct"] = 100 * (out["hybrid"]["unit"] / out["s3-files"]["unit"] - 1)
     if chosen is not None:
         at_chosen = usage_from_sizes(sizes, chosen, dirs=dirs)
         out["hybrid-tiers-chosen"] = {
-            **_row(tiered_cost(at_chosen, prices, COLD), prices),
+            **_row(_with_segments(tiered_cost(at_chosen, prices, COLD), sizes, prices, chosen), prices),
             "small_files": at_chosen.efs_files,
         }
     for layout in TIERED:

@@ -39,7 +39,7 @@ from .model import (
     s3_files_cost,
 )
 from .prices import Prices
-from .segments_bill import segment_lines
+from .segments_bill import segment_lines, with_lines
 from .tiers import ColdShare, FileAccess, choose_threshold, tiered_cost
 from .usage import usage_from_sizes
 
@@ -235,14 +235,6 @@ def _hybrid(walked: _Walked, month: Month, prices: Prices, threshold: int, tiers
     return tiered_cost(usage, prices, efs, s3_cold=s3)
 
 
-def _with_segments(storage: CostBreakdown, packed: dict[str, float]) -> CostBreakdown:
-    """The storage with packed files' data moved from EFS (`efs_data`, negative) to segments."""
-    lines = dict(storage.lines)
-    for line, usd in packed.items():
-        lines[line] = lines.get(line, 0.0) + usd
-    return CostBreakdown(storage.layout, lines, storage.logical_bytes, storage.billed_bytes)
-
-
 def _all_s3_tiers(walked: _Walked, prices: Prices) -> CostBreakdown:
     """Every file one object; those of 128 KiB and more in Intelligent-Tiering."""
     usage = usage_from_sizes([f.size for f in walked.files], threshold=0)  # every file an object
@@ -281,7 +273,7 @@ def month_bills(
         if tiers:
             packed, requests = segment_lines(walked.files, prices, t)
             ops = {**ops, **_tier_lines(walked, prices, t), **requests}
-            storage = _with_segments(storage, packed)
+            storage = with_lines(storage, packed)
         bills[layout] = _bill(layout, storage, ops, t)
     plain = usage_from_sizes([f.size for f in walked.files], threshold=PART_SIZE + 1)
     s3_ops = operations_cost(operations(walked, PART_SIZE + 1, month.metadata_ops), prices, "all-s3")

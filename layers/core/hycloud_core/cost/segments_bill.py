@@ -22,7 +22,9 @@ from typing import Any
 
 from ..fs.segments import MAX_FILE_BYTES, MIN_FILE_BYTES, SEGMENT_BYTES
 from . import metering as m
+from .model import CostBreakdown
 from .prices import Prices
+from .tiers import ColdShare
 
 DAYS = 30.0  # a billing month (bill.DAYS)
 BANDS = (0.0, 30.0, 90.0, 180.0)  # days unread (bill.BANDS)
@@ -114,3 +116,31 @@ def segment_lines(
         "segment_gets": gets * prices["s3_get_per_1000"] / 1000,
     }
     return storage, requests
+
+
+def packed_storage(sizes: Sequence[int], prices: Prices, threshold: int, cold: ColdShare) -> dict[str, float]:
+    """Storage lines of packed files for a size mix under a cold share (no per-file month): the
+    share unread 30 days of each packable file is in segments, priced by band as above."""
+    per_band = band_prices(prices)
+    bands = (
+        cold.after_30_days - cold.after_90_days,
+        cold.after_90_days - cold.after_180_days,
+        cold.after_180_days,
+    )
+    price = sum(share * p for share, p in zip(bands, per_band[1:], strict=True))
+    packable_sizes = [s for s in sizes if packable(s, threshold)]
+    in_segments = sum(packable_sizes) * cold.after_30_days / LIVE_SHARE
+    blocks = sum(m.efs_data_bytes(s) - m.EFS_BLOCK_BYTES for s in packable_sizes) * cold.after_30_days
+    return {
+        "efs_data": -prices.gb(blocks) * prices["efs_storage_gb_month"],
+        "segment_data": prices.gb(sum(packable_sizes) / LIVE_SHARE) * price,
+        "segment_monitoring_data": in_segments / SEGMENT_BYTES * prices["s3_int_monitoring_per_1000"] / 1000,
+    }
+
+
+def with_lines(cost: CostBreakdown, lines: dict[str, float]) -> CostBreakdown:
+    """The breakdown with these lines added to its own (a negative line is a saving)."""
+    out = dict(cost.lines)
+    for line, usd in lines.items():
+        out[line] = out.get(line, 0.0) + usd
+    return CostBreakdown(cost.layout, out, cost.logical_bytes, cost.billed_bytes)

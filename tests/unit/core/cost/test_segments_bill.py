@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from hycloud_core.cost import load_prices
+from hycloud_core.cost import load_prices, usage_from_sizes
 from hycloud_core.cost.bill import FileMonth, Month, month_bills
-from hycloud_core.cost.segments_bill import LIVE_SHARE, packed_month, segment_lines
+from hycloud_core.cost.segments_bill import (
+    LIVE_SHARE,
+    packed_month,
+    packed_storage,
+    segment_lines,
+    with_lines,
+)
+from hycloud_core.cost.tiers import ColdShare, tiered_cost
 
 P = load_prices()
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -76,3 +83,14 @@ def test_the_tiered_bills_carry_segments_and_today_does_not():
     assert tiered["requests"]["segment_gets"] == pytest.approx(0.0004 / 1000)
     unpacked = bills["hybrid"].lines["storage"]["efs_data"]
     assert tiered["storage"]["efs_data"] < unpacked  # the packed files' blocks left EFS
+
+
+def test_a_size_mix_packs_its_cold_share_of_packable_files():
+    cold = ColdShare(0.8, 0.5, 0.25)
+    lines = packed_storage([16 * KiB, 2 * KiB, 200 * KiB, 4 * MiB], P, THRESHOLD, cold)
+    band = [(0.023 + 0.0125) / 2, (0.0125 + 2 * 0.004) / 3, 0.004]
+    price = 0.3 * band[0] + 0.25 * band[1] + 0.25 * band[2]
+    assert lines["segment_data"] == pytest.approx(16 * KiB / LIVE_SHARE / GiB * price)
+    assert lines["efs_data"] == pytest.approx(-12 * KiB * 0.8 / GiB * 0.30)
+    tiered = with_lines(tiered_cost(usage_from_sizes([16 * KiB], THRESHOLD), P, cold), lines)
+    assert tiered.lines["efs_data"] == pytest.approx((16 * KiB - 12 * KiB * 0.8) / GiB * 0.30)
