@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from hycloud.cli.usage import class_rows
 from tests.e2e.conftest import _make_user
 
 pytestmark = [pytest.mark.e2e]
@@ -73,6 +74,12 @@ def test_packed_files_read_back_rewrite_compact_and_old_segment_deleted(deployme
         assert sdk.stat(path)["size"] == len(data)
         assert sdk.stat(path)["sha256"] == hashlib.sha256(data).hexdigest()
     assert sorted(e["name"] for e in sdk.ls("/cold")) == ["f0.bin", "f1.bin", "f2.bin", "f3.bin"]
+    usage = api.call("GET", "/v1/usage").json()["usage"]  # packed: bytes in S3, stubs in EFS
+    total = sum(map(len, files.values()))
+    assert (usage["segment_files"], usage["segment_objects"], usage["efs_files"]) == (4, 1, 0)
+    assert usage["segment_bytes"] == usage["segment_stored_bytes"] == usage["logical_bytes"] == total
+    for store, key in (("EFS", "efs_metered_bytes"), ("S3", "s3_stored_bytes")):  # tiers add up
+        assert sum(b for name, _, _, b in class_rows(usage) if name.startswith(store)) == usage[key]
 
     files["/cold/f3.bin"] = b"rewritten: back in EFS whole"
     sdk.put_bytes("/cold/f3.bin", files["/cold/f3.bin"])
