@@ -1,13 +1,5 @@
-"""Relay download (seed 000 §III-B): S3 → EFS cache by a Step Functions job, then ranged reads.
-
-A relay job is keyed by the cache entry and the version the path holds: requests for it while it
-runs, or while its copy is in the cache, find the same execution; after a failure or an eviction
-the next request runs a new attempt under a new execution name (hycloud_core.jobs.ledger).
-
-A coded file's job runs at the user's optimal instance (services/optimal_instance.py); the file it made whole is
-then read from that instance's bucket, by the presigned `url` the ready state carries, instead of
-through `/v1/relay/data`.
-"""
+"""Relay download routes (seed 000 §III-B): start or find a relay job, its status, and ranged reads
+of the cached copy; how jobs are keyed and where a coded file's runs: services/relay_jobs.py."""
 
 from __future__ import annotations
 
