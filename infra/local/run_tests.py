@@ -8,7 +8,8 @@ repair jobs walk every coded file, so after the lanes they took several times as
 them, at a lower CPU priority, the tests that need no cloud (`tests/unit`, `tests/infra`) run in
 a process of their own: the exclusive tests mostly wait on the cloud, which runs in one Python
 process and so leaves the second core idle. Then two pytest-xdist workers share the deployed
-cloud, each with its own users, and take the cloud tests module by module. The local cloud's own
+cloud, each with its own users, and take the cloud tests module by module; the cloud-free tests
+go on beside them if they are not done (no phase waits for another while a core has work). The local cloud's own
 tests (`localcloud`: one stops and restarts it) come last. The cloud is stopped at the end when
 this run started it. Extra arguments go to every pytest run; `-m EXPR` narrows each phase
 (`make fast` passes `-m "not slow"`).
@@ -188,15 +189,15 @@ def main(argv: list[str]) -> int:
         alone = _phase(
             "exclusive and not localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[1]
         )
-        clock.lap("exclusive (cloud-free tests beside)", restart=False)
-        free = _finish_beside(side, log)
-        clock.lap("cloud-free tests, to their end")
+        clock.lap("exclusive (cloud-free tests beside)")
         lanes = _phase(
             "not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args, *CLOUD], env, reports[0]
         )
-        clock.lap("two lanes")
+        clock.lap("two lanes (cloud-free tests beside, when not done)")
         own = _phase("localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[2])
         clock.lap("local cloud's own")
+        free = _finish_beside(side, log)
+        clock.lap("cloud-free tests, to their end")
     finally:
         if started:
             local.stop()
