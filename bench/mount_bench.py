@@ -144,7 +144,7 @@ def start_mount(mnt: Path, api_url: str, key: str, log: Path) -> subprocess.Pope
 NOTES: list[str] = []
 
 
-def unmount(mnt: Path, proc: subprocess.Popen) -> None:
+def unmount(mnt: Path, proc: subprocess.Popen, name: str) -> None:
     """fusermount3 -u, then the process's exit (it sends what it cached first); a process still
     alive after EXIT_WAIT_S is noted and ended with SIGTERM."""
     subprocess.run(["fusermount3", "-u", str(mnt)], check=True, timeout=60)
@@ -152,7 +152,7 @@ def unmount(mnt: Path, proc: subprocess.Popen) -> None:
         proc.wait(timeout=EXIT_WAIT_S)
     except subprocess.TimeoutExpired:
         NOTES.append(
-            f"The mount process was still alive {EXIT_WAIT_S} s after fusermount3 -u; ended by SIGTERM."
+            f"The {name} process was still alive {EXIT_WAIT_S} s after fusermount3 -u; ended by SIGTERM."
         )
         proc.terminate()
         proc.wait(timeout=STEP_TIMEOUT_S)
@@ -174,7 +174,7 @@ def hycloud_column(base: Path, inputs: Inputs, api_url: str, key: str) -> dict[s
     proc = start_mount(mnt, api_url, key, base / "mount.log")
     print("hycloud mount", flush=True)
     try:
-        return scenario(mnt, inputs, base / "out-mnt", lambda work: unmount(mnt, proc))
+        return scenario(mnt, inputs, base / "out-mnt", lambda work: unmount(mnt, proc, "hycloud mount"))
     finally:
         if proc.poll() is None:
             subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=60)
@@ -219,7 +219,7 @@ def rclone_column(base: Path, inputs: Inputs, s3_endpoint: str) -> dict[str, flo
             deadline = time.monotonic() + STEP_TIMEOUT_S
             while _objects(s3, bucket) < want and time.monotonic() < deadline:
                 time.sleep(0.5)
-            unmount(mnt, proc)
+            unmount(mnt, proc, "rclone mount")
 
         return scenario(mnt, inputs, base / "out-rclone", durable)
     finally:
