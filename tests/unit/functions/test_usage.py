@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
 import json
 
@@ -10,7 +11,7 @@ import pytest
 from moto import mock_aws
 
 from hycloud_core.cost import load_prices
-from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs import FileSystem, Namespace, segments
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.records import Records
 from hycloud_core.store.users import Users
@@ -111,3 +112,22 @@ def test_records_source_agrees_with_the_walk_except_directories(cloud):
     assert {k: recorded["usage"][k] for k in keys} == {k: walked["usage"][k] for k in keys}
     assert (walked["usage"]["efs_dirs"], recorded["usage"]["efs_dirs"]) == (2, 0)
     assert call("alice", "GET", "/v1/usage", query={"source": "scan"})[0] == 400
+
+
+def test_packed_files_count_their_segments_stored_bytes_from_the_records(cloud, tmp_path):
+    """A packed file's bytes are in S3 (its segment record's bytes, a rewritten member's included)."""
+    call, fs, s3 = cloud
+    alice = fs("alice")
+    files = {f"/c{i}": bytes([i]) * (6000 + i) for i in range(3)}
+    for path, data in files.items():
+        alice.put_small(path, data, hashlib.sha256(data).hexdigest())
+    settings = segments.Settings(pack_after_s=0, grace_s=3600)
+    ns_root = str(tmp_path / "efs" / "ns")
+    assert segments.run(Records(TABLE).table, s3, BUCKET, ns_root, settings, clean=False).packed_files == 3
+    alice.put_small("/c0", b"back", hashlib.sha256(b"back").hexdigest())
+    status, body = call("alice", "GET", "/v1/usage")
+    usage, total = body["usage"], sum(map(len, files.values()))
+    assert status == 200 and (usage["segment_files"], usage["efs_files"]) == (2, 1)
+    assert usage["segment_bytes"] == total - 6000 and usage["segment_stored_bytes"] == total
+    assert usage["s3_stored_bytes"] == total and usage["logical_bytes"] == total - 6000 + 4
+    assert body["costs"]["hybrid"]["billed_bytes"]["s3"] == total
