@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hycloud_core.crypto import header as hdr
@@ -23,7 +23,7 @@ from hycloud_core.crypto.keys import FolderKeys, KdfParams
 from hycloud_core.errors import ConflictError, NotFoundError
 
 from .counters import Counters
-from .store import Store
+from .store import Store, version_of
 
 HEADER_KEY = hdr.NAME  # the header's epoch, in the counters
 
@@ -34,6 +34,7 @@ class EncryptedFolder:
     header: hdr.Header
     keys: FolderKeys
     counters: Counters
+    versions: dict[str, str] = field(default_factory=dict)  # stored path -> version last read or written
 
     # --- opening ------------------------------------------------------------------------------
     @classmethod
@@ -88,6 +89,7 @@ class EncryptedFolder:
         for stored, rel in wanted.items():
             key = "D:" + rel
             blob = found[stored]
+            self.versions[stored] = version_of(blob)
             if blob is None:
                 if self.counters.seen(self.keys.folder_id, key):
                     raise RollbackError(f"the name map of {rel or '/'} is gone, after this client saw it")
@@ -112,6 +114,7 @@ class EncryptedFolder:
             blobs[self.map_path(rel)] = manifest.seal(self.keys, manifest.FOLDER, rel, new, dir_map.to_json())
             counts[key] = new
         self.store.write_many(blobs)
+        self.versions.update({path: version_of(blob) for path, blob in blobs.items()})
         self.counters.note(self.keys.folder_id, counts)
         return sum(len(b) for b in blobs.values())
 

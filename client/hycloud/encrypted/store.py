@@ -2,6 +2,8 @@
 
 `CloudStore` uses the SDK (small objects many to a request with the bundle upload and download);
 `MemoryStore` is the same contract in a dict, for tests and benches (it counts bytes sent).
+A write may name, per object, the version it replaces (`version_of` what was read, or absent):
+an object that holds another is not written and comes back among the refused.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from hycloud_core import content
+from hycloud_core.bundle import ABSENT
 from hycloud_core.crypto.chunks import DIR as CHUNK_DIR
 from hycloud_core.errors import NotFoundError
 
@@ -19,9 +23,14 @@ if TYPE_CHECKING:
     from ..sdk.client import HyCloud
 
 
+def version_of(blob: bytes | None) -> str:
+    """The version a later write names to replace `blob`: its content hash, or absent."""
+    return ABSENT if blob is None else content.hash_bytes(blob)
+
+
 class Store(Protocol):
     def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]: ...
-    def write_many(self, blobs: Mapping[str, bytes]) -> None: ...
+    def write_many(self, blobs: Mapping[str, bytes], expect: Mapping[str, str] | None = None) -> set[str]: ...
     def chunk_names(self) -> set[str]: ...
     def remove(self, rel: str, folder: bool = False) -> None: ...
 
@@ -34,9 +43,11 @@ class MemoryStore:
     def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
         return {rel: self.objects.get(rel) for rel in rels}
 
-    def write_many(self, blobs: Mapping[str, bytes]) -> None:
-        self.objects.update(blobs)
+    def write_many(self, blobs: Mapping[str, bytes], expect: Mapping[str, str] | None = None) -> set[str]:
+        refused = {rel for rel, want in (expect or {}).items() if version_of(self.objects.get(rel)) != want}
+        self.objects.update({rel: blob for rel, blob in blobs.items() if rel not in refused})
         self.sent += sum(len(b) for b in blobs.values())
+        return refused & set(blobs)
 
     def chunk_names(self) -> set[str]:
         prefix = CHUNK_DIR + "/"
@@ -74,19 +85,23 @@ class CloudStore:
                 for rel, (_, local), result in zip(wanted, pairs, results, strict=True)
             }
 
-    def write_many(self, blobs: Mapping[str, bytes]) -> None:
+    def write_many(self, blobs: Mapping[str, bytes], expect: Mapping[str, str] | None = None) -> set[str]:
         from ..sdk.bundles import put_files, raise_first_error
 
         if not blobs:
-            return
+            return set()
+        wanted = {self._remote(rel): version for rel, version in (expect or {}).items() if rel in blobs}
         with tempfile.TemporaryDirectory(prefix="hycloud-enc-") as folder:
             pairs = []
             for i, (rel, data) in enumerate(blobs.items()):
                 local = Path(folder) / str(i)
                 local.write_bytes(data)
                 pairs.append((local, self._remote(rel)))
-            raise_first_error(put_files(self.client, pairs))
+            results = put_files(self.client, pairs, expect=wanted)
+        mismatch = [r.get("code") == "version-mismatch" for r in results]
+        raise_first_error([r for r, refused in zip(results, mismatch, strict=True) if not refused])
         self.sent += sum(len(b) for b in blobs.values())
+        return {rel for rel, refused in zip(blobs, mismatch, strict=True) if refused}
 
     def chunk_names(self) -> set[str]:
         try:

@@ -2,8 +2,9 @@
 
 Order of writes: chunk objects first, then file manifests and name maps together (one bundle
 where they fit: the cloud commits its members side by side), so a name never points at a chunk
-not yet stored. `sync` also removes what is gone locally (its
-chunks stay until a future collection; they are unreadable without the folder key).
+not yet stored; maps and manifests name the versions they replace, so a writer beside this one
+loses nothing (commit.py). `sync` also removes what is gone locally (its chunks stay until a
+future collection; they are unreadable without the folder key).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import hashlib
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hycloud_core.crypto import chunking, chunks, manifest
 
+from .commit import Pending, commit
 from .folder import EncryptedFolder, ancestors, split
 
 FLUSH_BYTES = 32 * 1024 * 1024  # chunk objects held before they are sent
@@ -84,17 +87,17 @@ def put_files(
     dirs = {d for _, rel in pairs for d in ancestors(rel)} | set(extra_dirs or [])
     dirs |= {d for extra in extra_dirs or [] for d in ancestors(extra)} | set(keep_dirs or ())
     maps = folder.read_maps(sorted(dirs))
+    before = {rel: dict(dir_map.entries) for rel, (dir_map, _) in maps.items()}
     changed: set[str] = set()
     result = PutResult()
     batch = _Batch(folder, folder.store.chunk_names(), result)
-    manifests: dict[str, bytes] = {}
-    counts: dict[str, int] = {}
+    bodies: dict[str, dict[str, Any]] = {}
     for local, rel in pairs:
-        sealed = _seal_file(folder, batch, maps, local, rel)
-        if sealed is None:
+        body = _seal_file(folder, batch, maps, local, rel)
+        if body is None:
             result.unchanged += 1
             continue
-        manifests[folder.stored(rel)], counts["F:" + rel] = sealed
+        bodies[rel] = body
         changed.add(posixpath.dirname(rel))
         result.files += 1
         result.sent_paths.append(rel)
@@ -102,8 +105,8 @@ def put_files(
     if keep_dirs is not None:
         changed |= _remove_missing(folder, maps, keep_dirs, {rel for _, rel in pairs})
     batch.flush()
-    folder.counters.note(folder.keys.folder_id, counts)
-    result.bytes_sent += folder.write_maps({d: maps[d] for d in changed}, with_files=manifests)
+    changes = {rel: _edits(before[rel], maps[rel][0].entries) for rel in changed}
+    result.bytes_sent += commit(folder, Pending({rel: maps[rel] for rel in changed}, changes, bodies))
     return result
 
 
@@ -113,9 +116,9 @@ def _seal_file(
     maps: dict[str, tuple[manifest.DirMap, int]],
     local: Path,
     rel: str,
-) -> tuple[bytes, int] | None:
-    """(sealed manifest, its counter) of one file, its new chunks handed to `batch`; None when the
-    folder already holds exactly these bytes."""
+) -> dict[str, Any] | None:
+    """One file's manifest body (its entry in `maps` set, with the manifest's counter), its new
+    chunks handed to `batch`; None when the folder already holds exactly these bytes."""
     data = local.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     parent, name = posixpath.split(rel)
@@ -141,7 +144,16 @@ def _seal_file(
         "sha256": digest,
         "mtime": stat.st_mtime,
     }
-    return manifest.seal(folder.keys, manifest.FILE, rel, counter, body.to_json()), counter
+    return body.to_json()
+
+
+def _edits(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any] | None]:
+    """The entries a put set (its own dicts, shared with the map) or removed (None)."""
+    edits: dict[str, dict[str, Any] | None] = {n: e for n, e in after.items() if before.get(n) is not e}
+    edits |= {n: None for n in before if n not in after}
+    return edits
 
 
 def _link_dirs(maps: dict[str, tuple[manifest.DirMap, int]], dirs: set[str]) -> set[str]:
