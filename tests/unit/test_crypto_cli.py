@@ -70,3 +70,12 @@ def test_a_tampered_chunk_exits_9_and_writes_nothing(store, capsys, tmp_path):
 def test_help_says_a_lost_passphrase_is_unrecoverable(capsys):
     code, out, _ = run(capsys, "crypt", "--help")
     assert code == 0 and "unrecoverable" in " ".join(out.split())
+
+
+def test_mkdir_encrypted_makes_the_folder_crypt_commands_use(store, capsys, tmp_path):
+    (tmp_path / "n.txt").write_bytes(b"a note")
+    assert run(capsys, "mkdir", "--encrypted", "/vault2")[0] == 0
+    assert run(capsys, "crypt", "put", str(tmp_path / "n.txt"), "/vault2")[0] == 0
+    code, out, _ = run(capsys, "--json", "crypt", "ls", "/vault2")
+    assert code == 0 and [e["name"] for e in json.loads(out)] == ["n.txt"]
+    assert run(capsys, "mkdir", "--encrypted", "/vault2")[0] != 0  # already an encrypted folder

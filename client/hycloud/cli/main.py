@@ -30,6 +30,7 @@ from .check import check_command, hash_command
 from .configure import EXAMPLES as CONFIGURE_EXAMPLES
 from .configure import configure
 from .encrypted import crypt, key
+from .encrypted import init as crypt_init
 from .history import RESTORE_EPILOG, VERSIONS_EPILOG, restore_command, versions_command
 from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
@@ -148,15 +149,30 @@ def whoami() -> None:
 
 
 @app.command(
-    epilog=examples("hycloud mkdir /projects", "hycloud mkdir -p /projects/x/y   # no error if it exists")
+    epilog=examples(
+        "hycloud mkdir /projects",
+        "hycloud mkdir -p /projects/x/y   # no error if it exists",
+        "hycloud mkdir --encrypted /vault  # then: hycloud crypt put|get|sync LOCAL /vault",
+    )
 )
 def mkdir(
     path: Annotated[str, typer.Argument(metavar="PATH")],
     parents: Annotated[
         bool, flag("-p", "--parents", help="Make missing parents; no error if the directory exists.")
     ] = False,
+    encrypted: Annotated[
+        bool,
+        flag(
+            "--encrypted",
+            help="An encrypted folder (as `hycloud crypt init`): contents and names encrypted on this "
+            "machine, passphrase from $HYCLOUD_PASSPHRASE or asked; a lost passphrase is unrecoverable.",
+        ),
+    ] = False,
 ) -> None:
     """Create a directory (an existing one is an error unless -p)."""
+    if encrypted:
+        crypt_init(path)
+        return
     entry = _client().mkdir(path, parents=parents, exist_ok=parents)
     emit(entry, f"created {entry['path']}")
 
