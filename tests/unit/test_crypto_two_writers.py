@@ -12,6 +12,7 @@ import pytest
 
 from hycloud.encrypted import EncryptedFolder, MemoryStore, download, upload
 from hycloud.encrypted.counters import Counters
+from hycloud_core.crypto import manifest
 from hycloud_core.crypto.keys import KdfParams
 from hycloud_core.errors import ConflictError
 
@@ -93,3 +94,19 @@ def test_a_folder_that_never_stops_changing_is_a_clear_conflict(store, tmp_path)
         upload.put_file(phone, _file(tmp_path, "p", b"phone"), "busy.txt")
     assert refused.value.code == "version-mismatch"
     assert _read(_device(store), "busy.txt", tmp_path).startswith(b"laptop ")
+
+
+def test_a_manifest_left_by_a_writer_that_stopped_before_its_map_is_written_past(store, tmp_path):
+    """A put that stored its manifest and stopped before the map named it: the next put of that
+    name finds a manifest where it expected none, reads it, and writes a later version."""
+    phone, stopped = _device(store), _device(store)
+    upload.put_file(stopped, _file(tmp_path, "s", b"never named"), "new.txt")
+    left = store.objects[phone.stored("new.txt")]
+    (root, counter), *_ = phone.read_maps([""]).values()
+    del root.entries["new.txt"]  # the stopped put's map, as if never written
+    store.objects[phone.map_path("")] = manifest.seal(
+        phone.keys, manifest.FOLDER, "", counter + 1, root.to_json()
+    )
+    upload.put_file(phone, _file(tmp_path, "p", b"the phone's new file"), "new.txt")
+    assert manifest.counter_of(store.objects[phone.stored("new.txt")]) > manifest.counter_of(left)
+    assert _read(_device(store), "new.txt", tmp_path) == b"the phone's new file"

@@ -10,9 +10,10 @@ file wins, and its map entry and manifest agree; an entry another writer added i
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from hycloud_core.bundle import ABSENT
 from hycloud_core.crypto import manifest
 from hycloud_core.errors import ConflictError
 
@@ -30,6 +31,7 @@ class Pending:
     maps: dict[str, tuple[manifest.DirMap, int]]
     changes: dict[str, dict[str, dict[str, Any] | None]]
     files: dict[str, dict[str, Any]]
+    replaced: set[str] = field(default_factory=set)  # written files the maps already named
 
     def entry(self, rel: str) -> dict[str, Any]:
         parent, name = posixpath.split(rel)
@@ -40,7 +42,7 @@ class Pending:
 
 def commit(folder: EncryptedFolder, pending: Pending) -> int:
     """Write the maps and manifests of `pending`; returns the bytes sent."""
-    _read_versions(folder, pending.files)
+    _read_versions(folder, pending)
     maps, files, sent = set(pending.maps), set(pending.files), 0
     for _ in range(TRIES):
         blobs, counts = _sealed(folder, pending, maps, files)
@@ -60,9 +62,14 @@ def commit(folder: EncryptedFolder, pending: Pending) -> int:
     )
 
 
-def _read_versions(folder: EncryptedFolder, files: dict[str, dict[str, Any]]) -> None:
-    paths = [folder.stored(rel) for rel in files]
+def _read_versions(folder: EncryptedFolder, pending: Pending) -> None:
+    """The versions the manifests replace: read for files the maps named, absent for new names
+    (a manifest left there by a writer that stopped before its map is refused, then read)."""
+    paths = [folder.stored(rel) for rel in pending.files if rel in pending.replaced]
     folder.versions.update({p: version_of(b) for p, b in folder.store.read_many(paths).items()})
+    folder.versions.update(
+        {folder.stored(rel): ABSENT for rel in pending.files if rel not in pending.replaced}
+    )
 
 
 def _sealed(

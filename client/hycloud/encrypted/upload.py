@@ -106,7 +106,9 @@ def put_files(
         changed |= _remove_missing(folder, maps, keep_dirs, {rel for _, rel in pairs})
     batch.flush()
     changes = {rel: _edits(before[rel], maps[rel][0].entries) for rel in changed}
-    result.bytes_sent += commit(folder, Pending({rel: maps[rel] for rel in changed}, changes, bodies))
+    replaced = {rel for rel in bodies if posixpath.basename(rel) in before[posixpath.dirname(rel)]}
+    pending = Pending({rel: maps[rel] for rel in changed}, changes, bodies, replaced)
+    result.bytes_sent += commit(folder, pending)
     return result
 
 
