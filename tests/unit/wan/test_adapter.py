@@ -11,6 +11,8 @@ import requests
 
 from bench.wan import SpawnedWanLink, WanAdapter, WanLink, rewrite_url, session_through
 
+pytestmark = pytest.mark.timing  # rates and delays of real sockets: run first (tests/conftest.py)
+
 
 def test_request_goes_through_link_keeping_host_and_path(http_server, make_link) -> None:
     link = make_link(http_server, down_mbps=50, up_mbps=50, rtt_ms=60)

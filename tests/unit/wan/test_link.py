@@ -22,6 +22,8 @@ import pytest
 from bench.wan import SpawnedWanLink, WanLink
 from bench.wan.calibrate import download, ping_times, upload
 
+pytestmark = pytest.mark.timing  # rates and delays of real sockets: run first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[3]
 RATE_TOLERANCE = 0.15
 RTT_TOLERANCE = 0.030
