@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from hycloud_core.errors import ConflictError, NotFoundError
 
 from ..sdk import HyCloud
+from . import threads
 
 TTL_S = 2.0
 MAX_AGE_FACTOR = 15  # a listing answers up to ttl × this old (30 s by default), refreshed meanwhile
@@ -270,7 +271,7 @@ class MetaCache:
         if folder in self._refreshing or len(self._refreshing) >= REFRESHERS:
             return
         self._refreshing.add(folder)
-        threading.Thread(target=self._refresh, args=(folder,), name="hycloud-relist", daemon=True).start()
+        threads.start("hycloud-relist", self._refresh, folder)
 
     def _refresh(self, folder: str) -> None:
         try:

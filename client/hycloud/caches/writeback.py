@@ -32,6 +32,8 @@ from pathlib import Path
 
 from hycloud_core.errors import ConflictError, HyCloudError, error_from_body
 
+from . import threads
+
 Upload = Callable[[Sequence[tuple[Path, str]]], list[dict]]
 DELAY_S = 0.3  # how long the flusher gathers closed files before sending them
 RETRY_S = 2.0  # a failed upload is tried again after this long
@@ -97,8 +99,7 @@ class WriteBack:
         self._stopping = False
         self._ids = itertools.count(1)
         folder.mkdir(parents=True, exist_ok=True)
-        self._thread = threading.Thread(target=self._run, name="hycloud-flusher", daemon=True)
-        self._thread.start()
+        self._thread = threads.start("hycloud-flusher", self._run)
 
     # --- the cache's entries ---------------------------------------------------------------------
     def get(self, path: str) -> Cached | None:

@@ -16,6 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..caches import threads
+
 POLL_S = 0.5
 MOUNTINFO = "/proc/self/mountinfo"
 
@@ -51,6 +53,4 @@ def watch(
             time.sleep(poll)
         unmounted()
 
-    thread = threading.Thread(target=run, name="hycloud-unmount-watch", daemon=True)
-    thread.start()
-    return thread
+    return threads.start("hycloud-unmount-watch", run)
