@@ -91,8 +91,8 @@ def test_failed_jobs_report_a_code_and_a_message_only(deployment, alice, tmp_pat
     s3, bucket = deployment.client("s3"), deployment.outputs["BucketName"]
     for code, (delta, claimed) in cases.items():
         status, body = start_upload(alice, "/codes.bin", v1, delta, claimed)
-        assert status == 202, body
-        assert_short_error(wait(alice, body["job"]), code)
+        assert status in (200, 202), body  # 200: the job had already ended when the request looked
+        assert_short_error(wait(alice, body["job"]) if status == 202 else body, code)
         assert current_hash(deployment, alice, "/codes.bin") == content.hash_bytes(v1)
         key = content.object_key(claimed)  # nothing stored under the claimed hash, no part left
         assert s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount") == 0
