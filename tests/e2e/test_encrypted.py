@@ -162,3 +162,37 @@ def _counters() -> Counters:
 
 def _folder(user, root: str, passphrase: str) -> EncryptedFolder:
     return EncryptedFolder.open(CloudStore(user.sdk(), root), user.name, passphrase.encode(), _counters())
+
+
+class _Racing(CloudStore):
+    """The cloud store, with another device's put run once just before this device's commit."""
+
+    meanwhile = None
+
+    def write_many(self, blobs, expect=None):
+        if expect and self.meanwhile:
+            run, self.meanwhile = self.meanwhile, None
+            run()
+        return super().write_many(blobs, expect)
+
+
+def test_two_devices_putting_at_once_keep_both_files(alice, passphrase, tmp_path):
+    """The cloud refuses a name map another device changed (version-mismatch on the bundle
+    member's expected version); the device reads it again, adds its entry and sends it again."""
+    sdk, root = alice.sdk(), f"/vault-{uuid.uuid4().hex[:6]}"
+    sdk.mkdir(root)
+    EncryptedFolder.create(CloudStore(sdk, root), alice.name, passphrase.encode(), counters=Counters())
+    racing = _Racing(sdk, root)
+    phone = EncryptedFolder.open(racing, alice.name, passphrase.encode(), Counters())
+    laptop = EncryptedFolder.open(CloudStore(sdk, root), alice.name, passphrase.encode(), Counters())
+    (tmp_path / "a").write_bytes(b"from the phone")
+    (tmp_path / "b").write_bytes(b"from the laptop")
+    racing.meanwhile = lambda: upload.put_file(laptop, tmp_path / "b", "b.txt")
+    before = sdk.get_bytes(f"{root}/.hcdir")
+    upload.put_file(phone, tmp_path / "a", "a.txt")
+    assert sdk.get_bytes(f"{root}/.hcdir") != before
+    reader = EncryptedFolder.open(CloudStore(sdk, root), alice.name, passphrase.encode(), Counters())
+    assert sorted(e["name"] for e in reader.ls()) == ["a.txt", "b.txt"]
+    download.get(reader, "", tmp_path / "out")
+    assert (tmp_path / "out" / "a.txt").read_bytes() == b"from the phone"
+    assert (tmp_path / "out" / "b.txt").read_bytes() == b"from the laptop"
