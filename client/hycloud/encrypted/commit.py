@@ -83,10 +83,7 @@ def _sealed(
         blobs[path] = manifest.seal(folder.keys, manifest.FILE, rel, counter, pending.files[rel])
         counts["F:" + rel] = (path, counter)
     for rel in sorted(maps):
-        dir_map, counter = pending.maps[rel]
-        new = max(counter, folder.counters.seen(folder.keys.folder_id, "D:" + rel)) + 1
-        path = folder.map_path(rel)
-        blobs[path] = manifest.seal(folder.keys, manifest.FOLDER, rel, new, dir_map.to_json())
+        path, new, blobs[path] = folder.sealed_map(rel, *pending.maps[rel])
         counts["D:" + rel] = (path, new)
     return blobs, counts
 

@@ -52,7 +52,10 @@ class EncryptedFolder:
         header, folder_key = hdr.create(label, secret, params)
         store.write_many({hdr.NAME: header.to_bytes()})
         folder = cls(store, header, FolderKeys.derive(header.folder_id, folder_key), counters or Counters())
-        folder.write_maps({"": (manifest.DirMap(), 0)})
+        path, counter, blob = folder.sealed_map("", manifest.DirMap(), 0)
+        store.write_many({path: blob})
+        folder.versions[path] = version_of(blob)
+        folder.counters.note(folder.keys.folder_id, {"D:": counter})
         return folder
 
     @classmethod
@@ -102,21 +105,11 @@ class EncryptedFolder:
         self.counters.note(self.keys.folder_id, seen)
         return maps
 
-    def write_maps(
-        self, maps: dict[str, tuple[manifest.DirMap, int]], with_files: dict[str, bytes] | None = None
-    ) -> int:
-        """Each map sealed one version past what it had (and past what this client saw), sent
-        with the file manifests that go with it; returns the bytes sent."""
-        blobs, counts = dict(with_files or {}), {}
-        for rel, (dir_map, counter) in maps.items():
-            key = "D:" + rel
-            new = max(counter, self.counters.seen(self.keys.folder_id, key)) + 1
-            blobs[self.map_path(rel)] = manifest.seal(self.keys, manifest.FOLDER, rel, new, dir_map.to_json())
-            counts[key] = new
-        self.store.write_many(blobs)
-        self.versions.update({path: version_of(blob) for path, blob in blobs.items()})
-        self.counters.note(self.keys.folder_id, counts)
-        return sum(len(b) for b in blobs.values())
+    def sealed_map(self, rel: str, dir_map: manifest.DirMap, counter: int) -> tuple[str, int, bytes]:
+        """A folder's name map sealed one version past `counter` and past what this client saw:
+        where it is stored, its new counter, its bytes."""
+        new = max(counter, self.counters.seen(self.keys.folder_id, "D:" + rel)) + 1
+        return self.map_path(rel), new, manifest.seal(self.keys, manifest.FOLDER, rel, new, dir_map.to_json())
 
     def ls(self, rel: str = "") -> list[dict[str, Any]]:
         """A folder's entries with their plaintext names, from its authenticated name map."""

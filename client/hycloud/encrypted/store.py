@@ -44,10 +44,11 @@ class MemoryStore:
         return {rel: self.objects.get(rel) for rel in rels}
 
     def write_many(self, blobs: Mapping[str, bytes], expect: Mapping[str, str] | None = None) -> set[str]:
-        refused = {rel for rel, want in (expect or {}).items() if version_of(self.objects.get(rel)) != want}
+        expect = expect or {}
+        refused = {rel for rel in blobs if rel in expect and version_of(self.objects.get(rel)) != expect[rel]}
         self.objects.update({rel: blob for rel, blob in blobs.items() if rel not in refused})
         self.sent += sum(len(b) for b in blobs.values())
-        return refused & set(blobs)
+        return refused
 
     def chunk_names(self) -> set[str]:
         prefix = CHUNK_DIR + "/"
