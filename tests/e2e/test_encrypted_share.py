@@ -20,20 +20,9 @@ from selenium.webdriver.common.by import By
 from hycloud.encrypted import CloudStore, EncryptedFolder, share
 from hycloud.encrypted.counters import Counters, default_path
 from hycloud_core.constants import MiB
-from tests.e2e.webdriving import chrome, downloaded, site, wait_for
+from tests.e2e.webdriving import browser, downloaded, site, wait_for  # noqa: F401 (browser: a fixture)
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def browser(tmp_path):
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    driver = chrome(downloads)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _open_share(driver, url: str) -> None:
@@ -50,7 +39,7 @@ def _open_folder(user, vault: str, secret: str) -> EncryptedFolder:
     return EncryptedFolder.open(CloudStore(user.sdk(), vault), "", secret.encode(), Counters(default_path()))
 
 
-def test_crypt_share_decrypts_in_the_browser(alice, deployment, browser, tmp_path, monkeypatch):
+def test_crypt_share_decrypts_in_the_browser(alice, deployment, browser, tmp_path, monkeypatch):  # noqa: F811
     secret = uuid.uuid4().hex
     monkeypatch.setenv("HYCLOUD_PASSPHRASE", secret)
     marker = b"SHARE-MARKER-" + uuid.uuid4().hex.encode()

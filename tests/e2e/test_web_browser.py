@@ -18,23 +18,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from hycloud_core import content
 from hycloud_core.constants import MiB
-from tests.e2e.webdriving import WAIT_S, chrome, site
+from tests.e2e.webdriving import WAIT_S, browser, site  # noqa: F401 (browser: a fixture)
 from tests.e2e.webdriving import click as _click
 from tests.e2e.webdriving import dialog_ok as _dialog_ok
 from tests.e2e.webdriving import downloaded as _downloaded
 from tests.e2e.webdriving import row as _row
 from tests.e2e.webdriving import shot as _shot
-
-
-@pytest.fixture
-def browser(tmp_path):
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    driver = chrome(downloads)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture
@@ -60,7 +49,7 @@ def _watch_upload(driver) -> list[float]:
     raise AssertionError(f"upload did not finish; progress seen: {seen[-5:]}")
 
 
-def test_browse_upload_download_rename_share_delete(browser, web_url, deployment, alice, tmp_path):
+def test_browse_upload_download_rename_share_delete(browser, web_url, deployment, alice, tmp_path):  # noqa: F811
     data = os.urandom(20 * MiB)
     local = tmp_path / "big.bin"
     local.write_bytes(data)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
@@ -55,6 +56,19 @@ def chrome(downloads: Path, width: int = 1280, height: int = 900) -> webdriver.C
     driver = webdriver.Chrome(service=Service(_executable("chromedriver")), options=options)
     driver.downloads = downloads
     return driver
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
+    """A desktop-sized headless Chromium downloading into tmp_path/downloads (import it as a
+    fixture); tests that need another size or a logged-in app make their own."""
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = chrome(downloads)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 @contextmanager
