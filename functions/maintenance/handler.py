@@ -19,6 +19,11 @@ hycloud_core.fs.segments) when the deployment sets `hycloud:segmentAfterDays`. A
 "users" (internal ids; default all), "pack_after_s" (how long unused), "min_live_share",
 "segment_bytes", "min_file_bytes"/"max_file_bytes" (which files pay for packing), "grace_s" (before
 a retired segment is deleted), "pack"/"clean" (true/false).
+
+The hourly walk also moves files that crossed the small-file threshold between EFS and S3, a
+bounded number per pass (hycloud_core.fs.threshold_moves). An event's {"moves": {...}} runs that
+round alone: "users", "threshold" (default the deployment's), "max_files", "max_bytes",
+"settle_s" (files changed more recently stay).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import time
 import boto3
 
 from hycloud_core.config import InstanceConfig
-from hycloud_core.fs import segments
+from hycloud_core.fs import segments, threshold_moves
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.fs.user_purge import purge_deleted_users
@@ -89,6 +94,22 @@ def _segments(grace_s: int, options: dict | None) -> dict:
     return {"segments": done.to_dict()}
 
 
+def _moves(options: dict | None) -> dict:
+    """Files across the threshold moved, the deployment's settings or an event's (`options`)."""
+    o = options or {}
+    settings = threshold_moves.MoveSettings.from_event(CONFIG.small_file_threshold, o)
+    records = Records(CONFIG.table)
+    users = o.get("users")
+    done = threshold_moves.run(
+        records,
+        Objects(records.table, boto3.client("s3"), CONFIG.bucket),
+        CONFIG.namespaces_dir,
+        settings,
+        users=None if users is None else [str(u) for u in users],
+    )
+    return {"moves": done.to_dict()}
+
+
 def _walk(grace_s: int, retention_s: int | None) -> dict:
     """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
     records = Records(CONFIG.table)
@@ -129,8 +150,12 @@ def handler(event: dict, context: object) -> dict:
     if event.get("walk", True):
         retention = event.get("version_retention_s")
         result |= _walk(grace_s, None if retention is None else max(0, int(retention)))
+        if "moves" not in event:
+            result |= _moves(None)  # before packing: a file moved into EFS may be packed later
         if "segments" not in event:
             result |= _segments(grace_s, None)
+    if isinstance(event.get("moves"), dict):
+        result |= _moves(event["moves"])
     if isinstance(event.get("segments"), dict):
         result |= _segments(grace_s, event["segments"])
     logger.info(

@@ -226,6 +226,7 @@ class InstanceStack(Stack):
         base.stores.table.grant_read_write_data(upkeep)
         base.stores.bucket.grant_read(upkeep)  # the collector lists objects to find orphans
         base.stores.bucket.grant_delete(upkeep)
+        base.stores.bucket.grant_put(upkeep, "objects/*")  # files moved across the threshold to S3
         upkeep.add_to_role_policy(  # pending uploads of deleted users (fs/user_purge.py)
             iam.PolicyStatement(
                 actions=["s3:AbortMultipartUpload"],
