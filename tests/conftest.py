@@ -83,12 +83,6 @@ def pytest_xdist_make_scheduler(config, log):
     return CloudTestsScheduling(config, log)
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    """Tests that measure real time run first: `make test` runs the cloud-free tests beside the
-    exclusive ones and then beside the two lanes, whose load makes a rate or a delay miss."""
-    items.sort(key=lambda item: item.get_closest_marker("timing") is None)
-
-
 def pytest_configure(config) -> None:
     # Started as a background job (`make test &`), the shell hands pytest SIGINT ignored; every CLI
     # a test spawns would inherit that and shrug off the Ctrl-C tests' SIGINT.

@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from hycloud.transfer.coded import plan_queues
+from hycloud.transfer.coded import plan_queues, setup_seconds
 from hycloud_core import content, paths
 from hycloud_core.codec.erasure import encode_stream
 from hycloud_core.codec.layout import CodedLayout, block_key
@@ -91,11 +91,18 @@ def test_ranged_reads_of_a_coded_file_decode_only_the_chunks_they_need(alice, co
         assert f.read() == data  # in order to the end: the content hash is checked too
 
 
-def prefer(user, regions, region: str) -> None:
+def prefer(user, regions, region: str, faster: float = 1.0) -> None:
     """Measured latencies that make `region` the user's optimal instance: five round trips per
-    instance (an instance's latency is the lowest of its last five), `region`'s the shortest."""
+    instance (an instance's latency is the lowest of its last five), `region`'s the shortest;
+    `faster`: how many times the others' rate `region`'s is."""
     samples = [
-        {"instance": r, "bytes": MiB, "seconds": 0.1, "rtt_ms": 5.0 if r == region else 80.0, "kind": "probe"}
+        {
+            "instance": r,
+            "bytes": MiB,
+            "seconds": 0.1 / faster if r == region else 0.1,
+            "rtt_ms": 5.0 if r == region else 80.0,
+            "kind": "probe",
+        }
         for r in regions
         for _ in range(5)
     ]
@@ -252,15 +259,25 @@ def test_coded_file_downloads_byte_exact_from_every_instance(alice, coded_file, 
 
 
 @pytest.mark.parametrize("way", ["closed-port", "blocks-deleted"])
-def test_download_survives_one_lost_instance(deployment, instances, alice, tmp_path, way):
-    """RS(3,2) tolerates n - k = 1 lost instance: its blocks come from the two others."""
-    sdk = alice.sdk()
+def test_download_survives_one_lost_instance(deployment, instances, tmp_path, way):
+    """RS(3,2) tolerates n - k = 1 lost instance: its blocks come from the two others. The lost
+    one is the instance this user measured fastest, so every chunk's plan counts on it."""
+    user = _make_user(deployment, f"lost-{way}")
+    lost = sorted(instances)[0]
+    sdk = user.sdk()
     src = tmp_path / "src.bin"
     src.write_bytes(os.urandom(4 * MiB + 77))
     sdk.put(src, f"/geo/degraded-{way}.bin", parents=True, coded=True)
+    prefer(user, list(instances), lost, faster=20)  # after the upload's own measurements
     answer = sdk.http.json("GET", "/v1/plan", params={"path": f"/geo/degraded-{way}.bin"})
-    queues, _ = plan_queues(CodedLayout.from_dict(answer["layout"]), answer["estimates"])
-    lost = max(queues, key=lambda r: (len(queues[r]), r))  # the plan counts on it most
+    queues, _ = plan_queues(
+        CodedLayout.from_dict(answer["layout"]), answer["estimates"], setup_seconds(answer["latencies_ms"])
+    )
+    assert len(queues[lost]) == len(answer["layout"]["chunks"]), (
+        answer["estimates"],
+        answer["latencies_ms"],
+        queues,
+    )  # the plan counts on it for every chunk
     if way == "closed-port":
         sdk.instance_endpoints = {lost: CLOSED}
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from infra.local import run_tests
 
 
@@ -23,3 +25,17 @@ def test_each_phase_reports_the_busy_share_of_the_cpu_ticks_it_spanned(monkeypat
 def test_cpu_ticks_reads_this_machine():
     busy, total = run_tests.cpu_ticks()
     assert 0 < busy <= total
+
+
+def test_every_timing_test_lives_where_make_test_runs_them_alone():
+    """The cloud-free phase skips `timing` tests; one outside TIMED would run in no phase at all."""
+    root = Path(__file__).resolve().parents[2]
+    marked = {
+        path.relative_to(root)
+        for folder in run_tests.CLOUD_FREE
+        for path in (root / folder).rglob("test_*.py")
+        if "pytest.mark." + "timing" in path.read_text()
+    }
+    assert marked, "no timing test found: the search is wrong"
+    outside = [str(p) for p in marked if not any(p.is_relative_to(t) for t in run_tests.TIMED)]
+    assert outside == []
