@@ -72,6 +72,13 @@ def sync_command(
             "--checksum", "-c", help="Hash every local file, not only those whose mtime or size changed."
         ),
     ] = False,
+    rescan: Annotated[
+        bool,
+        typer.Option(
+            "--rescan",
+            help="List every local folder again, trusting no scan journal (files still read only if changed).",
+        ),
+    ] = False,
 ) -> None:
     """Make DST like SRC, sending only what differs (found by comparing Merkle hashes).
 
@@ -90,7 +97,9 @@ def sync_command(
         raise BadRequestError(
             "--watch sends local changes: SRC local, DST hc:/path, no --dry-run", code="bad-usage"
         )
-    options = SyncOptions(dry_run, delete, tuple(exclude or ()), tuple(include or ()), checksum)
+    options = SyncOptions(
+        dry_run, delete, tuple(exclude or ()), tuple(include or ()), checksum, rescan=rescan
+    )
     client = HyCloud.from_config()
     if watch or watch_for is not None:
         flush_held(client, local, remote)

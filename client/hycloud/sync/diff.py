@@ -75,9 +75,12 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
     for rel in local.dirs:
         dirs[rel.rpartition("/")[0]].append(rel)
 
+    known = local.merkle_root == root  # the scan recorded each file's hash at this root
+
     def folder(rel: str) -> Node:
         kids = [
-            _leaf(p, file_hash(p, bytes.fromhex(f.content_hash)), f.mtime) for p, f in _at(root, files[rel])
+            _leaf(p, f.merkle if known and f.merkle else file_hash(p, bytes.fromhex(f.content_hash)), f.mtime)
+            for p, f in _at(root, files[rel])
         ]
         return _dir(full_path(root, rel), kids, [folder(d) for d in dirs[rel]])
 

@@ -15,6 +15,8 @@ from .conflicts import this_device
 from .diff import Differences, find, merkle_of
 from .executor import Context, Outcome, execute, transfer_sizes
 from .filters import PathFilter
+from .journal import Journal, journal_key, journal_path
+from .journal import load as load_journal
 from .plan import Direction, Plan, make_plan
 from .progress import SyncProgress
 from .scan import LocalTree, scan
@@ -29,6 +31,7 @@ class SyncOptions:
     include: Sequence[str] = ()
     checksum: bool = False
     device: str = field(default_factory=this_device)
+    rescan: bool = False  # list every folder again, trusting no scan journal (journal.py)
 
 
 def _ignore(_what: str, _rel: str) -> None:
@@ -93,7 +96,9 @@ def _one_pass(
 ) -> _Pass:
     """Scan, exchange, plan and (unless a dry run) transfer once."""
     scanned = time.perf_counter()
-    local = scan(local_root, state, keep, options.checksum)
+    local = scan(
+        local_root, state, keep, options.checksum, _journal(state, remote_root, options), remote_root
+    )
     local.seconds = time.perf_counter() - scanned
     diff = find(client.merkle_children, remote_root, local, keep, _sender(client))
     if direction == "pull" and "" in diff.local_dirs:
@@ -116,6 +121,13 @@ def _one_pass(
     return _Pass(plan, diff, local, sizes, outcome)
 
 
+def _journal(state: SyncState, remote_root: str, options: SyncOptions) -> Journal:
+    """The pair's scan journal; an empty one (every folder listed) with --rescan or --checksum."""
+    key = journal_key(remote_root, tuple(options.exclude), tuple(options.include))
+    path = journal_path(state.path, state.pair)
+    return Journal(path, key) if options.rescan or options.checksum else load_journal(path, key)
+
+
 def _sender(client: HyCloud):
     """The one-round exchange through `client`, when it has it (an SDK, not every test double)."""
     return getattr(client, "merkle_diff", None)
@@ -129,7 +141,9 @@ def _agree(
     for rel, f in local.files.items():
         if rel in diff.files:
             continue
-        merkle = merkle_of(root, rel, f.content_hash)
+        merkle = (
+            f.merkle.hex() if f.merkle and local.merkle_root == root else merkle_of(root, rel, f.content_hash)
+        )
         if rel not in base or base[rel].merkle != merkle:
             changes[rel] = BaseEntry(merkle, f.content_hash, f.mtime)
     changes.update({rel: None for rel in base if rel not in local.files and rel not in diff.files})
@@ -165,6 +179,7 @@ def _report(
         "rounds": sum(p.diff.rounds for p in passes),
         "requests": sum(p.diff.requests for p in passes),
         "hashed": sum(p.local.hashed for p in passes),
+        "listed": sum(p.local.listed for p in passes),
         "timings": _timings(passes),
         "files": len(sizes) if options.dry_run else sum(len(p.outcome.transferred) for p in passes),
         "bytes": sum(e["size"] for e in sizes.values()) if options.dry_run else progress.bytes,
