@@ -31,16 +31,15 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
     """`source=walk` (default) walks the namespace on EFS and counts directories; `source=records`
     answers from one query of the user's file records, for namespaces too large to walk in time.
     Either way shared content costs one batched read of reference counts, never a table scan.
-    The walk counts packed cold small files apart (bytes in S3 segments, stub in EFS) and their
-    segments' stored bytes from one query of the segment records; file records do not tell a
-    packed file from a small one, so `source=records` counts them as small files.
+    Both count packed cold small files apart (bytes in S3 segments, stub in EFS: a packed file's
+    record names its segment) and their segments' stored bytes from one query of the segment records.
     """
     name = user(router)
     if source == "walk":
         measured, builder = measure_namespace(namespace(router), name)
-        measured = with_segment_records(measured, records().table, name)
     else:
         measured, builder = user_usage_from_records(records(), name)
+    measured = with_segment_records(measured, records().table, name)
     shared = shares(builder, reference_counts(records().table, builder.contents))
     table = prices()
     return ok(

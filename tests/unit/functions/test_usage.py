@@ -131,3 +131,6 @@ def test_packed_files_count_their_segments_stored_bytes_from_the_records(cloud, 
     assert usage["segment_bytes"] == total - 6000 and usage["segment_stored_bytes"] == total
     assert usage["s3_stored_bytes"] == total and usage["logical_bytes"] == total - 6000 + 4
     assert body["costs"]["hybrid"]["billed_bytes"]["s3"] == total
+    recorded = call("alice", "GET", "/v1/usage", query={"source": "records"})[1]["usage"]
+    keys = ("segment_files", "segment_bytes", "segment_stored_bytes", "efs_files", "s3_stored_bytes")
+    assert {k: recorded[k] for k in keys} == {k: usage[k] for k in keys}

@@ -20,6 +20,7 @@ DIR_DATA_BYTES = EFS_BLOCK_BYTES
 # Typical size of a link file's JSON, where only file records or sizes are known; any size up to
 # 4 KiB meters the same.
 LINK_FILE_BYTES_ESTIMATE = 220
+STUB_BYTES_ESTIMATE = 300  # a packed file's stub (docs/SEGMENTS.md), where only its record is known
 # Amazon S3 Files keeps files smaller than this on its file-system storage (prices.json agrees)
 S3FILES_IMPORT_THRESHOLD = 128 * KiB
 # EFS lifecycle management and S3 Intelligent-Tiering never move a smaller file or object out of

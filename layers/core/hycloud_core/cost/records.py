@@ -14,7 +14,8 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from ..fs.segments_records import SegmentRecords
+from ..fs.segments_format import Stub
+from ..fs.segments_records import RECORD_OFFSET, RECORD_SEGMENT, SegmentRecords
 from ..store.records import Records, _plain
 from . import metering as m
 from .model import compare
@@ -103,9 +104,15 @@ class DeploymentUsage:
 
 
 def _add_record(builder: UsageBuilder, item: dict[str, Any], path: str, user: str) -> None:
-    """A file record as a small file or a link file; its record bytes are estimated as the walk does."""
+    """A file record as a small file, a packed one or a link file; its record and stub bytes are
+    estimated as the walk does."""
     size = int(item.get("size", 0))
-    if item.get("kind") == "large":
+    if RECORD_SEGMENT in item:  # packed into a segment (marked by the pack: fs/segments_records.py)
+        stub = Stub(
+            str(item[RECORD_SEGMENT]), "", int(item[RECORD_OFFSET]), size, "", str(item.get("sha256", ""))
+        )
+        builder.add_packed(stub, m.STUB_BYTES_ESTIMATE, path, user)
+    elif item.get("kind") == "large":
         builder.add_large(size, item.get("content_hash", ""), m.LINK_FILE_BYTES_ESTIMATE, path, user)
     else:
         builder.add_small(size, path, user)

@@ -19,6 +19,7 @@ from ..store.merkle_records import MerkleRecords
 from ..store.records import Records
 from .merkle_scan import repair
 from .namespace import TMP_PREFIX, Namespace
+from .segments_records import packed_marks
 
 
 @dataclass
@@ -42,6 +43,8 @@ def expected_record(ns: Namespace, path: str) -> dict[str, Any] | None:
         return None
     if entry.storage == "large":
         return {"kind": "large", "size": entry.size, "content_hash": entry.content_hash}
+    if stub := ns.segment_stub(path):  # packed: the record says where (fs/segments_records.py)
+        return {"kind": "small", "size": entry.size, "sha256": stub.sha256, **packed_marks(stub)}
     return {"kind": "small", "size": entry.size, "sha256": ns.stat_hashed(path).sha256}
 
 

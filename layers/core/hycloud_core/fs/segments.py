@@ -37,7 +37,7 @@ from ..store.collector import tree_epoch
 from ..store.locks import WAIT_S, Lease
 from .namespace import TMP_PREFIX, Namespace
 from .segments_format import Stub, build_segment, new_segment_id, segment_key
-from .segments_records import PACKING, RETIRED, SEALED, SegmentRecord, SegmentRecords
+from .segments_records import PACKING, RETIRED, SEALED, SegmentRecord, SegmentRecords, mark_packed
 
 SEGMENT_BYTES = 4 * c.MiB  # one segment object: few PUTs and GETs, little dead space to clean
 # Which files pay for packing (docs/SEGMENTS.md, "What pays"): EFS meters a file of one 4 KiB block
@@ -195,6 +195,7 @@ class UserSegments:
                 mode, mtime = kept
                 stub = dataclasses.replace(stubs[item.path], mode=mode)
                 self.ns.write(item.path, stub.to_bytes(), mode=LINK_MODE, mtime=mtime)
+                mark_packed(self.table, self.user, item.path, stub.segment, stub.offset)
                 swapped.append(item.path)
         finally:
             lease.release()

@@ -17,6 +17,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..store.records import _plain, query_all
+from .segments_format import Stub
 
 PACKING, SEALED, RETIRED = "packing", "sealed", "retired"
 
@@ -55,6 +56,32 @@ class SegmentRecord:
             retired_at=float(item.get("retired_at", 0)),
             touched=float(item.get("touched", 0)),
         )
+
+
+# A packed file's record carries its segment and offset: `GET /v1/usage?source=records` counts it as
+# packed from the records alone (cost/records.py). Any later write of the file replaces its record
+# whole, dropping the mark; a move or copy carries it with the record, as the stub goes with the name.
+RECORD_SEGMENT, RECORD_OFFSET = "segment", "segment_offset"
+
+
+def mark_packed(table: Any, user: str, path: str, segment_id: str, offset: int) -> None:
+    """Mark the file record of `path` (called under its lease, its stub just written) as packed;
+    a missing record is not made here (the reconciler makes it, marked, from the stub)."""
+    try:
+        table.update_item(
+            Key={"pk": f"NS#{user}", "sk": f"F#{path}"},
+            UpdateExpression="SET #s = :s, #o = :o",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#s": RECORD_SEGMENT, "#o": RECORD_OFFSET},
+            ExpressionAttributeValues={":s": segment_id, ":o": offset},
+        )
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        pass
+
+
+def packed_marks(stub: Stub) -> dict[str, Any]:
+    """The attributes a packed file's record carries (the reconciler's expectation)."""
+    return {RECORD_SEGMENT: stub.segment, RECORD_OFFSET: stub.offset}
 
 
 def touch_segment(table: Any, user: str, segment_id: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hycloud.cli import usage as cli
 from hycloud_core.cost import compare, load_prices, measure_namespace
 from hycloud_core.cost import metering as m
-from hycloud_core.cost.records import with_segment_records
+from hycloud_core.cost.records import user_usage_from_records, with_segment_records
 from hycloud_core.cost.tiers import tiered_cost
 from hycloud_core.fs import segments
 from hycloud_core.fs.segments_records import SegmentRecords
@@ -105,3 +105,55 @@ def test_the_bill_charges_packed_bytes_at_s3_and_stubs_at_efs(packed):
     tiered = tiered_cost(usage, P)
     assert tiered.lines["s3_data"] < hybrid.lines["s3_data"]  # segments are under the tiering rule
     assert tiered.lines["s3_monitoring_data"] > 0
+
+
+RECORDED = (
+    "files",
+    "efs_files",
+    "efs_bytes",
+    "efs_data_metered_bytes",
+    "segment_files",
+    "segment_bytes",
+    "segment_stub_metered_bytes",
+    "segment_objects",
+    "segment_stored_bytes",
+    "s3_stored_bytes",
+)
+
+
+def _both(m_, alice) -> tuple:
+    walked, _ = measure_namespace(alice.ns, "alice")
+    recorded, _ = user_usage_from_records(m_.records, "alice")
+    table = m_.records.table
+    return with_segment_records(walked, table, "alice"), with_segment_records(recorded, table, "alice")
+
+
+def test_records_count_packed_files_as_the_walk_does(packed):
+    """`GET /v1/usage?source=records`: a packed file's record says so (the pack marks it), so the
+    records count it as the walk does, and a rewrite, a move and a compaction keep them agreeing."""
+    m_, alice, _ = packed
+    walked, recorded = _both(m_, alice)
+    assert (recorded.segment_files, recorded.efs_files) == (4, 1)
+    assert [getattr(recorded, k) for k in RECORDED] == [getattr(walked, k) for k in RECORDED]
+
+    data = b"rewritten: in EFS again"
+    alice.put_small("/d/f0.txt", data, hashlib.sha256(data).hexdigest())
+    alice.move("/d/f1.txt", "/f1.txt")
+    settings = segments.Settings(pack_after_s=None, min_live_share=0.99, grace_s=3600)
+    segments.run(m_.records.table, m_.s3, MOTO_BUCKET, str(m_.root / "ns"), settings, pack=False)
+    walked, recorded = _both(m_, alice)
+    assert (recorded.segment_files, recorded.efs_files) == (3, 2)
+    assert [getattr(recorded, k) for k in RECORDED] == [getattr(walked, k) for k in RECORDED]
+
+
+def test_the_reconciler_marks_a_packed_files_record(packed):
+    """A record written before packing marked files (or lost) is made right from the stub."""
+    from hycloud_core.fs.reconcile import reconcile_all
+
+    m_, alice, _ = packed
+    for path in FILES:
+        item = m_.records.get_file("alice", path)
+        m_.records.put_file("alice", path, **{k: item[k] for k in ("kind", "size", "sha256")})
+    assert user_usage_from_records(m_.records, "alice")[0].segment_files == 0
+    reconcile_all(m_.records, str(m_.root / "ns"), grace_s=0)
+    assert user_usage_from_records(m_.records, "alice")[0].segment_files == 4
