@@ -11,7 +11,7 @@ Infrequent, a third Infrequent and two thirds Archive Instant, then Archive Inst
 deletes leave dead bytes until the cleaner compacts a segment under half live: segments are taken
 as `LIVE_SHARE` live on average. Requests: a PUT and a transition per 4 MiB segment written, a GET per read of a
 packed file (its EFS read, of the stub, is still charged as a whole small file's: a slight
-overcount), monitoring per segment object. Compaction's own GETs and PUTs are not counted.
+overcount), monitoring per segment object, and the cleaner's compactions (`compaction_requests`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fs.segments import MAX_FILE_BYTES, MIN_FILE_BYTES, SEGMENT_BYTES
+from ..fs.segments import MAX_FILE_BYTES, MIN_FILE_BYTES, MIN_LIVE_SHARE, SEGMENT_BYTES
 from . import metering as m
 from .model import CostBreakdown
 from .prices import Prices
@@ -51,6 +51,7 @@ class Packed:
     band_days: list[float] = field(default_factory=lambda: [0.0] * len(BANDS))
     packs: int = 0
     gets: int = 0
+    unpacks: int = 0  # writes of the file while packed: its bytes in the segment die
 
 
 def _add_days(out: Packed, lo: float, hi: float) -> None:
@@ -81,8 +82,32 @@ def packed_month(f: Any) -> Packed:
             out.gets += packed
             last = day
         elif kind == "w":
+            out.unpacks += packed
             packed, last = False, day
     return out
+
+
+def compaction_requests(dead_bytes: float, segment_bytes: int = SEGMENT_BYTES) -> dict[str, float]:
+    """The cleaner's requests for `dead_bytes` left in segments (fs/segments.py, docs/SEGMENTS.md):
+    a segment is compacted when its live share falls under `MIN_LIVE_SHARE`, so each compaction
+    frees about (1 - share) of a segment and copies the share that is live: one GET of the old
+    segment, and a PUT and a transition per new segment's worth of live bytes copied. The old
+    object's DELETE is free. Counts of requests, not USD (`compaction_lines` prices them)."""
+    compactions = dead_bytes / (segment_bytes * (1 - MIN_LIVE_SHARE))
+    copied = compactions * segment_bytes * MIN_LIVE_SHARE
+    return {"gets": compactions, "puts": copied / segment_bytes, "transitions": copied / segment_bytes}
+
+
+def compaction_lines(dead_bytes: float, prices: Prices) -> dict[str, float]:
+    """USD of `compaction_requests`."""
+    n = compaction_requests(dead_bytes)
+    return {
+        "segment_compaction_gets": n["gets"] * prices["s3_get_per_1000"] / 1000,
+        "segment_compaction_puts": n["puts"] * prices["s3_put_per_1000"] / 1000,
+        "segment_compaction_transitions": n["transitions"]
+        * prices["s3_lifecycle_transition_per_1000"]
+        / 1000,
+    }
 
 
 def segment_lines(
@@ -90,7 +115,7 @@ def segment_lines(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(storage, requests) of the month's packed files: `efs_data` is the EFS saving (negative)."""
     gb, per_band = prices.gb, band_prices(prices)
-    stored = efs_saved = packed = byte_months = 0.0
+    stored = efs_saved = packed = byte_months = dead = 0.0
     gets = 0
     for f in files:
         if not packable(f.size, threshold):
@@ -103,6 +128,7 @@ def segment_lines(
         byte_months += f.size / LIVE_SHARE * sum(months)
         efs_saved += (m.efs_data_bytes(f.size) - m.EFS_BLOCK_BYTES) * sum(months)
         packed += f.size * p.packs
+        dead += f.size * p.unpacks
         gets += p.gets
     segments_written = -(-int(packed) // SEGMENT_BYTES)
     storage = {
@@ -114,6 +140,7 @@ def segment_lines(
         "segment_puts": segments_written * prices["s3_put_per_1000"] / 1000,
         "segment_transitions": segments_written * prices["s3_lifecycle_transition_per_1000"] / 1000,
         "segment_gets": gets * prices["s3_get_per_1000"] / 1000,
+        **compaction_lines(dead, prices),
     }
     return storage, requests
 

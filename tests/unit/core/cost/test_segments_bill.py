@@ -69,6 +69,19 @@ def test_a_file_packed_during_the_month_pays_its_segment_put_and_a_third_of_the_
     assert requests["segment_gets"] == 0.0
 
 
+def test_rewrites_of_packed_files_pay_the_cleaners_compactions():
+    """A 4 MiB segment is compacted at half live: 2 MiB dead cost one GET of it and the 2 MiB live
+    copied into new segments, half a segment's PUT and transition."""
+    rewritten = [REWRITTEN] * 128  # 128 x 16 KiB = 2 MiB dead
+    assert packed_month(REWRITTEN).unpacks == 1 and packed_month(READ).unpacks == 0
+    _, requests = lines(rewritten)
+    assert requests["segment_compaction_gets"] == pytest.approx(1 * 0.0004 / 1000)
+    assert requests["segment_compaction_puts"] == pytest.approx(0.5 * 0.005 / 1000)
+    assert requests["segment_compaction_transitions"] == pytest.approx(0.5 * 0.01 / 1000)
+    _, cold = lines([COLD, READ, TURNING])  # nothing rewritten: nothing to compact
+    assert cold["segment_compaction_gets"] == cold["segment_compaction_puts"] == 0.0
+
+
 def test_files_one_block_or_over_128_kib_or_large_are_not_packed():
     storage, requests = lines(NOT_PACKED)
     assert all(v == 0.0 for v in (*storage.values(), *requests.values()))
