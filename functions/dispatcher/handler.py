@@ -21,6 +21,7 @@ from hycloud_core.jobs import executions
 from hycloud_core.jobs.coded import CodedJob, queue_coded_job
 from hycloud_core.jobs.dispatch import dispatch_pass
 from hycloud_core.jobs.queue import QueueStore, SchedConfig
+from hycloud_core.jobs.specs import coded_block_spec
 from hycloud_core.observability import logger, observed
 
 CONFIG = InstanceConfig()
@@ -30,10 +31,12 @@ INSTANCE = os.environ.get("AWS_REGION", "home")
 
 
 def _queue_operator_job(job_input: dict) -> dict:
+    """Queue the job if its input is a coded-block spec (SpecError, naming the key, if not)."""
+    spec = coded_block_spec(job_input)
     store = QueueStore(table)
     config = store.config(SCHED)
     coded = CodedJob(
-        machine=os.environ[ENV_REPAIR_STATE_MACHINE], input=job_input, rate_bps=CONFIG.s3_efs_rate
+        machine=os.environ[ENV_REPAIR_STATE_MACHINE], input=spec.to_event(), rate_bps=CONFIG.s3_efs_rate
     )
     name = queue_coded_job(store, coded, config)
     dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)

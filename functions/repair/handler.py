@@ -7,15 +7,16 @@
   moves (phase "move"), then delete the old copies (phase "clean").
 - Sweep `{"action": "sweep", "grace_s"?}`: reclaim blocks no link file names (hourly).
 
-A step answers its input with the counts so far and "state": "running" makes the workflow run
-the next slice from "cursor"; "succeeded" or "failed" (with "error") end it. The step runs in the
+Each event is a spec of hycloud_core/jobs/specs.py (`RepairStep`, `MigrateStep`, `SweepSpec`); one
+that is not fails the job naming the key. A step answers with its spec carried forward (the
+counts so far) and "state": "running" makes the workflow run the next slice from "cursor"; "succeeded" or "failed" (with "error") end it. The step runs in the
 home region and reaches every instance's bucket.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import cache
 
 from hycloud_core import reach
@@ -28,12 +29,13 @@ from hycloud_core.cost.block_transfer import record_crossed
 from hycloud_core.fs import Namespace
 from hycloud_core.fs.blocks import BlockStore
 from hycloud_core.instances import Instance, described, from_environment, on_ring, reachable
+from hycloud_core.jobs.specs import MigrateStep, RepairStep, SpecError, SweepSpec, coded_block_spec
 from hycloud_core.observability import logger, observed
 from hycloud_core.store import ring
 from hycloud_core.store.records import Records
 
 CONFIG = InstanceConfig()
-SLICE_S = 20.0
+SLICE_S = 20.0  # a step's time: it stops after the file it is on, and always does one
 MIN_RING = 3
 
 
@@ -51,46 +53,40 @@ def _table():
     return Records(CONFIG.table).table
 
 
-def sweep(event: dict) -> dict:
+def sweep(spec: SweepSpec) -> dict:
     """Reclaim blocks no link names, in every bucket (hourly, and on demand)."""
-    grace = float(event.get("grace_s", CONFIG.gc_grace_s))
+    grace = CONFIG.gc_grace_s if spec.grace_s is None else spec.grace_s
     result = sweep_blocks(BlockStore(reachable(_table()), _s3), CONFIG.namespaces_dir, grace)
     logger.info("block sweep", extra={"listed": result.listed, "deleted": sum(result.deleted.values())})
     return {"state": "succeeded", **asdict(result)}
 
 
-def repair(event: dict) -> dict:
+def repair(spec: RepairStep) -> dict:
     """Check and rebuild the blocks on one instance, of one user's coded files or everyone's."""
-    region, user = event["region"], event.get("user")
     store = BlockStore(on_ring(_table()), _s3, _home())
-    if region not in store.buckets:
-        return {**event, "state": "failed", "error": f"no instance in {region}"}
-    count = RepairCount(*(int(event.get(k, 0)) for k in ("checked", "rebuilt", "unrecoverable")))
-    files, cursor = int(event.get("files", 0)), int(event.get("cursor", 0))
-    todo, deadline = coded_links(CONFIG.namespaces_dir, user), time.monotonic() + SLICE_S
-    while cursor < len(todo) and time.monotonic() < deadline:
+    if spec.region not in store.buckets:
+        return {**spec.to_event(), "state": "failed", "error": f"no instance in {spec.region}"}
+    count = RepairCount(spec.checked, spec.rebuilt, spec.unrecoverable)
+    files, cursor = spec.files, spec.cursor
+    todo, deadline = coded_links(CONFIG.namespaces_dir, spec.user), time.monotonic() + SLICE_S
+    while cursor < len(todo) and (cursor == spec.cursor or time.monotonic() < deadline):
         owner, path = todo[cursor]
         cursor += 1
         link = Namespace(CONFIG.namespaces_dir, owner).current_link(path)
         if link is None or not link.erasure:
             continue
         files += 1
-        count.add(repair_file(CodedLayout.from_dict(link.erasure), region, store))
+        count.add(repair_file(CodedLayout.from_dict(link.erasure), spec.region, store))
     record_crossed(_table(), store.crossed)
-    logger.info("repair step", extra={"region": region, "cursor": cursor, "rebuilt": count.rebuilt})
-    return {
-        **event,
-        "cursor": cursor,
-        "files": files,
-        **asdict(count),
-        "state": "running" if cursor < len(todo) else "succeeded",
-    }
+    logger.info("repair step", extra={"region": spec.region, "cursor": cursor, "rebuilt": count.rebuilt})
+    step = replace(spec, cursor=cursor, files=files, **asdict(count))
+    return {**step.to_event(), "state": "running" if cursor < len(todo) else "succeeded"}
 
 
-def _start_migration(event: dict) -> str | None:
-    """Check the new ring and record it; an error message when it cannot be used."""
+def _start_migration(spec: MigrateStep) -> MigrateStep | str:
+    """Check the new ring and record it: the first step, or an error message when it cannot be used."""
     try:
-        listed = [{k: str(v) for k, v in item.items()} for item in event["instances"]]
+        listed = [{k: str(v) for k, v in item.items()} for item in spec.instances]
         new = described(listed)
     except (KeyError, TypeError, AttributeError):
         return "instances: a list of {region, bucket, ...} objects"
@@ -102,9 +98,9 @@ def _start_migration(event: dict) -> str | None:
             _s3(item.region).head_bucket(Bucket=item.bucket)
         except Exception:  # noqa: BLE001 - any failure means the instance cannot take blocks
             return f"the bucket {item.bucket} of {item.region} cannot be reached"
-    event["previous"] = [i.to_dict() for i in on_ring(_table())[1:]]  # their old copies go too
+    previous = tuple(i.to_dict() for i in on_ring(_table())[1:])  # their old copies go too
     ring.save(_table(), listed)
-    return None
+    return replace(spec, started=time.time(), phase="move", previous=previous)
 
 
 def _distinct(instances: list[Instance]) -> list[Instance]:
@@ -112,33 +108,24 @@ def _distinct(instances: list[Instance]) -> list[Instance]:
     return list({i.region: i for i in reversed(instances)}.values())
 
 
-def migrate(event: dict) -> dict:
+def migrate(spec: MigrateStep) -> dict:
     """Move the blocks the new ring moves, file by file; then drop the old copies."""
-    if "started" not in event:
-        event = dict(event)
-        error = _start_migration(event)
-        if error:
-            return {**event, "state": "failed", "error": error}
-        event = {
-            **event,
-            "started": time.time(),
-            "phase": "move",
-            "cursor": 0,
-            "files": 0,
-            "moved": 0,
-            "kept": 0,
-        }
+    if spec.started is None:
+        started = _start_migration(spec)
+        if isinstance(started, str):
+            return {**spec.to_event(), "state": "failed", "error": started}
+        spec = started
     table = _table()
-    previous = [Instance(**item) for item in event.get("previous", [])]
+    previous = [Instance(**item) for item in spec.previous]
     store = BlockStore(_distinct([*reachable(table), *previous]), _s3, _home())
     regions = [i.region for i in on_ring(table)]
-    if event["phase"] == "clean":
-        deleted = drop_moved_copies(store, CONFIG.namespaces_dir, float(event["started"]))
-        return {**event, "deleted": deleted, "state": "succeeded"}
-    cursor, deadline = int(event["cursor"]), time.monotonic() + SLICE_S
+    if spec.phase == "clean":
+        deleted = drop_moved_copies(store, CONFIG.namespaces_dir, float(spec.started or 0))
+        return {**spec.to_event(), "deleted": deleted, "state": "succeeded"}
+    cursor, deadline = spec.cursor, time.monotonic() + SLICE_S
     todo = coded_links(CONFIG.namespaces_dir)
-    counts = {k: int(event.get(k, 0)) for k in ("files", "moved", "kept", "unmovable")}
-    while cursor < len(todo) and time.monotonic() < deadline:
+    counts = {"files": spec.files, "moved": spec.moved, "kept": spec.kept, "unmovable": spec.unmovable}
+    while cursor < len(todo) and (cursor == spec.cursor or time.monotonic() < deadline):
         try:
             result = migrate_link(CONFIG.namespaces_dir, table, *todo[cursor], regions, store)
         except RuntimeError:  # fewer than k good blocks of a chunk: the file keeps its layout
@@ -152,20 +139,18 @@ def migrate(event: dict) -> dict:
             counts["kept"] += result.kept
     record_crossed(table, store.crossed)
     logger.info("migration step", extra={"cursor": cursor, **counts})
-    return {
-        **event,
-        **counts,
-        "cursor": cursor,
-        "phase": "move" if cursor < len(todo) else "clean",
-        "state": "running",
-    }
+    phase = "move" if cursor < len(todo) else "clean"
+    return {**replace(spec, cursor=cursor, phase=phase, **counts).to_event(), "state": "running"}
 
 
 @observed
 def handler(event: dict, context: object) -> dict:
-    action = event.get("action", "repair")
-    if action == "sweep":
-        return sweep(event)
-    if action == "migrate":
-        return migrate(event)
-    return repair(event)
+    try:
+        spec = coded_block_spec(event)
+    except SpecError as err:
+        return {**event, "state": "failed", "error": str(err)}
+    if isinstance(spec, SweepSpec):
+        return sweep(spec)
+    if isinstance(spec, MigrateStep):
+        return migrate(spec)
+    return repair(spec)

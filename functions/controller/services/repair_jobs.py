@@ -17,6 +17,7 @@ from hycloud_core.errors import ConflictError
 from hycloud_core.jobs.coded import CodedJob, queue_coded_job
 from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.jobs.queue import QueueStore
+from hycloud_core.jobs.specs import RepairStep
 
 from . import job_queue
 
@@ -40,7 +41,7 @@ def queue_repair(caller: str, region: str) -> dict:
     held = user_usage_from_records(records(), caller)[0].coded_region_bytes.get(region, 0)
     coded = CodedJob(
         machine=_repair_machine(),
-        input={"user": caller, "region": region},
+        input=RepairStep(region=region, user=caller).to_event(),
         rate_bps=CONFIG.s3_efs_rate,
         user=caller,
         nbytes=held,  # what it checks there

@@ -102,11 +102,42 @@ def test_repair_rebuilds_the_blocks_an_instance_lost_byte_exact(cloud):
 
 def test_repair_of_a_region_with_no_instance_fails_with_its_name(cloud):
     handler, _ = cloud
-    assert run(handler, {"region": "ap-south-1"}) == {
-        "region": "ap-south-1",
-        "state": "failed",
-        "error": "no instance in ap-south-1",
-    }
+    out = run(handler, {"region": "ap-south-1"})
+    assert (out["region"], out["state"], out["error"]) == (
+        "ap-south-1",
+        "failed",
+        "no instance in ap-south-1",
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "error"),
+    [
+        ({}, "RepairStep: the event lacks 'region'"),
+        ({"region": "us-west-2", "cursor": "3"}, "RepairStep: 'cursor' must be"),
+        ({"action": "purge"}, "unknown coded-block action 'purge'"),
+        ({"action": "migrate", "instances": [], "phase": "later"}, "MigrateStep: 'phase' must be"),
+        ({"action": "sweep", "grace_s": "soon"}, "SweepSpec: 'grace_s' must be"),
+    ],
+)
+def test_a_step_that_is_not_a_spec_fails_naming_the_key(cloud, event, error):
+    handler, _ = cloud
+    out = run(handler, event)
+    assert out["state"] == "failed" and out["error"].startswith(error), out
+
+
+def test_a_repair_step_carries_its_counts_forward(cloud, monkeypatch):
+    """A step out of time answers its spec advanced, which the workflow hands to the next step;
+    each step gets at least one file done, however short its slice."""
+    handler, efs = cloud
+    layouts = [_coded_file(efs, f"/{name}.bin", os.urandom(CHUNK + 1)) for name in ("a", "b")]
+    monkeypatch.setattr(handler, "SLICE_S", 0.0)
+    steps = [run(handler, {"region": "us-west-2"})]
+    while steps[-1]["state"] == "running" and len(steps) < 5:
+        steps.append(run(handler, steps[-1]))
+    assert [(s["state"], s["cursor"], s["files"]) for s in steps] == [("running", 1, 1), ("succeeded", 2, 2)]
+    held = sum(1 for layout in layouts for c in layout.chunks for b in c.blocks if b.instance == "us-west-2")
+    assert 0 < steps[0]["checked"] < steps[1]["checked"] == held
 
 
 def test_the_sweep_reclaims_unlinked_blocks_in_every_region_and_keeps_linked_ones(cloud):
@@ -132,7 +163,8 @@ def test_the_sweep_keeps_unlinked_blocks_younger_than_the_grace_period(cloud):
 @pytest.mark.parametrize(
     ("instances", "error"),
     [
-        ("nope", "instances: a list of {region, bucket, ...} objects"),
+        ("nope", "MigrateStep: 'instances' must be"),
+        ([{"bucket": "no-region"}], "instances: a list of {region, bucket, ...} objects"),
         (
             [{"region": "us-west-2", "bucket": BUCKETS["us-west-2"]}],
             "a ring needs 3 or more distinct regions",
@@ -152,3 +184,14 @@ def test_a_migration_to_a_ring_it_cannot_use_fails_and_records_nothing(cloud, in
     assert out["state"] == "failed" and out["error"].startswith(error), out
     ring = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
     assert not [item for item in ring if "RING" in item["pk"]["S"]]
+
+
+def test_the_dispatcher_refuses_an_operator_job_that_is_not_a_spec_before_queueing_it(cloud, monkeypatch):
+    from hycloud_core.jobs.specs import SpecError
+
+    monkeypatch.setenv("HYCLOUD_REPAIR_STATE_MACHINE_ARN", "arn:aws:states:us-east-1:1:stateMachine:r")
+    dispatcher = load_function("dispatcher")
+    with pytest.raises(SpecError, match="unknown coded-block action 'repair-all'"):
+        dispatcher.handler({"queue": {"action": "repair-all"}}, LambdaContext())
+    items = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
+    assert items == []  # nothing queued

@@ -351,6 +351,70 @@ class BundleJobSpec(Spec):
             raise SpecError("BundleJobSpec: the event lacks 'user'")
 
 
+@dataclass(frozen=True, kw_only=True)
+class RepairStep(Spec):
+    """A repair of the coded blocks on `region`'s instance from the others' (one user's files, or
+    everyone's without `user`), done up to `cursor` of the coded links with the counts so far:
+    the repair workflow (statemachines/coded_repair.asl.json) hands each step's answer to the next."""
+
+    region: str
+    user: str | None = None
+    cursor: int = 0
+    files: int = 0
+    checked: int = 0
+    rebuilt: int = 0
+    unrecoverable: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrateStep(Spec):
+    """A move of the coded blocks to a changed ring of data `instances` (the shape of
+    `HYCLOUD_INSTANCES`). The first step checks and records the ring, setting `started` and the
+    instances it replaces (`previous`, whose old copies go too); "move" steps walk the coded
+    links from `cursor`, the "clean" step deletes the moved blocks' old copies."""
+
+    ACTION: ClassVar[str] = "migrate"
+    PHASES: ClassVar[tuple[str, ...]] = ("move", "clean")
+
+    action: str = ACTION
+    instances: tuple[dict[str, Any], ...]
+    started: float | None = None
+    phase: str = "move"
+    previous: tuple[dict[str, Any], ...] = ()
+    cursor: int = 0
+    files: int = 0
+    moved: int = 0
+    kept: int = 0
+    unmovable: int = 0
+
+    def check(self) -> None:
+        if self.phase not in self.PHASES:
+            raise SpecError(f"MigrateStep: 'phase' must be one of {self.PHASES}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSpec(Spec):
+    """Reclaim the blocks no link file names and older than `grace_s` (the deployment's grace
+    period when absent), in every instance's bucket."""
+
+    ACTION: ClassVar[str] = "sweep"
+
+    action: str = ACTION
+    grace_s: float | None = None
+
+
+def coded_block_spec(event: object) -> RepairStep | MigrateStep | SweepSpec:
+    """The job over coded blocks an event carries, by its `action` (a repair without one)."""
+    action = event.get("action") if isinstance(event, dict) else None
+    if action is None:
+        return RepairStep.from_event(event)
+    if action == MigrateStep.ACTION:
+        return MigrateStep.from_event(event)
+    if action == SweepSpec.ACTION:
+        return SweepSpec.from_event(event)
+    raise SpecError(f"unknown coded-block action {action!r}")
+
+
 def delta_spec(event: object) -> DeltaDownloadSpec | DeltaUploadSpec:
     """The delta job an event carries, by its `action`."""
     action = event.get("action") if isinstance(event, dict) else None
