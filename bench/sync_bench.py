@@ -47,6 +47,7 @@ from bench.links import add_link_args, client_link, describe, measure, through  
 from hycloud.admin import create_account  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud.sync import SyncOptions, sync  # noqa: E402
+from hycloud.sync.filters import PathFilter  # noqa: E402
 from hycloud_core.merkle import FileEntry, LevelExchange, Responder, build_tree, sketch  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
@@ -196,8 +197,9 @@ def run_size(args, files: int, outputs: dict, env: dict) -> dict:
     direct = HyCloud(seed["url"], seed["key"])
     again = sync(direct, tree, REMOTE, "push")  # settles an earlier run's edits and mtimes
     assert not again["failed"], again["failed"][:3]
-    unchanged = sync(direct, tree, REMOTE, "push", SyncOptions(dry_run=True))  # the kept hashes alone
+    unchanged = sync(direct, tree, REMOTE, "push", SyncOptions(dry_run=True))  # the scan journal alone
     assert unchanged["files"] == 0, unchanged["copied"][:5]
+    client_side = client_work(tree, direct)
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     changed = edit(tree, rels, args.changed, random.Random(f"{files}-{time.time()}"))
     seed["changed"] = changed
@@ -234,11 +236,55 @@ def run_size(args, files: int, outputs: dict, env: dict) -> dict:
         "files": files,
         "changed": len(changed),
         "seed_seconds": seed["seed_seconds"],
-        "unchanged_scan": {"seconds": unchanged["timings"]["scan_s"], "files_read": unchanged["hashed"]},
+        "unchanged_scan": {
+            "seconds": unchanged["timings"]["scan_s"],
+            "files_read": unchanged["hashed"],
+            "folders_listed": unchanged["listed"],
+        },
+        "client_work": client_side,
         "lower_bound": lower_bound(args, changed),
         "load_average_1min": [round(x, 2) for x in loads],
         "rows": rows,
     }
+
+
+def client_work(tree: Path, client: HyCloud, runs: int = 5) -> dict:
+    """The client's whole part of a sync of the unchanged tree, in-process (no request): the
+    journal loaded, the scan, the Merkle tree and the exchange's request encoded; the median of
+    `runs`, wall and CPU seconds (CPU: what the machine's other load does not inflate)."""
+    from hycloud.sync import journal as journals
+    from hycloud.sync.diff import local_merkle_tree
+    from hycloud.sync.scan import scan
+    from hycloud.sync.state import SyncState, pair_id
+
+    state = SyncState(pair_id(client.http.base, client.store.user, REMOTE, tree))
+    keep, key = PathFilter.of(), journals.journal_key(REMOTE, (), ())
+    rows = []
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        local = scan(
+            tree,
+            state,
+            keep,
+            False,
+            journals.load(journals.journal_path(state.path, state.pair), key),
+            REMOTE,
+        )
+        scanned = time.perf_counter()
+        body = sketch.SketchExchange(local_merkle_tree(REMOTE, local), REMOTE).request()
+        rows.append(
+            {
+                "wall_s": time.perf_counter() - wall,
+                "cpu_s": time.process_time() - cpu,
+                "scan_wall_s": scanned - wall,
+                "files_read": local.hashed,
+                "folders_listed": local.listed,
+                "request_bytes": len(body),
+            }
+        )
+    state.close()
+    row = sorted(rows, key=lambda r: r["wall_s"])[runs // 2]
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
 
 
 def lower_bound(args, changed: list[str]) -> dict:
@@ -400,8 +446,17 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
     lines += [
         "",
         f"The client's scan with nothing changed: {scan['seconds']:.3f} s for {size['files']:,} files, "
-        f"{scan['files_read']} read (a stat each, the kept hashes reused).",
+        f"{scan['files_read']} read, {scan.get('folders_listed', '-')} folders listed (a stat each; "
+        "hashes and listings from the scan journal).",
     ]
+    work = size.get("client_work")
+    if work:
+        lines.append(
+            f"The client's whole part of a sync of the unchanged tree (journal, scan, Merkle tree, "
+            f"request encoded; in-process, median of 5): {work['wall_s'] * 1000:.0f} ms wall, "
+            f"{work['cpu_s'] * 1000:.0f} ms CPU (scan alone {work['scan_wall_s'] * 1000:.0f} ms), "
+            f"{work['files_read']} files read, {work['folders_listed']} folders listed."
+        )
     return lines
 
 
@@ -480,6 +535,104 @@ def _before(paths: list[str]) -> dict[str, dict]:
     return out
 
 
+def make_source_tree(root: Path, files: int, rng: random.Random) -> int:
+    """A source tree's shape: `files` files in folders 1-4 deep, a few dozen per folder, sizes
+    log-uniform from 100 B to 64 KiB and one in a hundred of 256 KiB-2 MiB; returns the bytes."""
+    total, folders = 0, [""]
+    for i in range(files):
+        if i % 20 == 0:
+            parent = rng.choice(folders)
+            folders.append(f"{parent}p{len(folders)}/" if parent.count("/") < 4 else parent)
+        size = int(10 ** rng.uniform(2, 4.8)) if rng.random() > 0.01 else rng.randint(256 << 10, 2 << 20)
+        path = root / f"{folders[-1 - rng.randrange(min(4, len(folders)))]}f{i:05d}.c"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(rng.randbytes(size))
+        total += size
+    return total
+
+
+def down_bench(args) -> dict:
+    """A first `sync` down of a tree the client has never had, beside `get -r` of the same tree,
+    over the same link, alternating, each into a new folder (sync with its own new state)."""
+    from hycloud.sdk.trees import download_tree
+
+    outputs, env = local.running_deployment()
+    port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
+    work = Path(args.workdir or tempfile.mkdtemp()) / f"down{args.down_tree}"
+    kept, source = work / "seeded.json", work / "source"
+    seed = json.loads(kept.read_text()) if kept.exists() else {}
+    if seed.get("url") != outputs["LocalApiUrl"]:
+        shutil.rmtree(work, ignore_errors=True)
+        account = create_account(outputs["TableName"], f"syncd-{uuid.uuid4().hex[:8]}")
+        seed = {"url": outputs["LocalApiUrl"], "key": account["api_key"]}
+        seed["bytes"] = make_source_tree(source, args.down_tree, random.Random(7))
+        from hycloud.sdk.trees import upload_tree
+
+        upload_tree(HyCloud(seed["url"], seed["key"]), source, REMOTE)
+        kept.write_text(json.dumps(seed))
+    truth = {p.relative_to(source).as_posix(): p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    runs: dict[str, list[dict]] = {"get -r": [], "hycloud sync (first, down)": []}
+    with client_link(port, args) as link, through(link):
+        for attempt in range(args.repeats):
+            for name in runs:
+                target = work / f"run{attempt}-{len(runs[name])}-{name.split()[0]}{name.split()[-1]}"
+                shutil.rmtree(target, ignore_errors=True)
+                os.environ["HYCLOUD_STATE"] = str(target) + ".state.sqlite3"
+                client = HyCloud(seed["url"], seed["key"])
+                client.small_file_threshold  # noqa: B018 - the deployment's info, fetched before timing
+                if name == "get -r":
+                    got = measure(link, lambda c=client, t=target: download_tree(c, REMOTE, t))
+                else:
+                    got = measure(link, lambda c=client, t=target: sync(c, t, REMOTE, "pull"))
+                    assert not got["result"]["failed"], got["result"]["failed"][:3]
+                    got["timings"] = got["result"]["timings"]
+                made = {p.relative_to(target).as_posix(): p for p in target.rglob("*") if p.is_file()}
+                assert sorted(made) == sorted(truth) and all(
+                    made[r].read_bytes() == data for r, data in truth.items()
+                ), f"{name}: the tree differs"
+                runs[name].append({k: v for k, v in got.items() if k != "result"})
+                print(f"{name}: {got['seconds']:.2f} s", flush=True)
+    rows = {name: _median(rs) | {"runs": [round(r["seconds"], 2) for r in rs]} for name, rs in runs.items()}
+    bound = args.rtt / 1000 + seed["bytes"] * 8 / (args.down * 1e6)
+    return {
+        "link": describe(args),
+        "command": " ".join(["bench/sync_bench.py", *sys.argv[1:]]),
+        "files": len(truth),
+        "bytes": seed["bytes"],
+        "lower_bound_s": round(bound, 3),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "rows": rows,
+    }
+
+
+def down_markdown(doc: dict) -> str:
+    get_r = doc["rows"]["get -r"]["seconds"]
+    lines = [
+        f"# Sync: a first `sync` down of a new tree beside `get -r` of it ({doc['link']})",
+        "",
+        f"`.venv/bin/python {doc['command']}`: {doc['files']:,} files, {doc['bytes']:,} bytes, each "
+        "method into a new folder (sync with a new state store), alternating; median of the runs. "
+        "Aim (issue 33): sync within 1.2× of get -r. Lower bound: one round trip plus the bytes at "
+        f"the link's rate = {doc['lower_bound_s']:.2f} s. 1-minute load average "
+        f"{doc['load_average_1min']:.1f}.",
+        "",
+        "| method | seconds (median) | runs | × get -r | × lower bound | bytes on link | scan / exchange / listing / transfer (s) |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for name, r in doc["rows"].items():
+        t = r.get("timings")
+        parts = (
+            "-"
+            if not t
+            else " / ".join(f"{t[k]:.2f}" for k in ("scan_s", "exchange_s", "list_s", "transfer_s"))
+        )
+        lines.append(
+            f"| {name} | {r['seconds']:.2f} | {', '.join(map(str, r['runs']))} | {r['seconds'] / get_r:.2f}× | "
+            f"{r['seconds'] / doc['lower_bound_s']:.1f}× | {r['bytes']:,} | {parts} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, nargs="+", default=[10_000])
@@ -494,8 +647,16 @@ def main() -> None:
         "--bytes", type=int, nargs="*", default=[], help="sizes whose exchange bytes are counted"
     )
     parser.add_argument("--note", action="append", default=[], help="a line for the report")
+    parser.add_argument(
+        "--down-tree", type=int, help="only: a first sync down of a new tree of N files vs get -r"
+    )
     add_link_args(parser)
     args = parser.parse_args()
+    if args.down_tree:
+        down = down_bench(args)
+        result_files.write(args.name, down, down_markdown(down))
+        print(down_markdown(down))
+        return
     doc = _joined(args.join) if args.join else run(args)
     doc["before"] = _before(args.before)
     doc["notes"] = args.note

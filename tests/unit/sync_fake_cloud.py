@@ -69,6 +69,7 @@ class FakeCloud:
         return Path(local)
 
     def iter_dir(self, path):
+        self.calls.append(f"list {path}")
         if path not in self.dirs:
             raise NotFoundError(path)
         for p, (data, mtime) in self.files.items():
@@ -126,9 +127,24 @@ class FileByFile:
 
         return [one(local, remote) for local, remote in pairs]
 
+    batches: list[int] = []  # files per get_files call
+
     @staticmethod
     def get_files(client, pairs, progress=None):
-        return [
-            {"path": remote, "local": str(client.get(remote, local, progress=progress)), "status": "ok"}
-            for remote, local in pairs
-        ]
+        """As the real one: folders made, each file with the cloud's mtime, its hash returned."""
+        FileByFile.batches.append(len(pairs))
+        out = []
+        for remote, local in pairs:
+            Path(local).parent.mkdir(parents=True, exist_ok=True)
+            client.get(remote, local, progress=progress)
+            data, mtime = client.files[remote]
+            os.utime(local, (mtime, mtime))
+            out.append(
+                {
+                    "path": remote,
+                    "local": str(local),
+                    "status": "ok",
+                    "content_hash": content.hash_bytes(data),
+                }
+            )
+        return out

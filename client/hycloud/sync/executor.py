@@ -21,14 +21,14 @@ from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 
 from .. import preconditions
 from ..sdk import HyCloud, bundles
-from ..sdk.trees import restore_metadata
 from .diff import Differences, full_path, merkle_of
 from .plan import Conflict, Plan
 from .progress import SyncProgress
-from .scan import LocalFile, LocalTree, remember_file
+from .scan import RACY_NS, LocalFile, LocalTree, remember_file
 from .state import BaseEntry, SyncState
 
-BATCH = 256  # files per put_files/get_files call (four bundles at once); a killed sync re-checks one batch
+BATCH = 256  # files per put_files call (four bundles at once); a killed sync re-checks one batch
+PULL_BATCH = 2048  # files per get_files call: ten bundles of 200 keep every connection busy
 BUSY_TRIES, BUSY_PAUSE = 3, 1.0  # files refused as busy (a path lease held elsewhere) are sent again
 Done = Callable[[str, str], None]
 
@@ -78,11 +78,15 @@ class Context:
         return base.content_hash if base is not None and base.content_hash else None
 
 
-def transfer_sizes(ctx: Context, plan: Plan) -> dict[str, dict]:
-    """Each file to send or fetch with its size (and, for the cloud's files, the listing entry)."""
+def transfer_sizes(ctx: Context, plan: Plan, dry_run: bool = True) -> dict[str, dict]:
+    """Each file to send or fetch with its size (and, for the cloud's files, the listing entry).
+    A download does not list the cloud's folders first (a request per folder: most of a first
+    sync's time): its bundles carry each file's size, mtime and mode; its size is None here."""
     rels = [*plan.copies, *(c.rel for c in plan.conflicts)]
     if plan.direction == "push":
         return {rel: {"size": ctx.local.files[rel].size} for rel in rels}
+    if not dry_run:
+        return {rel: {"size": None} for rel in rels}
     return remote_entries(ctx.client, ctx.root, rels)
 
 
@@ -328,42 +332,47 @@ def _pushed(ctx: Context, src: str, dst: str, error: object, code: str | None = 
 
 
 def _pull(ctx: Context, pairs: list[tuple[str, str]], sizes: dict[str, dict]) -> None:
-    threshold = ctx.client.small_file_threshold
-    missing = [p for p in pairs if p[0] not in sizes]
-    for src, _ in missing:
-        ctx.failed(src, "no longer in the cloud", "not-found")
-    pairs = [p for p in pairs if p[0] in sizes]
-    small = [p for p in pairs if sizes[p[0]]["size"] <= threshold]
-    for batch in _batches(small):
-        for _, dst in batch:
-            ctx.path(dst).parent.mkdir(parents=True, exist_ok=True)
+    """Every file through `bundles.get_files`, as `get -r` fetches a tree: small ones bundled,
+    large ones alone, all requests in flight at once; each file written with its mtime and mode,
+    its hash known from the bytes verified. A batch's files are recorded in one transaction."""
+    listed = [p for p in pairs if p[0] in sizes]
+    for src, _ in pairs:
+        if src not in sizes:
+            ctx.failed(src, "no longer in the cloud", "not-found")
+    base = str(ctx.local_root.resolve()).rstrip("/") + "/"
+    for batch in _batches(listed, PULL_BATCH):
         results = bundles.get_files(
             ctx.client, [(ctx.remote(s), ctx.path(d)) for s, d in batch], ctx.progress
         )
+        records: dict[str, BaseEntry | None] = {}
+        kept: list[tuple[str, int, int, str]] = []
+        racy = time.time_ns() - RACY_NS
         for (src, dst), result in zip(batch, results, strict=True):
-            _pulled(ctx, src, dst, sizes[src], result.get("error"), result.get("code"))
-    for src, dst in (p for p in pairs if sizes[p[0]]["size"] > threshold):
-        try:
-            ctx.path(dst).parent.mkdir(parents=True, exist_ok=True)
-            ctx.client.get(ctx.remote(src), ctx.path(dst), progress=ctx.progress)
-            _pulled(ctx, src, dst, sizes[src], None)
-        except HyCloudError as e:
-            _pulled(ctx, src, dst, sizes[src], e, e.code)
-        except OSError as e:
-            _pulled(ctx, src, dst, sizes[src], e)
+            try:
+                entry = _pulled(ctx, src, dst, result)
+            except OSError as e:
+                ctx.failed(dst, e)
+                continue
+            if entry is not None:
+                st, records[src] = entry
+                if st.st_mtime_ns < racy:
+                    kept.append((base + dst, st.st_size, st.st_mtime_ns, entry[1].content_hash or ""))
+        ctx.state.save_hashes(kept)
+        ctx.state.record_many(records)
 
 
-def _pulled(ctx: Context, src: str, dst: str, entry: dict, error: object, code: str | None = None) -> None:
-    if error:
-        return ctx.failed(dst, str(error), code)
+def _pulled(ctx: Context, src: str, dst: str, result: dict) -> tuple[os.stat_result, BaseEntry] | None:
+    """A fetched file's new agreed state (and its stat, for the kept hashes); None if it failed."""
+    if result.get("status") != "ok":
+        ctx.failed(dst, str(result.get("error")), result.get("code"))
+        return None
     local = ctx.path(dst)
-    restore_metadata(local, entry)
-    digest = content.hash_file(local)[0]
-    f = remember_file(ctx.state, local, digest)
-    ctx.state.record(src, BaseEntry(ctx.diff.remote[src].merkle, digest, f.mtime))
+    digest = result.get("content_hash") or content.hash_file(local)[0]
+    st = local.stat()
     ctx.outcome.transferred.append(dst)
     ctx.progress.file_done()
     ctx.on_done("downloaded", dst)
+    return st, BaseEntry(ctx.diff.remote[src].merkle, digest, st.st_mtime)
 
 
 def _batches(items: list, size: int = BATCH) -> Iterable[list]:

@@ -27,7 +27,7 @@ class SyncProgress:
         self.total_files = files
         if self.bars is not None and files:
             self.bars.start()
-            self.task = self.bars.add_task(self._label(), total=max(total_bytes, 1))
+            self.task = self.bars.add_task(self._label(), total=total_bytes or None)  # None: not known
 
     def __call__(self, nbytes: int) -> None:
         with self._lock:

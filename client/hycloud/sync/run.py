@@ -48,6 +48,7 @@ class _Pass:
     local: LocalTree
     sizes: dict[str, dict]
     outcome: Outcome
+    phases: dict[str, float] = field(default_factory=dict)  # listing and transfer seconds
 
 
 def sync(
@@ -108,17 +109,19 @@ def _one_pass(
         direction, remote_root, diff, local, base, state.has_history(), options.delete, options.device
     )
     ctx = Context(client, remote_root, local_root, local, diff, state, base, progress, on_done)
-    sizes = transfer_sizes(ctx, plan)
-    outcome = Outcome()
+    listed = time.perf_counter()
+    sizes = transfer_sizes(ctx, plan, options.dry_run)
+    phases, outcome = {"list_s": time.perf_counter() - listed}, Outcome()
     if not options.dry_run:
         state.begin(client.http.base, remote_root, local_root)
         if direction == "pull":
             local_root.mkdir(parents=True, exist_ok=True)
-        progress.start(len(sizes), sum(e["size"] for e in sizes.values()))
+        progress.start(len(sizes), sum(e["size"] or 0 for e in sizes.values()))
         outcome = execute(ctx, plan, sizes)
         _agree(state, remote_root, local, diff, base)
         state.finish()
-    return _Pass(plan, diff, local, sizes, outcome)
+        phases["transfer_s"] = time.perf_counter() - listed - phases["list_s"]
+    return _Pass(plan, diff, local, sizes, outcome, phases)
 
 
 def _journal(state: SyncState, remote_root: str, options: SyncOptions) -> Journal:
@@ -151,10 +154,13 @@ def _agree(
 
 
 def _timings(passes: list[_Pass]) -> dict:
-    """Where finding the changes went: the local scan, the exchange (requests and comparing)."""
+    """Where the time went: the local scan, the exchange (requests and comparing), listing the
+    cloud's entries of what is sent, and the transfers (with the state they record)."""
     return {
         "scan_s": round(sum(p.local.seconds for p in passes), 4),
         "exchange_s": round(sum(p.diff.exchange_seconds for p in passes), 4),
+        "list_s": round(sum(p.phases.get("list_s", 0.0) for p in passes), 4),
+        "transfer_s": round(sum(p.phases.get("transfer_s", 0.0) for p in passes), 4),
     }
 
 

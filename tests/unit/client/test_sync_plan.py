@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from hycloud.sync import SyncOptions, sync
@@ -55,6 +57,30 @@ def test_pull_edits_adds_deletes_and_a_rename(tmp_path):
     names = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
     assert names == ["f0.txt", "f3.txt", "f4.txt", "moved.txt", "new/g.txt"]
     assert (local / "f0.txt").read_bytes() == b"edited" and (local / "moved.txt").read_bytes() == b"content 2"
+
+
+def test_a_first_pull_fetches_every_file_at_once_and_lists_no_folder(tmp_path, monkeypatch):
+    """As `get -r`: no listing of each cloud folder before the transfer (the bundles carry each
+    file's size, mtime and mode), small and large files in one get_files call; the next sync
+    finds nothing to do and reads no file."""
+    monkeypatch.setattr(FileByFile, "batches", [])
+    cloud, local = FakeCloud(), tmp_path / "new"
+    for i in range(30):
+        cloud.files[f"/r/d{i % 3}/e{i % 2}/f{i}.txt"] = (b"x" * (i * 100), 1000.0 + i)  # some large
+    cloud.dirs |= {
+        "/r",
+        *(f"/r/d{i}" for i in range(3)),
+        *(f"/r/d{i}/e{j}" for i in range(3) for j in range(2)),
+    }
+    report = sync(cloud, local, "/r", "pull")
+    assert report["files"] == 30 and not report["failed"] and FileByFile.batches == [30]
+    assert not [c for c in cloud.calls if c.startswith("list ")]
+    for path, (data, mtime) in cloud.files.items():
+        assert (local / path[3:]).read_bytes() == data and (local / path[3:]).stat().st_mtime == mtime
+    monkeypatch.setattr("hycloud.sync.scan.RACY_NS", 10_000_000)  # the files' ctimes: 10 ms, not 2 s
+    time.sleep(0.03)
+    again = sync(cloud, local, "/r", "pull")
+    assert (again["files"], again["hashed"]) == (0, 0)  # the hashes the pull kept
 
 
 def test_conflict_keeps_both_and_newer_wins(tmp_path):
