@@ -1,8 +1,11 @@
 """`hycloud sync --watch`: after one sync, local changes (watchdog) feed the operation queue.
 
-Events are gathered for a short tick and merged (`control.elimination`) before they reach the
-queue, so a file written and deleted within a tick costs no request; while the controller or
-the link is congested the queue holds them on disk and keeps merging.
+The first event after a quiet spell wakes the loop at once; the events of the next SETTLE
+seconds (the rest of an editor's save: write, rename, chmod) are merged with it
+(`control.elimination`) before they reach the queue, so a file written and deleted within that
+burst costs no request, and a change is on its way within SETTLE of being made rather than
+within a fixed tick. Every TICK the queue is flushed even when nothing happened; while the
+controller or the link is congested it holds operations on disk and keeps merging.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from .filters import PathFilter
 from .queue import OperationQueue, new_op
 from .state import BaseEntry, SyncState, pair_id
 
-TICK = 0.5
+TICK = 0.5  # the queue is flushed at least this often (operations held while congested)
+SETTLE = 0.05  # after a first event, the burst gathered with it before it is sent
 IGNORED_SUFFIXES = (".hycloud-part",)
 
 
@@ -41,11 +45,13 @@ class Changes(FileSystemEventHandler):
         )
         self._ops: list[LocalOp] = []
         self._lock = threading.Lock()
+        self.arrived = threading.Event()  # set by an event, cleared when drained
 
     def drain(self) -> tuple[list[LocalOp], int]:
         """The tick's operations, merged, and how many were merged away."""
         with self._lock:
             ops, self._ops = self._ops, []
+            self.arrived.clear()
         merged = Eliminator()
         for op in ops:
             merged.push(op)
@@ -57,6 +63,8 @@ class Changes(FileSystemEventHandler):
         ops = self._ops_for(event)
         with self._lock:
             self._ops += ops
+            if ops:
+                self.arrived.set()
 
     def _ops_for(self, event: FileSystemEvent) -> list[LocalOp]:
         src = self._rel(event.src_path, event.is_directory)
@@ -129,7 +137,9 @@ def watch(
     try:
         deadline = None if seconds is None else time.monotonic() + seconds
         while deadline is None or time.monotonic() < deadline:
-            time.sleep(TICK)
+            left = TICK if deadline is None else min(TICK, max(deadline - time.monotonic(), 0.0))
+            if changes.arrived.wait(left):
+                time.sleep(SETTLE)  # the rest of the burst is merged with its first event
             merged += _feed(changes, queue)
             queue.flush()
     except KeyboardInterrupt:
