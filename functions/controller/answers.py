@@ -79,6 +79,10 @@ class Aborted(BaseModel):
     aborted: str
 
 
+class KnownUser(BaseModel):
+    user: str = Field(description="a user of this deployment (enabled); nothing else about them is told")
+
+
 class Whoami(BaseModel):
     user: str
     small_file_threshold: int

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from answers import Entry, Instances, Whoami, ok, replies
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from answers import Entry, Instances, KnownUser, Whoami, ok, replies
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, namespace, records, s3_endpoint, user_name
 from models import UserPath
 
-from hycloud_core import content
+from hycloud_core import auth, content
+from hycloud_core.errors import BadRequestError, NotFoundError
 from hycloud_core.instances import on_ring
+from hycloud_core.store.users import Users
 
 router = APIGatewayRouter()
 MIN_CODED_INSTANCES = 3
@@ -34,6 +36,18 @@ def whoami():
             "s3_efs_rate": CONFIG.s3_efs_rate,
         }
     )
+
+
+@router.get("/v1/users/<name>", responses=replies(200, KnownUser, 404))
+def known_user(name: Annotated[str, Path()]):
+    """Whether this deployment has an enabled user `name`: what `hycloud crypt add-user` checks
+    before it gives them a key slot of an encrypted folder. Only the name comes back."""
+    if not auth.USER_NAME.match(name):
+        raise BadRequestError("user names are 1-63 of a-z, 0-9 and '-'", code="bad-user-name")
+    profile = Users(records().table).profile(name)
+    if profile is None or profile.get("disabled"):
+        raise NotFoundError(f"no user {name}", code="no-such-user")
+    return ok({"user": name})
 
 
 def _coded_threshold() -> int | None:
