@@ -196,3 +196,27 @@ def test_two_devices_putting_at_once_keep_both_files(alice, passphrase, tmp_path
     download.get(reader, "", tmp_path / "out")
     assert (tmp_path / "out" / "a.txt").read_bytes() == b"from the phone"
     assert (tmp_path / "out" / "b.txt").read_bytes() == b"from the laptop"
+
+
+def test_plain_put_r_and_get_r_go_through_an_encrypted_folder(alice, deployment, passphrase, tmp_path):
+    """`hycloud put -r` / `get -r` / `ls` (not `crypt ...`) into an encrypted folder: the header of
+    the path's folders is found in one request, and the tree is sealed on the client."""
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    tag = uuid.uuid4().hex[:12]
+    marker = f"PLAINTEXT-MARKER-{uuid.uuid4().hex}".encode()
+    src, out, root = tmp_path / "src", tmp_path / "out", f"/vault-{tag[:6]}"
+    names = _tree(src, marker, tag)
+
+    alice.cli("mkdir", "--encrypted", root)
+    alice.cli("put", "-r", str(src), f"{root}/inbox")
+    alice.cli("get", "-r", f"{root}/inbox", str(out))
+    for path in src.rglob("*"):
+        if path.is_file():
+            assert sha(out / path.relative_to(src)) == sha(path), path
+    listed = json.loads(alice.cli("--json", "ls", f"{root}/inbox").stdout)
+    assert [e["name"] for e in listed] == sorted([names[1], names[0]])
+
+    needles = [marker] + [n.encode() for n in names] + [tag.encode()]
+    assert _scan_efs(alice, needles)[1] == []
+    assert _scan_s3(deployment, since, needles)[1] == []
+    assert _scan_dynamodb(deployment, needles)[1] == []

@@ -45,7 +45,11 @@ def ls(
     recursive: Annotated[bool, flag("-R", "--recursive", help="List every folder below too.")] = False,
 ) -> None:
     """List a directory (or show a file, as ls does)."""
+    from .encrypted import routed_ls
+
     client = _client()
+    if routed_ls(client, path):
+        return  # inside an encrypted folder: its decrypted names
     if recursive:
         return _ls_recursive(client, path, long, human)
     entry, entries = list_or_stat(client, path)

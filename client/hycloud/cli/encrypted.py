@@ -15,11 +15,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from hycloud_core.errors import BadRequestError as BadRequest
+from hycloud_core.errors import NotFoundError as NotFound
+
 from . import exit_codes
 from .output import STATE, echo, emit, error_json
 
 if TYPE_CHECKING:
     from ..encrypted import EncryptedFolder
+    from ..encrypted.routing import Located
+    from ..sdk.client import HyCloud
+    from ..sync.filters import PathFilter
 
 WARNING = (
     "A lost passphrase or key file is unrecoverable: nobody, the operator included, can decrypt "
@@ -46,11 +52,11 @@ Dir = Annotated[str, typer.Argument(metavar="DIR", help="The encrypted folder on
 @contextmanager
 def _refusals() -> Iterator[None]:
     """Altered, swapped, cut or rolled-back objects end the run with exit 9 (corrupt)."""
-    from hycloud_core.crypto.errors import CryptoError, WrongKeyError
+    from hycloud_core.crypto.errors import CryptoError, KeyUnavailableError, WrongKeyError
 
     try:
         yield
-    except WrongKeyError:
+    except (WrongKeyError, KeyUnavailableError):
         raise
     except CryptoError as err:
         line = " ".join(err.message.split())
@@ -217,3 +223,172 @@ def rotate(
     label = HyCloud.from_config().whoami()  # this user's slot gets the new secret
     epoch = _run(lambda: folder.rotate(label, secret, new))
     emit({"path": remote, "epoch": epoch}, f"key of {remote} re-wrapped (epoch {epoch})")
+
+
+@crypt.command("add-user")
+def add_user(
+    remote: Dir,
+    user: Annotated[str, typer.Argument(metavar="USER", help="A user of this deployment.")],
+    key_file: KeyFile = None,
+    user_key_file: Annotated[
+        Path | None,
+        typer.Option("--user-key-file", metavar="FILE", help="USER's secret from FILE (at least 16 bytes)."),
+    ] = None,
+) -> None:
+    """Give USER a key slot of DIR: the folder key wrapped under a secret for them (nothing is
+    re-encrypted). Hand them the secret out of band; `hycloud key rotate DIR` run as USER replaces
+    it with their own. USER's secret: --user-key-file, else $HYCLOUD_NEW_PASSPHRASE, else a prompt.
+    An unknown user is refused (exit 5)."""
+    from ..encrypted.passphrase import NEW_ENV, read_secret
+    from ..encrypted.users import require_user
+    from ..sdk.client import HyCloud
+
+    require_user(HyCloud.from_config(), user)
+    secret = read_secret(key_file)
+    folder = _opened(remote, key_file, secret)
+    theirs = read_secret(user_key_file, env=NEW_ENV, new=True, what=remote)
+    epoch = _run(lambda: folder.add_user(user, secret, theirs))
+    emit({"path": remote, "user": user, "epoch": epoch}, f"{user} can now open {remote} (epoch {epoch})")
+
+
+# --- the plain commands, when their cloud path is inside an encrypted folder ----------------------
+def _located(client: HyCloud, remote: str) -> tuple[Located, EncryptedFolder] | None:
+    """The encrypted folder `remote` is in, opened (exit 4 without a key); None: not in one."""
+    from ..encrypted import routing
+
+    where = routing.locate(client, remote)
+    if where is None:
+        return None
+    with _refusals():
+        return where, routing.open_folder(client, where)
+
+
+def routed_put(
+    client: HyCloud, local: Path, remote: str, recursive: bool, keep: PathFilter | None, dry_run: bool
+) -> bool:
+    """`hycloud put` into an encrypted folder: sealed here, only new chunks sent. False: `remote`
+    is not inside one (the plain put goes on)."""
+    from ..encrypted import routing
+
+    found = _located(client, remote)
+    if found is None:
+        return False
+    where, folder = found
+    if local.is_dir() and not recursive:
+        raise BadRequest(f"{local} is a directory (use -r)", code="is-a-directory")
+    if dry_run:
+        emit(
+            {"path": remote, "local": str(local), "dry_run": True, "encrypted": True},
+            f"would encrypt {local} -> {remote}",
+        )
+        return True
+    if local.is_dir():
+        test = keep.keeps_file if keep is not None else None
+        _report(_run(lambda: routing.put_tree(folder, where, local, keep=test)))
+    elif keep is None or keep.keeps_file(local.name):
+        _report(_run(lambda: routing.put_file(folder, where, local, remote.endswith("/"))[1]))
+    return True
+
+
+def routed_get(
+    client: HyCloud, remote: str, local: str, recursive: bool, keep: PathFilter | None, dry_run: bool
+) -> bool:
+    """`hycloud get` from an encrypted folder: every object checked, then decrypted here."""
+    from ..encrypted import download, routing
+    from .targets import local as local_target
+
+    found = _located(client, remote)
+    if found is None:
+        return False
+    where, folder = found
+    entry = _run(lambda: folder.entry(where.inner))
+    if not isinstance(entry, dict):
+        raise NotFound(f"{remote} is not in the encrypted folder {where.root}")
+    if entry["t"] == "dir" and not recursive:
+        raise BadRequest(f"{remote} is a directory; use -r", code="is-a-directory")
+    if dry_run:
+        emit(
+            {"path": local, "remote": remote, "dry_run": True, "encrypted": True},
+            f"would decrypt {remote} -> {local}",
+        )
+        return True
+    if entry["t"] == "file" and local == "-":
+        _to_stdout(folder, where.inner)
+        return True
+    if entry["t"] == "file":
+        target = local_target(remote, local)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _run(lambda: download.get(folder, where.inner, target))
+        emit(
+            {"path": str(target), "size": target.stat().st_size, "encrypted": True},
+            f"decrypted {remote} -> {target}",
+        )
+        return True
+    test = keep.keeps_file if keep is not None else None
+    pulled = _run(lambda: routing.pull(folder, where, Path(local), keep=test))
+    assert isinstance(pulled, routing.Pulled)
+    emit(
+        {"files": len(pulled.written), "unchanged": pulled.unchanged, "local": local, "encrypted": True},
+        f"{len(pulled.written)} files decrypted to {local}, {pulled.unchanged} already there",
+    )
+    return True
+
+
+def _to_stdout(folder: EncryptedFolder, inner: str) -> None:
+    import tempfile
+
+    from ..encrypted import download
+
+    with tempfile.TemporaryDirectory(prefix="hycloud-enc-") as tmp:
+        plain = Path(tmp) / "plain"
+        _run(lambda: download.get(folder, inner, plain))
+        sys.stdout.buffer.write(plain.read_bytes())
+        sys.stdout.buffer.flush()
+
+
+def routed_ls(client: HyCloud, remote: str) -> bool:
+    """`hycloud ls` inside an encrypted folder: the decrypted names from its name map."""
+    found = _located(client, remote)
+    if found is None:
+        return False
+    where, folder = found
+    entries = _run(lambda: folder.ls(where.inner))
+    assert isinstance(entries, list)
+    emit(entries, "\n".join(e["name"] + ("/" if e["type"] == "dir" else "") for e in entries))
+    return True
+
+
+def routed_sync(
+    client: HyCloud,
+    direction: str,
+    local: Path,
+    remote: str,
+    delete: bool,
+    keep: PathFilter | None,
+    dry_run: bool,
+    watching: bool = False,
+) -> bool:
+    """`hycloud sync` with an encrypted folder on the cloud side: push seals and sends what changed
+    (sha256), pull fetches what differs locally; `--delete` removes what the source lacks. Newer
+    wins: the encrypted engine keeps no sync state to tell a conflict."""
+    from ..encrypted import routing
+
+    found = _located(client, remote)
+    if found is None:
+        return False
+    where, folder = found
+    if dry_run or watching:
+        raise BadRequest("--dry-run and --watch are not supported with an encrypted folder", code="bad-usage")
+    if delete and keep is not None:
+        raise BadRequest("--delete with --exclude is not supported in an encrypted folder", code="bad-usage")
+    test = keep.keeps_file if keep is not None else None
+    if direction == "push":
+        _report(_run(lambda: routing.put_tree(folder, where, local, delete=delete, keep=test)))
+        return True
+    pulled = _run(lambda: routing.pull(folder, where, local, delete=delete, keep=test))
+    assert isinstance(pulled, routing.Pulled)
+    emit(
+        {"files": len(pulled.written), "unchanged": pulled.unchanged, "deleted": pulled.deleted},
+        f"{len(pulled.written)} files decrypted, {pulled.unchanged} unchanged, {len(pulled.deleted)} deleted",
+    )
+    return True

@@ -24,6 +24,7 @@ from hycloud_core.errors import HyCloudError
 from ..transfer.background import settle
 from ..transfer.config import TransferConfig
 from . import browse, exit_codes, targets, tree_options
+from . import encrypted as encrypted_cli
 from .admin import admin
 from .check import EPILOG as CHECK_EPILOG
 from .check import check_command, hash_command
@@ -280,7 +281,10 @@ def put(
     if coded and plain:
         raise HyCloudError("--coded and --plain exclude each other", code="bad-usage", status=400)
     keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
-    client, bar = _client(transfers), _bar()
+    client = _client(transfers)
+    if encrypted_cli.routed_put(client, local, remote, recursive, keep, dry_run):
+        return  # inside an encrypted folder: sealed here, never stored as plaintext
+    bar = _bar()
     try:
         if local.is_dir():
             if not recursive:
@@ -368,11 +372,14 @@ def get(
     if via not in ("auto", "direct", "relay", "delta"):
         raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
+    client = _client(transfers)
+    if encrypted_cli.routed_get(client, remote, local, recursive, keep, dry_run):
+        return  # inside an encrypted folder: checked and decrypted here
     if local == "-" and not recursive and not dry_run:  # stdout, as cp and aws s3 cp take "-"
         if not _left_out(keep, targets.basename(remote)):
-            browse.copy_to(_client(), remote, sys.stdout.buffer)
+            browse.copy_to(client, remote, sys.stdout.buffer)
         return
-    client, bar = _client(transfers), _bar()
+    bar = _bar()
     try:
         if recursive:
             from . import tree_commands

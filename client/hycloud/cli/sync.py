@@ -91,6 +91,7 @@ def sync_command(
     from ..sync.progress import SyncProgress
     from ..sync.watch import flush_held
     from ..sync.watch import watch as watch_changes
+    from .encrypted import routed_sync
 
     direction, local, remote = split_ends(src, dst)
     if (watch or watch_for is not None) and (direction != "push" or dry_run):
@@ -101,6 +102,10 @@ def sync_command(
         dry_run, delete, tuple(exclude or ()), tuple(include or ()), checksum, rescan=rescan
     )
     client = HyCloud.from_config()
+    watching = watch or watch_for is not None
+    sealed_keep = PathFilter.of(options.exclude, options.include) if exclude else None
+    if routed_sync(client, direction, local, remote, options.delete, sealed_keep, dry_run, watching):
+        return  # an encrypted folder: sealed and checked on this machine (cli/encrypted.py)
     if watch or watch_for is not None:
         flush_held(client, local, remote)
     bars = not STATE["quiet"] and (STATE["progress"] or (not STATE["json"] and sys.stderr.isatty()))

@@ -24,7 +24,7 @@ BATCH_CHUNKS = 256
 
 
 @dataclass(frozen=True)
-class _File:
+class Wanted:
     rel: str
     local: Path
     version: int
@@ -50,20 +50,20 @@ def get(folder: EncryptedFolder, inner: str, local: Path) -> int:
     if entry is None:
         raise NotFoundError(f"{rel} is not in this encrypted folder")
     if entry["t"] == "file":
-        fetch(folder, [_File(rel, local, int(entry["v"]))])
+        fetch(folder, [Wanted(rel, local, int(entry["v"]))])
         return 1
-    wanted = [_File(r, local / (r[len(rel) + 1 :] if rel else r), int(e["v"])) for r, e in walk(folder, rel)]
+    wanted = [Wanted(r, local / (r[len(rel) + 1 :] if rel else r), int(e["v"])) for r, e in walk(folder, rel)]
     local.mkdir(parents=True, exist_ok=True)
     for start in range(0, len(wanted), 500):
         fetch(folder, wanted[start : start + 500])
     return len(wanted)
 
 
-def fetch(folder: EncryptedFolder, files: list[_File]) -> None:
+def fetch(folder: EncryptedFolder, files: list[Wanted]) -> None:
     """Read and check the files' manifests, then their chunks in batches, and write them."""
     blobs = folder.store.read_many(folder.stored(f.rel) for f in files)
     opened = [(f, _manifest(folder, f, blobs[folder.stored(f.rel)])) for f in files]
-    group: list[tuple[_File, manifest.FileManifest]] = []
+    group: list[tuple[Wanted, manifest.FileManifest]] = []
     for item in opened:
         group.append(item)
         if sum(len(m.chunks) for _, m in group) >= BATCH_CHUNKS:
@@ -73,7 +73,7 @@ def fetch(folder: EncryptedFolder, files: list[_File]) -> None:
         _assemble(folder, group)
 
 
-def _manifest(folder: EncryptedFolder, file: _File, blob: bytes | None) -> manifest.FileManifest:
+def _manifest(folder: EncryptedFolder, file: Wanted, blob: bytes | None) -> manifest.FileManifest:
     if blob is None:
         raise IntegrityError(f"{file.rel}: its manifest is missing though its folder names it")
     key = "F:" + file.rel
@@ -86,7 +86,7 @@ def _manifest(folder: EncryptedFolder, file: _File, blob: bytes | None) -> manif
     return manifest.FileManifest.from_json(opened.body)
 
 
-def _assemble(folder: EncryptedFolder, group: list[tuple[_File, manifest.FileManifest]]) -> None:
+def _assemble(folder: EncryptedFolder, group: list[tuple[Wanted, manifest.FileManifest]]) -> None:
     names = {ref.name for _, m in group for ref in m.chunks}
     got = folder.store.read_many(chunks.object_path(n) for n in sorted(names))
     for file, body in group:

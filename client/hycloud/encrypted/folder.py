@@ -145,6 +145,25 @@ class EncryptedFolder:
         self.counters.note(self.keys.folder_id, {HEADER_KEY: self.header.epoch})
         return self.header.epoch
 
+    def add_user(
+        self, label: str, my_secret: bytes, their_secret: bytes, params: KdfParams | None = None
+    ) -> int:
+        """A key slot for user `label`, sealed under their secret (the folder key opened with this
+        user's); returns the new epoch. The header is written only over the version read, so a
+        slot another writer added meanwhile is not lost (a conflict instead)."""
+        folder_key = hdr.open_key(self.header, "", my_secret)
+        header = hdr.add_slot(self.header, folder_key, label, their_secret, params)
+        read = self.store.read_many([hdr.NAME])[hdr.NAME]
+        if read is None or hdr.parse(read) != self.header:
+            raise ConflictError(
+                "the folder's header changed since it was opened; run again", code="version-mismatch"
+            )
+        if self.store.write_many({hdr.NAME: header.to_bytes()}, {hdr.NAME: version_of(read)}):
+            raise ConflictError("the folder's header changed meanwhile; run again", code="version-mismatch")
+        self.header = header
+        self.counters.note(self.keys.folder_id, {HEADER_KEY: header.epoch})
+        return header.epoch
+
 
 def split(rel: str) -> list[str]:
     return [part for part in rel.strip("/").split("/") if part]

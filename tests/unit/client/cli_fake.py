@@ -4,6 +4,7 @@ folder 409 `is-a-directory`), and `run` to drive the CLI in-process against it."
 
 from __future__ import annotations
 
+import hashlib
 import io
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from hycloud.sdk import HyCloud
 from hycloud.transfer.config import DEFAULT
-from hycloud_core import content, paths
+from hycloud_core import bundle, content, paths
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
 from hycloud_core.merkle import DirEntry, FileEntry, Responder, build_tree
 
@@ -202,10 +203,18 @@ class FakeHyCloud:
 
 
 class FakeHttp:
-    """The one raw route tree downloads list by: `GET /v1/bundles/tree` (one page, folders first)."""
+    """The raw routes the CLI calls: `GET /v1/bundles/tree` (one page, folders first), which tree
+    downloads list by, and `POST /v1/bundles/download`, by which every command looks for an
+    encrypted folder's header above its path."""
 
     def __init__(self, cloud: FakeHyCloud) -> None:
         self.cloud = cloud
+
+    def request(self, method: str, route: str, json: dict | None = None, **_) -> FakeResponse:
+        assert (method, route) == ("POST", "/v1/bundles/download"), (method, route)
+        found = [(p, self.cloud.files[p]["data"]) for p in json["paths"] if p in self.cloud.files]
+        members = [(bundle.Member(p, len(d), hashlib.sha256(d).hexdigest()), d) for p, d in found]
+        return FakeResponse(bundle.pack(members))
 
     def json(self, method: str, route: str, params: dict | None = None, **_) -> dict:
         assert (method, route) == ("GET", "/v1/bundles/tree"), (method, route)
@@ -249,6 +258,11 @@ def fake_get_files(cloud: FakeHyCloud, pairs, progress=None, parallel=None) -> l
         Path(local).write_bytes(data)
         out.append({"path": remote, "status": "ok", "local": str(local), "size": len(data)})
     return out
+
+
+class FakeResponse:
+    def __init__(self, body: bytes) -> None:
+        self.content = body
 
 
 class LinkAnswer:

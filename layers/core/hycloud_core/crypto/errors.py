@@ -17,6 +17,13 @@ class WrongKeyError(CryptoError):
     status, code = 403, "wrong-key"
 
 
+class KeyUnavailableError(CryptoError):
+    """A path is inside an encrypted folder and no passphrase or key file was given for it: the
+    plain commands refuse rather than store plaintext there or return ciphertext."""
+
+    status, code = 403, "key-unavailable"
+
+
 class IntegrityError(CryptoError):
     """An object was altered, swapped, truncated or moved: its authentication failed."""
 

@@ -117,6 +117,17 @@ def rewrap(
     return seal(replace(header, epoch=header.epoch + 1, slots={**header.slots, label: slot}), folder_key)
 
 
+def add_slot(
+    header: Header, folder_key: bytes, label: str, secret: bytes, params: keys.KdfParams | None = None
+) -> Header:
+    """A new slot for `label` (another user): the same folder key wrapped under their secret; the
+    epoch rises, so a client that saw the new header refuses the old one."""
+    if label in header.slots:
+        raise FormatError(f"{label} has a key slot of this folder already (key rotate changes it)")
+    slot = _slot(folder_key, header.folder_id, label, secret, params or keys.KdfParams())
+    return seal(replace(header, epoch=header.epoch + 1, slots={**header.slots, label: slot}), folder_key)
+
+
 def drop_slot(header: Header, folder_key: bytes, label: str) -> Header:
     if label not in header.slots or len(header.slots) == 1:
         raise FormatError(f"cannot remove slot {label!r}: a folder keeps at least one")
