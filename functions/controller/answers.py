@@ -66,13 +66,41 @@ class Listing(BaseModel):
     cursor: str | None = Field(description="pass back for the next page; null on the last")
 
 
+class TrashItem(BaseModel):
+    """A file or folder tree `rm` moved into the trash, kept until the trash retention ends."""
+
+    item: str = Field(description="its id: pass it to POST /v1/trash/restore or /v1/trash/empty")
+    path: str = Field(description="where it was")
+    type: Literal["file", "dir"]
+    size: int = Field(description="bytes it holds")
+    files: int = Field(description="files it holds")
+    at: float = Field(description="when it was removed")
+    by: str = Field(description="the user id that removed it")
+
+
 class Removed(BaseModel):
     removed: str
     files: int
+    trash: TrashItem = absent()  # absent for an empty folder (nothing kept)
 
 
 class Deleted(BaseModel):
     deleted: str
+    trash: TrashItem = absent()
+
+
+class TrashList(BaseModel):
+    items: list[TrashItem] = Field(description="newest first")
+    retention_s: int = Field(description="how long an item is kept before upkeep purges it")
+
+
+class TrashRestored(BaseModel):
+    restored: TrashItem
+    entry: Entry = Field(description="what is at the path now")
+
+
+class TrashEmptied(BaseModel):
+    emptied: list[str] = Field(description="the ids of the items removed for good")
 
 
 class Aborted(BaseModel):
@@ -182,6 +210,9 @@ class Usage(BaseModel):
     usage: dict[str, Any]
     shared: dict[str, Any]
     share_links: dict[str, int] = absent()
+    trash: dict[str, int] = (
+        absent()
+    )  # what the trash holds (bytes, files, items), not in `usage` or the quota
     costs: dict[str, Any]
     region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB

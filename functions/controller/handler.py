@@ -31,6 +31,7 @@ from routes import (
     relay,
     replication,
     share,
+    trash,
     tree_jobs,
     uploads,
     usage,
@@ -67,6 +68,7 @@ for module in (
     coded,
     replication,
     versions,
+    trash,
 ):
     app.include_router(module.router)
 

@@ -20,7 +20,7 @@ from hycloud_core import share_links as shares
 from hycloud_core.api_limits import MAX_WAIT_S
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs.relay_cache import MAX_PIECE
-from hycloud_core.store import tree_jobs, version_records
+from hycloud_core.store import trash_records, tree_jobs, version_records
 
 MAX_TEXT = 4096  # any free-text field (cursor, proof, digest): far above every legitimate value
 MAX_STATE_BYTES = 16_384  # the adaptive chunk-size state kept in a link file
@@ -175,3 +175,21 @@ class Restore(Body):
         default=None, description="from GET /v1/versions; the newest when absent"
     )
     to: UserPath | None = Field(default=None, description="where to write it; the path itself when absent")
+
+
+TrashItemId = Annotated[
+    str,
+    AfterValidator(_checked(trash_records.checked_item_id)),
+    WithJsonSchema({"type": "string", "pattern": trash_records.ID_PATTERN}),
+]
+
+
+class TrashRestore(Body):
+    item: TrashItemId
+    to: UserPath | None = Field(
+        default=None, description="where to put it back; where it was when absent (409 if taken)"
+    )
+
+
+class TrashEmpty(Body):
+    item: TrashItemId | None = Field(default=None, description="one item; every item when absent")

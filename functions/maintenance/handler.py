@@ -3,13 +3,15 @@
 Cache files read within the last few minutes belong to a transfer in progress and are never
 evicted (hycloud_core.fs.relay_cache). The collector reclaims content no link names
 (hycloud_core.store.collector) once versions past their retention are dropped
-(hycloud_core.fs.version_upkeep); the reconciler makes file records agree with EFS and removes
+(hycloud_core.fs.version_upkeep) and trash items past theirs are purged (hycloud_core.fs.trash);
+the reconciler makes file records agree with EFS and removes
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
 from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
 An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
 the grace period (only an administrator who knows no operation is in flight may lower it),
-{"version_retention_s": s} to drop kept versions older than s now (a shorter retention), and
+{"version_retention_s": s} to drop kept versions older than s now (a shorter retention),
+{"trash_retention_s": s} to purge every user's trash items older than s now, and
 {"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
 hourly one runs everything.
 
@@ -37,6 +39,7 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.fs import segments, threshold_moves
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.user_purge import purge_deleted_users
 from hycloud_core.fs.version_upkeep import purge_expired_versions
 from hycloud_core.observability import logger, observed
@@ -110,7 +113,7 @@ def _moves(options: dict | None) -> dict:
     return {"moves": done.to_dict()}
 
 
-def _walk(grace_s: int, retention_s: int | None) -> dict:
+def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> dict:
     """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
     records = Records(CONFIG.table)
     s3 = boto3.client("s3")
@@ -118,6 +121,7 @@ def _walk(grace_s: int, retention_s: int | None) -> dict:
     reconciled = reconcile_all(records, CONFIG.namespaces_dir, grace_s)
     recounted = _recount_usage(records)
     objects = Objects(records.table, s3, CONFIG.bucket)
+    trash = purge_trash(records.table, CONFIG.namespaces_dir, CONFIG.trash_retention_s, retention_s=trash_s)
     versions = purge_expired_versions(  # before the mark: what only dropped versions named goes now
         objects, CONFIG.namespaces_dir, grace_s, retention_s=retention_s
     )
@@ -131,6 +135,7 @@ def _walk(grace_s: int, retention_s: int | None) -> dict:
         "usage_recounted": recounted,
         "users_purged": purged,
         "versions_purged": versions.to_dict(),
+        "trash_purged": trash.to_dict(),
     }
 
 
@@ -148,8 +153,12 @@ def handler(event: dict, context: object) -> dict:
         "staging_removed": _clean_staging(time.time()),
     }
     if event.get("walk", True):
-        retention = event.get("version_retention_s")
-        result |= _walk(grace_s, None if retention is None else max(0, int(retention)))
+        retention, trash_s = event.get("version_retention_s"), event.get("trash_retention_s")
+        result |= _walk(
+            grace_s,
+            None if retention is None else max(0, int(retention)),
+            None if trash_s is None else max(0, int(trash_s)),
+        )
         if "moves" not in event:
             result |= _moves(None)  # before packing: a file moved into EFS may be packed later
         if "segments" not in event:
@@ -163,7 +172,7 @@ def handler(event: dict, context: object) -> dict:
         extra={
             k: v if isinstance(v, int) else len(v)
             for k, v in result.items()
-            if k not in ("collected", "versions_purged", "segments")
+            if k not in ("collected", "versions_purged", "trash_purged", "segments")
         },
     )
     return result

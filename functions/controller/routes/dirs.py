@@ -1,15 +1,14 @@
-"""Directories: create, list (paginated), remove."""
+"""Directories: create, list (paginated), remove (a tree into the trash: hycloud_core.fs.trash)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from answers import TREE_JOB_ACCEPTED, Entry, Listing, Removed, ok, replies
+from answers import Entry, Listing, Removed, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem, namespace
 from models import MakeDirectory, PageLimit, Text, UserPath
-from services import tree_ops
 
 router = APIGatewayRouter()
 MAX_PAGE = 1000
@@ -31,10 +30,12 @@ def listdir(
     return ok({"entries": [e.to_dict() for e in entries], "cursor": cursor})
 
 
-@router.delete("/v1/dirs", responses={**replies(200, Removed, 404, 409), **TREE_JOB_ACCEPTED})
+@router.delete("/v1/dirs", responses=replies(200, Removed, 404, 409))
 def rmdir(path: Annotated[UserPath, Query()], recursive: Annotated[bool, Query()] = False):
+    """An empty folder goes; with `recursive`, the folder and all it holds move into the trash in
+    one step, whatever its size (GET /v1/trash), and `trash` names the item."""
     fs = filesystem(router)
-    job = tree_ops.submit(fs, "remove", path, None, None) if recursive else None
-    if job is not None:
-        return ok(tree_ops.answer(job), 202)
-    return ok({"removed": path, "files": fs.rmdir(path, recursive=recursive)})
+    if not recursive:
+        return ok({"removed": path, "files": fs.rmdir(path)})
+    item = fs.trash_tree(path)
+    return ok({"removed": item.path, "files": item.files, "trash": item.to_dict()})

@@ -75,6 +75,7 @@ def download(path: Annotated[UserPath, Query()]):
 
 @router.delete("/v1/files", responses=replies(200, Deleted, 404, 409))
 def delete(path: Annotated[UserPath, Query()], if_match: IfMatch = None, if_none_match: IfNoneMatch = None):
+    """The file moves into the trash (GET /v1/trash); `trash` names the item."""
     path = paths.normalize(path)
-    filesystem(router).delete(path, expect=expected_version(if_match, if_none_match))
-    return ok({"deleted": path})
+    item = filesystem(router).delete(path, expect=expected_version(if_match, if_none_match))
+    return ok({"deleted": path, "trash": item.to_dict()})

@@ -17,6 +17,7 @@ from hycloud_core.cost.records import reference_counts, user_usage_from_records,
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.shares import Shares
+from hycloud_core.store.trash_records import TrashRecords
 
 router = APIGatewayRouter()
 
@@ -53,6 +54,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
                 "attributed_s3_cost": round(attributed_s3_cost(shared.attributed_bytes, table), 6),
             },
             "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
+            "trash": TrashRecords(records().table, name).totals(),  # apart: not in `usage` nor the quota
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),
             "relay": relay_cost(read_stats(records().table), table),

@@ -70,6 +70,11 @@ def instance_env(scope: Construct, stores: DataStores) -> dict[str, str]:
             if (kept_s := ctx("hycloud:versionRetentionS")) is not None
             else {}
         ),
+        **(
+            {c.ENV_TRASH_RETENTION_S: str(int(trash_s))}
+            if (trash_s := ctx("hycloud:trashRetentionS")) is not None
+            else {}
+        ),
         **quota_defaults(ctx),
         **{env: str(ctx(key)) for key, env in FAIR_USE_CONTEXT.items() if ctx(key) is not None},
         **scheduling_env(scope),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from . import constants as c
 
 VERSION_RETENTION_S = 30 * 86400
+TRASH_RETENTION_S = 30 * 86400
 
 
 def _env_int(name: str, default: int) -> int:
@@ -36,6 +37,11 @@ class InstanceConfig:
     # (fs/history.py), and a large one a base of version-aware deltas (30 days; 0 keeps none)
     version_retention_s: int = field(
         default_factory=lambda: _env_int(c.ENV_VERSION_RETENTION_S, VERSION_RETENTION_S)
+    )
+    # what `rm` and `rm -r` move into a user's trash is purged by upkeep this long after (fs/trash.py);
+    # a user's own setting (`hycloud admin set-trash-retention`) wins
+    trash_retention_s: int = field(
+        default_factory=lambda: _env_int(c.ENV_TRASH_RETENTION_S, TRASH_RETENTION_S)
     )
     # the collector reclaims content and removes temporary files only this long after their last use;
     # longer than any operation (API calls end within 30 s, leases within 60 s)

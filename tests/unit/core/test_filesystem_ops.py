@@ -70,6 +70,8 @@ def test_large_file_content_lives_while_any_link_names_it(env):
     alice.delete("/moved.bin")
     assert stored(s3, h)  # deletes never remove content themselves
     assert m.collect(grace_s=3600).reclaimed == [] and stored(s3, h)  # touched within the grace
+    assert m.collect().reclaimed == [] and stored(s3, h)  # the deleted files' links are in the trash
+    alice.trash.empty()
     assert m.collect().reclaimed == [h] and not stored(s3, h) and objects.get(h) is None
 
 
@@ -227,6 +229,7 @@ def test_records_from_before_the_collector_are_read_as_live(env):
     assert objects.is_stored(h) and upload(fs("bob"), s3, data, "/g")["dedup"] is True
     assert objects.get(h)["state"] == "live" and m.collect().reclaimed == []
     fs("bob").delete("/g")
+    alice.trash.empty(), fs("bob").trash.empty()  # deleted files' links stay in the trash till then
     objects.table.update_item(
         Key={"pk": f"OBJ#{h}", "sk": "OBJ"},
         UpdateExpression="SET #s = :r REMOVE touched, gen",

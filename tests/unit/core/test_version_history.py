@@ -13,6 +13,7 @@ from hycloud_core import content
 from hycloud_core.errors import ConflictError, NotFoundError
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.small_batch import SmallWrite, put_small_batch
+from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.version_copies import VersionCopies
 from hycloud_core.fs.version_upkeep import purge_expired_versions
 from hycloud_core.store.version_records import VersionRecords
@@ -186,6 +187,7 @@ def test_upkeep_drops_expired_versions_and_the_collector_then_their_content(moto
     assert {v.kind for v in alice.history.records.all()} == {"small", "large"}
 
     after = time.time() + 31 * DAY
+    assert len(purge_trash(m.records.table, str(m.root / "ns"), 30 * DAY, now=after).items) == 2
     purged = purge_expired_versions(m.objects, str(m.root / "ns"), grace_s=3600, now=after)
     assert purged.records == 2 and purged.copies == [content.hash_bytes(b"old small")]
     assert not os.path.exists(small_copy) and alice.history.records.all() == []
@@ -199,7 +201,9 @@ def test_an_administrators_shorter_retention_releases_content_at_once(moto_files
     alice.delete("/big")
     assert m.collect().reclaimed == []  # kept: the version and its keep_until
     purged = purge_expired_versions(m.objects, str(m.root / "ns"), grace_s=0, retention_s=0)
-    assert purged.records == 1 and m.collect().reclaimed == [h]
+    assert purged.records == 1 and m.collect().reclaimed == []  # its link is in the trash
+    alice.trash.empty()
+    assert m.collect().reclaimed == [h]
 
 
 def test_a_copy_still_linked_elsewhere_or_fresh_is_not_purged(alice, moto_filesystems):

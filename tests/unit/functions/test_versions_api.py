@@ -123,4 +123,6 @@ def test_upkeep_drops_versions_an_operator_shortens_and_the_collector_their_cont
     kept = upkeep.handler({"grace_s": 0}, lambda_context)
     assert kept["versions_purged"]["records"] == 0 and h not in kept["collected"]["reclaimed"]
     dropped = upkeep.handler({"grace_s": 0, "version_retention_s": 0}, lambda_context)
-    assert dropped["versions_purged"]["records"] == 1 and dropped["collected"]["reclaimed"] == [h]
+    assert dropped["versions_purged"]["records"] == 1 and dropped["collected"]["reclaimed"] == []
+    purged = upkeep.handler({"grace_s": 0, "trash_retention_s": 0}, lambda_context)  # its link: in the trash
+    assert purged["trash_purged"]["items"] == 1 and purged["collected"]["reclaimed"] == [h]

@@ -29,12 +29,14 @@ from ..store.collector import bump_tree_epoch
 from ..store.locks import Lease, path_leases
 from ..store.merkle_records import MerkleRecords
 from ..store.objects import Objects
-from ..store.quotas import Quota
+from ..store.quotas import Change, Quota
 from ..store.records import Records
+from ..store.trash_records import TrashItem
 from ..store.version_records import VersionRecord
 from .history import History
 from .namespace import Entry, Namespace, file_mode
 from .segments_records import touch_segment
+from .trash import Trash
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
@@ -111,6 +113,11 @@ class FileSystem:
     def history(self) -> History:
         """Earlier versions: every overwrite and delete below keeps the version it replaces."""
         return History(self)
+
+    @property
+    def trash(self) -> Trash:
+        """What `rm` and `rm -r` removed, kept for the trash retention (fs/trash.py)."""
+        return Trash(self)
 
     def _leases(self, *changed: str) -> AbstractContextManager[Lease]:
         return path_leases(self.records.table, self.user, list(changed))
@@ -304,21 +311,23 @@ class FileSystem:
             **({"erasure": link.erasure} if link.erasure else {}),
         }
 
-    def delete(self, path: str, expect: str | None = None) -> None:
-        """Remove a file, keeping it as a version; its content stays while that version is kept,
-        then until the collector proves nothing links it."""
+    def delete(self, path: str, expect: str | None = None) -> TrashItem:
+        """Move a file into the trash (fs/trash.py), keeping it as a version too; its content
+        stays while either keeps it, then until the collector proves nothing links it."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.removing(self.ns, path):
             entry = self.ns.stat(path)
             if entry.type == "dir":
                 raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
             self.check_expected(path, expect)
-            history = self.history
+            history, trash = self.history, self.trash
             kept = history.preserve(path, "delete")
-            self.ns.unlink(path)
+            item = trash.take(entry, Change(entry.size, 1))
             self.records.delete_file(self.user, path)
             self.merkle.removed(path)
             history.record(kept)
+            trash.records.put(item)
+            return item
 
     # --- directories ---------------------------------------------------------------------------
     def mkdir(self, path: str, parents: bool = False) -> Entry:
@@ -330,8 +339,27 @@ class FileSystem:
             self.merkle.dir_made(path)
             return entry
 
+    def trash_tree(self, path: str) -> TrashItem:
+        """`rm -r`: move a folder and everything in it into the trash in one EFS rename (fs/trash.py);
+        its file records and Merkle nodes go under the same lease (DynamoDB only, no EFS walk)."""
+        path = paths.normalize(path)
+        if path == "/":
+            raise ConflictError("cannot remove the root directory", code="is-root")
+        with self._leases(path):
+            self.ns.require_dir(path)
+            below = self.records.files_under(self.user, path)
+            held = Change(sum(int(r.get("size", 0)) for r in below), len(below))
+            with self.quota.change(-held):
+                trash = self.trash
+                item = trash.take(self.ns.stat(path), held)
+                self.records.delete_files(self.user, [r["sk"][2:] for r in below])
+                self.merkle.removed(path)
+                trash.records.put(item)
+            return item
+
     def rmdir(self, path: str, recursive: bool = False) -> int:
-        """Remove a directory (with `recursive`, everything in it); return how many files went."""
+        """Remove a directory (with `recursive`, everything in it, for good: `trash_tree` is what
+        the API's removal does); return how many files went."""
         path = paths.normalize(path)
         if path == "/":
             raise ConflictError("cannot remove the root directory", code="is-root")

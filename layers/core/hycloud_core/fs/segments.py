@@ -33,10 +33,10 @@ from typing import Any
 
 from .. import constants as c
 from ..linkfile import LINK_MODE, is_link_mode
-from ..store.collector import tree_epoch
+from ..store.collector import trash_root, tree_epoch
 from ..store.locks import WAIT_S, Lease
 from .namespace import TMP_PREFIX, Namespace
-from .segments_format import Stub, build_segment, new_segment_id, segment_key
+from .segments_format import Stub, build_segment, new_segment_id, segment_key, stub_from_bytes
 from .segments_records import PACKING, RETIRED, SEALED, SegmentRecord, SegmentRecords, mark_packed
 
 SEGMENT_BYTES = 4 * c.MiB  # one segment object: few PUTs and GETs, little dead space to clean
@@ -278,11 +278,31 @@ class UserSegments:
                     found[stub.segment].append((f"{base}/{name}", stub))
         return found
 
+    def trashed(self) -> set[str]:
+        """Segments a stub in the user's trash names (fs/trash.py): never deleted while it is there,
+        since a restore puts the stub back as it is. Not copied out either: only a namespace's
+        stubs are swapped, so such a segment, once retired, stays until the item is purged."""
+        found: set[str] = set()
+        for top, _dirs, files in os.walk(os.path.join(trash_root(self.namespaces_dir), self.user)):
+            for name in files:
+                host = os.path.join(top, name)
+                try:
+                    if not is_link_mode(os.lstat(host).st_mode):
+                        continue
+                    with open(host, "rb") as f:
+                        stub = stub_from_bytes(f.read())
+                except OSError:
+                    continue
+                if stub is not None:
+                    found.add(stub.segment)
+        return found
+
     def clean(self, settings: Settings, now: float, out: Pass) -> None:
         start = time.time()
         epoch = tree_epoch(self.table)
         records = self.records.all()  # read before the walk: a segment made during it is not judged
         found = self.stubs()
+        trashed = self.trashed()
         complete = tree_epoch(self.table) == epoch
         to_compact: list[tuple[SegmentRecord, list[tuple[str, Stub]]]] = []
         for record in records:
@@ -293,7 +313,12 @@ class UserSegments:
             if record.state == RETIRED:
                 if named:  # stubs a walk missed before: copy them out again
                     to_compact.append((record, named))
-                elif complete and record.touched < start and now - record.retired_at >= settings.grace_s:
+                elif (
+                    complete
+                    and record.id not in trashed
+                    and record.touched < start
+                    and now - record.retired_at >= settings.grace_s
+                ):
                     self._delete(record, out)
                 continue
             if (live, record.state) != (record.live_bytes, SEALED):

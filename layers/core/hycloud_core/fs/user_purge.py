@@ -2,7 +2,7 @@
 
 `delete-user` (store/users.py) runs where only the table is reachable and refuses while the
 namespace holds files, so it leaves empty folders, temporary files, pending uploads (with their
-S3 multipart uploads), leases, job ledger records, the usage counter and kept versions. The tombstone
+S3 multipart uploads), leases, job ledger records, the usage counter, kept versions and its trash. The tombstone
 `USERID#<id>` says the id is never used again; once it is older than the grace period no request
 of that user can still be in flight, so upkeep removes all of it. Content those records named is
 then unmarked and goes with the collector.
@@ -18,9 +18,10 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from .. import content
+from . import trash
 from .version_copies import VersionCopies
 
-PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER")
+PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER", "TRASH")
 
 
 def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, grace_s: float) -> list[str]:
@@ -39,6 +40,7 @@ def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, g
             _drop_partition(table, f"{prefix}#{uid}")
         shutil.rmtree(os.path.join(namespaces_dir, uid), ignore_errors=True)
         VersionCopies(namespaces_dir, uid).remove_all()
+        trash.remove_all(namespaces_dir, uid)
         purged.append(uid)
     return purged
 

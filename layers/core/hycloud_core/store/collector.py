@@ -1,7 +1,7 @@
 """Mark-and-sweep reclamation of large-file content (seed 003's Bloom-filter collection).
 
 Why it is safe. The collector first reads every object record (its `gen`), then marks every
-content hash that any link file on EFS, file record, pending upload or kept version names, then reclaims an
+content hash that any link file on EFS (the trash included), file record, pending upload or kept version names, then reclaims an
 object only if it is unmarked, was not touched within `grace_s` before the round began, is not
 kept as an old version, and still has the `gen` it read (objects.py). Every operation that makes
 a link touches the object first, and finishes within the grace period, so:
@@ -29,6 +29,12 @@ from .bloom import BloomFilter
 from .objects import LIVE, Objects
 from .records import _plain
 from .version_records import PREFIX as VERSION_PREFIX
+
+
+def trash_root(namespaces_dir: str) -> str:
+    """The users' trash areas beside the namespaces (fs/trash.py keeps what is in them)."""
+    return os.path.join(os.path.dirname(os.path.normpath(namespaces_dir)), "trash")
+
 
 EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
 
@@ -147,12 +153,15 @@ class Collector:
         return links
 
     def _linked_on_efs(self) -> Iterator[str]:
-        """Every content hash a link file names, in every namespace, retained history included."""
-        if not os.path.isdir(self.namespaces_dir):
-            return
-        for link in link_files_under(self.namespaces_dir):
-            yield link.content_hash
-            yield from (h for h, _ in link.history)
+        """Every content hash a link file names, in every namespace and every user's trash
+        (a trashed file keeps its content until its item is purged: fs/trash.py), retained
+        history included. A link moved between the two during the walk bumped the tree epoch."""
+        for folder in (self.namespaces_dir, trash_root(self.namespaces_dir)):
+            if not os.path.isdir(folder):
+                continue
+            for link in link_files_under(folder):
+                yield link.content_hash
+                yield from (h for h, _ in link.history)
 
     def _scan(self) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"ConsistentRead": True}

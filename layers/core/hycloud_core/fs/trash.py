@@ -1,0 +1,220 @@
+"""The trash: `rm FILE` and `rm -r DIR` move what they remove here, in one EFS rename.
+
+Where. `<efs root>/trash/<user>/<item id>/<name>`, beside the namespaces (as the versions area
+is), so listings, sync, the Merkle walk, the reconciler and the usage walk never see it, and a
+rename into it never crosses a file system. The item id starts with the time in milliseconds
+(store/trash_records.py), so upkeep tells an item's age from its folder's name alone.
+
+Order of a removal, under the path's lease: the collector's tree epoch is bumped (a link moving
+out of a namespace the collector has not walked yet into a trash it has walked must not be
+missed: the round that sees the bump reclaims nothing), then the one rename, then the file
+records below the path are dropped, the Merkle node becomes a tombstone and the trash record
+is written. EFS is the source of truth, so from the rename on the path is gone for every
+reader; the records follow under the same lease, and a crash between leaves records of files
+EFS no longer holds, which upkeep's reconciler removes. A new file at the same path right after
+the answer is an ordinary write: its lease waits for none, its record replaces nothing of the
+trashed tree's (those are gone or, after a crash, repaired against EFS).
+
+What is kept. The collector marks every link file under the trash area (store/collector.py), so
+a trashed large file's object stays until its item is purged or emptied; a trashed packed small
+file's segment is never deleted while a stub in the trash names it (fs/segments.py). Upkeep
+purges items older than the retention (the user's own, else the deployment's
+`InstanceConfig.trash_retention_s`, 30 days), and the content they named is then the collector's.
+
+Emptying and restoring race safely without a lock: each first claims what it takes by one
+rename (restore: the item's entry into the namespace; purge: the item's folder to a
+`.purging-` name), so the loser finds nothing and answers 404.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import paths
+from ..errors import ConflictError, NotFoundError
+from ..store.collector import bump_tree_epoch, trash_root
+from ..store.quotas import Change
+from ..store.trash_records import TrashItem, TrashRecords, checked_item_id, new_item_id, trashed_at
+from .namespace import Entry
+from .reconcile import expected_record
+from .tree_walk import PRE, under, walk
+
+if TYPE_CHECKING:
+    from .operations import FileSystem
+
+PURGING = ".purging-"
+
+
+class TrashArea:
+    """One user's trash folders on EFS (no records): what upkeep and the collector walk."""
+
+    def __init__(self, namespaces_dir: str, user: str) -> None:
+        self.root = os.path.join(trash_root(namespaces_dir), user)
+
+    def folder(self, item_id: str) -> str:
+        return os.path.join(self.root, checked_item_id(item_id))
+
+    def entry(self, item_id: str) -> str | None:
+        """The host path of what the item holds (its one entry), None when it is gone."""
+        try:
+            names = [n for n in os.listdir(self.folder(item_id)) if not n.startswith(".")]
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return os.path.join(self.folder(item_id), names[0]) if names else None
+
+    def item_ids(self) -> list[str]:
+        """Every item folder's id, oldest first."""
+        if not os.path.isdir(self.root):
+            return []
+        return sorted(n for n in os.listdir(self.root) if not n.startswith("."))
+
+    def purge(self, item_id: str) -> bool:
+        """Remove the item's folder; False when it was gone (restored or purged meanwhile)."""
+        aside = os.path.join(self.root, PURGING + item_id)
+        try:
+            os.rename(self.folder(item_id), aside)  # the claim: a restore after it finds nothing
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(aside, ignore_errors=True)
+        return True
+
+    def leftovers(self) -> None:
+        """Folders a purge that crashed had claimed but not removed."""
+        if os.path.isdir(self.root):
+            for name in os.listdir(self.root):
+                if name.startswith(PURGING):
+                    shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+
+
+class Trash:
+    """One user's trash, over the user's FileSystem (its namespace, records, quota and leases)."""
+
+    def __init__(self, fs: FileSystem) -> None:
+        self.fs = fs
+        self.records = TrashRecords(fs.records.table, fs.user)
+        self.area = TrashArea(os.path.dirname(fs.ns.root), fs.user)
+
+    # --- into the trash (called by FileSystem.delete and .rmdir under the path's lease) ---------
+    def take(self, entry: Entry, held: Change) -> TrashItem:
+        """Move the file or folder `entry` (holding `held`) into the trash: one rename on EFS."""
+        now = time.time()
+        item = TrashItem(new_item_id(now), entry.path, entry.type, held.bytes, held.files, now, self.fs.user)
+        folder = self.area.folder(item.item)
+        os.makedirs(folder)
+        bump_tree_epoch(self.fs.records.table)
+        os.rename(self.fs.ns.host(entry.path), os.path.join(folder, entry.name))
+        return item
+
+    def listing(self) -> list[TrashItem]:
+        """What the trash holds, newest first."""
+        return list(reversed(self.records.all()))
+
+    def get(self, item_id: str) -> TrashItem:
+        item = self.records.get(checked_item_id(item_id))
+        if item is None or self.area.entry(item_id) is None:
+            raise NotFoundError(f"no item {item_id} in the trash", code="trash-item-not-found")
+        return item
+
+    # --- out of it -----------------------------------------------------------------------------
+    def restore(self, item_id: str, to: str | None = None) -> tuple[Entry, TrashItem]:
+        """Put an item back where it was, or at `to`; 409 when something is there now (nothing
+        is overwritten: give `to`). Folders above it removed since are made again."""
+        item = self.get(item_id)
+        dst = paths.normalize(to or item.path)
+        if dst == "/":
+            raise ConflictError("/ is the root directory", code="already-exists")
+        fs = self.fs
+        with fs._leases(dst), fs.quota.change(Change(item.size, item.files)):
+            if fs.ns.exists(dst):
+                hint = "" if to else "; restore it elsewhere with `to`"
+                raise ConflictError(f"{dst} already exists{hint}", code="already-exists")
+            fs.ns.mkdir(paths.parent(dst), parents=True)
+            bump_tree_epoch(fs.records.table)
+            try:
+                os.rename(self.area.entry(item_id) or "", fs.ns.host(dst))
+            except FileNotFoundError:  # emptied or restored by another request meanwhile
+                raise NotFoundError(f"no item {item_id} in the trash", code="trash-item-not-found") from None
+            self.records.delete(item_id)
+            shutil.rmtree(self.area.folder(item_id), ignore_errors=True)
+            self._index(dst)
+        return fs.ns.stat(dst), item
+
+    def _index(self, path: str) -> None:
+        """File records and Merkle nodes of a tree just put back (O(files): a restore is rare)."""
+        fs, dirs, files = self.fs, list[str](), list[str]()
+        for step in walk(fs.ns, path, PRE):
+            (dirs if step.is_dir else files).append(under(path, step.rel))
+        records = {p: r for p in files if (r := expected_record(fs.ns, p)) is not None}
+        fs.records.put_files(fs.user, records)
+        for folder in dirs:
+            fs.merkle.dir_made(folder)
+        hashed = [fs.ns.stat_hashed(p) for p in records]
+        fs.merkle.files_written([(e.path, e.content_hash or "", e.mtime) for e in hashed])
+
+    def empty(self, item_id: str | None = None) -> list[str]:
+        """Remove one item for good (404 when it is not there), or every item; the ids removed.
+        Their content is then the collector's (large) or gone with the folder (small)."""
+        if item_id is not None:
+            self.get(item_id)
+            ids = [item_id]
+        else:
+            ids = sorted({i.item for i in self.records.all()} | set(self.area.item_ids()))
+        removed = [i for i in ids if self.area.purge(i)]
+        for i in ids:
+            self.records.delete(i)
+        return removed
+
+
+# --- upkeep ---------------------------------------------------------------------------------------
+@dataclass
+class Purged:
+    items: list[str] = field(default_factory=list)
+    records: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": len(self.items), "records": self.records}
+
+
+def purge_user(
+    table: Any, namespaces_dir: str, user: str, default_s: int, now: float, retention_s: int | None = None
+) -> Purged:
+    """Purge one user's items older than its retention (`retention_s` overrides every user's)."""
+    records, area = TrashRecords(table, user), TrashArea(namespaces_dir, user)
+    keep_s = retention_s if retention_s is not None else records.retention(default_s)
+    area.leftovers()
+    out = Purged()
+    for item_id in area.item_ids():
+        if trashed_at(item_id) + keep_s <= now and area.purge(item_id):
+            out.items.append(item_id)
+    on_efs = set(area.item_ids())
+    for item in records.all():  # purged now, or gone since (restored, or a crash after a purge)
+        if item.item not in on_efs:
+            records.delete(item.item)
+            out.records += 1
+    return out
+
+
+def purge_trash(
+    table: Any, namespaces_dir: str, default_s: int, now: float | None = None, retention_s: int | None = None
+) -> Purged:
+    """Every user's expired trash: what upkeep's hourly walk runs before the collector, which then
+    reclaims the objects only purged items named."""
+    now = time.time() if now is None else now
+    root, total = trash_root(namespaces_dir), Purged()
+    users = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    for user in users:
+        one = purge_user(table, namespaces_dir, user, default_s, now, retention_s)
+        total.items += one.items
+        total.records += one.records
+    return total
+
+
+def remove_all(namespaces_dir: str, user: str) -> None:
+    """A deleted user's whole trash (fs/user_purge.py)."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(TrashArea(namespaces_dir, user).root)

@@ -1,0 +1,194 @@
+"""The trash over EFS (a temp dir), S3 and DynamoDB (moto): `rm` and `rm -r` move into it in one
+rename, listings and records no longer show the path, a restore brings it back byte for byte
+(409 on a taken path unless elsewhere), and upkeep purges it after the retention, only then
+leaving its content to the collector."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+import pytest
+
+from hycloud_core import content
+from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
+from hycloud_core.fs import FileSystem
+from hycloud_core.fs.trash import TrashArea, purge_trash
+from hycloud_core.store.quotas import Quota
+from hycloud_core.store.trash_records import TrashRecords
+from tests.conftest import MOTO_BUCKET
+
+DAY = 86400
+
+
+@pytest.fixture
+def bob(moto_filesystems) -> FileSystem:
+    return moto_filesystems.fs("bob")
+
+
+def put(fs: FileSystem, path: str, data: bytes) -> None:
+    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
+
+
+def put_large(fs: FileSystem, path: str, data: bytes) -> str:
+    h = content.hash_bytes(data)
+    fs.s3.put_object(Bucket=MOTO_BUCKET, Key=content.object_key(h), Body=data)
+    fs.commit_stored(path, h, len(data), sha256=hashlib.sha256(data).hexdigest())
+    return h
+
+
+def stored(fs: FileSystem, h: str) -> bool:
+    return fs.s3.list_objects_v2(Bucket=MOTO_BUCKET, Prefix=content.object_key(h)).get("KeyCount", 0) == 1
+
+
+def tree(fs: FileSystem) -> str:
+    put(fs, "/p/a.txt", b"alpha")
+    put(fs, "/p/sub/b.txt", b"beta")
+    fs.mkdir("/p/empty")
+    return put_large(fs, "/p/sub/big.bin", b"L" * 5000)
+
+
+def ns_paths(fs: FileSystem) -> list[str]:
+    return sorted(e.path for e in fs.ns.walk_files("/"))
+
+
+def test_rm_r_is_one_rename_into_the_trash_and_the_path_is_gone_everywhere(bob, monkeypatch):
+    tree(bob)
+    renames: list[tuple[str, str]] = []
+    real = os.rename
+    monkeypatch.setattr(os, "rename", lambda a, b: (renames.append((a, b)), real(a, b))[1])
+    item = bob.trash_tree("/p")
+    assert len(renames) == 1 and renames[0][0] == bob.ns.host("/p")  # no walk of EFS
+    assert (item.path, item.type, item.files, item.size) == ("/p", "dir", 3, 5 + 4 + 5000)
+    assert not bob.ns.exists("/p") and ns_paths(bob) == []
+    assert bob.records.files_under("bob", "/p") == []
+    assert bob.merkle.get("/p")["kind"] == "tombstone" and bob.merkle._below("/p") == []
+    assert [i.item for i in bob.trash.listing()] == [item.item]
+    assert Quota(bob.records, "bob").recount().files == 0
+
+
+def test_a_new_file_at_the_same_path_right_after_rm_r_is_an_ordinary_write(bob):
+    tree(bob)
+    bob.trash_tree("/p")
+    put(bob, "/p/a.txt", b"new")
+    assert bob.ns.read("/p/a.txt") == b"new"
+    assert [r["sk"] for r in bob.records.files_under("bob", "/p")] == ["F#/p/a.txt"]
+
+
+def test_restore_brings_the_tree_back_byte_for_byte_with_records_and_merkle_nodes(bob):
+    h = tree(bob)
+    before = {p: bob.ns.read(p) for p in ns_paths(bob) if bob.ns.stat(p).storage == "small"}
+    item = bob.trash_tree("/p")
+    entry, restored = bob.trash.restore(item.item)
+    assert entry.path == "/p" and entry.type == "dir" and restored == item
+    assert {p: bob.ns.read(p) for p in before} == before
+    assert bob.ns.read_link("/p/sub/big.bin").content_hash == h
+    assert bob.ns.exists("/p/empty")
+    assert sorted(r["sk"] for r in bob.records.files_under("bob", "/p")) == [
+        "F#/p/a.txt",
+        "F#/p/sub/b.txt",
+        "F#/p/sub/big.bin",
+    ]
+    assert bob.merkle.get("/p/sub/big.bin")["kind"] == "file" and bob.merkle.get("/p")["kind"] == "dir"
+    assert bob.trash.listing() == [] and TrashArea(os.path.dirname(bob.ns.root), "bob").item_ids() == []
+    assert Quota(bob.records, "bob").report()["files"]["used"] == 3
+
+
+def test_restore_to_a_taken_path_is_409_and_to_elsewhere_works(bob):
+    put(bob, "/d/f.txt", b"one")
+    item = bob.delete("/d/f.txt")
+    put(bob, "/d/f.txt", b"two")
+    with pytest.raises(ConflictError) as err:
+        bob.trash.restore(item.item)
+    assert err.value.code == "already-exists"
+    assert bob.ns.read("/d/f.txt") == b"two" and len(bob.trash.listing()) == 1  # nothing touched
+    entry, _ = bob.trash.restore(item.item, to="/elsewhere/f.txt")
+    assert entry.path == "/elsewhere/f.txt" and bob.ns.read("/elsewhere/f.txt") == b"one"
+    with pytest.raises(NotFoundError):
+        bob.trash.restore(item.item)
+
+
+def test_rm_of_a_file_keeps_a_version_too(bob):
+    put(bob, "/x.txt", b"x")
+    bob.retain_s = DAY
+    item = bob.delete("/x.txt")
+    assert item.type == "file" and item.files == 1 and item.size == 1
+    assert [v.reason for v in bob.history.listing("/x.txt")] == ["delete"]
+
+
+def test_bad_and_unknown_items(bob):
+    with pytest.raises(BadRequestError):
+        bob.trash.restore("../../etc")
+    with pytest.raises(NotFoundError):
+        bob.trash.restore("1764400000000-0a1b2c3d")
+    with pytest.raises(NotFoundError):
+        bob.trash.empty("1764400000000-0a1b2c3d")
+
+
+def test_empty_one_item_or_all(bob):
+    put(bob, "/a", b"a")
+    put(bob, "/b", b"b")
+    first, second = bob.delete("/a"), bob.delete("/b")
+    assert bob.trash.empty(first.item) == [first.item]
+    assert [i.item for i in bob.trash.listing()] == [second.item]
+    assert bob.trash.empty() == [second.item] and bob.trash.listing() == []
+
+
+def test_the_collector_keeps_trashed_content_until_the_purge(moto_filesystems, bob):
+    m = moto_filesystems
+    h = tree(bob)
+    bob.trash_tree("/p")
+    m.objects.release(h, time.time())
+    assert m.collect().reclaimed == [] and stored(bob, h)  # the trashed link names it
+    ns = str(m.root / "ns")
+    assert purge_trash(m.records.table, ns, default_s=30 * DAY, now=time.time() + DAY).items == []
+    assert m.collect().reclaimed == [] and stored(bob, h)
+    purged = purge_trash(m.records.table, ns, default_s=30 * DAY, now=time.time() + 31 * DAY)
+    assert len(purged.items) == 1 and bob.trash.listing() == []
+    assert m.collect().reclaimed == [h] and not stored(bob, h)
+
+
+def test_a_users_own_retention_wins_and_an_override_wins_over_both(moto_filesystems):
+    m = moto_filesystems
+    ns = str(m.root / "ns")
+    carol, dave = m.fs("carol"), m.fs("dave")
+    put(carol, "/c", b"c")
+    put(dave, "/d", b"d")
+    carol.delete("/c")
+    dave.delete("/d")
+    TrashRecords(m.records.table, "carol").set_retention(60)
+    assert TrashRecords(m.records.table, "carol").retention(30 * DAY) == 60
+    purged = purge_trash(m.records.table, ns, default_s=30 * DAY, now=time.time() + 120)
+    assert len(purged.items) == 1 and carol.trash.listing() == [] and len(dave.trash.listing()) == 1
+    assert len(purge_trash(m.records.table, ns, 30 * DAY, retention_s=0).items) == 1
+    with pytest.raises(BadRequestError):
+        TrashRecords(m.records.table, "carol").set_retention(-1)
+
+
+def test_trash_totals_are_apart_from_the_live_quota(bob):
+    tree(bob)
+    quota = Quota(bob.records, "bob")
+    assert quota.report()["bytes"]["used"] == 5009
+    bob.trash_tree("/p")
+    assert quota.report()["bytes"]["used"] == 0 and quota.report()["files"]["used"] == 0
+    assert bob.trash.records.totals() == {"bytes": 5009, "files": 3, "items": 1}
+
+
+def test_a_restore_over_the_quota_is_refused_and_keeps_the_item(bob):
+    put(bob, "/q/f", b"12345")
+    item = bob.trash_tree("/q")
+    Quota(bob.records, "bob").set_limits(max_bytes=4)
+    with pytest.raises(Exception) as err:
+        bob.trash.restore(item.item)
+    assert getattr(err.value, "code", "") == "quota-exceeded"
+    assert [i.item for i in bob.trash.listing()] == [item.item] and not bob.ns.exists("/q")
+
+
+def test_purge_leaves_no_record_without_its_folder_nor_a_folder_a_crash_claimed(moto_filesystems, bob):
+    put(bob, "/a", b"a")
+    item = bob.delete("/a")
+    area = TrashArea(str(moto_filesystems.root / "ns"), "bob")
+    os.rename(area.folder(item.item), os.path.join(area.root, ".purging-" + item.item))  # crashed purge
+    purged = purge_trash(moto_filesystems.records.table, str(moto_filesystems.root / "ns"), 30 * DAY)
+    assert purged.records == 1 and bob.trash.listing() == [] and os.listdir(area.root) == []
