@@ -19,7 +19,7 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.constants import ENV_REPAIR_STATE_MACHINE
 from hycloud_core.jobs import executions
 from hycloud_core.jobs.coded import CodedJob, queue_coded_job
-from hycloud_core.jobs.dispatch import dispatch_pass
+from hycloud_core.jobs.dispatch import Dispatcher
 from hycloud_core.jobs.queue import QueueStore, SchedConfig
 from hycloud_core.jobs.specs import coded_block_spec
 from hycloud_core.observability import logger, observed
@@ -39,7 +39,7 @@ def _queue_operator_job(job_input: dict) -> dict:
         machine=os.environ[ENV_REPAIR_STATE_MACHINE], input=spec.to_event(), rate_bps=CONFIG.s3_efs_rate
     )
     name = queue_coded_job(store, coded, config)
-    dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True)
+    Dispatcher(store, executions.start, instance=INSTANCE).run(config)
     return {"job": name, "queue": store.position(name)}
 
 
@@ -51,7 +51,7 @@ def handler(event: dict, context) -> dict:
     store = QueueStore(table)
     if ended and store.release(ended):  # the event names the job: free its worker without asking
         logger.info("released", extra={"job": ended})
-    result = dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED)
+    result = Dispatcher(store, executions.start, executions.status, INSTANCE).run(store.config(SCHED))
     return {
         "released": result.released,
         "started": [job for job, _ in result.started],

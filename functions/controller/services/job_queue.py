@@ -16,7 +16,7 @@ from hycloud_core.control.fop import DIRECTORY_OP_SECONDS
 from hycloud_core.control.limits import TooManyRequestsError
 from hycloud_core.fs.tree_walk import PRE, under, walk
 from hycloud_core.jobs import executions
-from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
+from hycloud_core.jobs.dispatch import Dispatcher, PassBudget
 from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig
 from hycloud_core.jobs.specs import TreeJobSpec
 from hycloud_core.store.locks import Lease
@@ -42,9 +42,11 @@ def pump(config: SchedConfig | None = None) -> None:
     _last_pump[0] = time.monotonic()
     store = QueueStore(records().table)
     if config is None:
-        dispatch_pass(store, executions.start, executions.status, INSTANCE, SCHED, budget=REQUEST_PASS)
+        Dispatcher(store, executions.start, executions.status, INSTANCE).run(
+            store.config(SCHED), REQUEST_PASS
+        )
     else:
-        dispatch_pass(store, executions.start, None, INSTANCE, config, merged=True, budget=REQUEST_PASS)
+        Dispatcher(store, executions.start, instance=INSTANCE).run(config, REQUEST_PASS)
 
 
 def seconds_per_byte(user_id: str, config: SchedConfig, instance: str = INSTANCE) -> float:

@@ -123,28 +123,32 @@ def _spent(budget: PassBudget, deadline: float | None, result: PassResult) -> bo
     return bool(budget.starts) and len(result.started) >= budget.starts
 
 
-def dispatch_pass(
-    store: QueueStore,
-    start: Start,
-    describe: Describe | None = None,
-    instance: str = "home",
-    config: SchedConfig | None = None,
-    merged: bool = False,
-    budget: PassBudget | None = None,
-) -> PassResult:
-    """Start as many waiting jobs as there are free workers, smallest queue key first.
+@dataclass(frozen=True)
+class Dispatcher:
+    """One instance's job starts: how a pass starts an execution and how it learns which ended
+    (`describe`; None when the caller knows of none, as right after queueing a job)."""
 
-    Without `describe` no ended job is looked for (the caller knows of none); `merged` says
-    `config` already holds the run-time overrides; a `budget` bounds the pass (a request's).
-    """
+    store: QueueStore
+    start: Start
+    describe: Describe | None = None
+    instance: str = "home"
+
+    def run(self, config: SchedConfig, budget: PassBudget | None = None) -> PassResult:
+        """Start as many waiting jobs as there are free workers, smallest queue key first.
+
+        `config` is the one in force (`QueueStore.config`: the deployment's with the run-time
+        overrides); a `budget` bounds the pass (a request's)."""
+        return _run_pass(self, config, budget or PassBudget())
+
+
+def _run_pass(d: Dispatcher, config: SchedConfig, budget: PassBudget) -> PassResult:
+    store = d.store
     now = time.time()
-    budget = budget or PassBudget()
     deadline = time.monotonic() + budget.seconds if budget.seconds else None
-    config = config if merged and config else store.config(config)
     result = PassResult([], [], [], [])
-    if describe is not None:
-        reconcile(store, describe, result, now, deadline)
-    workers = _size_pool(store, config, instance, result)
+    if d.describe is not None:
+        reconcile(store, d.describe, result, now, deadline)
+    workers = _size_pool(store, config, d.instance, result)
     free = [w for w in workers if w["state"] == "active" and "job" not in w]
     pool = pool_of(workers, config)
     free.sort(key=lambda w: -pool.workers[w["sk"]].available_bw)  # most available bandwidth first
@@ -164,7 +168,7 @@ def dispatch_pass(
         if config.throttle_bps:
             payload["throttle_bps"] = config.throttle_bps
         try:
-            start(job.machine, job.job, json.dumps(payload))
+            d.start(job.machine, job.job, json.dumps(payload))
         except Exception:
             store.release(job.job)  # the ledger sees no execution and the next request queues it anew
             raise

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hycloud_core.jobs.dispatch import dispatch_pass
+from hycloud_core.jobs.dispatch import Dispatcher
 from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig, report_throughput
 from hycloud_core.store.locks import Lease
 from tests.conftest import make_stores
@@ -69,15 +69,15 @@ def test_smallest_fop_first_within_capacity(store):
     for i, (name, size) in enumerate([("big", 50 * MIB), ("small", MIB), ("mid", 10 * MIB)]):
         assert _queue(store, config, name, size, 1000.0 + i)
     assert not _queue(store, config, "big", 50 * MIB, 1005.0)  # queued once
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["small"]
     assert store.position("big")["position"] == 2
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["small"]  # capacity 1: nothing more while it runs
     machine.finish("small")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     machine.finish("mid")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["small", "mid", "big"]
     assert store.workers()[0]["sk"] == machine.inputs["big"]["worker"]
 
@@ -88,10 +88,10 @@ def test_related_paths_keep_request_order(store):
     _queue(store, config, "dirjob", 50 * MIB, 1000.0, path="/d")
     _queue(store, config, "inside", MIB, 1001.0, path="/d/x")
     _queue(store, config, "other", 2 * MIB, 1002.0, path="/e/x")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert sorted(machine.started) == ["dirjob", "other"]  # /d/x waits for /d although smaller
     machine.finish("dirjob")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started[-1] == "inside"
 
 
@@ -101,11 +101,11 @@ def test_max_wait_caps_the_transfer_estimate(store):
     _queue(store, config, "huge", 10_000 * MIB, 1000.0)
     _queue(store, config, "late", 1, 1006.0)  # arrived after huge's arrival + max wait
     _queue(store, config, "early", 1, 1004.0)
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     machine.finish(machine.started[-1])
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     machine.finish(machine.started[-1])
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["early", "huge", "late"]
 
 
@@ -113,22 +113,22 @@ def test_workers_added_when_all_congested_and_retired_lazily(store):
     config = SchedConfig(capacity=1, max_workers=3)
     machine = Machine()
     _queue(store, config, "a", MIB, 1000.0)
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     worker = machine.inputs["a"]["worker"]
     report_throughput(store.table, worker, 100 * MIB)  # BW_o
     report_throughput(store.table, worker, 10 * MIB)  # throttled: 10% <= theta_c
     _queue(store, config, "b", MIB, 1001.0)
-    result = dispatch_pass(store, machine.start, machine.describe, config=config)
+    result = Dispatcher(store, machine.start, machine.describe).run(config)
     assert len(result.added) == 1 and machine.started == ["a", "b"]
     assert len(store.workers()) == 2
     assert store.workers()[1]["initial_bw"] == 100 * MIB  # a new worker starts at the nominal rate
     report_throughput(store.table, worker, 90 * MIB)  # both busy and at leisure (>= theta_l)
     report_throughput(store.table, machine.inputs["b"]["worker"], 80 * MIB)
-    result = dispatch_pass(store, machine.start, machine.describe, config=config)
+    result = Dispatcher(store, machine.start, machine.describe).run(config)
     assert result.retired == [worker]  # the most idle of equal BW_o, lazily: it keeps its job
     assert {w["sk"]: (w["state"], w.get("job")) for w in store.workers()}[worker] == ("retiring", "a")
     machine.finish("a")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert [w["sk"] for w in store.workers()] == [machine.inputs["b"]["worker"]]
 
 
@@ -139,10 +139,10 @@ def test_a_path_lease_holds_jobs_below_it(store):
     lease.acquire("/tree", 1)  # a tree job moving /tree
     _queue(store, config, "inside", MIB, 1000.0, path="/tree/x")
     _queue(store, config, "outside", MIB, 1001.0, path="/other/x")
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["outside"]
     lease.release()
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["outside", "inside"]
 
 
@@ -172,10 +172,10 @@ def test_a_queued_tree_job_is_not_held_by_its_own_leases_and_retakes_them(store)
     store.enqueue(_tree(1000.0), config)
     other = Lease(store.table, "u")
     other.acquire("/dst", 1)  # another operation took the destination meanwhile
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == []
     other.release()
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["tree"]
     held = {(i["sk"], i["owner"]) for i in store.table.scan()["Items"] if i["pk"] == "LOCK#u"}
     assert held == {("/src", "job-1"), ("/dst", "job-1")}
@@ -187,7 +187,7 @@ def test_an_earlier_relay_is_not_held_by_the_leases_of_a_tree_job_queued_after_i
     _queue(store, config, "relay", 50 * MIB, 1000.0, path="/src/x")
     Lease(store.table, "u", owner="job-1").acquire("/src", 1)  # the tree request's leases
     store.enqueue(_tree(1001.0), config)
-    dispatch_pass(store, machine.start, machine.describe, config=config)
+    Dispatcher(store, machine.start, machine.describe).run(config)
     assert machine.started == ["relay"]  # the tree job waits for it: related, and later
 
 

@@ -10,7 +10,7 @@ from moto import mock_aws
 from hycloud_core import auth
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
 from hycloud_core.errors import BadRequestError
-from hycloud_core.jobs.dispatch import PassBudget, dispatch_pass
+from hycloud_core.jobs.dispatch import Dispatcher, PassBudget
 from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig
 from hycloud_core.store.measurements import Measurements, Plausible, Sample
 from hycloud_core.store.users import Users
@@ -157,7 +157,7 @@ def test_jobs_past_the_cap_are_refused_until_one_ends(table):
         assert _queue(store, "other", user="v")  # another user's request is not capped by u's
         assert store.open_jobs("u") == 2
         started = []
-        dispatch_pass(store, lambda m, n, i: started.append(n), config=SchedConfig(capacity=4, max_workers=4))
+        Dispatcher(store, lambda m, n, i: started.append(n)).run(SchedConfig(capacity=4, max_workers=4))
         assert store.release(started[0]) and store.open_jobs("u") == 1
         assert _queue(store, "j3")
     finally:
@@ -179,11 +179,9 @@ def test_a_request_pass_starts_at_most_its_budget(table):
     config = SchedConfig(capacity=8, max_workers=8)
     for i in range(6):
         _queue(store, f"j{i}", now=1000.0 + i)
-    dispatch_pass(
-        store, lambda m, n, i: started.append(n), config=config, budget=PassBudget(seconds=5, starts=2)
-    )
+    Dispatcher(store, lambda m, n, i: started.append(n)).run(config, PassBudget(seconds=5, starts=2))
     assert started == ["j0", "j1"]  # FOP order, two at most: the dispatcher starts the rest
-    dispatch_pass(store, lambda m, n, i: started.append(n), config=config)
+    Dispatcher(store, lambda m, n, i: started.append(n)).run(config)
     assert started == [f"j{i}" for i in range(6)]
 
 
@@ -201,9 +199,7 @@ def test_a_request_pass_stops_at_its_deadline(table, monkeypatch):
         started.append(name)
         clock[0] += 0.3
 
-    dispatch_pass(
-        store, slow_start, config=SchedConfig(capacity=8, max_workers=8), budget=PassBudget(seconds=0.2)
-    )
+    Dispatcher(store, slow_start).run(SchedConfig(capacity=8, max_workers=8), PassBudget(seconds=0.2))
     assert started == ["j0"]
 
 
