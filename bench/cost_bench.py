@@ -78,7 +78,13 @@ sys.path.insert(0, str(ROOT / "layers" / "core"))
 
 import result_files  # noqa: E402
 
-from hycloud_core.cost import Operations, compare, load_prices, usage_from_sizes  # noqa: E402
+from hycloud_core.cost import (  # noqa: E402
+    Operations,
+    compare,
+    load_prices,
+    metering,  # noqa: E402
+    usage_from_sizes,
+)
 from hycloud_core.cost.bill import LAYOUTS as BILL_LAYOUTS  # noqa: E402
 from hycloud_core.cost.bill import FileMonth, Month, month_bills  # noqa: E402
 from hycloud_core.cost.idle import idle_monthly, shape_from_context  # noqa: E402
@@ -88,7 +94,7 @@ from hycloud_core.cost.model import (  # noqa: E402
     operations_cost,
 )
 from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # noqa: E402
-from hycloud_core.cost.segments_bill import packed_storage, with_lines  # noqa: E402
+from hycloud_core.cost.segments_bill import packable, packed_month, packed_storage, with_lines  # noqa: E402
 from hycloud_core.cost.tiers import (  # noqa: E402
     ColdShare,
     FileAccess,
@@ -302,7 +308,7 @@ def bill_rows(month: Month, prices) -> dict:
         "bills": {name: bill.to_dict(prices) for name, bill in bills.items()},
     }
     unit = {name: bill.unit_price(prices) for name, bill in bills.items()}
-    for layout in ("hybrid-tiers", "hybrid-tiers-chosen"):
+    for layout in VERSUS:
         out[f"{layout}_vs_s3_pct"] = 100 * (unit[layout] / unit["all-s3"] - 1)
         out[f"{layout}_vs_s3_files_pct"] = 100 * (unit[layout] / unit["s3-files"] - 1)
         out[f"{layout}_vs_s3_tiers_pct"] = 100 * (unit[layout] / unit["all-s3-tiers"] - 1)
@@ -313,10 +319,118 @@ BILL_NAMES = {
     "hybrid": "HyCloud today",
     "hybrid-tiers": "HyCloud with tiers",
     "hybrid-tiers-chosen": "with tiers, chosen threshold",
+    "hybrid-tiers-mix": "with tiers, threshold per mix",
     "all-s3": "all-S3 Standard",
     "all-s3-tiers": "all-S3 Intelligent-Tiering",
     "s3-files": "S3 Files",
 }
+
+
+VERSUS = ("hybrid-tiers", "hybrid-tiers-chosen", "hybrid-tiers-mix")
+
+
+def _no_egress(bill: dict) -> float:
+    return sum(v for g, v in bill["groups"].items() if g != "transfer")
+
+
+def where_it_goes(month: Month, prices, bills: dict) -> dict:
+    """HyCloud with tiers at its threshold per mix, line by line, with EFS split by what holds it,
+    and the floors no data placement can go under while every name has a file in EFS and every
+    operation goes through API Gateway and the controller."""
+    bill = bills["hybrid-tiers-mix"]
+    t, std, gb = bill["threshold"], prices["efs_storage_gb_month"], prices.gb
+    one_block = stub_blocks = unpacked = 0.0
+    for f in month.files:
+        if f.size >= t:
+            continue
+        if f.size <= metering.EFS_BLOCK_BYTES:
+            one_block += metering.efs_data_bytes(f.size)
+        elif packable(f.size, t):
+            share = sum(packed_month(f).band_days) / 30.0
+            stub_blocks += metering.EFS_BLOCK_BYTES * share
+            unpacked += metering.efs_data_bytes(f.size) * (1 - share)
+    storage, requests = bill["lines"]["storage"], bill["lines"]["requests"]
+    efs = {
+        "inodes, folders and link files (EFS Standard)": storage["efs_metadata"],
+        "files of one 4 KiB block (EFS Standard: a stub would cost the same)": gb(one_block) * std,
+        "stubs of packed files (a 4 KiB block each)": gb(stub_blocks) * std,
+        "files of 4-128 KiB used in the last 30 days": gb(unpacked) * std,
+    }
+    efs["files of 128 KiB and more (IA and Archive)"] = storage["efs_data"] - sum(list(efs.values())[1:])
+    s3 = {k: v for k, v in storage.items() if not k.startswith("efs")}
+    segment_requests = {k: v for k, v in requests.items() if k.startswith("segment")}
+    api = ("apigw_requests", "lambda_requests", "lambda_duration", "dynamodb_reads", "dynamodb_writes")
+    api_usd = sum(bill["lines"][g].get(k, 0.0) for g in ("requests", "compute", "dynamodb") for k in api)
+    files = len(month.files)
+    floor_efs = gb(files * (metering.EFS_METADATA_BYTES + metering.EFS_BLOCK_BYTES)) * std
+    floor_efs += gb(month.dirs * metering.efs_dir_bytes()) * std
+    calls = {k: v for k, v in requests.items() if k not in segment_requests}
+    return {
+        "threshold": t,
+        "efs": efs,
+        "s3": s3,
+        "requests": calls,
+        "segment_requests": segment_requests,
+        "compute": bill["lines"]["compute"],
+        "dynamodb": bill["lines"]["dynamodb"],
+        "total": _no_egress(bill),
+        "floor_efs_names": floor_efs,
+        "floor_api_path": api_usd,
+        "all_s3": _no_egress(bills["all-s3"]),
+        "s3_files": _no_egress(bills["s3-files"]),
+        "files": files,
+        "dirs": month.dirs,
+    }
+
+
+def where_markdown(w: dict) -> list[str]:
+    floor = w["floor_efs_names"] + w["floor_api_path"]
+    lines = [
+        "",
+        f"Where HyCloud with tiers' month goes on the trace (threshold per mix: {w['threshold']:,} bytes), "
+        "USD, egress apart",
+        "",
+        "| part | line | USD/month |",
+        "| --- | --- | ---: |",
+    ]
+    for part in ("efs", "s3", "requests", "segment_requests", "compute", "dynamodb"):
+        for line, usd in sorted(w[part].items(), key=lambda kv: -abs(kv[1])):
+            if abs(usd) >= 0.00005:
+                lines.append(f"| {part} | {line} | {usd:.4f} |")
+    lines += [
+        f"| total | storage + requests + compute + DynamoDB | {w['total']:.4f} |",
+        "",
+        "Floors of this layout on the trace, USD/month: every one of its "
+        f"{w['files']:,} files keeps an inode and one 4 KiB block in EFS Standard as a small file, a stub "
+        f"or a link file, and each of its {w['dirs']:,} folders a directory (EFS's metering: 2 KiB of "
+        f"metadata per file, data in 4 KiB blocks): {w['floor_efs_names']:.4f}; the month's calls through "
+        f"API Gateway (REST, $3.50 per million), the controller Lambda and its DynamoDB reads and writes: "
+        f"{w['floor_api_path']:.4f}. Together {floor:.4f}, against the whole of all-S3 Standard "
+        f"({w['all_s3']:.4f}: objects priced per byte, clients calling S3 directly) and S3 Files "
+        f"({w['s3_files']:.4f}).",
+    ]
+    return lines
+
+
+def ratio_markdown(report: dict) -> list[str]:
+    """The headline, first: HyCloud with tiers (threshold per mix) over each peer, whole bill."""
+    lines = [
+        "",
+        "HyCloud with tiers (threshold per mix) over its peers, whole bill per GB-month (storage, requests, "
+        "compute, DynamoDB; egress apart): under 1.00 is cheaper",
+        "",
+        "| mix | ratio to all-S3 Standard | ratio to S3 Files | ratio to all-S3 Intelligent-Tiering | "
+        "HyCloud $/GB-month | threshold per mix (bytes) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for mix, row in report["bills"].items():
+        unit = {k: b["unit_price_gb_month"] for k, b in row["bills"].items()}
+        mine = unit["hybrid-tiers-mix"]
+        lines.append(
+            f"| {mix} | {mine / unit['all-s3']:.3f} | {mine / unit['s3-files']:.3f} | "
+            f"{mine / unit['all-s3-tiers']:.3f} | {mine:.5f} | {row['bills']['hybrid-tiers-mix']['threshold']:,} |"
+        )
+    return lines
 
 
 def bill_markdown(report: dict) -> list[str]:
@@ -335,7 +449,7 @@ def bill_markdown(report: dict) -> list[str]:
     lines += ["| mix | layout | vs all-S3 Standard | vs S3 Files | vs all-S3 Intelligent-Tiering |"]
     lines += ["| --- | --- | ---: | ---: | ---: |"]
     for mix, row in report["bills"].items():
-        for layout in ("hybrid-tiers", "hybrid-tiers-chosen"):
+        for layout in VERSUS:
             lines.append(
                 f"| {mix} | {BILL_NAMES[layout]} | {row[f'{layout}_vs_s3_pct']:+.2f}% | "
                 f"{row[f'{layout}_vs_s3_files_pct']:+.2f}% | {row[f'{layout}_vs_s3_tiers_pct']:+.2f}% |"
@@ -355,6 +469,8 @@ def bill_markdown(report: dict) -> list[str]:
                 f"{g['compute']:,.2f} | {g['dynamodb']:,.2f} | {g['transfer']:,.2f} | "
                 f"{sum(g.values()):,.2f} |"
             )
+    if "where" in report:
+        lines += where_markdown(report["where"])
     trace = report.get("trace")
     lines += [
         "",
@@ -454,6 +570,9 @@ def markdown(report: dict) -> str:
         f"{report['files']:,} synthetic files per distribution, threshold {THRESHOLD // MiB} MiB, "
         "one directory per 100 files. Seed 000 Table II (real trace): "
         f"S3 {SEED_TABLE_II['all-s3']}, EFS {SEED_TABLE_II['all-efs']}, HyCloud {SEED_TABLE_II['hybrid']} $/GB-month (+0.43%).",
+        *ratio_markdown(report),
+        "",
+        "Storage alone, by distribution:",
         "",
         "| distribution | data (GiB) | small files | layout | file data $/mo | metadata $/mo | total $/mo | $/GB-month |",
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
@@ -532,7 +651,9 @@ def main() -> None:
                 label = f"{t // KiB} KiB" if t < MiB else f"{t // MiB} MiB"
                 report["threshold_sweep"][label] = storage_rows(sizes, prices, t)
     tree = tree_files(args.trace_root)
-    report["bills"]["month in a day (trace)"] = bill_rows(trace_month(tree, args.seed), prices)
+    traced = trace_month(tree, args.seed)
+    report["bills"]["month in a day (trace)"] = bill_rows(traced, prices)
+    report["where"] = where_it_goes(traced, prices, report["bills"]["month in a day (trace)"]["bills"])
     ages = sorted(age for _, age in tree)
     report["trace"] = {
         "root": str(args.trace_root),

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
 import cost_bench  # noqa: E402
@@ -43,3 +45,24 @@ def test_synthetic_month_follows_the_unread_share():
     unread_a_month = sum(1 for f in month.files if f.before > 30) / 20000
     assert 0.78 < unread_a_month < 0.82
     assert 0.18 < sum(1 for f in month.files if f.reads) / 20000 < 0.22
+
+
+def test_where_it_goes_splits_efs_by_what_holds_it_and_prices_the_floors():
+    """The EFS parts add up to the bill's EFS lines; the floor of the names is 6 KiB of EFS
+    Standard per file and per folder."""
+    from hycloud_core.cost import load_prices
+    from hycloud_core.cost.bill import FileMonth, Month, month_bills
+
+    prices = load_prices()
+    files = [FileMonth(1000, 400.0)] * 50 + [FileMonth(20_000, 400.0)] * 30 + [FileMonth(20_000, 1.0)] * 20
+    month = Month(files, dirs=2, metadata_ops=10)
+    bills = {k: b.to_dict(prices) for k, b in month_bills(month, prices).items()}
+    w = cost_bench.where_it_goes(month, prices, bills)
+    storage = bills["hybrid-tiers-mix"]["lines"]["storage"]
+    assert sum(w["efs"].values()) == pytest.approx(storage["efs_metadata"] + storage["efs_data"])
+    gb, std = prices.gb, prices["efs_storage_gb_month"]
+    assert (
+        w["efs"]["files of one 4 KiB block (EFS Standard: a stub would cost the same)"] == gb(50 * 4096) * std
+    )
+    assert w["floor_efs_names"] == pytest.approx(gb(100 * 6144) * std + gb(2 * 6144) * std)
+    assert w["total"] == sum(v for g, v in bills["hybrid-tiers-mix"]["groups"].items() if g != "transfer")

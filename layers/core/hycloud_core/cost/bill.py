@@ -16,7 +16,10 @@ same bytes in every layout, so it is shown apart, as is the deployment's fixed m
 Layouts: "hybrid" (today: 2 MiB threshold, no tiers), "hybrid-tiers" (the same with EFS lifecycle
 and Intelligent-Tiering, infra constructs/storage_tiers.py, and cold small files packed into S3
 segments, `segments_bill.py`), "hybrid-tiers-chosen" (tiers at the
-threshold `tiers.choose_threshold` picks for the month's own access rates), "all-s3" (S3 Standard),
+threshold `tiers.choose_threshold` picks for the month's own access rates), "hybrid-tiers-mix" (tiers
+at the threshold whose whole bill is the lowest for this month's files: `cheapest_threshold`, the
+threshold per mix a deployment sets with `hycloud:smallFileThreshold`, files already stored then
+moved by the upkeep, fs/threshold_moves.py), "all-s3" (S3 Standard),
 "all-s3-tiers" (every object of 128 KiB and more in Intelligent-Tiering) and "s3-files".
 """
 
@@ -49,7 +52,17 @@ ARCHIVE_MINIMUM_DAYS = 90.0  # EFS Archive bills at least this long
 GROUPS = ("storage", "requests", "compute", "dynamodb", "transfer")
 COMPUTE = ("lambda_requests", "lambda_duration", "step_functions")
 TRANSFER = ("egress", "inter_region")
-LAYOUTS = ("hybrid", "hybrid-tiers", "hybrid-tiers-chosen", "all-s3", "all-s3-tiers", "s3-files")
+LAYOUTS = (
+    "hybrid",
+    "hybrid-tiers",
+    "hybrid-tiers-chosen",
+    "hybrid-tiers-mix",
+    "all-s3",
+    "all-s3-tiers",
+    "s3-files",
+)
+# thresholds a deployment may choose per mix: from one EFS block to a part, where the bill turns
+CANDIDATE_THRESHOLDS = tuple(1 << k for k in range(12, 24))  # 4 KiB .. 8 MiB
 
 
 @dataclass(frozen=True)
@@ -252,6 +265,38 @@ def _s3_files_recent(walked: _Walked) -> int:
     return sum(f.size * len(f.writes) for f in walked.files if f.size >= m.S3FILES_IMPORT_THRESHOLD)
 
 
+def _hybrid_bill(
+    layout: str, walked: _Walked, month: Month, prices: Prices, t: int, tiers: bool, a: Assumptions
+) -> Bill:
+    """HyCloud's bill at small-file threshold `t`, with or without the storage tiers and segments."""
+    ops = operations_cost(operations(walked, t, month.metadata_ops), prices, "hybrid", a)
+    storage = _hybrid(walked, month, prices, t, tiers)
+    if tiers:
+        packed, requests = segment_lines(walked.files, prices, t)
+        ops = {**ops, **_tier_lines(walked, prices, t), **requests}
+        storage = with_lines(storage, packed)
+    return _bill(layout, storage, ops, t)
+
+
+def cheapest_threshold(
+    walked: _Walked,
+    month: Month,
+    prices: Prices,
+    a: Assumptions,
+    candidates: Sequence[int] = CANDIDATE_THRESHOLDS,
+) -> int:
+    """The candidate threshold at which HyCloud with tiers bills this month's files least (storage,
+    requests, compute, DynamoDB; egress is the same at any threshold). `tiers.choose_threshold`
+    judges one file at average rates; this prices the mix itself, its one-block files, segments
+    and reads included, so it is the threshold a deployment picks from its measured month."""
+
+    def unit(t: int) -> float:
+        bill = _hybrid_bill("hybrid-tiers-mix", walked, month, prices, t, True, a)
+        return bill.total - bill.group("transfer")
+
+    return min(candidates, key=unit)
+
+
 def month_bills(
     month: Month,
     prices: Prices,
@@ -262,19 +307,13 @@ def month_bills(
     a = assumptions or Assumptions(relayed_share=0.0)
     walked = month.walked()
     chosen = choose_threshold(prices, month.access(walked))
-    bills: dict[str, Bill] = {}
-    for layout, t, tiers in (
-        ("hybrid", threshold, False),
-        ("hybrid-tiers", threshold, True),
-        ("hybrid-tiers-chosen", chosen, True),
-    ):
-        ops = operations_cost(operations(walked, t, month.metadata_ops), prices, "hybrid", a)
-        storage = _hybrid(walked, month, prices, t, tiers)
-        if tiers:
-            packed, requests = segment_lines(walked.files, prices, t)
-            ops = {**ops, **_tier_lines(walked, prices, t), **requests}
-            storage = with_lines(storage, packed)
-        bills[layout] = _bill(layout, storage, ops, t)
+    bills = {
+        "hybrid": _hybrid_bill("hybrid", walked, month, prices, threshold, False, a),
+        "hybrid-tiers": _hybrid_bill("hybrid-tiers", walked, month, prices, threshold, True, a),
+        "hybrid-tiers-chosen": _hybrid_bill("hybrid-tiers-chosen", walked, month, prices, chosen, True, a),
+    }
+    mix = cheapest_threshold(walked, month, prices, a)
+    bills["hybrid-tiers-mix"] = _hybrid_bill("hybrid-tiers-mix", walked, month, prices, mix, True, a)
     plain = usage_from_sizes([f.size for f in walked.files], threshold=PART_SIZE + 1)
     s3_ops = operations_cost(operations(walked, PART_SIZE + 1, month.metadata_ops), prices, "all-s3")
     bills["all-s3"] = _bill("all-s3", all_s3_cost(plain, prices), s3_ops)

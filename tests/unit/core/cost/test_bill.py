@@ -79,3 +79,19 @@ def test_hybrid_today_pays_its_direct_download_through_one_controller_call():
     # the small read and the small write through the API: two calls, no relay
     assert bill.lines["requests"]["apigw_requests"] == pytest.approx(2 / 1e6 * 3.5)
     assert bill.lines["compute"]["step_functions"] == 0
+
+
+def test_the_threshold_per_mix_is_the_candidate_with_the_lowest_bill():
+    """Every candidate is priced on the month's files, the cheapest is taken, and its bill is never
+    above HyCloud with tiers at the fixed 2 MiB."""
+    from hycloud_core.cost.bill import CANDIDATE_THRESHOLDS, Assumptions, cheapest_threshold
+
+    month = _month()
+    bills = month_bills(month, P)
+    walked, a = month.walked(), Assumptions(relayed_share=0.0)
+    mix = bills["hybrid-tiers-mix"]
+    assert mix.threshold == cheapest_threshold(walked, month, P, a) and mix.threshold in CANDIDATE_THRESHOLDS
+    cost = {t: month_bills(month, P, threshold=t)["hybrid-tiers"] for t in CANDIDATE_THRESHOLDS}
+    least = min(b.total - b.group("transfer") for b in cost.values())
+    assert mix.total - mix.group("transfer") == pytest.approx(least)
+    assert mix.total <= bills["hybrid-tiers"].total
