@@ -79,3 +79,17 @@ def test_mkdir_encrypted_makes_the_folder_crypt_commands_use(store, capsys, tmp_
     code, out, _ = run(capsys, "--json", "crypt", "ls", "/vault2")
     assert code == 0 and [e["name"] for e in json.loads(out)] == ["n.txt"]
     assert run(capsys, "mkdir", "--encrypted", "/vault2")[0] != 0  # already an encrypted folder
+
+
+def test_gc_counts_with_dry_run_and_refuses_a_short_grace(store, capsys, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.bin").write_bytes(bytes(range(256)) * 400)
+    run(capsys, "crypt", "init", "/vault")
+    run(capsys, "crypt", "put", str(tmp_path / "src"), "/vault")
+    (tmp_path / "src" / "a.bin").unlink()
+    run(capsys, "crypt", "sync", str(tmp_path / "src"), "/vault")
+    code, out, _ = run(capsys, "--json", "crypt", "gc", "/vault", "--dry-run")
+    assert code == 0 and json.loads(out)["young"] >= 1 and json.loads(out)["removed"] == 0
+    code, _, err = run(capsys, "crypt", "gc", "/vault", "--grace", "1m")
+    assert code == 2 and "grace" in err
+    assert store.chunk_names()  # nothing removed

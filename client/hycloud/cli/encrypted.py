@@ -225,6 +225,48 @@ def rotate(
     emit({"path": remote, "epoch": epoch}, f"key of {remote} re-wrapped (epoch {epoch})")
 
 
+@crypt.command("gc")
+def gc(
+    remote: Dir,
+    grace: Annotated[
+        str,
+        typer.Option("--grace", metavar="AGE", help="Keep chunks written within AGE: 12h, 1d (default), 7d."),
+    ] = "1d",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "-n", help="Count what would go; remove nothing.")
+    ] = False,
+    key_file: KeyFile = None,
+) -> None:
+    """Remove the chunks no file of DIR names any more (left by sync --delete and new versions),
+    once older than --grace. An upload in flight is never cut short: its reused chunks are spared,
+    and a collection that meets one removes nothing that run."""
+    from ..encrypted import collect
+
+    grace_s = _seconds(grace)
+    folder = _opened(remote, key_file)
+    done = _run(lambda: collect.collect(folder, grace_s, dry_run))
+    assert isinstance(done, collect.Collected)
+    data = {**vars(done), "removed": len(done.removed)}
+    verb = "would remove" if dry_run else "removed"
+    why = "; an upload was in flight, nothing removed (run again)" if done.deferred else ""
+    emit(
+        data,
+        f"{verb} {len(done.removed)} of {done.chunks} chunks ({done.referenced} in use, {done.young} younger "
+        f"than {grace}, {done.touched} reused by uploads in flight){why}",
+    )
+
+
+def _seconds(text: str) -> float:
+    """`90s`, `15m`, `12h`, `1d`, `2w` (a bare number is seconds)."""
+    import re
+
+    found = re.fullmatch(r"(\d+)([smhdw]?)", text.strip().lower())
+    if not found:
+        raise BadRequest(f"{text!r} is not an age like 12h, 1d or 2w", code="bad-duration")
+    unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[found.group(2)]
+    return float(int(found.group(1)) * unit)
+
+
 @crypt.command("add-user")
 def add_user(
     remote: Dir,

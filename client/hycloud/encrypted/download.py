@@ -62,7 +62,7 @@ def get(folder: EncryptedFolder, inner: str, local: Path) -> int:
 def fetch(folder: EncryptedFolder, files: list[Wanted]) -> None:
     """Read and check the files' manifests, then their chunks in batches, and write them."""
     blobs = folder.store.read_many(folder.stored(f.rel) for f in files)
-    opened = [(f, _manifest(folder, f, blobs[folder.stored(f.rel)])) for f in files]
+    opened = [(f, opened_manifest(folder, f, blobs[folder.stored(f.rel)])) for f in files]
     group: list[tuple[Wanted, manifest.FileManifest]] = []
     for item in opened:
         group.append(item)
@@ -73,7 +73,7 @@ def fetch(folder: EncryptedFolder, files: list[Wanted]) -> None:
         _assemble(folder, group)
 
 
-def _manifest(folder: EncryptedFolder, file: Wanted, blob: bytes | None) -> manifest.FileManifest:
+def opened_manifest(folder: EncryptedFolder, file: Wanted, blob: bytes | None) -> manifest.FileManifest:
     if blob is None:
         raise IntegrityError(f"{file.rel}: its manifest is missing though its folder names it")
     key = "F:" + file.rel

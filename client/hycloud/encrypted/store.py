@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,11 +34,14 @@ class Store(Protocol):
     def write_many(self, blobs: Mapping[str, bytes], expect: Mapping[str, str] | None = None) -> set[str]: ...
     def chunk_names(self) -> set[str]: ...
     def remove(self, rel: str, folder: bool = False) -> None: ...
+    def listing(self, rel: str) -> dict[str, float]: ...
 
 
 class MemoryStore:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.objects: dict[str, bytes] = {}
+        self.mtimes: dict[str, float] = {}  # when each object was last written, by `clock`
+        self.clock = clock
         self.sent = 0  # bytes written, as a transfer would send them
 
     def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
@@ -47,6 +51,7 @@ class MemoryStore:
         expect = expect or {}
         refused = {rel for rel in blobs if rel in expect and version_of(self.objects.get(rel)) != expect[rel]}
         self.objects.update({rel: blob for rel, blob in blobs.items() if rel not in refused})
+        self.mtimes.update({rel: self.clock() for rel in blobs if rel not in refused})
         self.sent += sum(len(b) for b in blobs.values())
         return refused
 
@@ -57,6 +62,16 @@ class MemoryStore:
     def remove(self, rel: str, folder: bool = False) -> None:
         for key in [k for k in self.objects if k == rel or (folder and k.startswith(rel + "/"))]:
             del self.objects[key]
+            self.mtimes.pop(key, None)
+
+    def listing(self, rel: str) -> dict[str, float]:
+        """The files directly in folder `rel` and when each was written."""
+        prefix = rel.rstrip("/") + "/"
+        return {
+            k[len(prefix) :]: self.mtimes.get(k, 0.0)
+            for k in self.objects
+            if k.startswith(prefix) and "/" not in k[len(prefix) :]
+        }
 
 
 class CloudStore:
@@ -111,6 +126,13 @@ class CloudStore:
             }
         except NotFoundError:
             return set()
+
+    def listing(self, rel: str) -> dict[str, float]:
+        try:
+            entries = self.client.iter_dir(self._remote(rel))
+            return {e["name"]: float(e["mtime"]) for e in entries if e.get("type") != "dir"}
+        except NotFoundError:
+            return {}
 
     def remove(self, rel: str, folder: bool = False) -> None:
         try:

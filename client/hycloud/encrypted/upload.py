@@ -19,6 +19,7 @@ from hycloud_core.crypto import chunking, chunks, manifest
 
 from .commit import Pending, commit
 from .folder import EncryptedFolder, ancestors, split
+from .leases import Lease
 
 FLUSH_BYTES = 32 * 1024 * 1024  # chunk objects held before they are sent
 
@@ -39,12 +40,14 @@ class _Batch:
     folder: EncryptedFolder
     have: set[str]
     result: PutResult
+    lease: Lease
     pending: dict[str, bytes] = field(default_factory=dict)
     size: int = 0
 
     def add(self, name: str, blob: bytes) -> None:
         if name in self.have:
             self.result.chunks_reused += 1
+            self.lease.touch(name)  # a collection running now spares it
             return
         self.have.add(name)
         self.pending[chunks.object_path(name)] = blob
@@ -55,6 +58,7 @@ class _Batch:
 
     def flush(self) -> None:
         self.folder.store.write_many(self.pending)
+        self.lease.write()  # fresh again, with the chunks reused so far
         self.result.bytes_sent += self.size
         self.pending, self.size = {}, 0
 
@@ -72,7 +76,10 @@ def put_tree(folder: EncryptedFolder, local_dir: Path, inner: str = "", delete: 
     """The contents of `local_dir` into folder `inner`; unchanged files (same sha256) are skipped.
     With `delete` (sync), entries the local tree no longer has are removed."""
     pairs = [(path, posixpath.join(inner, rel) if inner else rel) for path, rel in local_files(local_dir)]
-    keep = {inner} | {d for _, rel in pairs for d in ancestors(rel)} if delete else None
+    inside = inner + "/" if inner else ""
+    keep = (
+        {inner} | {d for _, rel in pairs for d in ancestors(rel) if d.startswith(inside)} if delete else None
+    )
     return put_files(folder, pairs, extra_dirs=[inner] if inner else [], keep_dirs=keep)
 
 
@@ -87,10 +94,25 @@ def put_files(
     dirs = {d for _, rel in pairs for d in ancestors(rel)} | set(extra_dirs or [])
     dirs |= {d for extra in extra_dirs or [] for d in ancestors(extra)} | set(keep_dirs or ())
     maps = folder.read_maps(sorted(dirs))
+    lease = Lease.start(folder.store)  # before the chunk listing: see leases.py
+    try:
+        return _put(folder, pairs, dirs, maps, keep_dirs, lease)
+    finally:
+        lease.end()
+
+
+def _put(
+    folder: EncryptedFolder,
+    pairs: list[tuple[Path, str]],
+    dirs: set[str],
+    maps: dict[str, tuple[manifest.DirMap, int]],
+    keep_dirs: set[str] | None,
+    lease: Lease,
+) -> PutResult:
     before = {rel: dict(dir_map.entries) for rel, (dir_map, _) in maps.items()}
     changed: set[str] = set()
     result = PutResult()
-    batch = _Batch(folder, folder.store.chunk_names(), result)
+    batch = _Batch(folder, folder.store.chunk_names(), result, lease)
     bodies: dict[str, dict[str, Any]] = {}
     for local, rel in pairs:
         body = _seal_file(folder, batch, maps, local, rel)
