@@ -225,6 +225,7 @@ def run_size(args, files: int, outputs: dict, env: dict) -> dict:
             total = {"seconds": found["seconds"] + sent["seconds"], "bytes": found["bytes"] + sent["bytes"]}
             rows[name] = _row(found, total, found["result"][1], None)
             rows[name]["find_runs"] = [round(f["seconds"], 3) for f in founds]
+        renamed = _renamed_rows(args, link, seed, tree, s3, bucket) if args.rename else None
         loads.append(os.getloadavg()[0])
     rows = {"hycloud sync": rows.pop("hycloud sync"), **rows}
     base = rows["hycloud sync"]["find_seconds"]
@@ -242,10 +243,79 @@ def run_size(args, files: int, outputs: dict, env: dict) -> dict:
             "folders_listed": unchanged["listed"],
         },
         "client_work": client_side,
+        "renamed": renamed,
         "lower_bound": lower_bound(args, changed),
         "load_average_1min": [round(x, 2) for x in loads],
         "rows": rows,
     }
+
+
+def _renamed_rows(args, link, seed: dict, tree: Path, s3, bucket: str) -> dict:
+    """After renaming d3 (a tenth of the tree) to d3-renamed, everything else as both clouds
+    hold it: finding what changed, each method (HyCloud with --delete: the rename is found as
+    moves; the list peer sees every file of the folder as new). The folder is renamed back."""
+    old, new = tree / "d3", tree / "d3-renamed"
+    old.rename(new)
+    try:
+        moved = sorted(p.relative_to(tree).as_posix() for p in new.rglob("*") if p.is_file())
+        rows: dict[str, dict] = {}
+        options = SyncOptions(dry_run=True, delete=True)
+        with through(link):
+            wan = HyCloud(seed["url"], seed["key"])  # made here: its sessions go through the link
+            wan.small_file_threshold  # noqa: B018 - the deployment's info, fetched before timing
+            finds = [
+                measure(link, lambda: sync(wan, tree, REMOTE, "push", options)) for _ in range(args.repeats)
+            ]
+        find = _median(finds)
+        assert sorted(m["to"] for m in find["result"]["moved"]) == moved, "sync found other changes"
+        rows["hycloud sync"] = {
+            **_row(
+                find, {"seconds": None, "bytes": None}, find["result"]["requests"], find["result"]["rounds"]
+            ),
+            "found": f"{len(find['result']['moved']):,} moves",
+            "timings": find["result"]["timings"],
+            "find_runs": [round(f["seconds"], 3) for f in finds],
+        }
+        founds = [measure(link, lambda: s3_compare(s3, bucket, tree, False)) for _ in range(args.repeats)]
+        found = _median(founds)
+        extra = set(found["result"][0]) - set(moved)  # edited earlier: newer locally than uploaded
+        assert set(moved) <= set(found["result"][0]) and len(extra) <= len(seed["changed"]), (
+            "the list differs"
+        )
+        rows["aws s3 sync-style list"] = {
+            **_row(found, {"seconds": None, "bytes": None}, found["result"][1], None),
+            "found": f"{len(moved):,} new files (as many to delete), and {len(extra)} edited earlier again",
+            "find_runs": [round(f["seconds"], 3) for f in founds],
+        }
+        return {"folder": "d3 -> d3-renamed", "files": len(moved), "rows": rows}
+    finally:
+        new.rename(old)
+
+
+def client_only(files: int, workdir: str | None) -> dict:
+    """The client's part alone for a tree of `files` files (no cloud): the first scan (every file
+    read), then `client_work` with nothing changed, against the scan journal."""
+    work = Path(workdir or tempfile.mkdtemp()) / f"client{files}"
+    tree = work / "tree"
+    os.environ["HYCLOUD_STATE"] = str(work / "state.sqlite3")
+    made_now = not (work / "made").exists()
+    if made_now:
+        shutil.rmtree(work, ignore_errors=True)
+        make_tree(tree, files, random.Random(12))
+        old = time.time() - 3600
+        for folder, _dirs, names in os.walk(tree):
+            for name in names:
+                os.utime(os.path.join(folder, name), (old, old))
+        (work / "made").write_text("")
+    stub = argparse.Namespace(
+        http=argparse.Namespace(base="http://client-only"), store=argparse.Namespace(user="u")
+    )
+    first = time.perf_counter()
+    client_work(tree, stub, runs=1)  # the journal recorded (files read only on the very first run)
+    first_s = time.perf_counter() - first
+    time.sleep(2.1)  # past the racy window of what that scan saw
+    first_s = round(first_s, 3) if made_now else None  # a kept tree's journal: not a first scan
+    return {"files": files, "first_scan_s": first_s, "client_work": client_work(tree, stub)}
 
 
 def client_work(tree: Path, client: HyCloud, runs: int = 5) -> dict:
@@ -366,6 +436,23 @@ def markdown(doc: dict) -> str:
     for files, old in before.items():
         if all(str(size["files"]) != files for size in doc["sizes"]):
             lines += _before_markdown(int(files), old)
+    for only in doc.get("client_only", []):
+        w = only["client_work"]
+        lines += [
+            "",
+            f"## {only['files']:,} files: the client's part alone (in-process, no cloud)",
+            "",
+            (
+                f"First scan (every file read, the journal written): {only['first_scan_s']:.1f} s. "
+                if only["first_scan_s"] is not None
+                else "The tree and its journal kept from an earlier run. "
+            )
+            + "A sync of the "
+            f"unchanged tree (journal, scan, Merkle tree, request encoded; median of 5): "
+            f"{w['wall_s'] * 1000:.0f} ms wall, {w['cpu_s'] * 1000:.0f} ms CPU (scan alone "
+            f"{w['scan_wall_s'] * 1000:.0f} ms), {w['files_read']} files read, {w['folders_listed']} folders "
+            f"listed, a {w['request_bytes']:,}-byte request.",
+        ]
     if doc.get("exchange_bytes"):
         lines += _bytes_markdown(doc["exchange_bytes"], argparse.Namespace(**doc["link_args"]))
     return "\n".join(lines) + "\n"
@@ -449,6 +536,8 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
         f"{scan['files_read']} read, {scan.get('folders_listed', '-')} folders listed (a stat each; "
         "hashes and listings from the scan journal).",
     ]
+    if size.get("renamed"):
+        lines += _renamed_markdown(size["renamed"])
     work = size.get("client_work")
     if work:
         lines.append(
@@ -456,6 +545,23 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
             f"request encoded; in-process, median of 5): {work['wall_s'] * 1000:.0f} ms wall, "
             f"{work['cpu_s'] * 1000:.0f} ms CPU (scan alone {work['scan_wall_s'] * 1000:.0f} ms), "
             f"{work['files_read']} files read, {work['folders_listed']} folders listed."
+        )
+    return lines
+
+
+def _renamed_markdown(renamed: dict) -> list[str]:
+    base = renamed["rows"]["hycloud sync"]["find_seconds"]
+    lines = [
+        "",
+        f"After renaming a folder ({renamed['folder']}, {renamed['files']:,} files; nothing else changed):",
+        "",
+        "| method | find changes (s) | runs | found | bytes on link | requests | × HyCloud |",
+        "|---|---:|---|---|---:|---:|---:|",
+    ]
+    for name, r in renamed["rows"].items():
+        lines.append(
+            f"| {name} | {r['find_seconds']:.2f} | {', '.join(map(str, r['find_runs']))} | {r['found']} | "
+            f"{r['find_bytes']:,} | {r['find_requests']} | {r['find_seconds'] / base:.1f}× |"
         )
     return lines
 
@@ -605,6 +711,75 @@ def down_bench(args) -> dict:
     }
 
 
+def watch_latency(args) -> dict:
+    """`sync --watch` over the link: seconds from a file written locally to the cloud holding
+    it (polled directly, off the link, every 10 ms), for --repeats files one after another."""
+    import threading
+
+    from hycloud.sync.watch import watch
+
+    outputs, env = local.running_deployment()
+    port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
+    account = create_account(outputs["TableName"], f"syncw-{uuid.uuid4().hex[:8]}")
+    work = Path(tempfile.mkdtemp())
+    os.environ["HYCLOUD_STATE"] = str(work / "state.sqlite3")
+    folder, direct = work / "w", HyCloud(outputs["LocalApiUrl"], account["api_key"])
+    folder.mkdir()
+    direct.mkdir("/watched", parents=True)
+    latencies: list[float] = []
+    with client_link(port, args) as link, through(link):
+        wan = HyCloud(outputs["LocalApiUrl"], account["api_key"])
+        wan.small_file_threshold  # noqa: B018 - the deployment's info, fetched before timing
+        ready = threading.Event()
+        seconds = 10.0 + 6.0 * args.repeats
+        watcher = threading.Thread(
+            target=watch,
+            args=(wan, folder, "/watched", PathFilter.of(), seconds),
+            kwargs={"ready": ready.set},
+        )
+        watcher.start()
+        ready.wait(30)
+        time.sleep(2.0)
+        for i in range(args.repeats):
+            data = os.urandom(2000)
+            made = time.perf_counter()
+            (folder / f"note{i}.txt").write_bytes(data)
+            while time.perf_counter() - made < 20:
+                try:
+                    if direct.stat(f"/watched/note{i}.txt").get("size") == len(data):
+                        break
+                except Exception:  # noqa: BLE001 - not there yet
+                    pass
+                time.sleep(0.01)
+            latencies.append(round(time.perf_counter() - made, 3))
+            print(f"change {i}: in the cloud after {latencies[-1]:.3f} s", flush=True)
+            time.sleep(1.0)
+        watcher.join()
+    shutil.rmtree(work, ignore_errors=True)
+    return {
+        "link": describe(args),
+        "command": " ".join(["bench/sync_bench.py", *sys.argv[1:]]),
+        "latencies_s": latencies,
+        "median_s": sorted(latencies)[len(latencies) // 2],
+        "load_average_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def watch_markdown(doc: dict) -> str:
+    return "\n".join(
+        [
+            f"# Sync: `sync --watch`, a local change reaching the cloud ({doc['link']})",
+            "",
+            f"`.venv/bin/python {doc['command']}`: a 2,000-byte file written in the watched folder, then "
+            "the cloud polled directly (off the link) every 10 ms until it holds it; one file after "
+            f"another. Aim (issue 33): within 1 s at 100 ms RTT. 1-minute load average {doc['load_average_1min']:.1f}.",
+            "",
+            f"Median **{doc['median_s']:.3f} s**; each: {', '.join(f'{x:.3f}' for x in doc['latencies_s'])} s.",
+            "",
+        ]
+    )
+
+
 def down_markdown(doc: dict) -> str:
     get_r = doc["rows"]["get -r"]["seconds"]
     lines = [
@@ -635,7 +810,7 @@ def down_markdown(doc: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--files", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--files", type=int, nargs="*", default=[10_000])
     parser.add_argument("--changed", type=float, default=0.01, help="fraction of files edited")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each search (list + head: one)")
     parser.add_argument("--head", type=int, default=1, help="1: also time list + head per object")
@@ -647,17 +822,36 @@ def main() -> None:
         "--bytes", type=int, nargs="*", default=[], help="sizes whose exchange bytes are counted"
     )
     parser.add_argument("--note", action="append", default=[], help="a line for the report")
+    parser.add_argument("--watch-latency", action="store_true", help="only: sync --watch, change to cloud")
+    parser.add_argument("--rename", type=int, default=1, help="1: also find a renamed folder (d3)")
+    parser.add_argument(
+        "--client-only", type=int, nargs="*", default=[], help="sizes: the client's part alone"
+    )
     parser.add_argument(
         "--down-tree", type=int, help="only: a first sync down of a new tree of N files vs get -r"
     )
     add_link_args(parser)
     args = parser.parse_args()
+    if args.watch_latency:
+        watched = watch_latency(args)
+        result_files.write(args.name, watched, watch_markdown(watched))
+        print(watch_markdown(watched))
+        return
     if args.down_tree:
         down = down_bench(args)
         result_files.write(args.name, down, down_markdown(down))
         print(down_markdown(down))
         return
-    doc = _joined(args.join) if args.join else run(args)
+    doc = (
+        _joined(args.join)
+        if args.join
+        else run(args)
+        if args.files
+        else {"sizes": [], "link": describe(args)}
+    )
+    doc["client_only"] = [client_only(n, args.workdir) for n in args.client_only]
+    doc.setdefault("command", " ".join(["bench/sync_bench.py", *sys.argv[1:]]))
+    doc.setdefault("repeats", args.repeats)
     doc["before"] = _before(args.before)
     doc["notes"] = args.note
     doc["link_args"] = {"rtt": args.rtt, "up": args.up, "down": args.down}
