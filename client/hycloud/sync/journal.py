@@ -92,8 +92,3 @@ def save(journal: Journal) -> None:
     temp = journal.path.with_name(f"{journal.path.name}.{os.getpid()}.tmp")
     temp.write_bytes(marshal.dumps(data))
     os.replace(temp, journal.path)
-
-
-def forget(path: Path) -> None:
-    """Drop a journal (a full rescan next time)."""
-    path.unlink(missing_ok=True)
