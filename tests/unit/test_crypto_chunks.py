@@ -77,3 +77,17 @@ def test_reused_buffers_leave_nothing_of_an_earlier_chunk():
     worker.start()
     worker.join()
     assert elsewhere == [here] and chunks.open_(KEYS, *here) == small
+
+
+def test_a_chunk_key_is_the_hkdf_subkey_the_format_names():
+    """The per-chunk key's fast path (Extract once per folder, one HMAC per chunk) gives exactly
+    HKDF-SHA256(chunk key, "hycloud-enc-1/chunk/<hex>"), so folders written before still open."""
+    import hashlib
+    import os
+
+    from hycloud_core.crypto.keys import FolderKeys, subkey
+
+    for _ in range(5):
+        fk = FolderKeys.derive(os.urandom(16), os.urandom(32))
+        digest = hashlib.sha256(os.urandom(100)).digest()
+        assert chunks.chunk_key(fk, digest) == subkey(fk.chunks, "chunk/" + digest.hex())

@@ -11,7 +11,9 @@ truncation), then the plaintext hash the manifest recorded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .errors import FormatError, IntegrityError
-from .keys import FolderKeys, subkey
+from .keys import FolderKeys
+
+_INFO = b"hycloud-enc-1/chunk/"  # keys.subkey's label prefix, then "chunk/" and the hash
 
 MAGIC = b"HCC1"
 PAD = 256
@@ -103,8 +107,22 @@ def unpack(packed: bytes, size: int) -> bytes:
     raise FormatError("unknown chunk encoding")
 
 
+@functools.lru_cache(maxsize=64)
+def _prk(base: bytes) -> bytes:
+    """HKDF-Extract of the folder's chunk key (no salt: 32 zero bytes), once per folder."""
+    return hmac.digest(bytes(32), base, "sha256")
+
+
+def chunk_key(fk: FolderKeys, plain_sha256: bytes) -> bytes:
+    """HKDF-SHA256(chunk key, info "hycloud-enc-1/chunk/<hex>") to 32 bytes, exactly `keys.subkey`'s
+    answer (one Expand block: HMAC(PRK, info || 0x01)), with the Extract step done once per folder:
+    building an HKDF object per chunk cost about a tenth of a seal."""
+    info = _INFO + plain_sha256.hex().encode() + b"\x01"
+    return hmac.digest(_prk(fk.chunks), info, "sha256")
+
+
 def _key(fk: FolderKeys, plain_sha256: bytes) -> AESGCM:
-    return AESGCM(subkey(fk.chunks, "chunk/" + plain_sha256.hex()))
+    return AESGCM(chunk_key(fk, plain_sha256))
 
 
 def seal(fk: FolderKeys, plaintext: bytes) -> tuple[ChunkRef, bytes]:
@@ -132,7 +150,7 @@ def open_(fk: FolderKeys, ref: ChunkRef, blob: bytes) -> bytes:
         raise FormatError("not a chunk object")
     try:
         padded = _key(fk, bytes.fromhex(ref.plain_sha256)).decrypt(
-            NONCE, blob[len(MAGIC) :], MAGIC + fk.folder_id
+            NONCE, memoryview(blob)[len(MAGIC) :], MAGIC + fk.folder_id
         )
     except InvalidTag as err:
         raise IntegrityError(f"chunk {ref.name[:16]}… failed authentication") from err
