@@ -104,7 +104,7 @@ def _one_pass(
     diff = find(client.merkle_children, remote_root, local, keep, _sender(client))
     if direction == "pull" and "" in diff.local_dirs:
         raise NotFoundError(f"{remote_root} is not a folder in the cloud", code="not-found")
-    base = state.base()
+    base = state.base(diff.files if options.dry_run else None)  # a real run agrees on every file
     plan = make_plan(
         direction, remote_root, diff, local, base, state.has_history(), options.delete, options.device
     )

@@ -96,11 +96,25 @@ class SyncState:
         with self.db:
             self.db.execute("UPDATE sync_pairs SET finished=? WHERE pair=?", (time.time(), self.pair))
 
-    def base(self) -> dict[str, BaseEntry]:
-        rows = self.db.execute(
-            "SELECT rel, merkle, content_hash, mtime FROM sync_base WHERE pair=?", (self.pair,)
-        )
-        return {rel: BaseEntry(m, h, t) for rel, m, h, t in rows}
+    def base(self, only: Iterable[str] | None = None) -> dict[str, BaseEntry]:
+        """Every file's state at the last sync, or only that of the paths in `only` (what a dry
+        run plans from: the differing paths, not the whole tree)."""
+        if only is None:
+            rows = self.db.execute(
+                "SELECT rel, merkle, content_hash, mtime FROM sync_base WHERE pair=?", (self.pair,)
+            )
+            return {rel: BaseEntry(m, h, t) for rel, m, h, t in rows}
+        out: dict[str, BaseEntry] = {}
+        wanted = list(only)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self.db.execute(
+                "SELECT rel, merkle, content_hash, mtime FROM sync_base WHERE pair=? AND rel IN "
+                f"({','.join('?' * len(chunk))})",
+                (self.pair, *chunk),
+            )
+            out.update({rel: BaseEntry(m, h, t) for rel, m, h, t in rows})
+        return out
 
     def agreed_version(self, rel: str) -> str:
         """The content hash both sides last agreed on at `rel` (preconditions.ABSENT: none)."""

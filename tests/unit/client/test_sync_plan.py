@@ -213,3 +213,13 @@ def test_a_delete_of_a_file_changed_elsewhere_keeps_it(tmp_path):
     report = sync(cloud, local, "/g", "push", SyncOptions(delete=True))
     assert cloud.files["/g/a"][0] == b"edited elsewhere"
     assert report["failed"] == [] and report["kept"] == ["a"]
+
+
+def test_a_dry_run_plans_a_rename_as_a_move_from_the_differing_paths_base_alone(tmp_path):
+    cloud, local = FakeCloud(), tmp_path / "r"
+    tree(local, {"a.txt": b"alpha", "keep.txt": b"kept"})
+    sync(cloud, local, "/r", "push")
+    (local / "a.txt").rename(local / "b.txt")
+    report = sync(cloud, local, "/r", "push", SyncOptions(dry_run=True, delete=True))
+    assert report["moved"] == [{"from": "a.txt", "to": "b.txt"}] and not report["copied"]
+    assert sorted(cloud.files) == ["/r/a.txt", "/r/keep.txt"]  # a dry run changes nothing
