@@ -187,3 +187,34 @@ def test_locate_takes_the_nearest_encrypted_folder(monkeypatch):
     assert routing.locate(None, "/a/b/c/d.txt") == routing.Located("/a/b", "c/d.txt")  # type: ignore[arg-type]
     assert routing.locate(None, "/a/b") == routing.Located("/a/b", "")  # type: ignore[arg-type]
     assert routing.locate(None, "/z/b") is None  # type: ignore[arg-type]
+
+
+def test_watch_and_dry_run_are_refused_for_an_encrypted_folder(cloud, capsys, tmp_path):
+    _tree(tmp_path / "src")
+    run(capsys, "mkdir", "--encrypted", "/vault")
+    for extra in (["--watch-for", "1"], ["--dry-run"]):
+        code, _, err = run(capsys, "sync", str(tmp_path / "src"), "hc:/vault", *extra)
+        assert code == 2 and "encrypted" in err
+    assert _plaintext_in(cloud["/vault"]) == [] and cloud["client"].puts == []
+
+
+def test_the_sdk_calls_seal_inside_and_fall_through_outside(cloud, tmp_path):
+    """routing.put/get/ls: what an SDK program calls instead of HyCloud.put/get/ls."""
+    from hycloud.encrypted import EncryptedFolder
+    from hycloud.encrypted.counters import Counters
+
+    client = cloud["client"]
+    EncryptedFolder.create(
+        cloud.setdefault("/vault", MemoryStore()), "alice", b"a passphrase", None, Counters()
+    )
+    want = _tree(tmp_path / "src")
+    sent = routing.put(client, tmp_path / "src", "/vault/in")  # type: ignore[arg-type]
+    assert sent["encrypted"] and sent["result"]["files"] == 3 and client.puts == []
+    assert [e["name"] for e in routing.ls(client, "/vault/in")] == ["photos-secret", "plan-secret.txt"]  # type: ignore[arg-type]
+    got = routing.get(client, "/vault/in", tmp_path / "back")  # type: ignore[arg-type]
+    assert got["files"] == 3 and _hashes(tmp_path / "back") == want
+    assert _plaintext_in(cloud["/vault"]) == []
+
+    (tmp_path / "plain.txt").write_bytes(b"plain")
+    assert routing.put(client, tmp_path / "plain.txt", "/docs/plain.txt")["encrypted"] is False  # type: ignore[arg-type]
+    assert client.puts == ["/docs/plain.txt"]
