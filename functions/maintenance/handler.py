@@ -11,7 +11,8 @@ from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
 the grace period (only an administrator who knows no operation is in flight may lower it),
 {"version_retention_s": s} to drop kept versions older than s now (a shorter retention),
-{"trash_retention_s": s} to purge every user's trash items older than s now, and
+{"trash_retention_s": s} to purge every user's trash items older than s now ({"trash": {"users",
+"retention_s", "collect"}} runs that purge alone, for some users, and then a collection round), and
 {"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
 hourly one runs everything.
 
@@ -113,6 +114,25 @@ def _moves(options: dict | None) -> dict:
     return {"moves": done.to_dict()}
 
 
+def _trash(grace_s: int, options: dict) -> dict:
+    """The trash round alone (an event's {"trash": {...}}): purge the items of "users" (internal
+    ids; default all) older than "retention_s" (default: each user's own, else the deployment's),
+    then, with "collect": true, one collection round (deployment-wide, as every round is)."""
+    records, users, retention = Records(CONFIG.table), options.get("users"), options.get("retention_s")
+    purged = purge_trash(
+        records.table,
+        CONFIG.namespaces_dir,
+        CONFIG.trash_retention_s,
+        retention_s=None if retention is None else max(0, int(retention)),
+        users=None if users is None else [str(u) for u in users],
+    )
+    done: dict = {"trash_purged": purged.to_dict()}
+    if options.get("collect"):
+        objects = Objects(records.table, boto3.client("s3"), CONFIG.bucket)
+        done["collected"] = Collector(records.table, objects, CONFIG.namespaces_dir, grace_s).run().to_dict()
+    return done
+
+
 def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> dict:
     """The rounds that read every namespace: too costly for every 5 minutes on a large deployment."""
     records = Records(CONFIG.table)
@@ -167,6 +187,8 @@ def handler(event: dict, context: object) -> dict:
         result |= _moves(event["moves"])
     if isinstance(event.get("segments"), dict):
         result |= _segments(grace_s, event["segments"])
+    if isinstance(event.get("trash"), dict):
+        result |= _trash(grace_s, event["trash"])
     logger.info(
         "upkeep",
         extra={

@@ -200,13 +200,19 @@ def purge_user(
 
 
 def purge_trash(
-    table: Any, namespaces_dir: str, default_s: int, now: float | None = None, retention_s: int | None = None
+    table: Any,
+    namespaces_dir: str,
+    default_s: int,
+    now: float | None = None,
+    retention_s: int | None = None,
+    users: list[str] | None = None,
 ) -> Purged:
-    """Every user's expired trash: what upkeep's hourly walk runs before the collector, which then
-    reclaims the objects only purged items named."""
+    """Every user's expired trash (or `users`'): what upkeep's hourly walk runs before the
+    collector, which then reclaims the objects only purged items named."""
     now = time.time() if now is None else now
     root, total = trash_root(namespaces_dir), Purged()
-    users = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    if users is None:
+        users = sorted(os.listdir(root)) if os.path.isdir(root) else []
     for user in users:
         one = purge_user(table, namespaces_dir, user, default_s, now, retention_s)
         total.items += one.items
