@@ -84,6 +84,15 @@ def set_quota(
     return {"user": user, **q.report()}
 
 
+def set_trash_retention(table: str, user: str, seconds: int | None) -> dict:
+    """The user's own trash retention (None: the deployment's, HYCLOUD_TRASH_RETENTION_S)."""
+    from hycloud_core.store.trash_records import TrashRecords
+
+    uid = user_id(users(table).require(user))
+    TrashRecords(Records(table).table, uid).set_retention(seconds)
+    return {"user": user, "trash_retention_s": seconds}
+
+
 def recount_usage(table: str, user: str) -> dict:
     counted = quota(table, user).recount()
     return {"user": user, "bytes": counted.bytes, "files": counted.files}

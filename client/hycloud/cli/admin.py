@@ -171,6 +171,22 @@ def set_quota(
     _emit(result, f"{user}: {quota_line(result)}")
 
 
+@admin.command("set-trash-retention")
+def set_trash_retention(
+    user: str,
+    table: TableOpt = None,
+    outputs: OutputsOpt = None,
+    days: Annotated[float | None, typer.Option("--days", help="Keep trash items this many days.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Back to the deployment's retention.")] = False,
+) -> None:
+    """Set how long a user's trash keeps what `rm` removed before upkeep purges it (0: at the next upkeep)."""
+    if reset == (days is not None):
+        raise typer.BadParameter("give --days N or --reset")
+    seconds = None if days is None else int(days * 86400)
+    result = ops().set_trash_retention(_table(table, outputs), user, seconds)
+    _emit(result, f"{user}: trash kept " + ("as the deployment says" if seconds is None else f"{seconds} s"))
+
+
 @admin.command("set-limits")
 def set_limits(
     user: str,

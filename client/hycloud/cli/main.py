@@ -40,6 +40,7 @@ from .share import share_command
 from .status import status_command
 from .sync import EPILOG as SYNC_EPILOG
 from .sync import sync_command
+from .trash import trash
 
 if TYPE_CHECKING:
     from ..progress_bar import RichProgress
@@ -59,6 +60,7 @@ app = typer.Typer(
     ),
 )
 app.add_typer(admin, name="admin")
+app.add_typer(trash, name="trash")
 NO_H = {"help_option_names": ["--help"]}  # ls and stat take -h for human sizes, as ls does
 
 
@@ -425,14 +427,21 @@ def rm(
         bool, flag("-r", "--recursive", help="Remove a directory and its contents.")
     ] = False,
 ) -> None:
-    """Remove a file (or, with -r, a directory tree)."""
+    """Move a file (or, with -r, a directory tree) into the trash (`hycloud trash ls`)."""
     client = _client()
     if recursive or client.stat(path)["type"] == "dir":
         with _following_files() as bar:
             result = client.rmdir(path, recursive=recursive, progress=bar)
-        emit(result, f"removed {path} ({result['files']} files)")
+        emit(result, f"removed {path} ({result['files']} files)" + _trashed(result))
     else:
-        emit(client.rm(path), f"removed {path}")
+        result = client.rm(path)
+        emit(result, f"removed {path}" + _trashed(result))
+
+
+def _trashed(result: dict) -> str:
+    """Where a removal went: the trash item to restore (none from a cloud before the trash)."""
+    item = result.get("trash")
+    return f" to the trash: hycloud trash restore {item['item']}" if item else ""
 
 
 @app.command(epilog=examples("hycloud rmdir /empty", "hycloud rmdir -r /scratch"))

@@ -148,6 +148,14 @@ def quota_line(quota: dict) -> str:
     return f"quota: {human_bytes(b['used'])} of {limit_b}, {f['used']} of {limit_f} files"
 
 
+def trash_line(trash: dict) -> str:
+    """`trash: 2 items, 5 files, 1.00 MiB (not in the quota; hycloud trash ls)`."""
+    return (
+        f"trash: {trash['items']} items, {trash['files']} files, {human_bytes(trash['bytes'])} "
+        "(not in the quota; hycloud trash ls)"
+    )
+
+
 def show_usage(report: dict, json_output: bool, console: Console | None = None) -> None:
     console = console or Console()
     if json_output:
@@ -157,6 +165,8 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
     console.print(f"user {report['user']}: {usage['files']} files, {human_bytes(usage['logical_bytes'])}")
     if report.get("quota"):
         console.print(quota_line(report["quota"]), highlight=False)
+    if report.get("trash"):  # a controller before the trash sends none
+        console.print(trash_line(report["trash"]), highlight=False)
     console.print(storage_table(usage))
     console.print(class_table(usage))
     if usage["dedup_saved_bytes"]:

@@ -14,6 +14,7 @@ from hycloud_core import content, errors, paths
 from hycloud_core.constants import MiB
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError, PayloadTooLargeError
 from hycloud_core.merkle.exchange import MAX_PATHS
+from hycloud_core.store.trash_records import checked_item_id
 from hycloud_core.store.version_records import checked_version_id
 
 from .. import preconditions
@@ -187,7 +188,8 @@ class HyCloud:
             return False
 
     def rmdir(self, path: str, recursive: bool = False, progress: Progress | None = None) -> dict:
-        """Remove a folder; with `recursive`, a large tree is removed by a job this call follows."""
+        """Remove a folder; with `recursive`, it and all it holds move into the trash (`trash`
+        names the item). A cloud before the trash removes a large tree by a job this call follows."""
         response = self.http.request(
             "DELETE", "/v1/dirs", params={"path": paths.normalize(path), "recursive": str(recursive).lower()}
         )
@@ -197,9 +199,28 @@ class HyCloud:
         return response.json()
 
     def rm(self, path: str, expect: str | None = None) -> dict:
-        """Delete a file; with `expect`, only while it is that version (`preconditions.py`)."""
+        """Move a file into the trash; with `expect`, only while it is that version
+        (`preconditions.py`)."""
         params, headers = {"path": paths.normalize(path)}, preconditions.headers(expect)
         return self.http.json("DELETE", "/v1/files", params=params, headers=headers)
+
+    # --- the trash: what rm and rm -r removed, kept for the trash retention ----------------------
+    def trash(self) -> dict:
+        """What the trash holds, newest first (`items`), and how long it keeps them (`retention_s`)."""
+        return self.http.json("GET", "/v1/trash")
+
+    def trash_restore(self, item: str, to: str | None = None) -> dict:
+        """Put a trash item back where it was, or at `to`; ConflictError (409 `already-exists`)
+        when that path is taken. Returns {"restored": item, "entry": what is there now}."""
+        body = {"item": checked_item_id(item)}
+        if to is not None:
+            body["to"] = paths.normalize(to)
+        return self.http.json("POST", "/v1/trash/restore", json=body)
+
+    def trash_empty(self, item: str | None = None) -> dict:
+        """Remove one trash item (or all of them) for good; {"emptied": [item ids]}."""
+        body = {} if item is None else {"item": checked_item_id(item)}
+        return self.http.json("POST", "/v1/trash/empty", json=body)
 
     # --- version history: what overwrites and deletes replaced, kept for the retention ------------
     def versions(self, path: str) -> dict:

@@ -10,6 +10,7 @@ deployment has one thing to back up and replicate to a standby region:
 | Merkle node of a namespace | `MK#<user>` | `/` (root), `<parent>//<name>` | path, kind (file/dir/tombstone), hash, digest, gen, mtime, expiration (TTL, tombstones, 30 days) (merkle_records.py) |
 | large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | earlier version of a file | `VER#<user>` | `<path>//<version id>` | kind, content_hash, sha256, size, mtime, by, at, reason, expires (version_records.py) |
+| trash item, the user's trash retention | `TRASH#<user>` | `I#<item id>`, `SETTINGS` | path, type, size, files, at, by; retention_s (trash_records.py) |
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | share link, a user's share links | `SHARE#<token>`, `SHARES#<user>` | `SHARE`, `S#<token>` / `SERVED` | see shares.py |
@@ -17,7 +18,7 @@ deployment has one thing to back up and replicate to a standby region:
 | job ledger | `JOB#<user>` | `<job key>` | attempt, fresh_until, expiration (TTL, 91 days: jobs/ledger.py) |
 | answer to an Idempotency-Key | `IDEM` | `controller#<sha256 of user, key, method, route>` | status, expiration (TTL), data, validation (the controller's idempotency.py) |
 
-`<user>` in `NS#`, `MK#`, `VER#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).
+`<user>` in `NS#`, `MK#`, `VER#`, `TRASH#`, `UPLOAD#` and `LOCK#` is the user's internal id, never reused (users.py).
 A file's records sort under `F#<path>`, so a directory's subtree is the exact key plus the
 prefix `F#<path>/`: moves, copies and deletes of directories rewrite that range.
 """
