@@ -516,8 +516,9 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
     lines += ["", "Where HyCloud's finding time goes (the median run):", ""]
     lines += [
         "| method | client scan (s) | files read | exchange (s) | of which cloud (s) | "
-        "cloud reads (rounds) | bytes up / down | link: RTTs + bytes (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "cloud reads (rounds) | bytes up / down | link: RTTs + bytes (s) | exchange's rest: client "
+        "tree, compare, waits (s) | plan and state (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in size["rows"].items():
         b = r.get("breakdown")
@@ -525,9 +526,11 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
             continue
         cloud = "-" if b["cloud_s"] is None else f"{b['cloud_s']:.3f}"
         reads = "-" if b["cloud_reads"] is None else f"{b['cloud_reads']} ({b['cloud_read_rounds']})"
+        rest = b["exchange_s"] - (b["cloud_s"] or 0) - b["link_s"]
+        other = r["find_seconds"] - b["scan_s"] - b["exchange_s"]
         lines.append(
             f"| {name} | {b['scan_s']:.3f} | {b['files_read']} | {b['exchange_s']:.3f} | {cloud} | {reads} | "
-            f"{b['bytes_up']:,} / {b['bytes_down']:,} | {b['link_s']:.3f} |"
+            f"{b['bytes_up']:,} / {b['bytes_down']:,} | {b['link_s']:.3f} | {rest:.3f} | {other:.3f} |"
         )
     scan = size["unchanged_scan"]
     lines += [
