@@ -59,7 +59,7 @@ def _env(**context: object) -> dict[str, str]:
 
 
 def test_segment_settings_from_context():
-    assert _env() == {"HYCLOUD_SEGMENT_AFTER_S": str(30 * 86400)}  # 30 days by default
+    assert _env() == {"HYCLOUD_SEGMENT_AFTER_S": str(7 * 86400)}  # 7 days by default
     assert _env(**{"hycloud:segmentAfterDays": "none"}) == {}
     assert _env(**{"hycloud:segmentBytes": 8388608})["HYCLOUD_SEGMENT_BYTES"] == "8388608"
     with pytest.raises(ValueError, match="segmentMinLiveShare"):

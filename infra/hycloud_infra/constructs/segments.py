@@ -1,6 +1,6 @@
 """Cold small files packed into S3 segments (docs/SEGMENTS.md): the settings and permissions.
 
-The upkeep function packs a user's small files unused for `hycloud:segmentAfterDays` (default 30;
+The upkeep function packs a user's small files unused for `hycloud:segmentAfterDays` (default 7;
 "none" turns packing off) into segment objects under `segments/` and cleans them in its hourly
 walk (functions/maintenance, hycloud_core.fs.segments); `hycloud:segmentMinLiveShare` (0.5) is the
 live share under which the cleaner compacts a segment, `hycloud:segmentBytes` (4 MiB) a segment's
@@ -22,7 +22,7 @@ AFTER_DAYS, MIN_LIVE, SEGMENT_BYTES = (
     "hycloud:segmentMinLiveShare",
     "hycloud:segmentBytes",
 )
-DEFAULT_AFTER_DAYS = 30
+DEFAULT_AFTER_DAYS = 7  # cost/segments_bill.py: sooner than 30 pays on every mix of bench/cost_bench.py
 PREFIX = "segments/*"  # hycloud_core.fs.segments_format.PREFIX
 DAY_S = 86400
 

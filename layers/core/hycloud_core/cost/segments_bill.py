@@ -1,7 +1,7 @@
 """Packed cold small files in a month's bill (docs/SEGMENTS.md), for the layouts with tiers.
 
 A small file over one EFS block and under 128 KiB (`fs.segments` MIN_FILE_BYTES..MAX_FILE_BYTES)
-unread for 30 days is packed: from then until its next write its data is in an S3 segment under
+unread for `PACK_AFTER_DAYS` (7) is packed: from then until its next write its data is in an S3 segment under
 Intelligent-Tiering, and EFS keeps a stub (inode and one 4 KiB block) in place of its data blocks.
 A read leaves it packed (a GET) and brings its segment back to Frequent; only a write puts it back
 in EFS. Segments enter Intelligent-Tiering when written, so from the file's 30th unread day the
@@ -28,7 +28,7 @@ from .tiers import ColdShare
 
 DAYS = 30.0  # a billing month (bill.DAYS)
 BANDS = (0.0, 30.0, 90.0, 180.0)  # days unread (bill.BANDS)
-PACK_AFTER_DAYS = 30.0  # hycloud:segmentAfterDays
+PACK_AFTER_DAYS = 7.0  # hycloud:segmentAfterDays (infra constructs/segments.py)
 LIVE_SHARE = 0.75  # a segment is written whole (1.0) and compacted under 0.5
 
 
@@ -61,23 +61,23 @@ def _add_days(out: Packed, lo: float, hi: float) -> None:
         out.band_days[i] += max(0.0, min(hi, band_end) - max(lo, band_start))
 
 
-def packed_month(f: Any) -> Packed:
+def packed_month(f: Any, pack_after_days: float = PACK_AFTER_DAYS) -> Packed:
     """Walk the file's month: packed once 30 days unread, still packed when read (a read only
     brings its segment back to Frequent), back in EFS on a write. A file last touched 30 days or
     more before the month is taken as packed already."""
     out = Packed()
     touches = sorted([(d, "r") for d in f.reads] + [(d, "w") for d in f.writes])
     last = -f.before if f.before is not None else (min(f.writes) if f.writes else 0.0)
-    packed = f.before is not None and f.before >= PACK_AFTER_DAYS
+    packed = f.before is not None and f.before >= pack_after_days
     for day, kind in [*touches, (DAYS, "end")]:
         start = max(last, 0.0)
         if day < start:
             continue
         if packed:
             _add_days(out, start - last, day - last)
-        elif day - last > PACK_AFTER_DAYS:
+        elif day - last > pack_after_days:
             packed, out.packs = True, out.packs + 1
-            _add_days(out, max(start - last, PACK_AFTER_DAYS), day - last)
+            _add_days(out, max(start - last, pack_after_days), day - last)
         if kind == "r":
             out.gets += packed
             last = day
@@ -111,7 +111,7 @@ def compaction_lines(dead_bytes: float, prices: Prices) -> dict[str, float]:
 
 
 def segment_lines(
-    files: Sequence[Any], prices: Prices, threshold: int
+    files: Sequence[Any], prices: Prices, threshold: int, pack_after_days: float = PACK_AFTER_DAYS
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(storage, requests) of the month's packed files: `efs_data` is the EFS saving (negative)."""
     gb, per_band = prices.gb, band_prices(prices)
@@ -120,7 +120,7 @@ def segment_lines(
     for f in files:
         if not packable(f.size, threshold):
             continue
-        p = packed_month(f)
+        p = packed_month(f, pack_after_days)
         months = [d / DAYS for d in p.band_days]
         stored += sum(
             f.size / LIVE_SHARE * share * price for share, price in zip(months, per_band, strict=True)

@@ -52,7 +52,8 @@ def test_tier_lines_of_hybrid_with_tiers():
     assert req["s3_transitions"] == 0  # nothing large written this month
     # storage: the 1 MiB file 20 days Standard, 5 IA, 5 Archive; the 16 MiB object all month Archive Instant
     s = bill.lines["storage"]
-    efs_mib = (20 * 0.30 + 5 * 0.016 + 5 * 0.008) / 30 + 64 * KiB / MiB * 0.30
+    # the 64 KiB file is packed after 7 days unread: its stub's 4 KiB block stays in EFS for 23
+    efs_mib = (20 * 0.30 + 5 * 0.016 + 5 * 0.008) / 30 + (64 * KiB * 7 + 4 * KiB * 23) / 30 / MiB * 0.30
     assert s["efs_data"] * GiB == pytest.approx(efs_mib * MiB)
     assert s["s3_data"] * GiB == pytest.approx(16 * MiB * 0.004)
     assert s["s3_monitoring_data"] == pytest.approx(0.0025 / 1000)

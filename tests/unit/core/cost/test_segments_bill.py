@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from hycloud_core.cost import load_prices, usage_from_sizes
+from hycloud_core.cost import load_prices, segments_bill, usage_from_sizes
 from hycloud_core.cost.bill import FileMonth, Month, month_bills
 from hycloud_core.cost.segments_bill import (
     LIVE_SHARE,
-    packed_month,
     packed_storage,
     segment_lines,
     with_lines,
@@ -33,7 +32,11 @@ NOT_PACKED = [
 
 
 def lines(files):
-    return segment_lines(files, P, THRESHOLD)
+    return segment_lines(files, P, THRESHOLD, pack_after_days=30.0)  # the figures were worked for 30 days
+
+
+def packed_month(f):
+    return segments_bill.packed_month(f, pack_after_days=30.0)
 
 
 def test_a_read_leaves_a_file_packed_and_a_write_puts_it_back_in_efs():
@@ -89,7 +92,7 @@ def test_files_one_block_or_over_128_kib_or_large_are_not_packed():
 
 def test_the_tiered_bills_carry_segments_and_today_does_not():
     bills = month_bills(Month([READ, TURNING, *NOT_PACKED]), P, THRESHOLD)
-    storage, _ = lines([READ, TURNING])
+    storage, _ = segment_lines([READ, TURNING], P, THRESHOLD)  # the deployment's 7 days, as the bill
     assert "segment_data" not in bills["hybrid"].lines["storage"]
     tiered = bills["hybrid-tiers"].lines
     assert tiered["storage"]["segment_data"] == pytest.approx(storage["segment_data"])
