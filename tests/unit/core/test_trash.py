@@ -105,6 +105,8 @@ def test_restore_to_a_taken_path_is_409_and_to_elsewhere_works(bob):
     assert bob.ns.read("/d/f.txt") == b"two" and len(bob.trash.listing()) == 1  # nothing touched
     entry, _ = bob.trash.restore(item.item, to="/elsewhere/f.txt")
     assert entry.path == "/elsewhere/f.txt" and bob.ns.read("/elsewhere/f.txt") == b"one"
+    assert bob.records.get_file("bob", "/elsewhere/f.txt")["size"] == 3
+    assert bob.merkle.get("/elsewhere/f.txt")["kind"] == "file"
     with pytest.raises(NotFoundError):
         bob.trash.restore(item.item)
 
@@ -192,3 +194,11 @@ def test_purge_leaves_no_record_without_its_folder_nor_a_folder_a_crash_claimed(
     os.rename(area.folder(item.item), os.path.join(area.root, ".purging-" + item.item))  # crashed purge
     purged = purge_trash(moto_filesystems.records.table, str(moto_filesystems.root / "ns"), 30 * DAY)
     assert purged.records == 1 and bob.trash.listing() == [] and os.listdir(area.root) == []
+
+
+def test_a_dotfile_goes_to_the_trash_and_comes_back(bob):
+    put(bob, "/.env", b"SECRET=1")
+    item = bob.delete("/.env")
+    assert [i.path for i in bob.trash.listing()] == ["/.env"]
+    bob.trash.restore(item.item)
+    assert bob.ns.read("/.env") == b"SECRET=1"

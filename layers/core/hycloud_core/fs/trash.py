@@ -62,7 +62,7 @@ class TrashArea:
     def entry(self, item_id: str) -> str | None:
         """The host path of what the item holds (its one entry), None when it is gone."""
         try:
-            names = [n for n in os.listdir(self.folder(item_id)) if not n.startswith(".")]
+            names = os.listdir(self.folder(item_id))  # its one entry, whatever its name (".env" too)
         except (FileNotFoundError, NotADirectoryError):
             return None
         return os.path.join(self.folder(item_id), names[0]) if names else None
