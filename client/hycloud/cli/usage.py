@@ -77,7 +77,7 @@ def segment_rows(usage: dict) -> list[tuple[str, str, int, int]]:
         ),
         (
             "S3 segments (Intelligent-Tiering)",
-            "small files unread 30+ days, packed: S3 costs less than EFS Standard",
+            "small files unused 7+ days, packed: S3 costs less than EFS Standard",
             usage.get("segment_objects", 0),
             usage.get("segment_stored_bytes", 0),
         ),

@@ -84,7 +84,7 @@ def test_storage_classes_add_up_and_say_why_packed_files_are_in_s3(packed):
     )
     by_why = {why.split(":")[0]: (name, n, nbytes) for name, why, n, nbytes in rows}
     assert by_why["stubs of packed files"] == ("EFS Standard", 4, 4 * 6 * KiB)
-    assert by_why["small files unread 30+ days, packed"] == (
+    assert by_why["small files unused 7+ days, packed"] == (
         "S3 segments (Intelligent-Tiering)",
         1,
         sum(map(len, FILES.values())),
