@@ -1,0 +1,103 @@
+"""`rm -r` into the trash on the local deployment, by tree size, beside a local disk's `rm -r` and
+`mv` of the same tree (the strongest peer: one rename), and the trash restore that undoes it.
+
+For each size a tree of N small files (100 B, 10 per folder) is uploaded in bundles, then timed:
+HyCloud `rmdir(recursive=True)` (the API answer: one EFS rename plus the file records and Merkle
+nodes dropped in DynamoDB), HyCloud `trash_restore` (the rename back plus the records written
+again), and on a local temporary folder the same tree's `mv` into a trash folder and `rm -r`.
+
+    .venv/bin/python bench/trash_bench.py [--sizes 1,100,1000]
+
+Needs the local cloud deployed; writes bench/results/trash.json and trash.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import result_files  # noqa: E402
+
+from hycloud.admin import create_user  # noqa: E402
+from hycloud.sdk import HyCloud  # noqa: E402
+from hycloud.sdk.bundles import put_files  # noqa: E402
+from infra.local import deploy as local  # noqa: E402
+
+
+def make_tree(root: Path, files: int) -> list[Path]:
+    made = []
+    for i in range(files):
+        path = root / f"d{i // 10}" / f"f{i}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(50).hex().encode())
+        made.append(path)
+    return made
+
+
+def ms(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def row(hc: HyCloud, work: Path, files: int) -> dict:
+    local_tree = work / f"tree{files}"
+    made = make_tree(local_tree, files)
+    remote = f"/trash-bench-{uuid.uuid4().hex[:6]}"
+    results = put_files(hc, [(p, f"{remote}/{p.relative_to(local_tree).as_posix()}") for p in made])
+    assert all(r["status"] == "ok" for r in results), [r for r in results if r["status"] != "ok"][:3]
+    answer: dict = {}
+    rm_ms = ms(lambda: answer.update(hc.rmdir(remote, recursive=True)))
+    assert answer["trash"]["files"] == files, answer
+    restore_ms = ms(lambda: hc.trash_restore(answer["trash"]["item"]))
+    assert hc.stat(f"{remote}/d0/f0.txt")["size"] == 100
+    hc.rmdir(remote, recursive=True)
+    hc.trash_empty()
+    copy = work / f"copy{files}"
+    shutil.copytree(local_tree, copy)
+    (work / "trash").mkdir(exist_ok=True)
+    local_mv_ms = ms(lambda: os.rename(copy, work / "trash" / copy.name))
+    local_rm_ms = ms(lambda: shutil.rmtree(work / "trash" / copy.name))
+    return {
+        "files": files,
+        "hycloud_rm_r_ms": rm_ms,
+        "hycloud_restore_ms": restore_ms,
+        "local_mv_ms": local_mv_ms,
+        "local_rm_r_ms": local_rm_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1,100,1000")
+    args = parser.parse_args()
+    outputs, _env = local.running_deployment()
+    hc = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for files in (int(s) for s in args.sizes.split(",")):
+            rows.append(row(hc, Path(tmp), files))
+            print(rows[-1], flush=True)
+    lines = [
+        "| files | HyCloud rm -r (to trash) ms | HyCloud trash restore ms | local mv ms | local rm -r ms |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['files']} | {r['hycloud_rm_r_ms']:.0f} | {r['hycloud_restore_ms']:.0f} | "
+        f"{r['local_mv_ms']:.2f} | {r['local_rm_r_ms']:.1f} |"
+        for r in rows
+    ]
+    result_files.write("trash", {"rows": rows}, "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
