@@ -202,3 +202,11 @@ def test_a_dotfile_goes_to_the_trash_and_comes_back(bob):
     assert [i.path for i in bob.trash.listing()] == ["/.env"]
     bob.trash.restore(item.item)
     assert bob.ns.read("/.env") == b"SECRET=1"
+
+
+def test_rm_r_drops_every_record_of_a_tree_larger_than_one_batch(bob):
+    bob.records.put_files("bob", {f"/many/f{i}": {"kind": "small", "size": 1} for i in range(60)})
+    for i in range(60):
+        bob.ns.write(f"/many/f{i}", b"x", parents=True)
+    item = bob.trash_tree("/many")
+    assert item.files == 60 and bob.records.files_under("bob", "/many") == []

@@ -36,7 +36,7 @@ from ..store.version_records import VersionRecord
 from .history import History
 from .namespace import Entry, Namespace, file_mode
 from .segments_records import touch_segment
-from .trash import Trash
+from .trash import Trash, drop_records
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
@@ -341,7 +341,8 @@ class FileSystem:
 
     def trash_tree(self, path: str) -> TrashItem:
         """`rm -r`: move a folder and everything in it into the trash in one EFS rename (fs/trash.py);
-        its file records and Merkle nodes go under the same lease (DynamoDB only, no EFS walk)."""
+        its file records and Merkle nodes go under the same lease (DynamoDB only, no EFS walk,
+        the records' deletes side by side and beside the Merkle nodes')."""
         path = paths.normalize(path)
         if path == "/":
             raise ConflictError("cannot remove the root directory", code="is-root")
@@ -352,8 +353,9 @@ class FileSystem:
             with self.quota.change(-held):
                 trash = self.trash
                 item = trash.take(self.ns.stat(path), held)
-                self.records.delete_files(self.user, [r["sk"][2:] for r in below])
-                self.merkle.removed(path)
+                merkle = _POOL.submit(self.merkle.removed, path)  # beside the records' deletes
+                drop_records(self.records.table, self.user, [r["sk"][2:] for r in below])
+                merkle.result()
                 trash.records.put(item)
             return item
 
