@@ -23,7 +23,8 @@ from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.tree_jobs import TreeJobs, job_id
 from infra.local import deploy as local
-from tests.e2e.conftest import HYCLOUD, _make_user
+from tests.e2e.admin_cli import make_user
+from tests.e2e.conftest import HYCLOUD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]
 MiB = 1024 * 1024
@@ -72,13 +73,13 @@ def _settle(queue: QueueStore, deployment, timeout_s: float = 120) -> None:
 
 @pytest.fixture(scope="module")
 def user(deployment):
-    return _make_user(deployment, "sched")
+    return make_user(deployment, "sched")
 
 
 @pytest.fixture
 def fresh_user(deployment):
     """A user with no measured rates: its jobs' t_T comes from the deployment's default."""
-    return _make_user(deployment, "schedbg")
+    return make_user(deployment, "schedbg")
 
 
 def _put(user, tmp_path, path: str, size: int) -> None:
@@ -283,12 +284,14 @@ def test_commit_time_delta_is_background_work_behind_user_relays(deployment, sto
 
 def test_a_queued_tree_job_and_a_queued_relay_start_in_fop_order(deployment, store, user, tmp_path):
     store.set_config(capacity=1, max_workers=0, throttle_bps=16 * MiB, default_bps=MiB // 4, max_wait_s=60.0)
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for i in range(TREE_FILES):
-        (tree / f"f{i:03d}").write_bytes(b"%d\n" % i)
+    names = [f"f{i:03d}" for i in range(TREE_FILES)]
     user.sdk().mkdir("/t/src", parents=True)
-    user.cli("put", "-r", str(tree), "/t/src")
+    members = ((f"/t/src/{n}", b"%d\n" % i) for i, n in enumerate(names))  # one bundle: the tree is setup
+    body = bundle.pack((bundle.member_of(path, data), data) for path, data in members)
+    posted = user.api().call(
+        "POST", "/v1/bundles", data=body, headers={"Content-Type": "application/octet-stream"}
+    )
+    assert posted.status_code == 200 and {f["status"] for f in posted.json()["files"]} == {"ok"}, posted.text
     _put(user, tmp_path, "/t/big", 5 * MiB)
     relay = _relay(user, "/t/big")  # first, but 20 s at the assumed link
     cli = _cli_waiting(user, "cp", "-r", "/t/src", "/t/dst")  # a few hundred bytes: it goes first
@@ -303,7 +306,7 @@ def test_a_queued_tree_job_and_a_queued_relay_start_in_fop_order(deployment, sto
     tree_start = _execution_start(deployment, deployment.outputs["TreeJobStateMachineArn"], execution)
     assert tree_start < _started(deployment, relay["job"])
     copied = sorted(p.name for p in (user.ns_dir() / "t" / "dst").iterdir())
-    assert copied == sorted(p.name for p in tree.iterdir())
+    assert copied == names
 
 
 def _repair_state(user, job: str) -> dict:
@@ -330,7 +333,7 @@ def test_a_repair_job_is_background_work_in_the_queue(deployment, store, fresh_u
     assert relay["queue"]["position"] == 1, relay
     assert _repair_state(user, repair["job"])["queue"]["position"] == 2
     assert (
-        _make_user(deployment, "other")
+        make_user(deployment, "other")
         .api()
         .call("GET", "/v1/coded/repair", params={"job": repair["job"]})
         .status_code
@@ -360,7 +363,7 @@ def test_a_staged_bundle_is_committed_by_a_queued_job(deployment, store, fresh_u
     job = posted.json()
     assert job["state"] == "queued" and job["queue"]["position"] == 1, job
     assert user.api().call("GET", "/v1/stat", params={"path": "/sb/f0.bin"}).status_code == 404
-    other = _make_user(deployment, "other").api().call("GET", "/v1/bundles/jobs", params={"job": job["job"]})
+    other = make_user(deployment, "other").api().call("GET", "/v1/bundles/jobs", params={"job": job["job"]})
     assert other.status_code == 404
     store.set_config(max_workers=1)
     deadline = time.monotonic() + 120
