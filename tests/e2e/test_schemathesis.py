@@ -84,9 +84,9 @@ class _Sender:
 
 
 def test_schemathesis_finds_no_server_error_and_no_contract_break(deployment):
-    from tests.e2e.conftest import _make_user
+    from tests.e2e.admin_cli import make_user
 
-    sender = _Sender(deployment.api_url, _make_user(deployment, "fuzz").key)
+    sender = _Sender(deployment.api_url, make_user(deployment, "fuzz").key)
     schema = schemathesis.openapi.from_path(str(SPEC))
     started, futures, labels = time.monotonic(), [], set()
     with ThreadPoolExecutor(WORKERS) as pool:
