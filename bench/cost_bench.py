@@ -19,8 +19,9 @@ HyCloud with tiers is the same layout under the deployment's storage tiers (infr
 constructs/storage_tiers.py): EFS lifecycle (IA after 30 days unread, Archive after 180) for small
 files of 128 KiB and more, S3 Intelligent-Tiering for contents of 128 KiB and more, with their
 moves, cold reads and monitoring (hycloud_core/cost/tiers.py), and small files of one block to
-128 KiB packed into S3 segments once 30 days unread (docs/SEGMENTS.md; hycloud_core/cost/
-segments_bill.py: Intelligent-Tiering by band, 75% live, the stub left in EFS Standard). The
+128 KiB packed into S3 segments once 7 days unused (docs/SEGMENTS.md; hycloud_core/cost/
+segments_bill.py: Intelligent-Tiering by band, 75% live, the stub left in EFS Standard, the
+cleaner's compactions of rewritten files' segments counted). The
 share of cold data is an assumption: AWS's estimate on the EFS pricing page that 80% of files go unread in a month,
 carried forward at the same monthly rate (51% unread 90 days, 26% 180 days; memoryless, so it
 understates long-cold data), each cold byte moved and read back once a year. It is also priced at
@@ -55,7 +56,10 @@ layout from the same draw:
   or write.
 
 Large downloads go direct from S3 (the client's default); HyCloud's threshold chosen by cost uses
-the month's own read and write rates and cold share.
+the month's own read and write rates and cold share, and the threshold per mix is the candidate
+(4 KiB .. 8 MiB) whose whole bill of that month is the lowest (cost/bill.py cheapest_threshold).
+The results start with that layout's ratio to each peer; on the trace they also say where its
+month goes, line by line, and the two floors of the layout (a name in EFS, a call through the API).
 
 Run:  python bench/cost_bench.py [--files 514095] [--seed 1] [--table TABLE] [--trace-root /usr]
 Writes bench/results/cost.json and bench/results/cost.md.
