@@ -23,7 +23,8 @@ from boto3.dynamodb.conditions import Key
 from hycloud import admin
 from hycloud.sdk import HyCloud
 
-from .conftest import HYCLOUD, ApiSession, Deployment, _make_user
+from .admin_cli import make_user
+from .conftest import HYCLOUD, ApiSession, Deployment
 from .tcp_relay import TcpRelay
 
 pytestmark = pytest.mark.exclusive  # see infra/local/run_tests.py
@@ -158,8 +159,7 @@ def test_records_reach_the_standby_in_time_while_the_table_is_busy(deployment):
     try:
         time.sleep(5)  # the stream already behind by the burst so far
         lags = [
-            wait_standby(deployment, f"USERID#{_make_user(deployment, f'busy{k}').id}", "ID")
-            for k in range(3)
+            wait_standby(deployment, f"USERID#{make_user(deployment, f'busy{k}').id}", "ID") for k in range(3)
         ]
     finally:
         stop.set()
@@ -177,7 +177,7 @@ def test_records_reach_the_standby_in_time_while_the_table_is_busy(deployment):
 @pytest.mark.slow
 def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_path):
     passes = standby_item(deployment, "REPL#STANDBY", "STATUS") or {}
-    user = _make_user(deployment, "stream")
+    user = make_user(deployment, "stream")
     lags = [
         wait_standby(deployment, f"USERID#{user.id}", "ID"),
         wait_standby(deployment, f"USER#{user.name}", "PROFILE"),
@@ -234,7 +234,7 @@ def assert_holds(client: HyCloud, acked: dict[str, str], where: str) -> None:
 
 @pytest.mark.slow
 def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_roots(deployment, tmp_path):
-    user = _make_user(deployment, "failover")
+    user = make_user(deployment, "failover")
     standby = HyCloud(deployment.outputs["StandbyLocalApiUrl"], user.key)
     primary = HyCloud(deployment.api_url, user.key)
     acked: dict[str, str] = {}
@@ -350,7 +350,7 @@ def test_a_later_cli_run_replays_what_an_earlier_run_put_when_the_primary_is_gon
     """Run 1 puts a file and exits; the primary becomes unreachable; run 2 finds the earlier run's
     journal on disk, replays it on the standby, and its own put into the same folder and a get of
     the earlier file work there."""
-    user = _make_user(deployment, "journal")
+    user = make_user(deployment, "journal")
     standby_url = deployment.outputs["StandbyLocalApiUrl"]
     standby = HyCloud(standby_url, user.key)
     state = str(tmp_path / "state" / "state.sqlite3")
@@ -382,7 +382,7 @@ REVOKE_BOUND_S = (
 def test_a_key_revoked_on_the_primary_is_refused_by_the_standby_within_the_bound(deployment):
     """Revocation is held neither behind an object record in the same stream batch nor behind one
     that can never land (its content reclaimed on the primary): that one had been retried for a day."""
-    user = _make_user(deployment, "revoke")
+    user = make_user(deployment, "revoke")
     table, resource = deployment.outputs["TableName"], dynamodb(deployment)
     key_id = (token := admin.add_key(table, user.name, resource=resource)).split("_")[1]
     on_standby = ApiSession(deployment.outputs["StandbyLocalApiUrl"], token)
@@ -411,7 +411,7 @@ def test_a_pass_out_of_time_continues_where_it_stopped_and_status_shows_never_un
 ):
     """A pass whose invocation runs out of time records where it stopped; the next invocation
     continues there (not from the first user again) and the pass completes, in step as of its start."""
-    users = sorted([_make_user(deployment, "resume"), _make_user(deployment, "resume")], key=lambda u: u.id)
+    users = sorted([make_user(deployment, "resume"), make_user(deployment, "resume")], key=lambda u: u.id)
     for user in users:
         user.sdk().put_bytes(f"/r/{user.name}.txt", user.name.encode(), parents=True)
     replicate(deployment, action="resume")
