@@ -20,7 +20,8 @@ import pytest
 from hycloud.cli import exit_codes
 from hycloud_core import bundle
 from hycloud_core.store.tree_jobs import job_id
-from tests.e2e.conftest import HYCLOUD, _make_user
+from tests.e2e.admin_cli import make_user, run_admin
+from tests.e2e.conftest import HYCLOUD
 from tests.e2e.invariants import efs_files, file_records, records_disagreeing, temporary_files
 
 pytestmark = [pytest.mark.e2e]
@@ -35,7 +36,7 @@ def _seed_bytes(j: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def owner(deployment):
-    return _make_user(deployment, "tree")
+    return make_user(deployment, "tree")
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +276,7 @@ class TestSmallTreesAsJobs:
             item = ddb.get_item(TableName=table, Key=epoch_key, ConsistentRead=True).get("Item", {})
             return int(item.get("epoch", {"N": "0"})["N"])
 
-        assert _cli(owner, "cp", "-r", "/seed", "/s4").returncode == 0
+        owner.sdk().cp("/seed", "/s4")  # the copy job through the CLI: the tests above
         before = epoch()
         moved = _cli(owner, "--progress", "mv", "/s4", "/m4")
         assert moved.returncode == 0, moved.stdout + moved.stderr
@@ -285,8 +286,9 @@ class TestSmallTreesAsJobs:
         _efs_and_records_agree(owner)
         removed = _cli(owner, "rm", "-r", "/m4")
         assert removed.returncode == 0 and f"({SEED_FILES + 1} files)" in removed.stdout, removed.stderr
+        sdk = owner.sdk()  # the other trees go in-process: `rm -r` through the CLI is shown above
         for top in ("/s1", "/s2", "/s3", "/s5"):
-            assert _cli(owner, "rmdir", "-r", top).returncode == 0
+            sdk.rmdir(top, recursive=True)
         assert not any((owner.ns_dir() / name).exists() for name in ("m4", "s1", "s2", "s3", "s5"))
         assert not [p for p in file_records(owner.deployment, owner.ns_key) if not p.startswith("/seed/")]
         _efs_and_records_agree(owner)
@@ -305,12 +307,8 @@ def test_tree_job_status_refuses_bad_input(owner):
 
 
 def _admin(user, *args: str) -> dict:
-    """`hycloud --json admin ...` against the deployment's table."""
-    env = {**os.environ, **user.deployment.env}
-    table = ["--table", user.deployment.outputs["TableName"]]
-    result = subprocess.run(
-        [HYCLOUD, "--json", "admin", *args, *table], env=env, capture_output=True, text=True, timeout=60
-    )
+    """`hycloud --json admin ...` against the deployment's table (in this process: admin_cli.py)."""
+    result = run_admin(user.deployment.env, user.deployment.outputs["TableName"], *args)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)
 
@@ -365,7 +363,8 @@ def test_cp_r_of_2000_files_is_a_job_the_cli_follows_to_the_end(owner, seed, big
 @pytest.mark.slow
 def test_rm_r_of_4000_files_leaves_no_file_record_or_lease(owner, big_tree):
     """/work: the 2,020 files of /work/big and (after the copy test) as many in /work/copy, about
-    the issue's `rm -r` that left half a tree when it ran in one API call."""
+    the issue's `rm -r` that left half a tree when it ran in one API call. It now moves the tree
+    into the trash in one step (no job): one trash item holds every file."""
     on_efs = len([p for p in efs_files(owner.ns_dir()) if p.startswith("/work/")])
     assert on_efs >= len(big_tree)
     started = time.monotonic()
@@ -373,8 +372,8 @@ def test_rm_r_of_4000_files_leaves_no_file_record_or_lease(owner, big_tree):
     took = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"removed /work ({on_efs} files)" in result.stdout
-    job = _status(owner.api(), job_id("remove", "/work", None))
-    assert (job["state"], job["done"], job["total"]) == ("succeeded", on_efs, on_efs), job
+    (item,) = [i for i in owner.sdk().trash()["items"] if i["path"] == "/work"]
+    assert (item["type"], item["files"]) == ("dir", on_efs), item
     assert not (owner.ns_dir() / "work").exists()
     assert not [p for p in file_records(owner.deployment, owner.ns_key) if p.startswith("/work/")]
     _efs_and_records_agree(owner)
