@@ -15,11 +15,21 @@ Requests are what an fsspec call costs, so a call made of many (copy, get, put, 
 "operation": listings it reads stay good to its end whatever their age, and a path it stats is
 remembered until any change. A folder copied where nothing is goes in one cloud copy; the files
 of a `get` or `put` go in bundles (many files a request).
+
+Files inside an encrypted folder (docs/ENCRYPTION.md) are read and written through the encrypted
+engine: sealed on this machine, names encrypted, listings showing the plaintext names; the
+secret is `passphrase=` or `key_file=` in `storage_options`, else $HYCLOUD_PASSPHRASE or
+$HYCLOUD_KEY_FILE; without one such a path is PermissionError naming the folder. Which folders
+are encrypted is asked once per folder and kept for the filesystem's life (a folder becomes
+encrypted only by `mkdir --encrypted`/`crypt init`; a new filesystem object sees one made
+meanwhile). Reads, listings and removals try the plain path first (a plaintext name inside an
+encrypted folder is not stored, so only a miss asks); writes ask before they send.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import os
 import posixpath
@@ -29,6 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from glob import has_magic
+from pathlib import Path
 from typing import Any, cast
 
 import fsspec
@@ -38,6 +49,12 @@ from fsspec.utils import isfilelike
 from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, NotFoundError
 
 from .config import ClientConfig
+from .encrypted import files as sealed
+from .encrypted import upload as sealed_upload
+from .encrypted.folder import EncryptedFolder
+from .encrypted.routing import Located
+from .encrypted.routing import candidates as routing_candidates
+from .encrypted.vaults import Vaults
 from .preconditions import ABSENT
 from .sdk import HyCloud, bundles
 from .sdk.files import BufferedRemoteWriter, RemoteReader, RemoteWriter
@@ -131,6 +148,7 @@ class _Batch:
 
     kind: str  # "get" or "put"
     files: list[tuple[str, str]] = field(default_factory=list)
+    sealed: list[tuple[str, str, str]] = field(default_factory=list)  # gets in encrypted folders (+ root)
     folders: list[str] = field(default_factory=list)
 
 
@@ -156,6 +174,29 @@ class HyCloudReader(io.BufferedReader):
     @property
     def size(self) -> int:
         return cast(RemoteReader, self.raw).size
+
+
+class SealedReader(io.BytesIO):
+    """A file of an encrypted folder, decrypted and checked whole before the first byte is read."""
+
+    @property
+    def size(self) -> int:
+        return len(self.getbuffer())
+
+
+class SealedWriter(io.BytesIO):
+    """Bytes for a file of an encrypted folder, sealed and sent when closed."""
+
+    def __init__(self, send: Callable[[bytes], None]) -> None:
+        super().__init__()
+        self._send = send
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        data = self.getvalue()
+        super().close()
+        self._send(data)
 
 
 class HyCloudWriter(BufferedRemoteWriter):
@@ -188,6 +229,8 @@ class HyCloudFileSystem(AbstractFileSystem):
         key: str | None = None,
         profile: str | None = None,
         auto_mkdir: bool = True,
+        passphrase: str | None = None,
+        key_file: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("listings_expiry_time", LISTINGS_EXPIRY_S)
@@ -199,6 +242,7 @@ class HyCloudFileSystem(AbstractFileSystem):
         self._expiry = self.dircache.listings_expiry_time
         self._stats: dict[str, dict | None] = {}  # path -> entry (None: missing), during operations
         self._batch = threading.local()  # this thread's get/put files waiting to go in bundles
+        self.vaults = Vaults(self.client, passphrase, key_file)  # encrypted folders met, kept
 
     @classmethod
     def _strip_protocol(cls, path: str) -> str:
@@ -264,15 +308,34 @@ class HyCloudFileSystem(AbstractFileSystem):
         path = self._strip_protocol(path)
         entries = None if refresh else self._cached_listing(path)
         if entries is None:
-            with os_errors(path):
-                try:
-                    entries = [self._entry(e) for e in self.client.iter_dir(path)]
-                    self.dircache[path] = entries
-                except ConflictError as err:
-                    if err.code != "not-a-directory":
-                        raise
-                    entries = [self._entry(self.client.stat(path))]
+            entries = self._list(path)
         return entries if detail else [e["name"] for e in entries]
+
+    def _list(self, path: str) -> list[dict]:
+        """A folder's entries, kept; plaintext names in an encrypted folder; a file's own entry."""
+        with os_errors(path):
+            try:
+                listed = list(self.client.iter_dir(path))
+            except ConflictError as err:
+                if err.code != "not-a-directory":
+                    raise
+                return [self._entry(self.client.stat(path))]
+            except NotFoundError:
+                where = self._where(path)
+                if where is None:
+                    raise
+                entries = self._sealed_list(path, where)
+            else:
+                self.vaults.roots.note_listing(path, [e["name"] for e in listed])
+                is_root = self.vaults.roots.known.get(path)
+                entries = (
+                    self._sealed_list(path, Located(path, ""))
+                    if is_root
+                    else [self._entry(e) for e in listed]
+                )
+        if not (len(entries) == 1 and entries[0]["name"] == path):  # a folder's, not a file's own
+            self.dircache[path] = entries
+        return entries
 
     def _cached_listing(self, path: str) -> list[dict] | None:
         """The folder's kept listing, or a file's entry from its folder's; None when not kept."""
@@ -322,6 +385,71 @@ class HyCloudFileSystem(AbstractFileSystem):
                 if err.code == "not-a-directory":
                     raise NotFoundError(err.message) from err
                 raise
+            except NotFoundError:
+                where = self._where(path)
+                if where is None:
+                    raise
+                return self._sealed_info(path, where)
+
+    # --- encrypted folders: paths inside go through the encrypted engine ----------------------------
+    def _where(self, path: str, itself: bool = False) -> Located | None:
+        """The encrypted folder `path` is in (or is, with `itself`): kept listings and answers
+        first, one request for the folders not yet known."""
+        self._note_kept(routing_candidates(path)[0 if itself else 1 :])
+        return self.vaults.locate(path, itself)
+
+    def _note_kept(self, folders: list[str]) -> None:
+        for folder in folders:
+            if folder not in self.vaults.roots.known and folder in self.dircache:
+                self.vaults.roots.note_listing(folder, [e["name"] for e in self.dircache[folder]])
+
+    def _vault(self, path: str, where: Located) -> EncryptedFolder:
+        return self.vaults.folder(where, path)
+
+    def _sealed_entry(self, path: str, where: Located, entry: dict) -> dict:
+        kind = "directory" if entry.get("t", entry.get("type")) in ("dir", "directory") else "file"
+        return {
+            "name": path,
+            "path": path,
+            "type": kind,
+            "size": int(entry.get("size", 0)) if kind == "file" else 0,
+            "mtime": float(entry.get("mtime", 0.0)),
+            "sha256": entry.get("sha256"),
+            "encrypted": where.root,
+        }
+
+    def _sealed_info(self, path: str, where: Located) -> dict:
+        found = self._vault(path, where).entry(sealed.norm(where.inner))
+        if found is None:
+            raise NotFoundError(f"{path} is not in the encrypted folder {where.root}")
+        return self._sealed_entry(path, where, found)
+
+    def _sealed_list(self, path: str, where: Located) -> list[dict]:
+        folder = self._vault(path, where)
+        found = folder.entry(sealed.norm(where.inner))
+        if found is None:
+            raise NotFoundError(f"{path} is not in the encrypted folder {where.root}")
+        if found["t"] == "file":
+            return [self._sealed_entry(path, where, found)]
+        return [
+            self._sealed_entry(posixpath.join(path, e["name"]), where, e)
+            for e in folder.ls(sealed.norm(where.inner))
+        ]
+
+    def _sealed_write(self, path: str, where: Located, data: bytes) -> None:
+        with self._changing(path):
+            sealed.write_bytes(self._vault(path, where), where.inner, data)
+
+    def _plain_or_sealed_rm(self, path: str, plain: Callable[[], object], recursive: bool) -> None:
+        """The plain removal; a path the cloud does not have may be a plaintext name inside an
+        encrypted folder: removed from it."""
+        try:
+            plain()
+        except NotFoundError:
+            where = self._where(path)
+            if where is None or not where.inner:
+                raise
+            sealed.remove(self._vault(path, where), where.inner, recursive)
 
     def invalidate_cache(self, path: str | None = None) -> None:
         """Forget kept listings: all, or those of `path`, what is below it and the folders above;
@@ -423,40 +551,55 @@ class HyCloudFileSystem(AbstractFileSystem):
         path = self._strip_protocol(path)
         if self.exists(path):
             raise FileExistsError(errno.EEXIST, "file exists", path)
+        where = self._where(path)
+        if where is not None:
+            with self._changing(path):
+                sealed.make_dir(self._vault(path, where), where.inner)
+            return
         with self._changing(path) as change:
             change.made[path] = self.client.mkdir(path, parents=create_parents)
         self.dircache[path] = []  # it was not there: it is empty
+        self.vaults.roots.note(path, False)  # made plain just now
 
     def makedirs(self, path: str, exist_ok: bool = False) -> None:
         path = self._strip_protocol(path)
         if not exist_ok and self.exists(path):
             raise FileExistsError(errno.EEXIST, "file exists", path)
+        where = self._where(path, itself=True)
+        if where is not None:
+            if where.inner:
+                with self._changing(path):
+                    sealed.make_dir(self._vault(path, where), where.inner)
+            return
         with self._changing(path) as change:
             change.made[path] = self.client.mkdir(path, parents=True)
 
     def rmdir(self, path: str) -> None:
         path = self._strip_protocol(path)
         with self._changing(path) as change:
-            self.client.rmdir(path)
+            self._plain_or_sealed_rm(path, lambda: self.client.rmdir(path), recursive=False)
             change.removed.add(path)
 
     def rm_file(self, path: str) -> None:
         path = self._strip_protocol(path)
         with self._changing(path) as change:
-            self.client.rm(path)
+            self._plain_or_sealed_rm(path, lambda: self.client.rm(path), recursive=False)
             change.removed.add(path)
 
     def _rm(self, path: str) -> None:
         """A file, or an empty folder (as fsspec's `rm` of an expanded tree asks)."""
         path = self._strip_protocol(path)
         with self._changing(path) as change:
-            try:
-                self.client.rm(path)
-            except ConflictError as err:
-                if err.code != "is-a-directory":
-                    raise
-                self.client.rmdir(path)
+            self._plain_or_sealed_rm(path, lambda: self._rm_plain(path), recursive=False)
             change.removed.add(path)
+
+    def _rm_plain(self, path: str) -> None:
+        try:
+            self.client.rm(path)
+        except ConflictError as err:
+            if err.code != "is-a-directory":
+                raise
+            self.client.rmdir(path)
 
     def rm(self, path, recursive: bool = False, maxdepth: int | None = None) -> None:
         """Files and folders; with `recursive`, a folder goes whole in one call (a job the SDK
@@ -472,13 +615,16 @@ class HyCloudFileSystem(AbstractFileSystem):
                 self._rm(p)
                 continue
             with self._changing(p) as change:
-                try:
-                    self.client.rmdir(p, recursive=True)
-                except ConflictError as err:
-                    if err.code != "not-a-directory":
-                        raise
-                    self.client.rm(p)
+                self._plain_or_sealed_rm(p, functools.partial(self._rm_tree_plain, p), recursive=True)
                 change.removed.add(p)
+
+    def _rm_tree_plain(self, path: str) -> None:
+        try:
+            self.client.rmdir(path, recursive=True)
+        except ConflictError as err:
+            if err.code != "not-a-directory":
+                raise
+            self.client.rm(path)
 
     def mv(self, path1, path2, recursive: bool = False, maxdepth=None, **kwargs: Any) -> None:
         """One move in the cloud (a whole folder at once) for a single path; lists and globs as
@@ -488,9 +634,21 @@ class HyCloudFileSystem(AbstractFileSystem):
         src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
         if path2.endswith("/") or self.isdir(dst):
             dst = posixpath.join(dst, posixpath.basename(src))
-        with self._changing(src, dst) as change:
-            change.made[dst] = self._into_new_folder(lambda: self.client.mv(src, dst), dst, change)
-            change.removed.add(src)
+        if self._where(dst) is not None:
+            return self._mv_through_engine(src, dst)
+        try:
+            with self._changing(src, dst) as change:
+                change.made[dst] = self._into_new_folder(lambda: self.client.mv(src, dst), dst, change)
+                change.removed.add(src)
+        except FileNotFoundError:
+            if self._where(src) is None:
+                raise
+            self._mv_through_engine(src, dst)  # plaintext out of an encrypted folder
+
+    def _mv_through_engine(self, src: str, dst: str) -> None:
+        """A move in or out of an encrypted folder: copied (sealed or decrypted), then removed."""
+        self.copy(src, dst, recursive=True)
+        self.rm(src, recursive=True)
 
     def copy(self, path1, path2, recursive=False, maxdepth=None, on_error=None, **kwargs):
         """fsspec's copy (file by file), but a whole folder copied where nothing is in one request."""
@@ -509,13 +667,16 @@ class HyCloudFileSystem(AbstractFileSystem):
             return False
         src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
         try:
-            if self.info(src)["type"] != "directory":
-                return False
+            found = self.info(src)
         except FileNotFoundError:
+            return False
+        if found["type"] != "directory" or found.get("encrypted"):
             return False
         if not path1.endswith("/") and (path2.endswith("/") or self.isdir(dst)):
             dst = posixpath.join(dst, posixpath.basename(src))
         if dst == src or dst.startswith(src.rstrip("/") + "/") or self.exists(dst):
+            return False
+        if self._where(dst) is not None:  # into an encrypted folder: file by file, sealed
             return False
         with self._changing(dst) as change:
             change.made[dst] = self._into_new_folder(lambda: self.client.cp(src, dst), dst, change)
@@ -525,7 +686,14 @@ class HyCloudFileSystem(AbstractFileSystem):
         """A file is copied in the cloud (a large one is shared, not copied); a folder is made,
         as fsspec's `copy` of a tree sends every folder and file to this one by one."""
         src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
-        is_dir = self.info(src)["type"] == "directory"
+        found = self.info(src)
+        is_dir = found["type"] == "directory"
+        if found.get("encrypted") or self._where(dst) is not None:
+            if is_dir:
+                self.makedirs(dst, exist_ok=True)
+            else:
+                self.pipe_file(dst, self.cat_file(src))
+            return
         with self._changing(dst) as change:
             if is_dir:
                 change.made[dst] = self.client.mkdir(dst, parents=True)
@@ -558,21 +726,37 @@ class HyCloudFileSystem(AbstractFileSystem):
         if mode != "rb":
             raise ValueError(f"hycloud:// files open as 'rb', 'wb' or 'xb', not {mode!r}")
         with os_errors(path):
-            return HyCloudReader(RemoteReader(self.client, path), block_size or READ_BUFFER)
+            try:
+                return HyCloudReader(RemoteReader(self.client, path), block_size or READ_BUFFER)
+            except NotFoundError:
+                where = self._where(path)
+                if where is None:
+                    raise
+                return SealedReader(sealed.read_bytes(self._vault(path, where), where.inner))
 
-    def _writer(self, path: str, exclusive: bool) -> HyCloudWriter:
+    def _writer(self, path: str, exclusive: bool) -> HyCloudWriter | SealedWriter:
         """A writer uploading at close; an exclusive one fails now when the path exists, and its
         upload commits only while nothing is there (a file made meanwhile is FileExistsError)."""
         if exclusive and self.exists(path):
             raise FileExistsError(errno.EEXIST, "file exists", path)
         if not self.auto_mkdir and not self.isdir(self._parent(path)):
             raise FileNotFoundError(errno.ENOENT, "no such folder", self._parent(path))
+        where = self._where(path)
+        if where is not None:
+            self._vault(path, where)  # now: without a key there is no writer
+            inside = where
+            return SealedWriter(lambda data: self._sealed_write(path, inside, data))
         raw = RemoteWriter(self.client, path, parents=True, expect=ABSENT if exclusive else None)
         return HyCloudWriter(raw, READ_BUFFER, on_close=lambda: self._forget(path))
 
     def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
         """One request for bytes that fit a small file; `mode="create"` only where nothing is."""
         path = self._strip_protocol(path)
+        where = self._where(path)
+        if where is not None:
+            if mode == "create" and self.exists(path):
+                raise FileExistsError(errno.EEXIST, "file exists", path)
+            return self._sealed_write(path, where, bytes(value))
         if len(value) > self.client.small_file_threshold:
             with self.open(path, "xb" if mode == "create" else "wb") as f:
                 f.write(value)
@@ -584,6 +768,11 @@ class HyCloudFileSystem(AbstractFileSystem):
     def touch(self, path: str, truncate: bool = True, **kwargs: Any) -> None:
         """An empty file in one request; without `truncate` an existing file is left as it is."""
         path = self._strip_protocol(path)
+        where = self._where(path)
+        if where is not None:
+            if truncate or not self.exists(path):
+                self._sealed_write(path, where, b"")
+            return
         with self._changing(path) as change:
             if truncate:
                 change.made[path] = self.client.put_bytes(path, b"", parents=True)
@@ -642,6 +831,7 @@ class HyCloudFileSystem(AbstractFileSystem):
     def _put_batch(self, batch: _Batch) -> None:
         if len(batch.files) == 1 and not batch.folders:
             return self.put_file(*batch.files[0])
+        self._seal_batch(batch)
         made = {a for _, rpath in batch.files for a in _ancestors(rpath)}
         for folder in batch.folders:
             if folder not in made:
@@ -653,7 +843,41 @@ class HyCloudFileSystem(AbstractFileSystem):
             results = bundles.put_files(self.client, [(lpath, rpath) for lpath, rpath in batch.files])
             _raise_first(results)
 
+    def _seal_batch(self, batch: _Batch) -> None:
+        """Send the files and folders of a put that land inside encrypted folders through the
+        engine (one put per folder), leaving the rest in `batch`: one request at most asks about
+        the folders not yet known (a tree put above an encrypted folder finds it here)."""
+        remotes = [r for _, r in batch.files] + batch.folders
+        self._note_kept(sorted({f for r in remotes for f in routing_candidates(r)[1:]}))
+        self.vaults.roots.ask(remotes)
+        by_root: dict[str, tuple[Located, list[tuple[Path, str]], list[str]]] = {}
+        plain_files, plain_folders = [], []
+        for lpath, rpath in batch.files:
+            where = self.vaults.locate(rpath, itself=False)
+            if where is None:
+                plain_files.append((lpath, rpath))
+            else:
+                by_root.setdefault(where.root, (where, [], []))[1].append((Path(lpath), where.inner))
+        for folder in batch.folders:
+            where = self.vaults.locate(folder, itself=True)
+            if where is None:
+                plain_folders.append(folder)
+            elif where.inner:
+                by_root.setdefault(where.root, (where, [], []))[2].append(where.inner)
+        for root, (where, pairs, dirs) in by_root.items():
+            with self._changing(root):
+                sealed_upload.put_files(self._vault(root, where), pairs, extra_dirs=dirs)
+        batch.files[:], batch.folders[:] = plain_files, plain_folders
+
     def _get_batch(self, batch: _Batch) -> None:
+        by_root: dict[str, list[tuple[str, Path]]] = {}
+        for rpath, lpath, root in batch.sealed:
+            by_root.setdefault(root, []).append((rpath, Path(lpath)))
+        for root, wanted in by_root.items():
+            where = Located(root, "")
+            pairs = [(r[len(root) :].lstrip("/"), local) for r, local in wanted]
+            with os_errors(root):
+                sealed.fetch_many(self._vault(root, where), pairs)
         if len(batch.files) == 1:
             return self.get_file(*batch.files[0])
         if batch.files:
@@ -672,6 +896,13 @@ class HyCloudFileSystem(AbstractFileSystem):
             self.makedirs(rpath, exist_ok=True)
             return
         rpath = self._strip_protocol(rpath)
+        where = self._where(rpath)
+        if where is not None:
+            if mode == "create" and self.exists(rpath):
+                raise FileExistsError(errno.EEXIST, "file exists", rpath)
+            with self._changing(rpath):
+                sealed_upload.put_file(self._vault(rpath, where), Path(os.fspath(lpath)), where.inner)
+            return
         with self._changing(rpath) as change:
             expect = ABSENT if mode == "create" else None
             change.made[rpath] = self.client.put(
@@ -695,10 +926,22 @@ class HyCloudFileSystem(AbstractFileSystem):
         with os_errors(rpath):
             try:
                 self.client.get(rpath, lpath)
+            except NotFoundError:
+                self._sealed_get(rpath, lpath)
             except HyCloudError as err:
                 if err.code != "is-a-directory":
                     raise
                 os.makedirs(lpath, exist_ok=True)
+
+    def _sealed_get(self, rpath: str, lpath: str) -> None:
+        """A path the cloud does not have, when it is inside an encrypted folder: decrypted."""
+        where = self._where(rpath)
+        if where is None:
+            raise NotFoundError(f"{rpath} not found")
+        if self._sealed_info(rpath, where)["type"] == "directory":
+            os.makedirs(lpath, exist_ok=True)
+        else:
+            sealed.fetch_many(self._vault(rpath, where), [(where.inner, Path(lpath))])
 
     def _batched_get(self, rpath: str, lpath) -> bool:
         """Put a file to fetch into this thread's batch, a folder made at once: True; False when
@@ -714,6 +957,8 @@ class HyCloudFileSystem(AbstractFileSystem):
             return False
         if entry["type"] == "directory":
             os.makedirs(lpath, exist_ok=True)
+        elif entry.get("encrypted"):
+            batch.sealed.append((rpath, os.fspath(lpath), entry["encrypted"]))
         else:
             batch.files.append((rpath, os.fspath(lpath)))
         return True
