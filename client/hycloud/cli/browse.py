@@ -259,6 +259,9 @@ def touch(
     """Create empty files; an existing small file gets the current time (its bytes sent again,
     only while unchanged). A large file's time cannot be changed without sending it again."""
     client = _client()
+    from ..encrypted.guard import refuse_into
+
+    refuse_into(client, paths_, "hycloud touch")  # an empty plaintext file inside: refused
     done = [_touch(client, p, no_create, parents) for p in paths_]
     emit(done, "\n".join(f"{d['action']} {d['path']}" for d in done if d["action"] != "skipped") or None)
 

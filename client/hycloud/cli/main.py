@@ -470,6 +470,9 @@ def mv(
     """Move or rename a file or directory; into DST if it ends in / or is a directory."""
     client = _client()
     target = targets.remote_op(client, "move", src, dst)
+    from ..encrypted.guard import refuse_into
+
+    refuse_into(client, [target], "hycloud mv")  # a plain move would put plaintext names inside
     with _following_files() as bar:
         entry = client.mv(src, target, progress=bar)
     emit(entry, f"moved {src} -> {entry['path']}")
@@ -498,6 +501,9 @@ def cp(
     keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     client = _client(transfers)
     target = targets.remote_op(client, "copy", src, dst)
+    from ..encrypted.guard import refuse_into
+
+    refuse_into(client, [target], "hycloud cp")  # a plain copy would store plaintext inside
     if (keep is not None or dry_run) and client.stat(src)["type"] == "dir":
         from . import tree_commands
 

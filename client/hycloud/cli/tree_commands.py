@@ -81,6 +81,11 @@ def already_there(client: HyCloud, local: Path, remote: str, keep: PathFilter | 
     finally:
         state.close()
     diff = find(client.merkle_children, paths.normalize(remote), tree, keep)
+    from ..encrypted.guard import refuse_tree
+
+    refuse_tree(
+        remote, diff.files, tree.files, "hycloud put -r"
+    )  # the exchange met an encrypted folder's header
     return {rel for rel in tree.files if rel not in diff.files and rel not in diff.clashes}
 
 

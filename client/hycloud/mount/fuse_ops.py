@@ -36,6 +36,7 @@ from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, Not
 from ..caches import learn_sent, still_valid
 from ..caches.meta import TTL_S, UNKNOWN, MetaCache
 from ..caches.writeback import LIMIT, Cached, WriteBack
+from ..encrypted.roots import KnownRoots
 from ..sdk import HyCloud, bundles
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .watch import watch
@@ -102,6 +103,20 @@ class HyCloudFuse(fuse.Operations):
         self._finishing = threading.Lock()
         self.mounted = threading.Event()  # set by libfuse's INIT: the folder is mounted
         self._ids = itertools.count(1)
+        self.encrypted = KnownRoots(client)  # which folders are encrypted: asked once, kept
+
+    # --- encrypted folders: the mount writes plaintext, so it writes nothing inside one ------------
+    def _refuse_sealed(self, path: str, what: str) -> None:
+        """EACCES (and a line on stderr) for a write inside an encrypted folder: the mount would
+        store plaintext there. Its sealed objects read as the ciphertext they are."""
+        where = self.encrypted.locate(path, itself=False)
+        if where is not None:
+            print(
+                f"hycloud mount: refused {what} {path}: {where.root} is an encrypted folder "
+                "(use hycloud put/get or the hycloud:// filesystem)",
+                file=sys.stderr,
+            )
+            raise fuse.FuseOSError(errno.EACCES)
 
     # --- metadata ----------------------------------------------------------------------------------
     def _still_valid(self, path: str, cached: Cached) -> bool:
@@ -183,7 +198,9 @@ class HyCloudFuse(fuse.Operations):
     def mkdir(self, path: str, mode: int) -> None:
         """Made locally: the cloud gets it with its first file sent, or when a move, a removal,
         fsyncdir or the unmount needs it."""
+        self._refuse_sealed(path, "mkdir")
         self.cache.add_dir(path)
+        self.encrypted.note(path, False)  # made here, plain
         self.meta.learn(
             path, {"name": os.path.basename(path), "type": "dir", "size": 0, "mtime": time.time()}
         )
@@ -220,6 +237,7 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def rename(self, old: str, new: str) -> None:
         """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone."""
+        self._refuse_sealed(new, "rename into")
         cached = self.cache.hold(old)  # not sent while we decide: it stays only in the cache
         try:
             if cached is not None and not self._in_cloud(old, cached):
@@ -258,6 +276,7 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def create(self, path: str, mode: int, fi=None) -> int:
+        self._refuse_sealed(path, "create")
         self.meta.wrote(os.path.dirname(path) or "/")
         handle = self._cached(path, writer=True, fetch=False)
         handle.truncate(0)
@@ -266,6 +285,8 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def open(self, path: str, flags: int) -> int:
         writer = flags & os.O_ACCMODE != os.O_RDONLY
+        if writer:
+            self._refuse_sealed(path, "write")
         if not writer and self.cache.current(path) is None:
             return self._keep(ReadHandle(self.client, path, self.read_ahead))
         handle = self._cached(path, writer, fetch=not flags & os.O_TRUNC)
@@ -289,6 +310,7 @@ class HyCloudFuse(fuse.Operations):
         if isinstance(handle, CachedHandle) and handle.writer:
             handle.truncate(length)
             return
+        self._refuse_sealed(path, "truncate")
         handle = self._cached(path, writer=True, fetch=length > 0)
         try:
             handle.truncate(length)

@@ -102,6 +102,10 @@ def _one_pass(
     )
     local.seconds = time.perf_counter() - scanned
     diff = find(client.merkle_children, remote_root, local, keep, _sender(client))
+    if direction == "push":  # a pushed tree never writes plaintext into an encrypted folder below
+        from ..encrypted.guard import refuse_tree
+
+        refuse_tree(remote_root, diff.files, local.files, "hycloud sync")
     if direction == "pull" and "" in diff.local_dirs:
         raise NotFoundError(f"{remote_root} is not a folder in the cloud", code="not-found")
     base = state.base(diff.files if options.dry_run else None)  # a real run agrees on every file

@@ -11,6 +11,7 @@ trees move as cloud jobs; what the cache holds below them is sent first.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 from hycloud_core.errors import HyCloudError, NotFoundError
 
 from ..caches import Caches
+from ..encrypted.roots import KnownRoots
 from ..sdk import HyCloud
 from .auth import CACHES_KEY, CLIENT_KEY
 from .cached import CacheWriter, cached_entry, create_empty, open_cached, send_under
@@ -44,6 +46,27 @@ def dav_errors() -> Iterator[None]:
 
 def _remote(path: str) -> str:
     return "/" + path.strip("/")
+
+
+_ENCRYPTED: weakref.WeakKeyDictionary[Caches, KnownRoots] = weakref.WeakKeyDictionary()
+
+
+def refuse_sealed(environ: dict, path: str, what: str) -> None:
+    """403 for a write inside an encrypted folder: WebDAV clients send plaintext, which the cloud
+    must never hold there. Which folders are encrypted is asked once per folder and kept for the
+    server's life (a folder becomes encrypted only by `mkdir --encrypted`/`crypt init`)."""
+    caches: Caches = environ[CACHES_KEY]
+    roots = _ENCRYPTED.get(caches)
+    if roots is None:
+        roots = _ENCRYPTED.setdefault(caches, KnownRoots(caches.client))
+    with dav_errors():
+        where = roots.locate(_remote(path), itself=False)
+    if where is not None:
+        raise DAVError(
+            HTTP_FORBIDDEN,
+            f"{where.root} is an encrypted folder: {what} would store plaintext in it "
+            "(use hycloud put/get or the hycloud:// filesystem)",
+        )
 
 
 class _Entry:
@@ -136,6 +159,7 @@ class RemoteFile(_Entry, DAVNonCollection):
 
     def begin_write(self, *, content_type: str | None = None):
         """The body goes to the write-back cache (a new file is there already: `create_empty`)."""
+        refuse_sealed(self.environ, self.path, "PUT")
         with dav_errors():
             return CacheWriter(self.caches, self.remote, in_cloud=True)
 
@@ -156,6 +180,7 @@ class RemoteFile(_Entry, DAVNonCollection):
         self.remove_all_locks(recursive=True)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
+        refuse_sealed(self.environ, dest_path, "MOVE" if is_move else "COPY")
         with self.changing(self.path, dest_path):
             self.caches.files.sync([self.remote])
             self.caches.files.drop(_remote(dest_path))
@@ -206,6 +231,7 @@ class RemoteFolder(_Entry, DAVCollection):
     def create_empty_resource(self, name: str) -> RemoteFile:
         """In the cache only: the PUT's body follows at once and is sent with it."""
         path = util.join_uri(self.path, name)
+        refuse_sealed(self.environ, path, "PUT")
         with self.changing():
             create_empty(self.caches, _remote(path))
         return self.provider.get_resource_inst(path, self.environ)
@@ -213,6 +239,7 @@ class RemoteFolder(_Entry, DAVCollection):
     def create_collection(self, name: str) -> None:
         """The new folder is learned (known empty), not its parent listed again."""
         remote = _remote(util.join_uri(self.path, name))
+        refuse_sealed(self.environ, remote, "MKCOL")
         with self.changing():
             self.client.mkdir(remote)
         self.caches.meta.learn(remote, {"name": name, "type": "dir", "size": 0, "mtime": time.time()})
@@ -240,6 +267,7 @@ class RemoteFolder(_Entry, DAVCollection):
         """A whole-tree copy in one API call (replacing what is there: Overwrite was checked)."""
         if not depth_infinity or self._locked_below():
             return False
+        refuse_sealed(self.environ, dest_path, "COPY")
         with self.changing(self.path, dest_path):
             send_under(self.caches, self.remote)
             for path in self.caches.files.under(_remote(dest_path)):
@@ -266,6 +294,7 @@ class RemoteFolder(_Entry, DAVCollection):
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         """One level of a member-by-member copy: just the folder itself."""
+        refuse_sealed(self.environ, dest_path, "MOVE" if is_move else "COPY")
         with self.changing(dest_path):
             try:
                 self.client.stat(_remote(dest_path))
@@ -277,6 +306,7 @@ class RemoteFolder(_Entry, DAVCollection):
         return True
 
     def move_recursive(self, dest_path: str) -> None:
+        refuse_sealed(self.environ, dest_path, "MOVE")
         with self.changing(self.path, dest_path):
             send_under(self.caches, self.remote)
             self.client.mv(self.remote, _remote(dest_path))

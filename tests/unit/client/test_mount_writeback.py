@@ -5,6 +5,7 @@ unmount sends everything."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -16,7 +17,23 @@ import pytest
 
 from hycloud.caches.writeback import WriteBack
 from hycloud.mount.fuse_ops import HyCloudFuse
+from hycloud_core import bundle
 from hycloud_core.errors import ConflictError, NotFoundError
+
+
+class HeaderHttp:
+    """`POST /v1/bundles/download` of `.hcenc` headers, by which the mount and WebDAV learn which
+    folders are encrypted; counted in `asked`, not in the cloud's `calls`."""
+
+    def __init__(self, cloud: FakeCloud) -> None:
+        self.cloud, self.asked = cloud, 0
+
+    def request(self, method: str, route: str, json: dict | None = None, **_) -> object:
+        assert (method, route) == ("POST", "/v1/bundles/download") and json is not None
+        self.asked += 1
+        found = [(p, self.cloud.files[p]) for p in json["paths"] if p in self.cloud.files]
+        members = [(bundle.Member(p, len(d), hashlib.sha256(d).hexdigest()), d) for p, d in found]
+        return type("Answer", (), {"content": bundle.pack(members)})()
 
 
 class FakeCloud:
@@ -31,6 +48,7 @@ class FakeCloud:
         self.gate = threading.Event()
         self.gate.set()
         self.fail: str | None = None
+        self.http = HeaderHttp(self)  # the bundle request that tells encrypted folders
 
     def _entry(self, path: str) -> dict:
         name = path.rsplit("/", 1)[1]
