@@ -62,8 +62,12 @@ def test_50mib_upload_copy_move_download_delete_twice(deployment, alice, big_fil
     alice.cli("rm", "/moved/copy.bin")
     assert in_s3(deployment, h)  # a delete leaves reclamation to the collector
     assert [v["content_hash"] for v in alice.sdk().versions("/moved/copy.bin")["versions"]] == [h]
-    # kept while a version names it: reclaimed once the versions go (here at once, as an operator can)
-    assert h in deployment.upkeep(grace_s=0, version_retention_s=0)["collected"]["reclaimed"]
+    # kept while a version or a trash item names it: reclaimed once both go (here at once, as an
+    # operator can)
+    assert (
+        h
+        in deployment.upkeep(grace_s=0, version_retention_s=0, trash_retention_s=0)["collected"]["reclaimed"]
+    )
     assert not in_s3(deployment, h) and deployment.object_record(h) is None
 
 
