@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from hycloud.cli.main import main
 from hycloud.encrypted import EncryptedFolder, MemoryStore, upload
 from hycloud.encrypted.counters import Counters
 from hycloud_core.crypto import header as hdr
 from hycloud_core.crypto import keys
 from hycloud_core.errors import ConflictError, NotFoundError
+from tests.unit.crypto_cli import cheap_keys, run
 
 USERS = {"alice", "bob"}
 
@@ -39,19 +39,9 @@ def store(monkeypatch, tmp_path) -> MemoryStore:
     shared = MemoryStore()
     monkeypatch.setattr("hycloud.encrypted.CloudStore", lambda client, root: shared)
     monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: _Client()))
-    monkeypatch.setattr(keys.KdfParams.__init__, "__defaults__", (2**10, 8, 1))  # cheap scrypt
-    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state" / "state.sqlite3"))
-    monkeypatch.setenv("HYCLOUD_PASSPHRASE", "alice's passphrase")
+    cheap_keys(monkeypatch, tmp_path, "alice's passphrase")
     monkeypatch.setenv("HYCLOUD_NEW_PASSPHRASE", "bob's first passphrase")
     return shared
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(ended.value.code or 0), out.out, out.err
 
 
 def test_an_added_user_opens_the_folder_with_their_own_secret(store, capsys, tmp_path):

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from hycloud.cli.main import main
 from hycloud.encrypted import MemoryStore
-from hycloud_core.crypto import chunks, keys
+from hycloud_core.crypto import chunks
+from tests.unit.crypto_cli import cheap_keys, run
 
 
 class _Client:
@@ -25,18 +25,8 @@ def store(monkeypatch, tmp_path) -> MemoryStore:
     shared = MemoryStore()
     monkeypatch.setattr("hycloud.encrypted.CloudStore", lambda client, root: shared)
     monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: _Client()))
-    monkeypatch.setattr(keys.KdfParams.__init__, "__defaults__", (2**10, 8, 1))  # cheap scrypt
-    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state" / "state.sqlite3"))
-    monkeypatch.setenv("HYCLOUD_PASSPHRASE", "first passphrase")
+    cheap_keys(monkeypatch, tmp_path, "first passphrase")
     return shared
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(ended.value.code or 0), out.out, out.err
 
 
 def test_init_put_ls_get_and_rotate(store, capsys, tmp_path, monkeypatch):

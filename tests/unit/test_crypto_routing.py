@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hycloud.cli.main import main
 from hycloud.encrypted import MemoryStore, routing
-from hycloud_core.crypto import keys
+from tests.unit.crypto_cli import cheap_keys, run
 
 MARKER = b"KNOWN-PLAINTEXT-0123456789"
 
@@ -57,19 +56,9 @@ def cloud(monkeypatch, tmp_path) -> dict[str, MemoryStore]:
         lambda _c, roots: {r for r in roots if ".hcenc" in stores.get(r, MemoryStore()).objects},
     )
     monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: client))
-    monkeypatch.setattr(keys.KdfParams.__init__, "__defaults__", (2**10, 8, 1))  # cheap scrypt
-    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state" / "state.sqlite3"))
-    monkeypatch.setenv("HYCLOUD_PASSPHRASE", "a passphrase")
+    cheap_keys(monkeypatch, tmp_path, "a passphrase")
     stores["client"] = client  # type: ignore[assignment]  # for the fall-through test
     return stores
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(ended.value.code or 0), out.out, out.err
 
 
 def _tree(root: Path) -> dict[str, str]:
