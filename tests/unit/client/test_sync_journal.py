@@ -17,6 +17,8 @@ from hycloud.sync.filters import PathFilter
 from hycloud.sync.scan import LocalTree, scan
 from hycloud.sync.state import SyncState
 from hycloud_core import content
+from tests.unit.client.scan_files import count_reads
+from tests.unit.client.scan_files import write_at as _write
 
 OLD = 1_600_000_000  # mtimes long past: outside the racy window
 REMOTE = "/r"
@@ -42,21 +44,7 @@ def tree(tmp_path) -> Path:
 
 @pytest.fixture
 def reads(monkeypatch) -> list[str]:
-    read: list[str] = []
-    real = content.hash_file
-
-    def hash_file(path, *args, **kwargs):
-        read.append(Path(path).name)
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(scan_module.content, "hash_file", hash_file)
-    return read
-
-
-def _write(path: Path, data: bytes, mtime: float) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    os.utime(path, (mtime, mtime))
+    return count_reads(monkeypatch)
 
 
 def _scan(root: Path, state: SyncState, fresh: bool = False) -> LocalTree:

@@ -4,36 +4,17 @@ and the Merkle tree built from a scan is build_tree's."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from hycloud.sync import scan as scan_module
 from hycloud.sync.diff import full_path, local_merkle_tree
 from hycloud.sync.filters import PathFilter
 from hycloud.sync.scan import LocalFile, LocalTree, scan
 from hycloud.sync.state import SyncState
 from hycloud_core import content
 from hycloud_core.merkle import DirEntry, FileEntry, build_tree
+from tests.unit.client.scan_files import count_reads as _reads
+from tests.unit.client.scan_files import write_at as _write
 
 OLD = 1_600_000_000  # mtimes long past: outside the racy window
-
-
-def _reads(monkeypatch) -> list[str]:
-    """The files whose content the scan reads."""
-    read: list[str] = []
-    real = content.hash_file
-
-    def hash_file(path, *args, **kwargs):
-        read.append(Path(path).name)
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(scan_module.content, "hash_file", hash_file)
-    return read
-
-
-def _write(path: Path, data: bytes, mtime: float) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    os.utime(path, (mtime, mtime))
 
 
 def test_only_files_whose_mtime_or_size_moved_are_read(tmp_path, monkeypatch):
