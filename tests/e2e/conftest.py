@@ -19,6 +19,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from infra.local import deploy as local
 from tests.e2e import server_errors
@@ -40,13 +41,14 @@ class Deployment:
     def api_url(self) -> str:
         return self.outputs["LocalApiUrl"]
 
-    def client(self, service: str, region: str = "us-east-1"):
+    def client(self, service: str, region: str = "us-east-1", config: Config | None = None):
         return boto3.client(
             service,
             endpoint_url=self.env["AWS_ENDPOINT_URL"],
             region_name=region,
             aws_access_key_id="test",
             aws_secret_access_key="test",
+            config=config,
         )
 
     def object_record(self, content_hash: str) -> dict | None:
@@ -64,7 +66,9 @@ class Deployment:
 
     def upkeep(self, **event) -> dict:
         """Run the upkeep function now; `grace_s=0` only while no operation is in flight."""
-        lam = self.client("lambda")
+        # the whole walk outlasts boto3's 60 s read timeout on a loaded machine, and a retry
+        # would run the upkeep again: wait longer than the function may run (300 s), and ask once
+        lam = self.client("lambda", config=Config(read_timeout=360, retries={"total_max_attempts": 1}))
         fn = self.outputs["CacheUpkeepFunctionName"]
         response = lam.invoke(FunctionName=fn, Payload=json.dumps(event).encode())
         result = json.loads(response["Payload"].read())
