@@ -295,10 +295,13 @@ def test_randomized_concurrent_clients_keep_every_acknowledged_write(deployment,
 
 
 def _linked_anywhere(deployment) -> set[str]:
-    """Every content hash a link file in any namespace names, retained history included."""
+    """Every content hash a link file in any namespace or any user's trash names (a removed
+    file keeps its content until its trash item is purged), retained history included."""
     linked = set()
-    for ns_dir in (deployment.efs_root() / "ns").iterdir():
-        for info in efs_files(ns_dir).values():
-            if info["kind"] == "large":
-                linked.add(info["content_hash"])
+    for area in ("ns", "trash"):
+        folder = deployment.efs_root() / area
+        for ns_dir in folder.iterdir() if folder.is_dir() else ():
+            for info in efs_files(ns_dir).values():
+                if info["kind"] == "large":
+                    linked.add(info["content_hash"])
     return linked
