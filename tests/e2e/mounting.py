@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -48,6 +49,13 @@ class Mount:
             subprocess.run(["fusermount3", "-u", "-z", str(self.dir)], check=False, timeout=30)
 
 
+def _default_hangup() -> None:
+    """The mount as a terminal starts it: a run under `nohup` (as CI's may be) hands every child
+    SIGHUP ignored, and libfuse takes over only signals left at their default, so the mount
+    would rightly shrug off the SIGHUP test's hangup, as `nohup hycloud mount` should."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start_mount(user, base: Path, endpoint: str | None = None) -> Mount:
     mnt, log = base / "mnt", base / "stderr.log"
     mnt.mkdir()
@@ -58,7 +66,13 @@ def start_mount(user, base: Path, endpoint: str | None = None) -> Mount:
         "HYCLOUD_CONFIG": "/nonexistent/config.json",
     }
     with open(log, "wb") as err:
-        proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [HYCLOUD, "mount", str(mnt)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=_default_hangup,
+        )
     mount = Mount(mnt, proc, log)
     deadline = time.monotonic() + 30
     while not os.path.ismount(mnt):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hycloud_core.errors import HyCloudError
+from hycloud_core.errors import HyCloudError, NotFoundError
 
 from ..transfer.background import settle
 from ..transfer.config import TransferConfig
@@ -45,6 +45,7 @@ from .trash import trash
 if TYPE_CHECKING:
     from ..progress_bar import RichProgress
     from ..sdk.client import HyCloud
+    from ..sync.filters import PathFilter
     from .job_progress import FilesBar
 
 app = typer.Typer(
@@ -375,8 +376,28 @@ def get(
         raise HyCloudError("--via is 'auto', 'direct', 'relay' or 'delta'", code="bad-usage", status=400)
     keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     client = _client(transfers)
-    if encrypted_cli.routed_get(client, remote, local, recursive, keep, dry_run):
-        return  # inside an encrypted folder: checked and decrypted here
+    if recursive and encrypted_cli.routed_get(client, remote, local, recursive, keep, dry_run):
+        return  # an encrypted folder's tree: each file checked and decrypted here
+    try:
+        _plain_get(client, remote, local, recursive, keep, dry_run, transfers, via, base)
+    except NotFoundError:  # a file's plaintext name is stored nowhere: in an encrypted folder?
+        if recursive or not encrypted_cli.routed_get(client, remote, local, recursive, keep, dry_run):
+            raise
+
+
+def _plain_get(
+    client: HyCloud,
+    remote: str,
+    local: str,
+    recursive: bool,
+    keep: PathFilter | None,
+    dry_run: bool,
+    transfers: int | None,
+    via: str,
+    base: Path | None,
+) -> None:
+    """`hycloud get` of what is stored under its own name (every path outside encrypted folders):
+    a single file costs no request to look for an encrypted folder first."""
     if local == "-" and not recursive and not dry_run:  # stdout, as cp and aws s3 cp take "-"
         if not _left_out(keep, targets.basename(remote)):
             browse.copy_to(client, remote, sys.stdout.buffer)
