@@ -150,13 +150,13 @@ def test_failed_job_retried_runs_a_new_execution(deployment, alice, tmp_path):
     s3.delete_object(Bucket=bucket, Key=key)  # the base cannot be fetched: the job fails
     delta = version_delta(v1, v2)
     status, first = start_upload(alice, "/retry.bin", v1, delta, content.hash_bytes(v2))
-    assert status == 202, first
-    assert_short_error(wait(alice, first["job"]), "content-unavailable")
+    assert status in (200, 202), first  # 200: the job had already ended when the request looked
+    assert_short_error(wait(alice, first["job"]) if status == 202 else first, "content-unavailable")
 
     s3.put_object(Bucket=bucket, Key=key, Body=v1)
     status, second = start_upload(alice, "/retry.bin", v1, delta, content.hash_bytes(v2))
-    assert status == 202 and second["job"] != first["job"], (first, second)
-    assert wait(alice, second["job"])["state"] == "ready"
+    assert status in (200, 202) and second["job"] != first["job"], (first, second)
+    assert (wait(alice, second["job"]) if status == 202 else second)["state"] == "ready"
     assert current_hash(deployment, alice, "/retry.bin") == content.hash_bytes(v2)
     runs = executions(deployment, "DeltaStateMachineArn")
     assert (runs[first["job"]], runs[second["job"]]) == ("FAILED", "SUCCEEDED")
