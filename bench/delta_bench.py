@@ -133,30 +133,26 @@ def fetch_typescript(version: str) -> Path:
     return tar
 
 
-def fetch_django(version: str) -> Path:
-    folder = CACHE / "django"
-    tar = folder / f"django-{version}.tar"
+def fetch_sdist(project: str, version: str) -> Path:
+    """A PyPI source release as an uncompressed .tar (pip download, cached)."""
+    folder = CACHE / project
+    tar = folder / f"{project}-{version}.tar"
     if not tar.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        sdist = folder / f"django-{version}.tar.gz"
+        sdist = folder / f"{project}-{version}.tar.gz"
         if not sdist.exists():
             _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                  f"django=={version}", "-d", str(folder), "-q"])  # fmt: skip
+                  f"{project}=={version}", "-d", str(folder), "-q"])  # fmt: skip
         _gunzip(sdist, tar)
     return tar
+
+
+def fetch_django(version: str) -> Path:
+    return fetch_sdist("django", version)
 
 
 def fetch_gevent(version: str) -> Path:
-    folder = CACHE / "gevent"
-    tar = folder / f"gevent-{version}.tar"
-    if not tar.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        sdist = folder / f"gevent-{version}.tar.gz"
-        if not sdist.exists():
-            _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                  f"gevent=={version}", "-d", str(folder), "-q"])  # fmt: skip
-        _gunzip(sdist, tar)
-    return tar
+    return fetch_sdist("gevent", version)
 
 
 def fetch_openssl(version: str) -> Path:
