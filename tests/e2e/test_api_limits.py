@@ -10,19 +10,18 @@ function runs on to its end. The app's own API refuses the same bodies and store
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
 import time
 import uuid
-import zipfile
 
 import pytest
 import requests
 
 from hycloud_core import api_limits
 from infra.local import deploy as local
+from tests.lambda_probes import proxy_api, zip_bytes
 
 sys.path.insert(0, str(local.ROOT / "infra/local/lambda_executor"))
 from hycloud_local_lambda import guard  # noqa: E402
@@ -62,13 +61,6 @@ def limits_enforced():
     )
 
 
-def _zip() -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("handler.py", HANDLER)
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def probe(deployment):
     """The probe function behind a REST API: {"url", "s3", "bucket"}."""
@@ -88,28 +80,19 @@ def probe(deployment):
         Runtime="python3.12",
         Role=role,
         Handler="handler.handler",
-        Code={"ZipFile": _zip()},
+        Code={"ZipFile": zip_bytes({"handler.py": HANDLER})},
         Timeout=45,
         Environment={"Variables": {"BUCKET": bucket}},
     )["FunctionArn"]
     lam.get_waiter("function_active_v2").wait(FunctionName=name)
-    api = apigw.create_rest_api(
+    api = proxy_api(
+        apigw,
+        function,
+        "v1",
         name=name,
         binaryMediaTypes=["application/octet-stream"],
         endpointConfiguration={"types": ["REGIONAL"]},
-    )["id"]
-    root = next(r["id"] for r in apigw.get_resources(restApiId=api)["items"] if r["path"] == "/")
-    resource = apigw.create_resource(restApiId=api, parentId=root, pathPart="{proxy+}")["id"]
-    apigw.put_method(restApiId=api, resourceId=resource, httpMethod="ANY", authorizationType="NONE")
-    apigw.put_integration(
-        restApiId=api,
-        resourceId=resource,
-        httpMethod="ANY",
-        type="AWS_PROXY",
-        integrationHttpMethod="POST",
-        uri=f"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/{function}/invocations",
     )
-    apigw.create_deployment(restApiId=api, stageName="v1")
     url = f"{deployment.env['AWS_ENDPOINT_URL']}/restapis/{api}/v1/_user_request_/probe"
     try:
         yield {"url": url, "s3": s3, "bucket": bucket}

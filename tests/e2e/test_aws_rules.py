@@ -9,15 +9,14 @@ function's own environment, whatever the local cloud's default.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
-import zipfile
 
 import pytest
 
 from infra.local import deploy as local
+from tests.lambda_probes import zip_bytes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -57,13 +56,6 @@ TRUST = {
 }
 
 
-def _zip() -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("handler.py", HANDLER)
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def probe(deployment):
     """A bucket with one object, a role allowing only GetObject on it, and two functions (VPC, none)."""
@@ -81,7 +73,7 @@ def probe(deployment):
     controller = lam.get_function_configuration(FunctionName=deployment.outputs["ControllerFunctionName"])
     vpc = {k: controller["VpcConfig"][k] for k in ("SubnetIds", "SecurityGroupIds")}
     names = {kind: f"aws-rules-{kind}-{tag}" for kind in ("plain", "vpc", "report")}
-    code = _zip()
+    code = zip_bytes({"handler.py": HANDLER})
     for kind, name in names.items():
         lam.create_function(
             FunctionName=name,

@@ -7,7 +7,6 @@ stops it again at the end); the last test stops it and checks no process is left
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -15,12 +14,13 @@ import sys
 import time
 import urllib.request
 import uuid
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
 import pytest
+
+from tests.lambda_probes import proxy_api, zip_bytes
 
 pytestmark = [pytest.mark.localcloud, pytest.mark.slow, pytest.mark.exclusive]
 
@@ -74,14 +74,6 @@ def localcloud(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def is_running() -> bool:
     return localcloud("status", check=False).returncode == 0
-
-
-def zip_bytes(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return buf.getvalue()
 
 
 def efs_map() -> dict[str, str]:
@@ -274,20 +266,7 @@ def test_concurrent_invokes_use_separate_environments(aws, efs_function):
 
 def test_rest_api_lambda_proxy(aws, cloud, name):
     fn_arn = create_function(aws, name, PROXY_HANDLER)
-    apigw = aws("apigateway")
-    api_id = apigw.create_rest_api(name=name)["id"]
-    root_id = next(r["id"] for r in apigw.get_resources(restApiId=api_id)["items"] if r["path"] == "/")
-    res_id = apigw.create_resource(restApiId=api_id, parentId=root_id, pathPart="{proxy+}")["id"]
-    apigw.put_method(restApiId=api_id, resourceId=res_id, httpMethod="ANY", authorizationType="NONE")
-    apigw.put_integration(
-        restApiId=api_id,
-        resourceId=res_id,
-        httpMethod="ANY",
-        type="AWS_PROXY",
-        integrationHttpMethod="POST",
-        uri=f"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/{fn_arn}/invocations",
-    )
-    apigw.create_deployment(restApiId=api_id, stageName="dev")
+    api_id = proxy_api(aws("apigateway"), fn_arn, "dev", name=name)
     url = f"{cloud['AWS_ENDPOINT_URL']}/restapis/{api_id}/dev/_user_request_/files/a/b.txt?v=1"
     with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=30) as resp:
         assert resp.status == 201
