@@ -4,14 +4,14 @@ through a real HTTP exchange with a server on 127.0.0.1 (the waits recorded, not
 from __future__ import annotations
 
 import hashlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from hycloud import http
 from hycloud.cli import bwlimit
 from hycloud_core.errors import BadRequestError
+from tests.unit.client.local_http import serving
 
 KiB = 1024
 
@@ -83,13 +83,8 @@ class Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serving(Echo) as url:
+        yield url
 
 
 def test_sessions_send_and_receive_through_one_bucket_with_bodies_intact(server, monkeypatch):

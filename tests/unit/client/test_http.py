@@ -5,10 +5,9 @@ may still be running (502/504) is not retried into its own lease but reported as
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -16,6 +15,7 @@ from hycloud import http as http_module
 from hycloud.cli import exit_codes
 from hycloud.http import Http
 from hycloud_core.errors import ConflictError, HyCloudError
+from tests.unit.client.local_http import serving
 
 
 class Scripted:
@@ -51,12 +51,8 @@ def server() -> Iterator[tuple[Scripted, str]]:
 
         do_GET = do_POST = do_PUT = do_DELETE = answer
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield state, url
 
 
 def keys(state: Scripted) -> list[str | None]:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -19,6 +18,7 @@ from hycloud_core import api_limits
 from hycloud_core.auth import READ_LIKE
 from hycloud_core.errors import HyCloudError
 from tests.conftest import load_function
+from tests.unit.client.local_http import serving
 
 GATEWAY = {  # what API Gateway itself answers (no controller error body)
     413: ("application/json", json.dumps({"message": "Request Too Long"})),
@@ -57,12 +57,8 @@ def server(monkeypatch) -> Iterator[tuple[Scripted, str]]:
 
         do_GET = do_POST = do_PUT = do_DELETE = answer
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield state, url
 
 
 @pytest.mark.parametrize("method,route", sorted(READ_LIKE))
