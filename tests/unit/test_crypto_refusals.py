@@ -1,5 +1,5 @@
 """The ways in that are not routed through the encrypted engine refuse to write inside an encrypted
-folder, before anything is sent: `hycloud cp`, `mv`, `touch` into one, and `put -r`/`sync` aimed
+folder, before anything is sent: `hycloud touch` into one, and `put -r`/`sync` aimed
 above one whose local tree reaches into it (found by the header among the exchange's answers).
 Exit 2 and `encrypted-folder` on stderr, like the other refusals of encrypted folders."""
 
@@ -31,13 +31,24 @@ def _writes(fake: FakeHyCloud) -> list[str]:
     return [c for c in fake.calls if c.split()[0] in ("put", "cp", "mv", "put_files", "mkdir")]
 
 
-def test_cp_mv_and_touch_into_an_encrypted_folder_are_refused(vault, capsys):
+def test_touch_into_an_encrypted_folder_is_refused(vault, capsys):
     before = dict(vault.files)
-    _refused(capsys, run("cp", "/data/plain.txt", "/data/vault/"))
-    _refused(capsys, run("cp", "/data/plain.txt", "/data/vault/deep/x.txt"))
-    _refused(capsys, run("mv", "/data/plain.txt", "/data/vault/moved.txt"))
     _refused(capsys, run("touch", "/data/ok.txt", "/data/vault/new.txt"))
     assert vault.files == before and _writes(vault) == []  # not even the first touch
+
+
+def test_cp_and_mv_into_an_encrypted_folder_without_its_key_send_nothing(vault, capsys, monkeypatch):
+    """They go through the encrypted engine (tests/unit/test_crypto_cp_mv.py), which needs the key."""
+    import sys
+
+    monkeypatch.delenv("HYCLOUD_PASSPHRASE", raising=False)
+    monkeypatch.delenv("HYCLOUD_KEY_FILE", raising=False)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
+    before = dict(vault.files)
+    for args in (("cp", "/data/plain.txt", "/data/vault/"), ("mv", "/data/plain.txt", "/data/vault/m.txt")):
+        code = run(*args)
+        assert code == 4 and "key-unavailable" in capsys.readouterr().err
+    assert vault.files == before and _writes(vault) == []
 
 
 def test_cp_mv_and_touch_elsewhere_still_work(vault):

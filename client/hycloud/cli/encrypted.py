@@ -376,6 +376,33 @@ def routed_get(
     return True
 
 
+def routed_copy(
+    client: HyCloud, src: str, dst: str, move: bool, dry_run: bool = False, filtered: bool = False
+) -> bool:
+    """`hycloud cp`/`mv` with an end inside an encrypted folder (encrypted/crossing.py): within
+    one folder only manifests and name maps are written (every chunk reused); across keys the
+    files are decrypted and sealed again here. False: the plain cp/mv does it."""
+    from ..encrypted import crossing
+
+    ends = crossing.locate_both(client, src, dst)
+    if ends.plain:
+        return False
+    verb = "move" if move else "copy"
+    if filtered:
+        raise BadRequest(
+            f"--exclude/--include are not supported for a {verb} in an encrypted folder", code="bad-usage"
+        )
+    if dry_run:
+        emit({"src": src, "dst": dst, "dry_run": True, "encrypted": True}, f"would {verb} {src} -> {dst}")
+        return True
+    opener = crossing.folder_opener(client)
+    done = _run(lambda: crossing.copy_or_move(client, src, dst, ends, move, opener))
+    assert isinstance(done, dict)
+    how = "chunks reused" if done["reused"] else "decrypted and sealed again here"
+    emit(done, f"{'moved' if move else 'copied'} {src} -> {done['path']} ({how})")
+    return True
+
+
 def _to_stdout(folder: EncryptedFolder, inner: str) -> None:
     import tempfile
 

@@ -490,10 +490,9 @@ def mv(
 ) -> None:
     """Move or rename a file or directory; into DST if it ends in / or is a directory."""
     client = _client()
+    if encrypted_cli.routed_copy(client, src, dst, move=True):
+        return  # an end inside an encrypted folder: its names and contents sealed here
     target = targets.remote_op(client, "move", src, dst)
-    from ..encrypted.guard import refuse_into
-
-    refuse_into(client, [target], "hycloud mv")  # a plain move would put plaintext names inside
     with _following_files() as bar:
         entry = client.mv(src, target, progress=bar)
     emit(entry, f"moved {src} -> {entry['path']}")
@@ -521,10 +520,9 @@ def cp(
     With --exclude/--include or --dry-run a folder is copied file by file."""
     keep, transfers = tree_options.path_filter(exclude, include), tree_options.check_transfers(transfers)
     client = _client(transfers)
+    if encrypted_cli.routed_copy(client, src, dst, move=False, dry_run=dry_run, filtered=keep is not None):
+        return  # an end inside an encrypted folder: chunks reused within it, else sealed here
     target = targets.remote_op(client, "copy", src, dst)
-    from ..encrypted.guard import refuse_into
-
-    refuse_into(client, [target], "hycloud cp")  # a plain copy would store plaintext inside
     if (keep is not None or dry_run) and client.stat(src)["type"] == "dir":
         from . import tree_commands
 

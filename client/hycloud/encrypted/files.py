@@ -93,4 +93,6 @@ def remove(folder: EncryptedFolder, rel: str, recursive: bool = False) -> None:
     edited = manifest.DirMap(dict(dir_map.entries))
     del edited.entries[name]
     commit(folder, Pending({parent: (edited, maps[parent][1])}, {parent: {name: None}}, {}))
+    if is_dir:
+        folder.forget_maps(rel)
     folder.store.remove(folder.stored(rel), folder=is_dir)

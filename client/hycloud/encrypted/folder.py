@@ -26,6 +26,7 @@ from .counters import Counters
 from .store import Store, version_of
 
 HEADER_KEY = hdr.NAME  # the header's epoch, in the counters
+REMOVED = "R:"  # + a folder's path: its map's counter when this client removed the folder
 
 
 @dataclass
@@ -94,7 +95,9 @@ class EncryptedFolder:
             blob = found[stored]
             self.versions[stored] = version_of(blob)
             if blob is None:
-                if self.counters.seen(self.keys.folder_id, key):
+                if self.counters.seen(self.keys.folder_id, key) > self.counters.seen(
+                    self.keys.folder_id, REMOVED + rel
+                ):
                     raise RollbackError(f"the name map of {rel or '/'} is gone, after this client saw it")
                 maps[rel] = (manifest.DirMap(), 0)
                 continue
@@ -104,6 +107,14 @@ class EncryptedFolder:
             maps[rel], seen[key] = (manifest.DirMap.from_json(opened.body), opened.counter), opened.counter
         self.counters.note(self.keys.folder_id, seen)
         return maps
+
+    def forget_maps(self, rel: str) -> None:
+        """Folder `rel` and those below were removed here: their maps may be absent from now on
+        (a folder made again at the path gets a map past the counters seen)."""
+        mine = self.counters.data.get(self.keys.folder_id.hex(), {})
+        prefix = "D:" + rel + "/"
+        gone = {k: v for k, v in mine.items() if k == "D:" + rel or k.startswith(prefix)}
+        self.counters.note(self.keys.folder_id, {REMOVED + k[2:]: v for k, v in gone.items()})
 
     def sealed_map(self, rel: str, dir_map: manifest.DirMap, counter: int) -> tuple[str, int, bytes]:
         """A folder's name map sealed one version past `counter` and past what this client saw:

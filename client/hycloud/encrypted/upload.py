@@ -205,7 +205,10 @@ def _remove_missing(
             rel = posixpath.join(parent, name) if parent else name
             if rel in kept or rel in keep_dirs:
                 continue
-            folder.store.remove(folder.stored(rel), folder=entries[name]["t"] == "dir")
+            is_dir = entries[name]["t"] == "dir"
+            if is_dir:
+                folder.forget_maps(rel)
+            folder.store.remove(folder.stored(rel), folder=is_dir)
             del entries[name]
             changed.add(parent)
     return changed
