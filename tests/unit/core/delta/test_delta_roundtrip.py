@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hycloud_core.delta import delta, delta_bytes, patch, patch_bytes, signature_bytes
 from hycloud_core.delta.rolling import block_sums, weak_sum
 from hycloud_core.delta.signature import Signature
+from tests.unit.core.delta.edits import spliced
 
 from .conftest import BLOCK_SIZES, edited_versions
 
@@ -141,19 +142,12 @@ def test_roundtrip_with_many_lookup_windows_per_piece(pair, block, piece):
 )
 def test_unchanged_stretches_are_copied_not_sent(seed, size, edits, block):
     """Literal bytes stay within the edited bytes plus about two blocks per edit."""
-    import random
-
-    rng = random.Random(seed)
-    old = rng.randbytes(size)
-    new = bytearray(old)
-    for where, deleted, inserted in edits:
-        at = int(where * len(new))
-        new[at : at + deleted] = rng.randbytes(inserted)
+    old, new = spliced(seed, size, edits)
     out = io.BytesIO()
-    stats = delta(signature_bytes(old, block), io.BytesIO(bytes(new)), out, piece_size=4096)
+    stats = delta(signature_bytes(old, block), io.BytesIO(new), out, piece_size=4096)
     bound = sum(ins for _, _, ins in edits) + (2 * len(edits) + 1) * block
     assert stats.literal_bytes <= bound
-    assert patch_bytes(old, out.getvalue()) == bytes(new)
+    assert patch_bytes(old, out.getvalue()) == new
 
 
 @pytest.mark.parametrize("block", [1, 7, 512, 4096])

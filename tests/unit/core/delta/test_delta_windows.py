@@ -25,6 +25,7 @@ from hycloud_core.delta import (
     signature_bytes,
 )
 from hycloud_core.delta.errors import DeltaMismatch
+from tests.unit.core.delta.edits import spliced
 
 from .conftest import BLOCK_SIZES, edited_versions
 
@@ -86,16 +87,11 @@ def test_blocks_shuffled_and_repeated_roundtrip(seed, blocks, block, windows, ve
 def test_many_small_edits_roundtrip_whatever_the_short_run_length(seed, size, edits, block, short):
     """Dense small edits, so most runs are short; the block-by-block check covers 0 to 16 blocks
     before the bulk check takes over."""
-    rng = random.Random(seed)
-    old = rng.randbytes(size)
-    new = bytearray(old)
-    for where, deleted, inserted in edits:
-        at = int(where * len(new))
-        new[at : at + deleted] = rng.randbytes(inserted)
+    old, new = spliced(seed, size, edits)
     out = io.BytesIO()
     with mock.patch.object(encoder, "_SHORT_RUN", short):
-        stats = delta(signature_bytes(old, block), io.BytesIO(bytes(new)), out, piece_size=4096)
-    assert patch_bytes(old, out.getvalue()) == bytes(new)
+        stats = delta(signature_bytes(old, block), io.BytesIO(new), out, piece_size=4096)
+    assert patch_bytes(old, out.getvalue()) == new
     assert stats.literal_bytes <= sum(ins for _, _, ins in edits) + (2 * len(edits) + 1) * block
 
 
