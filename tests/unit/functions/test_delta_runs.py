@@ -14,31 +14,17 @@ import pytest
 
 from hycloud_core import content, jobs
 from hycloud_core.errors import ConflictError
-from hycloud_core.jobs.specs import DeltaDownloadSpec
-from tests.conftest import load_function
+from tests.unit.functions.job_fakes import DOWNLOAD, H1, H2, MACHINE, Caller, job_runs
 
 BUCKET = "hycloud-content"
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:delta"
-H1, H2 = "a" * 64, "b" * 64
-DOWNLOAD = DeltaDownloadSpec(cache_name="u-1#f", content_hash=H2, base_hash=H1, base_cache_name=f"base#{H1}")
-
-
-class Caller:
-    """What the services read of a route's router: the caller."""
-
-    context = {"user": "u-1"}
 
 
 @pytest.fixture
 def services(stores, monkeypatch):
-    load_function("controller")
-    runs = importlib.import_module("services.job_runs")
+    runs, statuses = job_runs(monkeypatch)
     delta_runs = importlib.import_module("services.delta_runs")
     staging = importlib.import_module("services.delta_staging")
-    statuses: dict[str, str] = {}
-    monkeypatch.setattr(runs.executions, "status", lambda machine, name: statuses.get(name, "ABSENT"))
     monkeypatch.setattr(runs.executions, "describe", lambda machine, name: None)  # none started: queued
-    monkeypatch.setattr(runs.job_queue, "pump", lambda config=None: None)
     return delta_runs, staging, runs, statuses, stores / "staging"
 
 

@@ -5,7 +5,6 @@ callback. Step Functions is a dict of execution statuses; the dispatch pass is l
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 
@@ -14,33 +13,16 @@ import pytest
 from hycloud_core import jobs
 from hycloud_core.instances import Instance
 from hycloud_core.jobs.queue import QueueStore
-from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaUploadSpec
-from tests.conftest import load_function
+from tests.unit.functions.job_fakes import DOWNLOAD, H1, H2, MACHINE, UPLOAD, Caller, job_runs
 
 TABLE, BUCKET = "hycloud-test", "hycloud-content"
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:delta"
-H1, H2 = "a" * 64, "b" * 64
-UPLOAD = DeltaUploadSpec(
-    user="u-1", path="/f.bin", cache_name="u-1#f", content_hash=H2, base_hash=H1, base_cache_name=f"base#{H1}"
-)
-DOWNLOAD = DeltaDownloadSpec(cache_name="u-1#f", content_hash=H2, base_hash=H1, base_cache_name=f"base#{H1}")
-
-
-class Caller:
-    """What the service reads of a route's router: the caller."""
-
-    context = {"user": "u-1"}
 
 
 @pytest.fixture
 def service(stores, monkeypatch):
     import boto3
 
-    load_function("controller")
-    runs = importlib.import_module("services.job_runs")
-    statuses: dict[str, str] = {}
-    monkeypatch.setattr(runs.executions, "status", lambda machine, name: statuses.get(name, "ABSENT"))
-    monkeypatch.setattr(runs.job_queue, "pump", lambda config=None: None)
+    runs, statuses = job_runs(monkeypatch)
     return runs, statuses, boto3.resource("dynamodb").Table(TABLE), stores / "staging"
 
 
