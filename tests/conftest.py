@@ -27,6 +27,7 @@ FUNCTION_MODULES = (
     "answers",
     "validation",
     "idempotency",
+    "small_files",
 )
 PHASES: dict[str, float] = {}  # seconds per phase of the run, printed at the end
 
@@ -218,6 +219,18 @@ class MotoFileSystems:
         from hycloud_core.store.collector import Collector
 
         return Collector(self.records.table, self.objects, str(self.root / "ns"), grace_s).run()
+
+
+@pytest.fixture
+def moto_table(monkeypatch):
+    """The single table (and the content bucket) under moto, as a boto3 Table."""
+    import boto3
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        make_stores(MOTO_BUCKET, MOTO_TABLE)
+        yield boto3.resource("dynamodb").Table(MOTO_TABLE)
 
 
 @pytest.fixture

@@ -6,23 +6,17 @@ from __future__ import annotations
 import threading
 import time
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hycloud_core import jobs
 from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
-from tests.conftest import make_stores
 
 KEY = jobs.job_key("ul", "alice", "/f", "a" * 64)
 
 
 @pytest.fixture
-def table(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        make_stores("content", "table")
-        yield boto3.resource("dynamodb").Table("table")
+def table(moto_table):
+    return moto_table
 
 
 class FakeMachine:

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import json
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hycloud_core.jobs.dispatch import Dispatcher
 from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig, report_throughput
 from hycloud_core.store.locks import Lease
-from tests.conftest import make_stores
 
 MIB = 1024 * 1024
 
 
 @pytest.fixture
-def store(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        make_stores("content", "table")
-        yield QueueStore(boto3.resource("dynamodb").Table("table"))
+def store(moto_table):
+    return QueueStore(moto_table)
 
 
 class Machine:

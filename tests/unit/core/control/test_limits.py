@@ -3,9 +3,7 @@ transactions, the bounded dispatch pass, implausible measurements and per-user l
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hycloud_core import auth
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
@@ -14,17 +12,13 @@ from hycloud_core.jobs.dispatch import Dispatcher, PassBudget
 from hycloud_core.jobs.queue import QueueEntry, QueueStore, SchedConfig
 from hycloud_core.store.measurements import Measurements, Plausible, Sample
 from hycloud_core.store.users import Users
-from tests.conftest import make_stores
 
 MIB = 1024 * 1024
 
 
 @pytest.fixture
-def table(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        make_stores("content", "table")
-        yield boto3.resource("dynamodb").Table("table")
+def table(moto_table):
+    return moto_table
 
 
 # --- request rate ---------------------------------------------------------------------------------
