@@ -113,6 +113,7 @@ class KnownUser(BaseModel):
 
 class Whoami(BaseModel):
     user: str
+    id: str = Field(description="the caller's user id: what `by` names in GET /v1/versions and GET /v1/trash")
     small_file_threshold: int
     coded_threshold: int | None = Field(
         default=None,

@@ -7,7 +7,7 @@ from typing import Annotated
 from answers import Entry, Instances, KnownUser, Whoami, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, records, s3_endpoint, user_name
+from context import CONFIG, namespace, records, s3_endpoint, user, user_name
 from models import UserPath
 
 from hycloud_core import auth, content
@@ -29,6 +29,7 @@ def whoami():
     return ok(
         {
             "user": user_name(router),
+            "id": user(router),
             "small_file_threshold": CONFIG.small_file_threshold,
             "coded_threshold": _coded_threshold(),
             "coded_whole_limit": CONFIG.coded_inline_bytes,
