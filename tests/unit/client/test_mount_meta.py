@@ -8,6 +8,8 @@ from __future__ import annotations
 import errno
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import mfusepy as fuse
 import pytest
@@ -116,21 +118,28 @@ def test_own_changes_keep_the_listing_exact_with_no_listing_again(cloud):
     assert meta.settle() and cloud.calls.count("ls") == 2
 
 
+@contextmanager
+def listing_in_flight(meta: MetaCache, cloud: FakeCloud, folder: str) -> Iterator[None]:
+    """A listing of `folder` asked for, its answer held by the cloud until the block ends."""
+    cloud.opened.clear()
+    lister = threading.Thread(target=meta.listing, args=(folder,))
+    lister.start()
+    assert cloud.listing_started.wait(5)
+    yield
+    cloud.opened.set()
+    lister.join(5)
+
+
 def test_changes_made_while_a_listing_is_fetched_are_applied_to_it(cloud):
     """A listing asked for before a file was removed and another sent must not bring the removed
     one back nor lack the sent one."""
     clock = Clock()
     meta = _meta(cloud, clock)
-    cloud.opened.clear()
-    lister = threading.Thread(target=meta.listing, args=("/d",))
-    lister.start()
-    assert cloud.listing_started.wait(5)
-    del cloud.files["/d/a"]  # the cloud answers the listing with its state from before these
-    cloud.files["/d/sent"] = b"sent"
-    meta.removed("/d/a")
-    meta.learn("/d/sent", {"name": "sent", "type": "file", "size": 4, "mtime": 1.0})
-    cloud.opened.set()
-    lister.join(5)
+    with listing_in_flight(meta, cloud, "/d"):
+        del cloud.files["/d/a"]  # the cloud answers the listing with its state from before these
+        cloud.files["/d/sent"] = b"sent"
+        meta.removed("/d/a")
+        meta.learn("/d/sent", {"name": "sent", "type": "file", "size": 4, "mtime": 1.0})
     clock.now += 3
     assert sorted(e["name"] for e in meta.listing("/d")) == ["b", "sent"]
     assert meta.entry("/d/a") is None
@@ -139,13 +148,8 @@ def test_changes_made_while_a_listing_is_fetched_are_applied_to_it(cloud):
 def test_a_listing_fetched_while_its_folder_is_removed_is_not_kept(cloud):
     clock = Clock()
     meta = _meta(cloud, clock)
-    cloud.opened.clear()
-    lister = threading.Thread(target=meta.listing, args=("/d",))
-    lister.start()
-    assert cloud.listing_started.wait(5)
-    meta.removed("/d")
-    cloud.opened.set()
-    lister.join(5)
+    with listing_in_flight(meta, cloud, "/d"):
+        meta.removed("/d")
     assert meta.listing_kept("/d") is None
 
 
