@@ -1,12 +1,14 @@
 // The file browser: log in with a key, then browse, sort, search, select, upload (also by drag and
-// drop), preview, download, rename, move, delete, share and restore earlier versions. Bulk actions
-// are in bulk.js, drag and drop in drop.js, the preview pane in preview.js, history in history.js.
+// drop), preview, download, rename, move, delete (into the trash), share and restore earlier
+// versions or deleted items. Bulk actions are in bulk.js, drag and drop in drop.js, the preview
+// pane in preview.js, history in history.js, the Trash view in trash.js.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
 const state = {
   cwd: "/",
   threshold: 2 * 1024 * 1024,
+  me: "",               // the caller's user id: what "by" names in the history and the trash
   entries: [],          // the current folder's listing, or the deep search's matches
   sort: { key: "name", dir: 1 },
   selected: new Set(),  // paths
@@ -62,6 +64,7 @@ async function login(apiUrl, key) {
   Api.key = key.trim();
   const me = await Api.json("GET", "/v1/whoami");
   state.threshold = me.small_file_threshold;
+  state.me = me.id ?? "";
   sessionStorage.setItem("hycloud.api", Api.base);
   sessionStorage.setItem("hycloud.key", Api.key);
   $("#who").textContent = me.user;
@@ -208,9 +211,10 @@ async function rename(entry) {
 }
 
 async function remove(entry) {
-  if ((await ask(`Delete ${entry.path}${entry.type === "dir" ? " and everything in it" : ""}?`)) === null) return;
+  if ((await ask(`Delete ${entry.path}${entry.type === "dir" ? " and everything in it" : ""}? It goes to the trash.`)) === null) return;
   await removePath(entry);
   await refresh();
+  note(`moved ${entry.path} to the trash`);
 }
 
 // Deletes a file or a folder tree; a large tree runs as a job, which this waits for.
@@ -290,9 +294,11 @@ async function showUsage() {
     ["files in S3", `${usage.s3_objects} (${human(usage.s3_bytes)})`],
     ["monthly cost", cost.total !== undefined ? `$${Number(cost.total).toFixed(6)}` : "-"],
     ["share downloads", `${u.share_links?.downloads ?? 0} (${human(u.share_links?.bytes_served ?? 0)})`],
+    ["trash", `${u.trash?.items ?? 0} item(s), ${u.trash?.files ?? 0} file(s) (${human(u.trash?.bytes ?? 0)})`],
   ];
   const table = el("table", { id: "usage-table" });
   for (const [k, v] of rows) table.insertRow().append(el("th", { textContent: k }), el("td", { textContent: v }));
+  $("#trash-open").textContent = u.trash?.items ? `Trash (${u.trash.items})` : "Trash";
   $("#usage").replaceChildren(el("h3", { textContent: "Usage and cost" }), table);
 }
 
@@ -312,6 +318,7 @@ async function start() {
   startDrop();
   startPreview();
   startHistory();
+  startTrash();
   const config = await fetch("config.json").then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
   $("#api-url").value = sessionStorage.getItem("hycloud.api") || config.apiUrl || "";
   const key = sessionStorage.getItem("hycloud.key");

@@ -42,6 +42,7 @@ function startDrop() {
     e.preventDefault();
     depth = 0;
     zone.classList.remove("dropping");
+    if (inTrash()) { say("Open a folder to upload into it: the trash takes no uploads."); return; }
     const base = state.cwd;
     // Entries must be read now: the DataTransfer is emptied once the handler returns.
     const collected = collectDrop(e.dataTransfer, base);

@@ -1,7 +1,7 @@
 // Version history: the versions an overwrite or a delete replaced (GET /v1/versions), newest
 // first, each with when it was replaced, its size and who replaced it; Restore writes one back
-// (POST /v1/restore), and what it replaces is kept as a version in turn. There is no trash yet:
-// a deleted file's versions are reached here only while its row is shown.
+// (POST /v1/restore), and what it replaces is kept as a version in turn. A deleted file is brought
+// back from the Trash view (trash.js); its versions are listed here again once it is.
 "use strict";
 
 async function history(entry) {
@@ -31,8 +31,9 @@ function historyTable(entry, list) {
   return table;
 }
 
-// A user id ("u-" and 32 hex digits) shortened as git shortens a commit's; the whole one in its title.
-const shortId = (id) => (id.length > 12 ? `${id.slice(0, 10)}…` : id);
+// A user id ("u-" and 32 hex digits) shortened as git shortens a commit's (the whole one in its
+// title), or "you" for the caller's own.
+const shortId = (id) => (id === state.me ? "you" : id.length > 12 ? `${id.slice(0, 10)}…` : id);
 
 function versionRow(v, label, when, onRestore) {
   const tr = el("tr");

@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import shutil
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -102,6 +103,17 @@ def shot(driver, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     target = ARTIFACTS / f"web_{name}.png"
     driver.save_screenshot(str(target))
+    return target
+
+
+def screenshot(driver, name: str, width: int) -> Path:
+    """A screenshot kept as a test artifact, checked to be a PNG of the page at `width` CSS px
+    (device scale 1): the proof of what the app looked like, not a file that may be missing."""
+    target = shot(driver, name)
+    data = target.read_bytes() if target.exists() else b""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000, f"{target}: not a PNG ({len(data)} bytes)"
+    shown = struct.unpack(">I", data[16:20])[0]  # the IHDR chunk's width
+    assert shown == width, f"{target}: {shown} px wide, not {width}"
     return target
 
 
