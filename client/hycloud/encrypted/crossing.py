@@ -68,9 +68,11 @@ def basename(path: str) -> str:
 
 
 def copy_or_move(
-    client: HyCloud, src: str, dst: str, ends: Ends, move: bool, opener: Opener
+    client: HyCloud, src: str, dst: str, ends: Ends, move: bool, opener: Opener, into: bool = True
 ) -> dict[str, Any]:
-    """Do it (ends not `plain`); what was done, for the CLI's output."""
+    """Do it (ends not `plain`); what was done, for the CLI's output. With `into` (cp and mv) a
+    `dst` that is a folder receives the source under its name; without (WebDAV's Destination),
+    `dst` is the new path itself."""
     if ends.src is not None and not ends.src.inner:
         assert ends.dst is not None
         raise EncryptedFolderError(ends.dst.root, "putting a whole encrypted folder inside another")
@@ -80,13 +82,13 @@ def copy_or_move(
     name = basename(src)
     if ends.src is not None and ends.dst is not None and ends.src.root == ends.dst.root:
         folder = opener(ends.src)
-        rel = routing.target_of(folder, ends.dst, name, dst.endswith("/"))
+        rel = routing.target_of(folder, ends.dst, name, dst.endswith("/")) if into else ends.dst.inner
         done = (moves.move if move else moves.copy)(folder, ends.src.inner, rel)
         return {"path": posixpath.join(ends.dst.root, rel), "encrypted": True, "reused": True, **vars(done)}
     with tempfile.TemporaryDirectory(prefix="hycloud-enc-") as tmp:
         local = Path(tmp) / name
         is_dir = _fetch(client, src, ends.src, local, opener)
-        path = _send(client, dst, ends.dst, local, is_dir, opener)
+        path = _send(client, dst, ends.dst, local, is_dir, opener, into)
         if move:
             _remove(client, src, ends.src, is_dir, opener)
     return {"path": path, "encrypted": True, "reused": False, "folder": is_dir}
@@ -109,14 +111,16 @@ def _fetch(client: HyCloud, src: str, where: Located | None, local: Path, opener
     return False
 
 
-def _send(client: HyCloud, dst: str, where: Located | None, local: Path, is_dir: bool, opener: Opener) -> str:
+def _send(
+    client: HyCloud, dst: str, where: Located | None, local: Path, is_dir: bool, opener: Opener, into: bool
+) -> str:
     """`local` to where `dst` says (into it when it is a folder); the cloud path it landed at."""
     if where is None:
-        target = _plain_target(client, local.name, dst)
+        target = _plain_target(client, local.name, dst) if into else dst
         (client.upload_tree if is_dir else client.put)(local, target)
         return target
     folder = opener(where)
-    rel = routing.target_of(folder, where, local.name, dst.endswith("/"))
+    rel = routing.target_of(folder, where, local.name, dst.endswith("/")) if into else where.inner
     if is_dir:
         routing.put_tree(folder, Located(where.root, rel), local)
     else:

@@ -37,8 +37,11 @@ from ..caches import learn_sent, still_valid
 from ..caches.meta import TTL_S, UNKNOWN, MetaCache
 from ..caches.writeback import LIMIT, Cached, WriteBack
 from ..encrypted.roots import KnownRoots
+from ..encrypted.routing import Located
+from ..encrypted.view import SealedView
 from ..sdk import HyCloud, bundles
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
+from .sealed import SealedFiles, SealedHandle
 from .watch import watch
 
 IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
@@ -70,6 +73,8 @@ def errors_as_errno(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except HyCloudError as err:
             raise fuse.FuseOSError(_errno(err)) from err
+        except PermissionError as err:  # an encrypted folder's key missing (encrypted/vaults.py)
+            raise fuse.FuseOSError(errno.EACCES) from err
 
     return wrapped
 
@@ -98,25 +103,35 @@ class HyCloudFuse(fuse.Operations):
         self.cache.still_valid = self._still_valid
         self.cache.make_dir = lambda path: client.mkdir(path, parents=True)
         self.cache.dirs_made = lambda paths: self.meta.learn_dirs(paths)
-        self._handles: dict[int, ReadHandle | CachedHandle] = {}
+        self._handles: dict[int, ReadHandle | CachedHandle | SealedHandle] = {}
         self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
         self._finishing = threading.Lock()
         self.mounted = threading.Event()  # set by libfuse's INIT: the folder is mounted
         self._ids = itertools.count(1)
         self.encrypted = KnownRoots(client)  # which folders are encrypted: asked once, kept
+        view = SealedView(client, self.encrypted, self.meta.listing_kept, metadata_ttl)
+        self.sealed = SealedFiles(view, cache_dir)
 
-    # --- encrypted folders: the mount writes plaintext, so it writes nothing inside one ------------
-    def _refuse_sealed(self, path: str, what: str) -> None:
-        """EACCES (and a line on stderr) for a write inside an encrypted folder: the mount would
-        store plaintext there. Its sealed objects read as the ciphertext they are."""
+    # --- encrypted folders: decrypted and sealed here (sealed.py), as stored without a key ----------
+    def _inside(self, path: str, itself: bool = False) -> Located | None:
+        """The encrypted folder `path` is in (or is, with `itself`) and this mount has its key,
+        from what is known and the listings kept: no request."""
+        return self.sealed.view.sealed(path, itself)
+
+    def _sealed_write(self, path: str, what: str) -> Located | None:
+        """Where a write of `path` lands when inside an encrypted folder (asked once per folder);
+        without the folder's key, EACCES and a line on stderr: the mount would store plaintext."""
         where = self.encrypted.locate(path, itself=False)
-        if where is not None:
+        if where is None:
+            return None
+        if self.sealed.view.opened(where, path) is None:
             print(
-                f"hycloud mount: refused {what} {path}: {where.root} is an encrypted folder "
-                "(use hycloud put/get or the hycloud:// filesystem)",
+                f"hycloud mount: refused {what} {path}: {where.root} is an encrypted folder and its key "
+                "is not available (set HYCLOUD_PASSPHRASE or HYCLOUD_KEY_FILE for the mount)",
                 file=sys.stderr,
             )
             raise fuse.FuseOSError(errno.EACCES)
+        return where
 
     # --- metadata ----------------------------------------------------------------------------------
     def _still_valid(self, path: str, cached: Cached) -> bool:
@@ -157,16 +172,30 @@ class HyCloudFuse(fuse.Operations):
         if cached is not None:
             st = os.stat(cached.local)
             return _file_attrs(st.st_size, st.st_mtime)
-        entry = self._entry(path)  # a sent file's cached copy matches this entry, or is stale
+        where = self._inside(path)
+        entry = self._entry(path) if where is None else None  # a sent file's cached copy matches it
+        where = where or self._inside(path)  # the folder's listing just read may show a header
+        if where is not None:
+            return self._sealed_attrs(path, where)
         if entry is None:
             raise fuse.FuseOSError(errno.ENOENT)
         if entry["type"] == "dir":
             return {**_times(entry["mtime"]), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
         return _file_attrs(entry["size"], entry["mtime"])
 
+    def _sealed_attrs(self, path: str, where: Located) -> dict:
+        found = self.sealed.attrs(path, where)
+        if found is None:
+            raise fuse.FuseOSError(errno.ENOENT)
+        return found
+
     @errors_as_errno
     def readdir(self, path: str, fh: int) -> list[str]:
-        listed = [] if self.cache.is_dir(path) else self.meta.listing(path)
+        where = self._inside(path, itself=True)
+        listed = [] if self.cache.is_dir(path) or where is not None else self.meta.listing(path)
+        where = where or self._inside(path, itself=True)  # this listing may hold a folder header
+        if where is not None:
+            return [".", "..", *self.sealed.names(where, path)]
         names = [entry["name"] for entry in listed]
         return [".", "..", *names, *self.cache.names_in(path, set(names))]
 
@@ -188,6 +217,10 @@ class HyCloudFuse(fuse.Operations):
 
     def utimens(self, path: str, times=None) -> int:
         """A cached file keeps the times set on it (`tar x`, `cp -p`): its upload carries them."""
+        held = self.sealed.unsent(path)
+        if held is not None:
+            os.utime(held.local, ns=times) if times else os.utime(held.local)
+            return 0
         cached = self.cache.current(path)
         if cached is not None:
             os.utime(cached.local, ns=times) if times else os.utime(cached.local)
@@ -198,7 +231,9 @@ class HyCloudFuse(fuse.Operations):
     def mkdir(self, path: str, mode: int) -> None:
         """Made locally: the cloud gets it with its first file sent, or when a move, a removal,
         fsyncdir or the unmount needs it."""
-        self._refuse_sealed(path, "mkdir")
+        where = self._sealed_write(path, "mkdir")
+        if where is not None:
+            return self.sealed.view.mkdir(where)
         self.cache.add_dir(path)
         self.encrypted.note(path, False)  # made here, plain
         self.meta.learn(
@@ -211,6 +246,9 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def rmdir(self, path: str) -> None:
+        where = self._inside(path)
+        if where is not None:
+            return self.sealed.view.remove(where, folder=True)
         if self.cache.remove_dir(path):
             self.meta.removed(path)
             return
@@ -222,6 +260,9 @@ class HyCloudFuse(fuse.Operations):
     def unlink(self, path: str) -> None:
         """An absent file is ENOENT from the metadata cache (`git clone` unlinks every object's
         path before it copies the object there): no request per file."""
+        where = self._inside(path)
+        if where is not None:
+            return self.sealed.view.remove(where, folder=False)
         cached = self.cache.drop(path)
         if cached is not None and not self._in_cloud(path, cached):
             return  # never sent: nothing to remove in the cloud, nothing cached about it changes
@@ -236,8 +277,11 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def rename(self, old: str, new: str) -> None:
-        """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone."""
-        self._refuse_sealed(new, "rename into")
+        """POSIX rename replaces an existing file at `new`. A file only in the cache moves there alone.
+        Within one encrypted folder no chunk moves; across its edge EXDEV (mv copies, sealing)."""
+        src, dst = self._inside(old), self._sealed_write(new, "rename into")
+        if src is not None or dst is not None:
+            return self._sealed_rename(old, new, src, dst)
         cached = self.cache.hold(old)  # not sent while we decide: it stays only in the cache
         try:
             if cached is not None and not self._in_cloud(old, cached):
@@ -257,8 +301,15 @@ class HyCloudFuse(fuse.Operations):
         self.cache.move(old, new)
         self.meta.moved(old, new)
 
+    def _sealed_rename(self, old: str, new: str, src: Located | None, dst: Located | None) -> None:
+        if src is None or dst is None or src.root != dst.root:
+            raise fuse.FuseOSError(errno.EXDEV)
+        self.sealed.commit_under(old)
+        self.sealed.view.move(src, dst, replace_dir=True)
+        self.sealed.moved(old, new, dst)
+
     # --- content -----------------------------------------------------------------------------------------
-    def _keep(self, handle: ReadHandle | CachedHandle) -> int:
+    def _keep(self, handle: ReadHandle | CachedHandle | SealedHandle) -> int:
         fh = next(self._ids)
         self._handles[fh] = handle
         return fh
@@ -276,7 +327,9 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def create(self, path: str, mode: int, fi=None) -> int:
-        self._refuse_sealed(path, "create")
+        where = self._sealed_write(path, "create")
+        if where is not None:
+            return self._keep(self.sealed.open(path, where, writer=True, fresh=True))
         self.meta.wrote(os.path.dirname(path) or "/")
         handle = self._cached(path, writer=True, fetch=False)
         handle.truncate(0)
@@ -285,8 +338,10 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def open(self, path: str, flags: int) -> int:
         writer = flags & os.O_ACCMODE != os.O_RDONLY
-        if writer:
-            self._refuse_sealed(path, "write")
+        where = self._sealed_write(path, "write") if writer else self._inside(path)
+        if where is not None:
+            fresh = bool(flags & os.O_TRUNC) and writer
+            return self._keep(self.sealed.open(path, where, writer, fresh))
         if not writer and self.cache.current(path) is None:
             return self._keep(ReadHandle(self.client, path, self.read_ahead))
         handle = self._cached(path, writer, fetch=not flags & os.O_TRUNC)
@@ -300,33 +355,54 @@ class HyCloudFuse(fuse.Operations):
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
         handle = self._handles[fh]
-        if not isinstance(handle, CachedHandle) or not handle.writer:
+        if not isinstance(handle, CachedHandle | SealedHandle) or not handle.writer:
             raise fuse.FuseOSError(errno.EBADF)
         return handle.write(data, offset)
 
     @errors_as_errno
     def truncate(self, path: str, length: int, fh: int | None = None) -> None:
         handle = self._handles.get(fh) if fh is not None else None
-        if isinstance(handle, CachedHandle) and handle.writer:
+        if isinstance(handle, CachedHandle | SealedHandle) and handle.writer:
             handle.truncate(length)
             return
-        self._refuse_sealed(path, "truncate")
+        where = self._sealed_write(path, "truncate")
+        if where is not None:
+            sealed = self.sealed.open(path, where, writer=True, fresh=length == 0)
+            try:
+                sealed.truncate(length)
+                sealed.commit()
+            finally:
+                sealed.close()
+            return
         handle = self._cached(path, writer=True, fetch=length > 0)
         try:
             handle.truncate(length)
         finally:
             handle.close()
 
+    @errors_as_errno
     def flush(self, path: str, fh: int) -> None:
-        """close(): the bytes are in the local cache; the flusher sends them (fsync waits for that)."""
+        """close(): the bytes are in the local cache; the flusher sends them (fsync waits for that).
+        A file of an encrypted folder is sealed and sent now, its error returned by close()."""
+        handle = self._handles.get(fh)
+        if isinstance(handle, SealedHandle):
+            handle.commit()
 
     def release(self, path: str, fh: int) -> None:
         handle = self._handles.pop(fh, None)
+        if isinstance(handle, SealedHandle):
+            try:
+                handle.commit()  # flush sent it unless it failed there (reported to close)
+            except (HyCloudError, PermissionError) as err:
+                print(f"hycloud mount: not sent: {handle.path}: {err}", file=sys.stderr)
         if handle is not None:
             handle.close()
 
     @errors_as_errno
     def fsync(self, path: str, datasync: int, fh: int) -> None:
+        handle = self._handles.get(fh)
+        if isinstance(handle, SealedHandle):
+            return handle.commit()
         self.cache.sync([path])
 
     def init(self, path: str) -> None:
@@ -341,10 +417,21 @@ class HyCloudFuse(fuse.Operations):
         the paths that could not be sent."""
         with self._finishing:
             if self.lost is None:
-                self.lost = self.cache.stop()
+                self.lost = self._send_sealed() + self.cache.stop()
+                self.sealed.remove_copies()
                 if self.lost:
                     print(f"hycloud mount: not sent: {', '.join(self.lost)}", file=sys.stderr)
             return self.lost
+
+    def _send_sealed(self) -> list[str]:
+        """Files of encrypted folders still open with changes: sealed and sent; those that failed."""
+        lost = []
+        for handle in [h for h in list(self._handles.values()) if isinstance(h, SealedHandle)]:
+            try:
+                handle.commit()
+            except (HyCloudError, PermissionError):
+                lost.append(handle.path)
+        return lost
 
 
 def _times(mtime: float) -> dict:
