@@ -25,6 +25,11 @@ class InstanceConfig:
     efs_root: str = field(default_factory=lambda: os.environ.get(c.ENV_EFS_ROOT, "/mnt/efs"))
     relay_state_machine: str = field(default_factory=lambda: os.environ.get(c.ENV_RELAY_STATE_MACHINE, ""))
     small_file_threshold: int = field(default_factory=lambda: _env_int(c.ENV_SMALL_FILE_THRESHOLD, 2 * c.MiB))
+    # the configured threshold always wins (the operator fixed it); otherwise it is where the upkeep
+    # starts from, and it chooses by cost from the measured mix (cost/thresholds.py)
+    small_file_threshold_fixed: bool = field(
+        default_factory=lambda: os.environ.get(c.ENV_SMALL_FILE_THRESHOLD_FIXED, "").lower() in ("1", "true")
+    )
     # with three or more instances, files larger than this are erasure-coded unless the client says
     # otherwise (docs/GEO.md: where multi-source downloads start to pay; 0 turns the default off)
     coded_threshold: int = field(default_factory=lambda: _env_int(c.ENV_CODED_THRESHOLD, 64 * c.MiB))

@@ -18,8 +18,8 @@ and Intelligent-Tiering, infra constructs/storage_tiers.py, and cold small files
 segments, `segments_bill.py`), "hybrid-tiers-chosen" (tiers at the
 threshold `tiers.choose_threshold` picks for the month's own access rates), "hybrid-tiers-mix" (tiers
 at the threshold whose whole bill is the lowest for this month's files: `cheapest_threshold`, the
-threshold per mix a deployment sets with `hycloud:smallFileThreshold`, files already stored then
-moved by the upkeep, fs/threshold_moves.py), "all-s3" (S3 Standard),
+threshold a deployment chooses from its own measured mix, cost/threshold_choice.py, files already
+stored then moved by the upkeep, fs/threshold_moves.py), "all-s3" (S3 Standard),
 "all-s3-tiers" (every object of 128 KiB and more in Intelligent-Tiering) and "s3-files".
 """
 
@@ -278,6 +278,23 @@ def _hybrid_bill(
     return _bill(layout, storage, ops, t)
 
 
+def candidate_bills(
+    walked: _Walked,
+    month: Month,
+    prices: Prices,
+    a: Assumptions,
+    candidates: Sequence[int] = CANDIDATE_THRESHOLDS,
+) -> dict[int, float]:
+    """Each candidate threshold's bill for this month's files with tiers (storage, requests,
+    compute, DynamoDB; egress is the same at any threshold), USD. A file is small below it."""
+
+    def unit(t: int) -> float:
+        bill = _hybrid_bill("hybrid-tiers-mix", walked, month, prices, t, True, a)
+        return bill.total - bill.group("transfer")
+
+    return {t: unit(t) for t in candidates}
+
+
 def cheapest_threshold(
     walked: _Walked,
     month: Month,
@@ -285,16 +302,12 @@ def cheapest_threshold(
     a: Assumptions,
     candidates: Sequence[int] = CANDIDATE_THRESHOLDS,
 ) -> int:
-    """The candidate threshold at which HyCloud with tiers bills this month's files least (storage,
-    requests, compute, DynamoDB; egress is the same at any threshold). `tiers.choose_threshold`
-    judges one file at average rates; this prices the mix itself, its one-block files, segments
-    and reads included, so it is the threshold a deployment picks from its measured month."""
-
-    def unit(t: int) -> float:
-        bill = _hybrid_bill("hybrid-tiers-mix", walked, month, prices, t, True, a)
-        return bill.total - bill.group("transfer")
-
-    return min(candidates, key=unit)
+    """The candidate threshold at which HyCloud with tiers bills this month's files least.
+    `tiers.choose_threshold` judges one file at average rates; this prices the mix itself, its
+    one-block files, segments and reads included. A deployment chooses from its own measured
+    month with the same bills and guard rails on top (cost/threshold_choice.py)."""
+    bills = candidate_bills(walked, month, prices, a, candidates)
+    return min(bills, key=lambda t: bills[t])
 
 
 def month_bills(

@@ -2,7 +2,8 @@
 
 Where a file lives is decided when it is written: up to the deployment's threshold its bytes go to
 EFS, above it to S3 behind a link file. A file ends on the wrong side when the threshold changes
-(`hycloud:smallFileThreshold`, which may be the one chosen by cost: `cost/tiers.py`) or when
+(the one chosen by cost for the deployment or the user: cost/thresholds.py, or the configured
+`hycloud:smallFileThreshold`) or when
 something wrote it past the client's choice (a delta job's result, a restored version). The
 upkeep walks each namespace and moves what crosses, a bounded number of files and bytes per pass
 (`MoveSettings`); a pass that stops early leaves a cursor (`MOVES#<user>`) and the next one goes
@@ -24,7 +25,7 @@ import hashlib
 import os
 import stat as stat_mod
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,9 +223,11 @@ def run(
     settings: MoveSettings,
     users: list[str] | None = None,
     now: float | None = None,
+    threshold_of: Callable[[str], int] | None = None,
 ) -> Moves:
-    """One bounded pass over `users` (default: every namespace), each resumed at its cursor."""
-    pass_ = _Pass(settings, time.time() if now is None else now)
+    """One bounded pass over `users` (default: every namespace), each resumed at its cursor;
+    `threshold_of` gives a user's threshold where it is not `settings.threshold` (their own)."""
+    pass_ = _Pass(settings, time.time() if now is None else now, threshold_of)
     for user in _users(namespaces_dir) if users is None else users:
         if pass_.spent():
             break
@@ -236,8 +239,11 @@ def run(
 class _Pass:
     """The budget of one pass, shared by its users."""
 
-    def __init__(self, settings: MoveSettings, now: float) -> None:
+    def __init__(
+        self, settings: MoveSettings, now: float, threshold_of: Callable[[str], int] | None = None
+    ) -> None:
         self.settings, self.now = settings, now
+        self.threshold_of = threshold_of or (lambda _user: settings.threshold)
         self.done, self.files = Moves(), 0
 
     def spent(self) -> bool:
@@ -248,19 +254,19 @@ class _Pass:
         cursor = Cursor(records.table, user)
         after = cursor.get()
         one, last = UserMoves(records, objects, ns, user), after
+        threshold = self.threshold_of(user)
         for path, st in files_after(ns.root, after):
             if self.spent():
                 cursor.set(last)
                 self.done.unfinished += 1
                 return
             last = path
-            if _candidate(st, self.settings.threshold) and _settled(st, self.now, self.settings.settle_s):
-                self._one(one, path)
+            if _candidate(st, threshold) and _settled(st, self.now, self.settings.settle_s):
+                self._one(one, path, threshold)
         if after is not None:
             cursor.set(None)  # the walk reached the end: the next pass starts from the top
 
-    def _one(self, one: UserMoves, path: str) -> None:
-        threshold = self.settings.threshold
+    def _one(self, one: UserMoves, path: str, threshold: int) -> None:
         try:
             side = one.wrong_side(path, threshold)
             moved = one.move(path, threshold) if side else 0
