@@ -11,7 +11,6 @@ trees move as cloud jobs; what the cache holds below them is sent first.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -24,8 +23,9 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 from hycloud_core.errors import HyCloudError, NotFoundError
 
 from ..caches import Caches
-from ..encrypted.roots import KnownRoots
+from ..encrypted.routing import Located
 from ..sdk import HyCloud
+from . import sealed
 from .auth import CACHES_KEY, CLIENT_KEY
 from .cached import CacheWriter, cached_entry, create_empty, open_cached, send_under
 
@@ -48,24 +48,16 @@ def _remote(path: str) -> str:
     return "/" + path.strip("/")
 
 
-_ENCRYPTED: weakref.WeakKeyDictionary[Caches, KnownRoots] = weakref.WeakKeyDictionary()
-
-
 def refuse_sealed(environ: dict, path: str, what: str) -> None:
-    """403 for a write inside an encrypted folder: WebDAV clients send plaintext, which the cloud
-    must never hold there. Which folders are encrypted is asked once per folder and kept for the
-    server's life (a folder becomes encrypted only by `mkdir --encrypted`/`crypt init`)."""
-    caches: Caches = environ[CACHES_KEY]
-    roots = _ENCRYPTED.get(caches)
-    if roots is None:
-        roots = _ENCRYPTED.setdefault(caches, KnownRoots(caches.client))
+    """403 for a plain write over a stored object of an encrypted folder (its ciphertext, seen
+    before the folder was known): the cloud must never hold plaintext there. Which folders are
+    encrypted is asked once per folder and kept for the server's life (a folder becomes
+    encrypted only by `mkdir --encrypted`/`crypt init`)."""
     with dav_errors():
-        where = roots.locate(_remote(path), itself=False)
+        where = sealed.view_of(environ).roots.locate(_remote(path), itself=False)
     if where is not None:
         raise DAVError(
-            HTTP_FORBIDDEN,
-            f"{where.root} is an encrypted folder: {what} would store plaintext in it "
-            "(use hycloud put/get or the hycloud:// filesystem)",
+            HTTP_FORBIDDEN, f"{where.root} is an encrypted folder: {what} would store plaintext in it"
         )
 
 
@@ -180,7 +172,8 @@ class RemoteFile(_Entry, DAVNonCollection):
         self.remove_all_locks(recursive=True)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
-        refuse_sealed(self.environ, dest_path, "MOVE" if is_move else "COPY")
+        if sealed.write_target(self.environ, dest_path, "MOVE" if is_move else "COPY") is not None:
+            return sealed.copy_or_move(self.environ, self.path, None, dest_path, is_move)  # sealed here
         with self.changing(self.path, dest_path):
             self.caches.files.sync([self.remote])
             self.caches.files.drop(_remote(dest_path))
@@ -201,6 +194,7 @@ class RemoteFolder(_Entry, DAVCollection):
         DAVCollection.__init__(self, path, environ)
         self._setup(entry, client)
         self._members: dict[str, dict] | None = None
+        self._sealed: Located | None = None  # this folder is an encrypted folder we can open
 
     def get_etag(self) -> None:
         return None
@@ -210,6 +204,12 @@ class RemoteFolder(_Entry, DAVCollection):
         if self._members is None:
             with dav_errors():
                 members = {e["name"]: e for e in self.caches.meta.listing(self.remote)}
+                self._sealed = sealed.view_of(self.environ).sealed(self.remote, itself=True)
+            if self._sealed is not None:  # the listing holds a folder header: decrypted names instead
+                with sealed.sealed_errors(self.environ):
+                    self._members = {e["name"]: e for e in sealed.view_of(self.environ).listing(self._sealed)}
+                return self._members
+            with dav_errors():
                 for name in self.caches.files.names_in(self.remote):
                     entry = cached_entry(self.caches, util.join_uri(self.remote, name))
                     if entry is not None:
@@ -225,13 +225,17 @@ class RemoteFolder(_Entry, DAVCollection):
         path = util.join_uri(self.path, name)
         if entry is None:
             return self.provider.get_resource_inst(path, self.environ)
+        if self._sealed is not None:
+            return sealed.resource(path, self.environ, entry, Located(self._sealed.root, name))
         self.environ.setdefault(ENTRIES_KEY, {})[path] = entry
         return _resource(path, self.environ, entry, self.client)
 
     def create_empty_resource(self, name: str) -> RemoteFile:
         """In the cache only: the PUT's body follows at once and is sent with it."""
         path = util.join_uri(self.path, name)
-        refuse_sealed(self.environ, path, "PUT")
+        where = sealed.write_target(self.environ, path, "PUT")
+        if where is not None:  # sealed with its body, nothing written before it
+            return sealed.SealedFile(path, self.environ, None, where)
         with self.changing():
             create_empty(self.caches, _remote(path))
         return self.provider.get_resource_inst(path, self.environ)
@@ -239,7 +243,10 @@ class RemoteFolder(_Entry, DAVCollection):
     def create_collection(self, name: str) -> None:
         """The new folder is learned (known empty), not its parent listed again."""
         remote = _remote(util.join_uri(self.path, name))
-        refuse_sealed(self.environ, remote, "MKCOL")
+        where = sealed.write_target(self.environ, remote, "MKCOL")
+        if where is not None:
+            with sealed.sealed_errors(self.environ):
+                return sealed.view_of(self.environ).mkdir(where)
         with self.changing():
             self.client.mkdir(remote)
         self.caches.meta.learn(remote, {"name": name, "type": "dir", "size": 0, "mtime": time.time()})
@@ -267,7 +274,9 @@ class RemoteFolder(_Entry, DAVCollection):
         """A whole-tree copy in one API call (replacing what is there: Overwrite was checked)."""
         if not depth_infinity or self._locked_below():
             return False
-        refuse_sealed(self.environ, dest_path, "COPY")
+        if sealed.write_target(self.environ, dest_path, "COPY") is not None:
+            sealed.copy_or_move(self.environ, self.path, None, dest_path, move=False)  # sealed here
+            return True
         with self.changing(self.path, dest_path):
             send_under(self.caches, self.remote)
             for path in self.caches.files.under(_remote(dest_path)):
@@ -294,7 +303,13 @@ class RemoteFolder(_Entry, DAVCollection):
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         """One level of a member-by-member copy: just the folder itself."""
-        refuse_sealed(self.environ, dest_path, "MOVE" if is_move else "COPY")
+        where = sealed.write_target(self.environ, dest_path, "MOVE" if is_move else "COPY")
+        if where is not None:
+            with sealed.sealed_errors(self.environ):
+                view = sealed.view_of(self.environ)
+                if view.entry(where) is None:
+                    view.mkdir(where)
+            return
         with self.changing(dest_path):
             try:
                 self.client.stat(_remote(dest_path))
@@ -306,7 +321,8 @@ class RemoteFolder(_Entry, DAVCollection):
         return True
 
     def move_recursive(self, dest_path: str) -> None:
-        refuse_sealed(self.environ, dest_path, "MOVE")
+        if sealed.write_target(self.environ, dest_path, "MOVE") is not None:
+            return sealed.copy_or_move(self.environ, self.path, None, dest_path, move=True)  # sealed here
         with self.changing(self.path, dest_path):
             send_under(self.caches, self.remote)
             self.client.mv(self.remote, _remote(dest_path))
@@ -326,13 +342,26 @@ class HyCloudProvider(DAVProvider):
         """One look-up per path per request (WsgiDAV asks for the same resource several times):
         the write-back cache first, then the metadata cache."""
         client: HyCloud = environ[CLIENT_KEY]
+        view = sealed.view_of(environ)
+        where = view.sealed(_remote(path))  # inside an encrypted folder known to open: decrypted
+        if where is not None:
+            return _sealed_resource(path, environ, where)
         entries = environ.setdefault(ENTRIES_KEY, {})
         if path not in entries:
             entries[path] = _lookup(environ[CACHES_KEY], path)
             if entries[path] is None and not _requested(path, environ):
                 entries[path] = _recheck(environ[CACHES_KEY], path)
         entry = entries[path]
-        return None if entry is None else _resource(path, environ, entry, client)
+        if entry is None:  # no stored name: a plaintext name inside an encrypted folder?
+            where = view.sealed(_remote(path), ask=True)
+            return None if where is None else _sealed_resource(path, environ, where)
+        return _resource(path, environ, entry, client)
+
+
+def _sealed_resource(path: str, environ: dict, where: Located):
+    with sealed.sealed_errors(environ):
+        entry = sealed.view_of(environ).entry(where)
+    return None if entry is None else sealed.resource(path, environ, entry, where)
 
 
 def _lookup(caches: Caches, path: str) -> dict | None:
