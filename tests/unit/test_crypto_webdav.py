@@ -40,28 +40,28 @@ def _fresh(folder: EncryptedFolder) -> EncryptedFolder:
     return EncryptedFolder.open(folder.store, "alice", b"pw", Counters())
 
 
-def _no_plaintext(cloud: DavCloud) -> None:
-    assert not any(MARKER in blob for path, blob in cloud.files.items() if path.startswith(VAULT))
-    assert not any(w in p for p in cloud.files if p.startswith(VAULT) for w in ("secret", "docs", "copy"))
+def _no_plaintext(fake: DavCloud) -> None:
+    assert not any(MARKER in blob for path, blob in fake.files.items() if path.startswith(VAULT))
+    assert not any(w in p for p in fake.files if p.startswith(VAULT) for w in ("secret", "docs", "copy"))
 
 
 def test_a_put_is_sealed_and_reads_back_through_the_sdk_and_a_get(dav):
-    gateway, cloud, folder = dav
+    gateway, fake, folder = dav
     assert gateway("MKCOL", "/data/vault/docs/")[0] == 201
     body = MARKER * 3000
     assert gateway("PUT", "/data/vault/docs/put-secret.txt", body)[0] == 201
-    assert files.read_bytes(_fresh(folder), "docs/put-secret.txt") == body  # in the cloud when answered
-    assert cloud.batches == []  # not the write-back cache's plaintext bundles
+    assert files.read_bytes(_fresh(folder), "docs/put-secret.txt") == body  # in the fake when answered
+    assert fake.batches == []  # not the write-back cache's plaintext bundles
     assert gateway("GET", "/data/vault/docs/put-secret.txt") == (200, body)
     status, listing = gateway("PROPFIND", "/data/vault/", Depth="1")
     assert status == 207 and b"/data/vault/docs/" in listing and b".hcenc" not in listing
     status, listing = gateway("PROPFIND", "/data/vault/docs/", Depth="1")
     assert status == 207 and b"put-secret.txt" in listing
-    _no_plaintext(cloud)
+    _no_plaintext(fake)
 
 
 def test_what_the_sdk_put_is_listed_and_got_decrypted(dav, tmp_path):
-    gateway, cloud, folder = dav
+    gateway, fake, folder = dav
     local = tmp_path / "a.bin"
     local.write_bytes(os.urandom(200_000) + MARKER)
     upload.put_file(folder, local, "in/sdk-secret.bin")
@@ -70,21 +70,21 @@ def test_what_the_sdk_put_is_listed_and_got_decrypted(dav, tmp_path):
 
 
 def test_copy_move_and_delete_within_and_across_the_folder(dav):
-    gateway, cloud, folder = dav
+    gateway, fake, folder = dav
     gateway("PUT", "/data/vault/a-secret.txt", MARKER)
-    chunks = FakeStore(cloud, VAULT).chunk_names()
+    chunks = FakeStore(fake, VAULT).chunk_names()
     assert (
         gateway("COPY", "/data/vault/a-secret.txt", Destination=f"{HOST}/data/vault/copy-secret.txt")[0]
         == 201
     )
     assert gateway("MOVE", "/data/vault/copy-secret.txt", Destination=f"{HOST}/data/vault/m.txt")[0] == 201
-    assert FakeStore(cloud, VAULT).chunk_names() == chunks  # within the folder: no chunk again
+    assert FakeStore(fake, VAULT).chunk_names() == chunks  # within the folder: no chunk again
     assert gateway("MOVE", "/data/vault/m.txt", Destination=f"{HOST}/data/plain/out.txt")[0] == 201
-    assert cloud.files["/data/plain/out.txt"] == MARKER  # decrypted on the way out, as asked
-    cloud.files["/data/plain/in.txt"] = b"plain in"
+    assert fake.files["/data/plain/out.txt"] == MARKER  # decrypted on the way out, as asked
+    fake.files["/data/plain/in.txt"] = b"plain in"
     assert gateway("COPY", "/data/plain/in.txt", Destination=f"{HOST}/data/vault/in.txt")[0] == 201
     assert gateway("DELETE", "/data/vault/a-secret.txt")[0] == 204
     fresh = _fresh(folder)
     assert [e["name"] for e in fresh.ls()] == ["in.txt"]
     assert files.read_bytes(fresh, "in.txt") == b"plain in"
-    _no_plaintext(cloud)
+    _no_plaintext(fake)
