@@ -40,6 +40,7 @@ function renderTrash() {
   const { items, picked, retention } = trashState;
   $("#trash-table tbody").replaceChildren(...items.map(trashRow));
   $("#trash-none").hidden = items.length > 0;
+  $("#trash-table").hidden = items.length === 0;
   const bytes = items.reduce((n, i) => n + i.size, 0);
   $("#trash-info").textContent = items.length
     ? `${items.length} item(s), ${human(bytes)}; each is removed for good ${days(retention)} after it was deleted.`

@@ -4,10 +4,11 @@ with one browser and one user of its own for the module:
 - version history: a file uploaded, then overwritten through the app, lists its first version;
   Restore writes those bytes back (sha256 through the API) and keeps the overwritten ones as a
   version in turn; the pane fits a phone's 390 px without sideways scroll;
-- the Trash view: a folder deleted with its row's Delete and two files deleted by multi-select are
-  listed there (path, size, when, by whom); two restored at once and the folder with its Restore
-  come back byte for byte; Empty trash asks first (Cancel keeps everything) and then removes all,
-  at 390 px without sideways scroll.
+- the Trash view: a folder deleted with its row's Delete and three files deleted by multi-select
+  are listed there (name, folder, size, when, by whom); the three restored at once come back byte
+  for byte but the one whose path was taken since, which is named and overwrites nothing; it is
+  restored at another path with Restore to…, the folder with its Restore; Empty trash asks first
+  (Cancel keeps everything) and then removes all, at 390 px without sideways scroll.
 
 Screenshots at 1280 and 390 px are kept as tests/e2e/artifacts/web_*history*.png and
 web_*trash*.png, each checked to be a PNG of that width.
@@ -23,7 +24,18 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.e2e.admin_cli import make_user
-from tests.e2e.webdriving import chrome, click, dialog_ok, login, names, row, screenshot, site, wait_for
+from tests.e2e.webdriving import (
+    chrome,
+    click,
+    dialog_ok,
+    login,
+    message,
+    names,
+    row,
+    screenshot,
+    site,
+    wait_for,
+)
 
 ROWS = "#history-table tr[data-version]"
 TRASH_ROWS = "#trash-table tbody tr"
@@ -182,6 +194,7 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
     files = {
         "one.txt": b"one\n" + os.urandom(500),
         "two.bin": os.urandom(3000),
+        "three.txt": b"three\n" * 20,
         "sub/a.txt": b"a" * 100,
         "sub/deep/b.bin": os.urandom(4096),
         "junk.txt": b"junk",
@@ -190,34 +203,49 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
         put(user, f"{folder}/{rel}", data)
     home(browser)
     open_folder(browser, folder[1:])
-    wait_for(browser, lambda d: names(d) == ["sub", "junk.txt", "one.txt", "two.bin"], "listed")
+    wait_for(browser, lambda d: names(d) == ["sub", "junk.txt", "one.txt", "three.txt", "two.bin"], "listed")
 
     click(browser, "sub", "button.delete")
     dialog_ok(browser)
     wait_for(browser, lambda d: "sub" not in names(d), "the folder deleted")
-    click(browser, "one.txt", "input.pick")
-    click(browser, "two.bin", "input.pick")
+    for name in ("one.txt", "three.txt", "two.bin"):
+        click(browser, name, "input.pick")
     browser.find_element(By.ID, "bulk-delete").click()
     dialog_ok(browser)
-    wait_for(browser, lambda d: names(d) == ["junk.txt"], "two files deleted")
-    assert [stat(user, f"{folder}/{p}") for p in ("sub", "one.txt", "two.bin")] == [404] * 3
+    wait_for(browser, lambda d: names(d) == ["junk.txt"], "three files deleted")
+    assert [stat(user, f"{folder}/{p}") for p in ("sub", "one.txt", "three.txt", "two.bin")] == [404] * 4
+    newer = b"a new one.txt, made after the delete"
+    put(user, f"{folder}/one.txt", newer)
 
     browser.find_element(By.ID, "trash-open").click()
-    expected = {f"{folder}/sub", f"{folder}/one.txt", f"{folder}/two.bin"}
-    wait_for(browser, lambda d: set(trashed(d)) == expected, "the three deletions in the trash")
+    files_deleted = {f"{folder}/{name}" for name in ("one.txt", "three.txt", "two.bin")}
+    wait_for(
+        browser, lambda d: set(trashed(d)) == {f"{folder}/sub", *files_deleted}, "four deletions in the trash"
+    )
     assert not browser.find_element(By.ID, "entries").is_displayed()  # the trash took the list's place
     table = browser.find_element(By.ID, "trash-table").text
     assert f"sub/ 2 file(s)\nin {folder}" in table and "4.1 KiB" in table  # 4,196 B
-    assert "2.9 KiB" in table and table.count("by you") == 3
+    assert "2.9 KiB" in table and table.count("by you") == 4
     screenshot(browser, "desktop_trash", DESKTOP)
 
-    in_trash_row(browser, f"{folder}/one.txt", "input.pick")
-    in_trash_row(browser, f"{folder}/two.bin", "input.pick")
+    for path in sorted(files_deleted):  # one.txt's path is taken now: it is named, the others restored
+        in_trash_row(browser, path, "input.pick")
     browser.find_element(By.ID, "trash-restore").click()
-    wait_for(browser, notice("restored 2 item(s)"), "two restored at once")
-    assert trashed(browser) == [f"{folder}/sub"]
-    for rel in ("one.txt", "two.bin"):
+    wait_for(browser, lambda d: "1 of 3 not restored" in message(d), "the taken path named")
+    assert f"{folder}/one.txt: something is there now" in message(browser)
+    wait_for(
+        browser, lambda d: set(trashed(d)) == {f"{folder}/sub", f"{folder}/one.txt"}, "two restored at once"
+    )
+    for rel in ("three.txt", "two.bin"):
         assert sha256_in_cloud(user, f"{folder}/{rel}") == sha(files[rel])
+    assert sha256_in_cloud(user, f"{folder}/one.txt") == sha(newer)  # nothing overwritten
+    logged = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]  # read, so emptied
+    assert [e for e in logged if "/v1/trash/restore" not in e["message"]] == []  # the 409 only
+
+    in_trash_row(browser, f"{folder}/one.txt", "button.restore-to")
+    dialog_ok(browser, f"{folder}/one-before.txt")
+    wait_for(browser, notice(f"at {folder}/one-before.txt"), "restored at another path")
+    assert sha256_in_cloud(user, f"{folder}/one-before.txt") == sha(files["one.txt"])
 
     in_trash_row(browser, f"{folder}/sub", "button.restore")
     wait_for(browser, notice(f"restored {folder}/sub"), "the folder restored")
@@ -226,7 +254,8 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
         assert sha256_in_cloud(user, f"{folder}/{rel}") == sha(files[rel])
     screenshot(browser, "desktop_trash_restored", DESKTOP)
     browser.find_element(By.ID, "trash-back").click()
-    wait_for(browser, lambda d: names(d) == ["sub", "junk.txt", "one.txt", "two.bin"], "all back in the list")
+    back = ["sub", "junk.txt", "one-before.txt", "one.txt", "three.txt", "two.bin"]
+    wait_for(browser, lambda d: names(d) == back, "all back in the list")
 
     width(browser, PHONE)
     click(browser, "junk.txt", "button.delete")
