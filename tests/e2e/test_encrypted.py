@@ -220,3 +220,91 @@ def test_plain_put_r_and_get_r_go_through_an_encrypted_folder(alice, deployment,
     assert _scan_efs(alice, needles)[1] == []
     assert _scan_s3(deployment, since, needles)[1] == []
     assert _scan_dynamodb(deployment, needles)[1] == []
+
+
+def _vault_with(alice, tmp_path: Path, marker: bytes) -> tuple[str, Path]:
+    """A new encrypted folder holding one file put by the CLI (400 KiB: several chunks)."""
+    root, local = f"/vault-{uuid.uuid4().hex[:6]}", tmp_path / "cli-secret.bin"
+    local.write_bytes(os.urandom(200_000) + marker + os.urandom(200_000))
+    alice.cli("mkdir", "--encrypted", root)
+    alice.cli("put", str(local), f"{root}/")
+    return root, local
+
+
+def test_cp_and_mv_within_an_encrypted_folder_reuse_its_chunks(alice, deployment, passphrase, tmp_path):
+    """Only manifests and name maps are written: the chunk objects stay as they are."""
+    marker = f"PLAINTEXT-MARKER-{uuid.uuid4().hex}".encode()
+    root, local = _vault_with(alice, tmp_path, marker)
+    chunks = {e["name"] for e in alice.sdk().ls(f"{root}/.hcchunks")}
+    alice.cli("cp", f"{root}/cli-secret.bin", f"{root}/copy-secret.bin")
+    alice.cli("mv", f"{root}/copy-secret.bin", f"{root}/inner-secret/moved-secret.bin")
+    assert {e["name"] for e in alice.sdk().ls(f"{root}/.hcchunks")} == chunks
+    for rel in ("cli-secret.bin", "inner-secret/moved-secret.bin"):
+        alice.cli("get", f"{root}/{rel}", str(tmp_path / "back" / rel))
+        assert sha(tmp_path / "back" / rel) == sha(local), rel
+    assert [e["name"] for e in _folder(alice, root, passphrase).ls()] == ["cli-secret.bin", "inner-secret"]
+    needles = [marker, b"copy-secret", b"moved-secret", b"inner-secret"]
+    assert _scan_efs(alice, needles)[1] == [] and _scan_dynamodb(deployment, needles)[1] == []
+
+
+def test_a_file_written_through_the_mount_is_sealed_and_read_back_by_the_cli(alice, passphrase, tmp_path):
+    from tests.e2e.mounting import CANNOT_MOUNT, start_mount
+
+    if CANNOT_MOUNT:
+        pytest.skip(CANNOT_MOUNT)
+    marker = f"PLAINTEXT-MARKER-{uuid.uuid4().hex}".encode()
+    root, local = _vault_with(alice, tmp_path, marker)
+    (tmp_path / "m").mkdir()
+    mount = start_mount(alice, tmp_path / "m")  # the key comes from $HYCLOUD_PASSPHRASE, as the CLI's
+    try:
+        inside = mount.dir / root.strip("/")
+        assert sorted(p.name for p in inside.iterdir()) == ["cli-secret.bin"]  # plaintext names
+        assert (inside / "cli-secret.bin").read_bytes() == local.read_bytes()
+        data = os.urandom(300_000) + marker
+        (inside / "docs").mkdir()
+        (inside / "docs" / "mount-secret.bin").write_bytes(data)  # sealed and sent by close()
+    finally:
+        mount.stop()
+    alice.cli("get", f"{root}/docs/mount-secret.bin", str(tmp_path / "back.bin"))
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert _scan_efs(alice, [marker, b"mount-secret", b"cli-secret"])[1] == []
+
+
+def test_a_put_through_webdav_is_sealed_and_read_back_by_the_cli(alice, passphrase, tmp_path):
+    import subprocess
+    import time
+
+    import requests
+
+    from tests.e2e.conftest import HYCLOUD
+    from tests.e2e.test_webdav import _free_port
+
+    marker = f"PLAINTEXT-MARKER-{uuid.uuid4().hex}".encode()
+    root, local = _vault_with(alice, tmp_path, marker)
+    port = _free_port()
+    env = {**os.environ, "HYCLOUD_CONFIG": "/nonexistent/config.json"}  # the key: $HYCLOUD_PASSPHRASE
+    argv = [HYCLOUD, "serve", "webdav", "--port", str(port), "--endpoint", alice.deployment.api_url]
+    with open(tmp_path / "dav.log", "wb") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url, auth = f"http://127.0.0.1:{port}{root}", (alice.name, alice.key)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.options(url, timeout=2)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, (tmp_path / "dav.log").read_text()
+                time.sleep(0.2)
+        got = requests.get(f"{url}/cli-secret.bin", auth=auth, timeout=60)
+        assert got.status_code == 200 and got.content == local.read_bytes()
+        data = os.urandom(100_000) + marker
+        assert requests.put(f"{url}/dav-secret.bin", data=data, auth=auth, timeout=60).status_code == 201
+        listed = requests.request("PROPFIND", url + "/", auth=auth, headers={"Depth": "1"}, timeout=60)
+        assert listed.status_code == 207 and b"dav-secret.bin" in listed.content
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    alice.cli("get", f"{root}/dav-secret.bin", str(tmp_path / "back.bin"))
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert _scan_efs(alice, [marker, b"dav-secret", b"cli-secret"])[1] == []
