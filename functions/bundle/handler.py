@@ -9,10 +9,14 @@ The staged object is taken out of staging once read: a bundle is committed once.
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 
 from hycloud_core import bundle, jobs
 from hycloud_core.config import InstanceConfig
+from hycloud_core.cost import access_meter
+from hycloud_core.cost.thresholds import Thresholds, accept_limit
 from hycloud_core.errors import HyCloudError
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.bundle_commit import commit_members, take_staged
@@ -21,6 +25,17 @@ from hycloud_core.observability import job_duration, logger, observed
 
 CONFIG = InstanceConfig()
 s3 = boto3.client("s3")
+
+
+def _table() -> Any:
+    return boto3.resource("dynamodb").Table(CONFIG.table)
+
+
+def _accepted(user: str) -> int:
+    """The largest small member accepted: as the controller judges it (cost/thresholds.py)."""
+    fixed, configured = CONFIG.small_file_threshold_fixed, CONFIG.small_file_threshold
+    found = Thresholds(_table()).in_force(user, configured, fixed)
+    return accept_limit(found, configured, fixed)
 
 
 @observed
@@ -35,10 +50,11 @@ def handler(event: dict, context: object) -> dict:
             files = commit_members(
                 FileSystem.deployed(CONFIG, user, s3),
                 members,
-                CONFIG.small_file_threshold,
+                _accepted(user),
                 spec.parents,
                 spec.root,
             )
+            access_meter.record(_table(), user, writes=[len(data) for _, data in members])
     except HyCloudError as err:  # the bundle as a whole: every member failed
         outcome = {"user": user, "state": "failed", "error": bundle.error_entry("", err)["error"]}
         jobs.save_outcome(CONFIG.staging_dir, job, outcome)

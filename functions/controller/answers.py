@@ -218,6 +218,9 @@ class Usage(BaseModel):
     region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
     inter_region: dict[str, Any] = absent()  # block bytes repair and migration moved between regions, USD
+    # the small-file threshold in force for the caller: threshold, source (configured, user,
+    # deployment, default), reason, at, inputs (the measured mix it was chosen from)
+    threshold: dict[str, Any] = absent()
     prices: dict[str, Any]
 
 

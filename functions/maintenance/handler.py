@@ -27,6 +27,15 @@ The hourly walk also moves files that crossed the small-file threshold between E
 bounded number per pass (hycloud_core.fs.threshold_moves). An event's {"moves": {...}} runs that
 round alone: "users", "threshold" (default the deployment's), "max_files", "max_bytes",
 "settle_s" (files changed more recently stay).
+
+Before the moves, the hourly walk chooses the small-file threshold by cost from the measured mix,
+for the deployment and for users whose own mix pays for one, and stores it with its reasons
+(hycloud_core.cost.thresholds); the moves then use each user's threshold in force. Nothing is
+chosen when the operator fixed the threshold (`hycloud:smallFileThresholdFixed`). An event's
+{"thresholds": {...}} runs that round alone (then its moves, unless it says "moves": false):
+"users" (internal ids; naming users leaves the deployment's choice as it is unless
+"deployment": true), "min_files", "min_days", "switch_share", "payback_months" (the guard rails of
+hycloud_core.cost.threshold_choice).
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ import time
 import boto3
 
 from hycloud_core.config import InstanceConfig
+from hycloud_core.cost import load_prices, thresholds
+from hycloud_core.cost.threshold_choice import Guard
 from hycloud_core.fs import segments, threshold_moves
 from hycloud_core.fs.reconcile import reconcile_all
 from hycloud_core.fs.relay_cache import RelayCache
@@ -98,8 +109,54 @@ def _segments(grace_s: int, options: dict | None) -> dict:
     return {"segments": done.to_dict()}
 
 
-def _moves(options: dict | None) -> dict:
-    """Files across the threshold moved, the deployment's settings or an event's (`options`)."""
+def _namespaces() -> list[str]:
+    root = CONFIG.namespaces_dir
+    if not os.path.isdir(root):
+        return []
+    return [u for u in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, u))]
+
+
+def _thresholds(options: dict | None) -> tuple[dict, thresholds.Chosen | None]:
+    """The threshold chosen by cost (all users, or an event's), stored; None when it is fixed."""
+    if CONFIG.small_file_threshold_fixed:
+        return {"thresholds": {"fixed": CONFIG.small_file_threshold}}, None
+    o = options or {}
+    users = o.get("users")
+    chosen = thresholds.choose_all(
+        Records(CONFIG.table),
+        _namespaces() if users is None else [str(u) for u in users],
+        load_prices(),
+        CONFIG.small_file_threshold,
+        Guard.from_event(o),
+        deployment=bool(o.get("deployment", users is None)),
+    )
+    return {"thresholds": chosen.report}, chosen
+
+
+def _thresholds_and_moves(options: dict | None) -> dict:
+    """The threshold's round, then the moves across each user's threshold in force (an event's
+    round moves its "users" with its "settle_s", unless it says "moves": false)."""
+    chose, chosen = _thresholds(options)
+    o = options or {}
+    if o.get("moves", True) is False:
+        return chose
+    return chose | _moves({k: o[k] for k in ("users", "settle_s") if k in o}, chosen)
+
+
+class _InForce:
+    """Each user's threshold in force as stored (a moves event chooses nothing)."""
+
+    def __init__(self) -> None:
+        self.stored = thresholds.Thresholds(Records(CONFIG.table).table)
+
+    def threshold_of(self, user: str) -> int:
+        fixed = CONFIG.small_file_threshold_fixed
+        return self.stored.in_force(user, CONFIG.small_file_threshold, fixed).threshold
+
+
+def _moves(options: dict | None, chosen: thresholds.Chosen | _InForce | None = None) -> dict:
+    """Files across the threshold moved: each user's threshold in force (`chosen`), the
+    deployment's configured one, or an event's (`options`, whose "threshold" wins for all)."""
     o = options or {}
     settings = threshold_moves.MoveSettings.from_event(CONFIG.small_file_threshold, o)
     records = Records(CONFIG.table)
@@ -110,6 +167,7 @@ def _moves(options: dict | None) -> dict:
         CONFIG.namespaces_dir,
         settings,
         users=None if users is None else [str(u) for u in users],
+        threshold_of=None if chosen is None or "threshold" in o else chosen.threshold_of,
     )
     return {"moves": done.to_dict()}
 
@@ -179,12 +237,14 @@ def handler(event: dict, context: object) -> dict:
             None if retention is None else max(0, int(retention)),
             None if trash_s is None else max(0, int(trash_s)),
         )
-        if "moves" not in event:
-            result |= _moves(None)  # before packing: a file moved into EFS may be packed later
+        if "moves" not in event and "thresholds" not in event:
+            result |= _thresholds_and_moves(None)  # before packing: a file moved into EFS may be packed later
         if "segments" not in event:
             result |= _segments(grace_s, None)
+    if isinstance(event.get("thresholds"), dict):
+        result |= _thresholds_and_moves(event["thresholds"])
     if isinstance(event.get("moves"), dict):
-        result |= _moves(event["moves"])
+        result |= _moves(event["moves"], _InForce())
     if isinstance(event.get("segments"), dict):
         result |= _segments(grace_s, event["segments"])
     if isinstance(event.get("trash"), dict):
@@ -194,7 +254,7 @@ def handler(event: dict, context: object) -> dict:
         extra={
             k: v if isinstance(v, int) else len(v)
             for k, v in result.items()
-            if k not in ("collected", "versions_purged", "trash_purged", "segments")
+            if k not in ("collected", "versions_purged", "trash_purged", "segments", "thresholds")
         },
     )
     return result

@@ -124,6 +124,53 @@ def class_table(usage: dict) -> Table:
     return table
 
 
+THRESHOLD_SOURCES = {
+    "configured": "fixed by the operator",
+    "user": "chosen by cost for you",
+    "deployment": "chosen by cost for the deployment",
+    "default": "the configured starting value",
+}
+
+
+def threshold_line(threshold: dict) -> str:
+    """`small-file threshold 512 KiB, chosen by cost for you: chose 512 KiB: ...`."""
+    source = THRESHOLD_SOURCES.get(threshold["source"], threshold["source"])
+    return f"small-file threshold {human_bytes(threshold['threshold'])}, {source}: {threshold['reason']}"
+
+
+def placement_rows(threshold: int) -> list[tuple[str, str, str]]:
+    """(kind of file, where it lives, why): the rules behind the storage classes above."""
+    t = human_bytes(threshold)
+    return [
+        (
+            f"files up to {t}",
+            "EFS (from 128 KiB: IA after 30 days unread)",
+            "at or under the threshold a file costs less in EFS than as an S3 object, its link file "
+            "and requests, for your measured reads and writes",
+        ),
+        (
+            f"files over {t}",
+            "S3 (from 128 KiB: Intelligent-Tiering)",
+            "over it S3's storage and per-part requests cost less than EFS's per GB and its access charges",
+        ),
+        (
+            "small files unused 7+ days (4 KiB to 128 KiB)",
+            "S3 segments, a stub in EFS",
+            "too small for EFS's tiers, too many for one S3 object each",
+        ),
+        ("names, folders, link files", "EFS Standard", "never tiered; they are what makes it a file system"),
+    ]
+
+
+def placement_table(threshold: int) -> Table:
+    table = Table(title="Why each kind of file lives where", box=None)
+    for col in ("files", "where", "why"):
+        table.add_column(col)
+    for row in placement_rows(threshold):
+        table.add_row(*row)
+    return table
+
+
 def cost_table(costs: dict, prices: dict) -> Table:
     title = f"Monthly storage cost at {prices['region']} list prices ({prices['date']})"
     table = Table(title=title, box=None)
@@ -169,6 +216,9 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
         console.print(trash_line(report["trash"]), highlight=False)
     console.print(storage_table(usage))
     console.print(class_table(usage))
+    if report.get("threshold"):  # a controller before the choice by cost sends none
+        console.print(threshold_line(report["threshold"]), highlight=False)
+        console.print(placement_table(report["threshold"]["threshold"]))
     if usage["dedup_saved_bytes"]:
         console.print(f"duplicate large files share storage: {human_bytes(usage['dedup_saved_bytes'])} saved")
     shared = report.get("shared") or {}

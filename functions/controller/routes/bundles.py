@@ -28,6 +28,7 @@ from models import ContentHash, Text, UserPath
 from polling import long_poll
 from pydantic import BaseModel, Field
 from services import bundle_jobs
+from small_files import accept_limit, meter
 
 from hycloud_core import bundle, jobs
 from hycloud_core import constants as c
@@ -124,7 +125,8 @@ def upload(
     else:  # no bundle jobs deployed (a standby): committed in the request
         body = take_staged(s3(), CONFIG.bucket, user(router), staged)
         members = bundle.unpack(body, max_body=bundle.MAX_STAGED).files
-    files = commit_members(filesystem(router), members, CONFIG.small_file_threshold, parents, root)
+    files = commit_members(filesystem(router), members, accept_limit(user(router)), parents, root)
+    meter(user(router), writes=[len(data) for _, data in members])
     return ok({"files": files})
 
 
@@ -170,6 +172,7 @@ def download(body: Annotated[BundleRequest, Body()]):
     ns = namespace(router)
     entries = list(_POOL.map(lambda p: _look(ns, p), body.paths))
     files, others = _read(ns, entries)
+    meter(user(router), reads=[len(data) for _, data in files])
     packed = bundle.pack(files, others)
     while len(packed) > bundle.MAX_BODY and len(files) > 1:  # incompressible: half waits for later
         keep = len(files) // 2

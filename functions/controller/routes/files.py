@@ -11,9 +11,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from bodies import check_sha256, raw_body
-from context import CONFIG, filesystem, namespace
+from context import filesystem, namespace, user
 from models import FileMode, FileTime, Text, UserPath
 from preconditions import IfMatch, IfNoneMatch, expected_version
+from small_files import accept_limit, meter
 
 from hycloud_core import content, paths
 from hycloud_core.errors import PayloadTooLargeError
@@ -36,10 +37,10 @@ def upload(
 ):
     path = paths.normalize(path)
     data = raw_body(router)
-    if len(data) > CONFIG.small_file_threshold:
+    limit = accept_limit(user(router))
+    if len(data) > limit:
         raise PayloadTooLargeError(
-            f"{len(data)} bytes is above the small-file threshold of {CONFIG.small_file_threshold}; "
-            "upload it as a large file",
+            f"{len(data)} bytes is above the small-file threshold of {limit}; upload it as a large file",
             code="too-large-for-small-file",
         )
     digest = check_sha256(data, sha256)
@@ -52,6 +53,7 @@ def upload(
         mtime=mtime,
         mode=mode,
     )
+    meter(user(router), writes=[len(data)])
     # content_hash: the file's version (If-Match), the same content address a large file has
     return ok({**entry.to_dict(), "sha256": digest, "content_hash": content.hash_bytes(data)}, 201)
 
@@ -60,7 +62,9 @@ def upload(
 def download(path: Annotated[UserPath, Query()]):
     path = paths.normalize(path)
     ns = namespace(router)
-    if ns.stat(path).storage == "large":
+    found = ns.stat(path)
+    meter(user(router), reads=[found.size])
+    if found.storage == "large":
         return Response(
             status_code=200, content_type=LINK_TYPE, body=json.dumps(filesystem(router).download_link(path))
         )

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import CONFIG, namespace, records, s3_endpoint, user, user_name
 from models import UserPath
+from small_files import in_force
 
 from hycloud_core import auth, content
 from hycloud_core.errors import BadRequestError, NotFoundError
@@ -30,7 +31,7 @@ def whoami():
         {
             "user": user_name(router),
             "id": user(router),
-            "small_file_threshold": CONFIG.small_file_threshold,
+            "small_file_threshold": in_force(user(router)).threshold,  # chosen by cost, or configured
             "coded_threshold": _coded_threshold(),
             "coded_whole_limit": CONFIG.coded_inline_bytes,
             "part_size": content.PART_SIZE,

@@ -7,10 +7,11 @@ from typing import Annotated
 from answers import Aborted, Entry, PartUrls, UploadPlan, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import filesystem
+from context import filesystem, user
 from models import CommitUpload, ContentHash, StartUpload, UploadUrls, UserPath
 from preconditions import IfMatch, IfNoneMatch, expected_version
 from services import delta_jobs
+from small_files import meter
 
 router = APIGatewayRouter()
 
@@ -51,6 +52,7 @@ def commit(
         sha256=body.sha256,
     )
     delta_jobs.precompute(router, body.path)
+    meter(user(router), writes=[entry.size])
     return ok(entry.to_dict(), 201)
 
 

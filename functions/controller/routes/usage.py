@@ -9,6 +9,7 @@ from answers import Usage, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import namespace, records, user, user_name
+from small_files import in_force
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
 from hycloud_core.cost.block_transfer import transfer_cost
@@ -55,6 +56,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
             },
             "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
             "trash": TrashRecords(records().table, name).totals(),  # apart: not in `usage` nor the quota
+            "threshold": in_force(name).to_dict(),  # where small files end, and why
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),
             "relay": relay_cost(read_stats(records().table), table),

@@ -53,6 +53,11 @@ class DataInstanceStack(Stack):
             c.ENV_BUCKET: bucket.bucket_name,
             c.ENV_EFS_ROOT: MOUNT_PATH,
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
+            **(
+                {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
+                if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
+                else {}
+            ),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         }
         assets = JobAssets(functions_dir, statemachines_dir, layer, env, volume.mount())

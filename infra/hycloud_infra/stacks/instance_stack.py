@@ -64,6 +64,11 @@ def instance_env(scope: Construct, stores: DataStores) -> dict[str, str]:
         c.ENV_TABLE: stores.table.table_name,
         c.ENV_EFS_ROOT: MOUNT_PATH,
         c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
+        **(
+            {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
+            if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
+            else {}
+        ),
         c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         **(
             {c.ENV_VERSION_RETENTION_S: str(int(kept_s))}

@@ -52,6 +52,11 @@ class StandbyStack(Stack):
             c.ENV_TABLE: table.table_name,
             c.ENV_EFS_ROOT: MOUNT_PATH,
             c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
+            **(
+                {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
+                if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
+                else {}
+            ),
             c.ENV_TREE_INLINE_LIMIT: str(1_000_000),  # no tree jobs here: moves and copies run inline
             ENV_ROLE: "standby",
             **scheduling_env(self),
