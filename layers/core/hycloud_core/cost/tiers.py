@@ -15,7 +15,7 @@ back once over `months_held` months (12): the tiering and cold-read charges are 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..content import PART_SIZE
@@ -42,12 +42,7 @@ class ColdShare:
         return cls(0.0, 0.0, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "after_30_days": self.after_30_days,
-            "after_90_days": self.after_90_days,
-            "after_180_days": self.after_180_days,
-            "months_held": self.months_held,
-        }
+        return asdict(self)
 
 
 def _spread(total: float, cold: ColdShare) -> float:

@@ -28,7 +28,7 @@ import stat as stat_mod
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import constants as c
@@ -107,15 +107,7 @@ class Pass:
         self.live |= other.live
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "packed_files": self.packed_files,
-            "packed_bytes": self.packed_bytes,
-            "skipped_changed": self.skipped_changed,
-            "segments_written": self.segments_written,
-            "compacted": self.compacted,
-            "deleted": self.deleted,
-            "live": self.live,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..linkfile import link_files_under
@@ -58,13 +58,7 @@ class Round:
     skipped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "candidates": self.candidates,
-            "marked_links": self.marked_links,
-            "reclaimed": self.reclaimed,
-            "orphans_deleted": self.orphans_deleted,
-            "skipped": self.skipped,
-        }
+        return asdict(self)
 
 
 class Collector:
