@@ -1,8 +1,8 @@
-"""Refusals for the ways in that are not routed through the encrypted engine (`cp`, `mv`, `touch`,
-a tree put or sync aimed above an encrypted folder, the mount, WebDAV): each would store
-plaintext, or plaintext names, inside an encrypted folder, so it stops before sending anything
-with `EncryptedFolderError` (exit 2 in the CLI, like the other refusals of encrypted folders;
-403 over WebDAV; EACCES in the mount).
+"""Refusals for the ways in that are not routed through the encrypted engine (`touch`, a tree put
+or sync aimed above an encrypted folder; an encrypted folder moved into another; the mount and
+WebDAV without the folder's key): each would store plaintext, or plaintext names, inside an
+encrypted folder, so it stops before sending anything with `EncryptedFolderError` (exit 2 in the
+CLI, like the other refusals of encrypted folders; 403 over WebDAV; EACCES in the mount).
 """
 
 from __future__ import annotations
