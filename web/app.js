@@ -212,12 +212,13 @@ async function rename(entry) {
 
 async function remove(entry) {
   if ((await ask(`Delete ${entry.path}${entry.type === "dir" ? " and everything in it" : ""}? It goes to the trash.`)) === null) return;
-  await removePath(entry);
+  const answer = await removePath(entry);
   await refresh();
-  note(`moved ${entry.path} to the trash`);
+  noteUndo(`moved ${entry.path} to the trash`, answer.trash ? [answer.trash] : []);
 }
 
-// Deletes a file or a folder tree; a large tree runs as a job, which this waits for.
+// Deletes a file or a folder tree (into the trash: the answer's `trash` names the item; an empty
+// folder keeps none); a large tree runs as a job, which this waits for.
 async function removePath(entry) {
   if (entry.type !== "dir") return Api.json("DELETE", "/v1/files", { params: { path: entry.path } });
   let status = await Api.json("DELETE", "/v1/dirs", { params: { path: entry.path, recursive: true } });

@@ -32,10 +32,12 @@ async function bulkDelete() {
   const chosen = selectedEntries();
   const dirs = chosen.filter((e) => e.type === "dir").length;
   if ((await ask(`Delete ${chosen.length} item(s)${dirs ? `, ${dirs} of them folders with everything in them` : ""}?`)) === null) return;
-  const failed = await settle(chosen, removePath);
+  const trashed = [];
+  const failed = await settle(chosen, async (e) => { const answer = await removePath(e); if (answer.trash) trashed.push(answer.trash); });
   state.selected.clear();
   await refresh();
-  report("deleted", chosen.length, failed);
+  if (failed.length) report("deleted", chosen.length, failed);
+  else noteUndo(`moved ${chosen.length} item(s) to the trash`, trashed);
 }
 
 async function bulkMove() {

@@ -95,6 +95,14 @@ async function restoreItems(items) {
   else note(items.length === 1 ? `restored ${items[0].path}` : `restored ${items.length} item(s)`);
 }
 
+// The notice after a delete, with an Undo that restores what it moved into the trash.
+function noteUndo(text, items) {
+  note(text);
+  if (items.length) {
+    $("#notice").append(" ", button("Undo", "undo", async () => { await restoreItems(items); await refresh(); }, "restore it from the trash"));
+  }
+}
+
 async function restoreTo(item) {
   const to = (await ask(`Restore ${item.path} at the path:`, item.path))?.trim();
   if (!to) return;

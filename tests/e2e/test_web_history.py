@@ -7,7 +7,8 @@ with one browser and one user of its own for the module:
 - the Trash view: a folder deleted with its row's Delete and three files deleted by multi-select
   are listed there (name, folder, size, when, by whom); the three restored at once come back byte
   for byte but the one whose path was taken since, which is named and overwrites nothing; it is
-  restored at another path with Restore to…, the folder with its Restore; Empty trash asks first
+  restored at another path with Restore to…, the folder with its Restore; a delete's Undo brings
+  the file back at once; Empty trash asks first
   (Cancel keeps everything) and then removes all, at 390 px without sideways scroll.
 
 Screenshots at 1280 and 390 px are kept as tests/e2e/artifacts/web_*history*.png and
@@ -213,6 +214,7 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
     browser.find_element(By.ID, "bulk-delete").click()
     dialog_ok(browser)
     wait_for(browser, lambda d: names(d) == ["junk.txt"], "three files deleted")
+    wait_for(browser, notice("moved 3 item(s) to the trash"), "the bulk delete's notice")
     assert [stat(user, f"{folder}/{p}") for p in ("sub", "one.txt", "three.txt", "two.bin")] == [404] * 4
     newer = b"a new one.txt, made after the delete"
     put(user, f"{folder}/one.txt", newer)
@@ -260,7 +262,15 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
     width(browser, PHONE)
     click(browser, "junk.txt", "button.delete")
     dialog_ok(browser)
-    wait_for(browser, lambda d: "junk.txt" not in names(d), "junk deleted")
+    wait_for(browser, notice(f"moved {folder}/junk.txt to the trash"), "junk deleted")
+    assert "junk.txt" not in names(browser)
+    browser.find_element(By.CSS_SELECTOR, "#notice button.undo").click()  # the delete's Undo
+    wait_for(browser, notice(f"restored {folder}/junk.txt"), "undone")
+    row(browser, "junk.txt")
+    assert sha256_in_cloud(user, f"{folder}/junk.txt") == sha(files["junk.txt"])
+    click(browser, "junk.txt", "button.delete")
+    dialog_ok(browser)
+    wait_for(browser, lambda d: "junk.txt" not in names(d), "junk deleted again")
     browser.find_element(By.ID, "trash-open").click()
     wait_for(browser, lambda d: trashed(d) == [f"{folder}/junk.txt"], "junk in the trash")
     no_sideways_scroll(browser, PHONE)
