@@ -174,7 +174,8 @@ class HyCloudFuse(fuse.Operations):
             return _file_attrs(st.st_size, st.st_mtime)
         where = self._inside(path)
         entry = self._entry(path) if where is None else None  # a sent file's cached copy matches it
-        where = where or self._inside(path)  # the folder's listing just read may show a header
+        if where is None:  # the folder's listing just read may show a header; a miss asks once
+            where = self.sealed.view.sealed(path, ask=entry is None)
         if where is not None:
             return self._sealed_attrs(path, where)
         if entry is None:
