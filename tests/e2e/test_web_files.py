@@ -3,7 +3,8 @@ cloud: sortable columns, search by name (the folder, and everything below it), d
 files and folders, multi-select with bulk delete, move and zip download, the preview pane, and a
 layout that fits a phone (no sideways scroll at 390 and 360 px, dates on one line).
 
-Screenshots at 1280 and 390 px go to tests/e2e/artifacts/web_*.png.
+Screenshots at 1280, 390 and 360 px go to tests/e2e/artifacts/web_*.png, each checked to be a PNG of
+that width.
 """
 
 from __future__ import annotations
@@ -20,7 +21,18 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.e2e.webdriving import chrome, click, dialog_ok, downloaded, login, names, row, shot, site, wait_for
+from tests.e2e.webdriving import (
+    chrome,
+    click,
+    dialog_ok,
+    downloaded,
+    login,
+    names,
+    row,
+    screenshot,
+    site,
+    wait_for,
+)
 
 DESKTOP = 1280
 
@@ -227,7 +239,7 @@ def test_multi_select_delete_move_and_zip(browser, alice, folder):
     ).key_up(Keys.SHIFT).perform()  # a range: a, b, c
     click(browser, "b.bin", "input.pick")  # and b out again
     assert browser.find_element(By.ID, "bulk-count").text == "2 selected"
-    shot(browser, "desktop_selected")
+    screenshot(browser, "desktop_selected", DESKTOP)
     browser.find_element(By.ID, "bulk-delete").click()
     dialog_ok(browser)
     wait_for(browser, lambda d: names(d) == ["pack", "b.bin", "d.bin"], "a and c deleted")
@@ -274,7 +286,7 @@ def test_preview_image_text_and_pdf(browser, alice, folder):
         "image decoded",
     )
     assert size == [40, 30]
-    shot(browser, "desktop_preview_image")
+    screenshot(browser, "desktop_preview_image", DESKTOP)
 
     click(browser, "notes.log", "a.open")
     text = wait_for(
@@ -286,7 +298,7 @@ def test_preview_image_text_and_pdf(browser, alice, folder):
     assert shown.startswith("line 000000 of a long log\n")
     body, _, tail = shown.partition("\n… (first 64.0 KiB")
     assert tail and long_text.startswith(body.encode()) and len(body.encode()) == 64 * 1024
-    shot(browser, "desktop_preview_text")
+    screenshot(browser, "desktop_preview_text", DESKTOP)
 
     click(browser, "doc.pdf", "a.open")
     wait_for(browser, lambda d: d.find_elements(By.ID, "preview-pdf"), "pdf frame")
@@ -323,7 +335,7 @@ def test_phone_width_fits_without_sideways_scroll(browser, alice, folder, width)
 
     fits()
     click(browser, "photo.png", "input.pick")
-    shot(browser, f"phone_{width}_list")
+    screenshot(browser, f"phone_{width}_list", width)
     click(browser, "photo.png", "a.open")
     wait_for(
         browser,
@@ -333,7 +345,7 @@ def test_phone_width_fits_without_sideways_scroll(browser, alice, folder, width)
         "image",
     )
     fits()
-    shot(browser, f"phone_{width}_preview")
+    screenshot(browser, f"phone_{width}_preview", width)
     browser.find_element(By.ID, "preview-close").click()
     click(browser, "photo.png", "input.pick")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
