@@ -51,6 +51,15 @@ class Deployment:
             config=config,
         )
 
+    def resource(self, service: str, region: str = "us-east-1"):
+        return boto3.resource(
+            service,
+            endpoint_url=self.env["AWS_ENDPOINT_URL"],
+            region_name=region,
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+
     def object_record(self, content_hash: str) -> dict | None:
         """The OBJ# item of a content hash, attribute values as strings."""
         item = (
@@ -187,13 +196,18 @@ class User:
 
         return HyCloud(self.deployment.api_url, self.key)
 
-    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        env = {
+    def cli_env(self, **extra: str) -> dict[str, str]:
+        """The environment of a `hycloud` run as this user: no config file of the machine's."""
+        return {
             **os.environ,
             "HYCLOUD_ENDPOINT": self.deployment.api_url,
             "HYCLOUD_API_KEY": self.key,
             "HYCLOUD_CONFIG": "/nonexistent/config.json",
+            **extra,
         }
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = self.cli_env()
         result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=120)
         if check and result.returncode != 0:
             raise AssertionError(

@@ -59,12 +59,7 @@ def _default_hangup() -> None:
 def start_mount(user, base: Path, endpoint: str | None = None) -> Mount:
     mnt, log = base / "mnt", base / "stderr.log"
     mnt.mkdir()
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": endpoint or user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
+    env = user.cli_env(**({"HYCLOUD_ENDPOINT": endpoint} if endpoint else {}))
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [HYCLOUD, "mount", str(mnt)],

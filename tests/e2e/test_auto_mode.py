@@ -60,14 +60,7 @@ class SlowLink(FaultProxy):
 
 
 def hycloud(user: User, proxy: SlowLink, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        **proxy.env(),
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-        "HYCLOUD_STATE": str(state),
-    }
+    env = user.cli_env(**proxy.env(), HYCLOUD_STATE=str(state))
     result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return result

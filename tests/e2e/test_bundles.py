@@ -17,7 +17,7 @@ import pytest
 from hycloud_core import bundle
 from tests.e2e.conftest import HYCLOUD, User, _make_user
 from tests.e2e.fault_proxy import FaultProxy
-from tests.e2e.invariants import efs_files, merkle_tree_on_efs, records_disagreeing
+from tests.e2e.invariants import efs_files, merkle_tree_on_efs, record_key, records_disagreeing
 
 pytestmark = pytest.mark.e2e
 SMALL, LARGE = 100, 2
@@ -29,13 +29,7 @@ def sha(data: bytes) -> str:
 
 
 def cli(user: User, proxy: FaultProxy, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-        **proxy.env(),
-    }
+    env = user.cli_env(**proxy.env())
     result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -172,7 +166,7 @@ def test_a_bad_member_is_reported_and_the_others_commit(alice):
     name = alice.deployment.outputs["TableName"]
 
     def record(path: str) -> dict | None:
-        key = {"pk": {"S": f"NS#{alice.ns_key}"}, "sk": {"S": f"F#{path}"}}
+        key = record_key(alice.deployment, alice.ns_key, path)
         return table.get_item(TableName=name, Key=key, ConsistentRead=True).get("Item")
 
     assert record("/bad-members/good.txt")["sha256"]["S"] == sha(good)

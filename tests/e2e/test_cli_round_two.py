@@ -35,12 +35,7 @@ def home(user) -> str:
 
 def stdout_bytes(user: User, *args: str, cwd: str | None = None) -> bytes:
     """What `hycloud ARGS` wrote to stdout, as bytes (the user's CLI helper reads text)."""
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
+    env = user.cli_env()
     done = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, timeout=120, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout

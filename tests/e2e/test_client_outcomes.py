@@ -30,13 +30,7 @@ def sha(data: bytes) -> str:
 
 
 def cli_env(user: User, **extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-        **extra,
-    }
+    return user.cli_env(**extra)
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import random
 import subprocess
 import time
@@ -159,14 +158,7 @@ def test_a_direct_job_reads_a_version_not_in_the_relay_cache_by_url(deployment, 
 
 
 def _cli(user, proxy: FaultProxy, state, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        **proxy.env(),
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-        "HYCLOUD_STATE": str(state),
-    }
+    env = user.cli_env(**proxy.env(), HYCLOUD_STATE=str(state))
     result = subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return result

@@ -16,7 +16,6 @@ import subprocess
 import threading
 import time
 
-import boto3
 import pytest
 from boto3.dynamodb.conditions import Key
 
@@ -128,13 +127,7 @@ def wait_key_on_standby(deployment: Deployment, user) -> None:
 
 
 def dynamodb(deployment: Deployment, region: str = "us-east-1"):
-    return boto3.resource(
-        "dynamodb",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name=region,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    return deployment.resource("dynamodb", region)
 
 
 @pytest.mark.slow
@@ -194,13 +187,7 @@ def test_records_reach_the_standby_by_the_stream_without_a_pass(deployment, tmp_
     content_hash = user.sdk().put(tmp_path / "big.bin", "/big.bin", via="direct")["content_hash"]
     lags.append(wait_standby(deployment, f"OBJ#{content_hash}", "OBJ"))
     obj = standby_item(deployment, f"OBJ#{content_hash}", "OBJ")
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name=STANDBY_REGION,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    s3 = deployment.client("s3", STANDBY_REGION)
     held = s3.get_object(Bucket=deployment.outputs["StandbyBucketName"], Key=obj["s3_key"])["Body"].read()
     assert hashlib.sha256(held).digest() == hashlib.sha256(data).digest()  # content before its record
     usage = standby_item(deployment, f"USAGE#{user.id}", "USAGE")

@@ -24,7 +24,6 @@ import statistics
 import threading
 import time
 
-import boto3
 import pytest
 import requests
 from boto3.dynamodb.conditions import Key
@@ -137,13 +136,7 @@ def _other(user, files: list[str], log: Log) -> None:
 
 
 def _table(deployment):
-    return boto3.resource(
-        "dynamodb",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).Table(deployment.outputs["TableName"])
+    return deployment.resource("dynamodb").Table(deployment.outputs["TableName"])
 
 
 def _watch_jobs(deployment, user_id: str, log: Log, done: threading.Event) -> None:

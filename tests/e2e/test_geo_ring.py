@@ -9,7 +9,6 @@ import io
 import json
 import os
 
-import boto3
 import pytest
 
 from hycloud_core.codec.erasure import encode_stream
@@ -54,13 +53,7 @@ def _holdings(deployment, buckets: dict[str, str], hashes: set[str]) -> dict[str
     """region -> which of `hashes` its bucket holds."""
     out = {}
     for region, bucket in buckets.items():
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-            region_name=region,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
+        s3 = deployment.client("s3", region)
         keys = [
             obj["Key"][len(BLOCK_PREFIX) :]
             for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=BLOCK_PREFIX)

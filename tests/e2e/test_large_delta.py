@@ -59,14 +59,7 @@ def sha256(path: Path) -> str:
 
 
 def hycloud(user: User, proxy: FaultProxy | None, state: Path, *args: str) -> dict:
-    env = {
-        **os.environ,
-        **(proxy.env() if proxy else {}),
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-        "HYCLOUD_STATE": str(state),
-    }
+    env = user.cli_env(**(proxy.env() if proxy else {}), HYCLOUD_STATE=str(state))
     result = subprocess.run([HYCLOUD, "--json", *args], env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)

@@ -14,7 +14,6 @@ import re
 import time
 import uuid
 
-import boto3
 import pytest
 import requests
 from botocore.config import Config
@@ -26,14 +25,7 @@ LINK_TYPE = "application/vnd.hycloud.link+json"
 @pytest.fixture(scope="module")
 def bucket(deployment) -> tuple[object, str]:
     """An S3 client signing as the functions do (SigV4), and the deployment's bucket."""
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=deployment.env["AWS_ENDPOINT_URL"],
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        config=Config(signature_version="s3v4"),
-    )
+    s3 = deployment.client("s3", config=Config(signature_version="s3v4"))
     return s3, deployment.outputs["BucketName"]
 
 

@@ -14,7 +14,6 @@ import select
 import subprocess
 import time
 
-import boto3
 import pytest
 
 from hycloud.transfer.staging import stage
@@ -34,14 +33,7 @@ KNOBS = ("capacity", "max_workers", "max_wait_s", "default_bps", "throttle_bps",
 
 @pytest.fixture
 def store(deployment):
-    env = deployment.env
-    resource = boto3.resource(
-        "dynamodb",
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    resource = deployment.resource("dynamodb")
     queue = QueueStore(resource.Table(deployment.outputs["TableName"]))
     queue.set_config(**dict.fromkeys(KNOBS))
     _settle(queue, deployment)

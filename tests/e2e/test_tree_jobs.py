@@ -65,12 +65,7 @@ def seed(owner, tmp_path_factory) -> dict[str, str]:
 
 
 def _cli(user, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
+    env = user.cli_env()
     return subprocess.run([HYCLOUD, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -324,12 +319,7 @@ def _admin(user, *args: str) -> dict:
 
 
 def _start_cli(user, *args: str) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "HYCLOUD_ENDPOINT": user.deployment.api_url,
-        "HYCLOUD_API_KEY": user.key,
-        "HYCLOUD_CONFIG": "/nonexistent/config.json",
-    }
+    env = user.cli_env()
     return subprocess.Popen(
         [HYCLOUD, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
