@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 
 import pytest
 import requests
@@ -76,3 +77,37 @@ def test_a_file_moved_across_the_threshold_both_ways_keeps_bytes_hash_history_an
     assert _seen(user, path, share["url"]) == before
     usage = _classes_add_up(user)
     assert (usage["s3_objects"], usage["efs_files"], usage["logical_bytes"]) == (0, 1, len(data))
+
+
+def test_a_user_whose_mix_favours_a_lower_threshold_gets_it_and_the_upkeep_moves_files_across(deployment):
+    """Three 900 KB files written once and never read cost less in S3: the upkeep's round chooses
+    512 KiB for this user alone (the guard rails' minimums lowered, as for a test), stores it,
+    moves the files, and the controller answers it in whoami and usage (cost/thresholds.py)."""
+    user = _make_user(deployment, "chosen")
+    sdk = user.sdk()
+    sdk.mkdir("/c")
+    data = [os.urandom(900_000) for _ in range(3)]
+    for i, d in enumerate(data):
+        sdk.put_bytes(f"/c/{i}.bin", d)
+    hosts = [user.ns_dir() / "c" / f"{i}.bin" for i in range(3)]
+    assert not any(_is_link(h) for h in hosts)  # small at the deployment's 2 MiB
+
+    rules = {"users": [user.ns_key], "min_files": 1, "min_days": 0, "settle_s": 0}
+    done = deployment.upkeep(walk=False, thresholds=rules)
+    assert done["thresholds"]["users"][user.ns_key]["threshold"] == 512 * 1024
+    assert done["moves"]["to_s3"] == 3 and all(_is_link(h) for h in hosts)
+    assert [hashlib.sha256(sdk.get_bytes(f"/c/{i}.bin")).hexdigest() for i in range(3)] == [
+        hashlib.sha256(d).hexdigest() for d in data
+    ]
+    shown = _eventually(user, "/v1/usage", lambda r: r["threshold"]["source"] == "user")["threshold"]
+    assert shown["threshold"] == 512 * 1024 and shown["inputs"]["files"] == 3
+    _eventually(user, "/v1/whoami", lambda r: r["small_file_threshold"] == 512 * 1024)
+
+
+def _eventually(user, route: str, done) -> dict:
+    """The route's answer once `done` holds: each warm controller keeps the threshold up to 15 s."""
+    deadline = time.monotonic() + 45
+    while not done(answer := user.api().call("GET", route).json()):
+        assert time.monotonic() < deadline, answer
+        time.sleep(3)
+    return answer
