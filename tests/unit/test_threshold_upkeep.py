@@ -130,3 +130,14 @@ def test_a_fixed_threshold_wins_over_the_choice(alice, lambda_context, monkeypat
     monkeypatch.setattr(call.modules["small_files"], "CONFIG", fixed)
     shown = _fresh(call, "GET", "/v1/usage")[1]["threshold"]
     assert (shown["threshold"], shown["source"]) == (2 * MiB, "configured")
+
+
+def test_the_controller_meters_whole_file_reads_and_writes_by_size_band(alice):
+    from hycloud_core.cost.access_meter import read_meter
+
+    uid, call = alice
+    for _ in range(2):
+        assert call("GET", "/v1/files", query={"path": "/f0.bin"})[0] == 200
+    meter = read_meter(_table(), uid)
+    assert (meter.reads, meter.writes) == ({20: 2}, {20: 3})  # 900 KB: band (512 KiB, 1 MiB]
+    assert meter.since is not None
