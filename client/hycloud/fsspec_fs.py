@@ -50,6 +50,7 @@ from hycloud_core.errors import ConflictError, ForbiddenError, HyCloudError, Not
 
 from .config import ClientConfig
 from .encrypted import files as sealed
+from .encrypted import moves
 from .encrypted import upload as sealed_upload
 from .encrypted.folder import EncryptedFolder
 from .encrypted.routing import Located
@@ -634,7 +635,13 @@ class HyCloudFileSystem(AbstractFileSystem):
         src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
         if path2.endswith("/") or self.isdir(dst):
             dst = posixpath.join(dst, posixpath.basename(src))
-        if self._where(dst) is not None:
+        dst_at = self._where(dst)
+        if dst_at is not None:
+            src_at = self._where(src)
+            if src_at is not None and src_at.inner and src_at.root == dst_at.root:
+                with self._changing(src, dst):  # within one encrypted folder: every chunk reused
+                    moves.move(self._vault(src, src_at), src_at.inner, dst_at.inner, replace_dir=True)
+                return None
             return self._mv_through_engine(src, dst)
         try:
             with self._changing(src, dst) as change:
@@ -688,7 +695,14 @@ class HyCloudFileSystem(AbstractFileSystem):
         src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
         found = self.info(src)
         is_dir = found["type"] == "directory"
-        if found.get("encrypted") or self._where(dst) is not None:
+        dst_at = self._where(dst)
+        if not is_dir and dst_at is not None and dst_at.inner and found.get("encrypted") == dst_at.root:
+            src_at = self._where(src)
+            assert src_at is not None
+            with self._changing(dst):  # within one encrypted folder: no chunk read or sent
+                moves.copy(self._vault(dst, dst_at), src_at.inner, dst_at.inner)
+            return
+        if found.get("encrypted") or dst_at is not None:
             if is_dir:
                 self.makedirs(dst, exist_ok=True)
             else:

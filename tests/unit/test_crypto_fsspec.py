@@ -170,6 +170,27 @@ def test_copy_and_move_across_the_boundary_go_through_the_engine(fs, cloud):
     assert plaintext_stored(cloud) == []
 
 
+def test_copy_and_move_within_the_folder_reuse_every_chunk(fs, cloud, monkeypatch):
+    """Only names and manifests change: no chunk is read (as a decrypt and seal again would)."""
+    data = bytes(range(256)) * 400 + MARKER
+    fs.pipe_file("/vault/a/secret.bin", data)
+    read: list[str] = []
+    read_many = FakeCloudStore.read_many
+
+    def counted(self, rels):
+        rels = list(rels)
+        read.extend(rels)
+        return read_many(self, rels)
+
+    monkeypatch.setattr(FakeCloudStore, "read_many", counted)
+    fs.cp_file("/vault/a/secret.bin", "/vault/copy.bin")
+    fs.mv("/vault/a", "/vault/b")
+    assert read and not [rel for rel in read if rel.startswith(CHUNK_DIR)]
+    assert fs.cat_file("/vault/copy.bin") == fs.cat_file("/vault/b/secret.bin") == data
+    assert fs.ls("/vault", detail=False) == ["/vault/b", "/vault/copy.bin"]
+    assert plaintext_stored(cloud) == []
+
+
 def test_without_a_key_a_path_inside_is_permission_error_naming_the_folder(cloud):
     fs = HyCloudFileSystem(skip_instance_cache=True)  # no passphrase, none in the environment
     before = dict(cloud.files)

@@ -192,16 +192,15 @@ class SealedView:
         """A copy or move across folder keys (another encrypted folder, or plain storage): the
         files decrypted and sealed again on this machine (crossing.py)."""
         ends = crossing.Ends(src_at, dst_at)
-        for where in (src_at, dst_at):
-            if where is not None:
-                self._writing(where).acquire()
+        held = sorted({w.root: w for w in (src_at, dst_at) if w is not None}.values(), key=lambda w: w.root)
+        for where in held:  # in one order, so two crossings the opposite ways cannot deadlock
+            self._writing(where).acquire()
         try:
             crossing.copy_or_move(self.client, src, dst, ends, move, self.folder, into=False)
         finally:
-            for where in (src_at, dst_at):
-                if where is not None:
-                    self._changed(where.root)
-                    self._writing(where).release()
+            for where in reversed(held):
+                self._changed(where.root)
+                self._writing(where).release()
 
 
 def _inner(path: str, root: str) -> str:
