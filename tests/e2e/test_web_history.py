@@ -8,8 +8,8 @@ with one browser and one user of its own for the module:
   are listed there (name, folder, size, when, by whom); the three restored at once come back byte
   for byte but the one whose path was taken since, which is named and overwrites nothing; it is
   restored at another path with Restore to…, the folder with its Restore; a delete's Undo brings
-  the file back at once; Empty trash asks first
-  (Cancel keeps everything) and then removes all, at 390 px without sideways scroll.
+  the file back at once; the view has no sideways scroll at 390 or 360 px; Empty trash asks first
+  (Cancel keeps everything) and then removes all.
 
 Screenshots at 1280 and 390 px are kept as tests/e2e/artifacts/web_*history*.png and
 web_*trash*.png, each checked to be a PNG of that width.
@@ -275,6 +275,8 @@ def test_trash_view_restores_files_and_a_folder_and_empties_after_asking(browser
     wait_for(browser, lambda d: trashed(d) == [f"{folder}/junk.txt"], "junk in the trash")
     no_sideways_scroll(browser, PHONE)
     screenshot(browser, "phone_390_trash", PHONE)
+    width(browser, 360)
+    no_sideways_scroll(browser, 360)
 
     browser.find_element(By.ID, "trash-empty").click()
     wait_for(browser, lambda d: d.find_element(By.ID, "dialog").is_displayed(), "asked first")
