@@ -57,7 +57,9 @@ layout from the same draw:
 
 Large downloads go direct from S3 (the client's default); HyCloud's threshold chosen by cost uses
 the month's own read and write rates and cold share, and the threshold per mix is the candidate
-(4 KiB .. 8 MiB) whose whole bill of that month is the lowest (cost/bill.py cheapest_threshold).
+(4 KiB .. 8 MiB) whose whole bill of that month is the lowest (cost/bill.py cheapest_threshold:
+the same bills a deployment chooses its own threshold by, from 4 KiB to 4 MiB with guard rails on
+top: cost/threshold_choice.py).
 The results start with that layout's ratio to each peer; on the trace they also say where its
 month goes, line by line, and the two floors of the layout (a name in EFS, a call through the API).
 
@@ -75,6 +77,7 @@ import random
 import stat
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +92,7 @@ from hycloud_core.cost import (  # noqa: E402
     metering,  # noqa: E402
     usage_from_sizes,
 )
+from hycloud_core.cost.access_meter import Meter, band  # noqa: E402
 from hycloud_core.cost.bill import LAYOUTS as BILL_LAYOUTS  # noqa: E402
 from hycloud_core.cost.bill import FileMonth, Month, month_bills  # noqa: E402
 from hycloud_core.cost.idle import idle_monthly, shape_from_context  # noqa: E402
@@ -99,6 +103,7 @@ from hycloud_core.cost.model import (  # noqa: E402
 )
 from hycloud_core.cost.relay_meter import RelayStats, read_stats, relay_cost  # noqa: E402
 from hycloud_core.cost.segments_bill import packable, packed_month, packed_storage, with_lines  # noqa: E402
+from hycloud_core.cost.threshold_choice import Mix, choose  # noqa: E402
 from hycloud_core.cost.tiers import (  # noqa: E402
     ColdShare,
     FileAccess,
@@ -310,6 +315,7 @@ def bill_rows(month: Month, prices) -> dict:
         "writes": sum(len(f.writes) for f in files),
         "metadata_ops": month.metadata_ops,
         "bills": {name: bill.to_dict(prices) for name, bill in bills.items()},
+        "deployment_choice": deployment_choice(month, prices),
     }
     unit = {name: bill.unit_price(prices) for name, bill in bills.items()}
     for layout in VERSUS:
@@ -317,6 +323,21 @@ def bill_rows(month: Month, prices) -> dict:
         out[f"{layout}_vs_s3_files_pct"] = 100 * (unit[layout] / unit["s3-files"] - 1)
         out[f"{layout}_vs_s3_tiers_pct"] = 100 * (unit[layout] / unit["all-s3-tiers"] - 1)
     return out
+
+
+def deployment_choice(month: Month, prices) -> dict:
+    """The threshold a deployment holding this month's files would choose from its configured
+    2 MiB (cost/threshold_choice.py, guard rails on): the files' sizes and ages, and their reads
+    and writes by size band as the controller meters them (a file new this month counts as held
+    all month)."""
+    reads: Counter[int] = Counter()
+    writes: Counter[int] = Counter()
+    for f in month.files:
+        reads[band(f.size)] += len(f.reads)
+        writes[band(f.size)] += len(f.writes)
+    files = [(f.size, f.before or 0.0) for f in month.files]
+    picked = choose(Mix(files, Meter(0.0, dict(reads), dict(writes)), 30.0), prices, THRESHOLD)
+    return {"threshold": picked.threshold, "best": picked.best, "reason": picked.reason}
 
 
 BILL_NAMES = {
@@ -434,6 +455,14 @@ def ratio_markdown(report: dict) -> list[str]:
             f"| {mix} | {mine / unit['all-s3']:.3f} | {mine / unit['s3-files']:.3f} | "
             f"{mine / unit['all-s3-tiers']:.3f} | {mine:.5f} | {row['bills']['hybrid-tiers-mix']['threshold']:,} |"
         )
+    lines += [
+        "",
+        "What a deployment holding each mix would choose from its configured 2 MiB (guard rails on):",
+        "",
+    ]
+    for mix, row in report["bills"].items():
+        if "deployment_choice" in row:
+            lines.append(f"- {mix}: {row['deployment_choice']['reason']}")
     return lines
 
 
