@@ -141,3 +141,19 @@ def test_the_controller_meters_whole_file_reads_and_writes_by_size_band(alice):
     meter = read_meter(_table(), uid)
     assert (meter.reads, meter.writes) == ({20: 2}, {20: 3})  # 900 KB: band (512 KiB, 1 MiB]
     assert meter.since is not None
+
+
+def test_a_round_out_of_time_leaves_users_their_threshold_and_a_deployment_round_drops_users_gone(alice):
+    from hycloud_core.cost import load_prices
+    from hycloud_core.cost.threshold_choice import Guard
+    from hycloud_core.cost.thresholds import choose_all
+    from hycloud_core.store.records import Records
+
+    uid, _ = alice
+    records, prices, guard = Records(TABLE), load_prices(), Guard(min_files=1, min_days=0)
+    assert choose_all(records, [uid], prices, 2 * MiB, guard, deployment=False).threshold_of(uid) == 512 * KiB
+    late = choose_all(records, [uid], prices, 2 * MiB, guard, deployment=False, budget_s=-1)
+    assert late.threshold_of(uid) == 512 * KiB and late.report["users_left"] == 1
+    _table().put_item(Item={"pk": "THRESHOLD", "sk": "U#u-gone", "threshold": 4096})
+    whole = choose_all(records, [uid], prices, 2 * MiB, guard)
+    assert whole.report["dropped"] == 1 and _stored("U#u-gone") is None

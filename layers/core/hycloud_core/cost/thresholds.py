@@ -24,7 +24,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.records import Records
+from boto3.dynamodb.conditions import Key
+
+from ..store.records import Records, query_all
 from . import access_meter
 from .prices import Prices
 from .threshold_choice import Choice, Guard, Mix, choose, choose_for_user, clamp
@@ -32,6 +34,7 @@ from .threshold_choice import Choice, Guard, Mix, choose, choose_for_user, clamp
 PK = "THRESHOLD"
 DEPLOYMENT = "DEPLOYMENT"
 SOURCES = ("configured", "user", "deployment", "default")
+USER_BUDGET_S = 60.0  # users' own choices per round: the upkeep has other rounds within its 300 s
 
 
 def _sk(user: str | None) -> str:
@@ -81,6 +84,14 @@ class Thresholds:
 
     def drop(self, user: str) -> None:
         self.table.delete_item(Key={"pk": PK, "sk": _sk(user)})
+
+    def drop_others(self, users: set[str]) -> int:
+        """Drop the choices of users not in `users` (deleted since); how many."""
+        found = query_all(self.table, Key("pk").eq(PK) & Key("sk").begins_with("U#"))
+        gone = [i["sk"].removeprefix("U#") for i in found if i["sk"].removeprefix("U#") not in users]
+        for user in gone:
+            self.drop(user)
+        return len(gone)
 
     def in_force(self, user: str, configured: int, fixed: bool) -> InForce:
         """The threshold for `user` now: one batched read of the two records."""
@@ -159,9 +170,11 @@ def choose_all(
     guard: Guard | None = None,
     deployment: bool = True,
     now: float | None = None,
+    budget_s: float = USER_BUDGET_S,
 ) -> Chosen:
     """One round: the deployment's choice from every user's mix together (unless `deployment` is
-    False: an event naming users), then each user's own against it; stored, and returned."""
+    False: an event naming users), then each user's own against it, the longest unjudged first,
+    for `budget_s` (the rest keep what they have until the next round); stored, and returned."""
     now = time.time() if now is None else now
     store, g = Thresholds(records.table), guard or Guard()
     mixes = {u: user_mix(records, u, now) for u in users}
@@ -175,15 +188,25 @@ def choose_all(
             store.put(None, picked, whole, now)
         current = picked.threshold
         report["deployment"] = {"threshold": current, "reason": picked.reason, **whole.summary()}
+        report["dropped"] = store.drop_others(set(users))  # users gone since
     chosen = Chosen(current, report=report)
-    for user, mix in mixes.items():
-        own = store.get(user)
-        mine = choose_for_user(mix, prices, current, None if own is None else int(own["threshold"]), g)
+    owns = {u: store.get(u) for u in users}
+    started = time.monotonic()
+    for user in sorted(users, key=lambda u: int((owns[u] or {}).get("at", 0))):
+        own = owns[user]
+        if time.monotonic() - started > budget_s:  # the next round goes on from here
+            if own is not None:
+                chosen.users[user] = int(own["threshold"])
+            report["users_left"] = report.get("users_left", 0) + 1
+            continue
+        mine = choose_for_user(
+            mixes[user], prices, current, None if own is None else int(own["threshold"]), g
+        )
         if mine is None:
             if own is not None:
                 store.drop(user)
             continue
-        store.put(user, mine, mix, now)
+        store.put(user, mine, mixes[user], now)
         chosen.users[user] = mine.threshold
         report.setdefault("users", {})[user] = {"threshold": mine.threshold, "reason": mine.reason}
     report["in_force"] = current
