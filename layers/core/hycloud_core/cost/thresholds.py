@@ -97,7 +97,7 @@ class Thresholds:
         """The threshold for `user` now: one batched read of the two records."""
         if fixed:
             return InForce(
-                configured, "configured", "fixed by the operator (hycloud:smallFileThresholdFixed)"
+                configured, "configured", "hycloud:smallFileThresholdFixed is set: the configured value wins"
             )
         keys = [{"pk": PK, "sk": _sk(user)}, {"pk": PK, "sk": DEPLOYMENT}]
         got = self.table.meta.client.batch_get_item(RequestItems={self.table.name: {"Keys": keys}})
