@@ -186,3 +186,25 @@ def test_a_file_open_at_unmount_is_sealed_then(mounted):
     ops.write("/data/vault/late-secret.txt", MARKER, 0, fh)
     assert ops.finish() == []
     assert files.read_bytes(_fresh(folder), "late-secret.txt") == MARKER
+
+
+def test_a_read_beside_a_write_does_not_hide_another_device_s_change(mounted, monkeypatch, tmp_path):
+    """A listing read while a file is being sealed (another device having written meanwhile) must
+    not change the version the write replaces: the write is refused, merged, and both stay."""
+    ops, fake, folder = mounted
+    ops.readdir("/data/vault", 0)
+    other = EncryptedFolder.open(FakeStore(fake, VAULT), "alice", b"pw", Counters())
+    (tmp_path / "b").write_bytes(b"from the other device")
+    write_many, fired = FakeStore.write_many, []
+
+    def racing(self, blobs, expect=None):
+        if not fired and any(rel.startswith(CHUNK_DIR) for rel in blobs):  # the chunks go first
+            fired.append(True)
+            upload.put_file(other, tmp_path / "b", "b.txt")
+            ops.sealed.view._maps.clear()  # the kept name maps expired
+            assert "b.txt" in ops.readdir("/data/vault", 0)  # a reader in the mount meanwhile
+        return write_many(self, blobs, expect)
+
+    monkeypatch.setattr(FakeStore, "write_many", racing)
+    _write(ops, "/data/vault/a.txt", MARKER)
+    assert fired and sorted(e["name"] for e in _fresh(folder).ls()) == ["a.txt", "b.txt"]

@@ -16,6 +16,7 @@ this view's own writes drop what it kept of that folder.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import sys
 import threading
@@ -99,13 +100,19 @@ class SealedView:
             raise EncryptedPathError(where.root, where.root, "its key is not available")
         return opened
 
+    def reader(self, where: Located) -> EncryptedFolder:
+        """The folder for a read: the same keys and counters, but versions of its own, so a read
+        running beside a write never changes the version that write replaces (a change another
+        device made meanwhile is then refused and merged, not overwritten)."""
+        return dataclasses.replace(self.folder(where), versions={})
+
     # --- reads ---------------------------------------------------------------------------------
     def _entries(self, where: Located, dir_rel: str) -> dict[str, dict[str, Any]]:
         key = (where.root, dir_rel)
         hit = self._maps.get(key)
         if hit is not None and hit[0] > time.monotonic():
             return hit[1]
-        ((dir_map, _),) = self.folder(where).read_maps([dir_rel]).values()
+        ((dir_map, _),) = self.reader(where).read_maps([dir_rel]).values()
         self._maps[key] = (time.monotonic() + self.ttl, dict(dir_map.entries))
         return self._maps[key][1]
 
@@ -127,7 +134,7 @@ class SealedView:
 
     def read_to(self, where: Located, local: Path) -> None:
         """The file's plaintext into `local`, every object checked first."""
-        folder = self.folder(where)
+        folder = self.reader(where)
         found = files.entry_or_missing(folder, where.inner)
         if found["t"] != "file":
             raise ConflictError(f"{where.inner} is a folder", code="is-a-directory")
