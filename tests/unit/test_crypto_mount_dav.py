@@ -1,8 +1,9 @@
-"""The mount and the WebDAV server write plaintext, so they write nothing inside an encrypted
-folder: the mount answers EACCES (and says why on stderr) to create, mkdir, open for writing,
-truncate and rename into one; WebDAV answers 403 to PUT, MKCOL, COPY and MOVE into one. Reads
-of the sealed objects are left as they are (ciphertext). Outside, both work as before, and which
-folders are encrypted is asked once and kept."""
+"""Without the folder's key in their environment, the mount and the WebDAV server write nothing
+inside an encrypted folder: the mount answers EACCES (and says why on stderr) to create, mkdir,
+open for writing, truncate and rename into one; WebDAV answers 403 to PUT, MKCOL, COPY and MOVE
+into one. Reads of the sealed objects are left as they are (ciphertext). Outside, both work as
+before, and which folders are encrypted is asked once and kept. With the key they read and write
+through the encrypted engine (test_crypto_mount.py, test_crypto_webdav.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def _with_vault(fake: FakeCloud) -> FakeCloud:
     fake.files["/data/vault/.hcenc"] = HEADER
     fake.files["/data/vault/.hcdir"] = b"sealed map"
     return fake
+
+
+@pytest.fixture(autouse=True)
+def no_key(monkeypatch):
+    monkeypatch.delenv("HYCLOUD_PASSPHRASE", raising=False)
+    monkeypatch.delenv("HYCLOUD_KEY_FILE", raising=False)
 
 
 @pytest.fixture
