@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -263,11 +264,21 @@ def test_a_file_written_through_the_mount_is_sealed_and_read_back_by_the_cli(ali
         data = os.urandom(300_000) + marker
         (inside / "docs").mkdir()
         (inside / "docs" / "mount-secret.bin").write_bytes(data)  # sealed and sent by close()
+        os.rename(inside / "cli-secret.bin", inside / "docs" / "renamed-secret.bin")  # chunks reused
+        plain = mount.dir / f"plain-{uuid.uuid4().hex[:6]}"
+        plain.mkdir()
+        (plain / "in-secret.txt").write_bytes(marker)
+        shutil.move(plain / "in-secret.txt", inside / "in-secret.txt")  # EXDEV: copied in, sealed
     finally:
         mount.stop()
-    alice.cli("get", f"{root}/docs/mount-secret.bin", str(tmp_path / "back.bin"))
-    assert (tmp_path / "back.bin").read_bytes() == data
-    assert _scan_efs(alice, [marker, b"mount-secret", b"cli-secret"])[1] == []
+    alice.cli("get", "-r", f"{root}", str(tmp_path / "back"))
+    assert (tmp_path / "back" / "docs" / "mount-secret.bin").read_bytes() == data
+    assert (tmp_path / "back" / "docs" / "renamed-secret.bin").read_bytes() == local.read_bytes()
+    assert (tmp_path / "back" / "in-secret.txt").read_bytes() == marker
+    assert not (tmp_path / "back" / "cli-secret.bin").exists()
+    assert (
+        _scan_efs(alice, [marker, b"mount-secret", b"cli-secret", b"renamed-secret", b"in-secret"])[1] == []
+    )
 
 
 def test_a_put_through_webdav_is_sealed_and_read_back_by_the_cli(alice, passphrase, tmp_path):
