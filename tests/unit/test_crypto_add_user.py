@@ -11,7 +11,7 @@ from hycloud.encrypted.counters import Counters
 from hycloud_core.crypto import header as hdr
 from hycloud_core.crypto import keys
 from hycloud_core.errors import ConflictError, NotFoundError
-from tests.unit.crypto_cli import cheap_keys, run
+from tests.unit.crypto_cli import FakeClient, cheap_keys, memory_cloud, run
 
 USERS = {"alice", "bob"}
 
@@ -24,21 +24,9 @@ class _Http:
         return {"user": name}
 
 
-class _Client:
-    http = _Http()
-
-    def whoami(self) -> str:
-        return "alice"
-
-    def mkdir(self, path: str, parents: bool = False) -> dict:
-        return {"path": path}
-
-
 @pytest.fixture
 def store(monkeypatch, tmp_path) -> MemoryStore:
-    shared = MemoryStore()
-    monkeypatch.setattr("hycloud.encrypted.CloudStore", lambda client, root: shared)
-    monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: _Client()))
+    shared = memory_cloud(monkeypatch, FakeClient(_Http()))
     cheap_keys(monkeypatch, tmp_path, "alice's passphrase")
     monkeypatch.setenv("HYCLOUD_NEW_PASSPHRASE", "bob's first passphrase")
     return shared

@@ -9,22 +9,12 @@ import pytest
 
 from hycloud.encrypted import MemoryStore
 from hycloud_core.crypto import chunks
-from tests.unit.crypto_cli import cheap_keys, run
-
-
-class _Client:
-    def whoami(self) -> str:
-        return "alice"
-
-    def mkdir(self, path: str, parents: bool = False) -> dict:
-        return {"path": path}
+from tests.unit.crypto_cli import FakeClient, cheap_keys, memory_cloud, run
 
 
 @pytest.fixture
 def store(monkeypatch, tmp_path) -> MemoryStore:
-    shared = MemoryStore()
-    monkeypatch.setattr("hycloud.encrypted.CloudStore", lambda client, root: shared)
-    monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: _Client()))
+    shared = memory_cloud(monkeypatch, FakeClient())
     cheap_keys(monkeypatch, tmp_path, "first passphrase")
     return shared
 

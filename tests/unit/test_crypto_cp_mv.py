@@ -13,24 +13,19 @@ import pytest
 
 from hycloud.encrypted import MemoryStore
 from hycloud_core.errors import NotFoundError
-from tests.unit.crypto_cli import cheap_keys, run
+from tests.unit.crypto_cli import FakeClient, cheap_keys, routed_cloud, run
 
 MARKER = b"KNOWN-PLAINTEXT-0123456789"
 BIG = bytes(range(256)) * 1200 + MARKER
 
 
-class _Plain:
+class _Plain(FakeClient):
     """Plain storage: files by path (folders are the prefixes)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.files: dict[str, bytes] = {"/plain/in.txt": MARKER * 2}
         self.calls: list[str] = []
-
-    def whoami(self) -> str:
-        return "alice"
-
-    def mkdir(self, path: str, parents: bool = False) -> dict:
-        return {"path": path}
 
     def stat(self, path: str) -> dict:
         if path in self.files:
@@ -61,19 +56,8 @@ class _Plain:
 
 @pytest.fixture
 def cloud(monkeypatch, tmp_path) -> tuple[dict[str, MemoryStore], _Plain]:
-    stores: dict[str, MemoryStore] = {}
     plain = _Plain()
-
-    def store_at(_client, root: str) -> MemoryStore:
-        return stores.setdefault(root, MemoryStore())
-
-    monkeypatch.setattr("hycloud.encrypted.CloudStore", store_at)
-    monkeypatch.setattr("hycloud.encrypted.routing.CloudStore", store_at)
-    monkeypatch.setattr(
-        "hycloud.encrypted.routing.headers_at",
-        lambda _c, roots: {r for r in roots if ".hcenc" in stores.get(r, MemoryStore()).objects},
-    )
-    monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: plain))
+    stores = routed_cloud(monkeypatch, plain)
     monkeypatch.setattr("hycloud.cli.targets._resumable", lambda *a: False)
     cheap_keys(monkeypatch, tmp_path, "a passphrase")
     src = tmp_path / "src"

@@ -13,22 +13,17 @@ from pathlib import Path
 import pytest
 
 from hycloud.encrypted import MemoryStore, routing
-from tests.unit.crypto_cli import cheap_keys, run
+from tests.unit.crypto_cli import FakeClient, cheap_keys, routed_cloud, run
 
 MARKER = b"KNOWN-PLAINTEXT-0123456789"
 
 
-class _Client:
+class _Client(FakeClient):
     """The plain client: records what reached it (a path outside any encrypted folder)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.puts: list[str] = []
-
-    def whoami(self) -> str:
-        return "alice"
-
-    def mkdir(self, path: str, parents: bool = False) -> dict:
-        return {"path": path}
 
     def stat(self, path: str) -> dict:
         from hycloud_core.errors import NotFoundError
@@ -49,19 +44,8 @@ class _Client:
 @pytest.fixture
 def cloud(monkeypatch, tmp_path) -> dict[str, MemoryStore]:
     """Encrypted folders by root; `headers_at` answers from them as the bundle download would."""
-    stores: dict[str, MemoryStore] = {}
     client = _Client()
-
-    def store_at(_client, root: str) -> MemoryStore:
-        return stores.setdefault(root, MemoryStore())
-
-    monkeypatch.setattr("hycloud.encrypted.CloudStore", store_at)
-    monkeypatch.setattr("hycloud.encrypted.routing.CloudStore", store_at)
-    monkeypatch.setattr(
-        "hycloud.encrypted.routing.headers_at",
-        lambda _c, roots: {r for r in roots if ".hcenc" in stores.get(r, MemoryStore()).objects},
-    )
-    monkeypatch.setattr("hycloud.sdk.client.HyCloud.from_config", classmethod(lambda cls, *a, **k: client))
+    stores = routed_cloud(monkeypatch, client)
     cheap_keys(monkeypatch, tmp_path, "a passphrase")
     stores["client"] = client  # type: ignore[assignment]  # for the fall-through test
     return stores
