@@ -54,3 +54,16 @@ def test_only_users_deleted_before_the_grace_period_are_purged(stores):
     left = [u["UploadId"] for u in s3.list_multipart_uploads(Bucket="content").get("Uploads", [])]
     assert old not in left and len(left) == 2
     assert table.get_item(Key={"pk": "USERID#u-old", "sk": "ID"})["Item"]["state"] == "deleted"
+
+
+def test_a_purged_user_s_access_meter_goes_with_them(stores):
+    from hycloud_core.cost import access_meter
+
+    table, s3, root = stores
+    _leave(table, s3, root, "u-old", time.time() - 7200)
+    _leave(table, s3, root, "u-live", None)
+    for uid in ("u-old", "u-live"):
+        access_meter.record(table, uid, reads=[10], writes=[10])
+    assert purge_deleted_users(table, s3, "content", str(root), grace_s=3600) == ["u-old"]
+    assert access_meter.read_meter(table, "u-old").since is None
+    assert access_meter.read_meter(table, "u-live").reads == {12: 1}

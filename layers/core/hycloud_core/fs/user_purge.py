@@ -2,7 +2,8 @@
 
 `delete-user` (store/users.py) runs where only the table is reachable and refuses while the
 namespace holds files, so it leaves empty folders, temporary files, pending uploads (with their
-S3 multipart uploads), leases, job ledger records, the usage counter, kept versions and its trash. The tombstone
+S3 multipart uploads), leases, job ledger records, the usage counter, kept versions, its trash and its
+access meter (cost/access_meter.py). The tombstone
 `USERID#<id>` says the id is never used again; once it is older than the grace period no request
 of that user can still be in flight, so upkeep removes all of it. Content those records named is
 then unmarked and goes with the collector.
@@ -21,7 +22,7 @@ from .. import content
 from . import trash
 from .version_copies import VersionCopies
 
-PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER", "TRASH")
+PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER", "TRASH", "METER")
 
 
 def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, grace_s: float) -> list[str]:
