@@ -46,6 +46,14 @@ def _chunks(folder: EncryptedFolder) -> set[str]:
     return set(folder.store.listing(chunks.DIR))
 
 
+def _aged_garbage(folder: EncryptedFolder, clock, data) -> set[str]:
+    """`data` put then removed with every other file, two days ago: its chunks, now garbage."""
+    upload.put_file(folder, data, "a.bin")
+    upload.put_tree(folder, _empty(data.parent), delete=True)
+    clock.now += 2 * DAY
+    return _chunks(folder)
+
+
 def test_a_removed_files_chunks_go_after_the_grace_period_and_the_rest_still_reads(folder, clock, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -91,10 +99,7 @@ def test_a_chunk_an_upload_in_flight_reuses_is_spared(folder, clock, tmp_path):
 def test_an_upload_that_starts_as_the_collection_begins_stops_it_removing(folder, clock, tmp_path):
     """The collection writes its marker, then finds a lease: an upload whose chunk listing may be
     older than the marker, so nothing is removed this time."""
-    upload.put_file(folder, _file(tmp_path / "a.bin", 100_000), "a.bin")
-    upload.put_tree(folder, _empty(tmp_path), delete=True)
-    garbage = _chunks(folder)
-    clock.now += 2 * DAY
+    garbage = _aged_garbage(folder, clock, _file(tmp_path / "a.bin", 100_000))
     store = folder.store
     original = store.write_many
 
@@ -114,10 +119,7 @@ def test_a_put_committed_while_the_collection_read_keeps_its_chunks(folder, cloc
     """An upload that reused garbage chunks and finished between the first read of the manifests
     and the marker: the second read finds its manifest, so those chunks stay."""
     data = _file(tmp_path / "a.bin", 150_000)
-    upload.put_file(folder, data, "a.bin")
-    upload.put_tree(folder, _empty(tmp_path), delete=True)
-    garbage = _chunks(folder)
-    clock.now += 2 * DAY
+    garbage = _aged_garbage(folder, clock, data)
     store = folder.store
     original = store.write_many
 
@@ -179,10 +181,7 @@ def test_a_put_reusing_garbage_chunks_touches_them_for_a_collection_mid_way(fold
     """A put of bytes whose chunks are garbage (their file was removed): a collection that runs
     while the put commits finds them touched by its lease, not candidates."""
     data = _file(tmp_path / "a.bin", 150_000)
-    upload.put_file(folder, data, "a.bin")
-    upload.put_tree(folder, _empty(tmp_path), delete=True)
-    garbage = _chunks(folder)
-    clock.now += 2 * DAY
+    garbage = _aged_garbage(folder, clock, data)
     store, seen = folder.store, []
     original = store.write_many
 
