@@ -173,6 +173,26 @@ class LambdaContext:
         return 29_000
 
 
+def controller_as(key: str, lambda_context, with_headers: bool = False):
+    """The controller's handler called in this process with `key`'s bearer token: call(method,
+    path, query=, body=, headers=) -> (status, body bytes or text[, lower-cased headers])."""
+    import base64
+
+    handler = load_function("controller")
+
+    def call(method: str, path: str, **kw):
+        headers = {"authorization": f"Bearer {key}", **kw.pop("headers", {})}
+        resp = handler.handler(api_event(method, path, headers=headers, **kw), lambda_context)
+        body = base64.b64decode(resp["body"]) if resp.get("isBase64Encoded") else resp["body"]
+        if not with_headers:
+            return resp["statusCode"], body
+        answered = {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
+        answered |= {k.lower(): v[0] for k, v in (resp.get("multiValueHeaders") or {}).items()}
+        return resp["statusCode"], body, answered
+
+    return call
+
+
 @pytest.fixture
 def lambda_context():
     return LambdaContext()

@@ -3,13 +3,12 @@ the controller serves a moved file as it served it before."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 
 import pytest
 
-from tests.conftest import api_event, load_function
+from tests.conftest import controller_as, load_function
 from tests.unit.functions.conftest import TABLE, stores  # noqa: F401  (the fixture)
 
 DATA = bytes(range(256)) * 200  # 51,200 bytes
@@ -19,15 +18,7 @@ DATA = bytes(range(256)) * 200  # 51,200 bytes
 def call(stores, lambda_context):  # noqa: F811
     from hycloud.admin import create_user
 
-    key = create_user(TABLE, "alice")
-    handler = load_function("controller")
-
-    def call(method: str, path: str, **kw):
-        headers = {"authorization": f"Bearer {key}", **kw.pop("headers", {})}
-        resp = handler.handler(api_event(method, path, headers=headers, **kw), lambda_context)
-        body = base64.b64decode(resp["body"]) if resp.get("isBase64Encoded") else resp["body"]
-        return resp["statusCode"], body
-
+    call = controller_as(create_user(TABLE, "alice"), lambda_context)
     headers = {
         "x-hycloud-sha256": hashlib.sha256(DATA).hexdigest(),
         "content-type": "application/octet-stream",

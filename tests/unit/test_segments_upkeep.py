@@ -3,14 +3,13 @@ deployment says so, and the controller answers a packed file as it answers any s
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 
 import pytest
 
 from hycloud_core.fs import segments_read
-from tests.conftest import api_event, load_function
+from tests.conftest import controller_as, load_function
 from tests.unit.functions.conftest import TABLE, stores  # noqa: F401  (the fixture)
 
 FILES = {f"/f{i}.bin": bytes([65 + i]) * (5000 + 3000 * i) for i in range(3)}
@@ -21,17 +20,7 @@ def call(stores, lambda_context):  # noqa: F811
     from hycloud.admin import create_user
 
     segments_read.reset()  # a client of an earlier fake S3 must not answer this one
-    key = create_user(TABLE, "alice")
-    handler = load_function("controller")
-
-    def call(method: str, path: str, **kw):
-        headers = {"authorization": f"Bearer {key}", **kw.pop("headers", {})}
-        resp = handler.handler(api_event(method, path, headers=headers, **kw), lambda_context)
-        body = base64.b64decode(resp["body"]) if resp.get("isBase64Encoded") else resp["body"]
-        headers = {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
-        headers |= {k.lower(): v[0] for k, v in (resp.get("multiValueHeaders") or {}).items()}
-        return resp["statusCode"], body, headers
-
+    call = controller_as(create_user(TABLE, "alice"), lambda_context, with_headers=True)
     for path, data in FILES.items():
         headers = {
             "x-hycloud-sha256": hashlib.sha256(data).hexdigest(),

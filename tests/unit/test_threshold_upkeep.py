@@ -4,7 +4,6 @@ whoami and usage by it. An operator's fixed threshold wins."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import hashlib
 import json
@@ -12,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import api_event, load_function
+from tests.conftest import controller_as, load_function
 from tests.unit.functions.conftest import TABLE, stores  # noqa: F401  (the fixture)
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -26,15 +25,8 @@ def alice(stores, lambda_context):  # noqa: F811
     from hycloud.admin import create_user
     from hycloud_core.store.users import Users
 
-    key = create_user(TABLE, "alice")
-    handler = load_function("controller")
+    call = controller_as(create_user(TABLE, "alice"), lambda_context)
     modules = {name: sys.modules[name] for name in ("small_files", "context")}  # the upkeep's load drops them
-
-    def call(method: str, path: str, **kw):
-        headers = {"authorization": f"Bearer {key}", **kw.pop("headers", {})}
-        resp = handler.handler(api_event(method, path, headers=headers, **kw), lambda_context)
-        body = base64.b64decode(resp["body"]) if resp.get("isBase64Encoded") else resp["body"]
-        return resp["statusCode"], body
 
     for i in range(3):
         data = bytes([i]) * SIZE
