@@ -328,6 +328,11 @@ def show_deployment(report: dict, json_output: bool, console: Console | None = N
         )
     console.print(table)
     console.print(cost_table(report["all_users"]["costs"], report["prices"]))
+    if report.get("threshold"):  # the deployment's choice by cost (cost/thresholds.py)
+        t = report["threshold"]
+        console.print(
+            f"deployment's small-file threshold {human_bytes(t['threshold'])}: {t['reason']}", highlight=False
+        )
 
 
 def admin_usage_command(table: str, json_output: bool, console: Console | None = None) -> None:
@@ -336,6 +341,15 @@ def admin_usage_command(table: str, json_output: bool, console: Console | None =
 
     from hycloud_core.cost import load_prices
     from hycloud_core.cost.records import deployment_usage
+    from hycloud_core.cost.thresholds import Thresholds
 
-    usage = deployment_usage(boto3.resource("dynamodb").Table(table))
-    show_deployment(usage.report(load_prices()), json_output, console)
+    dynamodb = boto3.resource("dynamodb").Table(table)
+    report = deployment_usage(dynamodb).report(load_prices())
+    chosen = Thresholds(dynamodb).get()  # None until the upkeep has measured enough to choose
+    if chosen:
+        report["threshold"] = {
+            "threshold": chosen["threshold"],
+            "reason": chosen["reason"],
+            "at": chosen["at"],
+        }
+    show_deployment(report, json_output, console)

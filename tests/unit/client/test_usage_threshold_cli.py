@@ -33,3 +33,18 @@ def test_a_fixed_threshold_says_the_operator_fixed_it_and_an_older_controller_sh
     fixed = {"threshold": 2 << 20, "source": "configured", "reason": "fixed by the operator", "at": None}
     assert "small-file threshold 2.00 MiB, fixed by the operator" in _shown(fixed)
     assert "small-file threshold" not in _shown(None)
+
+
+def test_admin_usage_shows_the_deployment_s_chosen_threshold(moto_table):
+    moto_table.put_item(
+        Item={
+            "pk": "THRESHOLD",
+            "sk": "DEPLOYMENT",
+            "threshold": 131072,
+            "at": 1,
+            "reason": "chose 128 KiB: ...",
+        }
+    )
+    console = Console(record=True, width=200)
+    cli.admin_usage_command(moto_table.name, False, console)
+    assert "deployment's small-file threshold 128.00 KiB: chose 128 KiB" in console.export_text()
