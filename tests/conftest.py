@@ -232,6 +232,7 @@ class MotoFileSystems:
         from hycloud_core.fs import FileSystem, Namespace
 
         namespace = Namespace(str(self.root / "ns"), user)
+        self.records.dirs.mark_migrated(user)  # as a user created now is (store/users.py)
         return FileSystem(user, namespace, self.records, self.objects, self.s3, MOTO_BUCKET)
 
     def collect(self, grace_s: int = 0):

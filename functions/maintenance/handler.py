@@ -23,6 +23,10 @@ hycloud_core.fs.segments) when the deployment sets `hycloud:segmentAfterDays`. A
 "segment_bytes", "min_file_bytes"/"max_file_bytes" (which files pay for packing), "grace_s" (before
 a retired segment is deleted), "pack"/"clean" (true/false).
 
+Every run also migrates a bounded page of file records keyed by path (deployments before the
+directory index) to records keyed by folder id, from its cursor (hycloud_core.store.migrate_records);
+an event's {"migrate": {"limit", "budget_s", "users"}} sets its bounds and users.
+
 The hourly walk also moves files that crossed the small-file threshold between EFS and S3, a
 bounded number per pass (hycloud_core.fs.threshold_moves). An event's {"moves": {...}} runs that
 round alone: "users", "threshold" (default the deployment's), "max_files", "max_bytes",
@@ -56,6 +60,7 @@ from hycloud_core.fs.user_purge import purge_deleted_users
 from hycloud_core.fs.version_upkeep import purge_expired_versions
 from hycloud_core.observability import logger, observed
 from hycloud_core.store.collector import Collector
+from hycloud_core.store.migrate_records import upkeep_round
 from hycloud_core.store.objects import Objects
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.records import Records
@@ -230,6 +235,8 @@ def handler(event: dict, context: object) -> dict:
         "budget": budget,
         "staging_removed": _clean_staging(time.time()),
     }
+    migrating = event.get("migrate") if isinstance(event.get("migrate"), dict) else None
+    result |= upkeep_round(CONFIG.table, CONFIG.namespaces_dir, migrating)  # bounded, resumable
     if event.get("walk", True):
         retention, trash_s = event.get("version_retention_s"), event.get("trash_retention_s")
         result |= _walk(

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from hycloud_core import content
+from hycloud_core.store.records import Records
 
 
 def efs_files(ns_dir: Path) -> dict[str, dict]:
@@ -34,23 +35,20 @@ def temporary_files(ns_dir: Path) -> list[str]:
     return [name for _top, _dirs, files in os.walk(ns_dir) for name in files if name.startswith(".hc-tmp-")]
 
 
+def records(deployment) -> Records:
+    """The deployment's file records as the app reads them (keyed by folder id: store/dir_index.py)."""
+    return Records.over(deployment.resource("dynamodb").Table(deployment.outputs["TableName"]))
+
+
 def file_records(deployment, ns_key: str) -> dict[str, dict]:
-    ddb = deployment.client("dynamodb")
-    out, kwargs = {}, {}
-    while True:
-        page = ddb.query(
-            TableName=deployment.outputs["TableName"],
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :f)",
-            ExpressionAttributeValues={":pk": {"S": f"NS#{ns_key}"}, ":f": {"S": "F#"}},
-            ConsistentRead=True,
-            **kwargs,
-        )
-        for item in page["Items"]:
-            plain = {k: list(v.values())[0] for k, v in item.items()}
-            out[plain["sk"][2:]] = plain
-        if "LastEvaluatedKey" not in page:
-            return out
-        kwargs = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+    """path -> record of every file reachable from the namespace's root (not the trash's)."""
+    return {r["path"]: r for r in records(deployment).files_under(ns_key, "/")}
+
+
+def record_key(deployment, ns_key: str, path: str) -> dict[str, dict[str, str]]:
+    """The low-level key of `path`'s file record (a key no record has when a folder above has none)."""
+    key = records(deployment).file_key(ns_key, path) or {"pk": f"NS#{ns_key}", "sk": f"F#-/{path}"}
+    return {k: {"S": v} for k, v in key.items()}
 
 
 def records_disagreeing(deployment, ns_key: str, ns_dir: Path) -> list[str]:

@@ -20,6 +20,7 @@ from hycloud.cli.exit_codes import QUOTA_EXCEEDED
 from hycloud_core import auth, content
 from tests.e2e.admin_cli import run_admin
 from tests.e2e.conftest import Deployment, User
+from tests.e2e.invariants import file_records
 
 TIMEOUT_S = 60
 
@@ -209,7 +210,7 @@ def test_recreated_user_after_a_removed_profile_sees_none_of_the_old_files(deplo
     got = get_file(deployment, out["api_key"], "/secret.txt")
     assert got.status_code == 404 and b"old secret" not in got.content
     assert whoami(deployment, old.key) == (403, "invalid-key")
-    assert item(deployment, f"NS#{old.id}", "F#/secret.txt") is not None  # the old data is untouched
+    assert item(deployment, f"NS#{old.id}", "F#root/secret.txt") is not None  # the old data is untouched
 
 
 def test_user_made_before_ids_keeps_its_name_as_id(deployment):
@@ -231,7 +232,7 @@ def test_user_made_before_ids_keeps_its_name_as_id(deployment):
     )
     assert whoami(deployment, key.token) == (200, name)
     assert put_small(deployment, key.token, "/old.txt", b"legacy").status_code == 201
-    assert item(deployment, f"NS#{name}", "F#/old.txt") is not None
+    assert item(deployment, f"NS#{name}", "F#root/old.txt") is not None
     assert (deployment.efs_root() / "ns" / name / "old.txt").read_bytes() == b"legacy"
 
 
@@ -299,17 +300,7 @@ def counter(deployment: Deployment, user: User) -> tuple[int, int]:
 
 def recorded(deployment: Deployment, user: User) -> tuple[int, int]:
     """Bytes and files as the namespace's file records say."""
-    pages = (
-        deployment.client("dynamodb")
-        .get_paginator("query")
-        .paginate(
-            TableName=deployment.outputs["TableName"],
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :f)",
-            ExpressionAttributeValues={":pk": {"S": f"NS#{user.id}"}, ":f": {"S": "F#"}},
-            ConsistentRead=True,
-        )
-    )
-    sizes = [int(i["size"]["N"]) for page in pages for i in page["Items"]]
+    sizes = [int(r["size"]) for r in file_records(deployment, user.id).values()]
     return sum(sizes), len(sizes)
 
 
@@ -322,7 +313,7 @@ def test_byte_quota_refuses_a_write_and_changes_nothing(deployment):
     message = refused.json()["error"]["message"]
     assert "1000" in message and "600" in message
     assert not (deployment.efs_root() / "ns" / user.id / "b").exists()
-    assert item(deployment, f"NS#{user.id}", "F#/b") is None and counter(deployment, user) == (600, 1)
+    assert item(deployment, f"NS#{user.id}", "F#root/b") is None and counter(deployment, user) == (600, 1)
     assert put_small(deployment, user.key, "/a", b"a" * 900).status_code == 201  # +300 fits
     report = json.loads(user.cli("--json", "usage").stdout)
     assert report["quota"] == {"bytes": {"used": 900, "limit": 1000}, "files": {"used": 1, "limit": 10}}

@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from hycloud_core import content
+from tests.e2e.invariants import record_key
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +31,7 @@ def test_small_file_round_trip_lands_on_efs_and_in_dynamodb(deployment, alice, t
 
     table = deployment.outputs["TableName"]
     item = deployment.client("dynamodb").get_item(
-        TableName=table, Key={"pk": {"S": f"NS#{alice.id}"}, "sk": {"S": "F#/docs/2026/in.bin"}}
+        TableName=table, Key=record_key(deployment, alice.id, "/docs/2026/in.bin")
     )["Item"]
     assert item["sha256"]["S"] == hashlib.sha256(data).hexdigest() and item["size"]["N"] == str(len(data))
 

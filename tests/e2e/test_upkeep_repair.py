@@ -10,7 +10,7 @@ import time
 import pytest
 
 from hycloud_core import content
-from tests.e2e.invariants import file_records, records_disagreeing, temporary_files
+from tests.e2e.invariants import file_records, record_key, records_disagreeing, temporary_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]
 
@@ -19,7 +19,7 @@ def test_upkeep_repairs_records_and_removes_stale_leftovers(deployment, dave):
     sdk, ddb, table = dave.sdk(), deployment.client("dynamodb"), deployment.outputs["TableName"]
     sdk.mkdir("/r")
     sdk.put_bytes("/r/kept.txt", b"kept")
-    key = lambda path: {"pk": {"S": f"NS#{dave.ns_key}"}, "sk": {"S": f"F#{path}"}}  # noqa: E731
+    key = lambda path: record_key(deployment, dave.ns_key, path)  # noqa: E731
     ddb.delete_item(TableName=table, Key=key("/r/kept.txt"))  # crash after EFS, before the record
     ddb.put_item(TableName=table, Item={**key("/r/ghost.txt"), "kind": {"S": "small"}, "size": {"N": "3"}})
     fresh, stale = dave.ns_dir() / "r" / ".hc-tmp-fresh", dave.ns_dir() / "r" / ".hc-tmp-stale"

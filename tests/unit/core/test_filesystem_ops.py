@@ -207,9 +207,9 @@ def test_directory_copy_move_rmdir(env):
     assert not alice.ns.exists("/d2") and m.collect().reclaimed == [] and stored(s3, h)
     alice.move("/d", "/renamed")
     assert alice.ns.read("/renamed/e/s.txt") == b"small"
-    assert {r["sk"] for r in alice.records.files_under("alice", "/")} == {
-        "F#/renamed/e/s.txt",
-        "F#/renamed/big",
+    assert {r["path"] for r in alice.records.files_under("alice", "/")} == {
+        "/renamed/e/s.txt",
+        "/renamed/big",
     }
     with pytest.raises(NotFoundError):
         alice.delete("/d/big")

@@ -73,7 +73,7 @@ def test_a_new_file_at_the_same_path_right_after_rm_r_is_an_ordinary_write(bob):
     bob.trash_tree("/p")
     put(bob, "/p/a.txt", b"new")
     assert bob.ns.read("/p/a.txt") == b"new"
-    assert [r["sk"] for r in bob.records.files_under("bob", "/p")] == ["F#/p/a.txt"]
+    assert [r["path"] for r in bob.records.files_under("bob", "/p")] == ["/p/a.txt"]
 
 
 def test_restore_brings_the_tree_back_byte_for_byte_with_records_and_merkle_nodes(bob):
@@ -85,10 +85,10 @@ def test_restore_brings_the_tree_back_byte_for_byte_with_records_and_merkle_node
     assert {p: bob.ns.read(p) for p in before} == before
     assert bob.ns.read_link("/p/sub/big.bin").content_hash == h
     assert bob.ns.exists("/p/empty")
-    assert sorted(r["sk"] for r in bob.records.files_under("bob", "/p")) == [
-        "F#/p/a.txt",
-        "F#/p/sub/b.txt",
-        "F#/p/sub/big.bin",
+    assert sorted(r["path"] for r in bob.records.files_under("bob", "/p")) == [
+        "/p/a.txt",
+        "/p/sub/b.txt",
+        "/p/sub/big.bin",
     ]
     assert bob.merkle.get("/p/sub/big.bin")["kind"] == "file" and bob.merkle.get("/p")["kind"] == "dir"
     assert bob.trash.listing() == [] and TrashArea(os.path.dirname(bob.ns.root), "bob").item_ids() == []

@@ -52,7 +52,7 @@ def test_copy_in_many_steps_copies_every_file_and_record(fs):
     done = jobs.get("u", job.id)
     assert (done.state, done.files, done.done) == (SUCCEEDED, 15, 15)
     assert _files(fs, "/c") == _files(fs, "/t")
-    records = {r["sk"][2 + len("/c") :]: r["sha256"] for r in fs.records.files_under("u", "/c")}
+    records = {r["path"][len("/c") :]: r["sha256"] for r in fs.records.files_under("u", "/c")}
     assert records == {p: hashlib.sha256(data).hexdigest() for p, data in _files(fs, "/c").items()}
     assert leased_paths(fs.records.table, "u") == []
 

@@ -8,6 +8,7 @@ from moto import mock_aws
 
 from hycloud_core import auth
 from hycloud_core.errors import ConflictError, ForbiddenError, NotFoundError
+from hycloud_core.store.records import Records
 from hycloud_core.store.users import Users
 from tests.conftest import make_stores
 
@@ -74,12 +75,12 @@ def test_rotation_with_grace_expires_the_old_key_later(users):
 def test_delete_refuses_with_files_then_leaves_a_tombstone(users):
     key = auth.new_key()
     uid = users.create("dave", key)
-    users.table.put_item(Item={"pk": f"NS#{uid}", "sk": "F#/a", "kind": "small", "size": 1})
+    Records.over(users.table).put_file(uid, "/d/a", kind="small", size=1)
     with pytest.raises(ConflictError) as err:
         users.delete("dave")
     assert err.value.code == "user-has-files" and "1 files" in err.value.message
     assert users.identify(key.token).name == "dave"  # refused deletion leaves the user enabled
-    users.table.delete_item(Key={"pk": f"NS#{uid}", "sk": "F#/a"})
+    Records.over(users.table).delete_file(uid, "/d/a")
     assert users.delete("dave") == uid
     assert (
         users.profile("dave") is None

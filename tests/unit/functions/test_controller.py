@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from hycloud_core.store.records import Records
 from hycloud_core.store.users import Users
 from tests.conftest import api_event, load_function, make_stores
 
@@ -63,7 +64,7 @@ def test_small_file_round_trip_lands_in_namespace_and_table(cloud):
     )
     assert status == 201 and body["size"] == 700
     assert (ns(efs, table, "alice") / "a.bin").read_bytes() == data
-    item = table.get_item(Key={"pk": f"NS#{Users(table).profile('alice')['id']}", "sk": "F#/a.bin"})["Item"]
+    item = Records.over(table).get_file(Users(table).profile("alice")["id"], "/a.bin")
     assert item["sha256"] == hashlib.sha256(data).hexdigest() and item["kind"] == "small"
     status, got, headers = call("alice", "GET", "/v1/files", query={"path": "/a.bin"})
     assert status == 200 and got == data

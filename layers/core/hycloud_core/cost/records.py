@@ -77,6 +77,8 @@ class DeploymentUsage:
             self.objects.s3_bytes += int(item["size"])
             self._sizes[pk.removeprefix("OBJ#")] = int(item["size"])
         elif pk.startswith("NS#") and item["sk"].startswith("F#"):
+            # keyed by path or by folder id and name (store/dir_index.py): the key sizes the record;
+            # records of trashed folders are stored until purged, so they are counted here
             name, path = pk.removeprefix("NS#"), item["sk"].removeprefix("F#")
             user = self.users.setdefault(name, UsageBuilder(user=name))
             for builder in (user, self.everyone):
@@ -122,7 +124,7 @@ def user_usage_from_records(records: Records, user: str) -> tuple[Usage, UsageBu
     """A user's usage from their file records: one query, no EFS walk, directories not counted."""
     builder = UsageBuilder(user=user)
     for item in records.files_under(user, "/"):
-        _add_record(builder, item, item["sk"].removeprefix("F#"), user)
+        _add_record(builder, item, item["sk"].removeprefix("F#"), user)  # the key sizes the record
     return builder.build(), builder
 
 

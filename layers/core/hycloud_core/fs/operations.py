@@ -36,7 +36,7 @@ from ..store.version_records import VersionRecord
 from .history import History
 from .namespace import Entry, Namespace, file_mode
 from .segments_records import touch_segment
-from .trash import Trash, drop_records
+from .trash import Trash
 from .tree_walk import POST, PRE, Step, under, walk
 from .uploads import Uploads
 
@@ -341,8 +341,8 @@ class FileSystem:
 
     def trash_tree(self, path: str) -> TrashItem:
         """`rm -r`: move a folder and everything in it into the trash in one EFS rename (fs/trash.py);
-        its file records and Merkle nodes go under the same lease (DynamoDB only, no EFS walk,
-        the records' deletes side by side and beside the Merkle nodes')."""
+        its folder entry follows under the same lease, below the trash's root (one rewrite: the
+        records stay keyed by the folder's id, store/dir_index.py), beside the Merkle nodes'."""
         path = paths.normalize(path)
         if path == "/":
             raise ConflictError("cannot remove the root directory", code="is-root")
@@ -354,7 +354,7 @@ class FileSystem:
                 trash = self.trash
                 item = trash.take(self.ns.stat(path), held)
                 merkle = _POOL.submit(self.merkle.removed, path)  # beside the records' deletes
-                drop_records(self.records.table, self.user, [r["sk"][2:] for r in below])
+                self.records.to_trash(self.user, path, item.item)
                 merkle.result()
                 trash.records.put(item)
             return item

@@ -81,7 +81,7 @@ def reconcile_user(
     out = Reconciled()
     busy = leased_paths(records.table, user)
     on_efs = _files_on_efs(ns, time.time() if now is None else now, grace_s, out)
-    recorded = {r["sk"][2:]: r for r in records.files_under(user, "/")}
+    recorded = {r["path"]: r for r in records.files_under(user, "/")}
     for path in sorted(on_efs | set(recorded)):
         if _under_any(path, busy):  # an operation (a tree job, say) is changing it: next round
             continue

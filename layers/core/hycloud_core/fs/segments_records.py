@@ -16,7 +16,8 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
-from ..store.records import _plain, query_all
+from ..store.old_layout import old_file_key
+from ..store.records import Records, _plain, query_all
 from .segments_format import Stub
 
 PACKING, SEALED, RETIRED = "packing", "sealed", "retired"
@@ -67,9 +68,15 @@ RECORD_SEGMENT, RECORD_OFFSET = "segment", "segment_offset"
 def mark_packed(table: Any, user: str, path: str, segment_id: str, offset: int) -> None:
     """Mark the file record of `path` (called under its lease, its stub just written) as packed;
     a missing record is not made here (the reconciler makes it, marked, from the stub)."""
+    records = Records.over(table)
+    key = records.file_key(user, path)
+    if not records.dirs.migrated(user) and records.table.get_item(Key=old_file_key(user, path)).get("Item"):
+        key = old_file_key(user, path)
+    if key is None:
+        return
     try:
         table.update_item(
-            Key={"pk": f"NS#{user}", "sk": f"F#{path}"},
+            Key=key,
             UpdateExpression="SET #s = :s, #o = :o",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeNames={"#s": RECORD_SEGMENT, "#o": RECORD_OFFSET},

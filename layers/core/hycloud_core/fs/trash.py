@@ -7,9 +7,11 @@ rename into it never crosses a file system. The item id starts with the time in 
 
 Order of a removal, under the path's lease: the collector's tree epoch is bumped (a link moving
 out of a namespace the collector has not walked yet into a trash it has walked must not be
-missed: the round that sees the bump reclaims nothing), then the one rename, then the file
-records below the path are dropped, the Merkle node becomes a tombstone and the trash record
-is written. EFS is the source of truth, so from the rename on the path is gone for every
+missed: the round that sees the bump reclaims nothing), then the one rename, then the folder's
+entry in the directory index moves below the trash's root, named by the item (store/dir_index.py:
+one rewrite, its file records stay keyed by the folder's id, out of every walk from the root), the
+Merkle node becomes a tombstone and the trash record is written. A restore moves the entry back;
+a purge or an emptying deletes the records below it. EFS is the source of truth, so from the rename on the path is gone for every
 reader; the records follow under the same lease, and a crash between leaves records of files
 EFS no longer holds, which upkeep's reconciler removes. A new file at the same path right after
 the answer is an ordinary write: its lease waits for none, its record replaces nothing of the
@@ -32,15 +34,14 @@ import contextlib
 import os
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import batched
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import ConflictError, NotFoundError
 from ..store.collector import bump_tree_epoch, trash_root
 from ..store.quotas import Change
+from ..store.records import Records
 from ..store.trash_records import TrashItem, TrashRecords, checked_item_id, new_item_id, trashed_at
 from .namespace import Entry
 from .reconcile import expected_record
@@ -50,25 +51,6 @@ if TYPE_CHECKING:
     from .operations import FileSystem
 
 PURGING = ".purging-"
-
-
-def drop_records(table: Any, user: str, paths_below: list[str], threads: int = 8) -> None:
-    """Delete file records side by side, 25 keys a request (DynamoDB's most), unprocessed ones
-    sent again: `rm -r` waits on these writes, not on EFS, so they go in parallel."""
-    client, name = table.meta.client, table.name
-
-    def write(chunk: tuple[str, ...]) -> None:
-        keys = [{"pk": f"NS#{user}", "sk": f"F#{p}"} for p in chunk]
-        pending: dict[str, Any] = {name: [{"DeleteRequest": {"Key": k}} for k in keys]}
-        for attempt in range(8):
-            pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-            if not pending:
-                return
-            time.sleep(0.05 * 2**attempt)
-        raise RuntimeError("DynamoDB kept some deletes unprocessed")
-
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(write, batched(paths_below, 25)))
 
 
 class TrashArea:
@@ -162,6 +144,7 @@ class Trash:
                 raise NotFoundError(f"no item {item_id} in the trash", code="trash-item-not-found") from None
             self.records.delete(item_id)
             shutil.rmtree(self.area.folder(item_id), ignore_errors=True)
+            fs.records.from_trash(fs.user, item_id, dst)  # its records back at once, then checked
             self._index(dst)
         return fs.ns.stat(dst), item
 
@@ -187,6 +170,7 @@ class Trash:
             ids = sorted({i.item for i in self.records.all()} | set(self.area.item_ids()))
         removed = [i for i in ids if self.area.purge(i)]
         for i in ids:
+            self.fs.records.purge_trashed(self.fs.user, i)
             self.records.delete(i)
         return removed
 
@@ -205,7 +189,7 @@ def purge_user(
     table: Any, namespaces_dir: str, user: str, default_s: int, now: float, retention_s: int | None = None
 ) -> Purged:
     """Purge one user's items older than its retention (`retention_s` overrides every user's)."""
-    records, area = TrashRecords(table, user), TrashArea(namespaces_dir, user)
+    records, area, files = TrashRecords(table, user), TrashArea(namespaces_dir, user), Records.over(table)
     keep_s = retention_s if retention_s is not None else records.retention(default_s)
     area.leftovers()
     out = Purged()
@@ -215,8 +199,11 @@ def purge_user(
     on_efs = set(area.item_ids())
     for item in records.all():  # purged now, or gone since (restored, or a crash after a purge)
         if item.item not in on_efs:
+            files.purge_trashed(user, item.item)
             records.delete(item.item)
             out.records += 1
+    for item_id in out.items:  # purged without a trash record (a crash before it was written)
+        files.purge_trashed(user, item_id)
     return out
 
 

@@ -7,7 +7,7 @@ and counts. Work between two saves is redone after a crash, and redoing it is ha
 writes the same bytes again, a removal skips what is gone, moved records have left the source.
 
 Phases: count (files, for progress) → apply (copy: pre-order walk; remove: post-order walk) or,
-for a move, rename (one EFS rename, the collector told first) → records (O(files), paged) → finish.
+for a move, rename (one EFS rename, the collector told first) → records (the folder's entry) → finish.
 """
 
 from __future__ import annotations
@@ -180,10 +180,13 @@ class TreeJobStep:
         self.used += 1
 
     def _move_records(self) -> None:
+        """The folder's entry moves, and with it every record below (store/dir_index.py); only
+        records of the layout keyed by path, before its migration, move one by one."""
         moved = self.fs.records.move_page(self.fs.user, self.job.src, self._dst, self._batch())
-        self.job.done += moved
+        self.job.done = min(self.job.done + moved, self.job.files or self.job.counted)
         self.used += max(moved, 1)
         if not moved:
+            self.job.done = self.job.files or self.job.counted
             self._next(FINISH)
 
     def _finish(self) -> None:

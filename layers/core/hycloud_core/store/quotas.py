@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, ConditionBase, Key
+from boto3.dynamodb.conditions import Attr, ConditionBase
 
 from .. import constants as c
 from .. import content
@@ -259,20 +259,9 @@ class Quota:
         self._table.update_item(Key=self.key, UpdateExpression="REMOVE quota_bytes, quota_files")
 
     def recount(self) -> Change:
-        """Rebuild the counter from the namespace's file records (upkeep's repair after a crash)."""
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key("pk").eq(f"NS#{self.user}") & Key("sk").begins_with("F#"),
-            "ProjectionExpression": "#s",
-            "ExpressionAttributeNames": {"#s": "size"},
-            "ConsistentRead": True,
-        }
-        total = Change()
-        while True:
-            page = self._table.query(**kwargs)
-            total += Change(sum(int(i.get("size", 0)) for i in page["Items"]), len(page["Items"]))
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        """Rebuild the counter from the namespace's file records (upkeep's repair after a crash):
+        those reachable from its root, so not the trash's (trash_tree took them off the count)."""
+        total = self._tree("/")
         self._table.update_item(
             Key=self.key,
             UpdateExpression="SET #b = :b, #f = :f",

@@ -24,7 +24,8 @@ from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 
 from .. import auth
 from ..errors import ConflictError, ForbiddenError, NotFoundError
-from .records import _plain, query_all
+from .dir_index import LAYOUT_SK, LAYOUT_VERSION
+from .records import Records, _plain, query_all
 
 LIMIT_FIELDS = ("rate_per_s", "burst", "max_jobs")  # a user's own fair-use limits (control/limits.py)
 
@@ -71,19 +72,8 @@ class Users:
         return [_key_public(i) for i in items if i.get("uid", name) == uid]
 
     def file_count(self, uid: str) -> int:
-        """How many file records the namespace of `uid` holds."""
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key("pk").eq(f"NS#{uid}") & Key("sk").begins_with("F#"),
-            "Select": "COUNT",
-            "ConsistentRead": True,
-        }
-        count = 0
-        while True:
-            page = self.table.query(**kwargs)
-            count += int(page["Count"])
-            if "LastEvaluatedKey" not in page:
-                return count
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        """How many file records the namespace of `uid` holds (its trash not counted)."""
+        return len(Records.over(self.table).files_under(uid, "/"))
 
     def _query(self, cond: ConditionBase) -> list[dict[str, Any]]:
         return query_all(self.table, cond, consistent=True)
@@ -118,11 +108,13 @@ class Users:
         uid, now = auth.new_user_id(), int(time.time())
         profile = {"pk": f"USER#{name}", "sk": "PROFILE", "id": uid, "created": now, "disabled": False}
         id_record = {"pk": f"USERID#{uid}", "sk": "ID", "name": name, "state": "active", "created": now}
+        layout = {"pk": f"NS#{uid}", "sk": LAYOUT_SK, "version": LAYOUT_VERSION}  # new: nothing to migrate
         try:
             self._transact(
                 [
                     {"Put": {"Item": profile, "ConditionExpression": "attribute_not_exists(pk)"}},
                     {"Put": {"Item": id_record, "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"Put": {"Item": layout}},
                     *self._key_puts(name, uid, key, read_only),
                 ]
             )
