@@ -17,7 +17,7 @@ import pytest
 from hycloud_core import bundle
 from tests.e2e.conftest import HYCLOUD, User, _make_user
 from tests.e2e.fault_proxy import FaultProxy
-from tests.e2e.invariants import efs_files, merkle_tree_on_efs, records_disagreeing
+from tests.e2e.invariants import efs_files, merkle_tree_on_efs, record_key, records_disagreeing
 
 pytestmark = pytest.mark.e2e
 SMALL, LARGE = 100, 2
@@ -166,7 +166,7 @@ def test_a_bad_member_is_reported_and_the_others_commit(alice):
     name = alice.deployment.outputs["TableName"]
 
     def record(path: str) -> dict | None:
-        key = {"pk": {"S": f"NS#{alice.ns_key}"}, "sk": {"S": f"F#{path}"}}
+        key = record_key(alice.deployment, alice.ns_key, path)
         return table.get_item(TableName=name, Key=key, ConsistentRead=True).get("Item")
 
     assert record("/bad-members/good.txt")["sha256"]["S"] == sha(good)
