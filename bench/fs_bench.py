@@ -5,8 +5,11 @@ EFS, large ones straight to S3 with presigned parts) beside a plain boto3 put_ob
 the same bytes to the same LocalStack S3; then the latency of LIST, STAT, MOVE and COPY.
 
     .venv/bin/python bench/fs_bench.py [--repeat 5]
+    .venv/bin/python bench/fs_bench.py --trees [--tree "1,000 files" ...] [--name fs_trees]
 
-Starts the local cloud and deploys if needed; writes bench/results/fs.json and fs.md.
+Starts the local cloud and deploys if needed; writes bench/results/fs.json and fs.md. With
+--trees it times `mv` and `rm -r` of whole trees instead (bench/tree_ops.py) and writes
+bench/results/<name>.json and .md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import boto3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
+import tree_ops  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
@@ -91,6 +95,9 @@ def metadata_rows(hc: HyCloud, repeat: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--trees", action="store_true", help="time mv and rm -r of whole trees")
+    parser.add_argument("--tree", action="append", default=[], help="only this tree (repeatable)")
+    parser.add_argument("--name", default="fs_trees", help="results name for --trees")
     args = parser.parse_args()
     outputs, env = local.running_deployment()
     key = create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}")
@@ -98,6 +105,13 @@ def main() -> None:
     s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
     bucket = f"bench-plain-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=bucket)
+    if args.trees:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = tree_ops.tree_rows(hc, s3, bucket, Path(tmp), args.repeat, args.tree)
+        table = tree_ops.tree_table(rows)
+        result_files.write(args.name, {"trees": rows}, table)
+        print(table)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         transfers = []
         for label, size in SIZES.items():

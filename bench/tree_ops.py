@@ -1,0 +1,141 @@
+"""Tree operations for bench/fs_bench.py --trees: `mv` and `rm -r` (into the trash) of whole
+trees through the API, beside the same on a local directory and S3's copy + delete per object.
+
+Trees: one file, 1,000 and 10,000 files (100 per folder, folders 10 to a parent), and a chain
+of 20 folders with a file at the bottom. Each tree is uploaded once (bundles), then moved back
+and forth and removed into the trash (restored between removals, untimed); the local peer
+renames and removes (`shutil.rmtree`) a tree of the same shape in a temp dir; the S3 peer copies
+and deletes every object of a prefix (16 threads, the strongest plain-S3 "rename") and deletes
+a prefix in 1,000-key batches.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from hycloud.sdk import HyCloud, bundles
+
+PER_FOLDER = 100
+
+
+def shape(files: int, chain: int = 0) -> list[str]:
+    """Relative paths of a tree's files."""
+    if chain:
+        return ["/".join(f"l{i}" for i in range(chain)) + "/leaf.txt"]
+    if files == 1:
+        return ["only.txt"]
+    return [f"g{i // (PER_FOLDER * 10)}/d{i // PER_FOLDER}/f{i}.txt" for i in range(files)]
+
+
+def _ms(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def hycloud_row(hc: HyCloud, work: Path, label: str, rels: list[str], repeat: int) -> dict[str, float]:
+    local = work / "src"
+    shutil.rmtree(local, ignore_errors=True)
+    for rel in rels:
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / rel).write_bytes(b"x" * 64)
+    root = f"/trees/{label}"
+    hc.mkdir("/trees", parents=True)
+    t0 = time.perf_counter()
+    results = bundles.put_files(hc, [(local / rel, f"{root}/a/{rel}") for rel in rels], parallel=8)
+    bundles.raise_first_error(results)
+    upload_s = time.perf_counter() - t0
+    moves = []
+    for i in range(repeat):
+        src, dst = (f"{root}/a", f"{root}/b") if i % 2 == 0 else (f"{root}/b", f"{root}/a")
+        moves.append(_ms(partial(hc.mv, src, dst)))
+    where = f"{root}/a" if repeat % 2 == 0 else f"{root}/b"
+    removals = []
+    for i in range(max(1, repeat // 2) if len(rels) <= 1000 else 1):  # a restore re-indexes: O(files)
+        if i:
+            item = hc.trash()["items"][0]["item"]
+            hc.trash_restore(item)
+        removals.append(_ms(lambda: hc.rmdir(where, recursive=True)))
+    return {"upload_s": upload_s, "hycloud_mv_ms": _median(moves), "hycloud_rm_r_ms": _median(removals)}
+
+
+def local_row(work: Path, rels: list[str], repeat: int) -> dict[str, float]:
+    base = work / "local"
+    shutil.rmtree(base, ignore_errors=True)
+    for rel in rels:
+        (base / "a" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / "a" / rel).write_bytes(b"x" * 64)
+    moves = []
+    for i in range(repeat):
+        src, dst = (base / "a", base / "b") if i % 2 == 0 else (base / "b", base / "a")
+        moves.append(_ms(partial(os.rename, src, dst)))
+    where = base / ("a" if repeat % 2 == 0 else "b")
+    return {"local_mv_ms": _median(moves), "local_rm_r_ms": _ms(lambda: shutil.rmtree(where))}
+
+
+def s3_row(s3: Any, bucket: str, label: str, rels: list[str]) -> dict[str, float]:
+    pool = ThreadPoolExecutor(16)
+    src = [f"{label}/a/{rel}" for rel in rels]
+    list(pool.map(lambda key: s3.put_object(Bucket=bucket, Key=key, Body=b"x" * 64), src))
+
+    def move() -> None:
+        def one(key: str) -> None:
+            new = key.replace(f"{label}/a/", f"{label}/b/", 1)
+            s3.copy_object(Bucket=bucket, Key=new, CopySource={"Bucket": bucket, "Key": key})
+            s3.delete_object(Bucket=bucket, Key=key)
+
+        list(pool.map(one, src))
+
+    def remove() -> None:
+        moved = [k.replace(f"{label}/a/", f"{label}/b/", 1) for k in src]
+        for i in range(0, len(moved), 1000):
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in moved[i : i + 1000]]})
+
+    row = {"s3_mv_ms": _ms(move), "s3_rm_r_ms": _ms(remove)}
+    pool.shutdown()
+    return row
+
+
+TREES = {"1 file": (1, 0), "1,000 files": (1000, 0), "10,000 files": (10_000, 0), "20-deep chain": (1, 20)}
+
+
+def tree_rows(hc: HyCloud, s3: Any, bucket: str, work: Path, repeat: int, only: list[str]) -> list[dict]:
+    rows = []
+    for label, (files, chain) in TREES.items():
+        if only and label not in only:
+            continue
+        rels = shape(files, chain)
+        slug = label.replace(" ", "").replace(",", "")
+        row = {"tree": label, "files": len(rels)}
+        row |= hycloud_row(hc, work, slug, rels, repeat)
+        row |= local_row(work, rels, repeat)
+        row |= s3_row(s3, bucket, slug, rels)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def tree_table(rows: list[dict]) -> str:
+    lines = [
+        "| tree | files | HyCloud mv ms | local mv ms | S3 copy+delete ms | HyCloud rm -r ms | "
+        "local rm -r ms | S3 delete ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['tree']} | {r['files']:,} | {r['hycloud_mv_ms']:.0f} | {r['local_mv_ms']:.2f} | "
+        f"{r['s3_mv_ms']:.0f} | {r['hycloud_rm_r_ms']:.0f} | {r['local_rm_r_ms']:.1f} | {r['s3_rm_r_ms']:.0f} |"
+        for r in rows
+    ]
+    return "\n".join(lines) + "\n"
