@@ -19,6 +19,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from .. import content
+from ..store.pages import query_all
 from . import trash
 from .version_copies import VersionCopies
 
@@ -47,13 +48,7 @@ def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, g
 
 
 def _items(table: Any, pk: str) -> list[dict[str, Any]]:
-    items, kwargs = [], {"KeyConditionExpression": Key("pk").eq(pk), "ConsistentRead": True}
-    while True:
-        page = table.query(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return query_all(table, Key("pk").eq(pk), consistent=True)
 
 
 def _abort_uploads(table: Any, s3: Any, bucket: str, uid: str) -> None:

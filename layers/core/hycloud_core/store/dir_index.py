@@ -17,12 +17,12 @@ from __future__ import annotations
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
 from .. import paths
+from .pages import query_all
 
 ROOT = "root"
 TRASH = "trash"
@@ -43,26 +43,8 @@ def _join(folder: str, name: str) -> str:
     return f"{folder.rstrip('/')}/{name}"
 
 
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: (int(v) if v == int(v) else float(v)) if isinstance(v, Decimal) else v for k, v in item.items()
-    }
-
-
 def _query(table: Any, pk: str, prefix: str) -> list[dict[str, Any]]:
-    items, kwargs = (
-        [],
-        {
-            "KeyConditionExpression": Key("pk").eq(pk) & Key("sk").begins_with(prefix),
-            "ConsistentRead": True,
-        },
-    )
-    while True:
-        page = table.query(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return query_all(table, Key("pk").eq(pk) & Key("sk").begins_with(prefix), consistent=True)
 
 
 class Resolver:
@@ -190,7 +172,7 @@ class DirIndex:
             for fid, at, dirs, files in found:
                 for item in files:
                     where = _join(at, str(item["sk"])[len(f"F#{fid}/") :])
-                    out.files.append((where, {**_plain(item), "path": where}))
+                    out.files.append((where, {**item, "path": where}))
                 for item in dirs:
                     out.entries.append({"pk": pk, "sk": item["sk"]})
                     level.append((str(item["id"]), _join(at, str(item["sk"])[len(f"D#{fid}/") :])))

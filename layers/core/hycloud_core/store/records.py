@@ -42,28 +42,10 @@ from botocore.exceptions import ClientError
 from .. import paths
 from .dir_index import ROOT, TRASH, DirIndex, Resolver, file_sk
 from .old_layout import old_file_key
+from .pages import plain
+from .pages import query_all as query_all
 
-
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
-    """DynamoDB returns Decimal; callers want int/float."""
-    out = {}
-    for k, v in item.items():
-        if isinstance(v, Decimal):
-            out[k] = int(v) if v == int(v) else float(v)
-        else:
-            out[k] = v
-    return out
-
-
-def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
-    """Every item a key condition matches, page after page, as plain values."""
-    items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
-    while True:
-        page = table.query(**kwargs)
-        items += [_plain(i) for i in page["Items"]]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+_plain = plain  # the name the store's modules import it by
 
 
 def _attrs(item: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,28 @@
+"""Reading the single table page after page (records.py holds its key design)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+
+def plain(item: dict[str, Any]) -> dict[str, Any]:
+    """DynamoDB returns Decimal; callers want int/float."""
+    out = {}
+    for k, v in item.items():
+        if isinstance(v, Decimal):
+            out[k] = int(v) if v == int(v) else float(v)
+        else:
+            out[k] = v
+    return out
+
+
+def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
+    """Every item a key condition matches, page after page, as plain values."""
+    items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+    while True:
+        page = table.query(**kwargs)
+        items += [plain(i) for i in page["Items"]]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
