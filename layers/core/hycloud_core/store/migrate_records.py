@@ -92,6 +92,9 @@ def migrate(records: Records, users: list[str], limit: int = 2000, budget_s: flo
     """One bounded round over `users` (sorted), from the cursor's user: at most `limit` records
     and about `budget_s` seconds. A user whose folders are busy is left for the next round."""
     table, out = records.table, Migration()
+    if not users:  # a data instance's upkeep: no namespace here, and no access to the home table
+        out.complete = True
+        return out
     deadline, left = time.monotonic() + budget_s, limit
     cursor = (table.get_item(Key=CURSOR, ConsistentRead=True).get("Item") or {}).get("user", "")
     todo = [u for u in sorted(users) if u >= cursor]
