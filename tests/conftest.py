@@ -59,6 +59,26 @@ LONGEST_FIRST = (
 )
 
 
+def _serialize_moto() -> None:
+    """One mocked AWS call at a time. moto's in-process backends are not thread-safe (its
+    TransactWriteItems deep-copies a table another thread is writing: "dictionary changed size
+    during iteration"), and the code under test calls AWS from thread pools, as it may on AWS."""
+    import threading
+
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    lock, original = threading.RLock(), BotocoreStubber.process_request
+
+    def process_request(self, request):
+        with lock:
+            return original(self, request)
+
+    BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+
+_serialize_moto()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling

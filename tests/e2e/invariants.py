@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from hycloud_core import content
+from hycloud_core.fs.segments_format import stub_from_bytes
 from hycloud_core.store.records import Records
 
 
@@ -22,7 +23,10 @@ def efs_files(ns_dir: Path) -> dict[str, dict]:
             host = Path(top) / name
             path = "/" + str(host.relative_to(ns_dir))
             mode = host.lstat().st_mode
-            if mode & stat.S_ISVTX:
+            stub = stub_from_bytes(host.read_bytes()) if mode & stat.S_ISVTX else None
+            if stub:  # a small file packed into a segment (fs/segments.py): still a small file
+                found[path] = {"kind": "small", "size": stub.size, "sha256": stub.sha256}
+            elif mode & stat.S_ISVTX:
                 link = json.loads(host.read_bytes())
                 found[path] = {"kind": "large", "size": link["size"], "content_hash": link["content_hash"]}
             else:
