@@ -18,7 +18,13 @@ import pytest
 from hycloud.encrypted import CloudStore, EncryptedFolder, download, upload
 from hycloud.encrypted.counters import Counters, default_path
 from hycloud_core.constants import MiB
+from hycloud_core.crypto import chunking
+from hycloud_core.crypto import chunks as chunk_format
 from hycloud_core.crypto.errors import IntegrityError, RollbackError
+
+# a chunk cut at the largest size that did not compress: its flag byte and padding (at most one
+# PAD), the magic and the tag (crypto/chunks.py)
+LARGEST_CHUNK_OBJECT = len(chunk_format.MAGIC) + chunking.MAX + chunk_format.PAD + 16
 
 pytestmark = pytest.mark.e2e
 
@@ -125,7 +131,7 @@ def test_a_tree_round_trips_and_the_cloud_holds_no_plaintext(alice, deployment, 
 
     # the cloud's own records are of ciphertext: the 3 MiB file is ~48 small chunk objects
     chunks = alice.sdk().ls(f"{root}/.hcchunks")
-    assert len(chunks) >= 20 and all(e["size"] <= 256 * 1024 + 64 for e in chunks)
+    assert len(chunks) >= 20 and all(e["size"] <= LARGEST_CHUNK_OBJECT for e in chunks)
 
 
 def test_a_rolled_back_listing_and_a_tampered_chunk_are_refused(alice, passphrase, tmp_path):
