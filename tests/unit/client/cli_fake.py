@@ -87,12 +87,7 @@ class FakeHyCloud:
             raise NotFoundError(f"{path} not found")
         return self._entry(path)
 
-    def exists(self, path: str) -> bool:
-        try:
-            self.stat(path)
-            return True
-        except NotFoundError:
-            return False
+    exists = HyCloud.exists  # the SDK's own: a stat, and NotFoundError means no
 
     def iter_dir(self, path: str = "/"):
         self.calls.append(f"list {path}")
@@ -228,36 +223,35 @@ class FakeHttp:
         return {"entries": [{"rel": r, "type": t} for r, t in rel], "cursor": None}
 
 
+def set_to_fail(cloud: FakeHyCloud, remote: str) -> dict | None:
+    """The error result of a file a test set to fail (`cloud.fail`), else None."""
+    if remote not in cloud.fail:
+        return None
+    return {"path": remote, "status": "error", "error": cloud.fail[remote], "code": "internal-error"}
+
+
 def fake_put_files(cloud: FakeHyCloud, pairs, progress=None, expect=None, parallel=None) -> list[dict]:
     """bundles.put_files against the fake: one result per pair, in order."""
     cloud.calls.append(f"put_files {len(pairs)} parallel={parallel}")
-    out = []
-    for local, remote in pairs:
-        if remote in cloud.fail:
-            out.append(
-                {"path": remote, "status": "error", "error": cloud.fail[remote], "code": "internal-error"}
-            )
-            continue
-        st = Path(local).stat()
-        entry = cloud.put_bytes(remote, Path(local).read_bytes(), True, st.st_mtime, st.st_mode & 0o777)
-        out.append({**entry, "status": "ok"})
-    return out
+    return [set_to_fail(cloud, remote) or put_one(cloud, local, remote) for local, remote in pairs]
+
+
+def put_one(cloud: FakeHyCloud, local: str, remote: str) -> dict:
+    st = Path(local).stat()
+    entry = cloud.put_bytes(remote, Path(local).read_bytes(), True, st.st_mtime, st.st_mode & 0o777)
+    return {**entry, "status": "ok"}
 
 
 def fake_get_files(cloud: FakeHyCloud, pairs, progress=None, parallel=None) -> list[dict]:
     cloud.calls.append(f"get_files {len(pairs)} parallel={parallel}")
-    out = []
-    for remote, local in pairs:
-        if remote in cloud.fail:
-            out.append(
-                {"path": remote, "status": "error", "error": cloud.fail[remote], "code": "internal-error"}
-            )
-            continue
-        Path(local).parent.mkdir(parents=True, exist_ok=True)
-        data = cloud.get_bytes(remote)
-        Path(local).write_bytes(data)
-        out.append({"path": remote, "status": "ok", "local": str(local), "size": len(data)})
-    return out
+    return [set_to_fail(cloud, remote) or get_one(cloud, remote, local) for remote, local in pairs]
+
+
+def get_one(cloud: FakeHyCloud, remote: str, local: str) -> dict:
+    Path(local).parent.mkdir(parents=True, exist_ok=True)
+    data = cloud.get_bytes(remote)
+    Path(local).write_bytes(data)
+    return {"path": remote, "status": "ok", "local": str(local), "size": len(data)}
 
 
 class FakeResponse:
