@@ -44,9 +44,18 @@ class _PlaceholderProvider(ResourceProvider[dict]):
     """Creates a record with generated ids; updates keep them; deletes do nothing."""
 
     ID_PROPERTY = ""
+    ID_PREFIX = ""  # AWS's prefix of the id: fs-…, fsap-…, fsmt-…
+    ARN_KIND = ""  # the resource part of its ARN; empty for a resource that has no ARN
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SCHEMA = _schema(cls.TYPE.rsplit("::", 1)[-1].lower())  # AWS::EFS::AccessPoint: accesspoint
 
     def fill(self, request: ResourceRequest, model: dict) -> None:
-        raise NotImplementedError
+        """Hands out the id (and ARN) AWS would, so that each resource is told apart."""
+        model[self.ID_PROPERTY] = _hex_id(self.ID_PREFIX)
+        if self.ARN_KIND:
+            model["Arn"] = _arn(request, self.ARN_KIND, model[self.ID_PROPERTY])
 
     def refusal(self, model: dict) -> ProgressEvent[dict] | None:
         """The failure AWS would answer for these properties; None when it accepts them."""
@@ -77,36 +86,28 @@ class _PlaceholderProvider(ResourceProvider[dict]):
 
 class FileSystemProvider(_PlaceholderProvider):
     TYPE = "AWS::EFS::FileSystem"
-    SCHEMA = _schema("filesystem")
     ID_PROPERTY = "FileSystemId"
+    ID_PREFIX, ARN_KIND = "fs", "file-system"
 
     def refusal(self, model):
         if error := lifecycle_error(model):
             return ProgressEvent(status=OperationStatus.FAILED, message=error, error_code="InvalidRequest")
         return None
 
-    def fill(self, request, model):
-        model["FileSystemId"] = _hex_id("fs")
-        model["Arn"] = _arn(request, "file-system", model["FileSystemId"])
-
 
 class AccessPointProvider(_PlaceholderProvider):
     TYPE = "AWS::EFS::AccessPoint"
-    SCHEMA = _schema("accesspoint")
     ID_PROPERTY = "AccessPointId"
-
-    def fill(self, request, model):
-        model["AccessPointId"] = _hex_id("fsap")
-        model["Arn"] = _arn(request, "access-point", model["AccessPointId"])
+    ID_PREFIX, ARN_KIND = "fsap", "access-point"
 
 
 class MountTargetProvider(_PlaceholderProvider):
     TYPE = "AWS::EFS::MountTarget"
-    SCHEMA = _schema("mounttarget")
     ID_PROPERTY = "Id"
+    ID_PREFIX = "fsmt"
 
     def fill(self, request, model):
-        model["Id"] = _hex_id("fsmt")
+        super().fill(request, model)
         model["IpAddress"] = model.get("IpAddress") or "127.0.0.1"
 
 
