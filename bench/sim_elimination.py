@@ -13,7 +13,6 @@ Usage: ``python bench/sim_elimination.py [--seed S]``.
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
 import result_files  # noqa: E402
+import sim_cli  # noqa: E402
 
 from hycloud_core.control.elimination import LocalOp  # noqa: E402
 from hycloud_core.control.fop import OpKind  # noqa: E402
@@ -99,9 +99,7 @@ def replay(ops: list[tuple[float, LocalOp]], windows: list[tuple[float, float]])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
+    parser = sim_cli.parser(__doc__)
     args = parser.parse_args()
     ops = session(random.Random(args.seed))
     base = {"requests": len(ops), "upload_bytes": sum(o.data["bytes"] for _, o in ops)}
@@ -115,14 +113,21 @@ def main() -> None:
         "",
         f"{base['requests']} requests, {base['upload_bytes'] / 1e6:.0f} MB of uploads without elimination (seed {args.seed}).",
         "",
-        "| controller overloaded (share of time) | requests sent | saved | upload MB sent | saved |",
-        "| ---: | ---: | ---: | ---: | ---: |",
+        *result_files.table(
+            ["controller overloaded (share of time)", "requests sent", "saved", "upload MB sent", "saved"],
+            "rrrrr",
+            (
+                [
+                    f"{r['overload_share']:.0%}",
+                    r["requests"],
+                    f"{1 - r['requests'] / base['requests']:.1%}",
+                    f"{r['upload_bytes'] / 1e6:.0f}",
+                    f"{1 - r['upload_bytes'] / base['upload_bytes']:.1%}",
+                ]
+                for r in rows
+            ),
+        ),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['overload_share']:.0%} | {r['requests']} | {1 - r['requests'] / base['requests']:.1%} "
-            f"| {r['upload_bytes'] / 1e6:.0f} | {1 - r['upload_bytes'] / base['upload_bytes']:.1%} |"
-        )
     text = "\n".join(lines) + "\n"
     print(text)
     result_files.write("sim_elimination", res, text, args.out)

@@ -12,7 +12,6 @@ last sample, an EWMA (α = 0.3) and the last probe alone. Usage: ``python bench/
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import statistics
@@ -22,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
 import result_files  # noqa: E402
+import sim_cli  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
 
@@ -96,10 +96,8 @@ def summarise(log_ratios: list[float], actual: list[float]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
+    parser = sim_cli.parser(__doc__)
     parser.add_argument("--hours", type=float, default=200.0)
-    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
     events = link_trace(random.Random(args.seed), args.hours)
     res = {
@@ -112,14 +110,27 @@ def main() -> None:
         "",
         f"{res['transfers']} transfers over {args.hours:.0f} h of a drifting, noisy link (seed {args.seed}).",
         "",
-        "| predictor | per transfer: mean abs. time error | median | total time bias | error on 10-transfer totals |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        *result_files.table(
+            [
+                "predictor",
+                "per transfer: mean abs. time error",
+                "median",
+                "total time bias",
+                "error on 10-transfer totals",
+            ],
+            "lrrrr",
+            (
+                [
+                    name,
+                    f"{s['mean_abs_time_error']:.1%}",
+                    f"{s['median_abs_time_error']:.1%}",
+                    f"{s['total_time_bias']:+.1%}",
+                    f"{s['mean_abs_error_10_transfer_total']:.1%}",
+                ]
+                for name, s in res["predictors"].items()
+            ),
+        ),
     ]
-    for name, s in res["predictors"].items():
-        lines.append(
-            f"| {name} | {s['mean_abs_time_error']:.1%} | {s['median_abs_time_error']:.1%} "
-            f"| {s['total_time_bias']:+.1%} | {s['mean_abs_error_10_transfer_total']:.1%} |"
-        )
     text = "\n".join(lines) + "\n"
     print(text)
     result_files.write("sim_estimator", res, text, args.out)

@@ -16,7 +16,6 @@ FOP and FIFO, to show FOP does not starve them. Usage: ``python bench/sim_fop.py
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
 import result_files  # noqa: E402
+import sim_cli  # noqa: E402
 from workload import LARGE_FILE, Request, describe, download_burst  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
@@ -211,10 +211,8 @@ def markdown(result: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
+    parser = sim_cli.parser(__doc__)
     parser.add_argument("--seeds", type=int, default=5, help="extra workload seeds for the summary line")
-    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
 
     burst = download_burst(args.seed)

@@ -18,7 +18,6 @@ the faster replica alone. Usage: ``python bench/sim_planner.py [--scenarios N]``
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import statistics
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
 import result_files  # noqa: E402
+import sim_cli  # noqa: E402
 
 from hycloud_core.control.planner import (  # noqa: E402
     PlanProblem,
@@ -146,10 +146,8 @@ def markdown(res: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = sim_cli.parser(__doc__)
     parser.add_argument("--scenarios", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
     res = run(args.scenarios, args.seed)
     text = markdown(res)

@@ -17,7 +17,6 @@ finishing before retirement). Usage: ``python bench/sim_relay.py [--seed S] [--s
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import statistics
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "core"))
 
 import result_files  # noqa: E402
+import sim_cli  # noqa: E402
 from workload import Request, describe, download_burst  # noqa: E402
 
 from hycloud_core.control.bandwidth import BandwidthEstimator  # noqa: E402
@@ -258,12 +258,10 @@ def markdown(main: dict, others: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
+    parser = sim_cli.parser(__doc__)
     parser.add_argument("--startup", type=float, default=30.0)
     parser.add_argument("--max-workers", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=5, help="extra workload seeds for the summary table")
-    parser.add_argument("--out", type=Path, default=result_files.RESULTS)
     args = parser.parse_args()
 
     main_run = simulate(args.seed, args.startup, args.max_workers)

@@ -177,6 +177,14 @@ def _range(s: dict[str, float], scale: float = 1e6) -> str:
     return f"{s['median'] / scale:.1f} ({s['min'] / scale:.1f}–{s['max'] / scale:.1f})"
 
 
+RATE_COLUMNS = ["down", "error", "up", "error"]
+
+
+def _rate_cells(row: dict, mbps: float) -> list[str]:
+    """Measured rates each way beside their error against the rate the link was set to."""
+    return [_range(row["down"]), _err(row["down"], mbps), _range(row["up"]), _err(row["up"], mbps)]
+
+
 def markdown(result: dict) -> str:
     lines = [
         "# WAN link calibration",
@@ -185,45 +193,42 @@ def markdown(result: dict) -> str:
         "",
         "## Capacity, unthrottled, RTT 0 (Mbit/s)",
         "",
-        "| path | down, 1 conn | up, 1 conn | down, 4 conns |",
-        "| --- | --- | --- | --- |",
-    ]
-    for row in result["capacity"]:
-        lines.append(
-            f"| {row['path']} | {_range(row['down_1'])} | {_range(row['up_1'])} | {_range(row['down_4'])} |"
-        )
-    lines += [
+        *result_files.table(
+            ["path", "down, 1 conn", "up, 1 conn", "down, 4 conns"],
+            "llll",
+            (
+                [row["path"], _range(row["down_1"]), _range(row["up_1"]), _range(row["down_4"])]
+                for row in result["capacity"]
+            ),
+        ),
         "",
         "## Accuracy, SpawnedWanLink, RTT 100 ms (Mbit/s)",
         "",
-        "| set | down | error | up | error |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for row in result["accuracy"]:
-        m = row["set_mbps"]
-        lines.append(
-            f"| {m} | {_range(row['down'])} | {_err(row['down'], m)} | {_range(row['up'])} | {_err(row['up'], m)} |"
-        )
-    lines += [
+        *result_files.table(
+            ["set", *RATE_COLUMNS],
+            "lllll",
+            ([row["set_mbps"], *_rate_cells(row, row["set_mbps"])] for row in result["accuracy"]),
+        ),
         "",
         "## 50/50 Mbit/s, RTT 100 ms, a thread of the client process busy in Python code (Mbit/s)",
         "",
-        "| path | down | error | up | error |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for row in result["busy_client"]:
-        lines.append(
-            f"| {row['path']} | {_range(row['down'])} | {_err(row['down'], 50)} | {_range(row['up'])} | {_err(row['up'], 50)} |"
-        )
-    lines += [
+        *result_files.table(
+            ["path", *RATE_COLUMNS],
+            "lllll",
+            ([row["path"], *_rate_cells(row, 50)] for row in result["busy_client"]),
+        ),
         "",
         "## Latency, 50/50 Mbit/s, RTT 100 ms (ms, one-byte exchange)",
         "",
-        "| path | warm connection | new connection |",
-        "| --- | --- | --- |",
+        *result_files.table(
+            ["path", "warm connection", "new connection"],
+            "lll",
+            (
+                [name, _range(row["warm_ms"], 1), _range(row["new_connection_ms"], 1)]
+                for name, row in result["latency"].items()
+            ),
+        ),
     ]
-    for name, row in result["latency"].items():
-        lines.append(f"| {name} | {_range(row['warm_ms'], 1)} | {_range(row['new_connection_ms'], 1)} |")
     return "\n".join(lines) + "\n"
 
 
