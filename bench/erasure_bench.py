@@ -157,27 +157,33 @@ def markdown(r: dict) -> str:
         f"{r['trials']} trials x {r['reps']} chunks, median (best) MB/s of chunk data; "
         "cases interleaved trial by trial; 2-core machine shared with other work, so figures are noisy.",
         "",
-        "| operation | plain zfec | framed (header + xxh3-128 + verify) | framed / plain |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    c = r["coding"]
-    for op in ("encode", "decode primary", "decode mixed"):
-        plain, framed = c[f"{op} plain zfec"], c[f"{op} framed"]
-        rows.append(
-            f"| {op} | {plain['median_MBps']} ({plain['best_MBps']}) | {framed['median_MBps']} "
-            f"({framed['best_MBps']}) | {framed['median_MBps'] / plain['median_MBps']:.2f} |"
-        )
-    rows += [
+        *result_files.table(
+            ["operation", "plain zfec", "framed (header + xxh3-128 + verify)", "framed / plain"],
+            "lrrr",
+            (_coding_cells(op, r["coding"]) for op in ("encode", "decode primary", "decode mixed")),
+        ),
         "",
         f"Whole-file `encode_stream` (adds a sha256 content key per chunk): "
         f"{r['encode_stream_32MiB']['median_MBps']} MB/s median.",
         "",
-        "| ring | place() per chunk | build |",
-        "| --- | ---: | ---: |",
+        *result_files.table(
+            ["ring", "place() per chunk", "build"],
+            "lrr",
+            ([name, f"{v['place_us']} us", f"{v['build_ms']} ms"] for name, v in r["ring"].items()),
+        ),
     ]
-    for name, v in r["ring"].items():
-        rows.append(f"| {name} | {v['place_us']} us | {v['build_ms']} ms |")
     return "\n".join(rows) + "\n"
+
+
+def _coding_cells(op: str, coding: dict) -> list[str]:
+    """Median (best) MB/s of plain zfec and of framed chunks, and what the framing costs."""
+    plain, framed = coding[f"{op} plain zfec"], coding[f"{op} framed"]
+    return [
+        op,
+        f"{plain['median_MBps']} ({plain['best_MBps']})",
+        f"{framed['median_MBps']} ({framed['best_MBps']})",
+        f"{framed['median_MBps'] / plain['median_MBps']:.2f}",
+    ]
 
 
 if __name__ == "__main__":

@@ -29,4 +29,5 @@ def table(header: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -
 
 
 def _row(cells: Iterable[object]) -> str:
-    return "| " + " | ".join(map(str, cells)) + " |"
+    """`| a | b |`; an empty cell is `| |`."""
+    return " ".join(["|", *(f"{c} |".lstrip() for c in cells)])

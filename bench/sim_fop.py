@@ -156,6 +156,21 @@ def largest_files(
     ]
 
 
+COMPLETION_COLUMNS = ["avg FIFO (s)", "avg G-Fair (s)", "avg FOP (s)", "FOP/FIFO", "FOP/G-Fair"]
+
+
+def _completion_cells(row: dict) -> list[str]:
+    """Average completion under each policy, then FOP's against the other two."""
+    a = row["avg_completion_s"]
+    return [
+        f"{a['fifo']:.0f}",
+        f"{a['gfair']:.0f}",
+        f"{a['fop']:.0f}",
+        f"{row['fop_vs_fifo']:.1%}",
+        f"{row['fop_vs_gfair']:.1%}",
+    ]
+
+
 def markdown(result: dict) -> str:
     lines = [
         "# FOP vs FIFO and G-Fair on a 2,002-file download burst (50 Mbit/s relay)",
@@ -164,41 +179,41 @@ def markdown(result: dict) -> str:
         f"{result['workload']['total_bytes'] / 1e9:.1f} GB, median {result['workload']['median_bytes'] / 1e3:.0f} kB, "
         f"largest {result['workload']['max_bytes'] / 1e9:.2f} GB, arriving within 10 min.",
         "",
-        "| ops | avg FIFO (s) | avg G-Fair (s) | avg FOP (s) | FOP/FIFO | FOP/G-Fair | longest large-file wait FIFO (s) | FOP (s) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for row in result["rows"]:
-        a, w = row["avg_completion_s"], row["longest_large_wait_s"]
-        lines.append(
-            f"| {row['ops']} | {a['fifo']:.0f} | {a['gfair']:.0f} | {a['fop']:.0f} | {row['fop_vs_fifo']:.1%} "
-            f"| {row['fop_vs_gfair']:.1%} | {w['fifo']:.0f} | {w['fop']:.0f} |"
-        )
-    lines += [
+        *result_files.table(
+            ["ops", *COMPLETION_COLUMNS, "longest large-file wait FIFO (s)", "FOP (s)"],
+            "rrrrrrrr",
+            (
+                [
+                    row["ops"],
+                    *_completion_cells(row),
+                    f"{row['longest_large_wait_s']['fifo']:.0f}",
+                    f"{row['longest_large_wait_s']['fop']:.0f}",
+                ]
+                for row in result["rows"]
+            ),
+        ),
         "",
         "Largest files of the burst (all ops):",
         "",
-        "| size (MB) | arrival (s) | wait FIFO (s) | wait FOP (s) |",
-    ]
-    lines.append("| ---: | ---: | ---: | ---: |")
-    lines += [
-        f"| {f['size_mb']} | {f['arrival_s']} | {f['wait_fifo_s']} | {f['wait_fop_s']} |"
-        for f in result["largest"]
-    ]
-    lines += [
+        *result_files.table(
+            ["size (MB)", "arrival (s)", "wait FIFO (s)", "wait FOP (s)"],
+            "rrrr",
+            ([f["size_mb"], f["arrival_s"], f["wait_fifo_s"], f["wait_fop_s"]] for f in result["largest"]),
+        ),
         "",
         "Same burst, other link rates (offered load = burst bytes / (link rate x 10 min)). A slower link is",
         "the same as larger files: FOP's gain grows with the spread of transfer times against the spread of",
         "arrival times, and vanishes once the link keeps up (FOP is non-preemptive, like FIFO).",
         "",
-        "| link (Mbit/s) | offered load | avg FIFO (s) | avg G-Fair (s) | avg FOP (s) | FOP/FIFO | FOP/G-Fair |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *result_files.table(
+            ["link (Mbit/s)", "offered load", *COMPLETION_COLUMNS],
+            "rrrrrrr",
+            (
+                [f"{row['link_mbit_s']:.0f}", f"{row['offered_load']:.2f}", *_completion_cells(row)]
+                for row in result["load_sweep"]
+            ),
+        ),
     ]
-    for row in result["load_sweep"]:
-        a = row["avg_completion_s"]
-        lines.append(
-            f"| {row['link_mbit_s']:.0f} | {row['offered_load']:.2f} | {a['fifo']:.0f} | {a['gfair']:.0f} "
-            f"| {a['fop']:.0f} | {row['fop_vs_fifo']:.1%} | {row['fop_vs_gfair']:.1%} |"
-        )
     if result.get("across_seeds"):
         s = result["across_seeds"]
         lines += [

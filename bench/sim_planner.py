@@ -113,29 +113,36 @@ def run(scenarios: int, seed: int) -> dict:
     }
 
 
+STRATEGIES = (
+    ("even", "two fastest, every chunk"),
+    ("round_robin", "round-robin over three"),
+    ("planned", "planned (plan_fast)"),
+    ("replica_split", "2 replicas, split by speed"),
+)
+
+
 def markdown(res: dict) -> str:
-    t, red = res["mean_time_s"], res["reduction_vs_single"]
+    t, red, p = res["mean_time_s"], res["reduction_vs_single"], res["planned_vs_round_robin"]
     lines = [
         "# Multi-source download plan, 100 MB file, RS(3, 2) over three instances",
         "",
         f"{res['scenarios']} random bandwidth scenarios (seed {res['seed']}); time from eq. 5, no delta.",
         "",
-        "| strategy | mean time (s) | reduction vs single: mean | median | worst | best |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-        f"| single (optimal instance) | {t['single']:.1f} | | | | |",
-    ]
-    for key, label in (
-        ("even", "two fastest, every chunk"),
-        ("round_robin", "round-robin over three"),
-        ("planned", "planned (plan_fast)"),
-        ("replica_split", "2 replicas, split by speed"),
-    ):
-        r = red[key]
-        lines.append(
-            f"| {label} | {t[key]:.1f} | {r['mean']:.1%} | {r['median']:.1%} | {r['min']:.1%} | {r['max']:.1%} |"
-        )
-    p = res["planned_vs_round_robin"]
-    lines += [
+        *result_files.table(
+            ["strategy", "mean time (s)", "reduction vs single: mean", "median", "worst", "best"],
+            "lrrrrr",
+            [
+                ["single (optimal instance)", f"{t['single']:.1f}", "", "", "", ""],
+                *(
+                    [
+                        label,
+                        f"{t[key]:.1f}",
+                        *(f"{red[key][k]:.1%}" for k in ("mean", "median", "min", "max")),
+                    ]
+                    for key, label in STRATEGIES
+                ),
+            ],
+        ),
         "",
         f"Planned against round-robin: {p['mean']:.1%} less on average (median {p['median']:.1%}, best {p['max']:.1%}).",
         f"Planning time: median {res['plan_ms']['median']:.2f} ms, max {res['plan_ms']['max']:.2f} ms "
