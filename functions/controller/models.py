@@ -40,6 +40,13 @@ def _checked(check: Callable[[str], object]) -> Callable[[str], str]:
     return validate
 
 
+def _checked_string(check: Callable[[str], object], pattern: str, **schema: str) -> Any:
+    """A string checked by a hycloud_core check, shown in the OpenAPI contract by its pattern."""
+    return Annotated[
+        str, AfterValidator(_checked(check)), WithJsonSchema({"type": "string", "pattern": pattern, **schema})
+    ]
+
+
 def _plain_text(value: str) -> str:
     if "\x00" in value or not paths.is_unicode(value):
         raise PydanticCustomError("bad-text", "must be valid Unicode without NUL")
@@ -60,16 +67,8 @@ UserPath = Annotated[
         {"type": "string", "minLength": 1, "maxLength": paths.MAX_PATH_BYTES, "description": "e.g. /a/b.txt"}
     ),
 ]
-ContentHash = Annotated[
-    str,
-    AfterValidator(_checked(content.checked_hash)),
-    WithJsonSchema({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "sha256, hex"}),
-]
-JobId = Annotated[
-    str,
-    AfterValidator(_checked(jobs.checked_job_id)),
-    WithJsonSchema({"type": "string", "pattern": jobs.JOB_ID_PATTERN}),
-]
+ContentHash = _checked_string(content.checked_hash, "^[0-9a-f]{64}$", description="sha256, hex")
+JobId = _checked_string(jobs.checked_job_id, jobs.JOB_ID_PATTERN)
 Offset = Annotated[int, Ge(0), Le(MAX_OFFSET)]
 Length = Annotated[int, Ge(1), Le(MAX_PIECE)]
 # A long poll is held at most MAX_WAIT_S, well inside API Gateway's 29 s (past them it answers 504
@@ -152,21 +151,9 @@ class NewShare(Body):
     )
 
 
-ShareToken = Annotated[
-    str,
-    AfterValidator(_checked(shares.checked_token)),
-    WithJsonSchema({"type": "string", "pattern": shares.TOKEN.pattern}),
-]
-TreeJobId = Annotated[
-    str,
-    AfterValidator(_checked(tree_jobs.checked_id)),
-    WithJsonSchema({"type": "string", "pattern": tree_jobs.ID_PATTERN}),
-]
-VersionId = Annotated[
-    str,
-    AfterValidator(_checked(version_records.checked_version_id)),
-    WithJsonSchema({"type": "string", "pattern": version_records.ID_PATTERN}),
-]
+ShareToken = _checked_string(shares.checked_token, shares.TOKEN.pattern)
+TreeJobId = _checked_string(tree_jobs.checked_id, tree_jobs.ID_PATTERN)
+VersionId = _checked_string(version_records.checked_version_id, version_records.ID_PATTERN)
 
 
 class Restore(Body):
@@ -177,11 +164,7 @@ class Restore(Body):
     to: UserPath | None = Field(default=None, description="where to write it; the path itself when absent")
 
 
-TrashItemId = Annotated[
-    str,
-    AfterValidator(_checked(trash_records.checked_item_id)),
-    WithJsonSchema({"type": "string", "pattern": trash_records.ID_PATTERN}),
-]
+TrashItemId = _checked_string(trash_records.checked_item_id, trash_records.ID_PATTERN)
 
 
 class TrashRestore(Body):
