@@ -468,14 +468,29 @@ def _before_markdown(files: int, old: dict) -> list[str]:
         f"`.venv/bin/python {doc['command']}` at that commit; seeded in {doc['seed_seconds']:.0f} s; "
         f"1-minute load average {min(doc['load_average_1min']):.1f}-{max(doc['load_average_1min']):.1f}.",
         "",
-        "| method | find changes (s) | find: bytes on link | find: requests | find: × HyCloud | find + send (s) |",
-        "|---|---:|---:|---:|---:|---:|",
+        *result_files.table(
+            [
+                "method",
+                "find changes (s)",
+                "find: bytes on link",
+                "find: requests",
+                "find: × HyCloud",
+                "find + send (s)",
+            ],
+            "lrrrrr",
+            (
+                [
+                    name,
+                    f"{r['find_seconds']:.2f}",
+                    f"{r['find_bytes']:,}",
+                    f"{r['find_requests']:,}",
+                    f"{r['find_vs_hycloud']:.1f}×",
+                    f"{r['total_seconds']:.2f}",
+                ]
+                for name, r in doc["rows"].items()
+            ),
+        ),
     ]
-    for name, r in doc["rows"].items():
-        lines.append(
-            f"| {name} | {r['find_seconds']:.2f} | {r['find_bytes']:,} | {r['find_requests']:,} | "
-            f"{r['find_vs_hycloud']:.1f}× | {r['total_seconds']:.2f} |"
-        )
     return lines
 
 
@@ -558,14 +573,23 @@ def _renamed_markdown(renamed: dict) -> list[str]:
         "",
         f"After renaming a folder ({renamed['folder']}, {renamed['files']:,} files; nothing else changed):",
         "",
-        "| method | find changes (s) | runs | found | bytes on link | requests | × HyCloud |",
-        "|---|---:|---|---|---:|---:|---:|",
+        *result_files.table(
+            ["method", "find changes (s)", "runs", "found", "bytes on link", "requests", "× HyCloud"],
+            "lrllrrr",
+            (
+                [
+                    name,
+                    f"{r['find_seconds']:.2f}",
+                    ", ".join(map(str, r["find_runs"])),
+                    r["found"],
+                    f"{r['find_bytes']:,}",
+                    r["find_requests"],
+                    f"{r['find_seconds'] / base:.1f}×",
+                ]
+                for name, r in renamed["rows"].items()
+            ),
+        ),
     ]
-    for name, r in renamed["rows"].items():
-        lines.append(
-            f"| {name} | {r['find_seconds']:.2f} | {', '.join(map(str, r['find_runs']))} | {r['found']} | "
-            f"{r['find_bytes']:,} | {r['find_requests']} | {r['find_seconds'] / base:.1f}× |"
-        )
     return lines
 
 
@@ -794,21 +818,39 @@ def down_markdown(doc: dict) -> str:
         f"the link's rate = {doc['lower_bound_s']:.2f} s. 1-minute load average "
         f"{doc['load_average_1min']:.1f}.",
         "",
-        "| method | seconds (median) | runs | × get -r | × lower bound | bytes on link | scan / exchange / listing / transfer (s) |",
-        "|---|---:|---|---:|---:|---:|---|",
+        *result_files.table(
+            [
+                "method",
+                "seconds (median)",
+                "runs",
+                "× get -r",
+                "× lower bound",
+                "bytes on link",
+                "scan / exchange / listing / transfer (s)",
+            ],
+            "lrlrrrl",
+            (
+                [
+                    name,
+                    f"{r['seconds']:.2f}",
+                    ", ".join(map(str, r["runs"])),
+                    f"{r['seconds'] / get_r:.2f}×",
+                    f"{r['seconds'] / doc['lower_bound_s']:.1f}×",
+                    f"{r['bytes']:,}",
+                    _down_phases(r.get("timings")),
+                ]
+                for name, r in doc["rows"].items()
+            ),
+        ),
     ]
-    for name, r in doc["rows"].items():
-        t = r.get("timings")
-        parts = (
-            "-"
-            if not t
-            else " / ".join(f"{t[k]:.2f}" for k in ("scan_s", "exchange_s", "list_s", "transfer_s"))
-        )
-        lines.append(
-            f"| {name} | {r['seconds']:.2f} | {', '.join(map(str, r['runs']))} | {r['seconds'] / get_r:.2f}× | "
-            f"{r['seconds'] / doc['lower_bound_s']:.1f}× | {r['bytes']:,} | {parts} |"
-        )
     return "\n".join(lines) + "\n"
+
+
+def _down_phases(t: dict | None) -> str:
+    """Seconds in each phase of a sync down, `-` for a method that does not report them."""
+    if not t:
+        return "-"
+    return " / ".join(f"{t[k]:.2f}" for k in ("scan_s", "exchange_s", "list_s", "transfer_s"))
 
 
 def main() -> None:

@@ -251,14 +251,22 @@ def relay_markdown(rows: list[dict], size: int) -> str:
         f"Direct (S3) against relay (EFS via the API) downloads of a {size / 1e6:.1f} MB file, each link emulated "
         "separately; `auto` after it has measured both (the relay cache is warm by then).",
         "",
-        "| S3 link | relay link | direct s | relay s | auto s | auto picks |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
+        *result_files.table(
+            ["S3 link", "relay link", "direct s", "relay s", "auto s", "auto picks"],
+            "llrrrl",
+            (
+                [
+                    r["s3_link"],
+                    r["relay_link"],
+                    f"{r['direct_s']:.2f}",
+                    f"{r['relay_s']:.2f}",
+                    f"{r['auto_s']:.2f}",
+                    r["auto_picks"],
+                ]
+                for r in rows
+            ),
+        ),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['s3_link']} | {r['relay_link']} | {r['direct_s']:.2f} | {r['relay_s']:.2f} | "
-            f"{r['auto_s']:.2f} | {r['auto_picks']} |"
-        )
     return "\n".join(lines) + "\n"
 
 
