@@ -63,6 +63,15 @@ class FakeHyCloud:
                 raise NotFoundError(f"{parent} not found")
             self._make_parents(path)
 
+    def _dir(self, path: str) -> str:
+        """The folder's normalized path; a file there is 409 `not-a-directory`, nothing there 404."""
+        path = paths.normalize(path)
+        if path in self.dirs:
+            return path
+        if path in self.files:
+            raise ConflictError(f"{path} is not a directory", code="not-a-directory")
+        raise NotFoundError(f"{path} not found")
+
     def _file(self, path: str) -> dict:
         path = paths.normalize(path)
         if path in self.dirs:
@@ -91,11 +100,7 @@ class FakeHyCloud:
 
     def iter_dir(self, path: str = "/"):
         self.calls.append(f"list {path}")
-        path = paths.normalize(path)
-        if path in self.files:
-            raise ConflictError(f"{path} is not a directory", code="not-a-directory")
-        if path not in self.dirs:
-            raise NotFoundError(f"{path} not found")
+        path = self._dir(path)
         children = [p for p in [*self.dirs, *self.files] if p != "/" and paths.parent(p) == path]
         return iter([self._entry(p) for p in sorted(children)])
 
@@ -153,11 +158,7 @@ class FakeHyCloud:
 
     def rmdir(self, path: str, recursive: bool = False, progress=None) -> dict:
         self.calls.append(f"rmdir {path}")
-        path = paths.normalize(path)
-        if path in self.files:
-            raise ConflictError(f"{path} is not a directory", code="not-a-directory")
-        if path not in self.dirs:
-            raise NotFoundError(f"{path} not found")
+        path = self._dir(path)
         below = [p for p in [*self.dirs, *self.files] if p.startswith(path + "/")]
         if below and not recursive:
             raise ConflictError(f"{path} is not empty", code="not-empty")

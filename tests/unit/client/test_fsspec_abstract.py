@@ -85,6 +85,16 @@ def remote_scenarios(hycloud_fs, tmp_path_factory) -> dict[str, str]:
     return made
 
 
+def scenario_fixture(name: str):
+    """A fixture answering the remote path of the shared scenario `name` (see SCENARIOS)."""
+
+    @pytest.fixture
+    def scenario(self, remote_scenarios):
+        return remote_scenarios[name]
+
+    return scenario
+
+
 class HyCloudFixtures(abstract.AbstractFixtures):
     """The fixtures the abstract suite asks a filesystem to provide, the read-only remote
     scenarios shared by the module (`remote_scenarios`)."""
@@ -110,21 +120,10 @@ class HyCloudFixtures(abstract.AbstractFixtures):
     def supports_empty_directories(self):
         return True
 
-    @pytest.fixture
-    def fs_bulk_operations_scenario_0(self, remote_scenarios):
-        return remote_scenarios["bulk"]
-
-    @pytest.fixture
-    def fs_glob_edge_cases_files(self, remote_scenarios):
-        return remote_scenarios["glob"]
-
-    @pytest.fixture
-    def fs_dir_and_file_with_same_name_prefix(self, remote_scenarios):
-        return remote_scenarios["prefix"]
-
-    @pytest.fixture
-    def fs_10_files_with_hashed_names(self, remote_scenarios):
-        return remote_scenarios["hashed"]
+    fs_bulk_operations_scenario_0 = scenario_fixture("bulk")
+    fs_glob_edge_cases_files = scenario_fixture("glob")
+    fs_dir_and_file_with_same_name_prefix = scenario_fixture("prefix")
+    fs_10_files_with_hashed_names = scenario_fixture("hashed")
 
 
 def sampled(base):

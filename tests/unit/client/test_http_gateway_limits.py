@@ -78,14 +78,6 @@ def test_a_read_like_change_still_unanswered_is_reported_unknown(server):
     assert err.value.code == "outcome-unknown" and len(state.seen) == http_module.READ_LIKE_RETRIES + 1
 
 
-def test_a_change_that_writes_is_still_not_retried_after_a_gateway_timeout(server):
-    state, url = server
-    state.script = [504]
-    with pytest.raises(HyCloudError) as err:
-        Http(url, "key").json("POST", "/v1/copy", json={"src": "/a", "dst": "/b"})
-    assert err.value.code == "outcome-unknown" and len(state.seen) == 1
-
-
 def test_a_read_held_past_the_gateways_timeout_is_retried_and_then_reported(server):
     state, url = server
     state.script = [504] * 10
