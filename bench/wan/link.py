@@ -34,8 +34,10 @@ def require_loopback(listen: tuple[str, int]) -> None:
         raise ValueError("the link listens on loopback only")
 
 
-class WanLink:
-    """A client access link of set bandwidth (Mbit/s, 10^6 bit/s; None = unlimited) and RTT (ms)."""
+class BaseLink:
+    """What both link kinds share, so that either serves a benchmark: one constructor (bandwidth in
+    Mbit/s, 10^6 bit/s, None = unlimited; RTT in ms), the `with` block and the URL. A kind builds
+    its own state from the settings in `_prepare`, and runs in `start` and `close`."""
 
     def __init__(
         self,
@@ -50,11 +52,41 @@ class WanLink:
     ) -> None:
         require_loopback(listen)
         self.target = (target[0], int(target[1]))
-        self.shape = LinkShape(_bps(down_mbps), _bps(up_mbps), rtt_ms / 1000, handshake)
+        self.down_mbps, self.up_mbps, self.rtt_ms = down_mbps, up_mbps, rtt_ms
         self.listen = listen
         self.max_seconds = max_seconds
-        self.stats = LinkStats()
+        self.handshake = handshake
         self.address: tuple[str, int] | None = None
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """The kind's own state, from the settings (nothing runs yet)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        if self.address is None:
+            raise RuntimeError("link not started")
+        return f"http://{self.address[0]}:{self.address[1]}"
+
+
+class WanLink(BaseLink):
+    """A client access link of set bandwidth and RTT, on a thread of this process."""
+
+    def _prepare(self) -> None:
+        self.shape = LinkShape(_bps(self.down_mbps), _bps(self.up_mbps), self.rtt_ms / 1000, self.handshake)
+        self.stats = LinkStats()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -96,19 +128,7 @@ class WanLink:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # what benchmarks read
-
-    @property
-    def url(self) -> str:
-        if self.address is None:
-            raise RuntimeError("link not started")
-        return f"http://{self.address[0]}:{self.address[1]}"
 
     @property
     def bytes_up(self) -> int:

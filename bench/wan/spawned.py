@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any, Self
 
-from .link import DEFAULT_MAX_SECONDS, DEFAULT_TARGET, STOP_TIMEOUT, require_loopback
+from .link import STOP_TIMEOUT, BaseLink
 from .stats import ConnectionStats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,30 +27,17 @@ def _rate_arg(mbps: float | None) -> str:
     return "0" if mbps is None else repr(float(mbps))
 
 
-class SpawnedWanLink:
+class SpawnedWanLink(BaseLink):
     """WanLink's interface (url, bytes_up, bytes_down, reset_counters, connections, close) over a child process."""
 
-    def __init__(
-        self,
-        target: tuple[str, int] = DEFAULT_TARGET,
-        *,
-        down_mbps: float | None = 50,
-        up_mbps: float | None = 50,
-        rtt_ms: float = 100,
-        listen: tuple[str, int] = ("127.0.0.1", 0),
-        max_seconds: float = DEFAULT_MAX_SECONDS,
-        handshake: bool = True,
-    ) -> None:
-        require_loopback(listen)
-        self.target = (target[0], int(target[1]))
-        self.max_seconds = max_seconds
+    def _prepare(self) -> None:
+        target, listen = self.target, self.listen
         self._args = [
             *("--target", f"{target[0]}:{target[1]}", "--listen", f"{listen[0]}:{listen[1]}"),
-            *("--down", _rate_arg(down_mbps), "--up", _rate_arg(up_mbps), "--rtt", repr(float(rtt_ms))),
-            *("--max-seconds", repr(float(max_seconds)), "--control"),
-            *(() if handshake else ("--no-handshake",)),
+            *("--down", _rate_arg(self.down_mbps), "--up", _rate_arg(self.up_mbps)),
+            *("--rtt", repr(float(self.rtt_ms)), "--max-seconds", repr(float(self.max_seconds)), "--control"),
+            *(() if self.handshake else ("--no-handshake",)),
         ]
-        self.address: tuple[str, int] | None = None
         self._proc: subprocess.Popen | None = None
         self._final: dict[str, Any] | None = None
         self._lock = threading.Lock()
@@ -122,18 +109,6 @@ class SpawnedWanLink:
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def url(self) -> str:
-        if self.address is None:
-            raise RuntimeError("link not started")
-        return f"http://{self.address[0]}:{self.address[1]}"
 
     @property
     def bytes_up(self) -> int:
