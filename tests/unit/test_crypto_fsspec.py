@@ -22,18 +22,11 @@ from hycloud.fsspec_fs import HyCloudFileSystem
 from hycloud_core.crypto import keys
 from hycloud_core.crypto.chunks import DIR as CHUNK_DIR
 from tests.unit.client.cli_fake import FakeHyCloud, fake_get_files, fake_put_files
+from tests.unit.crypto_fakes import MARKER, FilesStore
 
-MARKER = b"KNOWN-PLAINTEXT-0123456789"
 
-
-class FakeCloudStore:
+class FakeCloudStore(FilesStore):
     """An encrypted folder's objects as files of the fake cloud under `root`."""
-
-    def __init__(self, cloud: FakeHyCloud, root: str) -> None:
-        self.cloud, self.root = cloud, root.rstrip("/")
-
-    def _p(self, rel: str) -> str:
-        return f"{self.root}/{rel}"
 
     def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
         return {
@@ -50,15 +43,8 @@ class FakeCloudStore:
                 self.cloud.add(self._p(rel), blob)
         return refused
 
-    def chunk_names(self) -> set[str]:
-        prefix = self._p(CHUNK_DIR) + "/"
-        return {p[len(prefix) :] for p in self.cloud.files if p.startswith(prefix)}
-
-    def remove(self, rel: str, folder: bool = False) -> None:
-        target = self._p(rel)
-        for p in [p for p in self.cloud.files if p == target or (folder and p.startswith(target + "/"))]:
-            del self.cloud.files[p]
-        for d in [d for d in self.cloud.dirs if folder and (d == target or d.startswith(target + "/"))]:
+    def _forget_dirs(self, dirs: Iterable[str]) -> None:
+        for d in dirs:
             del self.cloud.dirs[d]
 
     def listing(self, rel: str) -> dict[str, float]:

@@ -22,21 +22,17 @@ from hycloud.mount.fuse_ops import HyCloudFuse
 from hycloud_core.crypto.chunks import DIR as CHUNK_DIR
 from tests.unit.client.test_mount_writeback import FakeCloud, _ancestors
 from tests.unit.crypto_cli import cheap_keys
+from tests.unit.crypto_fakes import MARKER, FilesStore, put_through_sdk
 from tests.unit.test_crypto_folder import CHEAP
 
-MARKER = b"KNOWN-PLAINTEXT-0123456789"
 VAULT = "/data/vault"
 
 
-class FakeStore:
-    """An encrypted folder's objects as files of the fake cloud under `root` (what CloudStore does
-    through the SDK), so the mount's listings see its header and ciphertext."""
+class FakeStore(FilesStore):
+    """An encrypted folder's objects as files of the write-back tests' fake cloud under `root`,
+    so the mount's listings see its header and ciphertext."""
 
-    def __init__(self, cloud: FakeCloud, root: str) -> None:
-        self.cloud, self.root = cloud, root.rstrip("/")
-
-    def _p(self, rel: str) -> str:
-        return f"{self.root}/{rel}" if rel else self.root
+    cloud: FakeCloud
 
     def read_many(self, rels: Iterable[str]) -> dict[str, bytes | None]:
         return {r: self.cloud.files.get(self._p(r)) for r in rels}
@@ -52,16 +48,8 @@ class FakeStore:
                 self.cloud.dirs.update(_ancestors(self._p(rel)))
         return refused
 
-    def chunk_names(self) -> set[str]:
-        prefix = self._p(CHUNK_DIR) + "/"
-        return {p[len(prefix) :] for p in self.cloud.files if p.startswith(prefix)}
-
-    def remove(self, rel: str, folder: bool = False) -> None:
-        target = self._p(rel)
-        for p in [p for p in self.cloud.files if p == target or (folder and p.startswith(target + "/"))]:
-            del self.cloud.files[p]
-        if folder:
-            self.cloud.dirs = {d for d in self.cloud.dirs if d != target and not d.startswith(target + "/")}
+    def _forget_dirs(self, dirs: Iterable[str]) -> None:
+        self.cloud.dirs.difference_update(dirs)
 
     def listing(self, rel: str) -> dict[str, float]:
         prefix = self._p(rel) + "/"
@@ -122,12 +110,10 @@ def test_a_file_written_through_the_mount_is_sealed_and_reads_back_through_the_s
 
 def test_what_the_sdk_put_reads_decrypted_through_the_mount(mounted, tmp_path):
     ops, fake, folder = mounted
-    local = tmp_path / "in.bin"
-    local.write_bytes(os.urandom(300_000) + MARKER)
-    upload.put_file(folder, local, "in/put-secret.bin")
+    data = put_through_sdk(folder, tmp_path / "in.bin", "in/put-secret.bin", 300_000)
     ops.readdir("/data/vault", 0)
     assert ops.getattr("/data/vault/in")["st_mode"] & 0o040000
-    assert _read(ops, "/data/vault/in/put-secret.bin") == local.read_bytes()
+    assert _read(ops, "/data/vault/in/put-secret.bin") == data
     with pytest.raises(fuse.FuseOSError) as err:
         ops.getattr("/data/vault/in/absent.txt")
     assert err.value.errno == errno.ENOENT

@@ -6,18 +6,16 @@ server keeps answering 403 to writes (tests/unit/test_crypto_mount_dav.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from hycloud.encrypted import EncryptedFolder, files, upload
+from hycloud.encrypted import EncryptedFolder, files
 from hycloud.encrypted.counters import Counters
 from tests.unit.client.test_dav_caches import DavCloud, Gateway, cloud  # noqa: F401 (a fixture)
 from tests.unit.crypto_cli import cheap_keys
+from tests.unit.crypto_fakes import MARKER, put_through_sdk
 from tests.unit.test_crypto_folder import CHEAP
 from tests.unit.test_crypto_mount import VAULT, FakeStore
 
-MARKER = b"KNOWN-PLAINTEXT-0123456789"
 HOST = "http://127.0.0.1:8080"
 
 
@@ -62,10 +60,8 @@ def test_a_put_is_sealed_and_reads_back_through_the_sdk_and_a_get(dav):
 
 def test_what_the_sdk_put_is_listed_and_got_decrypted(dav, tmp_path):
     gateway, fake, folder = dav
-    local = tmp_path / "a.bin"
-    local.write_bytes(os.urandom(200_000) + MARKER)
-    upload.put_file(folder, local, "in/sdk-secret.bin")
-    assert gateway("GET", "/data/vault/in/sdk-secret.bin") == (200, local.read_bytes())
+    data = put_through_sdk(folder, tmp_path / "a.bin", "in/sdk-secret.bin", 200_000)
+    assert gateway("GET", "/data/vault/in/sdk-secret.bin") == (200, data)
     assert gateway("GET", "/data/vault/in/absent.bin")[0] == 404
 
 
