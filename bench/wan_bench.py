@@ -65,6 +65,19 @@ def trials(n: int, measure: Callable[[], float]) -> dict[str, float]:
     return summary([measure() for _ in range(n)])
 
 
+def both_ways(address: tuple[str, int], nbytes: int, n: int) -> dict[str, dict[str, float]]:
+    """Rate down, then up (bit/s), of `nbytes` through `address`: n trials each way."""
+    return {
+        "down": trials(n, lambda: download(address, nbytes)),
+        "up": trials(n, lambda: upload(address, nbytes)),
+    }
+
+
+def progress(text: str) -> None:
+    """A figure as soon as it is measured: a full run takes minutes."""
+    print(text, flush=True)
+
+
 def parallel_down(address: tuple[str, int], nbytes: int, conns: int) -> float:
     start = time.perf_counter()
     with ThreadPoolExecutor(conns) as pool:
@@ -79,22 +92,13 @@ def capacity(server: tuple[str, int], n: int) -> list[dict]:
         link = kind(server, down_mbps=None, up_mbps=None, rtt_ms=0).start() if kind else None
         address = link.address if link else server
         try:
-            rows.append(
-                {
-                    "path": name,
-                    "down_1": trials(n, lambda a=address: download(a, CAPACITY_BYTES)),
-                    "up_1": trials(n, lambda a=address: upload(a, CAPACITY_BYTES)),
-                    "down_4": trials(n, lambda a=address: parallel_down(a, CAPACITY_BYTES, 4)),
-                }
-            )
+            one = both_ways(address, CAPACITY_BYTES, n)
+            four = trials(n, lambda a=address: parallel_down(a, CAPACITY_BYTES, 4))
         finally:
             if link:
                 link.close()
-        print(
-            f"capacity {name}: {_mbit(rows[-1]['down_1'])} down, {_mbit(rows[-1]['up_1'])} up, "
-            f"{_mbit(rows[-1]['down_4'])} down x4",
-            flush=True,
-        )
+        rows.append({"path": name, "down_1": one["down"], "up_1": one["up"], "down_4": four})
+        progress(f"capacity {name}: {_mbit(one['down'])} down, {_mbit(one['up'])} up, {_mbit(four)} down x4")
     return rows
 
 
@@ -103,13 +107,11 @@ def accuracy(server: tuple[str, int], n: int) -> list[dict]:
     for mbps in SET_RATES:
         nbytes = max(4 * MB, int(mbps * MB / 8 * TRANSFER_SECONDS))
         with SpawnedWanLink(server, down_mbps=mbps, up_mbps=mbps, rtt_ms=100) as link:
-            down = trials(n, lambda a=link.address, b=nbytes: download(a, b))
-            up = trials(n, lambda a=link.address, b=nbytes: upload(a, b))
-        rows.append({"set_mbps": mbps, "bytes": nbytes, "down": down, "up": up})
-        print(
-            f"accuracy {mbps} Mbit/s: down {_mbit(down)} ({_err(down, mbps)}), "
-            f"up {_mbit(up)} ({_err(up, mbps)})",
-            flush=True,
+            rates = both_ways(link.address, nbytes, n)
+        rows.append({"set_mbps": mbps, "bytes": nbytes, **rates})
+        progress(
+            f"accuracy {mbps} Mbit/s: "
+            + ", ".join(f"{k} {_mbit(v)} ({_err(v, mbps)})" for k, v in rates.items())
         )
     return rows
 
@@ -129,10 +131,9 @@ def busy_client(server: tuple[str, int], n: int) -> list[dict]:
     try:
         for name, kind in {"WanLink (thread)": WanLink, "SpawnedWanLink": SpawnedWanLink}.items():
             with kind(server, down_mbps=50, up_mbps=50, rtt_ms=100) as link:
-                down = trials(n, lambda a=link.address: download(a, 8 * MB))
-                up = trials(n, lambda a=link.address: upload(a, 8 * MB))
-            rows.append({"path": name, "down": down, "up": up})
-            print(f"busy client, {name}: down {_mbit(down)}, up {_mbit(up)}", flush=True)
+                rates = both_ways(link.address, 8 * MB, n)
+            rows.append({"path": name, **rates})
+            progress(f"busy client, {name}: " + ", ".join(f"{k} {_mbit(v)}" for k, v in rates.items()))
     finally:
         stop.set()
         spinner.join()
@@ -153,10 +154,9 @@ def latency(server: tuple[str, int], n: int) -> dict:
             "new_connection_ms": summary([t * 1e3 for t in first]),
             "warm_ms": summary([t * 1e3 for t in warm]),
         }
-        print(
+        progress(
             f"latency {name}: warm {out[name]['warm_ms']['median']:.1f} ms, "
-            f"new connection {out[name]['new_connection_ms']['median']:.1f} ms",
-            flush=True,
+            f"new connection {out[name]['new_connection_ms']['median']:.1f} ms"
         )
     out["direct"] = {
         "new_connection_ms": summary([t * 1e3 for t in direct_first]),
