@@ -4,18 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hycloud_core.control.fop import (
-    FopQueue,
-    Operation,
-    OpKind,
-    blocking_partitions,
-    fop_priority,
-    marker_keys,
-    operation_from_item,
-    operation_to_item,
-    queue_sort_key,
-    related,
-)
+from hycloud_core.control import fop
+from hycloud_core.control.fop import FopQueue, Operation, OpKind
 
 PATHS = ["/a", "/a/b", "/a/b/c", "/a/d", "/e", "/e/f", "/g"]
 
@@ -30,9 +20,9 @@ def drain(queue: FopQueue) -> list[str]:
 
 def test_priority_is_arrival_plus_transfer_time():
     op = Operation("x", OpKind.DOWNLOAD, "/f", arrival=10.0, size=1000)
-    assert fop_priority(op, seconds_per_byte=0.01) == pytest.approx(20.0)
+    assert fop.fop_priority(op, seconds_per_byte=0.01) == pytest.approx(20.0)
     mkdir = Operation("y", OpKind.MKDIR, "/d", arrival=10.0)
-    assert fop_priority(mkdir, seconds_per_byte=0.01, directory_seconds=0.5) == pytest.approx(10.5)
+    assert fop.fop_priority(mkdir, seconds_per_byte=0.01, directory_seconds=0.5) == pytest.approx(10.5)
 
 
 def test_small_transfers_and_directory_ops_overtake_a_large_one():
@@ -70,9 +60,9 @@ def test_related_operations_wait_for_the_acknowledgement():
 
 def test_move_relates_both_ends():
     mv = Operation("m", OpKind.MOVE, "/a/x", 0.0, dest="/b/y")
-    assert related(mv, Operation("u", OpKind.UPLOAD, "/b", 0.0))
-    assert related(mv, Operation("u", OpKind.UPLOAD, "/a/x/z", 0.0))
-    assert not related(mv, Operation("u", OpKind.UPLOAD, "/a/y", 0.0))
+    assert fop.related(mv, Operation("u", OpKind.UPLOAD, "/b", 0.0))
+    assert fop.related(mv, Operation("u", OpKind.UPLOAD, "/a/x/z", 0.0))
+    assert not fop.related(mv, Operation("u", OpKind.UPLOAD, "/a/y", 0.0))
     queue = FopQueue()
     queue.submit(Operation("m", OpKind.MOVE, "/a/x", 0.0, dest="/a/y"))
     queue.submit(Operation("d", OpKind.DELETE, "/a/y", 0.0))
@@ -113,7 +103,7 @@ def test_never_reorders_related_operations_and_serves_smallest_ready_fop(specs, 
             for op in ops
             if op.op_id not in acked
             and op.op_id not in in_flight
-            and all(prev.op_id in acked for prev in ops[: int(op.op_id)] if related(prev, op))
+            and all(prev.op_id in acked for prev in ops[: int(op.op_id)] if fop.related(prev, op))
         ]
         if len(in_flight) < concurrency and ready:
             op = queue.next_ready()
@@ -135,7 +125,7 @@ def test_never_reorders_related_operations_and_serves_smallest_ready_fop(specs, 
 @settings(max_examples=300, deadline=None)
 @given(st.floats(0, 4e9), st.floats(0, 4e9), st.integers(0, 10**9), st.integers(0, 10**9))
 def test_sort_key_orders_like_the_priority(p1, p2, s1, s2):
-    k1, k2 = queue_sort_key(p1, s1), queue_sort_key(p2, s2)
+    k1, k2 = fop.queue_sort_key(p1, s1), fop.queue_sort_key(p2, s2)
     if round(p1 * 1e6) != round(p2 * 1e6):
         assert (k1 < k2) == (p1 < p2)
     else:
@@ -144,9 +134,9 @@ def test_sort_key_orders_like_the_priority(p1, p2, s1, s2):
 
 def test_operation_item_round_trip():
     op = Operation("id-1", OpKind.MOVE, "/a/b", 1234.5, 17, dest="/c")
-    item = operation_to_item(op)
+    item = fop.operation_to_item(op)
     assert not any(isinstance(v, float) for v in item.values())
-    assert operation_from_item(item) == op
+    assert fop.operation_from_item(item) == op
 
 
 op_strategy = st.builds(
@@ -162,6 +152,6 @@ op_strategy = st.builds(
 @settings(max_examples=500, deadline=None)
 @given(op_strategy, op_strategy)
 def test_dynamodb_markers_block_exactly_the_related_operations(earlier, later):
-    held = {pk for pk, _ in marker_keys(earlier, "u1", 7)}
-    assert bool(held & blocking_partitions(later, "u1")) == related(earlier, later)
-    assert not held & blocking_partitions(later, "u2")  # users never block each other
+    held = {pk for pk, _ in fop.marker_keys(earlier, "u1", 7)}
+    assert bool(held & fop.blocking_partitions(later, "u1")) == fop.related(earlier, later)
+    assert not held & fop.blocking_partitions(later, "u2")  # users never block each other

@@ -3,21 +3,24 @@ import pytest
 from hycloud_core.control.relay_adoption import RelayPool, Worker, WorkerState, congested, retire_candidate
 
 
+def reported(*workers: tuple[str, float, float], **settings) -> RelayPool:
+    """A pool of `(name, initial bandwidth, available bandwidth)` workers, each up and reported."""
+    pool = RelayPool(**settings)
+    for name, initial, available in workers:
+        pool.add(name, initial)
+        pool.report(name, available)
+    return pool
+
+
 def test_adds_only_when_every_worker_is_congested():
-    pool = RelayPool()
-    pool.add("w1", 100.0)
-    pool.add("w2", 100.0)
-    pool.report("w1", 20.0)
-    pool.report("w2", 21.0)
+    pool = reported(("w1", 100.0, 20.0), ("w2", 100.0, 21.0))
     assert not pool.adjust().add
     pool.report("w2", 20.0)
     assert pool.adjust().add
 
 
 def test_a_starting_worker_holds_back_further_adds_and_takes_no_transfer():
-    pool = RelayPool()
-    pool.add("w1", 100.0)
-    pool.report("w1", 0.0)
+    pool = reported(("w1", 100.0, 0.0))
     assert pool.adjust().add
     pool.add("w2", 100.0, starting=True)
     assert not pool.adjust().add
@@ -27,18 +30,12 @@ def test_a_starting_worker_holds_back_further_adds_and_takes_no_transfer():
 
 
 def test_max_workers_caps_growth():
-    pool = RelayPool(max_workers=1)
-    pool.add("w1", 100.0)
-    pool.report("w1", 0.0)
+    pool = reported(("w1", 100.0, 0.0), max_workers=1)
     assert not pool.adjust().add
 
 
 def test_retires_the_lowest_initial_bandwidth_lazily_when_all_are_at_leisure():
-    pool = RelayPool()
-    pool.add("fast", 200.0)
-    pool.add("slow", 100.0)
-    pool.report("fast", 150.0)
-    pool.report("slow", 59.0)
+    pool = reported(("fast", 200.0, 150.0), ("slow", 100.0, 59.0))
     assert pool.adjust().retire is None  # slow is below 60 % of its initial bandwidth
     pool.report("slow", 60.0)
     assert pool.adjust().retire == "slow"
@@ -54,10 +51,7 @@ def test_retires_the_lowest_initial_bandwidth_lazily_when_all_are_at_leisure():
 
 
 def test_dispatch_goes_to_the_highest_available_bandwidth():
-    pool = RelayPool()
-    for name, avail in (("a", 30.0), ("b", 70.0), ("c", 50.0)):
-        pool.add(name, 100.0)
-        pool.report(name, avail)
+    pool = reported(("a", 100.0, 30.0), ("b", 100.0, 70.0), ("c", 100.0, 50.0))
     assert pool.dispatch() == "b"
     assert pool.dispatch(min_available=80.0) is None
 
