@@ -11,13 +11,12 @@ import time
 
 import pytest
 
-from hycloud_core import content
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.trash import TrashArea, purge_trash
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.trash_records import TrashRecords
-from tests.conftest import MOTO_BUCKET
+from tests.unit.core.moto_content import put_large, stored
 
 DAY = 86400
 
@@ -29,17 +28,6 @@ def bob(moto_filesystems) -> FileSystem:
 
 def put(fs: FileSystem, path: str, data: bytes) -> None:
     fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
-
-
-def put_large(fs: FileSystem, path: str, data: bytes) -> str:
-    h = content.hash_bytes(data)
-    fs.s3.put_object(Bucket=MOTO_BUCKET, Key=content.object_key(h), Body=data)
-    fs.commit_stored(path, h, len(data), sha256=hashlib.sha256(data).hexdigest())
-    return h
-
-
-def stored(fs: FileSystem, h: str) -> bool:
-    return fs.s3.list_objects_v2(Bucket=MOTO_BUCKET, Prefix=content.object_key(h)).get("KeyCount", 0) == 1
 
 
 def tree(fs: FileSystem) -> str:

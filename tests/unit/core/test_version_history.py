@@ -18,6 +18,7 @@ from hycloud_core.fs.version_copies import VersionCopies
 from hycloud_core.fs.version_upkeep import purge_expired_versions
 from hycloud_core.store.version_records import VersionRecords
 from tests.conftest import MOTO_BUCKET
+from tests.unit.core.moto_content import put_large, stored
 
 DAY = 86400
 
@@ -33,20 +34,8 @@ def put(fs: FileSystem, path: str, data: bytes) -> None:
     fs.put_small(path, data, hashlib.sha256(data).hexdigest())
 
 
-def put_large(fs: FileSystem, path: str, data: bytes) -> str:
-    """Large content as a delta upload's result leaves it: stored at its address, then linked."""
-    h = content.hash_bytes(data)
-    fs.s3.put_object(Bucket=MOTO_BUCKET, Key=content.object_key(h), Body=data)
-    fs.commit_stored(path, h, len(data), sha256=hashlib.sha256(data).hexdigest())
-    return h
-
-
 def s3_bytes(fs: FileSystem, h: str) -> bytes:
     return fs.s3.get_object(Bucket=MOTO_BUCKET, Key=content.object_key(h))["Body"].read()
-
-
-def stored(fs: FileSystem, h: str) -> bool:
-    return fs.s3.list_objects_v2(Bucket=MOTO_BUCKET, Prefix=content.object_key(h)).get("KeyCount", 0) == 1
 
 
 def test_overwrite_keeps_the_old_small_version_and_restores_it(alice):
