@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hycloud_core.cost import load_prices, segments_bill, usage_from_sizes
+from hycloud_core.cost import segments_bill, usage_from_sizes
 from hycloud_core.cost.bill import FileMonth, Month, month_bills
 from hycloud_core.cost.segments_bill import (
     LIVE_SHARE,
@@ -15,9 +15,8 @@ from hycloud_core.cost.segments_bill import (
     with_lines,
 )
 from hycloud_core.cost.tiers import ColdShare, tiered_cost
+from tests.unit.core.cost.worked import GiB, KiB, MiB, P
 
-P = load_prices()
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 THRESHOLD = 2 * MiB
 
 COLD = FileMonth(16 * KiB, before=60.0)  # packed all month, 60-90 days unread

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from hycloud_core.cost import load_prices
 from hycloud_core.cost.access_meter import Meter, band
 from hycloud_core.cost.threshold_choice import (
     MAX_THRESHOLD,
@@ -16,9 +15,8 @@ from hycloud_core.cost.threshold_choice import (
     choose_for_user,
     move_cost,
 )
+from tests.unit.core.cost.worked import GiB, KiB, MiB, P
 
-P = load_prices()
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 ANY = Guard(min_files=1, min_days=0.0)
 N = 3000  # accesses per file and month: the access charges dwarf a month's storage of one file
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from hycloud_core.cost import load_prices, usage_from_sizes
+from hycloud_core.cost import usage_from_sizes
 from hycloud_core.cost.tiers import (
     ColdShare,
     FileAccess,
@@ -18,9 +18,8 @@ from hycloud_core.cost.tiers import (
     s3_tiered_gb_month,
     tiered_cost,
 )
+from tests.unit.core.cost.worked import GiB, KiB, MiB, P
 
-P = load_prices()
-GiB, KiB, MiB = 1 << 30, 1 << 10, 1 << 20
 ALL_COLD = ColdShare(1.0, 1.0, 1.0, months_held=math.inf)
 
 
