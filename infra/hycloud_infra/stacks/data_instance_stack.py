@@ -7,7 +7,7 @@ physical names of `regions.DataInstanceNames`, which is how the home controller 
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -18,12 +18,12 @@ from hycloud_core import constants as c
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket
 from ..constructs.delta_jobs import DeltaJobs
-from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.efs_volume import MOUNT_PATH
 from ..constructs.job_assets import JobAssets
-from ..constructs.reach import Reach
 from ..constructs.relay_jobs import RelayJobs
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, any_data_bucket, home_bucket, home_table, in_account
+from .groundwork import reached_volume, removal_policy, small_file_env
 
 
 class DataInstanceStack(Stack):
@@ -43,21 +43,15 @@ class DataInstanceStack(Stack):
         jobs run here for the user's optimal instance read and meter into (docs/GEO.md)."""
         super().__init__(scope, id, **kwargs)
         ctx = self.node.try_get_context
-        removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
+        removal = removal_policy(ctx)
         self.names = DataInstanceNames.of(self.stack_name, self.region, self.account)
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         bucket = content_bucket(self, removal_policy=removal, bucket_name=self.names.bucket)
-        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
-        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
+        volume = reached_volume(self, functions_dir=functions_dir, layer=layer, removal=removal)
         env = {
             c.ENV_BUCKET: bucket.bucket_name,
             c.ENV_EFS_ROOT: MOUNT_PATH,
-            c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
-            **(
-                {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
-                if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
-                else {}
-            ),
+            **small_file_env(ctx),
             c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         }
         assets = JobAssets(functions_dir, statemachines_dir, layer, env, volume.mount())

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -30,7 +30,6 @@ from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
 from ..constructs.job_assets import JobAssets
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
-from ..constructs.reach import Reach
 from ..constructs.relay_jobs import RelayJobs
 from ..constructs.segments import Segments
 from ..constructs.standby_replication import StandbyReplication
@@ -39,6 +38,7 @@ from ..constructs.web_app import WebApp
 from ..nag_suppressions import suppress_accepted_findings
 from ..regions import DataInstanceNames, any_data_bucket, in_account, instances_env
 from ..standby import StandbyNames
+from .groundwork import reached_volume, removal_policy, small_file_env
 
 
 def quota_defaults(ctx) -> dict[str, str]:
@@ -63,12 +63,7 @@ def instance_env(scope: Construct, stores: DataStores) -> dict[str, str]:
         c.ENV_BUCKET: stores.bucket.bucket_name,
         c.ENV_TABLE: stores.table.table_name,
         c.ENV_EFS_ROOT: MOUNT_PATH,
-        c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
-        **(
-            {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
-            if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
-            else {}
-        ),
+        **small_file_env(ctx),
         c.ENV_RELAY_CACHE_BYTES: str(ctx("hycloud:relayCacheBytes") or c.GiB),
         **(
             {c.ENV_VERSION_RETENTION_S: str(int(kept_s))}
@@ -125,12 +120,11 @@ class InstanceStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         ctx = self.node.try_get_context
-        removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
+        removal = removal_policy(ctx)
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         stream = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if standby else None  # docs/FAILOVER.md
         stores = DataStores(self, "Stores", removal_policy=removal, stream=stream)
-        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
-        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
+        volume = reached_volume(self, functions_dir=functions_dir, layer=layer, removal=removal)
         assets = JobAssets(
             functions_dir, statemachines_dir, layer, instance_env(self, stores), volume.mount()
         )

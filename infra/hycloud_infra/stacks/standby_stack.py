@@ -8,7 +8,7 @@ how the job in the home region reaches them. It runs relay and delta jobs of its
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from hycloud_core import constants as c
@@ -17,14 +17,14 @@ from hycloud_core.standby.status import ENV_ROLE
 from ..constructs.api_to_controller import ApiToController
 from ..constructs.core_layer import CoreLayer
 from ..constructs.data_stores import content_bucket, records_table
-from ..constructs.efs_volume import MOUNT_PATH, EfsVolume
+from ..constructs.efs_volume import MOUNT_PATH
 from ..constructs.job_assets import JobAssets
 from ..constructs.job_dispatcher import JobDispatcher, scheduling_env
 from ..constructs.python_function import python_function
-from ..constructs.reach import Reach
 from ..constructs.standby_jobs import StandbyJobs
 from ..nag_suppressions import suppress_accepted_findings
 from ..standby import StandbyNames
+from .groundwork import reached_volume, removal_policy, small_file_env
 
 
 class StandbyStack(Stack):
@@ -40,23 +40,17 @@ class StandbyStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         ctx = self.node.try_get_context
-        removal = RemovalPolicy.DESTROY if ctx("hycloud:removalPolicy") == "destroy" else RemovalPolicy.RETAIN
+        removal = removal_policy(ctx)
         self.names = StandbyNames.of(self.stack_name, self.region, self.account)
         layer = CoreLayer(self, "Core", layer_dir=layer_dir).layer
         table = records_table(self, removal_policy=removal, table_name=self.names.table)
         bucket = content_bucket(self, removal_policy=removal, bucket_name=self.names.bucket)
-        reach = Reach(self, "Reach", code_dir=functions_dir / "reach", layer=layer).function
-        volume = EfsVolume(self, "Efs", removal_policy=removal, reach=reach)
+        volume = reached_volume(self, functions_dir=functions_dir, layer=layer, removal=removal)
         env = {
             c.ENV_BUCKET: bucket.bucket_name,
             c.ENV_TABLE: table.table_name,
             c.ENV_EFS_ROOT: MOUNT_PATH,
-            c.ENV_SMALL_FILE_THRESHOLD: str(ctx("hycloud:smallFileThreshold") or 2 * c.MiB),
-            **(
-                {c.ENV_SMALL_FILE_THRESHOLD_FIXED: "true"}
-                if str(ctx("hycloud:smallFileThresholdFixed")).lower() == "true"
-                else {}
-            ),
+            **small_file_env(ctx),
             c.ENV_TREE_INLINE_LIMIT: str(1_000_000),  # no tree jobs here: moves and copies run inline
             ENV_ROLE: "standby",
             **scheduling_env(self),
