@@ -30,6 +30,12 @@ def data_stack_name(home_stack_name: str, region: str) -> str:
     return f"{home_stack_name}-{region}"
 
 
+def stack_bucket(stack_name: str, account: str) -> str:
+    """The content bucket a data instance or standby stack names from its own name and account
+    (bucket names are lower case and global; the account may be a token: no slicing)."""
+    return f"{stack_name.lower()}-{account}"
+
+
 def any_data_bucket(home_stack_name: str, account: str) -> str:
     """Every bucket a data instance of this app may name (`DataInstanceNames.bucket`): the rights
     the home functions need on an instance a migration puts on the ring after their deploy."""
@@ -66,7 +72,7 @@ class DataInstanceNames:
     def of(cls, stack_name: str, region: str, account: str) -> DataInstanceNames:
         return cls(
             region=region,
-            bucket=f"{stack_name.lower()}-{account}",  # account may be a token: no slicing
+            bucket=stack_bucket(stack_name, account),
             relay_state_machine=f"{stack_name}-Relay",
             delta_state_machine=f"{stack_name}-Delta",
         )

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from aws_cdk import Stack
 
+from .regions import stack_bucket
+
 
 def standby_region(value: object, home: str) -> str | None:
     region = str(value or "").strip()
@@ -34,7 +36,7 @@ class StandbyNames:
         return cls(
             region=region,
             table=f"{stack_name}-Table",
-            bucket=f"{stack_name.lower()}-{account}",
+            bucket=stack_bucket(stack_name, account),
             apply_function=f"{stack_name}-Apply",
         )
 
