@@ -36,6 +36,16 @@ def check_timeout(seconds: float) -> float:
     return seconds
 
 
+def cache_size_option(help: str, envvar: str | None = None) -> typer.models.OptionInfo:
+    """`--cache-size` of a command serving from the write-back cache: a size such as 512M or 2G."""
+    return typer.Option(envvar=envvar, parser=parse_size, metavar="SIZE", help=help)
+
+
+def metadata_timeout_option(help: str) -> typer.models.OptionInfo:
+    """`--metadata-timeout` of a command serving from the metadata cache: seconds, 0 to 3600."""
+    return typer.Option(callback=check_timeout, metavar="SECONDS", help=help)
+
+
 def check_cache_dir(cache_dir: Path | None, mountpoint: Path | None) -> str | None:
     """The cache folder, made if missing; never inside the mount point (its files would be written
     through the mount they cache)."""
@@ -70,22 +80,18 @@ def mount_command(
     ] = None,
     cache_size: Annotated[
         int,
-        typer.Option(
+        cache_size_option(
+            "Bound of the write-back cache, e.g. 512M or 4G (at least 16M). Past it, sent files are "
+            "dropped, least recently used first; if that is not enough, close() waits for the uploads.",
             envvar="HYCLOUD_MOUNT_CACHE_SIZE",
-            parser=parse_size,
-            metavar="SIZE",
-            help="Bound of the write-back cache, e.g. 512M or 4G (at least 16M). Past it, sent files "
-            "are dropped, least recently used first; if that is not enough, close() waits for the uploads.",
         ),
     ] = DEFAULT_CACHE,  # type: ignore[assignment]  # parsed by parse_size
     metadata_timeout: Annotated[
         float,
-        typer.Option(
-            callback=check_timeout,
-            metavar="SECONDS",
-            help="How long entries and folder listings are fresh (0 to 3600); older ones answer up "
+        metadata_timeout_option(
+            "How long entries and folder listings are fresh (0 to 3600); older ones answer up "
             "to 15 times this while refreshed in the background. Lower: other clients' changes "
-            "seen sooner; higher: fewer requests for big trees.",
+            "seen sooner; higher: fewer requests for big trees."
         ),
     ] = 2.0,
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .mount import DEFAULT_CACHE, check_cache_dir, check_timeout, parse_size
+from .mount import DEFAULT_CACHE, cache_size_option, check_cache_dir, metadata_timeout_option
 
 serve = typer.Typer(help="Serve HyCloud files over another protocol.", no_args_is_help=True)
 
@@ -36,20 +36,10 @@ def webdav(
         ),
     ] = None,
     cache_size: Annotated[
-        int,
-        typer.Option(
-            parser=parse_size,
-            metavar="SIZE",
-            help="Bound of the write-back cache, e.g. 512M or 4G (at least 16M).",
-        ),
+        int, cache_size_option("Bound of the write-back cache, e.g. 512M or 4G (at least 16M).")
     ] = DEFAULT_CACHE,  # type: ignore[assignment]  # parsed by parse_size
     metadata_timeout: Annotated[
-        float,
-        typer.Option(
-            callback=check_timeout,
-            metavar="SECONDS",
-            help="How long entries and folder listings are trusted (0 to 3600).",
-        ),
+        float, metadata_timeout_option("How long entries and folder listings are trusted (0 to 3600).")
     ] = 2.0,
 ) -> None:
     """Serve over WebDAV until Ctrl-C or SIGTERM. Log in with your user name and your API key as
