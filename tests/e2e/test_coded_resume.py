@@ -8,6 +8,7 @@ import os
 import pytest
 
 from hycloud.transfer import Progress
+from tests.progress_notes import Notes
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -21,15 +22,6 @@ class CutAfterFirstBlock(Progress):
     def advance(self, nbytes: int) -> None:
         super().advance(nbytes)
         raise Cut("connection lost")
-
-
-class Notes(Progress):
-    def __init__(self) -> None:
-        super().__init__()
-        self.notes: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
 
 
 def test_a_rerun_of_a_cut_coded_upload_resumes_and_says_so(alice, tmp_path):

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.loopback_http import serving
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 WEB_DIR = Path(__file__).resolve().parents[2] / "web"
@@ -82,16 +83,8 @@ def site(deployment, tmp: Path) -> Iterator[str]:
     root = tmp / "site"
     shutil.copytree(WEB_DIR, root)
     (root / "config.json").write_text(json.dumps({"apiUrl": deployment.api_url}))
-    handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://localhost:{server.server_address[1]}/index.html"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(functools.partial(_QuietHandler, directory=str(root))) as url:
+        yield url.replace("://127.0.0.1:", "://localhost:") + "/index.html"
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -11,7 +11,7 @@ import pytest
 from hycloud import http
 from hycloud.cli import bwlimit
 from hycloud_core.errors import BadRequestError
-from tests.unit.client.local_http import serving
+from tests.loopback_http import serving
 
 KiB = 1024
 

@@ -10,6 +10,7 @@ from hycloud.transfer import delta, download
 from hycloud.transfer.jobs import JobPoll, JobTimeout, follow_job
 from hycloud.transfer.progress import Progress
 from hycloud_core.errors import HyCloudError
+from tests.progress_notes import Notes
 
 
 class Api:
@@ -107,15 +108,6 @@ def test_a_delta_job_that_never_ends_times_out_with_its_own_error(monkeypatch):
     with pytest.raises(HyCloudError) as err:
         delta.wait_job(Api({"state": "running"}), "d", {"job": "d", "state": "running"})
     assert err.value.code == "delta-timeout" and "delta job d" in err.value.message
-
-
-class Notes(Progress):
-    def __init__(self) -> None:
-        super().__init__()
-        self.notes: list[str] = []
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
 
 
 def test_a_relay_says_its_queue_place_once_and_ends_ready(monkeypatch):

@@ -15,7 +15,7 @@ from hycloud import http as http_module
 from hycloud.cli import exit_codes
 from hycloud.http import Http
 from hycloud_core.errors import ConflictError, HyCloudError
-from tests.unit.client.local_http import serving
+from tests.loopback_http import serving
 
 
 class Scripted:

@@ -18,7 +18,7 @@ from hycloud_core import api_limits
 from hycloud_core.auth import READ_LIKE
 from hycloud_core.errors import HyCloudError
 from tests.conftest import load_function
-from tests.unit.client.local_http import serving
+from tests.loopback_http import serving
 
 GATEWAY = {  # what API Gateway itself answers (no controller error body)
     413: ("application/json", json.dumps({"message": "Request Too Long"})),

@@ -1,4 +1,5 @@
-"""A scripted HTTP server on 127.0.0.1 for the client's transport tests."""
+"""A server on 127.0.0.1 for tests: a scripted one for the client's transport, the web app's files
+for the browser tests (tests/e2e/webdriving.py)."""
 
 from __future__ import annotations
 
