@@ -20,7 +20,6 @@ import faulthandler
 import itertools
 import os
 import signal
-import stat
 import sys
 import tempfile
 import threading
@@ -40,6 +39,7 @@ from ..encrypted.roots import KnownRoots
 from ..encrypted.routing import Located
 from ..encrypted.view import SealedView
 from ..sdk import HyCloud, bundles
+from .attrs import dir_attrs, file_attrs
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .sealed import SealedFiles, SealedHandle
 from .watch import watch
@@ -167,11 +167,11 @@ class HyCloudFuse(fuse.Operations):
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
         if self.cache.is_dir(path):
-            return {**_times(time.time()), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
+            return dir_attrs(time.time())
         cached = self.cache.pending(path)
         if cached is not None:
             st = os.stat(cached.local)
-            return _file_attrs(st.st_size, st.st_mtime)
+            return file_attrs(st.st_size, st.st_mtime)
         where = self._inside(path)
         entry = self._entry(path) if where is None else None  # a sent file's cached copy matches it
         if where is None:  # the folder's listing just read may show a header; a miss asks once
@@ -181,8 +181,8 @@ class HyCloudFuse(fuse.Operations):
         if entry is None:
             raise fuse.FuseOSError(errno.ENOENT)
         if entry["type"] == "dir":
-            return {**_times(entry["mtime"]), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
-        return _file_attrs(entry["size"], entry["mtime"])
+            return dir_attrs(entry["mtime"])
+        return file_attrs(entry["size"], entry["mtime"])
 
     def _sealed_attrs(self, path: str, where: Located) -> dict:
         found = self.sealed.attrs(path, where)
@@ -433,22 +433,6 @@ class HyCloudFuse(fuse.Operations):
             except (HyCloudError, PermissionError):
                 lost.append(handle.path)
         return lost
-
-
-def _times(mtime: float) -> dict:
-    ns = int(mtime * 1e9)
-    return {"st_mtime": ns, "st_ctime": ns, "st_atime": ns}
-
-
-def _file_attrs(size: int, mtime: float) -> dict:
-    """`st_blocks` in 512-byte units, as `du` counts them (without it every file takes 0)."""
-    return {
-        **_times(mtime),
-        "st_mode": stat.S_IFREG | 0o644,
-        "st_nlink": 1,
-        "st_size": size,
-        "st_blocks": -(-size // 512),
-    }
 
 
 def _fuse_options(metadata_ttl: float) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from ..encrypted.routing import Located
 from ..encrypted.view import SealedView
+from .attrs import dir_attrs, file_attrs
 
 
 class SealedHandle:
@@ -140,22 +140,3 @@ class SealedFiles:
             held = [h for p, hs in self._open.items() if p == path or p.startswith(prefix) for h in hs]
         for handle in held:
             handle.commit()
-
-
-def _times(mtime: float) -> dict:
-    ns = int(mtime * 1e9)
-    return {"st_mtime": ns, "st_ctime": ns, "st_atime": ns}
-
-
-def dir_attrs(mtime: float) -> dict:
-    return {**_times(mtime), "st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, "st_size": 0}
-
-
-def file_attrs(size: int, mtime: float) -> dict:
-    return {
-        **_times(mtime),
-        "st_mode": stat.S_IFREG | 0o644,
-        "st_nlink": 1,
-        "st_size": size,
-        "st_blocks": -(-size // 512),
-    }
