@@ -52,6 +52,11 @@ def error_code(response: requests.Response) -> str | None:
         return None
 
 
+def add_key(deployment: Deployment, user: User, *flags: str) -> str:
+    """A new API key of `user` (`admin add-key`)."""
+    return json.loads(admin(deployment, "add-key", user.name, *flags).stdout)["api_key"]
+
+
 def whoami(deployment: Deployment, key: str) -> tuple[int, str | None]:
     response = call(deployment, key, "GET", "/v1/whoami")
     return response.status_code, response.json().get("user") if response.ok else error_code(response)
@@ -84,7 +89,7 @@ def key_id(token: str) -> str:
 # --- revocation and rotation --------------------------------------------------------------------
 def test_revoked_key_is_refused_at_once_and_other_keys_keep_working(deployment):
     user = new_user(deployment)
-    second = json.loads(admin(deployment, "add-key", user.name).stdout)["api_key"]
+    second = add_key(deployment, user)
     listed = json.loads(admin(deployment, "list-keys", user.name).stdout)
     assert sorted(k["key_id"] for k in listed["keys"]) == sorted([key_id(user.key), key_id(second)])
     assert whoami(deployment, user.key) == (200, user.name)
@@ -127,16 +132,22 @@ def test_rotation_with_grace_keeps_the_old_key_until_it_expires(deployment):
 
 
 # --- disabling and deleting ----------------------------------------------------------------------
-def test_disabled_user_is_refused_with_every_key_until_enabled(deployment):
+def with_two_keys_after(deployment: Deployment, command: str) -> tuple[User, tuple[str, str]]:
+    """A new user given a second key, then `admin COMMAND USER`: the user and both its keys."""
     user = new_user(deployment)
-    second = json.loads(admin(deployment, "add-key", user.name).stdout)["api_key"]
-    admin(deployment, "disable-user", user.name)
-    for key in (user.key, second):
+    second = add_key(deployment, user)
+    admin(deployment, command, user.name)
+    return user, (user.key, second)
+
+
+def test_disabled_user_is_refused_with_every_key_until_enabled(deployment):
+    user, keys = with_two_keys_after(deployment, "disable-user")
+    for key in keys:
         assert whoami(deployment, key) == (403, "user-disabled")
         assert put_small(deployment, key, "/x", b"x").status_code == 403
     admin(deployment, "enable-user", user.name)
     assert whoami(deployment, user.key) == (200, user.name)
-    assert put_small(deployment, second, "/x", b"x").status_code == 201
+    assert put_small(deployment, keys[1], "/x", b"x").status_code == 201
 
 
 def test_removing_the_profile_record_revokes_its_keys(deployment):
@@ -161,10 +172,8 @@ def test_delete_user_refuses_while_the_namespace_has_files(deployment):
 
 
 def test_deleted_user_leaves_a_tombstone_and_no_keys(deployment):
-    user = new_user(deployment)
-    second = json.loads(admin(deployment, "add-key", user.name).stdout)["api_key"]
-    admin(deployment, "delete-user", user.name)
-    for key in (user.key, second):
+    user, keys = with_two_keys_after(deployment, "delete-user")
+    for key in keys:
         assert whoami(deployment, key) == (403, "invalid-key")
         assert item(deployment, f"KEY#{key_id(key)}", "KEY") is None
     assert item(deployment, f"USER#{user.name}", "PROFILE") is None
@@ -242,7 +251,7 @@ def reader(deployment) -> tuple[User, str]:
     """A user with one file, and a read-only key of theirs."""
     user = new_user(deployment)
     assert put_small(deployment, user.key, "/doc.txt", b"read me").status_code == 201
-    token = json.loads(admin(deployment, "add-key", user.name, "--read-only").stdout)["api_key"]
+    token = add_key(deployment, user, "--read-only")
     return user, token
 
 
