@@ -32,3 +32,16 @@ def proxy_api(apigw: Any, function_arn: str, stage: str, **api: Any) -> str:
     )
     apigw.create_deployment(restApiId=api_id, stageName=stage)
     return api_id
+
+
+def delete_role(iam: Any, role: str, policy: str) -> None:
+    """Delete a probe's role and its one inline `policy`."""
+    iam.delete_role_policy(RoleName=role, PolicyName=policy)
+    iam.delete_role(RoleName=role)
+
+
+def delete_bucket(s3: Any, bucket: str) -> None:
+    """Delete a probe's bucket, emptied first (S3 keeps a bucket that holds objects)."""
+    for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
+        s3.delete_object(Bucket=bucket, Key=obj["Key"])
+    s3.delete_bucket(Bucket=bucket)

@@ -21,7 +21,7 @@ import requests
 
 from hycloud_core import api_limits
 from infra.local import deploy as local
-from tests.lambda_probes import proxy_api, zip_bytes
+from tests.lambda_probes import delete_bucket, delete_role, proxy_api, zip_bytes
 
 sys.path.insert(0, str(local.ROOT / "infra/local/lambda_executor"))
 from hycloud_local_lambda import guard  # noqa: E402
@@ -99,11 +99,8 @@ def probe(deployment):
     finally:
         apigw.delete_rest_api(restApiId=api)
         lam.delete_function(FunctionName=name)
-        iam.delete_role_policy(RoleName=name, PolicyName="notes")
-        iam.delete_role(RoleName=name)
-        for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=obj["Key"])
-        s3.delete_bucket(Bucket=bucket)
+        delete_role(iam, name, "notes")
+        delete_bucket(s3, bucket)
 
 
 def noted(probe, key: str) -> bool:

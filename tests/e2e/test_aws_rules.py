@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from infra.local import deploy as local
-from tests.lambda_probes import zip_bytes
+from tests.lambda_probes import delete_bucket, delete_role, zip_bytes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -92,11 +92,8 @@ def probe(deployment):
     finally:
         for name in names.values():
             lam.delete_function(FunctionName=name)
-        iam.delete_role_policy(RoleName=role_name, PolicyName="get-only")
-        iam.delete_role(RoleName=role_name)
-        for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=obj["Key"])
-        s3.delete_bucket(Bucket=bucket)
+        delete_role(iam, role_name, "get-only")
+        delete_bucket(s3, bucket)
 
 
 def call(probe, kind: str, event: dict) -> tuple[dict, dict]:
