@@ -47,6 +47,15 @@ def _replaced(pattern: str, new: str, url: str) -> str:
     return changed
 
 
+def _tampered(url: str, how: str, mine: str, other: str) -> str:
+    """`url` altered as `how` says: pointed at the `other` key, its signature zeroed, or dated 2020."""
+    return {
+        "key": url.replace(mine, other),
+        "signature": _zero_signature(url),
+        "date-2020": _dated_2020(url),
+    }[how]
+
+
 def _zero_signature(url: str) -> str:
     return _replaced(r"X-Amz-Signature=[0-9a-f]{64}", "X-Amz-Signature=" + "0" * 64, url)
 
@@ -74,12 +83,7 @@ def test_tampered_presigned_get_is_refused(bucket, tamper):
     mine, other = f"presign/{uuid.uuid4().hex}", f"presign/{uuid.uuid4().hex}"
     _stored(s3, name, mine, b"mine")
     _stored(s3, name, other, b"someone else's secret")
-    url = _get_url(s3, name, mine)
-    url = {
-        "key": url.replace(mine, other),
-        "signature": _zero_signature(url),
-        "date-2020": _dated_2020(url),
-    }[tamper]
+    url = _tampered(_get_url(s3, name, mine), tamper, mine, other)
     got = requests.get(url, timeout=PUT_TIMEOUT_S)
     assert got.status_code == 403, (got.status_code, got.content[:200])
     assert b"someone else" not in got.content and b"mine" not in got.content
@@ -99,12 +103,7 @@ def test_expired_presigned_get_is_refused(bucket):
 def test_tampered_presigned_put_stores_nothing(bucket, tamper):
     s3, name = bucket
     mine, other = f"presign/{uuid.uuid4().hex}", f"presign/{uuid.uuid4().hex}"
-    url = _put_url(s3, name, mine)
-    url = {
-        "key": url.replace(mine, other),
-        "signature": _zero_signature(url),
-        "date-2020": _dated_2020(url),
-    }[tamper]
+    url = _tampered(_put_url(s3, name, mine), tamper, mine, other)
     put = requests.put(url, data=b"planted", timeout=PUT_TIMEOUT_S)
     assert put.status_code == 403, (put.status_code, put.content[:200])
     assert not _exists(s3, name, mine) and not _exists(s3, name, other)
