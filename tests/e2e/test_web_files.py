@@ -22,15 +22,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from tests.e2e.webdriving import (
-    chrome,
     click,
     dialog_ok,
     downloaded,
-    login,
+    logged_in,
     names,
     row,
     screenshot,
-    site,
     wait_for,
 )
 
@@ -61,14 +59,8 @@ PDF = (
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, deployment, alice):
-    downloads = tmp_path_factory.mktemp("downloads")
-    driver = chrome(downloads, DESKTOP, 900)
-    with site(deployment, tmp_path_factory.mktemp("web")) as url:
-        try:
-            login(driver, url, alice.key)
-            yield driver
-        finally:
-            driver.quit()
+    with logged_in(deployment, tmp_path_factory, alice.key) as driver:
+        yield driver
 
 
 @pytest.fixture

@@ -26,15 +26,13 @@ from selenium.webdriver.common.by import By
 
 from tests.e2e.admin_cli import make_user
 from tests.e2e.webdriving import (
-    chrome,
     click,
     dialog_ok,
-    login,
+    logged_in,
     message,
     names,
     row,
     screenshot,
-    site,
     wait_for,
 )
 
@@ -51,13 +49,8 @@ def user(deployment):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, deployment, user):
-    driver = chrome(tmp_path_factory.mktemp("downloads"), DESKTOP, 900)
-    with site(deployment, tmp_path_factory.mktemp("web")) as url:
-        try:
-            login(driver, url, user.key)
-            yield driver
-        finally:
-            driver.quit()
+    with logged_in(deployment, tmp_path_factory, user.key) as driver:
+        yield driver
 
 
 def width(browser, px: int | None) -> None:

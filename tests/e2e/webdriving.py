@@ -60,6 +60,19 @@ def chrome(downloads: Path, width: int = 1280, height: int = 900) -> webdriver.C
     return driver
 
 
+@contextmanager
+def logged_in(deployment, tmp_path_factory, key: str) -> Iterator[webdriver.Chrome]:
+    """A module's desktop-sized (1280 x 900) headless Chromium, logged in to the web app with `key`
+    (downloading into a temp folder); quit on exit."""
+    driver = chrome(tmp_path_factory.mktemp("downloads"), 1280, 900)
+    with site(deployment, tmp_path_factory.mktemp("web")) as url:
+        try:
+            login(driver, url, key)
+            yield driver
+        finally:
+            driver.quit()
+
+
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
     """A desktop-sized headless Chromium downloading into tmp_path/downloads (import it as a
