@@ -112,12 +112,13 @@ def test_request_metric_is_published_as_emf_by_route_and_status(deployment, alic
     assert {"route", "status", "service"} <= set(dimensions)
 
 
-def relay_function_name(deployment) -> str:
+def function_named(deployment, part: str) -> str:
+    """The one deployed function whose name holds `part` (CDK makes up the rest of each name)."""
     names = [
         fn["FunctionName"]
         for page in deployment.client("lambda").get_paginator("list_functions").paginate()
         for fn in page["Functions"]
-        if "RelayFetch" in fn["FunctionName"]
+        if part in fn["FunctionName"]
     ]
     assert len(names) == 1, names
     return names[0]
@@ -135,22 +136,11 @@ def test_relay_job_publishes_bytes_relayed_and_its_duration(deployment, alice, t
     def mine(lines):
         return [line for line in emf(lines, "BytesRelayed") if value(line, "BytesRelayed") == size]
 
-    found = mine(log_lines(deployment, relay_function_name(deployment), since, mine))
+    found = mine(log_lines(deployment, function_named(deployment, "RelayFetch"), since, mine))
     assert len(found) == 1
     assert found[0]["job"] == "relay" and 0 < value(found[0], "JobDuration") < 900_000
     units = {m["Name"]: m["Unit"] for m in found[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert units["BytesRelayed"] == "Bytes" and units["JobDuration"] == "Milliseconds"
-
-
-def delta_function_name(deployment) -> str:
-    names = [
-        fn["FunctionName"]
-        for page in deployment.client("lambda").get_paginator("list_functions").paginate()
-        for fn in page["Functions"]
-        if "-Delta" in fn["FunctionName"]
-    ]
-    assert len(names) == 1, names
-    return names[0]
 
 
 @pytest.mark.exclusive
@@ -171,7 +161,7 @@ def test_delta_job_publishes_the_bytes_it_did_not_send(deployment, alice, tmp_pa
     def mine(lines):
         return [line for line in emf(lines, "DeltaSavedBytes") if line.get("job") == "delta-encode"]
 
-    found = mine(log_lines(deployment, delta_function_name(deployment), since, mine))
+    found = mine(log_lines(deployment, function_named(deployment, "-Delta"), since, mine))
     assert len(found) == 1
     assert value(found[0], "DeltaSavedBytes") == len(v2) - out["received_bytes"], out
     assert value(found[0], "DeltaSavedBytes") > 0.99 * len(v2)
