@@ -119,20 +119,23 @@ class Client:
         path = self._private()
         self._set(path, self.put(path, large=True))
 
-    def op_cp(self) -> None:
+    def _copy(self, call) -> str | None:
+        """cp or mv (`call`) from one private path to another, the model following; the source,
+        or None when there was nothing to do (the same path twice, or no file there)."""
         src, dst = self._private(), self._private()
         if src == dst or self.model.get(src) is None:
-            return
-        self.sdk.cp(src, dst)
+            return None
+        call(src, dst)
         self._set(dst, self.model[src], self.locals.get(src))
+        return src
+
+    def op_cp(self) -> None:
+        self._copy(self.sdk.cp)
 
     def op_mv(self) -> None:
-        src, dst = self._private(), self._private()
-        if src == dst or self.model.get(src) is None:
-            return
-        self.sdk.mv(src, dst)
-        self._set(dst, self.model[src], self.locals.get(src))
-        self._set(src, None)
+        src = self._copy(self.sdk.mv)
+        if src is not None:
+            self._set(src, None)
 
     def op_rm(self) -> None:
         path = self._private()
