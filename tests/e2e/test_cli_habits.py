@@ -7,29 +7,18 @@ import json
 import os
 import re
 import subprocess
-import uuid
-
-import pytest
 
 from hycloud.cli import exit_codes
 from hycloud_core import content
-from tests.e2e.conftest import HYCLOUD, User, _make_user
+from tests.e2e.conftest import HYCLOUD, User
+from tests.e2e.module_user import fresh_home, module_user
 
 MiB = 1024 * 1024
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
-@pytest.fixture(scope="module")
-def user(deployment) -> User:
-    return _make_user(deployment, "habits")
-
-
-@pytest.fixture
-def home(user) -> str:
-    """A fresh remote folder for one test."""
-    path = f"/h-{uuid.uuid4().hex[:8]}"
-    user.sdk().mkdir(path)  # in-process: the folder is the setting, not what is tested
-    return path
+user = module_user("habits")
+home = fresh_home("h")
 
 
 def cli_json(user: User, *args: str):

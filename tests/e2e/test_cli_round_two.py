@@ -10,27 +10,17 @@ import json
 import os
 import subprocess
 import time
-import uuid
-
-import pytest
 
 from hycloud.cli import exit_codes
-from tests.e2e.conftest import HYCLOUD, User, _make_user
+from tests.e2e.conftest import HYCLOUD, User
+from tests.e2e.module_user import fresh_home, module_user
 
 MiB = 1024 * 1024
 Y2020 = 1_577_836_800
 
 
-@pytest.fixture(scope="module")
-def user(deployment) -> User:
-    return _make_user(deployment, "round2")
-
-
-@pytest.fixture
-def home(user) -> str:
-    path = f"/r2-{uuid.uuid4().hex[:8]}"
-    user.sdk().mkdir(path)  # in-process: the folder is the setting, not what is tested
-    return path
+user = module_user("round2")
+home = fresh_home("r2")
 
 
 def stdout_bytes(user: User, *args: str, cwd: str | None = None) -> bytes:
