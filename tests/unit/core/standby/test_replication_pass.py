@@ -11,42 +11,11 @@ import pytest
 
 from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.merkle.remote_diff import differences
-from hycloud_core.standby.apply import apply_ops
-from hycloud_core.standby.records_copy import object_copier
-from hycloud_core.standby.replicate import Standby, run_pass
+from hycloud_core.standby.replicate import run_pass
 from hycloud_core.standby.status import ReplicationStatus
 from hycloud_core.store.merkle_records import MerkleRecords
-from hycloud_core.store.objects import Objects
-from hycloud_core.store.records import Records
-from tests.conftest import MOTO_BUCKET, make_stores
-
-USER = "u-1"
-
-
-@pytest.fixture
-def pair(moto_filesystems, tmp_path):
-    make_stores("standby-content", "standby-table")
-    records = Records("standby-table")
-    s3 = moto_filesystems.s3
-    standby_ns = str(tmp_path / "standby")
-
-    def standby_fs(user: str) -> FileSystem:
-        objects = Objects(records.table, s3, "standby-content")
-        return FileSystem(user, Namespace(standby_ns, user), records, objects, s3, "standby-content")
-
-    records_table = moto_filesystems.records.table
-    records_table.put_item(Item={"pk": f"USERID#{USER}", "sk": "ID", "name": "ann", "state": "active"})
-    standby = Standby(
-        records.table,
-        lambda user, ops: apply_ops(standby_fs(user), ops),
-        object_copier(s3, MOTO_BUCKET, s3, "standby-content"),
-    )
-    primary = moto_filesystems.fs(USER)
-    return primary, standby_fs(USER), standby, str(tmp_path / "ns")
-
-
-def put(fs: FileSystem, path: str, data: bytes) -> None:
-    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
+from tests.conftest import MOTO_BUCKET
+from tests.unit.core.standby.conftest import USER, put
 
 
 def roots(primary: FileSystem, standby: FileSystem) -> tuple[str, str]:
