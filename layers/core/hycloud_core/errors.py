@@ -7,6 +7,7 @@ and an exit code without parsing messages.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -28,6 +29,14 @@ class HyCloudError(Exception):
 
 class BadRequestError(HyCloudError):
     status, code = 400, "bad-request"
+
+
+def checked_match(value: object, pattern: re.Pattern[str], message: str, code: str) -> str:
+    """`value` if it is a string `pattern` matches, else a 400 saying `message`: how an id from a
+    request is checked before it names a record, a file or an execution."""
+    if not isinstance(value, str) or not pattern.match(value):
+        raise BadRequestError(message, code=code)
+    return value
 
 
 class InvalidPathError(BadRequestError):

@@ -20,7 +20,7 @@ import secrets
 from typing import Any
 
 from ..atomic import atomic_write
-from ..errors import BadRequestError
+from ..errors import BadRequestError, checked_match
 
 KINDS = ("dl", "ul", "relay")
 _KEY = re.compile(r"^(dl|ul|relay)-[0-9a-f]{40}$")
@@ -55,9 +55,7 @@ def execution_name(key: str, attempt: int) -> str:
 
 def checked_job_id(value: object) -> str:
     """A job id (an execution name) from a request, or a 400."""
-    if not isinstance(value, str) or not _JOB.match(value):
-        raise BadRequestError("job id is malformed", code="bad-job")
-    return value
+    return checked_match(value, _JOB, "job id is malformed", "bad-job")
 
 
 def key_of(job: str) -> str:
@@ -73,9 +71,7 @@ def new_bundle_job() -> str:
 
 def checked_bundle_job(value: object) -> str:
     """A bundle job's name (an execution name, not a ledger job), or a 400."""
-    if not isinstance(value, str) or not _BUNDLE_JOB.match(value):
-        raise BadRequestError("bundle job id is malformed", code="bad-job")
-    return value
+    return checked_match(value, _BUNDLE_JOB, "bundle job id is malformed", "bad-job")
 
 
 def staging_file(staging_dir: str, job: str, suffix: str) -> str:
