@@ -16,36 +16,32 @@ The shape is shared: the API answers `TrashItem.to_dict()` and the client checks
 
 from __future__ import annotations
 
-import re
-import secrets
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
 from ..errors import BadRequestError
+from . import time_ids
 
 PREFIX = "TRASH#"
 ITEM = "I#"
 SETTINGS = "SETTINGS"
-ID_PATTERN = r"^[0-9]{13}-[0-9a-f]{8}$"
-_ID = re.compile(ID_PATTERN)
+ID_PATTERN = time_ids.ID_PATTERN
 
 
 def new_item_id(now: float) -> str:
     """Time-ordered (milliseconds) with a random tail, so two items trashed in one millisecond differ."""
-    return f"{int(now * 1000):013d}-{secrets.token_hex(4)}"
+    return time_ids.new_id(now)
 
 
 def checked_item_id(value: object) -> str:
     """An item id as a client gave it, or a 400: it names a folder on EFS and a DynamoDB key."""
-    if not isinstance(value, str) or not _ID.match(value):
-        raise BadRequestError("a trash item looks like 1764400000000-0a1b2c3d", code="bad-trash-item")
-    return value
+    return time_ids.checked_id(value, "a trash item looks like 1764400000000-0a1b2c3d", "bad-trash-item")
 
 
 def trashed_at(item_id: str) -> float:
     """When the item went to the trash, read from its id (seconds)."""
-    return int(item_id.split("-", 1)[0]) / 1000
+    return time_ids.made_at(item_id)
 
 
 @dataclass(frozen=True)

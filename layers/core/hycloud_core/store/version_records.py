@@ -18,35 +18,30 @@ is read or written (the CLI starts without boto3).
 
 from __future__ import annotations
 
-import re
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadRequestError
+from . import time_ids
 
 if TYPE_CHECKING:
     from boto3.dynamodb.conditions import ConditionBase
 
 PREFIX = "VER#"
 SEPARATOR = "//"
-ID_PATTERN = r"^[0-9]{13}-[0-9a-f]{8}$"
-_ID = re.compile(ID_PATTERN)
+ID_PATTERN = time_ids.ID_PATTERN
 REASONS = ("overwrite", "delete")
 
 
 def new_version_id(now: float) -> str:
     """Time-ordered (milliseconds) with a random tail, so two versions kept in one millisecond differ."""
-    return f"{int(now * 1000):013d}-{secrets.token_hex(4)}"
+    return time_ids.new_id(now)
 
 
 def checked_version_id(value: object) -> str:
     """A version id as a client gave it, or a 400: it becomes part of a DynamoDB key."""
-    if not isinstance(value, str) or not _ID.match(value):
-        raise BadRequestError("version must look like 1764400000000-0a1b2c3d", code="bad-version-id")
-    return value
+    return time_ids.checked_id(value, "version must look like 1764400000000-0a1b2c3d", "bad-version-id")
 
 
 @dataclass(frozen=True)
