@@ -5,16 +5,30 @@ Ops (standby/namespace_copy.py): `dir`, `small` (bytes, sha256, mtime, mode), `l
 file's link file as the primary holds it; its content is in the standby's bucket already,
 records_copy.py), `remove` (a file or a whole folder). A failed op is reported, not raised, so
 the rest of the batch still lands and the pass is recorded as not in step.
+
+The primary's trash and history are copied as the primary holds them (standby/kept_copy.py), so
+these ops keep none of their own: a replicated overwrite keeps no version and a replicated
+removal is for good (the primary's item and version come by the kept ops). Kept ops: `dir`,
+`small`, `link` with `trash` (an item id) write into that item's folder of the trash area, with
+no records (a restore indexes what it puts back); `trash-item` starts an item's folder afresh,
+`trash-purge` removes it; `version` keeps a small version's bytes by hash, `version-drop` removes
+bytes no version names any more.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
+import shutil
 from typing import Any
 
-from .. import paths
-from ..errors import HyCloudError, NotFoundError
+from .. import content, paths
+from ..errors import BadRequestError, HyCloudError, NotFoundError
+from ..fs.namespace import Namespace, file_mode
 from ..fs.operations import FileSystem
+from ..fs.trash import TrashArea
+from ..fs.version_copies import VersionCopies
 from ..linkfile import LinkFile
 
 
@@ -28,17 +42,65 @@ def _link(fs: FileSystem, op: dict[str, Any]) -> None:
 
 
 def _remove(fs: FileSystem, path: str) -> None:
+    """For good: what the primary kept of it (trash item, version) comes by the kept ops."""
     try:
         entry = fs.ns.stat(path)
     except NotFoundError:
         return
     if entry.type == "dir":
         fs.rmdir(path, recursive=True)
+        return
+    fs.ns.unlink(path)
+    fs.records.delete_file(fs.user, path)
+    fs.merkle.removed(path)
+
+
+def _efs_root(fs: FileSystem) -> str:
+    return os.path.dirname(fs.ns.root)
+
+
+def apply_trash_op(fs: FileSystem, op: dict[str, Any]) -> None:
+    """An op on one item of the standby's trash area (EFS only: its record is the job's to write)."""
+    kind, area = op["op"], TrashArea(_efs_root(fs), fs.user)
+    folder = area.folder(op["trash"])
+    if kind == "trash-purge":
+        area.purge(op["trash"])
+        fs.records.purge_trashed(fs.user, op["trash"])
+        return
+    if kind == "trash-item":  # an earlier copy cut short is started over
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        return
+    ns, path = Namespace(area.root, op["trash"]), op["path"]
+    if kind == "dir":
+        ns.mkdir(path, parents=True)
+    elif kind == "small":
+        data = base64.b64decode(op["data"])
+        ns.write(path, data, parents=True, mode=file_mode(op.get("mode") or 0o640), mtime=op.get("mtime"))
+    elif kind == "link":
+        ns.write_link(path, LinkFile.from_bytes(base64.b64decode(op["data"])), parents=True)
     else:
-        fs.delete(path)
+        raise HyCloudError(f"unknown trash op {kind!r}", code="bad-op", status=400)
+
+
+def apply_version_op(fs: FileSystem, op: dict[str, Any]) -> None:
+    """A small version's bytes kept (checked against their hash) or dropped, by content hash."""
+    copies = VersionCopies(_efs_root(fs), fs.user)
+    if op["op"] == "version-drop":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(copies.path(op["hash"]))
+        return
+    data = base64.b64decode(op["data"])
+    if content.hash_bytes(data) != op["hash"]:
+        raise BadRequestError("a version's bytes do not match its hash", code="bad-op")
+    copies.keep_bytes(data, op["hash"])
 
 
 def apply_op(fs: FileSystem, op: dict[str, Any]) -> None:
+    if "trash" in op:
+        return apply_trash_op(fs, op)
+    if op["op"] in ("version", "version-drop"):
+        return apply_version_op(fs, op)
     kind, path = op["op"], op["path"]
     if kind == "dir":
         fs.mkdir(path, parents=True)
@@ -54,6 +116,7 @@ def apply_op(fs: FileSystem, op: dict[str, Any]) -> None:
 
 
 def apply_ops(fs: FileSystem, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    fs.retain_s = 0  # the primary's versions are copied as they are, none made here
     failed = []
     for op in ops:
         try:

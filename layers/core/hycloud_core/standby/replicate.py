@@ -1,5 +1,5 @@
-"""One pass of the namespace job: every user's namespace brought in step by Merkle exchange, then
-the status. Records reach the standby by the table's stream (record_stream.py); the pass copies
+"""One pass of the namespace job: every user's namespace brought in step by Merkle exchange, and
+what the user's trash and version history keep (kept_copy.py), then the status. Records reach the standby by the table's stream (record_stream.py); the pass copies
 them by scan only as a backfill: on its first full pass, or when asked (`backfill`).
 
 Runs in the primary's region with the primary's EFS mounted (functions/replicator); it reaches the
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from .kept_copy import copy_kept
 from .namespace_copy import Op, copy_namespace
 from .records_copy import copy_object_record, copy_records
 from .status import ReplicationStatus
@@ -134,7 +135,12 @@ def run_pass(
                 **cursor,
             }
         got = copy_namespace(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
-        cursor.update(after=user, ops=cursor["ops"] + got["ops"], failed=cursor["failed"] + got["failed"])
+        kept = copy_kept(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
+        cursor.update(
+            after=user,
+            ops=cursor["ops"] + got["ops"] + kept["ops"],
+            failed=cursor["failed"] + got["failed"] + kept["failed"],
+        )
         done_now += 1
         if time.monotonic() - saved_at > SAVE_EVERY_S:  # an invocation cut short resumes from here
             _save_cursor(primary_table, users, cursor)

@@ -26,7 +26,7 @@ def pair(moto_filesystems, tmp_path) -> tuple[FileSystem, FileSystem, Standby, s
     make_stores(STANDBY_BUCKET, "standby-table")
     records = Records("standby-table")
     s3 = moto_filesystems.s3
-    standby_ns = str(tmp_path / "standby")
+    standby_ns = str(tmp_path / "standby" / "ns")  # its own EFS: trash and versions areas apart
 
     def standby_fs(user: str) -> FileSystem:
         objects = Objects(records.table, s3, STANDBY_BUCKET)

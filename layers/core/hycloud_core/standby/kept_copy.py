@@ -1,0 +1,169 @@
+"""What a user's trash and version history keep, brought in step on the standby (issue 31).
+
+Neither lives in the namespace the Merkle exchange compares (namespace_copy.py): the trash is a
+tree of its own on EFS (`trash/<user>/<item id>/<name>`) with one `TRASH#<user>` record per item,
+and the history is `VER#<user>` records naming a small version's bytes in the versions area on EFS
+(`versions/<user>/<hh>/<hash>`) or a large version's object. So, per user, both partitions of the
+primary's table are compared with the standby's, and only what differs is sent:
+
+- an item the standby lacks: its tree read from the primary's trash (a packed file as its bytes),
+  sent to the apply function as trash ops, each link file's object and content copied first;
+  its record is written last, so a standby record always names a tree the standby holds. Items
+  never change once taken (they are only restored or purged), so one copy is enough;
+- an item the standby has and the primary no longer does (restored, emptied, purged): its tree
+  removed on the standby, then its record;
+- a version record that is new or changed: its content first (a small version's bytes, unless a
+  standby record names them already; a large version's object record and content), then the
+  record, as the primary wrote it (same version id, time and author);
+- a version record the primary dropped: the record deleted, then bytes no record names any more.
+
+The trash's folder entries (`NS#` items below the trash's root) are not copied: folder ids are
+each table's own, and a restore indexes the tree it puts back from EFS (fs/trash.py).
+Cost per user and pass: one query of each partition on each table, then writes for what differs.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from ..fs.namespace import Namespace
+from ..fs.trash import TrashArea
+from ..fs.version_copies import VersionCopies
+from ..linkfile import LinkFile
+from ..store.trash_records import ITEM
+from ..store.trash_records import PREFIX as TRASH_PREFIX
+from ..store.version_records import PREFIX as VERSION_PREFIX
+from .namespace_copy import Op, batches, file_op, tree_ops
+
+Item = dict[str, Any]
+Apply = Callable[[str, list[Op]], dict[str, Any]]
+
+
+def partition(table: Any, pk: str) -> dict[str, Item]:
+    """Every item of a partition by sort key, as stored (numbers stay Decimal, to write back)."""
+    items: dict[str, Item] = {}
+    kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(pk), "ConsistentRead": True}
+    while True:
+        page = table.query(**kwargs)
+        items.update((str(i["sk"]), i) for i in page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _trash_ops(area: TrashArea, item_id: str) -> Iterator[Op]:
+    """The item's tree as the primary's trash holds it, parents first; nothing when it is gone."""
+    entry = area.entry(item_id)
+    if entry is None:
+        return
+    ns = Namespace(area.root, item_id)  # rooted at the item's folder: "/<name>" is what it holds
+    top = "/" + os.path.basename(entry)
+    ops = tree_ops(ns, top) if os.path.isdir(entry) else iter([file_op(ns, top)])
+    yield {"op": "trash-item", "trash": item_id}
+    yield from ({**op, "trash": item_id} for op in ops if op is not None)
+
+
+class KeptCopy:
+    """One user's trash and history sent to the standby; `sent` and `failed` count ops."""
+
+    def __init__(
+        self,
+        user: str,
+        namespaces_dir: str,
+        source: Any,
+        target: Any,
+        apply: Apply,
+        before_link: Callable[[str], Any],
+    ) -> None:
+        self.user, self.source, self.target = user, source, target
+        self.apply, self.before_link = apply, before_link
+        self.area = TrashArea(namespaces_dir, user)
+        self.copies = VersionCopies(namespaces_dir, user)
+        self.sent = self.failed = 0
+
+    def _send(self, ops: Iterator[Op]) -> bool:
+        """Ops in batches that fit one invocation, link content first; True when none failed."""
+        ok = True
+        for batch in batches(ops):
+            for op in batch:
+                if op["op"] == "link":
+                    self.before_link(LinkFile.from_bytes(base64.b64decode(op["data"])).content_hash)
+            failed = len(self.apply(self.user, batch).get("failed", []))
+            self.sent += len(batch)
+            self.failed += failed
+            ok = ok and not failed
+        return ok
+
+    # --- the trash ---------------------------------------------------------------------------------
+    def trash(self) -> None:
+        pk = f"{TRASH_PREFIX}{self.user}"
+        ours, theirs = partition(self.source, pk), partition(self.target, pk)
+        for sk, item in ours.items():
+            if theirs.get(sk) == item:
+                continue
+            if sk.startswith(ITEM) and sk not in theirs:
+                item_id = sk[len(ITEM) :]
+                ops = list(_trash_ops(self.area, item_id))
+                if not ops or not self._send(iter(ops)):
+                    continue  # gone meanwhile, or failed: the next pass tries again
+            self.target.put_item(Item=item)
+        for sk in theirs.keys() - ours.keys():
+            if sk.startswith(ITEM) and not self._send(
+                iter([{"op": "trash-purge", "trash": sk[len(ITEM) :]}])
+            ):
+                continue
+            self.target.delete_item(Key={"pk": pk, "sk": sk})
+
+    # --- the history -------------------------------------------------------------------------------
+    def history(self) -> None:
+        pk = f"{VERSION_PREFIX}{self.user}"
+        ours, theirs = partition(self.source, pk), partition(self.target, pk)
+        held = {str(i["content_hash"]) for i in theirs.values() if i.get("kind") == "small"}
+        for sk, item in ours.items():
+            if theirs.get(sk) == item:
+                continue
+            h = str(item.get("content_hash", ""))
+            if item.get("kind") == "large" and not item.get("erasure"):
+                self.before_link(h)
+            elif item.get("kind") == "small" and h not in held:
+                op = self._version_op(h)
+                if op is None or not self._send(iter([op])):
+                    continue  # its bytes purged on the primary meanwhile, or failed: next pass
+                held.add(h)
+            self.target.put_item(Item=item)
+        with self.target.batch_writer() as batch:
+            for sk in theirs.keys() - ours.keys():
+                batch.delete_item(Key={"pk": pk, "sk": sk})
+        named = {str(i["content_hash"]) for i in ours.values() if i.get("kind") == "small"}
+        dropped = held - named
+        if dropped:
+            self._send(iter([{"op": "version-drop", "hash": h} for h in sorted(dropped)]))
+
+    def _version_op(self, content_hash: str) -> Op | None:
+        """The op that keeps a small version's bytes on the standby; None when they are gone."""
+        try:
+            with open(self.copies.path(content_hash), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        return {"op": "version", "hash": content_hash, "data": base64.b64encode(data).decode()}
+
+
+def copy_kept(
+    user: str,
+    namespaces_dir: str,
+    source: Any,
+    target: Any,
+    apply: Apply,
+    before_link: Callable[[str], Any],
+) -> dict[str, int]:
+    """Bring `user`'s trash and version history in step on the standby; ops sent and failed."""
+    kept = KeptCopy(user, namespaces_dir, source, target, apply, before_link)
+    kept.trash()
+    kept.history()
+    return {"ops": kept.sent, "failed": kept.failed}

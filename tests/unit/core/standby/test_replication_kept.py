@@ -1,0 +1,107 @@
+"""Issue 31 (moto): what the trash and the version history keep on the primary is on the standby
+after a pass, as the primary holds it (same items, same versions), and restores there byte-exact:
+a trashed tree, an older small version, an older large version (its content in the standby's
+bucket). What the primary purges goes from the standby too; a pass with nothing new sends nothing."""
+
+from __future__ import annotations
+
+from hycloud_core import content
+from hycloud_core.fs import FileSystem
+from hycloud_core.standby.replicate import run_pass
+from tests.unit.core.moto_content import put_large
+from tests.unit.core.standby.conftest import RETAIN_S, STANDBY_BUCKET, put
+
+
+def at_home(primary: FileSystem) -> dict[str, bytes]:
+    """A user's files: a tree with a large file in it, a small and a large file to overwrite."""
+    put(primary, "/p/a.txt", b"alpha")
+    put(primary, "/p/sub/b.txt", b"beta")
+    primary.mkdir("/p/empty")
+    put_large(primary, "/p/sub/big.bin", b"L" * 5000)
+    put(primary, "/doc.txt", b"first draft")
+    put_large(primary, "/movie.bin", b"M" * 6000)
+    put(primary, "/gone.txt", b"soon in the trash")
+    return {"/p/a.txt": b"alpha", "/p/sub/b.txt": b"beta", "/p/sub/big.bin": b"L" * 5000}
+
+
+def standby_bytes(fs: FileSystem, path: str) -> bytes:
+    """A file's bytes on the standby: a small file's from its EFS, a large one's from its bucket."""
+    entry = fs.ns.stat(path)
+    if entry.storage == "small":
+        return fs.ns.read(path)
+    h = fs.ns.read_link(path).content_hash
+    return fs.s3.get_object(Bucket=STANDBY_BUCKET, Key=content.object_key(h))["Body"].read()
+
+
+def test_trash_and_history_survive_a_failover_byte_exact(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    tree = at_home(primary)
+    run_pass(table, ns_dir, standby)
+
+    item = primary.trash_tree("/p")
+    primary.delete("/gone.txt")
+    put(primary, "/doc.txt", b"second draft")
+    put_large(primary, "/movie.bin", b"N" * 6000)
+    run_pass(table, ns_dir, standby)
+
+    # the standby's trash and history are the primary's, item for item, version for version
+    assert standby_fs.trash.listing() == primary.trash.listing()
+    for path in ("/doc.txt", "/movie.bin", "/gone.txt"):
+        assert standby_fs.history.listing(path) == primary.history.listing(path)
+
+    # after a failover: restores on the standby, byte-exact
+    standby_fs.trash.restore(item.item)
+    assert {p: standby_bytes(standby_fs, p) for p in tree} == tree
+    assert sorted(r["path"] for r in standby_fs.records.files_under(standby_fs.user, "/p")) == sorted(tree)
+    old_doc = standby_fs.history.listing("/doc.txt")[0]
+    standby_fs.history.restore("/doc.txt", old_doc.version)
+    assert standby_fs.ns.read("/doc.txt") == b"first draft"
+    old_movie = standby_fs.history.listing("/movie.bin")[0]
+    standby_fs.history.restore("/movie.bin", old_movie.version)
+    assert standby_bytes(standby_fs, "/movie.bin") == b"M" * 6000
+    gone = next(i for i in standby_fs.trash.listing() if i.path == "/gone.txt")
+    standby_fs.trash.restore(gone.item)
+    assert standby_fs.ns.read("/gone.txt") == b"soon in the trash"
+
+
+def test_what_the_primary_purges_goes_from_the_standby_and_nothing_new_sends_nothing(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    at_home(primary)
+    primary.trash_tree("/p")
+    put(primary, "/doc.txt", b"second draft")
+    run_pass(table, ns_dir, standby)
+    assert len(standby_fs.trash.listing()) == 1 and len(standby_fs.history.listing("/doc.txt")) == 1
+
+    assert run_pass(table, ns_dir, standby)["copied"] == 0  # incremental: nothing new, nothing sent
+
+    primary.trash.empty()
+    primary.history.records.delete(primary.history.records.all())
+    run_pass(table, ns_dir, standby)
+    assert standby_fs.trash.listing() == [] and standby_fs.trash.area.item_ids() == []
+    assert standby_fs.history.records.all() == []
+
+
+def test_an_item_whose_copy_failed_has_no_record_on_the_standby_until_a_pass_lands_it(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    at_home(primary)
+    item = primary.trash_tree("/p")
+    real, refused = standby.apply, []
+
+    def refusing_links(user, ops):  # the standby's EFS refuses the first link file of the item
+        if not refused and any(op["op"] == "link" and "trash" in op for op in ops):
+            refused.append(1)
+            ops = [{**op, "trash": "not-an-item"} if op["op"] == "link" else op for op in ops]
+        return real(user, ops)
+
+    standby.apply = refusing_links
+    first = run_pass(table, ns_dir, standby)
+    assert not first["in_step"] and standby_fs.trash.listing() == []
+    second = run_pass(table, ns_dir, standby)
+    assert second["in_step"] and [i.item for i in standby_fs.trash.listing()] == [item.item]
+    standby_fs.trash.restore(item.item)
+    assert standby_bytes(standby_fs, "/p/sub/big.bin") == b"L" * 5000
