@@ -19,14 +19,29 @@ primary's table are compared with the standby's, and only what differs is sent:
 
 The trash's folder entries (`NS#` items below the trash's root) are not copied: folder ids are
 each table's own, and a restore indexes the tree it puts back from EFS (fs/trash.py).
-Cost per user and pass: one query of each partition on each table, then writes for what differs.
+
+Incremental: comparing the partitions reads every item of both, so it runs only when something
+may have changed. Every change of the trash or the history comes with a change of the user's
+Merkle root (an overwrite, a delete, `rm -r`, a restore) or of the trash area's listing on EFS
+(an item emptied or purged), or is the trash's retention setting; their fingerprint (one Merkle
+read, one record read, one directory listing) is kept per user in the standby's table
+(`REPL#KEPT`, `<user>`) once a comparison landed whole. A request writes its version or trash
+record moments after its Merkle change, under its lease, so a fingerprint counts as settled only
+when a comparison began `SETTLE_S` after it was first seen; until then every pass compares again.
+A backfill pass compares every user whatever the fingerprint. Not seen by the fingerprint: a
+version record upkeep drops once expired (expired versions are listed and restored nowhere), so
+the standby drops it at the user's next change.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import os
+import time
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -35,13 +50,17 @@ from ..fs.namespace import Namespace
 from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..linkfile import LinkFile
-from ..store.trash_records import ITEM
+from ..store.locks import LEASE_S
+from ..store.merkle_records import MerkleRecords
+from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
 from .namespace_copy import Op, batches, file_op, tree_ops
 
 Item = dict[str, Any]
 Apply = Callable[[str, list[Op]], dict[str, Any]]
+STATE_PK = "REPL#KEPT"  # standby's table, sk <user>: seen (fingerprint), since, checked
+SETTLE_S = 2 * LEASE_S  # longer than a request holds the lease it writes its records under
 
 
 def partition(table: Any, pk: str) -> dict[str, Item]:
@@ -154,6 +173,16 @@ class KeptCopy:
         return {"op": "version", "hash": content_hash, "data": base64.b64encode(data).decode()}
 
 
+def fingerprint(user: str, namespaces_dir: str, source: Any) -> str:
+    """What changes whenever the user's trash or history may have: the Merkle root, the trash
+    area's items on EFS and the trash's retention setting."""
+    root = MerkleRecords(source, user).root_item().get("hash", "")
+    key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
+    setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
+    seen = [root, None if setting is None else int(setting), TrashArea(namespaces_dir, user).item_ids()]
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+
+
 def copy_kept(
     user: str,
     namespaces_dir: str,
@@ -161,9 +190,20 @@ def copy_kept(
     target: Any,
     apply: Apply,
     before_link: Callable[[str], Any],
+    force: bool = False,
 ) -> dict[str, int]:
-    """Bring `user`'s trash and version history in step on the standby; ops sent and failed."""
+    """Bring `user`'s trash and version history in step on the standby unless nothing changed
+    since a settled comparison (`force`: compare anyway); ops sent and failed."""
+    now, seen = time.time(), fingerprint(user, namespaces_dir, source)
+    key = {"pk": STATE_PK, "sk": user}
+    state = target.get_item(Key=key, ConsistentRead=True).get("Item")
+    same = state is not None and state["seen"] == seen
+    if same and not force and float(state["checked"]) - float(state["since"]) >= SETTLE_S:
+        return {"ops": 0, "failed": 0}
     kept = KeptCopy(user, namespaces_dir, source, target, apply, before_link)
     kept.trash()
     kept.history()
+    if not kept.failed:
+        since = state["since"] if same and state is not None else Decimal(repr(round(now, 3)))
+        target.put_item(Item={**key, "seen": seen, "since": since, "checked": Decimal(repr(round(now, 3)))})
     return {"ops": kept.sent, "failed": kept.failed}

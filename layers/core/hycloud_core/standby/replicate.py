@@ -135,7 +135,9 @@ def run_pass(
                 **cursor,
             }
         got = copy_namespace(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
-        kept = copy_kept(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
+        kept = copy_kept(
+            user, namespaces_dir, primary_table, standby.table, standby.apply, before_link, cursor["backfill"]
+        )
         cursor.update(
             after=user,
             ops=cursor["ops"] + got["ops"] + kept["ops"],

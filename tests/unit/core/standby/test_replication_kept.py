@@ -5,6 +5,9 @@ bucket). What the primary purges goes from the standby too; a pass with nothing 
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 from hycloud_core import content
 from hycloud_core.fs import FileSystem
 from hycloud_core.standby.replicate import run_pass
@@ -105,3 +108,36 @@ def test_an_item_whose_copy_failed_has_no_record_on_the_standby_until_a_pass_lan
     assert second["in_step"] and [i.item for i in standby_fs.trash.listing()] == [item.item]
     standby_fs.trash.restore(item.item)
     assert standby_bytes(standby_fs, "/p/sub/big.bin") == b"L" * 5000
+
+
+def test_a_user_is_compared_until_the_change_settles_then_not_at_all(pair, monkeypatch):
+    from hycloud_core.standby import kept_copy
+    from hycloud_core.store.version_records import VersionRecords
+
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    at_home(primary)
+    primary.trash_tree("/p")
+    run_pass(table, ns_dir, standby)
+    put(primary, "/doc.txt", b"second draft")
+    run_pass(table, ns_dir, standby)
+    late = primary.history.listing("/doc.txt")[0]  # a record landing after the pass saw the change
+    VersionRecords(table, primary.user).put(replace(late, path="/late.txt"))
+    reads: list[str] = []
+    real = kept_copy.partition
+    monkeypatch.setattr(kept_copy, "partition", lambda t, pk: (reads.append(pk), real(t, pk))[1])
+    run_pass(table, ns_dir, standby)
+    assert standby_fs.history.listing("/late.txt") == primary.history.listing("/late.txt")
+
+    clock = time.time() + kept_copy.SETTLE_S + 1
+    monkeypatch.setattr(kept_copy.time, "time", lambda: clock)
+    reads.clear()
+    run_pass(table, ns_dir, standby)  # begun SETTLE_S after the change was seen: settles it
+    assert len(reads) == 4
+    reads.clear()
+    assert run_pass(table, ns_dir, standby)["in_step"] and reads == []  # settled and unchanged
+
+    primary.trash.empty()  # no namespace change: the trash area's listing tells
+    run_pass(table, ns_dir, standby)
+    assert len(reads) == 4 and standby_fs.trash.listing() == []
