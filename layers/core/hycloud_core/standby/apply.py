@@ -55,13 +55,13 @@ def _remove(fs: FileSystem, path: str) -> None:
     fs.merkle.removed(path)
 
 
-def _efs_root(fs: FileSystem) -> str:
+def _namespaces_dir(fs: FileSystem) -> str:
     return os.path.dirname(fs.ns.root)
 
 
 def apply_trash_op(fs: FileSystem, op: dict[str, Any]) -> None:
     """An op on one item of the standby's trash area (EFS only: its record is the job's to write)."""
-    kind, area = op["op"], TrashArea(_efs_root(fs), fs.user)
+    kind, area = op["op"], TrashArea(_namespaces_dir(fs), fs.user)
     folder = area.folder(op["trash"])
     if kind == "trash-purge":
         area.purge(op["trash"])
@@ -85,7 +85,7 @@ def apply_trash_op(fs: FileSystem, op: dict[str, Any]) -> None:
 
 def apply_version_op(fs: FileSystem, op: dict[str, Any]) -> None:
     """A small version's bytes kept (checked against their hash) or dropped, by content hash."""
-    copies = VersionCopies(_efs_root(fs), fs.user)
+    copies = VersionCopies(_namespaces_dir(fs), fs.user)
     if op["op"] == "version-drop":
         with contextlib.suppress(FileNotFoundError):
             os.unlink(copies.path(op["hash"]))
