@@ -47,6 +47,7 @@ def test_anything_but_context_pairs_is_refused(monkeypatch, bad):
         account.context_args()
 
 
+@pytest.mark.slow
 def test_a_redeploy_after_destroy_stops_before_colliding_with_retained_names(monkeypatch):
     """Fixed names plus RETAIN: a destroyed deployment's data-instance bucket and standby table are
     still there; deploy names them with how to delete them instead of failing half-way."""

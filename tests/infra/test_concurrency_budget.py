@@ -14,6 +14,8 @@ from aws_cdk.assertions import Template
 from hycloud_infra.app_stacks import build_stacks
 from hycloud_infra.concurrency import KEPT
 
+pytestmark = pytest.mark.slow  # each test synthesizes every stack of three regions: out of `make fast`
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

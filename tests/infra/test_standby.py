@@ -134,6 +134,7 @@ def test_no_standby_unless_asked(tmp_path):
         standby_region("us-east-1", "us-east-1")
 
 
+@pytest.mark.slow
 def test_aws_solutions_checks_pass_on_the_standby(tmp_path):
     app, home, _ = _build(tmp_path, **{"hycloud:standby": "us-west-2"})
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))

@@ -32,6 +32,7 @@ def test_transactions_stay_within_the_limit_and_keep_the_order():
     assert all(len(g) + len(locks._checked(g)) <= locks.MAX_TRANSACTION for g in groups)
 
 
+@pytest.mark.slow
 def test_a_busy_path_fails_alone_and_the_rest_commit(moto_filesystems, monkeypatch):
     fs = moto_filesystems.fs("u")
     monkeypatch.setattr(small_batch, "WAIT_S", 0.2)

@@ -74,6 +74,7 @@ def _check_against_exact(count: int, seed: int) -> list[float]:
     return gaps
 
 
+@pytest.mark.slow
 def test_fast_plan_within_5_percent_of_optimum_100_files():
     gaps = _check_against_exact(100, seed=100)
     assert max(gaps) <= 0.05

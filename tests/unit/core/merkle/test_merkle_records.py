@@ -149,6 +149,7 @@ def test_reconcile_repairs_the_hashes_using_checked_records(fs):
     assert_agrees(fs)
 
 
+@pytest.mark.slow
 def test_an_answer_stays_under_its_byte_limit_and_the_rest_is_asked_again(fs):
     """A Lambda function answers at most 6 MB: folders past `max_bytes` are left out of one answer
     (never cut inside one) and a second request gets them; the first is answered whatever its size."""
