@@ -31,9 +31,9 @@ test:
 	echo "phases: project install $$((t1-t0)) s, local cloud install (beside it) done at $$((t2-t0)) s, tests (start, deploy, run) $$((t3-t2)) s"; \
 	exit $$rc
 
-fast: setup  # daily work: everything but the slow end-to-end cases (make test runs them all)
+fast: setup  # daily work: the quick cloud-free tests and the end-to-end smoke set (make test runs them all)
 	$(PY) infra/local/localcloud.py install
-	$(PY) infra/local/run_tests.py -m "not slow"
+	$(PY) infra/local/run_tests.py --fast
 
 unit: setup
 	$(PY) -m pytest tests/unit tests/infra

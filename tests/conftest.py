@@ -59,6 +59,29 @@ LONGEST_FIRST = (
 )
 
 
+# `make fast`'s end-to-end share: one quick module per main path a user takes (the API's basics and
+# its refusals, the client's transfers direct and by relay, deltas, hashes and Merkle sync, a share
+# kept private, concurrent writes kept). Its slow and exclusive tests stay out; `make test` runs all.
+SMOKE = (
+    "tests/e2e/test_foundation.py",
+    "tests/e2e/test_sdk.py",
+    "tests/e2e/test_malformed.py",
+    "tests/e2e/test_presigned.py",
+    "tests/e2e/test_sha256.py",
+    "tests/e2e/test_relay.py",
+    "tests/e2e/test_delta.py",
+    "tests/e2e/test_merkle.py",
+    "tests/e2e/test_share_isolation.py",
+    "tests/e2e/test_versioned_writes.py",
+)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if item.nodeid.startswith(SMOKE):
+            item.add_marker(pytest.mark.smoke)
+
+
 def _serialize_moto() -> None:
     """One mocked AWS call at a time. moto's in-process backends are not thread-safe (its
     TransactWriteItems deep-copies a table another thread is writing: "dictionary changed size

@@ -9,22 +9,25 @@ them, at a lower CPU priority, the tests that need no cloud (`tests/unit`, `test
 a process of their own: the exclusive tests mostly wait on the cloud, which runs in one Python
 process and so leaves the second core idle. Then two pytest-xdist workers share the deployed
 cloud, each with its own users, and take the cloud tests module by module; the cloud-free tests
-go on beside them if they are not done (no phase waits for another while a core has work). The local cloud's own
-tests (`localcloud`: one stops and restarts it) come last. Tests marked `timing` (rates and delays
-of real sockets) run before all of this, alone on a quiet machine: beside the cloud, at a lower
-priority, a rate of 32 Mbit/s measured 20. The cloud is stopped at the end when
-this run started it. Extra arguments go to every pytest run; `-m EXPR` narrows each phase
-(`make fast` passes `-m "not slow"`).
+go on beside them if they are not done (no phase waits for another while a core has work). The
+local cloud's own tests (`localcloud`: one stops and restarts it) come before the deploy, the
+cloud-free tests beside them. Tests marked `timing` (rates and delays of real sockets) run before
+all of this, alone on a quiet machine: beside the cloud, at a lower priority, a rate of 32 Mbit/s
+measured 20. The cloud is stopped at the end when this run started it. Extra arguments go to every
+pytest run; `-m EXPR` narrows each phase. `--fast` (`make fast`) runs the cloud-free tests that are
+not slow and the end-to-end smoke tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -50,7 +53,9 @@ def _split_marker(args: list[str]) -> tuple[str | None, list[str]]:
 CLOUD_FREE = ["tests/unit", "tests/infra"]  # no test here touches the local cloud
 TIMED = ["tests/unit/wan"]  # where the `timing` tests live: collecting all of CLOUD_FREE takes 40 s
 CLOUD = ["tests/e2e", "tests/localcloud"]
+LANES = ["-n", "2", "--dist", "loadgroup"]  # two workers share the deployed cloud, module by module
 SIDE_NICE = 10  # the cloud-free tests yield the CPU to the cloud and the tests waiting on it
+NO_CLOUD_LOG = local.STATE / "no-cloud.log"
 
 
 def _command(marker: str, extra: str | None, args: list[str], report: Path) -> list[str]:
@@ -68,20 +73,20 @@ def _phase(marker: str, extra: str | None, args: list[str], env: dict[str, str],
     return _code(subprocess.run(cmd, env=env).returncode)
 
 
-def _beside(marker: str, extra: str | None, args: list[str], env: dict[str, str], report: Path, log: Path):
-    """Start a phase in the background at a lower priority, its output to `log` (shown when done)."""
+def _beside(marker: str, extra: str | None, args: list[str], env: dict[str, str], report: Path, nice: int):
+    """Start a phase in the background at priority `nice`, its output to NO_CLOUD_LOG (shown when done)."""
     cmd = _command(marker, extra, args, report)
-    print(f"$ nice -n {SIDE_NICE} {shlex.join(cmd)} > {log}", flush=True)
-    out = log.open("w")
+    print(f"$ nice -n {nice} {shlex.join(cmd)} > {NO_CLOUD_LOG}", flush=True)
+    out = NO_CLOUD_LOG.open("w")
     return subprocess.Popen(
-        cmd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(SIDE_NICE)
+        cmd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(nice)
     )
 
 
-def _finish_beside(proc: subprocess.Popen, log: Path) -> int:
+def _finish_beside(proc: subprocess.Popen) -> int:
     code = proc.wait()
-    print(f"--- tests without the cloud ({log}) ---", flush=True)
-    print(log.read_text(errors="replace"), flush=True)
+    print(f"--- tests without the cloud ({NO_CLOUD_LOG}) ---", flush=True)
+    print(NO_CLOUD_LOG.read_text(errors="replace"), flush=True)
     return _code(code)
 
 
@@ -172,53 +177,78 @@ class Clock:
         return "phases: " + ", ".join(f"{name} {s:.0f} s (CPU {100 * b:.0f}%)" for name, s, b in self.laps)
 
 
-def main(argv: list[str]) -> int:
-    extra, args = _split_marker(argv)
-    run_started = time.time()
-    reports = [
-        local.STATE / f"report-{name}.xml"
-        for name in ("lanes", "exclusive", "localcloud", "no-cloud", "timing")
-    ]
-    for report in reports:
+def _reports() -> dict[str, Path]:
+    names = ("lanes", "exclusive", "localcloud", "no-cloud", "timing")
+    reports = {name: local.STATE / f"report-{name}.xml" for name in names}
+    for report in reports.values():
         report.unlink(missing_ok=True)
-    clock = Clock()
-    timed = _phase("timing", extra, ["-p", "no:xdist", *args, *TIMED], dict(os.environ), reports[4])
-    clock.lap("timed tests, alone")
+    return reports
+
+
+@contextlib.contextmanager
+def _local_cloud(clock: Clock) -> Iterator[dict[str, str]]:
+    """The local cloud running for the block (started if it was not, and then stopped at its end);
+    the environment of the tests that use it."""
     started = local.start()
     clock.lap("start local cloud")
     try:
-        local.deploy(log=lambda msg: None)
-        clock.lap("deploy")
-        env = {**os.environ, local.DEPLOYED_ENV: "1"}
-        log = local.STATE / "no-cloud.log"
-        side = _beside(
-            "not exclusive and not timing",
-            extra,
-            ["-p", "no:xdist", *args, *CLOUD_FREE],
-            env,
-            reports[3],
-            log,
-        )
-        alone = _phase(
-            "exclusive and not localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[1]
-        )
-        clock.lap("exclusive (cloud-free tests beside)")
-        lanes = _phase(
-            "not exclusive", extra, ["-n", "2", "--dist", "loadgroup", *args, *CLOUD], env, reports[0]
-        )
-        clock.lap("two lanes (cloud-free tests beside, when not done)")
-        own = _phase("localcloud", extra, ["-p", "no:xdist", *args, *CLOUD], env, reports[2])
-        clock.lap("local cloud's own")
-        free = _finish_beside(side, log)
-        clock.lap("cloud-free tests, to their end")
+        yield {**os.environ, local.DEPLOYED_ENV: "1"}
     finally:
         if started:
             local.stop()
             clock.lap("stop local cloud")
-    print(module_times(reports))
+
+
+def full(extra: str | None, args: list[str], clock: Clock, reports: dict[str, Path]) -> int:
+    """Every test. The local cloud's own tests run before the deploy: they stop the cloud and start
+    it again at their end, and they mostly wait, leaving the CPU to the cloud-free tests beside."""
+    timed = _phase("timing", extra, ["-p", "no:xdist", *args, *TIMED], dict(os.environ), reports["timing"])
+    clock.lap("timed tests, alone")
+    alone = ["-p", "no:xdist", *args]
+    with _local_cloud(clock) as env:
+        free = [*alone, *CLOUD_FREE]
+        side = _beside("not exclusive and not timing", extra, free, env, reports["no-cloud"], SIDE_NICE)
+        own = _phase("localcloud", extra, [*alone, *CLOUD], env, reports["localcloud"])
+        clock.lap("local cloud's own (cloud-free tests beside)")
+        local.deploy(log=lambda msg: None)
+        clock.lap("deploy (cloud-free tests beside)")
+        exclusive = _phase("exclusive and not localcloud", extra, [*alone, *CLOUD], env, reports["exclusive"])
+        clock.lap("exclusive (cloud-free tests beside)")
+        lanes = _phase("not exclusive", extra, [*LANES, *args, *CLOUD], env, reports["lanes"])
+        clock.lap("two lanes (cloud-free tests beside, when not done)")
+        freed = _finish_beside(side)
+        clock.lap("cloud-free tests, to their end")
+    return timed or own or exclusive or freed or lanes
+
+
+def fast(extra: str | None, args: list[str], clock: Clock, reports: dict[str, Path]) -> int:
+    """`make fast`: the cloud-free tests that are not slow, in two processes beside the deploy at the
+    same priority (they are the longer part), and the end-to-end smoke tests (tests/conftest.py's
+    SMOKE) in two lanes. A cloud already running (`make up`) is redeployed and left running."""
+    quick = f"not slow and ({extra})" if extra else "not slow"
+    with _local_cloud(clock) as env:
+        free = ["-n", "2", *args, *CLOUD_FREE]
+        side = _beside("not exclusive and not timing", quick, free, env, reports["no-cloud"], 0)
+        local.deploy(log=lambda msg: None)
+        clock.lap("deploy (cloud-free tests beside)")
+        smoke = _phase("smoke and not exclusive", quick, [*LANES, *args, *CLOUD], env, reports["lanes"])
+        clock.lap("smoke end to end in two lanes (cloud-free tests beside)")
+        freed = _finish_beside(side)
+        clock.lap("cloud-free tests, to their end")
+    return smoke or freed
+
+
+def main(argv: list[str]) -> int:
+    quick = "--fast" in argv
+    extra, args = _split_marker([arg for arg in argv if arg != "--fast"])
+    run_started = time.time()
+    reports = _reports()
+    clock = Clock()
+    code = (fast if quick else full)(extra, args, clock, reports)
+    print(module_times(list(reports.values())))
     print(clock)
     print(guard_summary(run_started))
-    return timed or alone or free or lanes or own
+    return code
 
 
 if __name__ == "__main__":

@@ -41,24 +41,20 @@ class Deployment:
     def api_url(self) -> str:
         return self.outputs["LocalApiUrl"]
 
+    def _reach(self, region: str) -> dict[str, str]:
+        """Where a boto3 client of the local cloud goes, and its (any) keys."""
+        return {
+            "endpoint_url": self.env["AWS_ENDPOINT_URL"],
+            "region_name": region,
+            "aws_access_key_id": "test",
+            "aws_secret_access_key": "test",
+        }
+
     def client(self, service: str, region: str = "us-east-1", config: Config | None = None):
-        return boto3.client(
-            service,
-            endpoint_url=self.env["AWS_ENDPOINT_URL"],
-            region_name=region,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-            config=config,
-        )
+        return boto3.client(service, config=config, **self._reach(region))
 
     def resource(self, service: str, region: str = "us-east-1"):
-        return boto3.resource(
-            service,
-            endpoint_url=self.env["AWS_ENDPOINT_URL"],
-            region_name=region,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
+        return boto3.resource(service, **self._reach(region))
 
     def object_record(self, content_hash: str) -> dict | None:
         """The OBJ# item of a content hash, attribute values as strings."""
@@ -231,24 +227,17 @@ def _make_user(deployment: Deployment, prefix: str) -> User:
     return User(name, created["api_key"], deployment, created.get("id", name))
 
 
-@pytest.fixture(scope="session")
-def alice(deployment) -> User:
-    return _make_user(deployment, "alice")
+def _user_fixture(prefix: str):
+    """A session's user named `prefix-<random>`, as a fixture called `prefix`."""
+
+    @pytest.fixture(scope="session", name=prefix)
+    def user(deployment) -> User:
+        return _make_user(deployment, prefix)
+
+    return user
 
 
-@pytest.fixture(scope="session")
-def bob(deployment) -> User:
-    return _make_user(deployment, "bob")
-
-
-@pytest.fixture(scope="session")
-def carol(deployment) -> User:
-    return _make_user(deployment, "carol")
-
-
-@pytest.fixture(scope="session")
-def dave(deployment) -> User:
-    return _make_user(deployment, "dave")
+alice, bob, carol, dave = (_user_fixture(name) for name in ("alice", "bob", "carol", "dave"))
 
 
 @pytest.fixture(scope="session")
