@@ -23,8 +23,8 @@ each table's own, and a restore indexes the tree it puts back from EFS (fs/trash
 Incremental: comparing the partitions reads every item of both, so it runs only when something
 may have changed. Every change of the trash or the history comes with a change of the user's
 Merkle root (an overwrite, a delete, `rm -r`, a restore) or of the trash area's listing on EFS
-(an item emptied or purged), or is the trash's retention setting; their fingerprint (one Merkle
-read, one record read, one directory listing) is kept per user in the standby's table
+(an item emptied or purged), or is the trash's retention setting; their fingerprint (the root's
+generation, one record read, one directory listing) is kept per user in the standby's table
 (`REPL#KEPT`, `<user>`) once a comparison landed whole. A request writes its version or trash
 record moments after its Merkle change, under its lease, so a fingerprint counts as settled only
 when a comparison began `SETTLE_S` after it was first seen; until then every pass compares again.
@@ -51,7 +51,7 @@ from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..linkfile import LinkFile
 from ..store.locks import LEASE_S
-from ..store.merkle_records import MerkleRecords
+from ..store.merkle_records import ROOT, MerkleRecords
 from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
@@ -174,9 +174,10 @@ class KeptCopy:
 
 
 def fingerprint(user: str, namespaces_dir: str, source: Any) -> str:
-    """What changes whenever the user's trash or history may have: the Merkle root, the trash
-    area's items on EFS and the trash's retention setting."""
-    root = MerkleRecords(source, user).root_item().get("hash", "")
+    """What changes whenever the user's trash or history may have: the Merkle root's generation
+    (its hash would come back after a file removed and restored), the trash area's items on EFS
+    and the trash's retention setting."""
+    root = (MerkleRecords(source, user).get(ROOT) or {}).get("gen")  # new at every change below
     key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
     setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
     seen = [root, None if setting is None else int(setting), TrashArea(namespaces_dir, user).item_ids()]

@@ -141,3 +141,20 @@ def test_a_user_is_compared_until_the_change_settles_then_not_at_all(pair, monke
     primary.trash.empty()  # no namespace change: the trash area's listing tells
     run_pass(table, ns_dir, standby)
     assert len(reads) == 4 and standby_fs.trash.listing() == []
+
+
+def test_a_file_removed_and_restored_between_passes_still_brings_its_version(pair, monkeypatch):
+    from hycloud_core.standby import kept_copy
+
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    at_home(primary)
+    run_pass(table, ns_dir, standby)
+    clock = time.time() + kept_copy.SETTLE_S + 1
+    monkeypatch.setattr(kept_copy.time, "time", lambda: clock)
+    run_pass(table, ns_dir, standby)  # settled: the next pass compares only if something changed
+    item = primary.delete("/gone.txt")
+    primary.trash.restore(item.item)  # the same tree and trash as before, one version more
+    run_pass(table, ns_dir, standby)
+    assert [v.reason for v in standby_fs.history.listing("/gone.txt")] == ["delete"]
