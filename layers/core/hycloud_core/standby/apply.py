@@ -117,10 +117,11 @@ def apply_op(fs: FileSystem, op: dict[str, Any]) -> None:
 
 def apply_ops(fs: FileSystem, ops: list[dict[str, Any]]) -> dict[str, Any]:
     fs.retain_s = 0  # the primary's versions are copied as they are, none made here
-    failed = []
+    failed: list[dict[str, Any]] = []
     for op in ops:
         try:
             apply_op(fs, op)
         except (HyCloudError, OSError) as err:
-            failed.append({"path": op.get("path"), "op": op.get("op"), "error": str(err)})
+            which: dict[str, Any] = {k: op[k] for k in ("trash", "hash") if k in op}  # a kept op's own
+            failed.append({"path": op.get("path"), "op": op.get("op"), **which, "error": str(err)})
     return {"applied": len(ops) - len(failed), "failed": failed}

@@ -40,7 +40,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -49,13 +49,12 @@ from boto3.dynamodb.conditions import Key
 from ..fs.namespace import Namespace
 from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
-from ..linkfile import LinkFile
 from ..store.locks import LEASE_S
 from ..store.merkle_records import ROOT, MerkleRecords
 from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
-from .namespace_copy import Op, batches, file_op, tree_ops
+from .namespace_copy import Op, file_op, send, tree_ops
 
 Item = dict[str, Any]
 Apply = Callable[[str, list[Op]], dict[str, Any]]
@@ -87,6 +86,22 @@ def _trash_ops(area: TrashArea, item_id: str) -> Iterator[Op]:
     yield from ({**op, "trash": item_id} for op in ops if op is not None)
 
 
+def fingerprint(user: str, area: TrashArea, source: Any) -> str:
+    """What changes whenever the user's trash or history may have: the Merkle root's generation
+    (its hash would come back after a file removed and restored), the trash area's items on EFS
+    and the trash's retention setting."""
+    root = (MerkleRecords(source, user).get(ROOT) or {}).get("gen")  # new at every change below
+    key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
+    setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
+    seen = [root, None if setting is None else int(setting), area.item_ids()]
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+
+
+def _small_hashes(records: dict[str, Item]) -> set[str]:
+    """The content hashes of the small versions among version records (their bytes on EFS)."""
+    return {str(i["content_hash"]) for i in records.values() if i.get("kind") == "small"}
+
+
 class KeptCopy:
     """One user's trash and history sent to the standby; `sent` and `failed` count ops."""
 
@@ -105,63 +120,79 @@ class KeptCopy:
         self.copies = VersionCopies(namespaces_dir, user)
         self.sent = self.failed = 0
 
-    def _send(self, ops: Iterator[Op]) -> bool:
-        """Ops in batches that fit one invocation, link content first; True when none failed."""
-        ok = True
-        for batch in batches(ops):
-            for op in batch:
-                if op["op"] == "link":
-                    self.before_link(LinkFile.from_bytes(base64.b64decode(op["data"])).content_hash)
-            failed = len(self.apply(self.user, batch).get("failed", []))
-            self.sent += len(batch)
-            self.failed += failed
-            ok = ok and not failed
-        return ok
+    def _send(self, ops: Iterable[Op]) -> set[str]:
+        """Send `ops`; the trash items and version hashes of those that failed."""
+        sent, failed = send(self.user, ops, self.apply, self.before_link)
+        self.sent, self.failed = self.sent + sent, self.failed + len(failed)
+        return {str(f.get("trash") or f.get("hash")) for f in failed}
+
+    def run(self, force: bool = False) -> dict[str, int]:
+        """Bring the trash and the history in step unless nothing changed since a settled
+        comparison (`force`: compare anyway); ops sent and failed."""
+        now, seen = time.time(), fingerprint(self.user, self.area, self.source)
+        key = {"pk": STATE_PK, "sk": self.user}
+        state = self.target.get_item(Key=key, ConsistentRead=True).get("Item")
+        same = state is not None and state["seen"] == seen
+        if same and not force and float(state["checked"]) - float(state["since"]) >= SETTLE_S:
+            return {"ops": 0, "failed": 0}
+        self.trash()
+        self.history()
+        if not self.failed:
+            since = state["since"] if same and state is not None else Decimal(repr(round(now, 3)))
+            self.target.put_item(
+                Item={**key, "seen": seen, "since": since, "checked": Decimal(repr(round(now, 3)))}
+            )
+        return {"ops": self.sent, "failed": self.failed}
 
     # --- the trash ---------------------------------------------------------------------------------
     def trash(self) -> None:
         pk = f"{TRASH_PREFIX}{self.user}"
         ours, theirs = partition(self.source, pk), partition(self.target, pk)
+        missing = [sk[len(ITEM) :] for sk in ours if sk.startswith(ITEM) and sk not in theirs]
+        offered: set[str] = set()
+
+        def trees() -> Iterator[Op]:
+            for item_id in missing:
+                for op in _trash_ops(self.area, item_id):  # nothing when gone meanwhile
+                    offered.add(item_id)
+                    yield op
+
+        landed = offered - self._send(trees())
         for sk, item in ours.items():
-            if theirs.get(sk) == item:
-                continue
-            if sk.startswith(ITEM) and sk not in theirs:
-                item_id = sk[len(ITEM) :]
-                ops = list(_trash_ops(self.area, item_id))
-                if not ops or not self._send(iter(ops)):
-                    continue  # gone meanwhile, or failed: the next pass tries again
-            self.target.put_item(Item=item)
-        for sk in theirs.keys() - ours.keys():
-            if sk.startswith(ITEM) and not self._send(
-                iter([{"op": "trash-purge", "trash": sk[len(ITEM) :]}])
+            if theirs.get(sk) == item or (
+                sk.startswith(ITEM) and sk not in theirs and sk[len(ITEM) :] not in landed
             ):
-                continue
-            self.target.delete_item(Key={"pk": pk, "sk": sk})
+                continue  # the same, or its tree is not on the standby (yet): the next pass tries again
+            self.target.put_item(Item=item)
+        gone = [sk for sk in theirs.keys() - ours.keys()]
+        kept = self._send(
+            {"op": "trash-purge", "trash": sk[len(ITEM) :]} for sk in gone if sk.startswith(ITEM)
+        )
+        for sk in gone:
+            if sk[len(ITEM) :] not in kept:
+                self.target.delete_item(Key={"pk": pk, "sk": sk})
 
     # --- the history -------------------------------------------------------------------------------
     def history(self) -> None:
         pk = f"{VERSION_PREFIX}{self.user}"
         ours, theirs = partition(self.source, pk), partition(self.target, pk)
-        held = {str(i["content_hash"]) for i in theirs.values() if i.get("kind") == "small"}
-        for sk, item in ours.items():
-            if theirs.get(sk) == item:
-                continue
+        changed = {sk: item for sk, item in ours.items() if theirs.get(sk) != item}
+        held = _small_hashes(theirs)
+        wanted = _small_hashes(changed) - held
+        offered = {h: op for h in sorted(wanted) if (op := self._version_op(h)) is not None}
+        held |= set(offered) - self._send(offered.values())
+        for item in changed.values():
             h = str(item.get("content_hash", ""))
             if item.get("kind") == "large" and not item.get("erasure"):
                 self.before_link(h)
             elif item.get("kind") == "small" and h not in held:
-                op = self._version_op(h)
-                if op is None or not self._send(iter([op])):
-                    continue  # its bytes purged on the primary meanwhile, or failed: next pass
-                held.add(h)
+                continue  # its bytes purged on the primary meanwhile, or failed: the next pass
             self.target.put_item(Item=item)
         with self.target.batch_writer() as batch:
             for sk in theirs.keys() - ours.keys():
                 batch.delete_item(Key={"pk": pk, "sk": sk})
-        named = {str(i["content_hash"]) for i in ours.values() if i.get("kind") == "small"}
-        dropped = held - named
-        if dropped:
-            self._send(iter([{"op": "version-drop", "hash": h} for h in sorted(dropped)]))
+        dropped = _small_hashes(theirs) - _small_hashes(ours)
+        self._send({"op": "version-drop", "hash": h} for h in sorted(dropped))
 
     def _version_op(self, content_hash: str) -> Op | None:
         """The op that keeps a small version's bytes on the standby; None when they are gone."""
@@ -171,40 +202,3 @@ class KeptCopy:
         except FileNotFoundError:
             return None
         return {"op": "version", "hash": content_hash, "data": base64.b64encode(data).decode()}
-
-
-def fingerprint(user: str, namespaces_dir: str, source: Any) -> str:
-    """What changes whenever the user's trash or history may have: the Merkle root's generation
-    (its hash would come back after a file removed and restored), the trash area's items on EFS
-    and the trash's retention setting."""
-    root = (MerkleRecords(source, user).get(ROOT) or {}).get("gen")  # new at every change below
-    key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
-    setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
-    seen = [root, None if setting is None else int(setting), TrashArea(namespaces_dir, user).item_ids()]
-    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
-
-
-def copy_kept(
-    user: str,
-    namespaces_dir: str,
-    source: Any,
-    target: Any,
-    apply: Apply,
-    before_link: Callable[[str], Any],
-    force: bool = False,
-) -> dict[str, int]:
-    """Bring `user`'s trash and version history in step on the standby unless nothing changed
-    since a settled comparison (`force`: compare anyway); ops sent and failed."""
-    now, seen = time.time(), fingerprint(user, namespaces_dir, source)
-    key = {"pk": STATE_PK, "sk": user}
-    state = target.get_item(Key=key, ConsistentRead=True).get("Item")
-    same = state is not None and state["seen"] == seen
-    if same and not force and float(state["checked"]) - float(state["since"]) >= SETTLE_S:
-        return {"ops": 0, "failed": 0}
-    kept = KeptCopy(user, namespaces_dir, source, target, apply, before_link)
-    kept.trash()
-    kept.history()
-    if not kept.failed:
-        since = state["since"] if same and state is not None else Decimal(repr(round(now, 3)))
-        target.put_item(Item={**key, "seen": seen, "since": since, "checked": Decimal(repr(round(now, 3)))})
-    return {"ops": kept.sent, "failed": kept.failed}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +94,23 @@ def copy_namespace(
     if not found:
         return {"ops": 0, "failed": 0}
     ns = Namespace(namespaces_dir, user)
-    sent = failed = 0
-    for batch in batches(op for diff in found for op in ops_for(ns, diff)):
+    sent, failed = send(user, (op for diff in found for op in ops_for(ns, diff)), apply, before_link)
+    return {"ops": sent, "failed": len(failed)}
+
+
+def send(
+    user: str,
+    ops: Iterable[Op],
+    apply: Callable[[str, list[Op]], dict[str, Any]],
+    before_link: Callable[[str], Any],
+) -> tuple[int, list[dict[str, Any]]]:
+    """Ops to the apply function in batches that fit one invocation, each link file's object
+    put on the standby first (`before_link`); how many were sent, and the failures reported."""
+    sent, failed = 0, list[dict[str, Any]]()
+    for batch in batches(iter(ops)):
         for op in batch:
             if op["op"] == "link":
                 before_link(LinkFile.from_bytes(base64.b64decode(op["data"])).content_hash)
-        answer = apply(user, batch)
         sent += len(batch)
-        failed += len(answer.get("failed", []))
-    return {"ops": sent, "failed": failed}
+        failed += apply(user, batch).get("failed", [])
+    return sent, failed

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .kept_copy import copy_kept
+from .kept_copy import KeptCopy
 from .namespace_copy import Op, copy_namespace
 from .records_copy import copy_object_record, copy_records
 from .status import ReplicationStatus
@@ -135,13 +135,12 @@ def run_pass(
                 **cursor,
             }
         got = copy_namespace(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
-        kept = copy_kept(
-            user, namespaces_dir, primary_table, standby.table, standby.apply, before_link, cursor["backfill"]
-        )
+        kept = KeptCopy(user, namespaces_dir, primary_table, standby.table, standby.apply, before_link)
+        kept_got = kept.run(force=bool(cursor["backfill"]))
         cursor.update(
             after=user,
-            ops=cursor["ops"] + got["ops"] + kept["ops"],
-            failed=cursor["failed"] + got["failed"] + kept["failed"],
+            ops=cursor["ops"] + got["ops"] + kept_got["ops"],
+            failed=cursor["failed"] + got["failed"] + kept_got["failed"],
         )
         done_now += 1
         if time.monotonic() - saved_at > SAVE_EVERY_S:  # an invocation cut short resumes from here

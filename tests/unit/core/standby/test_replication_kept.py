@@ -95,11 +95,14 @@ def test_an_item_whose_copy_failed_has_no_record_on_the_standby_until_a_pass_lan
     item = primary.trash_tree("/p")
     real, refused = standby.apply, []
 
-    def refusing_links(user, ops):  # the standby's EFS refuses the first link file of the item
-        if not refused and any(op["op"] == "link" and "trash" in op for op in ops):
-            refused.append(1)
-            ops = [{**op, "trash": "not-an-item"} if op["op"] == "link" else op for op in ops]
-        return real(user, ops)
+    def refusing_links(user, ops):  # the standby's EFS refuses the item's link file, once
+        links = [op for op in ops if op["op"] == "link" and "trash" in op]
+        if refused or not links:
+            return real(user, ops)
+        refused.extend(links)
+        answer = real(user, [op for op in ops if op not in links])
+        failed = [{"path": op["path"], "trash": op["trash"], "op": "link", "error": "EIO"} for op in links]
+        return {**answer, "failed": answer["failed"] + failed}
 
     standby.apply = refusing_links
     first = run_pass(table, ns_dir, standby)
@@ -158,3 +161,18 @@ def test_a_file_removed_and_restored_between_passes_still_brings_its_version(pai
     primary.trash.restore(item.item)  # the same tree and trash as before, one version more
     run_pass(table, ns_dir, standby)
     assert [v.reason for v in standby_fs.history.listing("/gone.txt")] == ["delete"]
+
+
+def test_many_new_versions_and_items_go_in_a_few_invocations(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    for i in range(30):
+        put(primary, "/doc.txt", b"draft %d" % i)
+        put(primary, f"/t{i}.txt", b"%d" % i)
+        primary.delete(f"/t{i}.txt")
+    calls, real = [], standby.apply
+    standby.apply = lambda user, ops: (calls.append(len(ops)), real(user, ops))[1]
+    run_pass(table, ns_dir, standby)
+    assert len(standby_fs.history.listing("/doc.txt")) == 29 and len(standby_fs.trash.listing()) == 30
+    assert len(calls) <= 3  # the namespace, the trash items, the versions' bytes
