@@ -55,6 +55,7 @@ from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
 from .namespace_copy import Op, file_op, send, tree_ops
+from .records_copy import ContentGone
 
 Item = dict[str, Any]
 Apply = Callable[[str, list[Op]], dict[str, Any]]
@@ -164,12 +165,12 @@ class KeptCopy:
             ):
                 continue  # the same, or its tree is not on the standby (yet): the next pass tries again
             self.target.put_item(Item=item)
-        gone = [sk for sk in theirs.keys() - ours.keys()]
-        kept = self._send(
+        gone = sorted(theirs.keys() - ours.keys())
+        still = self._send(
             {"op": "trash-purge", "trash": sk[len(ITEM) :]} for sk in gone if sk.startswith(ITEM)
         )
         for sk in gone:
-            if sk[len(ITEM) :] not in kept:
+            if sk[len(ITEM) :] not in still:
                 self.target.delete_item(Key={"pk": pk, "sk": sk})
 
     # --- the history -------------------------------------------------------------------------------
@@ -179,20 +180,37 @@ class KeptCopy:
         changed = {sk: item for sk, item in ours.items() if theirs.get(sk) != item}
         held = _small_hashes(theirs)
         wanted = _small_hashes(changed) - held
-        offered = {h: op for h in sorted(wanted) if (op := self._version_op(h)) is not None}
-        held |= set(offered) - self._send(offered.values())
+        offered: set[str] = set()
+
+        def copies() -> Iterator[Op]:  # read as the batches go, not all held at once
+            for h in sorted(wanted):
+                if (op := self._version_op(h)) is not None:
+                    offered.add(h)
+                    yield op
+
+        held |= offered - self._send(copies())
         for item in changed.values():
             h = str(item.get("content_hash", ""))
-            if item.get("kind") == "large" and not item.get("erasure"):
-                self.before_link(h)
-            elif item.get("kind") == "small" and h not in held:
+            if item.get("kind") == "small" and h not in held:
                 continue  # its bytes purged on the primary meanwhile, or failed: the next pass
+            if item.get("kind") == "large" and not item.get("erasure") and not self._large(h):
+                continue
             self.target.put_item(Item=item)
         with self.target.batch_writer() as batch:
             for sk in theirs.keys() - ours.keys():
                 batch.delete_item(Key={"pk": pk, "sk": sk})
         dropped = _small_hashes(theirs) - _small_hashes(ours)
         self._send({"op": "version-drop", "hash": h} for h in sorted(dropped))
+
+    def _large(self, content_hash: str) -> bool:
+        """Put a large version's object (record, content) on the standby; False when the
+        primary's bucket no longer holds it (its record would name nothing there)."""
+        try:
+            self.before_link(content_hash)
+        except ContentGone:
+            return False
+        key = {"pk": f"OBJ#{content_hash}", "sk": "OBJ"}  # absent when the primary has no record either
+        return "Item" in self.target.get_item(Key=key, ConsistentRead=True)
 
     def _version_op(self, content_hash: str) -> Op | None:
         """The op that keeps a small version's bytes on the standby; None when they are gone."""

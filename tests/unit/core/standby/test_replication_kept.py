@@ -11,6 +11,7 @@ from dataclasses import replace
 from hycloud_core import content
 from hycloud_core.fs import FileSystem
 from hycloud_core.standby.replicate import run_pass
+from tests.conftest import MOTO_BUCKET
 from tests.unit.core.moto_content import put_large
 from tests.unit.core.standby.conftest import RETAIN_S, STANDBY_BUCKET, put
 
@@ -176,3 +177,21 @@ def test_many_new_versions_and_items_go_in_a_few_invocations(pair):
     run_pass(table, ns_dir, standby)
     assert len(standby_fs.history.listing("/doc.txt")) == 29 and len(standby_fs.trash.listing()) == 30
     assert len(calls) <= 3  # the namespace, the trash items, the versions' bytes
+
+
+def test_a_large_version_whose_content_is_gone_at_home_is_not_sent_and_stops_nothing(pair):
+    primary, standby_fs, standby, ns_dir = pair
+    primary.retain_s = RETAIN_S
+    table = primary.records.table
+    run_pass(table, ns_dir, standby)  # the first pass's backfill done
+    old = put_large(primary, "/movie.bin", b"M" * 6000)
+    gone = put_large(primary, "/film.bin", b"F" * 6000)
+    put_large(primary, "/movie.bin", b"N" * 6000)
+    put_large(primary, "/film.bin", b"G" * 6000)
+    put(primary, "/doc.txt", b"one")
+    put(primary, "/doc.txt", b"two")
+    primary.s3.delete_object(Bucket=MOTO_BUCKET, Key=content.object_key(old))  # content reclaimed
+    primary.s3.delete_object(Bucket=MOTO_BUCKET, Key=content.object_key(gone))  # and its record too
+    table.delete_item(Key={"pk": f"OBJ#{gone}", "sk": "OBJ"})
+    assert run_pass(table, ns_dir, standby)["complete"]
+    assert standby_fs.history.records.all() == [v for v in primary.history.records.all() if v.kind == "small"]
