@@ -160,7 +160,7 @@ def deploy(
     context += ["-c", f"hycloud:standby={standby or ''}", "-c", "hycloud:standbyEveryMinutes=0"]
     _run_cdk([*deploy_args, *context], env)  # LocalStack's free edition has no X-Ray
     log(f"deploy: {time.monotonic() - started:.1f}s")
-    data = json.loads(OUTPUTS.read_text())
+    data = _every_stacks_outputs(json.loads(OUTPUTS.read_text()), regions, env, log)
     name, outputs = next((stack, out) for stack, out in data.items() if "ApiUrl" in out)
     outputs["LocalApiUrl"] = local_api_url(outputs["ApiUrl"], env)
     for standby in (out for out in data.values() if "StandbyApiUrl" in out):  # docs/FAILOVER.md
@@ -190,9 +190,29 @@ def local_api_url(api_url: str, env: dict[str, str]) -> str:
     return f"{env['AWS_ENDPOINT_URL']}/restapis/{api_id}/v1/_user_request_"
 
 
+def _instance_stacks(home: str, regions: list[str]) -> dict[str, str]:
+    """region -> the name of its instance stack (the home's under the first region)."""
+    return {regions[0]: home, **{region: f"{home}-{region}" for region in regions[1:]}}
+
+
+def _every_stacks_outputs(
+    data: dict[str, dict[str, str]], regions: list[str], env: dict[str, str], log
+) -> dict[str, dict[str, str]]:
+    """The outputs file's stacks, and each instance stack it left out read from CloudFormation: in
+    one fresh-clone run the file the CDK CLI wrote lacked a data instance it had just deployed."""
+    for region, stack in _instance_stacks(_home_stack_name(), regions).items():
+        if stack not in data:
+            found = _stack_outputs(stack, region, env)
+            if found is None:
+                raise RuntimeError(f"{stack} in {region} is not deployed (not in {OUTPUTS})")
+            log(f"{stack}: outputs read from CloudFormation (not in {OUTPUTS})")
+            data[stack] = found
+    return data
+
+
 def _write_instances(home: str, data: dict[str, dict[str, str]], regions: list[str]) -> None:
     """region -> that instance's outputs (the home's under the first region)."""
-    stacks = {regions[0]: home, **{region: f"{home}-{region}" for region in regions[1:]}}
+    stacks = _instance_stacks(home, regions)
     instances = {region: {"Region": region, **data[stack]} for region, stack in stacks.items()}
     INSTANCES.write_text(json.dumps(instances, indent=2))
 
