@@ -1,4 +1,4 @@
-"""Transfers over an emulated client link (50 Mbit/s, RTT 100 ms) on real release histories.
+"""Transfers over emulated client links (50 Mbit/s, RTT 100 ms; 10 Mbit/s, RTT 200 ms) on real release histories.
 
 For each consecutive pair of releases of the npm package `typescript` and of Django (uncompressed
 source tars, fetched from the registries), the time and the bytes on the client link of:
@@ -12,14 +12,19 @@ download does not read its base twice. Each delta upload sends content the cloud
 (the new release made unique for it), so its job stores the new version in S3 as it would on AWS.
 Cloud-internal traffic (Lambda, S3, EFS, Step Functions) does not cross the link.
 
-    .venv/bin/python bench/transfer_bench.py [--quick] [--series typescript,django] [--down 50 --up 50 --rtt 100]
+Each transfer is also set against the link's limit (bench/link_limit.py): one round trip plus the
+bytes the link counted each way at that direction's rate; the report gives measured / limit per
+mode, averaged over the pairs, for every link (issue 33: deltas within 2x of it).
 
-Needs the local deployment (started and deployed if absent); writes bench/results/transfer.{json,md}.
+    .venv/bin/python bench/transfer_bench.py [--quick] [--series typescript,django] [--links 50:100,10:200]
+
+Needs the local deployment (started and deployed if absent); writes bench/results/transfer-links.{json,md}.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import statistics
@@ -35,6 +40,7 @@ import result_files  # noqa: E402
 
 from bench.cloud_jobs import CloudJobs  # noqa: E402
 from bench.delta_bench import SERIES  # noqa: E402
+from bench.link_limit import UNAVOIDABLE_ROUND_TRIPS, Link, mean_ratio, measured_ratio, parse_links, within  # noqa: E402
 from bench.links import through  # noqa: E402
 from bench.relay_links import api_url, split_links  # noqa: E402
 from bench.wan import SpawnedWanLink  # noqa: E402
@@ -141,6 +147,13 @@ def unique_copy(release: Path, work: Path, run_id: str) -> Path:
     return copy
 
 
+def add_limits(row: dict, link: Link) -> dict:
+    """Each mode's link limit and its measured time's ratio to it (`limit_s`, `ratio`)."""
+    for m in MODES:
+        row[m].update(measured_ratio(link, row[m]))
+    return row
+
+
 def summarize(rows: list[dict]) -> dict:
     def avg(mode: str, field: str) -> float:
         return statistics.mean(r[mode][field] for r in rows)
@@ -151,6 +164,8 @@ def summarize(rows: list[dict]) -> dict:
             "avg_seconds": avg(m, "seconds"),
             "avg_bytes": avg(m, "bytes"),
             "avg_bytes_pct_of_file": statistics.mean(100 * r[m]["bytes"] / r["size"] for r in rows),
+            "avg_limit_s": avg(m, "limit_s"),
+            "avg_ratio_to_limit": mean_ratio(r[m]["ratio"] for r in rows),
         }
         for m in MODES
     }
@@ -171,41 +186,91 @@ def breakdown(rows: list[dict]) -> list[str]:
     """Average seconds of each step of the delta modes, from the client's clock and the job's report
     (client: compute = delta computed, job = request to result, fetch = delta fetched, apply =
     patched and hashed; cloud_* = inside the job)."""
-    lines = ["", "| mode | total s | steps (avg s) |", "| --- | ---: | --- |"]
+    out = []
     for m in DELTA_MODES:
         names = sorted({k for r in rows for k in r[m].get("steps", {})})
         avg = {k: statistics.mean(r[m].get("steps", {}).get(k, 0.0) for r in rows) for k in names}
         total = statistics.mean(r[m]["seconds"] for r in rows)
-        lines.append(f"| {m} | {total:.2f} | " + ", ".join(f"{k} {v:.2f}" for k, v in avg.items()) + " |")
-    return lines
+        limit = statistics.mean(r[m]["limit_s"] for r in rows)
+        steps = ", ".join(f"{k} {v:.2f}" for k, v in avg.items())
+        out.append([m, f"{total:.2f}", f"{limit:.2f}", steps])
+    return ["", *result_files.table(["mode", "total s", "limit s", "steps (avg s)"], "lrrl", out)]
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}%"
+
+
+def pair_table(rows: list[dict]) -> list[str]:
+    """Each pair's seconds and KB on the link, per mode."""
+    header = ["pair", "MB", *(f"{m} s / KB" for m in MODES)]
+    cells = (
+        [
+            r["pair"],
+            f"{r['size'] / 1e6:.1f}",
+            *(f"{r[m]['seconds']:.1f} / {r[m]['bytes'] / 1e3:.0f}" for m in MODES),
+        ]
+        for r in rows
+    )
+    return result_files.table(header, "lr" + "r" * len(MODES), cells)
+
+
+def summary_table(summary: dict) -> list[str]:
+    """Per mode: today's percentage figures, with the link limit and the ratio to it beside them."""
+    header = [
+        "mode", "avg s", "avg bytes % of file", "time reduction vs direct", "best",
+        "avg limit s", "avg × limit", "within 2×",
+    ]  # fmt: skip
+    cells = (
+        [
+            m,
+            f"{s['avg_seconds']:.2f}",
+            f"{s['avg_bytes_pct_of_file']:.2f}%",
+            _pct(s.get("time_reduction_vs_direct_pct")),
+            _pct(s.get("best_reduction_pct")),
+            f"{s['avg_limit_s']:.2f}",
+            f"{s['avg_ratio_to_limit']:.2f}×",
+            "yes" if within(s["avg_ratio_to_limit"]) else "no",
+        ]
+        for m, s in summary.items()
+    )
+    return result_files.table(header, "lrrrrrrl", cells)
+
+
+def overview_table(doc: dict) -> list[str]:
+    """Per mode and link: the average ratio to the link limit over every pair of every series."""
+    links = doc["links"]
+    header = ["mode"] + [f"{k} {h}" for k in links for h in ("avg × limit", "within 2×")]
+    cells = []
+    for m in MODES:
+        row = [m]
+        for data in links.values():
+            avg = mean_ratio(r[m]["ratio"] for series in data["series"].values() for r in series["rows"])
+            row += [f"{avg:.2f}×", "yes" if within(avg) else "no"]
+        cells.append(row)
+    return result_files.table(header, "l" + "rl" * len(links), cells)
 
 
 def markdown(doc: dict) -> str:
-    lines = [f"Client link: {doc['link']}", "", f"Load average at start / end: {doc.get('load', '')}", ""]
-    for series, data in doc["series"].items():
-        lines += [
-            f"## {series}",
-            "",
-            "| pair | MB | " + " | ".join(f"{m} s / KB" for m in MODES) + " |",
-            "| --- | ---: | " + " | ".join("---:" for _ in MODES) + " |",
-        ]
-        for r in data["rows"]:
-            cells = " | ".join(f"{r[m]['seconds']:.1f} / {r[m]['bytes'] / 1e3:.0f}" for m in MODES)
-            lines.append(f"| {r['pair']} | {r['size'] / 1e6:.1f} | {cells} |")
-        lines += [
-            "",
-            "| mode | avg s | avg bytes % of file | time reduction vs direct | best |",
-            "| --- | ---: | ---: | ---: | ---: |",
-        ]
-        for m, s in data["summary"].items():
-            red = s.get("time_reduction_vs_direct_pct")
-            lines.append(
-                f"| {m} | {s['avg_seconds']:.2f} | {s['avg_bytes_pct_of_file']:.2f}% | "
-                f"{'' if red is None else f'{red:.1f}%'} | "
-                f"{'' if 'best_reduction_pct' not in s else f'{s["best_reduction_pct"]:.1f}%'} |"
-            )
-        lines += breakdown(data["rows"])
-        lines.append("")
+    described = "; ".join(f"`{k}` = {data['link']}" for k, data in doc["links"].items())
+    lines = [
+        f"Client links: {described}",
+        "",
+        f"Link limit of a transfer: {doc['round_trips']} RTT (a request and its response) + bytes up / up "
+        "rate + bytes down / down rate, bytes as the link counted them (payload: HTTP headers and "
+        "bodies). × limit = measured time / limit, averaged over the pairs.",
+        "",
+        f"Load average at start / end: {doc.get('load', '')}",
+        "",
+        "## Ratio to the link limit, every series",
+        "",
+        *overview_table(doc),
+        "",
+    ]
+    for key, data in doc["links"].items():
+        for series, s in data["series"].items():
+            lines += [f"## {series}, link {key} ({data['link']})", "", *pair_table(s["rows"]), ""]
+            lines += [*summary_table(s["summary"]), *breakdown(s["rows"]), ""]
     return "\n".join(lines)
 
 
@@ -270,68 +335,90 @@ def relay_markdown(rows: list[dict], size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def run_series(link, spec: Link, url: str, key: str, series: str, n: int, work: Path) -> dict:
+    """Every consecutive pair of `series`' last `n` releases over one link. The releases are made
+    unique to this link's run (so nothing the cloud holds from an earlier link or run is reused)."""
+    versions_of, fetch = SERIES[series]
+    versions = versions_of(n)
+    slug = spec.key.replace(":", "-").replace("/", "_")  # a file and path name part
+    files = [unique_copy(fetch(v), work, f"{uuid.uuid4().hex}-{slug}") for v in versions]
+    setup, tag, rows = HyCloud(url, key), f"{series}-{slug}", []
+    for (v_old, old), (v_new, new) in itertools.pairwise(zip(versions, files, strict=True)):
+        row = add_limits(run_pair(setup, link, url, key, old, new, work, tag), spec)
+        row["pair"] = f"{v_old}→{v_new}"
+        rows.append(row)
+        print(
+            spec.key,
+            series,
+            row["pair"],
+            {m: (round(row[m]["seconds"], 2), round(row[m]["ratio"], 2)) for m in MODES},
+            flush=True,
+        )
+    return {"rows": rows, "summary": summarize(rows)}
+
+
+def run_link(spec: Link, port: int, url: str, key: str, args: argparse.Namespace, work: Path) -> dict:
+    """All series over one emulated link, with a client memory of its own (the rates it measured
+    on another link would steer its choices here)."""
+    os.environ["HYCLOUD_STATE"] = str(work / f"state-{uuid.uuid4().hex[:8]}.sqlite3")
+    shape = {"down_mbps": spec.down_mbps, "up_mbps": spec.up_mbps, "rtt_ms": spec.rtt_ms}
+    with SpawnedWanLink(target=("127.0.0.1", port), **shape) as link:
+        series = {s: run_series(link, spec, url, key, s, args.releases, work) for s in args.series.split(",")}
+    return {"link": spec.describe(), "series": series}
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="3 releases per series")
     parser.add_argument("--releases", type=int, default=10)
-    parser.add_argument("--down", type=float, default=50)
-    parser.add_argument("--up", type=float, default=50)
-    parser.add_argument("--rtt", type=float, default=100)
+    parser.add_argument(
+        "--links", default="50:100,10:200", help="client links DOWN[/UP]:RTT (Mbit/s, ms), comma-separated"
+    )
     parser.add_argument("--relay-only", action="store_true", help="only the direct-or-relay comparison")
     parser.add_argument(
         "--series", default=",".join(SERIES), help="comma-separated, of: " + ", ".join(SERIES)
     )
     args = parser.parse_args()
-    n = 3 if args.quick else args.releases
+    args.releases = 3 if args.quick else args.releases
+    try:
+        args.links = parse_links(args.links)
+    except ValueError as err:
+        parser.error(str(err))
+    return args
+
+
+def relay_only(setup: HyCloud, url: str, key: str, port: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        versions_of, fetch = SERIES["typescript"]
+        file = fetch(versions_of(1)[0])
+        rows = relay_sweep(setup, url, key, file, port, Path(tmp))
+    result_files.write("relay_choice", {"rows": rows}, relay_markdown(rows, file.stat().st_size))
+    print(relay_markdown(rows, file.stat().st_size))
+
+
+def main() -> None:
+    args = parse_args()
     state = tempfile.TemporaryDirectory()
     os.environ["HYCLOUD_STATE"] = str(Path(state.name) / "state.sqlite3")  # this run's client memory
-    local.start()
-    outputs = local.deploy(log=lambda m: None)
-    env = local.cloud_env()
-    os.environ.update(env)
+    outputs, env = local.running_deployment()
     key = create_user(outputs["TableName"], f"xfer-{uuid.uuid4().hex[:8]}")
     url = outputs["LocalApiUrl"]
     port = int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
-    setup = HyCloud(url, key)
     JOBS.update(jobs=CloudJobs(outputs["DeltaStateMachineArn"], outputs["TableName"]))
     if args.relay_only:
-        with tempfile.TemporaryDirectory() as tmp:
-            versions_of, fetch = SERIES["typescript"]
-            file = fetch(versions_of(1)[0])
-            rows = relay_sweep(setup, url, key, file, port, Path(tmp))
-        result_files.write("relay_choice", {"rows": rows}, relay_markdown(rows, file.stat().st_size))
-        print(relay_markdown(rows, file.stat().st_size))
+        relay_only(HyCloud(url, key), url, key, port)
         return
-    doc = {"link": f"{args.down:g}/{args.up:g} Mbit/s down/up, RTT {args.rtt:g} ms", "series": {}}
-    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    run_id = uuid.uuid4().hex
-    with (
-        SpawnedWanLink(
-            target=("127.0.0.1", port), down_mbps=args.down, up_mbps=args.up, rtt_ms=args.rtt
-        ) as link,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        for series in args.series.split(","):
-            versions_of, fetch = SERIES[series]
-            versions = versions_of(n)
-            files = [unique_copy(fetch(v), Path(tmp), run_id) for v in versions]
-            rows = []
-            pairs = zip(
-                zip(versions, files, strict=True), zip(versions[1:], files[1:], strict=True), strict=False
-            )
-            for (v_old, old), (v_new, new) in pairs:
-                row = run_pair(setup, link, url, key, old, new, Path(tmp), series)
-                row["pair"] = f"{v_old}→{v_new}"
-                rows.append(row)
-                print(
-                    series,
-                    row["pair"],
-                    {m: (round(row[m]["seconds"], 2), row[m]["bytes"]) for m in MODES},
-                    flush=True,
-                )
-            doc["series"][series] = {"rows": rows, "summary": summarize(rows)}
-    doc["load"] = f"{load_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-    result_files.write("transfer", doc, markdown(doc))
+    doc: dict = {"round_trips": UNAVOIDABLE_ROUND_TRIPS, "links": {}}
+    load_start = load_average()
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.links:
+            doc["links"][spec.key] = run_link(spec, port, url, key, args, Path(tmp))
+    doc["load"] = f"{load_start} / {load_average()}"
+    result_files.write("transfer-links", doc, markdown(doc))
     print(markdown(doc))
 
 
