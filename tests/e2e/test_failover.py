@@ -311,11 +311,28 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
     for side in ("primary", "standby"):  # both lags: namespaces (the Merkle job) and records (the stream)
         assert shown[side]["namespace_lag_s"] == shown[side]["lag_s"], shown
         assert shown[side]["records_ok"] and 0 <= shown[side]["records_lag_s"] < REPORTED_LAG_BOUND_S, shown
+    kept_on_standby(deployment, user, primary, standby, acked)
     print(
         f"\nfailover: primary given up after {detected:.2f}s, switched in {took:.2f}s replaying {switch['replayed']} writes; "
         f"{len(acked)} acknowledged files byte-exact on both; lag in step {in_step_lag['lag_s']:.1f}s, "
         f"paused {stale['lag_s']:.1f}s, after switch-back {report['lag_s']:.1f}s"
     )
+
+
+def kept_on_standby(deployment: Deployment, user, primary: HyCloud, standby: HyCloud, acked: dict) -> None:
+    """A pass carries the trash and the version history as the primary holds them (same item and
+    version ids), and both restore byte-exact on the standby."""
+    before = primary.get_bytes("/docs/a1.txt")
+    primary.put_bytes("/docs/a1.txt", b"a newer a1")
+    primary.rmdir("/after", recursive=True)
+    assert replicate(deployment, users=[user.id])["in_step"]
+    assert standby.trash()["items"] == primary.trash()["items"]
+    assert standby.versions("/docs/a1.txt") == primary.versions("/docs/a1.txt")
+    standby.restore("/docs/a1.txt", to="/docs/a1-restored.txt")
+    assert standby.get_bytes("/docs/a1-restored.txt") == before
+    (trashed,) = [item for item in standby.trash()["items"] if item["path"] == "/after"]
+    standby.trash_restore(trashed["item"])
+    assert_holds(standby, {p: sha for p, sha in acked.items() if p.startswith("/after/")}, "standby")
 
 
 def cli_via(user, relay: TcpRelay, standby_url: str, state: str, *args: str) -> subprocess.CompletedProcess:
