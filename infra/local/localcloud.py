@@ -51,7 +51,7 @@ NODE_PKG_DIR = HERE / "cdk-cli"
 DDB_MAIN = "hycloud.local.LoopbackServerRunner"
 DDB_AGENT = "hycloud.local.NoopAgent"
 HEALTH_TIMEOUT_S = 120
-STOP_TIMEOUT_S = 30
+STOP_TIMEOUT_S = 10  # no state to flush (nothing persists): a shutdown past this is killed
 REGION = "us-east-1"
 
 
