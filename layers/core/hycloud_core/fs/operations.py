@@ -329,6 +329,17 @@ class FileSystem:
             trash.records.put(item)
             return item
 
+    def remove_file(self, path: str) -> None:
+        """Remove a file for good: no trash item, no version (`rmdir(recursive=True)` is the same
+        for a folder). A replica's removal: its primary's trash and history come separately."""
+        path = paths.normalize(path)
+        with self._leases(path), self.quota.removing(self.ns, path):
+            if self.ns.stat(path).type == "dir":
+                raise ConflictError(f"{path} is a directory; use rmdir", code="is-a-directory")
+            self.ns.unlink(path)
+            self.records.delete_file(self.user, path)
+            self.merkle.removed(path)
+
     # --- directories ---------------------------------------------------------------------------
     def mkdir(self, path: str, parents: bool = False) -> Entry:
         path = paths.normalize(path)

@@ -30,6 +30,7 @@ from ..fs.operations import FileSystem
 from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..linkfile import LinkFile
+from ..store.quotas import Quota
 
 
 def _link(fs: FileSystem, op: dict[str, Any]) -> None:
@@ -49,10 +50,8 @@ def _remove(fs: FileSystem, path: str) -> None:
         return
     if entry.type == "dir":
         fs.rmdir(path, recursive=True)
-        return
-    fs.ns.unlink(path)
-    fs.records.delete_file(fs.user, path)
-    fs.merkle.removed(path)
+    else:
+        fs.remove_file(path)
 
 
 def _namespaces_dir(fs: FileSystem) -> str:
@@ -117,6 +116,7 @@ def apply_op(fs: FileSystem, op: dict[str, Any]) -> None:
 
 def apply_ops(fs: FileSystem, ops: list[dict[str, Any]]) -> dict[str, Any]:
     fs.retain_s = 0  # the primary's versions are copied as they are, none made here
+    fs.quota = Quota(None, fs.user)  # the primary's usage is copied as a record: none counted here
     failed: list[dict[str, Any]] = []
     for op in ops:
         try:

@@ -128,3 +128,19 @@ def test_a_pass_out_of_time_continues_where_it_stopped_and_keeps_its_start(pair,
     assert second["started"] == first["started"]  # in step as of the pass's start
     assert ReplicationStatus(table).read()["in_step_at"] == pytest.approx(first["started"], abs=0.01)
     assert Namespace(str(Path(standby_fs.ns.root).parent), "u-2").read("/b.txt") == b"second user"
+
+
+def test_applied_ops_count_nothing_on_the_standbys_quota(pair):
+    """The standby's usage is the primary's, copied as a record (records_copy.py, the stream):
+    the ops a pass applies count none of their own on top of it, in either direction."""
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    put(primary, "/q/one.txt", b"one")
+    put(primary, "/q/two.txt", b"two")
+    run_pass(table, ns_dir, standby, backfill=True)
+    assert standby_fs.quota.report()["files"] == primary.quota.report()["files"]
+    primary.delete("/q/one.txt")
+    put(primary, "/q/three.txt", b"three")
+    assert run_pass(table, ns_dir, standby, backfill=True)["in_step"]
+    assert not standby_fs.ns.exists("/q/one.txt") and standby_fs.ns.read("/q/three.txt") == b"three"
+    assert standby_fs.quota.report()["files"] == primary.quota.report()["files"]
