@@ -51,6 +51,7 @@ from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..store.locks import LEASE_S
 from ..store.merkle_records import ROOT, MerkleRecords
+from ..store.pages import query_items
 from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
@@ -65,14 +66,7 @@ SETTLE_S = 2 * LEASE_S  # longer than a request holds the lease it writes its re
 
 def partition(table: Any, pk: str) -> dict[str, Item]:
     """Every item of a partition by sort key, as stored (numbers stay Decimal, to write back)."""
-    items: dict[str, Item] = {}
-    kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(pk), "ConsistentRead": True}
-    while True:
-        page = table.query(**kwargs)
-        items.update((str(i["sk"]), i) for i in page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return {str(i["sk"]): i for i in query_items(table, Key("pk").eq(pk), consistent=True)}
 
 
 def _trash_ops(area: TrashArea, item_id: str) -> Iterator[Op]:

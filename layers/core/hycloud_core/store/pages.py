@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -17,12 +18,18 @@ def plain(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
-    """Every item a key condition matches, page after page, as plain values."""
-    items, kwargs = [], {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+def query_items(table: Any, cond: Any, consistent: bool = False) -> Iterator[dict[str, Any]]:
+    """Every item a key condition matches, page after page, as stored (numbers stay Decimal, to
+    be written back as they were)."""
+    kwargs = {"KeyConditionExpression": cond, "ConsistentRead": consistent}
     while True:
         page = table.query(**kwargs)
-        items += [plain(i) for i in page["Items"]]
+        yield from page["Items"]
         if "LastEvaluatedKey" not in page:
-            return items
+            return
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
+    """Every item a key condition matches, page after page, as plain values."""
+    return [plain(i) for i in query_items(table, cond, consistent)]
