@@ -1,6 +1,7 @@
 """One pass of the namespace job: every user's namespace brought in step by Merkle exchange, and
-what the user's trash and version history keep (kept_copy.py), then the status. Records reach the standby by the table's stream (record_stream.py); the pass copies
-them by scan only as a backfill: on its first full pass, or when asked (`backfill`).
+what the user's trash and version history keep (kept_copy.py), then the status. Records reach
+the standby by the table's stream (record_stream.py); the pass copies them by scan only as a
+backfill: on its first full pass, or when asked (`backfill`).
 
 Runs in the primary's region with the primary's EFS mounted (functions/replicator); it reaches the
 standby's table, bucket and apply function by their physical names (docs/FAILOVER.md). A paused
