@@ -31,6 +31,7 @@ from routes import (
     relay,
     replication,
     share,
+    snapshots,
     trash,
     tree_jobs,
     uploads,
@@ -69,6 +70,7 @@ for module in (
     replication,
     versions,
     trash,
+    snapshots,
 ):
     app.include_router(module.router)
 

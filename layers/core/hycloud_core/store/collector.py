@@ -1,7 +1,7 @@
 """Mark-and-sweep reclamation of large-file content (seed 003's Bloom-filter collection).
 
 Why it is safe. The collector first reads every object record (its `gen`), then marks every
-content hash that any link file on EFS (the trash included), file record, pending upload or kept version names, then reclaims an
+content hash that any link file on EFS (the trash and snapshots included), file record, pending upload or kept version names, then reclaims an
 object only if it is unmarked, was not touched within `grace_s` before the round began, is not
 kept as an old version, and still has the `gen` it read (objects.py). Every operation that makes
 a link touches the object first, and finishes within the grace period, so:
@@ -34,6 +34,11 @@ from .version_records import PREFIX as VERSION_PREFIX
 def trash_root(namespaces_dir: str) -> str:
     """The users' trash areas beside the namespaces (fs/trash.py keeps what is in them)."""
     return os.path.join(os.path.dirname(os.path.normpath(namespaces_dir)), "trash")
+
+
+def snapshot_root(namespaces_dir: str) -> str:
+    """The users' snapshot areas beside the namespaces (fs/snapshots.py keeps what is in them)."""
+    return os.path.join(os.path.dirname(os.path.normpath(namespaces_dir)), "snapshots")
 
 
 EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
@@ -147,10 +152,13 @@ class Collector:
         return links
 
     def _linked_on_efs(self) -> Iterator[str]:
-        """Every content hash a link file names, in every namespace and every user's trash
-        (a trashed file keeps its content until its item is purged: fs/trash.py), retained
-        history included. A link moved between the two during the walk bumped the tree epoch."""
-        for folder in (self.namespaces_dir, trash_root(self.namespaces_dir)):
+        """Every content hash a link file names, in every namespace, every user's trash (a
+        trashed file keeps its content until its item is purged: fs/trash.py) and every user's
+        snapshots (until the snapshot is removed: fs/snapshots.py), retained history included.
+        A link moved between namespace and trash during the walk bumped the tree epoch; a link
+        copied into a snapshot touched its object first, as every copy does."""
+        namespaces = self.namespaces_dir
+        for folder in (namespaces, trash_root(namespaces), snapshot_root(namespaces)):
             if not os.path.isdir(folder):
                 continue
             for link in link_files_under(folder):

@@ -13,6 +13,7 @@ deployment has one thing to back up and replicate to a standby region:
 | large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | earlier version of a file | `VER#<user>` | `<path>//<version id>` | kind, content_hash, sha256, size, mtime, by, at, reason, expires (version_records.py) |
 | trash item, the user's trash retention | `TRASH#<user>` | `I#<item id>`, `SETTINGS` | path, type, size, files, at, by; retention_s (trash_records.py) |
+| snapshot of a folder | `SNAP#<user>` | `S#<name>` | name, id (its folder in the snapshot area), path, at, by, files, bytes, state (snapshot_records.py) |
 | pending upload | `UPLOAD#<user>` | `<content hash>` | upload_id, size, part digests, or a dedup challenge |
 | subtree lease | `LOCK#<user>` | `<path>` | owner, expires (see locks.py) |
 | share link, a user's share links | `SHARE#<token>`, `SHARES#<user>` | `SHARE`, `S#<token>` / `SERVED` | see shares.py |

@@ -1,0 +1,292 @@
+"""Snapshots: a read-only copy of a folder's tree as it was at `create`, browsable and restorable.
+
+Where. `<efs root>/snapshots/<user>/<snapshot id>/...`, beside the namespaces (as the trash is),
+so listings, stat, sync, the Merkle walk, the reconciler and the usage walk never see it, and no
+path a client gives can reach it (every path is confined to the user's namespace). The
+snapshot's folder holds the copied folder's contents: `/a.txt` in snapshot `s` is `<path>/a.txt`
+as it was. One `SNAP#<user>` record per snapshot (store/snapshot_records.py) names it.
+
+Cost of `create`: O(files) in metadata, not instant. Under the folder's lease (so no write below
+it interleaves: the copy is one moment of the tree), the tree is walked and each file copied
+into the area, a page of files side by side: a small file's bytes (at most the small-file
+threshold; a packed one's read back from its segment, so the snapshot depends on no segment),
+a large file's link file only (no data moves: its object is touched first, as `FileSystem.copy`
+does, see store/collector.py). No file record nor Merkle node is written: the snapshot is read
+from EFS, its source of truth. A tree above `MAX_ENTRIES` is refused (413 `snapshot-too-large`)
+rather than outlast the API's 29 s: snapshot its subfolders instead.
+
+What is kept. The collector marks every link file under the snapshot area (store/collector.py),
+so a large file's object stays while any snapshot names it, whatever becomes of the original.
+A link is copied without its retained history: a snapshot keeps the version it copied, not the
+earlier ones the original still lists. Coded (erasure) files' blocks are kept by the block sweep,
+which walks the namespaces only: see docs/SNAPSHOTS.md.
+
+Read-only. Nothing writes into a snapshot but `create`; the API answers 403 to a write.
+`restore` copies a snapshot (or one path in it) back into the namespace, to where it was or
+`to`, and never overwrites: with `replace` what is there now goes to the trash first.
+
+Quota. A snapshot's files and bytes are reported apart (as the trash's are), and `create`
+refuses one that would take the user's use plus all snapshots over the quota.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from itertools import batched, groupby
+from typing import TYPE_CHECKING
+
+from .. import paths
+from ..errors import ConflictError, NotFoundError, PayloadTooLargeError
+from ..store.collector import snapshot_root
+from ..store.quotas import Change, Quota, QuotaExceeded
+from ..store.snapshot_records import (
+    READY,
+    Snapshot,
+    SnapshotRecords,
+    checked_name,
+    default_name,
+)
+from ..store.time_ids import new_id
+from .namespace import Entry, Namespace
+from .tree_walk import PRE, Step, count, under, walk
+
+if TYPE_CHECKING:
+    from .operations import FileSystem
+
+MAX_ENTRIES = 10_000  # files and folders a synchronous `create` copies within the API's 29 s
+COUNT_S = 5.0  # at most this long counting before the copy starts
+PAGE = 100  # entries of the walk copied together
+REMOVING = ".removing-"
+
+
+class SnapshotArea:
+    """One user's snapshot folders on EFS (no records): what the collector walks."""
+
+    def __init__(self, namespaces_dir: str, user: str) -> None:
+        self.root = os.path.join(snapshot_root(namespaces_dir), user)
+
+    def folder(self, snap_id: str) -> str:
+        return os.path.join(self.root, snap_id)
+
+    def tree(self, snap_id: str, make: bool = False) -> Namespace | None:
+        """The snapshot's tree as a namespace (read through it, never written but by `create`)."""
+        if not make and not os.path.isdir(self.folder(snap_id)):
+            return None
+        return Namespace(self.root, snap_id)
+
+    def remove(self, snap_id: str) -> bool:
+        """Claim the folder by one rename (a restore reading it then fails whole), then remove it."""
+        aside = os.path.join(self.root, REMOVING + snap_id)
+        try:
+            os.rename(self.folder(snap_id), aside)
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(aside, ignore_errors=True)
+        return True
+
+
+def _copy_tree(
+    steps: Iterator[Step], make_dir: Callable[[str], object], copy: Callable[[str], int]
+) -> Change:
+    """Copy a pre-order walk page by page (paths relative to the walk's root, "/" the root):
+    folders made in order, each run of files copied side by side (EFS is latency-bound)."""
+    from .operations import in_parallel  # the FileSystem's pool for per-file EFS work
+
+    done = Change()
+    for page in batched(steps, PAGE):
+        for is_dir, group in groupby(page, key=lambda step: step.is_dir):
+            rels = [under("/", step.rel) for step in group]
+            if is_dir:
+                for rel in rels:
+                    make_dir(rel)
+            else:
+                done += Change(sum(in_parallel(copy, rels)), len(rels))
+    return done
+
+
+class Snapshots:
+    """One user's snapshots, over the user's FileSystem (its namespace, records, quota, leases)."""
+
+    def __init__(self, fs: FileSystem) -> None:
+        self.fs = fs
+        self.records = SnapshotRecords(fs.records.table, fs.user)
+        self.area = SnapshotArea(os.path.dirname(fs.ns.root), fs.user)
+
+    # --- making one ------------------------------------------------------------------------------
+    def create(self, path: str, name: str | None = None) -> Snapshot:
+        """Copy the folder `path` into a new snapshot; 409 when `name` is taken, 413 above
+        MAX_ENTRIES, 403 `quota-exceeded` when it would take the user over the quota."""
+        fs, now = self.fs, time.time()
+        path = paths.normalize(path)
+        name = checked_name(name) if name is not None else default_name(now)
+        fs.ns.require_dir(path)
+        snap = Snapshot(name, new_id(now), path, now, fs.user)
+        with fs._leases(path):
+            self._check_size(path)
+            self.records.claim(snap)
+            try:
+                snap = self._copy_in(snap)
+                self._check_quota(snap)
+            except BaseException:
+                self.area.remove(snap.id)
+                self.records.delete(name)
+                raise
+            self.records.put(snap)
+        return snap
+
+    def _check_size(self, path: str) -> None:
+        _files, entries, cursor = count(self.fs.ns, path, None, time.monotonic() + COUNT_S, MAX_ENTRIES + 1)
+        if cursor is not None or entries > MAX_ENTRIES:
+            raise PayloadTooLargeError(
+                f"{path} holds more than {MAX_ENTRIES} files and folders (or more than one request can "
+                "count); snapshot its subfolders instead",
+                code="snapshot-too-large",
+            )
+
+    def _copy_in(self, snap: Snapshot) -> Snapshot:
+        fs, tree = self.fs, self.area.tree(snap.id, make=True)
+        assert tree is not None
+        src = _Under(snap.path)
+
+        def copy(rel: str) -> int:
+            entry = fs.ns.stat(src.path(rel))
+            if entry.storage == "large":
+                fs._require_content(entry)  # touched before the new link appears (store/collector.py)
+                link = fs.ns.read_link(entry.path)
+                link.history, link.history_erasure = [], {}
+                tree.write_link(rel, link)
+            else:  # a packed file's bytes come from its segment: the snapshot depends on none
+                tree.write(rel, fs.ns.read(entry.path), mode=entry.mode or 0o640, mtime=entry.mtime)
+            return entry.size
+
+        held = _copy_tree(walk(fs.ns, snap.path, PRE), tree.mkdir, copy)
+        return Snapshot(snap.name, snap.id, snap.path, snap.at, snap.by, held.files, held.bytes, READY)
+
+    def _check_quota(self, snap: Snapshot) -> None:
+        """The user's use plus every snapshot (this one too) within the quota."""
+        quota = Quota(self.fs.records, self.fs.user, self.fs.quota.defaults)
+        report, held = quota.report(), self.records.totals()
+        for what, more in (("bytes", snap.bytes), ("files", snap.files)):
+            limit, used = report[what]["limit"], report[what]["used"] + held[what]
+            if limit is not None and used + more > limit:
+                raise QuotaExceeded(
+                    f"quota exceeded: {used} of {limit} {what} in use with the snapshots, and this "
+                    f"snapshot adds {more}"
+                )
+
+    # --- reading ---------------------------------------------------------------------------------
+    def listing(self) -> list[Snapshot]:
+        """Every snapshot, newest first."""
+        return sorted(self.records.all(), key=lambda s: s.at, reverse=True)
+
+    def get(self, name: str) -> Snapshot:
+        snap = self.records.get(checked_name(name))
+        if snap is None:
+            raise NotFoundError(f"no snapshot named {name}", code="snapshot-not-found")
+        return snap
+
+    def tree(self, name: str) -> tuple[Snapshot, Namespace]:
+        """A ready snapshot and its tree; 409 while it is being made."""
+        snap = self.get(name)
+        tree = self.area.tree(snap.id)
+        if snap.state != READY or tree is None:
+            raise ConflictError(f"snapshot {name} is not complete", code="snapshot-not-ready")
+        return snap, tree
+
+    def stat(self, name: str, path: str) -> Entry:
+        return self.tree(name)[1].stat(path)
+
+    def list(
+        self, name: str, path: str = "/", after: str | None = None, limit: int | None = None
+    ) -> tuple[list[Entry], str | None]:
+        return self.tree(name)[1].listdir(path, after, limit)
+
+    # --- restoring -------------------------------------------------------------------------------
+    def restore(
+        self, name: str, path: str = "/", to: str | None = None, replace: bool = False
+    ) -> tuple[Entry, Snapshot]:
+        """Copy `path` of the snapshot (all of it by default) back to where it was, or to `to`.
+        Nothing is overwritten: 409 when the place is taken, unless `replace`, which first moves
+        what is there to the trash (one rename, restorable from there)."""
+        snap, tree = self.tree(name)
+        src = paths.normalize(path)
+        entry = tree.stat(src)
+        dst = paths.normalize(to) if to else _Under(snap.path).path(src)
+        if dst == "/":
+            raise ConflictError(
+                "/ is the root directory; restore it elsewhere with `to`", code="already-exists"
+            )
+        fs = self.fs
+        if replace and fs.ns.exists(dst):
+            fs.trash_tree(dst) if fs.ns.stat(dst).type == "dir" else fs.delete(dst)
+        held = Change(snap.bytes, snap.files) if src == "/" else _held(tree, src)
+        with fs._leases(dst), fs.quota.change(held):
+            if fs.ns.exists(dst):
+                hint = "" if to else "; restore it elsewhere with `to`, or with `replace`"
+                raise ConflictError(f"{dst} already exists{hint}", code="already-exists")
+            fs.ns.mkdir(paths.parent(dst), parents=True)
+            try:
+                self._copy_out(tree, entry, dst)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(fs.ns.host(dst)) if entry.type == "dir" else os.unlink(fs.ns.host(dst))
+                raise
+            fs.trash._index(dst)  # its file records and Merkle nodes, as a trash restore writes them
+        return fs.ns.stat(dst), snap
+
+    def _copy_out(self, tree: Namespace, entry: Entry, dst: str) -> None:
+        """The snapshot's `entry` (file or folder) written at `dst` in the namespace."""
+        fs = self.fs
+        # the snapshot's tree seen as a FileSystem's namespace, for `_require_content`'s touch
+        reader = type(fs)(fs.user, tree, fs.records, fs.objects, fs.s3, fs.bucket, quota=Quota(None, fs.user))
+        src, target = _Under(entry.path), _Under(dst)
+
+        def copy(rel: str) -> int:
+            found = tree.stat(src.path(rel))
+            if found.storage == "large":
+                reader._require_content(found)  # touched before the restored link appears
+                fs.ns.write_link(target.path(rel), tree.read_link(found.path))
+            else:
+                data = tree.read(found.path)
+                fs.ns.write(target.path(rel), data, mode=found.mode or 0o640, mtime=found.mtime)
+            return found.size
+
+        if entry.type == "file":
+            copy("/")
+        else:
+            _copy_tree(walk(tree, entry.path, PRE), lambda rel: fs.ns.mkdir(target.path(rel)), copy)
+
+    # --- removing --------------------------------------------------------------------------------
+    def remove(self, name: str) -> Snapshot:
+        """Remove a snapshot for good; the content only it named is then the collector's."""
+        snap = self.get(name)
+        self.area.remove(snap.id)
+        self.records.delete(snap.name)
+        return snap
+
+
+class _Under:
+    """Paths of a folder's tree seen from the folder: "/" is the folder itself."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def path(self, rel: str) -> str:
+        rel = paths.normalize(rel)
+        return self.folder if rel == "/" else (self.folder.rstrip("/") + rel)
+
+
+def _held(tree: Namespace, path: str) -> Change:
+    """What a part of a snapshot holds (its files' sizes), for the quota of its restore."""
+    entries = list(tree.walk_files(path))
+    return Change(sum(e.size for e in entries), len(entries))
+
+
+def remove_all(namespaces_dir: str, user: str) -> None:
+    """A deleted user's snapshots on EFS (their records go with the user's partitions)."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(SnapshotArea(namespaces_dir, user).root)
