@@ -37,6 +37,7 @@ from .mount import mount_command
 from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
 from .serve import serve
 from .share import share_command
+from .snapshot import snapshot
 from .status import status_command
 from .sync import EPILOG as SYNC_EPILOG
 from .sync import sync_command
@@ -62,6 +63,7 @@ app = typer.Typer(
 )
 app.add_typer(admin, name="admin")
 app.add_typer(trash, name="trash")
+app.add_typer(snapshot, name="snapshot")
 NO_H = {"help_option_names": ["--help"]}  # ls and stat take -h for human sizes, as ls does
 
 

@@ -33,6 +33,7 @@ from .switch_back import reconcile_primary
 
 if TYPE_CHECKING:
     from ..transfer.coded import SessionFor
+    from .snapshots import Snapshots
 
 # The delta engine and the erasure coder (numpy, zstandard, zfec: about 0.2 s to import) load in
 # the methods that move a file that way, so `hycloud ls` and small files start without them.
@@ -221,6 +222,13 @@ class HyCloud:
         """Remove one trash item (or all of them) for good; {"emptied": [item ids]}."""
         body = {} if item is None else {"item": checked_item_id(item)}
         return self.http.json("POST", "/v1/trash/empty", json=body)
+
+    @property
+    def snapshots(self) -> Snapshots:
+        """Read-only copies of folders: create, list, ls, get_bytes, restore, rm (sdk/snapshots.py)."""
+        from .snapshots import Snapshots
+
+        return Snapshots(self)
 
     # --- version history: what overwrites and deletes replaced, kept for the retention ------------
     def versions(self, path: str) -> dict:
