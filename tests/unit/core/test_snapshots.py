@@ -6,6 +6,7 @@ purged, then reclaims it once the snapshot is removed."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -15,6 +16,7 @@ import pytest
 import hycloud_core.fs.snapshots as snapshots
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
 from hycloud_core.fs import FileSystem
+from hycloud_core.fs.merkle_scan import repair
 from hycloud_core.fs.snapshots import Snapshots
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.store.quotas import Quota
@@ -75,6 +77,7 @@ def test_create_copies_the_tree_and_later_writes_leave_it_unchanged(bob):
         "/back/sub/b.txt",
         "/back/sub/big.bin",
     ]
+    assert repair(bob.ns, bob.merkle, lambda _path: contextlib.nullcontext()) == []  # nodes agree with EFS
 
 
 def test_a_snapshot_is_outside_the_namespace_and_its_large_files_are_links(moto_filesystems, bob):

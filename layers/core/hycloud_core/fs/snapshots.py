@@ -32,14 +32,16 @@ refuses one that would take the user's use plus all snapshots over the quota.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import batched, groupby
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .. import paths
+from .. import content, paths
 from ..errors import ConflictError, NotFoundError, PayloadTooLargeError
 from ..store.collector import snapshot_root
 from ..store.quotas import Change, Quota, QuotaExceeded
@@ -235,30 +237,53 @@ class Snapshots:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(fs.ns.host(dst)) if entry.type == "dir" else os.unlink(fs.ns.host(dst))
                 raise
-            fs.trash._index(dst)  # its file records and Merkle nodes, as a trash restore writes them
         return fs.ns.stat(dst), snap
 
     def _copy_out(self, tree: Namespace, entry: Entry, dst: str) -> None:
-        """The snapshot's `entry` (file or folder) written at `dst` in the namespace."""
+        """The snapshot's `entry` (file or folder) written at `dst` in the namespace, then its
+        file records and Merkle nodes, from what the copy wrote (no second pass over EFS)."""
         fs = self.fs
         # the snapshot's tree seen as a FileSystem's namespace, for `_require_content`'s touch
         reader = type(fs)(fs.user, tree, fs.records, fs.objects, fs.s3, fs.bucket, quota=Quota(None, fs.user))
         src, target = _Under(entry.path), _Under(dst)
+        written: list[_Written] = []  # appended from the pool's threads (list.append is atomic)
+        folders: list[str] = []
 
         def copy(rel: str) -> int:
-            found = tree.stat(src.path(rel))
+            found, path = tree.stat(src.path(rel)), target.path(rel)
             if found.storage == "large":
                 reader._require_content(found)  # touched before the restored link appears
-                fs.ns.write_link(target.path(rel), tree.read_link(found.path))
+                link = tree.read_link(found.path)
+                made = fs.ns.write_link(path, link)
+                record = {"kind": "large", "size": link.size, "content_hash": link.content_hash}
+                written.append(_Written(path, record, link.content_hash, made.mtime))
             else:
                 data = tree.read(found.path)
-                fs.ns.write(target.path(rel), data, mode=found.mode or 0o640, mtime=found.mtime)
+                made = fs.ns.write(path, data, mode=found.mode or 0o640, mtime=found.mtime)
+                record = {"kind": "small", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                written.append(_Written(path, record, content.hash_bytes(data), made.mtime))
             return found.size
+
+        def make_dir(rel: str) -> None:
+            folders.append(target.path(rel))
+            fs.ns.mkdir(target.path(rel))
 
         if entry.type == "file":
             copy("/")
         else:
-            _copy_tree(walk(tree, entry.path, PRE), lambda rel: fs.ns.mkdir(target.path(rel)), copy)
+            _copy_tree(walk(tree, entry.path, PRE), make_dir, copy)
+        self._index(written, folders)
+
+    def _index(self, written: list[_Written], folders: list[str]) -> None:
+        """File records in batches, file nodes in batches with each folder above them
+        invalidated once (MerkleRecords.files_written), and the folders holding no file made."""
+        fs = self.fs
+        fs.records.put_files(fs.user, {w.path: w.record for w in written})
+        fs.merkle.files_written([(w.path, w.digest, w.mtime) for w in written])
+        holding = {a for w in written for a in _ancestors(w.path)}
+        for folder in folders:
+            if folder not in holding:
+                fs.merkle.dir_made(folder)
 
     # --- removing --------------------------------------------------------------------------------
     def remove(self, name: str) -> Snapshot:
@@ -267,6 +292,22 @@ class Snapshots:
         self.area.remove(snap.id)
         self.records.delete(snap.name)
         return snap
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A file a restore wrote: its record and its Merkle node's digest and mtime."""
+
+    path: str
+    record: dict[str, Any]
+    digest: str
+    mtime: float
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    while path != "/":
+        path = paths.parent(path)
+        yield path
 
 
 class _Under:

@@ -1,0 +1,93 @@
+"""`snapshot create` on the local deployment, by tree size, beside HyCloud's own tree copy
+(`cp -r` through the API) and a local disk's `cp -r` and `cp -al` (a hard-link tree, as
+rsnapshot makes: the strongest metadata-only peer), and the snapshot restore that copies it back.
+
+For each size a tree of N small files (100 B, 10 per folder) is uploaded in bundles, then timed:
+HyCloud `snapshots.create` (one request: the tree walked and each file copied into the snapshot
+area on EFS, under the folder's lease), `snapshots.restore(to=...)` (copied back, file records
+and Merkle nodes written), `cp` of the same folder (the API's tree copy), and on a local
+temporary folder `cp -r` and `cp -al` of the same tree.
+
+    .venv/bin/python bench/snapshot_bench.py [--sizes 1,100,1000]
+
+Needs the local cloud deployed; writes bench/results/snapshots.json and snapshots.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
+import result_files  # noqa: E402
+from trash_bench import make_tree, ms  # noqa: E402
+
+from hycloud.admin import create_user  # noqa: E402
+from hycloud.sdk import HyCloud  # noqa: E402
+from hycloud.sdk.bundles import put_files  # noqa: E402
+from infra.local import deploy as local  # noqa: E402
+
+
+def row(hc: HyCloud, work: Path, files: int) -> dict:
+    local_tree = work / f"tree{files}"
+    made = make_tree(local_tree, files)
+    remote = f"/snap-bench-{uuid.uuid4().hex[:6]}"
+    results = put_files(hc, [(p, f"{remote}/{p.relative_to(local_tree).as_posix()}") for p in made])
+    assert all(r["status"] == "ok" for r in results), [r for r in results if r["status"] != "ok"][:3]
+    name = f"b-{uuid.uuid4().hex[:8]}"
+    snap: dict = {}
+    t0 = time.perf_counter()
+    snap.update(hc.snapshots.create(remote, name))
+    create_ms = (time.perf_counter() - t0) * 1000
+    assert snap["files"] == files, snap
+    restore_ms = ms(lambda: hc.snapshots.restore(name, to=f"{remote}-restored"))
+    assert hc.stat(f"{remote}-restored/d0/f0.txt")["size"] == 100
+    cp_ms = ms(lambda: hc.cp(remote, f"{remote}-copy"))
+    for folder in (remote, f"{remote}-restored", f"{remote}-copy"):
+        hc.rmdir(folder, recursive=True)
+    hc.snapshots.rm(name)
+    hc.trash_empty()
+    local_cp_ms = ms(lambda: subprocess.run(["cp", "-r", local_tree, work / f"cp{files}"], check=True))
+    local_cpal_ms = ms(lambda: subprocess.run(["cp", "-al", local_tree, work / f"al{files}"], check=True))
+    return {
+        "files": files,
+        "hycloud_snapshot_create_ms": create_ms,
+        "hycloud_snapshot_restore_ms": restore_ms,
+        "hycloud_cp_r_ms": cp_ms,
+        "local_cp_r_ms": local_cp_ms,
+        "local_cp_al_ms": local_cpal_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1,100,1000")
+    args = parser.parse_args()
+    outputs, _env = local.running_deployment()
+    hc = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for files in (int(s) for s in args.sizes.split(",")):
+            rows.append(row(hc, Path(tmp), files))
+            print(rows[-1], flush=True)
+    lines = [
+        "| files | snapshot create ms | snapshot restore ms | HyCloud cp -r ms | local cp -r ms | local cp -al ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['files']} | {r['hycloud_snapshot_create_ms']:.0f} | {r['hycloud_snapshot_restore_ms']:.0f} | "
+        f"{r['hycloud_cp_r_ms']:.0f} | {r['local_cp_r_ms']:.1f} | {r['local_cp_al_ms']:.1f} |"
+        for r in rows
+    ]
+    result_files.write("snapshots", {"rows": rows}, "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
