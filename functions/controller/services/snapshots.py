@@ -27,7 +27,7 @@ def create(fs: FileSystem, path: str, name: str | None) -> dict:
 
 
 def browse(fs: FileSystem, name: str, path: str, after: str | None, limit: int) -> dict:
-    entries, cursor = Snapshots(fs).list(name, path, after, limit)
+    entries, cursor = Snapshots(fs).browse(name, path, after, limit)
     return {"entries": [e.to_dict() for e in entries], "cursor": cursor}
 
 

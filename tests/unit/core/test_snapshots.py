@@ -65,7 +65,7 @@ def test_create_copies_the_tree_and_later_writes_leave_it_unchanged(bob):
     bob.delete("/p/sub/b.txt")
     put_large(bob, "/p/sub/big.bin", b"M" * 6000)
     snaps = Snapshots(bob)
-    names = [e.name for e in snaps.list("one", "/")[0]]
+    names = [e.name for e in snaps.browse("one", "/")[0]]
     assert names == ["a.txt", "empty", "sub"]
     assert snaps.tree("one")[1].read("/a.txt") == b"alpha"
     assert snaps.stat("one", "/sub/big.bin").content_hash == h

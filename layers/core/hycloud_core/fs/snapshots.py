@@ -202,7 +202,7 @@ class Snapshots:
     def stat(self, name: str, path: str) -> Entry:
         return self.tree(name)[1].stat(path)
 
-    def list(
+    def browse(
         self, name: str, path: str = "/", after: str | None = None, limit: int | None = None
     ) -> tuple[list[Entry], str | None]:
         return self.tree(name)[1].listdir(path, after, limit)
