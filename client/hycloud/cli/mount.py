@@ -112,8 +112,9 @@ def mount_command(
     own caches expire; this mount sees their changes once it lists their folder again:
     usually --metadata-timeout plus one listing, at most 15 times it plus one listing
     (a listing past the timeout answers while a background refresh runs), plus up to
-    1 s kept by the kernel, except for files it still holds unsent changes to. Its own
-    changes update its cached listings: no listing again. No locks: when two clients
+    twice --metadata-timeout kept by the kernel (names, absent names and attributes),
+    except for files it still holds unsent changes to. Its own changes update its
+    cached listings and the kernel's: no listing again. No locks: when two clients
     write one file, the last upload wins.
 
     \b

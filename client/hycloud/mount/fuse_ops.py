@@ -7,8 +7,9 @@ returns (close only makes them local: `caches/writeback.py` sends them shortly a
 move or removal needs it, on fsyncdir, or on unmount. Across clients: another client sees a change once the flusher has sent it and its
 own caches have expired; this mount sees another client's change once the listing of its folder
 has been refreshed: usually `metadata_ttl` (2 s unless told) plus one listing, at most
-`MetaCache.max_age` (15 times that) plus one listing, plus the kernel's 1 s, and only when it holds no
-unsent change to that file. No locking: concurrent writers of one file, the last upload wins.
+`MetaCache.max_age` (15 times that) plus one listing, plus up to twice `metadata_ttl` kept by the
+kernel (`_fuse_options`: it may keep an answer given just before the refresh landed), and only when
+it holds no unsent change to that file. No locking: concurrent writers of one file, the last upload wins.
 Listings expired but within their bound answer at once while refreshed in the background, and
 every change made through the mount edits the cached listings it touches (`caches/meta.py`).
 """
@@ -39,13 +40,17 @@ from ..encrypted.roots import KnownRoots
 from ..encrypted.routing import Located
 from ..encrypted.view import SealedView
 from ..sdk import HyCloud, bundles
+from . import profile, threadstate
 from .attrs import dir_attrs, file_attrs
 from .handles import READ_AHEAD, CachedHandle, ReadHandle
 from .sealed import SealedFiles, SealedHandle
 from .watch import watch
 
-IDLE_THREADS = 10  # worker threads kept waiting between bursts (libfuse's own default)
-KERNEL_TTL_S = 1.0  # the kernel's entry and attribute timeouts (libfuse's default)
+WORKERS = 10  # libfuse's worker threads: at most this many, and none retires (its default maximum)
+OPS = (
+    "getattr readdir mkdir rmdir unlink rename create open read write truncate flush release fsync "
+    "fsyncdir utimens chmod chown statfs"
+).split()
 CONFLICT_ERRNO = {
     "already-exists": errno.EEXIST,
     "not-empty": errno.ENOTEMPTY,
@@ -79,6 +84,7 @@ def errors_as_errno(fn: Callable) -> Callable:
     return wrapped
 
 
+@threadstate.keeping(OPS)
 class HyCloudFuse(fuse.Operations):
     use_ns = True
 
@@ -107,6 +113,7 @@ class HyCloudFuse(fuse.Operations):
         self.lost: list[str] | None = None  # set when unmounted: the paths that could not be sent
         self._finishing = threading.Lock()
         self.mounted = threading.Event()  # set by libfuse's INIT: the folder is mounted
+        self.started = time.time()
         self._ids = itertools.count(1)
         self.encrypted = KnownRoots(client)  # which folders are encrypted: asked once, kept
         view = SealedView(client, self.encrypted, self.meta.listing_kept, metadata_ttl)
@@ -166,6 +173,10 @@ class HyCloudFuse(fuse.Operations):
 
     @errors_as_errno
     def getattr(self, path: str, fh: int | None = None) -> dict:
+        """The mount's root answers from here: every tool that resolves a path (`git clone`,
+        `realpath`) stats it, and asking the cloud cost each a request."""
+        if path == "/":
+            return dir_attrs(self.started)
         if self.cache.is_dir(path):
             return dir_attrs(time.time())
         cached = self.cache.pending(path)
@@ -436,13 +447,25 @@ class HyCloudFuse(fuse.Operations):
 
 
 def _fuse_options(metadata_ttl: float) -> dict:
+    """The kernel keeps entries, attributes and absent names (`negative_timeout`: git looks up many
+    names that do not exist) as long as the mount's own metadata timeout: each of those answers
+    costs a trip into this process otherwise. The mount's own changes keep them exact (the kernel
+    updates its entries on create, rename, unlink, write and setattr made through it); another
+    client's change is seen through the mount's listing refresh plus at most this timeout. A
+    timeout of 0 asks the mount every time."""
+    kernel = metadata_ttl
+    options = {"attr_timeout": kernel, "entry_timeout": kernel, "negative_timeout": kernel}
+    return options | _threads()
+
+
+def _threads() -> dict:
     """libfuse 3.14 logs `Ignoring invalid max threads value 4294967295` when `max_idle_threads`
-    is left unset (its default is UINT_MAX): name it. The option does not exist in libfuse 2.
-    The kernel keeps entries and attributes `KERNEL_TTL_S` (libfuse's default), less when the
-    mount's own metadata timeout is shorter: a timeout of 0 asks the mount every time."""
-    kernel = min(KERNEL_TTL_S, metadata_ttl)
-    options = {"attr_timeout": kernel, "entry_timeout": kernel}
-    return options | ({"max_idle_threads": IDLE_THREADS} if fuse.fuse_version_major == 3 else {})
+    is left unset (its default is UINT_MAX): it is named. With `max_threads` (libfuse 3.12 on)
+    equal to it no worker ever retires, so the Python thread states the workers keep
+    (`threadstate.py`) stay bounded. Neither option exists in libfuse 2."""
+    if fuse.fuse_version_major != 3:
+        return {}
+    return {"max_idle_threads": WORKERS} | ({"max_threads": WORKERS} if fuse.fuse_version_minor >= 12 else {})
 
 
 def mount(
@@ -460,6 +483,7 @@ def mount(
     ops = HyCloudFuse(
         client, read_ahead, cache_dir=cache_dir, cache_size=cache_size, metadata_ttl=metadata_ttl
     )
+    profile.from_env(ops, OPS)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr
     watch(mountpoint, lambda: os._exit(1 if ops.finish() else 0), ops.mounted)
     try:

@@ -56,7 +56,12 @@ class CachedHandle:
         return os.pread(self.fd, size, offset)
 
     def truncate(self, length: int) -> None:
-        os.ftruncate(self.fd, length)
+        """A copy already `length` long is not truncated (a create's new copy is empty): on ext4 a
+        file truncated to 0 and then written is flushed to disk at its close (`auto_da_alloc`),
+        which made every file created through the mount wait on a disk write. Still a change:
+        a created file is sent even if nothing is written to it."""
+        if os.fstat(self.fd).st_size != length:
+            os.ftruncate(self.fd, length)
         self.cache.changed(self.entry)
 
     def close(self) -> None:

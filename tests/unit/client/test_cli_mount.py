@@ -115,7 +115,7 @@ def test_a_mount_point_that_is_not_a_folder_is_a_usage_error(mounted, tmp_path):
     assert mounted == []
 
 
-@pytest.mark.parametrize(("ttl", "kernel"), [(0.0, 0.0), (0.5, 0.5), (2.0, 1.0), (60.0, 1.0)])
+@pytest.mark.parametrize(("ttl", "kernel"), [(0.0, 0.0), (0.5, 0.5), (2.0, 2.0), (60.0, 60.0)])
 def test_the_kernel_keeps_entries_no_longer_than_the_mount_does(ttl, kernel):
     options = fuse_ops._fuse_options(ttl)
     assert options["attr_timeout"] == kernel and options["entry_timeout"] == kernel
