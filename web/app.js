@@ -320,6 +320,7 @@ async function start() {
   startPreview();
   startHistory();
   startTrash();
+  startSnapshots();
   const config = await fetch("config.json").then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
   $("#api-url").value = sessionStorage.getItem("hycloud.api") || config.apiUrl || "";
   const key = sessionStorage.getItem("hycloud.key");

@@ -1,6 +1,7 @@
 """Snapshots on the deployed cloud: a snapshot of a small tree with one large file (S3) stays as
 it was while the folder is overwritten and emptied, refuses a write (403), and restores to the
-original place byte for byte (sha256 equal), what was there going to the trash."""
+original place byte for byte (sha256 equal), what was there going to the trash. The web app
+makes one of the folder shown and restores it at another path with Restore to…."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import os
 import uuid
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from hycloud_core.constants import MiB
+from tests.e2e.webdriving import click, dialog_ok, logged_in, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -54,3 +57,27 @@ def test_a_snapshot_is_unchanged_by_later_writes_refuses_writes_and_restores_byt
 
     alice.cli("snapshot", "rm", name)
     assert name not in [s["name"] for s in snaps.list()["snapshots"]]
+
+
+def test_the_web_app_snapshots_the_folder_shown_and_restores_it_elsewhere(
+    deployment, alice, tmp_path_factory
+):
+    sdk, folder, name = alice.sdk(), f"/wsnap-{uuid.uuid4().hex[:8]}", f"w-{uuid.uuid4().hex[:8]}"
+    data = os.urandom(900)
+    sdk.put_bytes(f"{folder}/f.bin", data, parents=True)
+    notice = lambda text: lambda d: text in d.find_element(By.ID, "notice").text  # noqa: E731
+    with logged_in(deployment, tmp_path_factory, alice.key) as browser:
+        click(browser, folder[1:], "a.open")
+        wait_for(browser, lambda d: d.find_element(By.ID, "crumbs").text.endswith(folder[1:]), "folder shown")
+        browser.find_element(By.ID, "snapshots-make").click()
+        dialog_ok(browser, name)
+        wait_for(browser, notice(f"snapshot {name} of {folder}: 1 file(s)"), "the snapshot made")
+        sdk.put_bytes(f"{folder}/f.bin", b"changed after the snapshot")
+        browser.find_element(By.ID, "snapshots-open").click()
+        mine = f'#snapshots-table tr[data-name="{name}"]'
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, mine), "the snapshot listed")
+        browser.find_element(By.CSS_SELECTOR, f"{mine} button.restore-to").click()
+        dialog_ok(browser, f"{folder}-back")
+        wait_for(browser, notice(f"restored {name} at {folder}-back"), "the snapshot restored")
+    assert sha(sdk.get_bytes(f"{folder}-back/f.bin")) == sha(data)
+    sdk.snapshots.rm(name)

@@ -37,6 +37,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import batched, groupby
 from typing import TYPE_CHECKING, Any
@@ -275,11 +276,14 @@ class Snapshots:
         self._index(written, folders)
 
     def _index(self, written: list[_Written], folders: list[str]) -> None:
-        """File records in batches, file nodes in batches with each folder above them
-        invalidated once (MerkleRecords.files_written), and the folders holding no file made."""
+        """File records in batches, beside file nodes in batches with each folder above them
+        invalidated once (MerkleRecords.files_written; both make a missing folder entry by one
+        conditional put, so they agree on its id), and the folders holding no file made."""
         fs = self.fs
-        fs.records.put_files(fs.user, {w.path: w.record for w in written})
-        fs.merkle.files_written([(w.path, w.digest, w.mtime) for w in written])
+        with ThreadPoolExecutor(1) as beside:  # the two indexes side by side: each waits on DynamoDB
+            records = beside.submit(fs.records.put_files, fs.user, {w.path: w.record for w in written})
+            fs.merkle.files_written([(w.path, w.digest, w.mtime) for w in written])
+            records.result()
         holding = {a for w in written for a in _ancestors(w.path)}
         for folder in folders:
             if folder not in holding:
