@@ -123,7 +123,20 @@ class HyCloudFuse(fuse.Operations):
     def _inside(self, path: str, itself: bool = False) -> Located | None:
         """The encrypted folder `path` is in (or is, with `itself`) and this mount has its key,
         from what is known and the listings kept: no request."""
-        return self.sealed.view.sealed(path, itself)
+        return None if self._plain(path, itself) else self.sealed.view.sealed(path, itself)
+
+    def _plain(self, path: str, itself: bool = False) -> bool:
+        """Every folder above `path` (and `path` itself, with `itself`) is known to hold no folder
+        header, so `path` is in no encrypted folder: what `SealedView.locate` concludes then,
+        without normalising and listing every ancestor (half the time of a stat). False when any
+        of them is unknown or encrypted: the view is asked."""
+        known = self.encrypted.known
+        folder = path if itself else path.rsplit("/", 1)[0] or "/"
+        while known.get(folder) is False:
+            if folder == "/":
+                return True
+            folder = folder.rsplit("/", 1)[0] or "/"
+        return False
 
     def _sealed_write(self, path: str, what: str) -> Located | None:
         """Where a write of `path` lands when inside an encrypted folder (asked once per folder);
@@ -185,7 +198,9 @@ class HyCloudFuse(fuse.Operations):
             return file_attrs(st.st_size, st.st_mtime)
         where = self._inside(path)
         entry = self._entry(path) if where is None else None  # a sent file's cached copy matches it
-        if where is None:  # the folder's listing just read may show a header; a miss asks once
+        if where is None and not self._plain(
+            path
+        ):  # the listing just read may show a header; a miss asks once
             where = self.sealed.view.sealed(path, ask=entry is None)
         if where is not None:
             return self._sealed_attrs(path, where)

@@ -99,3 +99,27 @@ def test_the_profile_counts_each_operation_and_the_requests_made_under_it(counte
         "background:bg GET /v1/dirs": 1,
     }
     assert prof.reset() == {"ops": {}, "http": {}}  # counted again from zero
+
+
+def test_stats_under_folders_known_plain_skip_the_encrypted_folder_lookup(cloud, tmp_path, monkeypatch):
+    cloud.dirs.add("/d")
+    cloud.files["/d/f"] = b"f"
+    fs = _fs(cloud, tmp_path)
+    try:
+        fs.getattr("/d")  # as the kernel walks: lists / then /d, both learnt to hold no folder header
+        fs.getattr("/d/f")
+        located: list[str] = []
+        real = fs.sealed.view.locate
+        monkeypatch.setattr(
+            fs.sealed.view, "locate", lambda path, *a, **k: (located.append(path), real(path, *a, **k))[1]
+        )
+        assert fs.getattr("/d/f")["st_size"] == 1
+        with pytest.raises(OSError):
+            fs.getattr("/d/absent")
+        assert located == []
+        fs.encrypted.note("/d", True)  # a folder header seen: the view decides again
+        with pytest.raises(OSError):
+            fs.getattr("/d/absent")
+        assert located != []
+    finally:
+        fs.cache.stop()
