@@ -129,10 +129,11 @@ def delete_file(name: Name, path: Annotated[UserPath, Query()]):
     raise ForbiddenError(f"snapshot {name} is read-only; remove it whole", code="snapshot-read-only")
 
 
-@router.post("/v1/snapshots/<name>/restore", responses=replies(201, SnapshotRestored, 404, 409))
+@router.post("/v1/snapshots/<name>/restore", responses=replies(201, SnapshotRestored, 404, 409, 413))
 def restore(name: Name, body: Annotated[SnapshotRestore, Body()]):
     """Copy `path` of the snapshot back to where it was, or to `to`. Nothing is overwritten:
-    409 `already-exists` when that place is taken, unless `replace` moves it to the trash first."""
+    409 `already-exists` when that place is taken, unless `replace` moves it to the trash first.
+    413 `restore-too-large` above the entries one request restores: restore subfolders by `path`."""
     return ok(snapshots.restore(filesystem(router), name, body.path, body.to, body.replace), 201)
 
 

@@ -181,3 +181,14 @@ def test_a_packed_small_file_is_copied_as_its_bytes(bob, monkeypatch):
     monkeypatch.setattr(bob.ns, "read", lambda path: b"from-segment" if path == "/p/a.txt" else real(path))
     snap = Snapshots(bob).create("/p", "s")
     assert Snapshots(bob).tree("s")[1].read("/a.txt") == b"from-segment" and snap.files == 1
+
+
+def test_a_restore_above_its_limit_is_refused_and_its_subfolders_restore_one_by_one(bob, monkeypatch):
+    tree(bob)
+    Snapshots(bob).create("/p", "s")
+    monkeypatch.setattr(snapshots, "RESTORE_MAX_ENTRIES", 3)  # /p holds 6 entries, /sub 3
+    with pytest.raises(PayloadTooLargeError) as err:
+        Snapshots(bob).restore("s", to="/back")
+    assert err.value.code == "restore-too-large" and not bob.ns.exists("/back")
+    Snapshots(bob).restore("s", "/sub", to="/back/sub")
+    assert sorted(digests(bob, "/back/sub")) == ["/b.txt", "/big.bin"]

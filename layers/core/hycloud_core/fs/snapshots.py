@@ -13,7 +13,10 @@ threshold; a packed one's read back from its segment, so the snapshot depends on
 a large file's link file only (no data moves: its object is touched first, as `FileSystem.copy`
 does, see store/collector.py). No file record nor Merkle node is written: the snapshot is read
 from EFS, its source of truth. A tree above `MAX_ENTRIES` is refused (413 `snapshot-too-large`)
-rather than outlast the API's 29 s: snapshot its subfolders instead.
+rather than outlast the API's 29 s: snapshot its subfolders instead. A restore writes file
+records and Merkle nodes as well, about five times the work an entry: one above
+`RESTORE_MAX_ENTRIES` is refused (413 `restore-too-large`): restore the snapshot's subfolders
+one by one (`path`).
 
 What is kept. The collector marks every link file under the snapshot area (store/collector.py),
 so a large file's object stays while any snapshot names it, whatever becomes of the original.
@@ -60,7 +63,10 @@ from .tree_walk import PRE, Step, count, under, walk
 if TYPE_CHECKING:
     from .operations import FileSystem
 
-MAX_ENTRIES = 10_000  # files and folders a synchronous `create` copies within the API's 29 s
+# Files and folders one request copies within API Gateway's 29 s, with room for a loaded machine
+# (bench/results/snapshots.md: about 1.6 ms an entry to create, 8 ms to restore, at load 10 on 2 cores)
+MAX_ENTRIES = 5_000  # a `create`; it also holds the folder's lease that long
+RESTORE_MAX_ENTRIES = 2_500  # a `restore`, which writes file records and Merkle nodes too
 COUNT_S = 5.0  # at most this long counting before the copy starts
 PAGE = 100  # entries of the walk copied together
 REMOVING = ".removing-"
@@ -129,7 +135,7 @@ class Snapshots:
         fs.ns.require_dir(path)
         snap = Snapshot(name, new_id(now), path, now, fs.user)
         with fs._leases(path):
-            self._check_size(path)
+            _check_size(fs.ns, path, MAX_ENTRIES, "snapshot its subfolders instead", "snapshot-too-large")
             self.records.claim(snap)
             try:
                 snap = self._copy_in(snap)
@@ -140,15 +146,6 @@ class Snapshots:
                 raise
             self.records.put(snap)
         return snap
-
-    def _check_size(self, path: str) -> None:
-        _files, entries, cursor = count(self.fs.ns, path, None, time.monotonic() + COUNT_S, MAX_ENTRIES + 1)
-        if cursor is not None or entries > MAX_ENTRIES:
-            raise PayloadTooLargeError(
-                f"{path} holds more than {MAX_ENTRIES} files and folders (or more than one request can "
-                "count); snapshot its subfolders instead",
-                code="snapshot-too-large",
-            )
 
     def _copy_in(self, snap: Snapshot) -> Snapshot:
         fs, tree = self.fs, self.area.tree(snap.id, make=True)
@@ -218,6 +215,10 @@ class Snapshots:
         snap, tree = self.tree(name)
         src = paths.normalize(path)
         entry = tree.stat(src)
+        if entry.type == "dir":
+            _check_size(
+                tree, src, RESTORE_MAX_ENTRIES, "restore its subfolders one by one", "restore-too-large"
+            )
         dst = paths.normalize(to) if to else _Under(snap.path).path(src)
         if dst == "/":
             raise ConflictError(
@@ -329,6 +330,17 @@ def _held(tree: Namespace, path: str) -> Change:
     """What a part of a snapshot holds (its files' sizes), for the quota of its restore."""
     entries = list(tree.walk_files(path))
     return Change(sum(e.size for e in entries), len(entries))
+
+
+def _check_size(ns: Namespace, path: str, limit: int, instead: str, code: str) -> None:
+    """413 `code` when the tree at `path` holds more than `limit` entries (or takes longer to count
+    than one request can spend on it)."""
+    _files, entries, cursor = count(ns, path, None, time.monotonic() + COUNT_S, limit + 1)
+    if cursor is not None or entries > limit:
+        raise PayloadTooLargeError(
+            f"{path} holds more than {limit} files and folders, more than one request can copy; {instead}",
+            code=code,
+        )
 
 
 def remove_all(namespaces_dir: str, user: str) -> None:
