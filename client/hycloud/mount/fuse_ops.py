@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import faulthandler
+import inspect
 import itertools
 import os
 import signal
@@ -461,16 +462,26 @@ class HyCloudFuse(fuse.Operations):
         return lost
 
 
+# mfusepy reads `create`'s signature at every call (to tell whether it takes the open flags):
+# through the decorators above that took 250 µs a file created; kept ready, a few.
+HyCloudFuse.create.__signature__ = inspect.signature(HyCloudFuse.create)  # type: ignore[attr-defined]
+
+
 def _fuse_options(metadata_ttl: float) -> dict:
     """The kernel keeps entries, attributes and absent names (`negative_timeout`: git looks up many
     names that do not exist) as long as the mount's own metadata timeout: each of those answers
     costs a trip into this process otherwise. The mount's own changes keep them exact (the kernel
     updates its entries on create, rename, unlink, write and setattr made through it); another
     client's change is seen through the mount's listing refresh plus at most this timeout. A
-    timeout of 0 asks the mount every time."""
+    timeout of 0 asks the mount every time.
+
+    `auto_cache`: the kernel keeps a file's pages from one open to the next while its size and
+    mtime stay the same (libfuse compares them at open), so a file read again (git reads the
+    index and each racily clean file at every command) costs no read request; a change, the
+    mount's own or another client's once its attributes show it, drops them."""
     kernel = metadata_ttl
     options = {"attr_timeout": kernel, "entry_timeout": kernel, "negative_timeout": kernel}
-    return options | _threads()
+    return options | {"auto_cache": True} | _threads()
 
 
 def _threads() -> dict:

@@ -123,3 +123,20 @@ def test_the_kernel_keeps_entries_and_absent_names_as_long_as_the_mount_does(ttl
 def test_libfuse_workers_never_retire():
     options = fuse_ops._fuse_options(2.0)
     assert options["max_idle_threads"] == options["max_threads"] == fuse_ops.WORKERS
+
+
+def test_a_file_read_again_is_served_from_the_kernels_pages_until_it_changes(mount):
+    path = mount.dir / "d" / "written"
+    path.write_bytes(b"stored bytes")
+    time.sleep(0.5)  # sent meanwhile (its entry's mtime then comes from the listing, rounded)
+    for _ in range(2):  # libfuse trusts the kernel's pages from the second open on
+        assert path.read_bytes() == b"stored bytes"
+    mount.ops()
+    for _ in range(5):
+        assert path.read_bytes() == b"stored bytes"
+    assert mount.calls("read") == 0
+    path.write_bytes(b"changed here")  # same size: the mtime tells
+    assert path.read_bytes() == b"changed here"
+    with open(path, "ab") as file:
+        file.write(b"!")
+    assert path.read_bytes() == b"changed here!"
