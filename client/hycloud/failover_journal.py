@@ -88,7 +88,7 @@ class Change:
             return None
         path = self.kwargs["params"]["path"]
         digest = bytes.fromhex(content.hash_bytes(bytes(self.kwargs["data"])))
-        return path, file_hash(path, digest).hex()
+        return path, file_hash(digest).hex()
 
 
 def _storable(kwargs: dict[str, Any]) -> tuple[str, bytes | None] | None:

@@ -215,6 +215,7 @@ def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> 
         "records_removed": reconciled.records_removed,
         "temporary_removed": reconciled.temporary_removed,
         "merkle_repaired": reconciled.merkle_repaired,
+        "merkle_rebuilt": reconciled.merkle_rebuilt,
         "usage_recounted": recounted,
         "users_purged": purged,
         "versions_purged": versions.to_dict(),

@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.invariants import records_disagreeing, temporary_files, unreadable_links
+from hycloud.sdk import bundles
+from tests.e2e.invariants import merkle_tree_on_efs, records_disagreeing, temporary_files, unreadable_links
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 LARGE = 2 * 1024 * 1024 + 4096
@@ -74,11 +75,19 @@ def test_tree_copies_racing_overwrites_lose_no_file(bob, tmp_path):
             assert hashlib.sha256(target.read_bytes()).hexdigest() in originals
 
 
-def test_writes_into_a_folder_moving_back_and_forth(alice):
-    """Six writers put files into /d/p while a seventh moves p <-> q: no 5xx, no temporary file
-    left, every record agrees with EFS, every acknowledged file is where the moves took it."""
+def test_writes_into_a_folder_moving_back_and_forth(alice, tmp_path):
+    """Six writers put files into /d/p, which holds a tree of 600 files (past the inline limit of
+    tree jobs), while a seventh moves p <-> q, each move inline: no 5xx, no temporary file left,
+    every record agrees with EFS, every acknowledged file is where the moves took it, and the
+    Merkle root kept is the one EFS gives."""
     sdk, api = alice.sdk(), alice.api()
     sdk.mkdir("/d/p", parents=True)
+    local = tmp_path / "tree"
+    for i in range(600):
+        (local / f"g{i % 6}").mkdir(parents=True, exist_ok=True)
+        (local / f"g{i % 6}" / f"f{i}").write_bytes(f"tree {i}".encode())
+    pairs = [(f, "/d/p/t/" + f.relative_to(local).as_posix()) for f in local.rglob("f*")]
+    bundles.raise_first_error(bundles.put_files(sdk, pairs, parallel=8))
     acknowledged: dict[str, bytes] = {}
     statuses: Counter = Counter()
     lock = threading.Lock()
@@ -113,3 +122,6 @@ def test_writes_into_a_folder_moving_back_and_forth(alice):
     for name, data in acknowledged.items():
         assert sdk.get_bytes(f"/d/{folder}/{name}") == data
     assert acknowledged, statuses
+    assert statuses[202] == 0, statuses  # no move became a job
+    assert len(sdk.ls(f"/d/{folder}/t/g0")) == 100
+    assert sdk.merkle_root() == merkle_tree_on_efs(alice.ns_dir()).hash.hex()

@@ -21,7 +21,7 @@ from hycloud_core.errors import HyCloudError
 from hycloud_core.merkle import LevelExchange, NodeSummary, sketch
 from hycloud_core.merkle.entries import parent_of
 from hycloud_core.merkle.exchange import Diff
-from hycloud_core.merkle.hashing import dir_hash, file_hash
+from hycloud_core.merkle.hashing import dir_hash, file_hash, name_of
 from hycloud_core.merkle.tree import Node
 
 from .filters import PathFilter
@@ -60,9 +60,9 @@ def rel_path(root: str, path: str) -> str:
     return path[len(root) :].lstrip("/") if root != "/" else path.lstrip("/")
 
 
-def merkle_of(root: str, rel: str, content_hash: str) -> str:
-    """The cloud's Merkle hash of a file with `content_hash` at `rel` under `root`."""
-    return file_hash(full_path(root, rel), bytes.fromhex(content_hash)).hex()
+def merkle_of(content_hash: str) -> str:
+    """The cloud's Merkle hash of a file with `content_hash`, wherever it is."""
+    return file_hash(bytes.fromhex(content_hash)).hex()
 
 
 def local_merkle_tree(root: str, local: LocalTree) -> Node:
@@ -75,11 +75,9 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
     for rel in local.dirs:
         dirs[rel.rpartition("/")[0]].append(rel)
 
-    known = local.merkle_root == root  # the scan recorded each file's hash at this root
-
     def folder(rel: str) -> Node:
         kids = [
-            _leaf(p, f.merkle if known and f.merkle else file_hash(p, bytes.fromhex(f.content_hash)), f.mtime)
+            _leaf(p, f.merkle or file_hash(bytes.fromhex(f.content_hash)), f.mtime)
             for p, f in _at(root, files[rel])
         ]
         return _dir(full_path(root, rel), kids, [folder(d) for d in dirs[rel]])
@@ -103,12 +101,10 @@ def _leaf(path: str, digest: bytes, mtime: float) -> Node:
 
 
 def _dir(path: str, files: list[Node], dirs: list[Node]) -> Node:
-    """A folder node as build_tree makes it: children in path order, each kind hashed in that order."""
-    files.sort(key=lambda n: n.path)
-    dirs.sort(key=lambda n: n.path)
+    """A folder node as build_tree makes it: children in path order."""
     children = {n.path: n for n in sorted([*files, *dirs], key=lambda n: n.path)}
     mtime = max((n.mtime for n in children.values()), default=0.0)
-    digest = dir_hash(path, [n.hash for n in files], [n.hash for n in dirs])
+    digest = dir_hash((name_of(p), n.hash) for p, n in children.items())
     return Node(path, "dir", digest, max(mtime, 0.0), children)
 
 

@@ -206,9 +206,7 @@ def _take_cloud_winner(ctx: Context, c: Conflict) -> None:
     locally too, and the cloud's comes down to the path."""
     loser, f = ctx.path(c.loser_name), ctx.local.files[c.rel]
     os.replace(ctx.path(c.rel), loser)
-    ctx.state.record(
-        c.loser_name, BaseEntry(merkle_of(ctx.root, c.loser_name, f.content_hash), f.content_hash, f.mtime)
-    )
+    ctx.state.record(c.loser_name, BaseEntry(merkle_of(f.content_hash), f.content_hash, f.mtime))
     _download(ctx, c.rel, ctx.diff.remote[c.rel].mtime)
 
 
@@ -223,7 +221,7 @@ def _send_local_winner(ctx: Context, c: Conflict) -> None:
     ctx.client.mv(ctx.remote(c.rel), ctx.remote(c.loser_name))
     digest = content.hash_file(ctx.path(c.loser_name))[0]
     f = remember_file(ctx.state, ctx.path(c.loser_name), digest)
-    ctx.state.record(c.loser_name, BaseEntry(merkle_of(ctx.root, c.loser_name, digest), digest, f.mtime))
+    ctx.state.record(c.loser_name, BaseEntry(merkle_of(digest), digest, f.mtime))
     _upload(ctx, c.rel, ctx.local.files[c.rel])
 
 
@@ -235,7 +233,7 @@ def _download(ctx: Context, rel: str, mtime: float) -> None:
     os.utime(local, (mtime, mtime))
     digest = content.hash_file(local)[0]
     f = remember_file(ctx.state, local, digest)
-    ctx.state.record(rel, BaseEntry(merkle_of(ctx.root, rel, digest), digest, f.mtime))
+    ctx.state.record(rel, BaseEntry(merkle_of(digest), digest, f.mtime))
 
 
 def _upload(ctx: Context, rel: str, f: LocalFile) -> None:
@@ -243,7 +241,7 @@ def _upload(ctx: Context, rel: str, f: LocalFile) -> None:
     ctx.client.put(
         ctx.path(rel), ctx.remote(rel), parents=True, mtime=f.mtime, mode=f.mode, expect=preconditions.ABSENT
     )
-    ctx.state.record(rel, BaseEntry(merkle_of(ctx.root, rel, f.content_hash), f.content_hash, f.mtime))
+    ctx.state.record(rel, BaseEntry(merkle_of(f.content_hash), f.content_hash, f.mtime))
 
 
 def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> None:
@@ -256,9 +254,7 @@ def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> 
         before = ctx.base.get(old)
         ctx.state.record(old, None)
         if before is not None and before.content_hash:
-            entry = BaseEntry(
-                merkle_of(ctx.root, new, before.content_hash), before.content_hash, before.mtime
-            )
+            entry = BaseEntry(merkle_of(before.content_hash), before.content_hash, before.mtime)
             ctx.state.record(new, entry)
 
 
@@ -325,7 +321,7 @@ def _pushed(ctx: Context, src: str, dst: str, error: object, code: str | None = 
     if error:
         return ctx.failed(dst, str(error), code)
     f = ctx.local.files[src]
-    ctx.state.record(src, BaseEntry(merkle_of(ctx.root, src, f.content_hash), f.content_hash, f.mtime))
+    ctx.state.record(src, BaseEntry(merkle_of(f.content_hash), f.content_hash, f.mtime))
     ctx.outcome.transferred.append(dst)
     ctx.progress.file_done()
     ctx.on_done("uploaded", dst)

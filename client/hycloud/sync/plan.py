@@ -91,7 +91,7 @@ def _sides(
     direction: Direction, root: str, rel: str, diff: Differences, local: LocalTree, base: dict
 ) -> Sides:
     lf, rf = local.files.get(rel), diff.remote.get(rel)
-    lh = merkle_of(root, rel, lf.content_hash) if lf else None
+    lh = merkle_of(lf.content_hash) if lf else None
     rh = rf.merkle if rf else None
     lt, rt = (lf.mtime if lf else 0.0), (rf.mtime if rf else 0.0)
     b = base.get(rel)
@@ -155,4 +155,4 @@ def _same_content(
     if direction == "push":
         return gone.get(local.files[rel].content_hash)
     remote = diff.remote[rel].merkle
-    return next((old for h, old in gone.items() if merkle_of(root, rel, h) == remote), None)
+    return next((old for h, old in gone.items() if merkle_of(h) == remote), None)

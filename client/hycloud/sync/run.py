@@ -148,9 +148,7 @@ def _agree(
     for rel, f in local.files.items():
         if rel in diff.files:
             continue
-        merkle = (
-            f.merkle.hex() if f.merkle and local.merkle_root == root else merkle_of(root, rel, f.content_hash)
-        )
+        merkle = f.merkle.hex() if f.merkle else merkle_of(f.content_hash)
         if rel not in base or base[rel].merkle != merkle:
             changes[rel] = BaseEntry(merkle, f.content_hash, f.mtime)
     changes.update({rel: None for rel in base if rel not in local.files and rel not in diff.files})

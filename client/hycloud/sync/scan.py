@@ -185,7 +185,7 @@ class _Walk:
         if digest is None:
             digest = content.hash_file(Path(path))[0]
             self.fresh.append((path, st.st_size, st.st_mtime_ns, digest))
-        merkle = b"" if self.remote is None else file_hash(self.remote + rel, bytes.fromhex(digest))
+        merkle = file_hash(bytes.fromhex(digest))
         return (
             st.st_size,
             st.st_mtime_ns,

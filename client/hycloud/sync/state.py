@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hycloud_core.bundle import ABSENT
+from hycloud_core.merkle.hashing import file_hash
 
 from ..versions import state_path
 
+HASH_RULES = 2  # PRAGMA user_version: the Merkle hash rules the base hashes were kept under
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sync_hashes (
     local TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, content_hash TEXT);
@@ -55,6 +57,25 @@ class SyncState:
         self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Base hashes kept under the earlier hash rules (a file's hash named its path) rewritten
+        by today's (merkle/hashing.py) from their content hashes; a row without one is dropped
+        (the next sync compares that file by content, as a first sync does)."""
+        if self.db.execute("PRAGMA user_version").fetchone()[0] >= HASH_RULES:
+            return
+        rows = self.db.execute("SELECT pair, rel, content_hash FROM sync_base").fetchall()
+        with self.db:
+            for pair, rel, digest in rows:
+                if digest:
+                    merkle = file_hash(bytes.fromhex(digest)).hex()
+                    self.db.execute(
+                        "UPDATE sync_base SET merkle=? WHERE pair=? AND rel=?", (merkle, pair, rel)
+                    )
+                else:
+                    self.db.execute("DELETE FROM sync_base WHERE pair=? AND rel=?", (pair, rel))
+            self.db.execute(f"PRAGMA user_version={HASH_RULES}")
 
     def close(self) -> None:
         self.db.close()

@@ -195,4 +195,4 @@ def _record(state: SyncState, root: str, op: LocalOp) -> None:
     elif op.kind is OpKind.UPLOAD and Path(str(op.data["local"])).is_file():
         local = Path(str(op.data["local"]))
         digest = content.hash_file(local)[0]
-        state.record(rel, BaseEntry(merkle_of(root, rel, digest), digest, local.stat().st_mtime))
+        state.record(rel, BaseEntry(merkle_of(digest), digest, local.stat().st_mtime))

@@ -1,5 +1,8 @@
 """Copy, move and recursive removal of large trees as jobs: starting, following and resuming them.
 
+A move runs inline whatever the tree holds (one rename on EFS, one folder entry and the two
+chains of Merkle nodes above its ends), once the namespace's records are keyed by folder id; a
+namespace still being migrated moves large trees as jobs, as copies always are.
 A tree with more entries than the inline limit (a bounded walk counts them) is handed to the tree
 workflow: the request takes the job's subtree leases, checks the operation as the inline one
 would, and answers 202 with the job. Submitting the same operation again while it runs answers
@@ -45,6 +48,8 @@ def submit(fs: FileSystem, op: str, src: str, dst: str | None, expect: str | Non
     job = jobs.get(who, job_id(op, src, dst))
     if job and (job.state == RUNNING or job.resumable):
         return _follow_or_resume(jobs, job)
+    if op == "move" and fs.records.dirs.migrated(fs.user):
+        return None  # O(depth) whatever the tree holds (store/merkle_records.py): always inline
     if not _large(fs.ns, src):
         return None
     leases = [src] if dst is None else [src, dst]

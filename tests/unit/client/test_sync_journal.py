@@ -79,8 +79,8 @@ def test_nothing_changed_lists_no_folder_and_reads_no_file(tmp_path, tree, reads
     again = _scan(tree, state)
     assert (again.hashed, again.listed, reads) == (0, 0, [])
     assert _hashes(again) == _truth(tree) and again.dirs == {"d", "d/e", "f"}
-    for rel, f in again.files.items():  # the Merkle hashes the journal kept are the right ones
-        assert f.merkle.hex() == merkle_of(REMOTE, rel, f.content_hash)
+    for f in again.files.values():  # the Merkle hashes the journal kept are the right ones
+        assert f.merkle.hex() == merkle_of(f.content_hash)
 
 
 def test_an_edit_in_place_is_read_though_its_folder_did_not_change(tmp_path, tree, reads):
@@ -88,7 +88,7 @@ def test_an_edit_in_place_is_read_though_its_folder_did_not_change(tmp_path, tre
     _write(tree / "d/e/c.txt", b"edited in place", OLD + 10)
     again = _scan(tree, state)
     assert reads == ["c.txt"] and again.listed == 0 and _hashes(again) == _truth(tree)
-    assert again.files["d/e/c.txt"].merkle.hex() == merkle_of(REMOTE, "d/e/c.txt", _truth(tree)["d/e/c.txt"])
+    assert again.files["d/e/c.txt"].merkle.hex() == merkle_of(_truth(tree)["d/e/c.txt"])
 
 
 def test_a_new_file_and_a_delete_are_found_by_listing_only_their_folders(tmp_path, tree, reads):
@@ -106,9 +106,7 @@ def test_a_renamed_folder_is_found_and_its_files_not_read_again(tmp_path, tree, 
     again = _scan(tree, state)
     assert sorted(again.files) == ["a.txt", "f/x.txt", "moved/b.txt", "moved/e/c.txt"]
     assert reads == [] and _hashes(again) == _truth(tree)  # same inodes, untouched: hashes carried
-    assert again.files["moved/b.txt"].merkle.hex() == merkle_of(
-        REMOTE, "moved/b.txt", _truth(tree)["moved/b.txt"]
-    )
+    assert again.files["moved/b.txt"].merkle.hex() == merkle_of(_truth(tree)["moved/b.txt"])
 
 
 def test_a_renamed_file_is_found(tmp_path, tree, reads):

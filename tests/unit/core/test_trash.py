@@ -51,7 +51,7 @@ def test_rm_r_is_one_rename_into_the_trash_and_the_path_is_gone_everywhere(bob, 
     assert (item.path, item.type, item.files, item.size) == ("/p", "dir", 3, 5 + 4 + 5000)
     assert not bob.ns.exists("/p") and ns_paths(bob) == []
     assert bob.records.files_under("bob", "/p") == []
-    assert bob.merkle.get("/p")["kind"] == "tombstone" and bob.merkle._below("/p") == []
+    assert bob.merkle.get("/p")["kind"] == "tombstone" and bob.merkle.children("/p") == []
     assert [i.item for i in bob.trash.listing()] == [item.item]
     assert Quota(bob.records, "bob").recount().files == 0
 

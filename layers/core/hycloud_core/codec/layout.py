@@ -153,9 +153,9 @@ def placed(layout: CodedLayout, size: int, regions: Sequence[str]) -> CodedLayou
     return layout
 
 
-def merkle_hash(path: str, content_hash: str, layout: CodedLayout) -> str:
-    """Eq. 10: the file rule over content and path, then every block hash in chunk order."""
-    return file_hash(path, bytes.fromhex(content_hash), layout.block_hashes()).hex()
+def merkle_hash(content_hash: str, layout: CodedLayout) -> str:
+    """Eq. 10: the file rule over the content, then every block hash in chunk order."""
+    return file_hash(bytes.fromhex(content_hash), layout.block_hashes()).hex()
 
 
 def block_homes(layout: CodedLayout) -> Iterable[tuple[int, int, Block]]:

@@ -265,7 +265,7 @@ class CodedFiles:
         layout = placed(layout, size, self._ring_at_start(pending))
         self._check_stored(pending, layout)
         self._check_proof(content_hash, pending, layout, proof)
-        layout.merkle = merkle_hash(path, content_hash, layout)
+        layout.merkle = merkle_hash(content_hash, layout)
         fs = self.fs
         with fs._leases(path), fs.quota.writing(fs.ns, path, size):
             fs._require_parent(path, parents)

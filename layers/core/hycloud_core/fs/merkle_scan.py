@@ -83,6 +83,16 @@ def _fix(ns: Namespace, tree: MerkleRecords, path: str, item: dict[str, Any] | N
     return True
 
 
+def rebuild(ns: Namespace, tree: MerkleRecords, known: dict[str, tuple[int, str]] | None = None) -> int:
+    """Migrate a tree kept in the layout before folder ids: its nodes keyed by path dropped, every
+    node written again from EFS in bulk, the layout marked; how many nodes were written. Each step
+    can run again (a round cut short is done again by the next)."""
+    tree.drop_path_layout()
+    written = tree.write_tree(namespace_entries(ns, known))
+    tree.mark_layout()
+    return written
+
+
 def repair(
     ns: Namespace,
     tree: MerkleRecords,

@@ -364,7 +364,7 @@ class FileSystem:
             with self.quota.change(-held):
                 trash = self.trash
                 item = trash.take(self.ns.stat(path), held)
-                merkle = _POOL.submit(self.merkle.removed, path)  # beside the records' deletes
+                merkle = _POOL.submit(self.merkle.removed, path, trashed=True)  # beside the records' move
                 self.records.to_trash(self.user, path, item.item)
                 merkle.result()
                 trash.records.put(item)

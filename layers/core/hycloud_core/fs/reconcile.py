@@ -4,7 +4,8 @@ EFS is the source of truth; a record is an index entry written after EFS under t
 so a crash between the two leaves them apart. The check walks both; each path that differs is
 re-read under its lease and the record rewritten (or removed) from what EFS holds. Temporary
 files older than the grace period belong to no running operation and are removed. The Merkle
-hashes (store/merkle_records.py) are repaired from EFS the same way (fs/merkle_scan.py).
+hashes (store/merkle_records.py) are repaired from EFS the same way (fs/merkle_scan.py); a tree
+still keyed by path (the layout before folder ids) is dropped first and so written again whole.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.locks import leased_paths, path_leases
-from ..store.merkle_records import MerkleRecords
+from ..store.merkle_records import LAYOUT_VERSION, MerkleRecords
 from ..store.records import Records
-from .merkle_scan import repair
+from .merkle_scan import rebuild, repair
 from .namespace import TMP_PREFIX, Namespace
 from .segments_records import packed_marks
 
@@ -28,11 +29,13 @@ class Reconciled:
     records_removed: list[str] = field(default_factory=list)
     temporary_removed: int = 0
     merkle_repaired: list[str] = field(default_factory=list)
+    merkle_rebuilt: int = 0  # nodes written by the migration of trees keyed by path
 
     def merge(self, other: Reconciled) -> None:
         self.records_written += other.records_written
         self.records_removed += other.records_removed
         self.merkle_repaired += other.merkle_repaired
+        self.merkle_rebuilt += other.merkle_rebuilt
         self.temporary_removed += other.temporary_removed
 
 
@@ -105,7 +108,11 @@ def reconcile_user(
             for p, r in recorded.items()
             if r.get("kind") == "small" and "sha256" in r and p not in redone
         }
-        out.merkle_repaired = repair(ns, MerkleRecords(records.table, user), lease, known)
+        tree = MerkleRecords(records.table, user)
+        if tree.layout_version() < LAYOUT_VERSION:
+            out.merkle_rebuilt += rebuild(ns, tree, known)
+        else:
+            out.merkle_repaired = repair(ns, tree, lease, known)
     return out
 
 

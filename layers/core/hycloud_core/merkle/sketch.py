@@ -3,7 +3,7 @@ what differs (messages: wire.py; route: `POST /v1/merkle/diff`).
 
 The level-by-level exchange (exchange.py) spends a round trip per level and sends every child of
 every folder that differs. Here the client sends, in one request, each local folder's full hash
-and a few bytes of each file's hash; the cloud walks its own tree, descending only into folders
+and a few bytes of each file's hash with its name; the cloud walks its own tree, descending only into folders
 whose hashes differ, and answers with the files whose prefixes match no local file, the folders
 the client has no record of, and, per folder, which local files matched nothing. One round trip
 whatever the depth, and bytes in proportion to the folders and what changed.
@@ -24,8 +24,14 @@ from typing import Protocol
 from hycloud_core.merkle import wire
 from hycloud_core.merkle.entries import normalise_path
 from hycloud_core.merkle.exchange import Diff, Difference, NodeSummary
-from hycloud_core.merkle.hashing import dir_hash
+from hycloud_core.merkle.hashing import dir_hash, md5, name_of
 from hycloud_core.merkle.tree import Node
+
+
+def named(path: str, digest: bytes) -> bytes:
+    """What a file's sketch entry is a prefix of: its hash with its name (a file's hash alone names
+    only its content, and two files of one folder may hold the same)."""
+    return md5(name_of(path).encode(), b"\0", digest)
 
 
 def full_path(scope: str, rel: str) -> str:
@@ -62,7 +68,7 @@ class SketchExchange:
         return "" if path == self.scope else path[len(self.scope) :].lstrip("/")
 
     def _record(self, node: Node, sketch: bool) -> wire.Record:
-        files = [c.hash for c in node.children.values() if c.kind == "file"]
+        files = [named(p, c.hash) for p, c in node.children.items() if c.kind == "file"]
         p = wire.prefix_length(len(files)) if sketch else 0
         return wire.Record(self._rel(node.path), node.hash, p, tuple(f[:p] for f in files) if p else ())
 
@@ -103,9 +109,8 @@ class SketchExchange:
         """Record the differences among one folder's children; False if the cloud's folder hash
         does not check out (a prefix matched by chance): the folder is then asked for again."""
         remote = self._remote_children(node, record, answer, status)
-        files = [s.hash for p, s in sorted(remote.items()) if s.kind == "file"]
-        dirs = [s.hash for p, s in sorted(remote.items()) if s.kind == "dir"]
-        if record.prefix and dir_hash(node.path, files, dirs) != answer.hash:
+        live = [(name_of(p), s.hash) for p, s in remote.items() if s.kind in ("file", "dir")]
+        if record.prefix and dir_hash(live) != answer.hash:
             return False
         for path in sorted(node.children.keys() | remote.keys()):
             local, theirs = node.children.get(path), remote.get(path)
@@ -249,10 +254,10 @@ def _differs(
     record = request.records[index[rel]]
     p, mine = record.prefix, set(record.files)
     recorded = {full_path(scope, s) for s in subs}
-    theirs = {s.hash[:p] for s in live.values() if s.kind == "file"} if p else set()
+    theirs = {named(path, s.hash)[:p] for path, s in live.items() if s.kind == "file"} if p else set()
     answer.unmatched = frozenset(i for i, f in enumerate(record.files) if f not in theirs)
     for path, s in sorted(live.items()):
-        if s.kind == "file" and (not p or s.hash[:p] not in mine):
+        if s.kind == "file" and (not p or named(path, s.hash)[:p] not in mine):
             answer.entries.append(wire.Entry(path.rsplit("/", 1)[1], "file", s.hash, s.mtime))
         elif s.kind == "dir" and path not in recorded:
             answer.entries.append(wire.Entry(path.rsplit("/", 1)[1], "dir", s.hash, s.mtime))

@@ -18,7 +18,7 @@ from hycloud_core.merkle.entries import (
     normalise_path,
     parent_of,
 )
-from hycloud_core.merkle.hashing import dir_hash, file_hash
+from hycloud_core.merkle.hashing import dir_hash, file_hash, name_of
 
 Kind = Literal["dir", "file", "block", "tombstone"]
 ROOT = "/"
@@ -71,7 +71,7 @@ def _file_node(path: str, entry: FileEntry) -> Node:
         block_path(path, i): Node(block_path(path, i), "block", h, entry.mtime, index=i)
         for i, h in enumerate(entry.blocks)
     }
-    return Node(path, "file", file_hash(path, entry.content_hash, entry.blocks), entry.mtime, blocks)
+    return Node(path, "file", file_hash(entry.content_hash, entry.blocks), entry.mtime, blocks)
 
 
 def _tombstone_node(path: str, mark: Tombstone) -> Node:
@@ -120,10 +120,9 @@ def build_tree(entries: Mapping[str, Entry]) -> Node:
         if isinstance(entry, Tombstone):
             return _tombstone_node(path, entry)
         nodes = {p: build(p) for p in sorted(children.get(path, ()))}
-        files = [n.hash for n in nodes.values() if n.kind == "file"]
-        dirs = [n.hash for n in nodes.values() if n.kind == "dir"]
+        digest = dir_hash((name_of(p), n.hash) for p, n in nodes.items() if n.live)
         mtime = max((n.mtime for n in nodes.values()), default=entry.mtime)
-        return Node(path, "dir", dir_hash(path, files, dirs), max(mtime, entry.mtime), nodes)
+        return Node(path, "dir", digest, max(mtime, entry.mtime), nodes)
 
     return build(ROOT)
 
@@ -153,7 +152,7 @@ def entries_from_directory(
     """Listing of a local directory; `file_entry` lets an instance turn link files into coded entries.
 
     Symbolic links are skipped: the namespace holds regular files and directories only. With
-    `prefix`, the directory stands for that remote folder: paths (and so hashes) are the remote ones.
+    `prefix`, the directory stands for that remote folder: paths are the remote ones.
     """
     base = Path(root)
     out: dict[str, Entry] = {_mounted(prefix, ROOT): DirEntry(base.stat().st_mtime)}
@@ -183,7 +182,7 @@ def tree_from_directory(
     """The tree of a local directory, plus the deletion marks the caller keeps (its delete log).
 
     The tree's root is always "/": with `prefix` the directory sits at that path inside it
-    (see `find`), and its hashes are those of the remote folder `prefix` holding the same files.
+    (see `find`); its hashes are those of any folder holding the same files.
     """
     entries = entries_from_directory(root, file_entry, prefix)
     for path, mark in (tombstones or {}).items():

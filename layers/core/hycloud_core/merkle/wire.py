@@ -2,7 +2,7 @@
 
 Request (client to cloud): the scope (the folder compared) and one record per local folder at
 or below it, in path order. A record carries the folder's full 16-byte hash and, optionally, a
-sketch of its files: the first `p` bytes of each file's hash, in name order::
+sketch of its files: the first `p` bytes of each file's hash with its name, in name order::
 
     u8 version | str scope | varint n | n x (path, hash[16], u8 p, varint files, files x prefix[p])
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-VERSION = 1
+VERSION = 2  # 2: file entries are prefixes of a file's hash with its name (sketch.named)
 HASH = 16
 DIFFERS, ABSENT, NOT_DIR = 1, 2, 3
 KINDS = {"file": 0, "dir": 1}

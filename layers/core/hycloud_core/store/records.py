@@ -9,7 +9,7 @@ deployment has one thing to back up and replicate to a standby region:
 | directory entry of a namespace | `NS#<user>` | `D#<parent dir id>/<name>` | id (the directory's own id; dir_index.py) |
 | file in a namespace | `NS#<user>` | `F#<parent dir id>/<name>` | kind (small/large), size, sha256, mtime |
 | the namespace's record layout | `NS#<user>` | `LAYOUT` | version (2: every record keyed by directory id; migrate_records.py) |
-| Merkle node of a namespace | `MK#<user>` | `/` (root), `<parent>//<name>` | path, kind (file/dir/tombstone), hash, digest, gen, mtime, expiration (TTL, tombstones, 30 days) (merkle_records.py) |
+| Merkle node of a namespace, its layout | `MK#<user>` | `/` (root), `<parent dir id>/<name>`; `LAYOUT` | name, kind (file/dir/tombstone), hash, digest, id, gen, mtime, expiration (TTL, tombstones, 30 days) (merkle_records.py); version (3) |
 | large-file object | `OBJ#<content hash>` | `OBJ` | state, size, s3_key, touched, gen, keep_until, links (objects.py) |
 | earlier version of a file | `VER#<user>` | `<path>//<version id>` | kind, content_hash, sha256, size, mtime, by, at, reason, expires (version_records.py) |
 | trash item, the user's trash retention | `TRASH#<user>` | `I#<item id>`, `SETTINGS` | path, type, size, files, at, by; retention_s (trash_records.py) |
@@ -42,6 +42,7 @@ from botocore.exceptions import ClientError
 
 from .. import paths
 from .dir_index import ROOT, TRASH, DirIndex, Resolver, file_sk
+from .merkle_records import MerkleRecords
 from .old_layout import old_file_key
 from .pages import plain
 from .pages import query_all as query_all
@@ -238,11 +239,12 @@ class Records:
         return self.dirs.move(r, f"/{item_id}", paths.normalize(dst), src_root=TRASH) > 0
 
     def purge_trashed(self, user: str, item_id: str) -> int:
-        """Delete a trashed folder's entry and every record below it (upkeep, emptying)."""
+        """Delete a trashed folder's entry and every record and Merkle node below it (upkeep, emptying)."""
         r = self.dirs.resolver(user, root=TRASH)
         dir_id = r.dir_id(f"/{item_id}")
         if dir_id is None:
             return 0
+        MerkleRecords(self.table, user).drop_below(dir_id)
         below = self.dirs.subtree(user, dir_id, "/")
         self._delete_keys([{"pk": i["pk"], "sk": i["sk"]} for _, i in below.files] + below.entries)
         self._delete_keys([self.dirs.entry_key(r, f"/{item_id}")])

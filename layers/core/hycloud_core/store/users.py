@@ -25,6 +25,7 @@ from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 from .. import auth
 from ..errors import ConflictError, ForbiddenError, NotFoundError
 from .dir_index import LAYOUT_SK, LAYOUT_VERSION
+from .merkle_records import LAYOUT_VERSION as MERKLE_LAYOUT
 from .records import Records, _plain, query_all
 
 LIMIT_FIELDS = ("rate_per_s", "burst", "max_jobs")  # a user's own fair-use limits (control/limits.py)
@@ -109,12 +110,14 @@ class Users:
         profile = {"pk": f"USER#{name}", "sk": "PROFILE", "id": uid, "created": now, "disabled": False}
         id_record = {"pk": f"USERID#{uid}", "sk": "ID", "name": name, "state": "active", "created": now}
         layout = {"pk": f"NS#{uid}", "sk": LAYOUT_SK, "version": LAYOUT_VERSION}  # new: nothing to migrate
+        tree_layout = {"pk": f"MK#{uid}", "sk": LAYOUT_SK, "version": MERKLE_LAYOUT}
         try:
             self._transact(
                 [
                     {"Put": {"Item": profile, "ConditionExpression": "attribute_not_exists(pk)"}},
                     {"Put": {"Item": id_record, "ConditionExpression": "attribute_not_exists(pk)"}},
                     {"Put": {"Item": layout}},
+                    {"Put": {"Item": tree_layout}},
                     *self._key_puts(name, uid, key, read_only),
                 ]
             )

@@ -105,8 +105,8 @@ def test_a_prefix_collision_is_settled_by_asking_for_full_hashes(monkeypatch):
     unmatched, the folder's hash does not check out, so it is asked for again without a sketch."""
     remote_tree = build_tree({"/p/a": FileEntry.of(b"old", 1.0), "/p/b": FileEntry.of(b"b", 1.0)})
     local_tree = build_tree({"/p/a": FileEntry.of(b"new", 2.0), "/p/b": FileEntry.of(b"b", 1.0)})
-    edited = local_tree.find("/p/a").hash
-    cloud_a = remote_tree.find("/p/a").hash
+    edited = sketch.named("/p/a", local_tree.find("/p/a").hash)  # what the sketch holds a prefix of
+    cloud_a = sketch.named("/p/a", remote_tree.find("/p/a").hash)
     assert edited[:2] != cloud_a[:2]
     real = sketch.SketchExchange._record
 
@@ -122,7 +122,7 @@ def test_a_prefix_collision_is_settled_by_asking_for_full_hashes(monkeypatch):
     diff = exchange.result()
     assert diff.paths() == {"/p/a"} and exchange.settled == ["/p"] and diff.rounds == 2 and len(sent) == 2
     [d] = diff
-    assert d.remote.hash == file_hash("/p/a", FileEntry.of(b"old", 1.0).content_hash)
+    assert d.remote.hash == file_hash(FileEntry.of(b"old", 1.0).content_hash)
     assert wire.decode_request(sent[1]).records[0].prefix == 0  # full listing, full hashes
 
 

@@ -26,7 +26,12 @@ def sha(data: bytes) -> bytes:
     return hashlib.sha256(hashlib.sha256(data).digest()).digest()
 
 
-def test_hashes_follow_equations_9_and_10():
+def folder(*children: tuple[bytes, bytes]) -> bytes:
+    """A folder's hash: its live children's names and hashes, in name order."""
+    return md5(b"D", *(name + b"\0" + digest for name, digest in sorted(children)))
+
+
+def test_hashes_follow_equations_9_and_10_with_names_at_the_parent():
     tree = build_tree(
         {
             "/d/f.txt": FileEntry.of(b"hello", 1.0),
@@ -35,11 +40,11 @@ def test_hashes_follow_equations_9_and_10():
             "/d/z": Tombstone(4.0),
         }
     )
-    f = md5(sha(b"hello"), b"/d/f.txt")
-    big = md5(md5(sha(b"large"), b"/d/big.bin"), b"B0", b"B1", b"B2")
-    sub = md5(b"/d/sub")  # an empty directory hashes to H(d0)
-    d = md5(md5(b"/d"), big, f, sub)  # files in name order, then subdirectories; marks add nothing
-    root = md5(md5(b"/"), d)
+    f = md5(b"F", sha(b"hello"))
+    big = md5(md5(b"F", sha(b"large")), b"B0", b"B1", b"B2")
+    sub = md5(b"D")  # an empty directory
+    d = folder((b"big.bin", big), (b"f.txt", f), (b"sub", sub))  # marks add nothing
+    root = folder((b"d", d))
     node_d = tree.children["/d"]
     assert node_d.children["/d/f.txt"].hash == f
     assert node_d.children["/d/big.bin"].hash == big
@@ -49,14 +54,18 @@ def test_hashes_follow_equations_9_and_10():
     assert node_d.mtime == 4.0 and tree.height() == 4
 
 
-def test_empty_tree_is_the_root_path_hash():
-    assert build_tree({}).hash == md5(b"/")
+def test_empty_tree_is_the_empty_folder_hash():
+    assert build_tree({}).hash == md5(b"D")
 
 
-def test_move_changes_the_file_hash():
-    a = build_tree({"/x/f": FileEntry.of(b"same", 1.0)})
-    b = build_tree({"/y/f": FileEntry.of(b"same", 1.0)})
-    assert a.children["/x"].children["/x/f"].hash != b.children["/y"].children["/y/f"].hash
+def test_a_move_keeps_every_hash_below_and_changes_the_parents():
+    a = build_tree({"/x/f": FileEntry.of(b"same", 1.0), "/x/s/g": FileEntry.of(b"g", 1.0)})
+    b = build_tree({"/y/f": FileEntry.of(b"same", 1.0), "/y/s/g": FileEntry.of(b"g", 1.0)})
+    assert a.children["/x"].children["/x/f"].hash == b.children["/y"].children["/y/f"].hash
+    assert a.children["/x"].hash == b.children["/y"].hash  # the folder's own name is its parent's
+    assert a.hash != b.hash
+    renamed = build_tree({"/x/f2": FileEntry.of(b"same", 1.0), "/x/s/g": FileEntry.of(b"g", 1.0)})
+    assert renamed.children["/x"].hash != a.children["/x"].hash
 
 
 def test_live_entry_supersedes_tombstone_and_marks_imply_parents():
