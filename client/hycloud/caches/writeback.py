@@ -234,18 +234,24 @@ class WriteBack:
                 self._cond.notify_all()
         self._within_limit()
 
-    def drop(self, path: str) -> Cached | None:
-        """Forget `path` (after its in-flight upload ends); its local copy goes when unused."""
+    def drop(self, path: str, wait: bool = True) -> Cached | None:
+        """Forget `path` (after its in-flight upload ends); its local copy goes when unused.
+        Without `wait` (a file renamed onto `path`: git's `index.lock` onto `index`) it is
+        forgotten at once: the upload under way lands and its copy goes then. The flusher sends
+        one batch at a time, so the next upload of `path` starts after it has landed and the
+        cloud still ends with the last bytes written."""
         with self._cond:
             entry = self.files.get(path)
             if entry is None:
                 return None
-            self._cond.wait_for(partial(_idle, entry))
+            if wait:
+                self._cond.wait_for(partial(_idle, entry))
             self._remove(path)
             self._urgent.discard(path)
             entry.gone = True
             self._cond.notify_all()
-            entry.local.unlink(missing_ok=True)  # open handles keep their descriptor
+            if not entry.inflight:
+                entry.local.unlink(missing_ok=True)  # open handles keep their descriptor
             return entry
 
     def hold(self, path: str) -> Cached | None:
@@ -390,6 +396,8 @@ class WriteBack:
         with self._cond:
             for (path, entry, gen), result in zip(batch, results, strict=True):
                 entry.inflight = False
+                if entry.gone:
+                    entry.local.unlink(missing_ok=True)  # dropped while sent (drop without wait)
                 if result.get("status") == "ok":
                     made = [d for d in _parents(path) if d in self.dirs]  # made by the upload (parents)
                     self.dirs_made(made)
@@ -399,7 +407,7 @@ class WriteBack:
                     entry.error = _error(path, result)
                     entry.retry_at = time.monotonic() + RETRY_S
             # told before anyone waiting runs on: a rename's forget must come after this learn
-            self.on_flushed([(path, entry.local) for path, entry, _ in batch if not entry.dirty])
+            self.on_flushed([(p, e.local) for p, e, _ in batch if not e.dirty and not e.gone])
             self._cond.notify_all()
 
 

@@ -313,8 +313,9 @@ class HyCloudFuse(fuse.Operations):
         cached = self.cache.hold(old)  # not sent while we decide: it stays only in the cache
         try:
             if cached is not None and not self._in_cloud(old, cached):
-                replaced = self.cache.drop(new)
-                cached.in_cloud = (replaced is not None and replaced.in_cloud) or self._maybe_in_cloud(new)
+                replaced = self.cache.drop(new, wait=False)  # its upload under way lands first
+                sent = replaced is not None and (replaced.in_cloud or replaced.inflight)
+                cached.in_cloud = sent or self._maybe_in_cloud(new)
                 self.cache.move(old, new)
                 return
         finally:

@@ -239,6 +239,33 @@ def test_a_rename_during_the_files_upload_leaves_no_copy_at_the_old_path(cloud, 
         fs.getattr("/config.lock")
 
 
+def test_a_rename_onto_a_file_being_sent_does_not_wait_for_its_upload(cloud, tmp_path):
+    """git status and git commit rename index.lock onto index: the rename waited for an upload of
+    index under way (seconds on a loaded cloud). Now it returns at once, and the new index is
+    sent only once the old one's upload has landed, so the cloud ends with the new bytes."""
+    fs = _fs(cloud, tmp_path)
+    started: list[list[str]] = []
+    real = cloud.upload
+    fs.cache.upload = lambda pairs: (started.append([r for _, r in pairs]), real(pairs))[1]
+    cloud.gate.clear()
+    _write(fs, "/index", b"old index")
+    _eventually(lambda: fs.cache.files["/index"].inflight)
+    _write(fs, "/index.lock", b"new index!")
+    began = time.monotonic()
+    fs.rename("/index.lock", "/index")
+    assert time.monotonic() - began < 1.0
+    assert fs.getattr("/index")["st_size"] == len(b"new index!")
+    syncing = threading.Thread(target=fs.cache.sync, args=(["/index"],))
+    syncing.start()
+    time.sleep(0.3)
+    assert started == [["/index"]]  # the new bytes wait for the old upload to land
+    cloud.gate.set()
+    syncing.join(5)
+    assert started == [["/index"], ["/index"]] and cloud.files == {"/index": b"new index!"}
+    assert len(list((tmp_path / "cache").iterdir())) == len(fs.cache.files) == 1
+    fs.cache.stop()
+
+
 def test_a_sent_file_and_a_made_folder_are_known_without_listing_again(cloud, tmp_path):
     fs = _fs(cloud, tmp_path)
     fs.mkdir("/d", 0o755)
