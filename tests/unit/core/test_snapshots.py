@@ -192,3 +192,17 @@ def test_a_restore_above_its_limit_is_refused_and_its_subfolders_restore_one_by_
     assert err.value.code == "restore-too-large" and not bob.ns.exists("/back")
     Snapshots(bob).restore("s", "/sub", to="/back/sub")
     assert sorted(digests(bob, "/back/sub")) == ["/b.txt", "/big.bin"]
+
+
+def test_a_deleted_users_snapshots_and_their_records_go_with_the_user(bob):
+    from hycloud_core.fs.user_purge import purge_deleted_users
+
+    tree(bob)
+    snap = Snapshots(bob).create("/p", name="gone")
+    namespaces = os.path.dirname(bob.ns.root)
+    area = snapshots.SnapshotArea(namespaces, "bob")
+    assert os.path.isdir(area.root) and Snapshots(bob).records.get(snap.name) is not None
+    bob.records.table.put_item(Item={"pk": "USERID#bob", "sk": "ID", "state": "deleted", "deleted": 1})
+    assert purge_deleted_users(bob.records.table, None, "content", namespaces, grace_s=0) == ["bob"]
+    assert not os.path.exists(area.root)
+    assert Snapshots(bob).records.get(snap.name) is None

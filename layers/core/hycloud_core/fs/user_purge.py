@@ -2,8 +2,8 @@
 
 `delete-user` (store/users.py) runs where only the table is reachable and refuses while the
 namespace holds files, so it leaves empty folders, temporary files, pending uploads (with their
-S3 multipart uploads), leases, job ledger records, the usage counter, kept versions, its trash and its
-access meter (cost/access_meter.py). The tombstone
+S3 multipart uploads), leases, job ledger records, the usage counter, kept versions, its trash, its
+snapshots and its access meter (cost/access_meter.py). The tombstone
 `USERID#<id>` says the id is never used again; once it is older than the grace period no request
 of that user can still be in flight, so upkeep removes all of it. Content those records named is
 then unmarked and goes with the collector.
@@ -20,10 +20,10 @@ from boto3.dynamodb.conditions import Key
 
 from .. import content
 from ..store.pages import query_all
-from . import trash
+from . import snapshots, trash
 from .version_copies import VersionCopies
 
-PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER", "TRASH", "METER")
+PARTITIONS = ("NS", "MK", "UPLOAD", "LOCK", "JOB", "USAGE", "SHARES", "VER", "TRASH", "SNAP", "METER")
 
 
 def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, grace_s: float) -> list[str]:
@@ -43,6 +43,7 @@ def purge_deleted_users(table: Any, s3: Any, bucket: str, namespaces_dir: str, g
         shutil.rmtree(os.path.join(namespaces_dir, uid), ignore_errors=True)
         VersionCopies(namespaces_dir, uid).remove_all()
         trash.remove_all(namespaces_dir, uid)
+        snapshots.remove_all(namespaces_dir, uid)
         purged.append(uid)
     return purged
 
