@@ -76,6 +76,10 @@ class TrashItem(BaseModel):
     files: int = Field(description="files it holds")
     at: float = Field(description="when it was removed")
     by: str = Field(description="the user id that removed it")
+    pending: bool = Field(
+        False,
+        description="a large tree's size and files are still being counted (0 until the listing counts them)",
+    )
 
 
 class Removed(BaseModel):

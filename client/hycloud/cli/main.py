@@ -455,10 +455,19 @@ def rm(
     if recursive or client.stat(path)["type"] == "dir":
         with _following_files() as bar:
             result = client.rmdir(path, recursive=recursive, progress=bar)
-        emit(result, f"removed {path} ({result['files']} files)" + _trashed(result))
+        emit(result, f"removed {path} ({_files(result)})" + _trashed(result))
     else:
         result = client.rm(path)
         emit(result, f"removed {path}" + _trashed(result))
+
+
+def _files(result: dict) -> str:
+    """How many files a removal took; a large tree's are counted after it (`hycloud trash ls`)."""
+    return (
+        "files still being counted"
+        if (result.get("trash") or {}).get("pending")
+        else f"{result['files']} files"
+    )
 
 
 def _trashed(result: dict) -> str:
@@ -477,7 +486,7 @@ def rmdir(
     """Remove an empty directory (with -r, a directory tree)."""
     with _following_files() as bar:
         result = _client().rmdir(path, recursive=recursive, progress=bar)
-    emit(result, f"removed {path}" + (f" ({result['files']} files)" if recursive else ""))
+    emit(result, f"removed {path}" + (f" ({_files(result)})" if recursive else ""))
 
 
 @app.command(

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from answers import Usage, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import namespace, records, user, user_name
+from context import filesystem, namespace, records, user, user_name
 from small_files import in_force
 
 from hycloud_core.cost import Prices, compare, load_prices, measure_namespace, shares
@@ -18,7 +18,6 @@ from hycloud_core.cost.records import reference_counts, user_usage_from_records,
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.shares import Shares
-from hycloud_core.store.trash_records import TrashRecords
 
 router = APIGatewayRouter()
 
@@ -37,6 +36,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
     record names its segment) and their segments' stored bytes from one query of the segment records.
     """
     name = user(router)
+    trash = filesystem(router).trash.totals()  # first: an rm -r still counting is taken off the quota
     if source == "walk":
         measured, builder = measure_namespace(namespace(router), name)
     else:
@@ -55,7 +55,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
                 "attributed_s3_cost": round(attributed_s3_cost(shared.attributed_bytes, table), 6),
             },
             "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
-            "trash": TrashRecords(records().table, name).totals(),  # apart: not in `usage` nor the quota
+            "trash": trash,  # apart: not in `usage` nor the quota
             "threshold": in_force(name).to_dict(),  # where small files end, and why
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),

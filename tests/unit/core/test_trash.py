@@ -161,8 +161,48 @@ def test_trash_totals_are_apart_from_the_live_quota(bob):
     quota = Quota(bob.records, "bob")
     assert quota.report()["bytes"]["used"] == 5009
     bob.trash_tree("/p")
+    assert bob.trash.totals() == {"bytes": 5009, "files": 3, "items": 1}  # counted, if rm -r did not
     assert quota.report()["bytes"]["used"] == 0 and quota.report()["files"]["used"] == 0
-    assert bob.trash.records.totals() == {"bytes": 5009, "files": 3, "items": 1}
+
+
+@pytest.fixture
+def counted_later(monkeypatch):
+    """rm -r leaves what it trashed to be counted by the next reader (as for a large tree)."""
+    from hycloud_core.fs import operations
+
+    monkeypatch.setattr(operations, "SETTLE_INLINE_S", -1.0)
+
+
+def test_a_tree_rm_r_did_not_count_is_counted_once_by_the_listing(bob, counted_later):
+    tree(bob)
+    quota = Quota(bob.records, "bob")
+    item = bob.trash_tree("/p")
+    assert (item.pending, item.files, item.size) == (True, 0, 0) and not bob.ns.exists("/p")
+    assert quota.report()["bytes"]["used"] == 5009  # still counted until then
+    for _ in range(2):
+        [listed] = bob.trash.listing()
+        assert (listed.pending, listed.files, listed.size) == (False, 3, 5009)
+        assert quota.report()["bytes"]["used"] == 0 and quota.report()["files"]["used"] == 0
+
+
+def test_a_write_the_quota_would_refuse_counts_the_pending_trash_first(bob, counted_later):
+    tree(bob)
+    Quota(bob.records, "bob").set_limits(max_bytes=5100)
+    bob.trash_tree("/p")
+    put(bob, "/new", b"n" * 1000)  # 5009 + 1000 is over: the pending 5009 is counted off first
+    assert Quota(bob.records, "bob").report()["bytes"]["used"] == 1000
+    assert bob.trash.records.all()[0].size == 5009
+
+
+@pytest.mark.parametrize("how", ["empty", "upkeep"])
+def test_a_pending_item_purged_is_taken_off_the_quota(bob, counted_later, how):
+    tree(bob)
+    item = bob.trash_tree("/p")
+    if how == "empty":
+        bob.trash.empty(item.item)
+    else:
+        purge_trash(bob.records.table, os.path.dirname(bob.ns.root), 0, retention_s=0, now=time.time() + 1)
+    assert Quota(bob.records, "bob").report()["bytes"]["used"] == 0 and bob.trash.listing() == []
 
 
 def test_a_restore_over_the_quota_is_refused_and_keeps_the_item(bob):

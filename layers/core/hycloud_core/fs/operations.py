@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from itertools import batched, groupby
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 DOWNLOAD_URL_TTL_S = MAX_URL_TTL_S  # the client asks for the link again when it expired
 PAGE = 100  # entries of a tree walk done together (copies and removals of a page run side by side)
+SETTLE_INLINE_S = 0.1  # rm -r counts what it trashed for this long at most, then leaves it pending
 _POOL = ThreadPoolExecutor(8)
 ABSENT = ""  # `expect` value: the path must not exist
 
@@ -72,6 +74,7 @@ class FileSystem:
     ) -> None:
         self.retain_s = retain_s
         self.quota = quota or Quota(records, user)
+        self.quota.on_full = lambda: self.trash.settle_pending() > 0  # rm -r's pending counts first
         self.user, self.ns, self.records, self.objects, self.s3, self.bucket = (
             user,
             ns,
@@ -353,22 +356,21 @@ class FileSystem:
     def trash_tree(self, path: str) -> TrashItem:
         """`rm -r`: move a folder and everything in it into the trash in one EFS rename (fs/trash.py);
         its folder entry follows under the same lease, below the trash's root (one rewrite: the
-        records stay keyed by the folder's id, store/dir_index.py), beside the Merkle nodes'."""
+        records stay keyed by the folder's id, store/dir_index.py), beside the Merkle nodes' (one
+        tombstone). What it held is counted after the lease, for SETTLE_INLINE_S at most: a larger
+        tree is left `pending`, counted by the next reader that needs it (Trash.settle)."""
         path = paths.normalize(path)
         if path == "/":
             raise ConflictError("cannot remove the root directory", code="is-root")
         with self._leases(path):
             self.ns.require_dir(path)
-            below = self.records.files_under(self.user, path)
-            held = Change(sum(int(r.get("size", 0)) for r in below), len(below))
-            with self.quota.change(-held):
-                trash = self.trash
-                item = trash.take(self.ns.stat(path), held)
-                merkle = _POOL.submit(self.merkle.removed, path, trashed=True)  # beside the records' move
-                self.records.to_trash(self.user, path, item.item)
-                merkle.result()
-                trash.records.put(item)
-            return item
+            trash = self.trash
+            item = replace(trash.take(self.ns.stat(path), Change()), pending=True)
+            merkle = _POOL.submit(self.merkle.removed, path, trashed=True)  # beside the records' move
+            self.records.to_trash(self.user, path, item.item)
+            merkle.result()
+            trash.records.put(item)
+        return trash.settle(item, SETTLE_INLINE_S)
 
     def rmdir(self, path: str, recursive: bool = False) -> int:
         """Remove a directory (with `recursive`, everything in it, for good: `trash_tree` is what

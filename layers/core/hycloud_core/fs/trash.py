@@ -34,13 +34,13 @@ import contextlib
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..errors import ConflictError, NotFoundError
 from ..store.collector import bump_tree_epoch, trash_root
-from ..store.quotas import Change
+from ..store.quotas import Change, Quota
 from ..store.records import Records
 from ..store.trash_records import TrashItem, TrashRecords, checked_item_id, new_item_id, trashed_at
 from .namespace import Entry
@@ -114,8 +114,27 @@ class Trash:
         return item
 
     def listing(self) -> list[TrashItem]:
-        """What the trash holds, newest first."""
-        return list(reversed(self.records.all()))
+        """What the trash holds, newest first (pending items counted first)."""
+        return list(reversed([self.settle(i) for i in self.records.all()]))
+
+    def settle(self, item: TrashItem, budget_s: float | None = None) -> TrashItem:
+        """A pending item counted: its size and files written to its record and taken off the
+        quota's count, once, whoever counts it first (`rm -r` within `budget_s`, else the trash
+        listing, the usage report, a write the quota would refuse, or upkeep). The item as it is
+        when the count did not end within `budget_s`."""
+        if not item.pending:
+            return item
+        held = settle_item(self.fs.records, self.records, self.fs.quota, item, budget_s)
+        return item if held is None else replace(item, size=held.bytes, files=held.files, pending=False)
+
+    def totals(self) -> dict[str, int]:
+        """Bytes, files and items in the trash (pending items counted first): the usage report's line."""
+        self.settle_pending()
+        return self.records.totals()
+
+    def settle_pending(self) -> int:
+        """Count every pending item; how many were counted here (the quota's last resort)."""
+        return sum(1 for i in self.records.all() if i.pending and not self.settle(i).pending)
 
     def get(self, item_id: str) -> TrashItem:
         item = self.records.get(checked_item_id(item_id))
@@ -168,6 +187,9 @@ class Trash:
             ids = [item_id]
         else:
             ids = sorted({i.item for i in self.records.all()} | set(self.area.item_ids()))
+        for i in ids:  # counted while its records are there: the quota still holds a pending one
+            if (found := self.records.get(i)) is not None:
+                self.settle(found)
         removed = [i for i in ids if self.area.purge(i)]
         for i in ids:
             self.fs.records.purge_trashed(self.fs.user, i)
@@ -185,6 +207,26 @@ class Purged:
         return {"items": len(self.items), "records": self.records}
 
 
+def settle_item(
+    records: Records, trash: TrashRecords, quota: Quota, item: TrashItem, budget_s: float | None = None
+) -> Change | None:
+    """What a pending trash item holds, from the file records below its folder (which nothing
+    writes once trashed); the record settled and the quota's count lowered by it if this call
+    settled it. None when the count did not end within `budget_s`.
+
+    A crash between the record's update and the quota's leaves the count high until upkeep
+    recounts it from the records (hourly), which counts no trash."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    below = records.trashed_files(trash.user, item.item, deadline)
+    if below is None:
+        return None
+    held = Change(sum(int(r.get("size", 0)) for r in below), len(below))
+    if trash.settle(item.item, held.bytes, held.files):
+        with quota.change(-held):
+            pass
+    return held
+
+
 def purge_user(
     table: Any, namespaces_dir: str, user: str, default_s: int, now: float, retention_s: int | None = None
 ) -> Purged:
@@ -193,6 +235,9 @@ def purge_user(
     keep_s = retention_s if retention_s is not None else records.retention(default_s)
     area.leftovers()
     out = Purged()
+    for item in records.all():  # counted before anything goes: the quota still holds pending ones
+        if item.pending:
+            settle_item(files, records, Quota(files, user), item)
     for item_id in area.item_ids():
         if trashed_at(item_id) + keep_s <= now and area.purge(item_id):
             out.items.append(item_id)

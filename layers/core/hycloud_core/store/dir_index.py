@@ -15,6 +15,7 @@ reused if the folder comes back. Folder ids are random and never reused.
 from __future__ import annotations
 
 import secrets
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,9 +157,10 @@ class DirIndex:
         dst_r.forget(dst)
         return 1
 
-    def subtree(self, user: str, dir_id: str, path: str) -> Subtree:
+    def subtree(self, user: str, dir_id: str, path: str, deadline: float | None = None) -> Subtree | None:
         """Every file record and folder entry below folder `dir_id` (at `path`): one level at a
-        time, the folders of a level queried side by side."""
+        time, the folders of a level queried side by side. None when `deadline` (monotonic)
+        passes before a level below the first."""
         pk, out = f"NS#{user}", Subtree()
         level = [(dir_id, path)]
         while level:
@@ -176,4 +178,6 @@ class DirIndex:
                 for item in dirs:
                     out.entries.append({"pk": pk, "sk": item["sk"]})
                     level.append((str(item["id"]), _join(at, str(item["sk"])[len(f"D#{fid}/") :])))
+            if level and deadline is not None and time.monotonic() > deadline:
+                return None  # the folder's own level is always read: a flat folder always ends
         return out

@@ -14,7 +14,7 @@ off; `recount` rebuilds it from the namespace's file records, and upkeep calls i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +86,8 @@ class Quota:
         self.records, self.user = records, user
         self.defaults = defaults if defaults is not None else Limits.from_env()
         self.key = {"pk": f"USAGE#{user}", "sk": "USAGE"}
+        # asked before a change is refused: True when it lowered the count (rm -r's pending trash)
+        self.on_full: Callable[[], bool] | None = None
 
     # --- what changes would do ---------------------------------------------------------------
     def writing(self, ns: Any, path: str, size: int) -> AbstractContextManager[None]:
@@ -175,11 +177,18 @@ class Quota:
             self._add(delta)
 
     def _reserve(self, delta: Change) -> None:
+        freed = False
         for _ in range(RETRIES):
             item = self._item()
             limits = self.limits(item)
             used = Change(int(item.get("bytes", 0)), int(item.get("files", 0)))
-            self._refuse_if_over(used, delta, limits)
+            try:
+                self._refuse_if_over(used, delta, limits)
+            except QuotaExceeded:
+                if freed or self.on_full is None or not self.on_full():
+                    raise
+                freed = True  # something was taken off the count: read it again, once
+                continue
             if self._add(delta, self._fits(delta, limits)):
                 return
         raise ConflictError("the quota check kept racing other writes; try again", code="quota-busy")

@@ -41,7 +41,7 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from .. import paths
-from .dir_index import ROOT, TRASH, DirIndex, Resolver, file_sk
+from .dir_index import ROOT, TRASH, DirIndex, Resolver, Subtree, file_sk
 from .merkle_records import MerkleRecords
 from .old_layout import old_file_key
 from .pages import plain
@@ -126,9 +126,20 @@ class Records:
         if own:
             found[path] = own
         dir_id = self.dirs.resolver(user).dir_id(path)
-        if dir_id is not None:
-            found |= {p: i for p, i in self.dirs.subtree(user, dir_id, path).files}
+        if dir_id is not None and (below := self.dirs.subtree(user, dir_id, path)) is not None:
+            found |= {p: i for p, i in below.files}
         return list(found.values())
+
+    def trashed_files(
+        self, user: str, item_id: str, deadline: float | None = None
+    ) -> list[dict[str, Any]] | None:
+        """The file records below a trashed folder (what its trash item holds); None when
+        `deadline` (monotonic) passes before the walk ends."""
+        dir_id = self.dirs.resolver(user, root=TRASH).dir_id(f"/{item_id}")
+        if dir_id is None:
+            return []
+        below = self.dirs.subtree(user, dir_id, "/", deadline)
+        return None if below is None else [i for _, i in below.files]
 
     def _old_under(self, user: str, path: str) -> list[dict[str, Any]]:
         """Records of the old layout at and below `path` (only before the migration)."""
@@ -184,7 +195,7 @@ class Records:
         r = self.dirs.resolver(user)
         dir_id = r.dir_id(path) if path != "/" else None
         if dir_id is not None:
-            keys += self.dirs.subtree(user, dir_id, path).entries
+            keys += (self.dirs.subtree(user, dir_id, path) or Subtree()).entries
             keys.append(self.dirs.entry_key(r, path))
         self._delete_keys(keys)
 
@@ -245,7 +256,7 @@ class Records:
         if dir_id is None:
             return 0
         MerkleRecords(self.table, user).drop_below(dir_id)
-        below = self.dirs.subtree(user, dir_id, "/")
+        below = self.dirs.subtree(user, dir_id, "/") or Subtree()
         self._delete_keys([{"pk": i["pk"], "sk": i["sk"]} for _, i in below.files] + below.entries)
         self._delete_keys([self.dirs.entry_key(r, f"/{item_id}")])
         return len(below.files)

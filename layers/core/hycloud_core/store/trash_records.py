@@ -55,6 +55,7 @@ class TrashItem:
     files: int  # files it held
     at: float  # when it was trashed
     by: str  # the user id that removed it
+    pending: bool = False  # a folder whose size and files are still to be counted (0 until then)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +93,20 @@ class TrashRecords:
 
         cond = Key("pk").eq(self.pk) & Key("sk").begins_with(ITEM)
         return [TrashItem.from_dict(i) for i in query_all(self.table, cond, True)]
+
+    def settle(self, item_id: str, size: int, files: int) -> bool:
+        """Give a pending item its size and files, once: False when it was settled (or gone) already."""
+        try:
+            self.table.update_item(
+                Key={"pk": self.pk, "sk": ITEM + item_id},
+                UpdateExpression="SET #s = :s, #f = :f, #p = :no",
+                ConditionExpression="#p = :yes",
+                ExpressionAttributeNames={"#s": "size", "#f": "files", "#p": "pending"},
+                ExpressionAttributeValues={":s": size, ":f": files, ":no": False, ":yes": True},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def delete(self, item_id: str) -> None:
         self.table.delete_item(Key={"pk": self.pk, "sk": ITEM + item_id})
