@@ -13,7 +13,8 @@ the grace period (only an administrator who knows no operation is in flight may 
 {"version_retention_s": s} to drop kept versions older than s now (a shorter retention),
 {"trash_retention_s": s} to purge every user's trash items older than s now ({"trash": {"users",
 "retention_s", "collect"}} runs that purge alone, for some users, and then a collection round), and
-{"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
+{"reconcile": {"users"}} runs the reconcile round (records and Merkle nodes against EFS) for those
+users alone, {"walk": false} to run only the cheap rounds (eviction, staging): the 5-minute schedule does, the
 hourly one runs everything.
 
 The hourly walk also packs cold small files into S3 segments and cleans them (docs/SEGMENTS.md,
@@ -52,8 +53,8 @@ import boto3
 from hycloud_core.config import InstanceConfig
 from hycloud_core.cost import load_prices, thresholds
 from hycloud_core.cost.threshold_choice import Guard
-from hycloud_core.fs import segments, threshold_moves
-from hycloud_core.fs.reconcile import reconcile_all
+from hycloud_core.fs import Namespace, segments, threshold_moves
+from hycloud_core.fs.reconcile import Reconciled, reconcile_all, reconcile_user
 from hycloud_core.fs.relay_cache import RelayCache
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.user_purge import purge_deleted_users
@@ -223,6 +224,20 @@ def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> 
     }
 
 
+def _reconcile(grace_s: int, spec: dict) -> dict:
+    """The walk's reconcile round (records and Merkle nodes against EFS, migrating a tree keyed
+    by path) for some users only, without the rest of the walk."""
+    records, total = Records(CONFIG.table), Reconciled()
+    for user in [str(u) for u in spec.get("users", [])]:
+        total.merge(reconcile_user(records, Namespace(CONFIG.namespaces_dir, user), user, grace_s))
+    return {
+        "records_written": total.records_written,
+        "records_removed": total.records_removed,
+        "merkle_repaired": total.merkle_repaired,
+        "merkle_rebuilt": total.merkle_rebuilt,
+    }
+
+
 @observed
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
@@ -257,6 +272,8 @@ def handler(event: dict, context: object) -> dict:
         result |= _segments(grace_s, event["segments"])
     if isinstance(event.get("trash"), dict):
         result |= _trash(grace_s, event["trash"])
+    if isinstance(event.get("reconcile"), dict):
+        result |= _reconcile(grace_s, event["reconcile"])
     logger.info(
         "upkeep",
         extra={

@@ -20,7 +20,7 @@ from hycloud_core import bundle
 from hycloud_core.merkle import LevelExchange, Node, Responder, sketch, tree_from_directory
 from hycloud_core.merkle.exchange import MAX_PATHS
 from tests.e2e.conftest import _make_user
-from tests.e2e.invariants import merkle_tree_on_efs
+from tests.e2e.invariants import merkle_tree_on_efs, records
 
 pytestmark = [pytest.mark.e2e]
 LARGE = 2 * 1024 * 1024 + 1000  # above the small-file threshold: stored in S3 behind a link file
@@ -247,9 +247,44 @@ def test_upkeep_repairs_a_lost_hash_write(deployment, worker):
         ExpressionAttributeValues={":h": {"S": "00" * 16}},
     )
     assert sdk.merkle_root() != merkle_tree_on_efs(worker.ns_dir()).hash.hex()
-    result = deployment.upkeep(grace_s=0)
+    result = deployment.upkeep(grace_s=0, walk=False, reconcile={"users": [worker.ns_key]})
     assert "/r/lost.txt" in result["merkle_repaired"]
     _agree(worker, "/r")
+
+
+@pytest.mark.exclusive
+def test_a_tree_keyed_by_path_is_migrated_by_upkeep(deployment):
+    """A tree as main kept it before folder ids (nodes keyed by path, hashes over paths, no layout
+    item) is dropped and written again from EFS by upkeep; the root then equals EFS's, and the
+    exchange and moves work on it."""
+    user = _make_user(deployment, "mkmigrate")
+    sdk = user.sdk()
+    sdk.put_bytes("/m/a.txt", b"alpha", parents=True)
+    sdk.put_bytes("/m/sub/b.txt", b"beta", parents=True)
+    table, pk = records(deployment).table, f"MK#{user.ns_key}"
+    kept = table.query(KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": pk})["Items"]
+    with table.batch_writer() as batch:
+        for item in kept:
+            batch.delete_item(Key={"pk": pk, "sk": item["sk"]})
+        for sk, path, kind in (
+            ("/", "/", "dir"),
+            ("///m", "/m", "dir"),
+            ("/m//a.txt", "/m/a.txt", "file"),
+            ("/m//sub", "/m/sub", "dir"),
+            ("/m/sub//b.txt", "/m/sub/b.txt", "file"),
+        ):
+            batch.put_item(
+                Item={"pk": pk, "sk": sk, "path": path, "kind": kind, "hash": "ab" * 16, "mtime": 1}
+            )
+    assert sdk.merkle_root() != merkle_tree_on_efs(user.ns_dir()).hash.hex()
+    result = deployment.upkeep(grace_s=0, walk=False, reconcile={"users": [user.ns_key]})
+    assert result["merkle_rebuilt"] == 5  # /, /m, /m/sub and the two files
+    left = table.query(KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": pk})["Items"]
+    assert not [i["sk"] for i in left if i["sk"].startswith("/") and i["sk"] != "/"]
+    assert {"pk": pk, "sk": "LAYOUT", "version": 3} in left
+    assert sdk.merkle_root() == merkle_tree_on_efs(user.ns_dir()).hash.hex()
+    sdk.mv("/m", "/n")
+    assert sdk.merkle_root() == merkle_tree_on_efs(user.ns_dir()).hash.hex()
 
 
 LONG = "x" * 120  # long names: the whole answer is larger than a DynamoDB item (400 KB)
