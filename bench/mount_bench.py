@@ -12,8 +12,14 @@ rclone runs with `--vfs-cache-mode writes`, which git needs (its default, off, c
 git's files), and its other defaults; it is built on first use (bench/rclone_tool.py).
 
     .venv/bin/python bench/mount_bench.py [--label after] [--small-files 3000] [--no-rclone]
+        [--runs 3] [--baseline DIR] [--profile FILE]
 
-Runs against the running local cloud; writes bench/results/mount_bench.{json,md}.
+Runs against the running local cloud; writes bench/results/mount_bench[_LABEL].{json,md}. With
+`--runs` every column runs that often, in turn, and the table shows medians, the mounts' ratios
+to local disk first. `--baseline DIR` adds a column of another checkout's mount (DIR holds its
+client/ and layers/core/) under the same load; `--profile FILE` counts the hycloud mount's FUSE
+operations and requests per step (mount/profile.py) into FILE and `..._profile.md`. Each step is
+timed with one blocking wait for the process.
 """
 
 from __future__ import annotations
@@ -149,11 +155,14 @@ def scenario(
 
 
 def start_mount(
-    mnt: Path, api_url: str, key: str, log: Path, profile: Path | None = None
+    mnt: Path, api_url: str, key: str, log: Path, profile: Path | None = None, code: Path | None = None
 ) -> subprocess.Popen:
+    """`hycloud mount`, of this tree's client or (`code`) of another checkout's."""
     env = {**os.environ, "HYCLOUD_ENDPOINT": api_url, "HYCLOUD_API_KEY": key}
     if profile is not None:
         env["HYCLOUD_MOUNT_PROFILE"] = str(profile)
+    if code is not None:  # its packages ahead of this tree's on the path
+        env["PYTHONPATH"] = os.pathsep.join([str(code / "client"), str(code / "layers" / "core")])
     env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
     with open(log, "wb") as err:
         proc = subprocess.Popen([HYCLOUD, "mount", str(mnt)], env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -182,6 +191,7 @@ def unmount(mnt: Path, proc: subprocess.Popen, name: str) -> None:
         proc.wait(timeout=STEP_TIMEOUT_S)
 
 
+BASELINE = "hycloud mount (baseline)"
 GIT_STEPS = ("git clone", "git init", "git add .", "git commit", "git status")
 AIM = 3.0  # the issue's aim for the git steps: within this many times local disk
 
@@ -214,9 +224,10 @@ def aim_lines(results: dict[str, dict[str, float]]) -> str:
     for step in GIT_STEPS:
         disk, mnt = results["local disk"][step], results["hycloud mount"][step]
         ratio = mnt / disk if disk > 0 else float("inf")
-        out.append(
-            f"- {step}: {ratio:.1f}x local disk, {'within' if ratio <= AIM else 'not within'} {AIM:g}x"
-        )
+        line = f"- {step}: {ratio:.1f}x local disk, {'within' if ratio <= AIM else 'not within'} {AIM:g}x"
+        if BASELINE in results and disk > 0:
+            line += f" (baseline {results[BASELINE][step] / disk:.1f}x)"
+        out.append(line)
     return "\n".join(out)
 
 
@@ -261,11 +272,11 @@ def profile_table(lines: list[dict]) -> str:
 
 
 def hycloud_column(
-    base: Path, inputs: Inputs, api_url: str, key: str, profile: Path | None = None
+    base: Path, inputs: Inputs, api_url: str, key: str, profile: Path | None = None, code: Path | None = None
 ) -> dict[str, float]:
     mnt = base / f"mnt-{uuid.uuid4().hex[:6]}"
     mnt.mkdir()
-    proc = start_mount(mnt, api_url, key, base / "mount.log", profile)
+    proc = start_mount(mnt, api_url, key, base / "mount.log", profile, code)
     print("hycloud mount", flush=True)
     mark(profile, "mount")
     try:
@@ -356,6 +367,12 @@ def main() -> None:
     parser.add_argument("--no-rclone", action="store_true", help="leave the rclone mount column out")
     parser.add_argument("--no-hycloud", action="store_true", help="leave the hycloud mount column out")
     parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also a column of the mount of another checkout (its client/ and layers/core/, e.g. from "
+        "`git archive REV client layers/core`), run beside this one under the same load",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="count the hycloud mount's FUSE operations and requests per step into FILE (JSON lines)",
@@ -426,6 +443,10 @@ def one_run(
     if args.no_hycloud:
         NOTES.append("Run with --no-hycloud: no hycloud mount column.")
     else:
+        if args.baseline:
+            loads.append(load("hycloud baseline column"))
+            baseline = hycloud_column(base, inputs, api_url, key, code=Path(args.baseline).resolve())
+            columns.setdefault(BASELINE, []).append(baseline)
         loads.append(load("hycloud column"))
         columns.setdefault("hycloud mount", []).append(hycloud_column(base, inputs, api_url, key, profile))
     if args.no_rclone:
