@@ -48,8 +48,10 @@ class FakeMount:
         return self.ops()["ops"].get(name, {}).get("n", 0)
 
 
-@pytest.fixture
-def mount(tmp_path: Path) -> Iterator[FakeMount]:
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeMount]:
+    """One mount for the module (each test works under names of its own)."""
+    tmp_path = tmp_path_factory.mktemp("kernel")
     mnt, counts = tmp_path / "mnt", tmp_path / "ops.jsonl"
     mnt.mkdir()
     env = {**os.environ, "HYCLOUD_MOUNT_PROFILE": str(counts)}
@@ -63,9 +65,7 @@ def mount(tmp_path: Path) -> Iterator[FakeMount]:
         while not os.path.ismount(mnt):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        mounted = FakeMount(mnt, counts, proc)
-        mounted.ops()  # start counting from here
-        yield mounted
+        yield FakeMount(mnt, counts, proc)
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
         try:
@@ -75,16 +75,22 @@ def mount(tmp_path: Path) -> Iterator[FakeMount]:
             proc.wait(timeout=30)
 
 
+@pytest.fixture
+def mount(mounted: FakeMount) -> FakeMount:
+    mounted.ops()  # each test counts from its start
+    return mounted
+
+
 def test_an_absent_name_looked_up_again_asks_the_mount_once(mount):
     for _ in range(20):
         assert not (mount.dir / "d" / "absent").exists()
-    assert mount.calls("getattr") == 2  # /d and /d/absent, once each
+    assert mount.calls("getattr") <= 2  # /d (unless another test looked it up) and /d/absent, once
 
 
 def test_an_entry_looked_up_again_asks_the_mount_once(mount):
     for _ in range(20):
         assert (mount.dir / "d" / "stored").stat().st_size == len(b"stored bytes")
-    assert mount.calls("getattr") == 2  # /d and /d/stored, once each
+    assert mount.calls("getattr") <= 2  # /d (unless another test looked it up) and /d/stored, once
 
 
 def test_the_mounts_own_changes_are_seen_at_once_despite_the_kernels_caching(mount):
@@ -103,7 +109,8 @@ def test_the_mounts_own_changes_are_seen_at_once_despite_the_kernels_caching(mou
     assert not moved.exists()
     (mount.dir / "d" / "sub").mkdir()
     assert (mount.dir / "d" / "sub").is_dir()
-    assert sorted(os.listdir(mount.dir / "d")) == ["stored", "sub"]
+    listed = os.listdir(mount.dir / "d")
+    assert "sub" in listed and "stored" in listed and "new" not in listed and "moved" not in listed
 
 
 def test_libfuse_workers_keep_their_python_thread_state_between_requests(mount):
