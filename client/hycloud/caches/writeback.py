@@ -96,6 +96,7 @@ class WriteBack:
         self._bytes = 0  # the cached files' sizes as of their last close: no stat of every file per close
         self._cond = threading.Condition(threading.RLock())
         self._urgent: set[str] = set()
+        self._sending: set[str] = set()  # the paths of the batch being sent (of kept or dropped files)
         self._stopping = False
         self._ids = itertools.count(1)
         folder.mkdir(parents=True, exist_ok=True)
@@ -239,13 +240,14 @@ class WriteBack:
         Without `wait` (a file renamed onto `path`: git's `index.lock` onto `index`) it is
         forgotten at once: the upload under way lands and its copy goes then. The flusher sends
         one batch at a time, so the next upload of `path` starts after it has landed and the
-        cloud still ends with the last bytes written."""
+        cloud still ends with the last bytes written; a removal or move of `path` in the cloud
+        waits for it too (`drop` with `wait`, `hold`, `sync`)."""
         with self._cond:
             entry = self.files.get(path)
             if entry is None:
                 return None
             if wait:
-                self._cond.wait_for(partial(_idle, entry))
+                self._cond.wait_for(partial(self._not_sending, [path]))
             self._remove(path)
             self._urgent.discard(path)
             entry.gone = True
@@ -260,7 +262,7 @@ class WriteBack:
         with self._cond:
             entry = self.files.get(path)
             if entry is not None:
-                self._cond.wait_for(partial(_idle, entry))
+                self._cond.wait_for(partial(self._not_sending, [path]))
                 entry.held += 1
             return entry
 
@@ -285,7 +287,10 @@ class WriteBack:
 
     # --- durability --------------------------------------------------------------------------------
     def sync(self, paths: Iterable[str]) -> None:
-        """Block until the changes made so far to `paths` are in the cloud; raise an upload's error."""
+        """Block until the changes made so far to `paths` are in the cloud, and no upload of them is
+        under way (a dropped file's, which a move or removal in the cloud must follow); raise an
+        upload's error."""
+        paths = list(paths)
         with self._cond:
             wanted = {p: (e, e.gen) for p in paths if (e := self.files.get(p)) is not None and e.dirty}
             for entry, _ in wanted.values():
@@ -296,6 +301,10 @@ class WriteBack:
                 self._cond.wait_for(partial(_landed, entry, gen))
                 if entry.flushed < gen and entry.error is not None:
                     raise entry.error
+            self._cond.wait_for(partial(self._not_sending, paths))
+
+    def _not_sending(self, paths: list[str]) -> bool:
+        return self._sending.isdisjoint(paths)
 
     def sync_all(self) -> None:
         with self._cond:
@@ -368,6 +377,7 @@ class WriteBack:
                 batch = [(p, e, e.gen) for p, e in self._due()]
                 for _, entry, _ in batch:
                     entry.inflight = True
+                self._sending = {p for p, _, _ in batch}
                 self._urgent.difference_update(p for p, _, _ in batch)
             if batch:
                 self._send(batch)
@@ -407,6 +417,7 @@ class WriteBack:
                     entry.error = _error(path, result)
                     entry.retry_at = time.monotonic() + RETRY_S
             # told before anyone waiting runs on: a rename's forget must come after this learn
+            self._sending = set()
             self.on_flushed([(p, e.local) for p, e, _ in batch if not e.dirty and not e.gone])
             self._cond.notify_all()
 

@@ -266,6 +266,28 @@ def test_a_rename_onto_a_file_being_sent_does_not_wait_for_its_upload(cloud, tmp
     fs.cache.stop()
 
 
+def test_a_file_renamed_onto_one_being_sent_and_then_removed_stays_removed(cloud, tmp_path):
+    """The removal in the cloud must follow the replaced file's upload under way: sent before
+    it, the upload would bring the file back."""
+    fs = _fs(cloud, tmp_path)
+    cloud.gate.clear()
+    _write(fs, "/index", b"old index")
+    _eventually(lambda: fs.cache.files["/index"].inflight)
+    _write(fs, "/index.lock", b"new index!")
+    fs.rename("/index.lock", "/index")
+    removing = threading.Thread(target=fs.unlink, args=("/index",))
+    removing.start()
+    time.sleep(0.3)
+    assert removing.is_alive()  # waits for the upload under way
+    cloud.gate.set()
+    removing.join(5)
+    fs.cache.sync_all()
+    assert cloud.files == {}
+    with pytest.raises(fuse.FuseOSError):
+        fs.getattr("/index")
+    fs.cache.stop()
+
+
 def test_a_sent_file_and_a_made_folder_are_known_without_listing_again(cloud, tmp_path):
     fs = _fs(cloud, tmp_path)
     fs.mkdir("/d", 0o755)
