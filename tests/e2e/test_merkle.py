@@ -266,6 +266,7 @@ def test_a_tree_keyed_by_path_is_migrated_by_upkeep(deployment):
     with table.batch_writer() as batch:
         for item in kept:
             batch.delete_item(Key={"pk": pk, "sk": item["sk"]})
+    with table.batch_writer() as batch:
         for sk, path, kind in (
             ("/", "/", "dir"),
             ("///m", "/m", "dir"),
