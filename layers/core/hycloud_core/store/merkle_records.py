@@ -277,12 +277,13 @@ class MerkleRecords:
             level = below
         return out
 
-    def get(self, path: str) -> dict[str, Any] | None:
-        """The node at `path`, with its path; None when there is none (or no folder above it)."""
+    def get(self, path: str, r: Resolver | None = None) -> dict[str, Any] | None:
+        """The node at `path`, with its path; None when there is none (or no folder above it).
+        `r`: the request's resolver, whose folder ids it reuses."""
         if path == ROOT:
             item = self._get_sk(ROOT_SK)
         else:
-            parent = self.resolver().dir_id(parent_of(path))
+            parent = (r or self.resolver()).dir_id(parent_of(path))
             item = None if parent is None else self._get_sk(child_sk(parent, paths.name(path)))
         if item is not None:
             item["path"] = path
@@ -519,6 +520,7 @@ class SketchReads:
 
     def __init__(self, tree: MerkleRecords, deadline: float) -> None:
         self.tree, self.deadline = tree, deadline
+        self.resolver = tree.resolver()  # the folders compared share their parents: each read once
         self.queries = 0  # folders read (a GetItem or one Query each, a stale hash's recompute aside)
         self.rounds = 0  # reads made one after another (each round's side by side)
 
@@ -528,7 +530,7 @@ class SketchReads:
         return dict(zip(paths, items, strict=True))
 
     def _node(self, path: str) -> NodeSummary | None:
-        item = self.tree.root_item() if path == ROOT else self.tree.get(path)
+        item = self.tree.root_item() if path == ROOT else self.tree.get(path, self.resolver)
         if item is None or _expired(item, time.time()):
             return None
         if item["kind"] != "tombstone":
