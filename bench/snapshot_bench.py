@@ -15,23 +15,18 @@ Needs the local cloud deployed; writes bench/results/snapshots.json and snapshot
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
-import result_files  # noqa: E402
-from trash_bench import make_tree, ms  # noqa: E402
+from trash_bench import make_tree, ms, sized_main  # noqa: E402
 
-from hycloud.admin import create_user  # noqa: E402
 from hycloud.sdk import HyCloud  # noqa: E402
 from hycloud.sdk.bundles import put_files  # noqa: E402
-from infra.local import deploy as local  # noqa: E402
 
 
 def row(hc: HyCloud, work: Path, files: int) -> dict:
@@ -65,29 +60,13 @@ def row(hc: HyCloud, work: Path, files: int) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1,100,1000")
-    args = parser.parse_args()
-    outputs, _env = local.running_deployment()
-    hc = HyCloud(outputs["LocalApiUrl"], create_user(outputs["TableName"], f"bench-{uuid.uuid4().hex[:8]}"))
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for files in (int(s) for s in args.sizes.split(",")):
-            rows.append(row(hc, Path(tmp), files))
-            print(rows[-1], flush=True)
-    lines = [
-        "| files | snapshot create ms | snapshot restore ms | HyCloud cp -r ms | local cp -r ms | local cp -al ms |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r['files']} | {r['hycloud_snapshot_create_ms']:.0f} | {r['hycloud_snapshot_restore_ms']:.0f} | "
-        f"{r['hycloud_cp_r_ms']:.0f} | {r['local_cp_r_ms']:.1f} | {r['local_cp_al_ms']:.1f} |"
-        for r in rows
-    ]
-    result_files.write("snapshots", {"rows": rows}, "\n".join(lines) + "\n")
-    print("\n".join(lines))
-
+COLUMNS = [
+    ("snapshot create ms", "hycloud_snapshot_create_ms", ".0f"),
+    ("snapshot restore ms", "hycloud_snapshot_restore_ms", ".0f"),
+    ("HyCloud cp -r ms", "hycloud_cp_r_ms", ".0f"),
+    ("local cp -r ms", "local_cp_r_ms", ".1f"),
+    ("local cp -al ms", "local_cp_al_ms", ".1f"),
+]
 
 if __name__ == "__main__":
-    main()
+    sized_main("snapshots", row, COLUMNS)

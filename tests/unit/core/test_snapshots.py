@@ -21,6 +21,8 @@ from hycloud_core.fs.snapshots import Snapshots
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.store.quotas import Quota
 from tests.unit.core.moto_content import put_large, stored
+from tests.unit.core.moto_content import put_small as put
+from tests.unit.core.moto_content import sample_tree as tree
 
 DAY = 86400
 
@@ -28,17 +30,6 @@ DAY = 86400
 @pytest.fixture
 def bob(moto_filesystems) -> FileSystem:
     return moto_filesystems.fs("bob")
-
-
-def put(fs: FileSystem, path: str, data: bytes) -> None:
-    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
-
-
-def tree(fs: FileSystem) -> str:
-    put(fs, "/p/a.txt", b"alpha")
-    put(fs, "/p/sub/b.txt", b"beta")
-    fs.mkdir("/p/empty")
-    return put_large(fs, "/p/sub/big.bin", b"L" * 5000)
 
 
 def digests(fs: FileSystem, root: str) -> dict[str, str]:

@@ -5,7 +5,6 @@ leaving its content to the collector."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 
@@ -16,7 +15,9 @@ from hycloud_core.fs import FileSystem
 from hycloud_core.fs.trash import TrashArea, purge_trash
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.trash_records import TrashRecords
-from tests.unit.core.moto_content import put_large, stored
+from tests.unit.core.moto_content import put_small as put
+from tests.unit.core.moto_content import sample_tree as tree
+from tests.unit.core.moto_content import stored
 
 DAY = 86400
 
@@ -24,17 +25,6 @@ DAY = 86400
 @pytest.fixture
 def bob(moto_filesystems) -> FileSystem:
     return moto_filesystems.fs("bob")
-
-
-def put(fs: FileSystem, path: str, data: bytes) -> None:
-    fs.put_small(path, data, hashlib.sha256(data).hexdigest(), parents=True)
-
-
-def tree(fs: FileSystem) -> str:
-    put(fs, "/p/a.txt", b"alpha")
-    put(fs, "/p/sub/b.txt", b"beta")
-    fs.mkdir("/p/empty")
-    return put_large(fs, "/p/sub/big.bin", b"L" * 5000)
 
 
 def ns_paths(fs: FileSystem) -> list[str]:
