@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,12 @@ def _query(table: Any, pk: str, prefix: str) -> list[dict[str, Any]]:
     return query_all(table, Key("pk").eq(pk) & Key("sk").begins_with(prefix), consistent=True)
 
 
+def _prefixes(path: str) -> list[str]:
+    """ "/a/b/c" -> ["/a", "/a/b", "/a/b/c"] (the root has none)."""
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 class Resolver:
     """Path → folder id for one user within one call: each level read once (consistently), the
     ids found kept for the rest of the call (never across calls: another request may move them)."""
@@ -75,6 +82,15 @@ class Resolver:
             current = str(found["id"]) if found else self._make(current, name)
             self.known[sofar] = current
         return current
+
+    def resolve_all(self, folders: Iterable[str]) -> None:
+        """Index and resolve many folders (and those above them) side by side, a level at a time:
+        each one read in a round of its level, instead of one after another; later lookups hit
+        what is known."""
+        every = {p for f in folders for p in _prefixes(f)}
+        for depth in sorted({p.count("/") for p in every}):
+            level = sorted(p for p in every if p.count("/") == depth and p not in self.known)
+            list(_POOL.map(lambda p: self.dir_id(p, create=True), level))
 
     def _make(self, parent_id: str, name: str) -> str:
         """A new folder entry, or the one another writer made first."""

@@ -131,6 +131,7 @@ class MerkleRecords:
         """Many files (path, digest, mtime) written together, a bundle's: their items in batches,
         then each folder above them invalidated once, deepest first, not once per file."""
         r = self.resolver()
+        r.resolve_all({parent_of(path) for path, _, _ in files})
         items = [self._file_item(self._sk(r, path), path, digest, mtime) for path, digest, mtime in files]
         with self.table.batch_writer() as batch:
             for item in items:
@@ -311,6 +312,7 @@ class MerkleRecords:
         r, now = self.resolver(), time.time()
         folders = {ROOT} | {a for p in entries for a in ancestors(p)}
         folders |= {p for p, e in entries.items() if isinstance(e, DirEntry)}
+        r.resolve_all(folders)
         writes: list[tuple[int, dict[str, Any]]] = []
         for path, entry in entries.items():
             if isinstance(entry, FileEntry):

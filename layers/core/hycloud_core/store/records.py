@@ -206,6 +206,7 @@ class Records:
 
     def _put(self, user: str, files: dict[str, dict[str, Any]], stamp: bool, old_too: bool = True) -> None:
         r, now = self.dirs.resolver(user), int(time.time())
+        r.resolve_all({paths.parent(p) for p in files})
         old = old_too and self._old(user)
         with self.table.batch_writer(overwrite_by_pkeys=["pk", "sk"]) as batch:
             for path, attrs in files.items():
