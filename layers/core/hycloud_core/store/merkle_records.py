@@ -262,20 +262,25 @@ class MerkleRecords:
         return self._fresh(item)
 
     def items(self) -> list[dict[str, Any]]:
-        """Every node of the live tree with its path (upkeep's comparison): a level at a time."""
-        root = self.get(ROOT)
-        out = [root] if root else []
-        level = [(ROOT_ID, ROOT)]
-        while level:
-            found = _parallel(lambda f: self._children_of(f[0]), level)
-            below: list[tuple[str, str]] = []
-            for (_, at), kids in zip(level, found, strict=True):
-                for kid in kids:
-                    kid["path"] = _join(at, str(kid["name"]))
-                    out.append(kid)
-                    if kid["kind"] == "dir" and kid.get("id"):
-                        below.append((str(kid["id"]), kid["path"]))
-            level = below
+        """Every node of the live tree with its path (upkeep's comparison): the partition in one
+        paged Query, the paths put together from the folder ids in memory. Nodes no folder of
+        the live tree leads to (a trashed folder's, kept until it is purged) are left out."""
+        below: dict[str, list[dict[str, Any]]] = {}
+        root = None
+        for item in query_all(self.table, Key("pk").eq(self.pk), consistent=True):
+            if item["sk"] == ROOT_SK:
+                root = item
+            elif not item["sk"].startswith("/") and "/" in item["sk"]:  # not LAYOUT nor a path key
+                below.setdefault(item["sk"].split("/", 1)[0], []).append(item)
+        out = [{**root, "path": ROOT}] if root else []
+        stack = [(ROOT_ID, ROOT)]
+        while stack:
+            folder, at = stack.pop()
+            for kid in below.get(folder, []):
+                kid["path"] = _join(at, str(kid["name"]))
+                out.append(kid)
+                if kid["kind"] == "dir" and kid.get("id"):
+                    stack.append((str(kid["id"]), kid["path"]))
         return out
 
     def get(self, path: str, r: Resolver | None = None) -> dict[str, Any] | None:
