@@ -257,8 +257,12 @@ class MerkleRecords:
         self._freshen(items, math.inf, reads)
         return [self._summary(i) for i in items]
 
+    def root(self) -> dict[str, Any]:
+        """The root's item as kept (an empty folder's until one is written)."""
+        return self.get(ROOT) or {"sk": ROOT_SK, "path": ROOT, "kind": "dir", "mtime": 0}
+
     def root_item(self) -> dict[str, Any]:
-        item = self.get(ROOT) or {"sk": ROOT_SK, "path": ROOT, "kind": "dir", "mtime": 0}
+        item = self.root()
         return self._fresh(item)
 
     def items(self) -> list[dict[str, Any]]:
@@ -577,7 +581,7 @@ class _Reads:
         out: dict[str, list[dict[str, Any]]] = {}
         for path, folder in zip(paths, ids, strict=True):
             if path == VIRTUAL_ROOT:
-                out[path] = [self.tree.get(ROOT) or {"sk": ROOT_SK, "path": ROOT, "kind": "dir", "mtime": 0}]
+                out[path] = [self.tree.root()]
                 continue
             kids = self.of(folder) if folder is not None else []
             for kid in kids:
