@@ -229,3 +229,32 @@ def test_rm_r_drops_every_record_of_a_tree_larger_than_one_batch(bob):
         bob.ns.write(f"/many/f{i}", b"x", parents=True)
     item = bob.trash_tree("/many")
     assert item.files == 60 and bob.records.files_under("bob", "/many") == []
+
+
+def test_a_count_past_its_deadline_begins_no_further_folder(bob, monkeypatch):
+    """rm -r's inline count stops at its budget: the trashed folder's own level is always read,
+    and below it no folder is begun once the deadline has passed (each Query here takes 1 s of
+    a fake clock, one folder at a time)."""
+    from types import SimpleNamespace
+
+    from hycloud_core.store import dir_index
+
+    for d in range(6):
+        put(bob, f"/big/d{d}/f", b"x" * 10)
+    clock, queries = [0.0], []
+    real = dir_index._query
+
+    def query(table, pk, prefix):
+        queries.append(prefix)
+        clock[0] += 1.0
+        return real(table, pk, prefix)
+
+    monkeypatch.setattr(dir_index, "_query", query)
+    monkeypatch.setattr(dir_index, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(dir_index, "_POOL", SimpleNamespace(map=lambda fn, *its: list(map(fn, *its))))
+    folder = bob.records.dirs.resolver("bob").dir_id("/big")
+    assert bob.records.dirs.subtree("bob", folder, "/big", deadline=2.5) is None
+    assert len(queries) == 4  # /big's entries and files, then one folder below before 2.5 s passed
+    clock[0], queries[:] = 0.0, []
+    whole = bob.records.dirs.subtree("bob", folder, "/big", deadline=100.0)
+    assert whole is not None and len(whole.files) == 6 and len(queries) == 14

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 DOWNLOAD_URL_TTL_S = MAX_URL_TTL_S  # the client asks for the link again when it expired
 PAGE = 100  # entries of a tree walk done together (copies and removals of a page run side by side)
-SETTLE_INLINE_S = 0.1  # rm -r counts what it trashed for this long at most, then leaves it pending
+SETTLE_INLINE_S = 0.04  # rm -r counts what it trashed for this long at most, then leaves it pending
 _POOL = ThreadPoolExecutor(8)
 ABSENT = ""  # `expect` value: the path must not exist
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -176,18 +177,15 @@ class DirIndex:
     def subtree(self, user: str, dir_id: str, path: str, deadline: float | None = None) -> Subtree | None:
         """Every file record and folder entry below folder `dir_id` (at `path`): one level at a
         time, the folders of a level queried side by side. None when `deadline` (monotonic)
-        passes before a level below the first."""
+        passes before a level below the first ends (no folder is begun past it)."""
         pk, out = f"NS#{user}", Subtree()
-        level = [(dir_id, path)]
+        level, until = [(dir_id, path)], None  # the folder's own level is always read
         while level:
-
-            def children(folder: tuple[str, str]) -> tuple[str, str, list[Any], list[Any]]:
-                fid, at = folder
-                return fid, at, _query(self.table, pk, f"D#{fid}/"), _query(self.table, pk, f"F#{fid}/")
-
-            found = list(_POOL.map(children, level))
-            level = []
-            for fid, at, dirs, files in found:
+            found = list(_POOL.map(self._children, repeat(pk), level, repeat(until)))
+            if any(f is None for f in found):
+                return None
+            level, until = [], deadline
+            for fid, at, dirs, files in (f for f in found if f is not None):
                 for item in files:
                     where = _join(at, str(item["sk"])[len(f"F#{fid}/") :])
                     out.files.append((where, {**item, "path": where}))
@@ -195,5 +193,14 @@ class DirIndex:
                     out.entries.append({"pk": pk, "sk": item["sk"]})
                     level.append((str(item["id"]), _join(at, str(item["sk"])[len(f"D#{fid}/") :])))
             if level and deadline is not None and time.monotonic() > deadline:
-                return None  # the folder's own level is always read: a flat folder always ends
+                return None
         return out
+
+    def _children(
+        self, pk: str, folder: tuple[str, str], until: float | None
+    ) -> tuple[str, str, list[Any], list[Any]] | None:
+        """A folder's entries and file records; None, unread, once `until` has passed."""
+        if until is not None and time.monotonic() > until:
+            return None
+        fid, at = folder
+        return fid, at, _query(self.table, pk, f"D#{fid}/"), _query(self.table, pk, f"F#{fid}/")
