@@ -36,7 +36,7 @@ class FakeCloud:
 
     def merkle_diff(self, body: bytes) -> bytes:
         self.calls.append("merkle diff")
-        return sketch.answer(body, sketch.NodeReader(self._tree()))
+        return sketch.answer(body, sketch.NodeReader(self._tree()), subtrees=50_000)
 
     def _parents(self, path: str) -> None:
         while (path := parent_of(path)) != "/":

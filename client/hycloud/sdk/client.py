@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
+BELOW = 50_000  # subtree entries of folders only the cloud has, sent with a diff (the route's most)
 
 
 class HyCloud:
@@ -154,9 +155,15 @@ class HyCloud:
 
     def merkle_diff(self, body: bytes) -> bytes:
         """One request of the one-round exchange (hycloud_core.merkle.sketch): the cloud's binary
-        answer. `exchange_stats` adds up the requests, bytes and the cloud's reads and time."""
+        answer, with the subtrees of folders only the cloud has (up to BELOW entries; a cloud
+        before them ignores the ask). `exchange_stats` adds up the requests, bytes and the
+        cloud's reads and time."""
         response = self.http.request(
-            "POST", "/v1/merkle/diff", data=body, headers={"Content-Type": OCTET, "Accept": OCTET}
+            "POST",
+            "/v1/merkle/diff",
+            params={"below": BELOW},
+            data=body,
+            headers={"Content-Type": OCTET, "Accept": OCTET},
         )
         stats = self.exchange_stats
         for key, value in (
@@ -165,6 +172,7 @@ class HyCloud:
             ("received", len(response.content)),
             ("reads", int(response.headers.get("x-hycloud-reads", 0))),
             ("read_rounds", int(response.headers.get("x-hycloud-read-rounds", 0))),
+            ("read_requests", int(response.headers.get("x-hycloud-read-requests", 0))),
             ("server_ms", float(response.headers.get("x-hycloud-server-ms", 0))),
         ):
             stats[key] = stats.get(key, 0) + value

@@ -2,11 +2,11 @@
 exchange (`merkle.sketch`, `POST /v1/merkle/diff`), or by the level-by-level one
 (`merkle.LevelExchange`, `POST /v1/merkle/children`) with a cloud that predates it.
 
-The local tree is built at the remote paths (a file's hash covers its full path), so equal
-subtrees have equal hashes and are never descended into. The one-round exchange sends every
-local folder's hash and a few bytes of each file's hash; the cloud answers with what differs,
-in one round trip whatever the depth. A folder only one side has is one difference; the
-cloud's side of such a folder is then listed through `POST /v1/merkle/children`.
+Equal subtrees have equal hashes and are never descended into. The one-round exchange sends every
+local folder's hash and a few bytes of each file's hash (local_folders.py, from the scan); the
+cloud answers with what differs, in one round trip whatever the depth, and with the whole subtree
+of each folder only it has. The level-by-level exchange needs the whole local tree (built here)
+and lists the cloud's side of a folder only it has through `POST /v1/merkle/children`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from hycloud_core.merkle.hashing import dir_hash, file_hash, name_of
 from hycloud_core.merkle.tree import Node
 
 from .filters import PathFilter
+from .local_folders import ScannedFolders, full_path, leaf, merkle
 from .scan import LocalFile, LocalTree
 
 Ask = Callable[[list[str]], Mapping[str, Sequence[Mapping[str, Any]]]]
@@ -47,13 +48,12 @@ class Differences:
     local_dirs: set[str] = field(default_factory=set)
     remote_dirs: set[str] = field(default_factory=set)
     clashes: set[str] = field(default_factory=set)  # a file on one side, a folder on the other
+    below: dict[str, list[NodeSummary]] = field(
+        default_factory=dict
+    )  # cloud-only folders' nodes, sent with the diff
     rounds: int = 0
     requests: int = 0
     exchange_seconds: float = 0.0  # building the local tree, the requests and comparing their answers
-
-
-def full_path(root: str, rel: str) -> str:
-    return root if not rel else ("/" + rel if root == "/" else f"{root}/{rel}")
 
 
 def rel_path(root: str, path: str) -> str:
@@ -76,10 +76,7 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
         dirs[rel.rpartition("/")[0]].append(rel)
 
     def folder(rel: str) -> Node:
-        kids = [
-            _leaf(p, f.merkle or file_hash(bytes.fromhex(f.content_hash)), f.mtime)
-            for p, f in _at(root, files[rel])
-        ]
+        kids = [leaf(p, merkle(f), f.mtime) for p, f in _at(root, files[rel])]
         return _dir(full_path(root, rel), kids, [folder(d) for d in dirs[rel]])
 
     top = folder("")
@@ -90,14 +87,6 @@ def local_merkle_tree(root: str, local: LocalTree) -> Node:
 
 def _at(root: str, files: list[tuple[str, LocalFile]]) -> list[tuple[str, LocalFile]]:
     return [(full_path(root, rel), f) for rel, f in files]
-
-
-def _leaf(path: str, digest: bytes, mtime: float) -> Node:
-    """Node(path, "file", digest, mtime), made without the frozen dataclass's checked __init__:
-    a third of the time, for the tens of thousands of files of a large tree."""
-    node = object.__new__(Node)
-    node.__dict__.update(path=path, kind="file", hash=digest, mtime=mtime, children={}, index=None)
-    return node
 
 
 def _dir(path: str, files: list[Node], dirs: list[Node]) -> Node:
@@ -112,19 +101,18 @@ def find(ask: Ask, root: str, local: LocalTree, keep: PathFilter, send: Send | N
     """Run the exchange (one round with `send`, else level by level through `ask`), then list the
     cloud's side of folders only the cloud has."""
     started, out = time.perf_counter(), Differences()
-    tree = local_merkle_tree(root, local)
-    found = _one_round(send, tree, root, out) if send is not None else None
+    found = _one_round(send, ScannedFolders(root, local), root, out) if send is not None else None
     if found is None:
-        found = _levels(ask, tree, root, out)
+        found = _levels(ask, local_merkle_tree(root, local), root, out)
     _sort(found, root, local, keep, ask, out)
     out.exchange_seconds = time.perf_counter() - started
     return out
 
 
-def _one_round(send: Send, tree: Node, root: str, out: Differences) -> Diff | None:
+def _one_round(send: Send, folders: ScannedFolders, root: str, out: Differences) -> Diff | None:
     """The one-round exchange's differences; None when the request is too large or the cloud
     predates the route (404), for the level-by-level exchange to find them instead."""
-    exchange = sketch.SketchExchange(tree, root)
+    exchange = sketch.SketchExchange(folders, root)
     while not exchange.done:
         body = exchange.request()
         if len(body) > MAX_SKETCH:
@@ -138,6 +126,7 @@ def _one_round(send: Send, tree: Node, root: str, out: Differences) -> Diff | No
         out.requests += 1
         exchange.receive(reply)
     out.rounds = exchange.rounds
+    out.below = exchange.below
     return exchange.result()
 
 
@@ -165,7 +154,10 @@ def _sort(found: Diff, root: str, local: LocalTree, keep: PathFilter, ask: Ask, 
             _add_local_dir(out, local, rel)
         elif rk == "dir":
             out.remote_dirs.add(rel)
-            expand.append(d.path)
+            if d.path in out.below:
+                _add_remote(root, out.below[d.path], keep, out)
+            else:
+                expand.append(d.path)
         else:
             out.files.add(rel)
             if rk == "file":
@@ -197,15 +189,23 @@ def _expand_remote(ask: Ask, root: str, folders: list[str], keep: PathFilter, ou
         out.requests += 1
         following: list[str] = []
         for folder in folders:
-            for summary in map(NodeSummary.from_dict, reply.get(folder, ())):
-                rel = rel_path(root, summary.path)
-                if summary.kind == "dir" and keep.keeps_dir(rel):
-                    out.remote_dirs.add(rel)
-                    following.append(summary.path)
-                elif summary.kind == "file" and keep.keeps_file(rel):
-                    out.files.add(rel)
-                    out.remote[rel] = _remote(summary)
+            summaries = [NodeSummary.from_dict(s) for s in reply.get(folder, ())]
+            following += _add_remote(root, summaries, keep, out)
         folders = following
+
+
+def _add_remote(root: str, summaries: list[NodeSummary], keep: PathFilter, out: Differences) -> list[str]:
+    """The cloud's nodes below a folder only it has, as differences; the folders among them kept."""
+    folders = []
+    for summary in summaries:
+        rel = rel_path(root, summary.path)
+        if summary.kind == "dir" and keep.keeps_dir(rel):
+            out.remote_dirs.add(rel)
+            folders.append(summary.path)
+        elif summary.kind == "file" and keep.keeps_file(rel):
+            out.files.add(rel)
+            out.remote[rel] = _remote(summary)
+    return folders
 
 
 __all__ = ["Differences", "RemoteFile", "find", "full_path", "merkle_of", "rel_path"]

@@ -3,8 +3,8 @@ reads, and lists only folders whose entries changed.
 
 One file per sync pair beside the state store (`<state>.scan/<pair>`), written whole (marshal,
 then an atomic rename) after a scan that saw anything new. It holds, per file, the stat fields
-it trusts (size, mtime_ns, ctime_ns, inode), its mode, content hash and Merkle hash at the pair's
-remote root; per folder, its own stat fields and the names of the files and folders it held.
+it trusts (size, mtime_ns, ctime_ns, inode), its mode, content hash, Merkle hash and what the
+one-round exchange's sketch takes a prefix of (merkle/sketch.py's `named`); per folder, its own stat fields and the names of the files and folders it held.
 
 What a later scan trusts (Linux semantics, as git's index does):
 
@@ -35,10 +35,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-VERSION = 1
+VERSION = 2  # 2: each file's sketch entry kept
 
-# rel -> (size, mtime_ns, ctime_ns, ino, mode, mtime, content_hash, merkle digest)
-FileRow = tuple[int, int, int, int, int, float, str, bytes]
+# rel -> (size, mtime_ns, ctime_ns, ino, mode, mtime, content_hash, merkle digest, sketch entry)
+FileRow = tuple[int, int, int, int, int, float, str, bytes, bytes]
 # rel ("" for the root) -> (mtime_ns, ctime_ns, ino, file names, folder names)
 DirRow = tuple[int, int, int, tuple[str, ...], tuple[str, ...]]
 

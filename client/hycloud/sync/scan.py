@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from hycloud_core import content
 from hycloud_core.merkle.hashing import file_hash
+from hycloud_core.merkle.sketch import named
 
 from . import journal as journals
 from .filters import PathFilter
@@ -36,6 +37,7 @@ class LocalFile(NamedTuple):
     content_hash: str
     mode: int
     merkle: bytes = b""  # the file's Merkle hash at LocalTree.merkle_root, when the scan knew it
+    named: bytes = b""  # what the exchange's sketch takes a prefix of (sketch.named), when known
 
 
 @dataclass
@@ -131,10 +133,10 @@ class _Walk:
                         continue
                     row = self._fresh(rel, st)
                     if max(row[1], row[2]) >= self.cutoff:
-                        files[rel] = LocalFile(row[0], row[5], row[6], row[4], row[7])
+                        files[rel] = LocalFile(row[0], row[5], row[6], row[4], row[7], row[8])
                         continue
                 self.files[rel] = row
-                files[rel] = LocalFile(row[0], row[5], row[6], row[4], row[7])
+                files[rel] = LocalFile(row[0], row[5], row[6], row[4], row[7], row[8])
 
     def _listing(self, prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """A folder's (files, folders): the journal's when the folder's stat is as recorded."""
@@ -195,6 +197,7 @@ class _Walk:
             st.st_mtime,
             digest,
             merkle,
+            named(rel, merkle),
         )
 
     def _kept(self) -> dict[str, tuple[int, int, str]]:

@@ -1,11 +1,10 @@
-"""The Merkle exchange (merkle/exchange.py): children's hashes of a set of folders, and the root.
+"""The Merkle exchange: the one-round diff (merkle/sketch.py), the level-by-level children of a
+set of folders (merkle/exchange.py, for older clients), and the root.
 
-A client comparing its folder with the cloud asks, level by level, for the children of the
-paths that differed in the previous round, so finding what changed takes at most h requests
-(h the tree's depth) whatever the tree's size. A file's hash is MD5(content hash + path)
-with the content hash of content.py and the path inside the caller's namespace, so
-`merkle.tree_from_directory(folder, prefix=remote_folder)` gives a client the same hashes.
-Answers come from the hashes kept in DynamoDB (store/merkle_records.py), not from EFS.
+Hashes are git-tree-like (merkle/hashing.py): a file's names its content only, a folder's its
+children's names and hashes, so `merkle.tree_from_directory(folder)` gives a client the same
+hashes wherever the folder is. Answers come from the hashes kept in DynamoDB
+(store/merkle_records.py, read for the diff by store/sketch_reads.py), not from EFS.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Annotated
 
 from answers import BINARY_BODY, BYTES, JSON, OCTET, ok, replies
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from bodies import raw_body
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,11 +27,14 @@ from hycloud_core import paths
 from hycloud_core.errors import BadRequestError, HyCloudError
 from hycloud_core.merkle import sketch
 from hycloud_core.merkle.exchange import MAX_PATHS, VIRTUAL_ROOT
+from hycloud_core.merkle.sketch import OutOfTime
 from hycloud_core.observability import logger
-from hycloud_core.store.merkle_records import MerkleRecords, OutOfTime
+from hycloud_core.store.merkle_records import MerkleRecords
+from hycloud_core.store.sketch_reads import SketchReads
 
 router = APIGatewayRouter()
 RETRY_AFTER_S = 2
+MAX_BELOW = 50_000  # subtree entries in one diff answer: ~2-3 MB, base64 under Lambda's 6 MB answer
 # DynamoDB refusing work for now: the request was not served, and can be sent again as it is
 OVERLOADED = frozenset(
     {
@@ -123,15 +125,27 @@ def children(body: Annotated[ChildrenRequest, Body()]):
 @router.post(
     "/v1/merkle/diff", responses=replies(200, None, 400, 503, content=BYTES), openapi_extensions=BINARY_BODY
 )
-def diff():
+def diff(
+    below: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=MAX_BELOW,
+            description="also the subtrees of folders only the cloud has, up to this many entries",
+        ),
+    ] = None,
+):
     """The one-round exchange (hycloud_core/merkle/sketch.py, messages in wire.py): the body holds
     the client's folder hashes and file-hash prefixes; the answer, what differs. The cloud descends
     only into folders whose hashes differ, reading a level's folders side by side; older clients
-    keep using `/v1/merkle/children`. `x-hycloud-reads` (folders read), `x-hycloud-read-rounds`
-    (reads one after another) and `x-hycloud-server-ms` say what the answer took."""
-    reads, started = _tree().sketch_reads(), time.perf_counter()
+    keep using `/v1/merkle/children`. With `below`, the answer (wire version 3) also holds the
+    whole subtree of each folder only the cloud has (a rename's, a new folder's), up to that
+    many entries. `x-hycloud-reads` (folders read), `x-hycloud-read-requests`
+    (DynamoDB requests for them), `x-hycloud-read-rounds` (reads one after another) and
+    `x-hycloud-server-ms` say what the answer took."""
+    reads, started = SketchReads.within(_tree()), time.perf_counter()
     try:
-        body = sketch.answer(raw_body(router), reads)
+        body = sketch.answer(raw_body(router), reads, below)
     except ValueError as err:
         raise BadRequestError(f"not an exchange message: {err}", code="bad-body") from None
     except OutOfTime:
@@ -144,6 +158,7 @@ def diff():
     took = f"{(time.perf_counter() - started) * 1000:.1f}"
     headers = {
         "x-hycloud-reads": str(reads.queries),
+        "x-hycloud-read-requests": str(reads.requests),
         "x-hycloud-read-rounds": str(reads.rounds),
         "x-hycloud-server-ms": took,
     }

@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 
 from hycloud.sync import journal as journals
+from hycloud.sync import local_folders
 from hycloud.sync import scan as scan_module
 from hycloud.sync.diff import local_merkle_tree, merkle_of
 from hycloud.sync.filters import PathFilter
+from hycloud.sync.local_folders import ScannedFolders
 from hycloud.sync.scan import LocalTree, scan
 from hycloud.sync.state import SyncState
 from hycloud_core import content
+from hycloud_core.merkle import sketch
 from tests.unit.client.scan_files import count_reads
 from tests.unit.client.scan_files import write_at as _write
 
@@ -156,3 +159,14 @@ def test_the_tree_from_journal_hashes_is_the_tree_from_content(tmp_path, tree, r
     kept = _scan(tree, state)
     plain = scan(tree, SyncState("q", tmp_path / "other.sqlite3"), PathFilter.of())
     assert local_merkle_tree(REMOTE, kept) == local_merkle_tree(REMOTE, plain)
+
+
+def test_the_sketch_from_kept_entries_is_the_sketch_from_hashes(tmp_path, tree, reads, monkeypatch):
+    """The exchange's request is built from the sketch entries the journal kept: no file's entry
+    computed again, the same bytes as from the hashes."""
+    state = _settled(tmp_path, tree, reads)
+    _write(tree / "d/e/c.txt", b"edited", OLD + 5)  # one entry computed afresh, by the scan
+    kept = _scan(tree, state)
+    want = sketch.SketchExchange(local_merkle_tree(REMOTE, kept), REMOTE).request()
+    monkeypatch.setattr(local_folders, "named", lambda *_: pytest.fail("a kept entry computed again"))
+    assert sketch.SketchExchange(ScannedFolders(REMOTE, kept), REMOTE).request() == want

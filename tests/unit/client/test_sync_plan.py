@@ -51,7 +51,10 @@ def test_pull_edits_adds_deletes_and_a_rename(tmp_path):
     cloud.dirs.add("/r/new")
     del cloud.files["/r/f1.txt"]
     cloud.files["/r/moved.txt"] = cloud.files.pop("/r/f2.txt")
+    cloud.calls.clear()
     report = sync(cloud, local, "/r", "pull", SyncOptions(delete=True))
+    # the folder only the cloud has came whole with the diff's answer: no listing of it after
+    assert cloud.calls[0] == "merkle diff" and "merkle" not in cloud.calls
     assert sorted(report["copied"]) == ["f0.txt", "new/g.txt"]
     assert report["moved"] == [{"from": "f2.txt", "to": "moved.txt"}] and report["deleted"] == ["f1.txt"]
     names = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())

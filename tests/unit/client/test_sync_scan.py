@@ -7,10 +7,13 @@ import os
 
 from hycloud.sync.diff import full_path, local_merkle_tree
 from hycloud.sync.filters import PathFilter
+from hycloud.sync.local_folders import ScannedFolders
 from hycloud.sync.scan import LocalFile, LocalTree, scan
 from hycloud.sync.state import SyncState
 from hycloud_core import content
 from hycloud_core.merkle import DirEntry, FileEntry, build_tree
+from hycloud_core.merkle.exchange import NodeSummary
+from hycloud_core.merkle.sketch import NodeFolders, SketchExchange
 from tests.unit.client.scan_files import count_reads as _reads
 from tests.unit.client.scan_files import write_at as _write
 
@@ -57,3 +60,29 @@ def test_the_tree_of_a_scan_is_build_tree_s():
         for rel, f in local.files.items():
             entries[full_path(root, rel)] = FileEntry(bytes.fromhex(f.content_hash), f.mtime)
         assert local_merkle_tree(root, local) == build_tree(entries)
+
+
+def test_the_scans_folders_are_the_trees_folders_without_a_node_per_file():
+    """What the one-round exchange sends from the scan (each folder's hash and files' sketch
+    entries) is what it sends from the whole tree; a folder's node holds the same children."""
+    local = LocalTree(dirs={"a", "a/b", "empty", "a/b.c"})
+    for i, rel in enumerate(["top.txt", "a/x", "a/b/y", "a/b.c/z", "a/b0", "a/b/y2"]):
+        local.files[rel] = LocalFile(1, float(i), content.hash_bytes(rel.encode()), 0o644)
+    for root in ("/", "/p/q"):
+        tree, scanned = NodeFolders(local_merkle_tree(root, local)), ScannedFolders(root, local)
+        assert scanned.folders(root) == tree.folders(root)
+        for path, _, _ in tree.folders(root):
+            want, got = tree.node(path), scanned.node(path)
+            assert (got.path, got.hash, got.mtime) == (want.path, want.hash, want.mtime)
+            assert [_summary(c) for c in got.children.values()] == [
+                _summary(c) for c in want.children.values()
+            ]
+        assert (
+            SketchExchange(scanned, root).request()
+            == SketchExchange(local_merkle_tree(root, local), root).request()
+        )
+
+
+def _summary(node) -> tuple:
+    s = NodeSummary.of(node)
+    return s.path, s.kind, s.hash, s.mtime

@@ -45,55 +45,108 @@ def _parent_rel(rel: str) -> str | None:
 
 
 # --- the client's side ----------------------------------------------------------------------------
+class LocalFolders(Protocol):
+    """The client's folders as the exchange reads them: every folder's hash and files' sketch
+    entries up front, a folder's node (its children) only for the few that differ."""
+
+    def folders(self, scope: str) -> list[tuple[str, bytes, list[bytes]]]:
+        """(path, hash, each file's `named` in name order) of every folder at and below `scope`,
+        in path order; [] when `scope` is no folder."""
+        ...
+
+    def node(self, path: str) -> Node:
+        """The folder's node with its children (theirs: enough to summarise, none below)."""
+        ...
+
+
+class NodeFolders:
+    """LocalFolders over a whole tree; `known`: files' `named` by path, kept from an earlier scan."""
+
+    def __init__(self, tree: Node, known: Mapping[str, bytes] | None = None) -> None:
+        self.tree, self.known = tree, known or {}
+        self._index: dict[str, Node] = {}
+
+    def folders(self, scope: str) -> list[tuple[str, bytes, list[bytes]]]:
+        top = self.tree.find(scope)
+        if top is None or top.kind != "dir":
+            return []
+        found, known = _folders(top), self.known
+        self._index = {n.path: n for n in found}
+        return [
+            (
+                n.path,
+                n.hash,
+                [known.get(p) or named(p, c.hash) for p, c in n.children.items() if c.kind == "file"],
+            )
+            for n in found
+        ]
+
+    def node(self, path: str) -> Node:
+        return self._index[path]
+
+
 class SketchExchange:
     """Drives the exchange: ``while not ex.done: ex.receive(send(ex.request()))``, then ``result()``.
 
-    `local` holds the scope's folder at `scope` (e.g. build_tree of remote paths). Round 1 sends
-    every folder with a sketch; later rounds (rare) settle prefix collisions.
+    `local` holds the scope's folder at `scope` (a tree, e.g. build_tree of remote paths, or its
+    LocalFolders). Round 1 sends every folder with a sketch; later rounds (rare) settle prefix
+    collisions. `known` (with a tree): files' sketch entries (`named`) by path, which a client
+    keeps between scans, each of the hash the file's node holds.
     """
 
-    def __init__(self, local: Node, scope: str = "/") -> None:
+    def __init__(
+        self, local: Node | LocalFolders, scope: str = "/", known: Mapping[str, bytes] | None = None
+    ) -> None:
         self.scope = normalise_path(scope)
-        top = local.find(self.scope)
-        if top is None or top.kind != "dir":
+        self._local = NodeFolders(local, known) if isinstance(local, Node) else local
+        folders = self._local.folders(self.scope)
+        if not folders:
             raise ValueError(f"the local tree holds no folder {self.scope}")
-        self._folders = _folders(top)
-        self._records = tuple(self._record(n, sketch=True) for n in self._folders)
+        self._records = tuple(self._sketched(path, digest, files) for path, digest, files in folders)
         self._found: list[Difference] = []
         self.rounds = 0
         self.settled: list[str] = []  # folders asked for again after a prefix collision
+        self.below: dict[str, list[NodeSummary]] = {}  # folders only the cloud has: all below them
         self.done = False
 
     def _rel(self, path: str) -> str:
         return "" if path == self.scope else path[len(self.scope) :].lstrip("/")
 
-    def _record(self, node: Node, sketch: bool) -> wire.Record:
-        files = [named(p, c.hash) for p, c in node.children.items() if c.kind == "file"]
-        p = wire.prefix_length(len(files)) if sketch else 0
-        return wire.Record(self._rel(node.path), node.hash, p, tuple(f[:p] for f in files) if p else ())
+    def _sketched(self, path: str, digest: bytes, files: list[bytes]) -> wire.Record:
+        p = wire.prefix_length(len(files))
+        return wire.Record(self._rel(path), digest, p, tuple(f[:p] for f in files))
 
     def request(self) -> bytes:
         return wire.encode_request(wire.Request(self.scope, self._records))
 
     def receive(self, reply: bytes) -> None:
         """Compare one reply with the local tree; sets `done`, or the records of the next round."""
-        answers = wire.decode_reply(reply, self._records)
+        answers, below = wire.decode_reply_below(reply, self._records)
         self.rounds += 1
-        nodes = {r.path: n for r, n in zip(self._records, self._folders, strict=True)}
+        for tree in below:
+            if tree.complete:
+                at = full_path(self.scope, tree.path)
+                self.below[at] = [
+                    NodeSummary(f"{at}/{e.name}", e.kind, e.hash, e.mtime) for e in tree.entries
+                ]
         status = {self._records[i].path: a for i, a in answers.items()}
         retry: list[Node] = []
         top = self._records[0].path if self._records else None
         if self.rounds == 1 and top in status and status[top].status != wire.DIFFERS:
-            self._found.append(self._whole(nodes[top], status[top]))
+            self._found.append(self._whole(self._node(top), status[top]))
         for i, answer in sorted(answers.items()):
-            if answer.status == wire.DIFFERS and not self._folder(
-                nodes[self._records[i].path], self._records[i], answer, status
-            ):
-                retry.append(nodes[self._records[i].path])
-        self._records = tuple(self._record(n, sketch=False) for n in retry)
-        self._folders = retry
+            if answer.status != wire.DIFFERS:
+                continue
+            node = self._node(self._records[i].path)
+            if not self._folder(node, self._records[i], answer, status):
+                retry.append(node)
+        # asked again without a sketch: every child with its full hash
+        self._records = tuple(wire.Record(self._rel(n.path), n.hash) for n in retry)
         self.settled += [n.path for n in retry]
         self.done = not retry
+
+    def _node(self, rel: str) -> Node:
+        return self._local.node(full_path(self.scope, rel))
 
     def _whole(self, node: Node, answer: wire.Answer) -> Difference:
         remote = (
@@ -175,6 +228,10 @@ def compare(local: Node, scope: str, send: Callable[[bytes], bytes]) -> SketchEx
 
 
 # --- the cloud's side -----------------------------------------------------------------------------
+class OutOfTime(Exception):
+    """The exchange's work budget ran out before every folder that differs was read."""
+
+
 class TreeReader(Protocol):
     """What the cloud reads its tree through (merkle_records.py, or a Node in tests)."""
 
@@ -199,9 +256,11 @@ class NodeReader:
         return {p: [NodeSummary.of(c) for c in self._index[p].children.values()] for p in paths}
 
 
-def answer(data: bytes, reader: TreeReader) -> bytes:
+def answer(data: bytes, reader: TreeReader, subtrees: int | None = None) -> bytes:
     """The cloud's reply to a request: records that are not equal, found level by level, each
-    level's folders read side by side, nothing below a folder whose hash is equal read at all."""
+    level's folders read side by side, nothing below a folder whose hash is equal read at all.
+    With `subtrees`, the reply also holds the subtrees of folders only the cloud has, up to that
+    many entries in all (wire.BELOW)."""
     request = wire.decode_request(data)
     scope = normalise_path(request.scope)
     index = {r.path: i for i, r in enumerate(request.records)}
@@ -224,7 +283,44 @@ def answer(data: bytes, reader: TreeReader) -> bytes:
                 if _judge(request, index[sub], live.get(full_path(scope, sub)), answers):
                     following.append(sub)
         level = following
-    return wire.encode_reply(answers, request.records)
+    if subtrees is None:
+        return wire.encode_reply(answers, request.records)
+    only_cloud = [
+        f"{request.records[i].path}/{e.name}".lstrip("/")
+        for i, a in sorted(answers.items())
+        for e in a.entries
+        if e.kind == "dir"
+    ]
+    return wire.encode_reply(answers, request.records, _subtrees(reader, scope, only_cloud, subtrees))
+
+
+def _subtrees(reader: TreeReader, scope: str, tops: list[str], limit: int) -> list[wire.Subtree]:
+    """Every live node below each of `tops` (paths relative to the scope), a level of all of them
+    at a time; the subtrees not finished within `limit` entries (or the request's time) are
+    marked incomplete, for the client to list as before."""
+    trees = {top: wire.Subtree(top, True) for top in tops}
+    level, count = [(top, top) for top in tops], 0
+    while level:
+        if count > limit:
+            break
+        try:
+            kids = reader.children([full_path(scope, rel) for _, rel in level])
+        except OutOfTime:
+            break
+        following = []
+        for top, rel in level:
+            for s in kids.get(full_path(scope, rel), []):
+                if not s.live or s.kind not in ("file", "dir"):
+                    continue
+                below = f"{rel}/{name_of(s.path)}"
+                trees[top].entries.append(wire.Entry(below[len(top) + 1 :], s.kind, s.hash, s.mtime))
+                count += 1
+                if s.kind == "dir":
+                    following.append((top, below))
+        level = following
+    for top, _ in level:
+        trees[top].complete, trees[top].entries = False, []
+    return list(trees.values())
 
 
 def _judge(request: wire.Request, i: int, node: NodeSummary | None, answers: dict[int, wire.Answer]) -> bool:
@@ -254,13 +350,24 @@ def _differs(
     record = request.records[index[rel]]
     p, mine = record.prefix, set(record.files)
     recorded = {full_path(scope, s) for s in subs}
-    theirs = {named(path, s.hash)[:p] for path, s in live.items() if s.kind == "file"} if p else set()
+    prefixes = {path: named(path, s.hash)[:p] for path, s in live.items() if s.kind == "file"} if p else {}
+    theirs = set(prefixes.values())
     answer.unmatched = frozenset(i for i, f in enumerate(record.files) if f not in theirs)
     for path, s in sorted(live.items()):
-        if s.kind == "file" and (not p or named(path, s.hash)[:p] not in mine):
+        if s.kind == "file" and (not p or prefixes[path] not in mine):
             answer.entries.append(wire.Entry(path.rsplit("/", 1)[1], "file", s.hash, s.mtime))
         elif s.kind == "dir" and path not in recorded:
             answer.entries.append(wire.Entry(path.rsplit("/", 1)[1], "dir", s.hash, s.mtime))
 
 
-__all__ = ["NodeReader", "SketchExchange", "TreeReader", "answer", "compare", "full_path"]
+__all__ = [
+    "LocalFolders",
+    "NodeFolders",
+    "NodeReader",
+    "OutOfTime",
+    "SketchExchange",
+    "TreeReader",
+    "answer",
+    "compare",
+    "full_path",
+]

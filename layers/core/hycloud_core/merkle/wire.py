@@ -17,6 +17,18 @@ Reply (cloud to client): only the records that are not equal, by index::
 Entries are the cloud's live children the sketch does not account for: files whose prefix is
 in no local file's, folders with no record (without a sketch, p = 0: every live child). Paths
 and names are front-coded against the previous one (varint shared bytes, varint length, bytes).
+
+A reply of version 3 (asked for with `?below=N`) adds, after the answers, the whole subtree of
+each folder only the cloud has (a rename's or a new folder's), so the client needs no request
+per level to list them; `complete` is 0 for a subtree past the N entries the client allowed::
+
+    varint t | t x (path, u8 complete, varint m, m x entry (path below the folder, ...))
+
+A folder's listing, kept beside its Merkle item with the hash it was computed for (the cloud
+reads a differing folder's children from it, store/sketch_reads.py); a folder child's entry is
+followed by its folder id::
+
+    u8 LISTING | hash[16] of the folder | varint m | m x (entry (as in a reply) [, str id])
 """
 
 from __future__ import annotations
@@ -25,6 +37,9 @@ import struct
 from dataclasses import dataclass, field
 
 VERSION = 2  # 2: file entries are prefixes of a file's hash with its name (sketch.named)
+BELOW = 3  # a reply's version when it holds the subtrees of folders only the cloud has
+LISTING = 1  # the listing's format
+MAX_LISTING = 4000  # entries: a larger folder keeps none (an item is at most 400 KB) and is queried
 HASH = 16
 DIFFERS, ABSENT, NOT_DIR = 1, 2, 3
 KINDS = {"file": 0, "dir": 1}
@@ -70,6 +85,16 @@ class Answer:
     hash: bytes = b""
     mtime: float = 0.0
     unmatched: frozenset[int] = frozenset()  # indexes into the record's sketch
+    entries: list[Entry] = field(default_factory=list)
+
+
+@dataclass
+class Subtree:
+    """A folder only the cloud has (`path` relative to the scope) and every live node below it,
+    named by path below the folder; `complete` False when the entries were cut short."""
+
+    path: str
+    complete: bool
     entries: list[Entry] = field(default_factory=list)
 
 
@@ -188,9 +213,12 @@ def decode_request(data: bytes, max_records: int = 1 << 20) -> Request:
     return Request(scope, tuple(records))
 
 
-def encode_reply(answers: dict[int, Answer], records: tuple[Record, ...]) -> bytes:
+def encode_reply(
+    answers: dict[int, Answer], records: tuple[Record, ...], below: list[Subtree] | None = None
+) -> bytes:
+    """A reply; with `below` (even empty), of version BELOW with those subtrees after the answers."""
     w = _Writer()
-    w.out.append(VERSION)
+    w.out.append(VERSION if below is None else BELOW)
     w.varint(len(answers))
     for index in sorted(answers):
         a = answers[index]
@@ -203,15 +231,29 @@ def encode_reply(answers: dict[int, Answer], records: tuple[Record, ...]) -> byt
             w.varint(len(a.entries))
             w.last = b""
             for e in a.entries:
-                w.coded(e.name)
-                w.out.append(KINDS[e.kind])
-                w.out += e.hash + _F64.pack(e.mtime)
+                _put_entry(w, e)
+    if below is not None:
+        w.varint(len(below))
+        for tree in below:
+            w.last = b""
+            w.coded(tree.path)
+            w.out.append(int(tree.complete))
+            w.varint(len(tree.entries))
+            w.last = b""
+            for e in tree.entries:
+                _put_entry(w, e)
     return bytes(w.out)
 
 
 def decode_reply(data: bytes, records: tuple[Record, ...]) -> dict[int, Answer]:
+    return decode_reply_below(data, records)[0]
+
+
+def decode_reply_below(data: bytes, records: tuple[Record, ...]) -> tuple[dict[int, Answer], list[Subtree]]:
+    """The answers and, in a reply of version BELOW, the subtrees of folders only the cloud has."""
     r = _Reader(data)
-    if r.byte() != VERSION:
+    version = r.byte()
+    if version not in (VERSION, BELOW):
         raise ValueError("unknown message version")
     out: dict[int, Answer] = {}
     for _ in range(r.varint()):
@@ -229,8 +271,88 @@ def decode_reply(data: bytes, records: tuple[Record, ...]) -> dict[int, Answer]:
             out[index] = Answer(status)
         else:
             raise ValueError(f"unknown status {status}")
+    below = _subtrees(r) if version == BELOW else []
     r.end()
+    return out, below
+
+
+def _subtrees(r: _Reader) -> list[Subtree]:
+    out = []
+    for _ in range(r.varint()):
+        r.last = b""
+        path, complete = r.coded(), r.byte()
+        r.last = b""
+        out.append(Subtree(path, bool(complete), [_entry(r) for _ in range(r.varint())]))
     return out
+
+
+def encode_listing(folder_hash: bytes, entries: list[tuple[Entry, str]]) -> bytes | None:
+    """The listing of a folder whose live children are `entries`, each with its folder id ("" for
+    a file); None past MAX_LISTING."""
+    if len(entries) > MAX_LISTING:
+        return None
+    w = _Writer()
+    w.out.append(LISTING)
+    w.out += folder_hash
+    w.varint(len(entries))
+    for e, folder_id in sorted(entries, key=lambda e: e[0].name):
+        _put_entry(w, e)
+        if e.kind == "dir":
+            w.text(folder_id)
+    return bytes(w.out)
+
+
+def decode_listing(data: bytes, folder_hash: bytes) -> list[tuple[Entry, str]] | None:
+    """The entries (with their folder ids) of a listing written for `folder_hash`; None for one
+    written for another hash (the folder changed since) or in another format. Read in one loop
+    over the bytes: the cloud decodes a listing per differing folder of every exchange."""
+    if data[:1] != bytes([LISTING]) or data[1 : 1 + HASH] != folder_hash:
+        return None
+    count, at = _varint_at(data, 1 + HASH)
+    out, last = [], b""
+    for _ in range(count):
+        shared, at = _varint_at(data, at)
+        length, at = _varint_at(data, at)
+        if shared > len(last) or at + length + 1 + HASH + 8 > len(data):
+            raise ValueError("truncated listing")
+        last = last[:shared] + data[at : at + length]
+        at += length
+        kind = KIND_NAMES.get(data[at])
+        if kind is None:
+            raise ValueError(f"unknown kind {data[at]}")
+        entry = Entry(
+            last.decode(), kind, data[at + 1 : at + 1 + HASH], _F64.unpack_from(data, at + 1 + HASH)[0]
+        )
+        at += 1 + HASH + 8
+        folder_id = ""
+        if kind == "dir":
+            length, at = _varint_at(data, at)
+            if at + length > len(data):
+                raise ValueError("truncated listing")
+            folder_id, at = data[at : at + length].decode(), at + length
+        out.append((entry, folder_id))
+    if at != len(data):
+        raise ValueError("trailing bytes")
+    return out
+
+
+def _varint_at(data: bytes, at: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7
+
+
+def _put_entry(w: _Writer, e: Entry) -> None:
+    w.coded(e.name)
+    w.out.append(KINDS[e.kind])
+    w.out += e.hash + _F64.pack(e.mtime)
 
 
 def _entry(r: _Reader) -> Entry:

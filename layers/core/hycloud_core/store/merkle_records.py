@@ -17,7 +17,9 @@ chains of parents: O(depth), whatever the folder holds. A copy writes every node
 Attributes: `name`; `kind` (file, dir or tombstone); `mtime` (a tombstone's: when the deletion
 happened); `hash` (hex; absent on a directory whose hash is stale); a file's `digest` (its
 content hash, content.py); a directory's `id` and `gen`; a tombstone's `expiration` (TTL,
-TOMBSTONE_TTL_S). Reads add `path`, from the path they were asked about.
+TOMBSTONE_TTL_S). Reads add `path`, from the path they were asked about. Beside a folder's
+children, at `<folder id>/`, its listing (`listing`: wire.encode_listing of the live children,
+named by the hash they make), written when its hash is recomputed (store/sketch_reads.py).
 
 Invalidation, not eager recompute: a mutation writes the node it changes, then, deepest first,
 gives every ancestor a new random `gen` and removes its `hash`. The route recomputes a missing
@@ -56,6 +58,7 @@ from boto3.dynamodb.conditions import Attr, ConditionBase, Key
 from botocore.exceptions import ClientError
 
 from .. import paths
+from ..merkle import wire
 from ..merkle.entries import DirEntry, Entry, FileEntry, parent_of
 from ..merkle.exchange import VIRTUAL_ROOT, NodeSummary
 from ..merkle.hashing import dir_hash, file_hash
@@ -73,6 +76,8 @@ ANSWER_BATCH = 100  # paths whose children are read side by side
 # are 11.6 MB, which API Gateway met with a 504); paths past it are left out and asked for again
 ANSWER_BYTES = 4 * 1024 * 1024
 TRANSACTION = 100  # items of one TransactWriteItems
+# what a Query of a folder's children reads (its listing's item is matched too, with none of these)
+CHILD_FIELDS = ("pk", "sk", "name", "kind", "mtime", "hash", "digest", "id", "gen", "expiration")
 TOMBSTONE_TTL_S = 30 * 86400  # a device that has not synced for 30 days compares by content alone
 _POOL = ThreadPoolExecutor(16)
 _WRITES = ThreadPoolExecutor(8)  # leaf work only: nothing it runs waits on a pool
@@ -80,6 +85,11 @@ _WRITES = ThreadPoolExecutor(8)  # leaf work only: nothing it runs waits on a po
 
 def child_sk(folder_id: str, name: str) -> str:
     return f"{folder_id}/{name}"
+
+
+def listing_sk(folder_id: str) -> str:
+    """The key of a folder's listing: its children's (an empty name sorts first; no node has one)."""
+    return f"{folder_id}/"
 
 
 def ancestors(path: str) -> list[str]:
@@ -210,6 +220,7 @@ class MerkleRecords:
         level = [folder_id]
         while level:
             found = _parallel(self._children_of, level)
+            keys += [{"pk": self.pk, "sk": listing_sk(f)} for f in level]
             level = []
             for kids in found:
                 keys += [{"pk": self.pk, "sk": k["sk"]} for k in kids]
@@ -218,7 +229,11 @@ class MerkleRecords:
 
     # --- what the route calls -----------------------------------------------------------------
     def answer(
-        self, paths: Sequence[str], budget_s: float = ANSWER_BUDGET_S, max_bytes: int = ANSWER_BYTES
+        self,
+        paths: Sequence[str],
+        budget_s: float = ANSWER_BUDGET_S,
+        max_bytes: int = ANSWER_BYTES,
+        ids: Mapping[str, str] | None = None,
     ) -> dict[str, list[dict[str, Any]]]:
         """One round of the exchange (merkle/exchange.py's message), or as much of it as fits in
         `budget_s` and in `max_bytes` of JSON: paths left out of the answer are asked for again
@@ -227,9 +242,9 @@ class MerkleRecords:
         Paths are answered a batch at a time: their folder ids resolved (each level read once
         per request), their children read side by side, stale folders recomputed level by level
         (`_freshen`). Hashes recomputed are stored before the budget runs out, so the next
-        request starts where this one stopped.
+        request starts where this one stopped. `ids`: folder ids the caller read already, by path.
         """
-        deadline, reads = time.monotonic() + budget_s, _Reads(self)
+        deadline, reads = time.monotonic() + budget_s, _Reads(self, ids)
         out: dict[str, list[dict[str, Any]]] = {}
         size = 2  # the braces
         for batch in batched(paths, ANSWER_BATCH):
@@ -246,10 +261,6 @@ class MerkleRecords:
                     return out
                 out[p] = summaries
         return out
-
-    def sketch_reads(self, budget_s: float = ANSWER_BUDGET_S) -> SketchReads:
-        """What the one-round exchange (merkle/sketch.py) reads the tree through."""
-        return SketchReads(self, time.monotonic() + budget_s)
 
     def children(self, path: str) -> list[NodeSummary]:
         reads = _Reads(self)
@@ -271,10 +282,11 @@ class MerkleRecords:
         the live tree leads to (a trashed folder's, kept until it is purged) are left out."""
         below: dict[str, list[dict[str, Any]]] = {}
         root = None
-        for item in query_all(self.table, Key("pk").eq(self.pk), consistent=True):
+        for item in query_all(self.table, Key("pk").eq(self.pk), consistent=True, fields=CHILD_FIELDS):
             if item["sk"] == ROOT_SK:
                 root = item
-            elif not item["sk"].startswith("/") and "/" in item["sk"]:  # not LAYOUT nor a path key
+            elif not item["sk"].startswith("/") and "/" in item["sk"] and item.get("kind"):
+                # not LAYOUT, a path key nor a listing
                 below.setdefault(item["sk"].split("/", 1)[0], []).append(item)
         out = [{**root, "path": ROOT}] if root else []
         stack = [(ROOT_ID, ROOT)]
@@ -392,7 +404,8 @@ class MerkleRecords:
         """A folder's child items, sorted by name, without expired tombstones."""
         now = time.time()
         cond = Key("pk").eq(self.pk) & Key("sk").begins_with(folder_id + "/")
-        items = [i for i in query_all(self.table, cond, consistent=True) if not _expired(i, now)]
+        found = query_all(self.table, cond, consistent=True, fields=CHILD_FIELDS)
+        items = [i for i in found if i.get("kind") and not _expired(i, now)]  # not its listing
         return sorted(items, key=lambda i: str(i["name"]))
 
     def _fresh(self, item: dict[str, Any]) -> dict[str, Any]:
@@ -426,15 +439,27 @@ class MerkleRecords:
         live = [k for k in kids if k["kind"] != "tombstone"]
         if any(not k.get("hash") for k in live):
             return False
-        item["hash"] = dir_hash((str(k["name"]), bytes.fromhex(k["hash"])) for k in live).hex()
+        digest = dir_hash((str(k["name"]), bytes.fromhex(k["hash"])) for k in live)
+        item["hash"] = digest.hex()
         item["mtime"] = max([float(k["mtime"]) for k in kids] + [float(item.get("mtime", 0))])
+        entries = [
+            (
+                wire.Entry(str(k["name"]), k["kind"], bytes.fromhex(k["hash"]), float(k["mtime"])),
+                str(k.get("id", "")),
+            )
+            for k in live
+        ]
+        item["listing"] = wire.encode_listing(digest, entries)
         return True
 
     def _store_hashes(self, items: list[dict[str, Any]]) -> None:
         """Store recomputed hashes, a transaction of conditional writes at a time; a transaction
-        refused (a mutation came in between for one of them) is stored one by one."""
+        refused (a mutation came in between for one of them) is stored one by one. Their listings
+        are written first: a reader that sees a hash finds its listing (one named by a hash a
+        racing mutation kept from being stored is never used)."""
         client = self.table.meta.client
         once = {i["sk"]: i for i in items}  # a folder read twice: the same hash twice
+        self.put_listings([i for i in once.values() if i.get("listing") is not None])
         groups = [list(g) for g in batched(once.values(), TRANSACTION)]
 
         def store(group: list[dict[str, Any]]) -> None:
@@ -449,17 +474,27 @@ class MerkleRecords:
 
         _parallel(store, groups)
 
+    def put_listings(self, folders: list[dict[str, Any]]) -> None:
+        """Each folder's `listing` in its own item (`listing_sk`): not in the folder's, whose every
+        invalidation would then be billed at the listing's size."""
+        self._put_many(
+            [
+                {"pk": self.pk, "sk": listing_sk(str(f.get("id") or ROOT_ID)), "listing": f["listing"]}
+                for f in folders
+            ]
+        )
+
     def _hash_write(self, item: dict[str, Any]) -> dict[str, Any]:
         gen = item.get("gen")
         unchanged = "gen = :g" if gen is not None else "attribute_not_exists(gen)"
         if item["sk"] != ROOT_SK:
             unchanged += " AND #k = :dir"
-        values = {":h": item["hash"], ":m": _num(item["mtime"]), ":dir": "dir"}
+        update, values = _hash_update(item)
         return {
             "Update": {
                 "TableName": self.table.name,
                 "Key": {"pk": self.pk, "sk": item["sk"]},
-                "UpdateExpression": "SET #h = :h, mtime = :m, #k = :dir",
+                "UpdateExpression": update,
                 "ConditionExpression": unchanged,
                 "ExpressionAttributeNames": {"#h": "hash", "#k": "kind"},
                 "ExpressionAttributeValues": {**values, **({":g": gen} if gen is not None else {})},
@@ -471,13 +506,14 @@ class MerkleRecords:
         unchanged: ConditionBase = Attr("gen").eq(gen) if gen is not None else Attr("gen").not_exists()
         if item["sk"] != ROOT_SK:
             unchanged = unchanged & Attr("kind").eq("dir")
+        update, values = _hash_update(item)
         try:
             self.table.update_item(
                 Key={"pk": self.pk, "sk": item["sk"]},
-                UpdateExpression="SET #h = :h, mtime = :m, #k = :dir",
+                UpdateExpression=update,
                 ConditionExpression=unchanged,
                 ExpressionAttributeNames={"#h": "hash", "#k": "kind"},
-                ExpressionAttributeValues={":h": item["hash"], ":m": _num(item["mtime"]), ":dir": "dir"},
+                ExpressionAttributeValues=values,
             )
         except ClientError as err:
             if err.response["Error"]["Code"] != "ConditionalCheckFailedException":
@@ -503,6 +539,15 @@ class MerkleRecords:
         list(_WRITES.map(lambda chunk: _write_batch(self.table, list(chunk)), batched(requests, 25)))
 
 
+def _hash_update(item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A recomputed folder's hash and mtime."""
+    return "SET #h = :h, mtime = :m, #k = :dir", {
+        ":h": item["hash"],
+        ":m": _num(item["mtime"]),
+        ":dir": "dir",
+    }
+
+
 def _num(value: float) -> Decimal:
     return Decimal(repr(round(float(value), 6)))
 
@@ -520,51 +565,14 @@ def _by_depth(writes: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, list[
     return sorted(groups.items(), reverse=True)
 
 
-class OutOfTime(Exception):
-    """The exchange's work budget ran out before every folder that differs was read."""
-
-
-class SketchReads:
-    """merkle/sketch.py's TreeReader over the records: the compared folders by GetItem, side by
-    side; then, per level, the children of the folders that differ, one Query each, side by side
-    (`answer`, which recomputes stale hashes). Nothing below an equal folder is read."""
-
-    def __init__(self, tree: MerkleRecords, deadline: float) -> None:
-        self.tree, self.deadline = tree, deadline
-        self.resolver = tree.resolver()  # the folders compared share their parents: each read once
-        self.queries = 0  # folders read (a GetItem or one Query each, a stale hash's recompute aside)
-        self.rounds = 0  # reads made one after another (each round's side by side)
-
-    def nodes(self, paths: Sequence[str]) -> dict[str, NodeSummary | None]:
-        items = _parallel(self._node, paths)
-        self.queries, self.rounds = self.queries + len(paths), self.rounds + 1
-        return dict(zip(paths, items, strict=True))
-
-    def _node(self, path: str) -> NodeSummary | None:
-        item = self.tree.root_item() if path == ROOT else self.tree.get(path, self.resolver)
-        if item is None or _expired(item, time.time()):
-            return None
-        if item["kind"] != "tombstone":
-            item = self.tree._fresh(item)
-            if not item.get("hash"):
-                raise OutOfTime(f"{path}: its hash is being recomputed")
-        return self.tree._summary(item)
-
-    def children(self, paths: Sequence[str]) -> dict[str, list[NodeSummary]]:
-        got = self.tree.answer(paths, max(0.0, self.deadline - time.monotonic()))
-        self.queries, self.rounds = self.queries + len(paths), self.rounds + 1
-        if any(p not in got for p in paths):
-            raise OutOfTime(f"{len(paths) - len(got)} folders not read in time")
-        return {p: [NodeSummary.from_dict(d) for d in got[p]] for p in paths}
-
-
 class _Reads:
     """The child lists one request has read, by folder id, and the folder ids it resolved."""
 
-    def __init__(self, tree: MerkleRecords) -> None:
+    def __init__(self, tree: MerkleRecords, ids: Mapping[str, str] | None = None) -> None:
         self.tree = tree
         self.resolver = tree.resolver()
         self.known: dict[str, list[dict[str, Any]]] = {}
+        self.ids = dict(ids or {})
 
     def read(self, folder_ids: Sequence[str]) -> None:
         wanted = sorted({f for f in folder_ids if f not in self.known})
@@ -592,6 +600,8 @@ class _Reads:
     def _folder_id(self, path: str) -> str | None:
         if path == VIRTUAL_ROOT:
             return None
+        if path in self.ids:
+            return self.ids[path]
         return ROOT_ID if path == ROOT else self.resolver.dir_id(path)
 
 

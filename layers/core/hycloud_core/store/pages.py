@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -18,10 +18,15 @@ def plain(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def query_items(table: Any, cond: Any, consistent: bool = False) -> Iterator[dict[str, Any]]:
+def query_items(
+    table: Any, cond: Any, consistent: bool = False, fields: Sequence[str] = ()
+) -> Iterator[dict[str, Any]]:
     """Every item a key condition matches, page after page, as stored (numbers stay Decimal, to
-    be written back as they were)."""
-    kwargs = {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+    be written back as they were); `fields`: only those attributes."""
+    kwargs: dict[str, Any] = {"KeyConditionExpression": cond, "ConsistentRead": consistent}
+    if fields:
+        kwargs["ProjectionExpression"] = ", ".join(f"#f{i}" for i in range(len(fields)))
+        kwargs["ExpressionAttributeNames"] = {f"#f{i}": f for i, f in enumerate(fields)}
     while True:
         page = table.query(**kwargs)
         yield from page["Items"]
@@ -30,6 +35,8 @@ def query_items(table: Any, cond: Any, consistent: bool = False) -> Iterator[dic
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def query_all(table: Any, cond: Any, consistent: bool = False) -> list[dict[str, Any]]:
+def query_all(
+    table: Any, cond: Any, consistent: bool = False, fields: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """Every item a key condition matches, page after page, as plain values."""
-    return [plain(i) for i in query_items(table, cond, consistent)]
+    return [plain(i) for i in query_items(table, cond, consistent, fields)]

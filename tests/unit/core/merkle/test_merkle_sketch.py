@@ -3,20 +3,21 @@ level-by-level exchange finds, reads only changed folders, and settles a prefix 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from merkle_strategies import tree_pairs
 
-from hycloud_core.merkle import DirEntry, FileEntry, build_tree, compare, sketch, wire
+from hycloud_core.merkle import DirEntry, FileEntry, NodeSummary, build_tree, compare, sketch, wire
 from hycloud_core.merkle.hashing import file_hash
 
 
-def _run(local, remote, scope="/"):
+def _run(local, remote, scope="/", below=None):
     reader = sketch.NodeReader(remote)
     sent: list[bytes] = []
 
     def send(body: bytes) -> bytes:
         sent.append(body)
-        return sketch.answer(body, reader)
+        return sketch.answer(body, reader, below)
 
     return sketch.compare(local, scope, send), reader, sent
 
@@ -50,6 +51,34 @@ def test_messages_round_trip():
     assert got[0].entries == answers[0].entries and got[0].unmatched == {1} and got[0].hash == b"\x02" * 16
     assert got[1].status == wire.ABSENT and (got[2].hash, got[2].mtime) == (b"\x05" * 16, 7.0)
     assert wire.decode_reply(wire.encode_reply({2: answers[2]}, records), records).keys() == {2}
+    below = [
+        wire.Subtree(
+            "dé/new",
+            True,
+            [wire.Entry("s", "dir", b"\x06" * 16, 1.0), wire.Entry("s/f", "file", b"\x07" * 16, 2.0)],
+        ),
+        wire.Subtree("other", False),
+    ]
+    data = wire.encode_reply(answers, records, below)
+    assert data[0] == wire.BELOW and wire.decode_reply_below(data, records) == (got, below)
+    assert wire.decode_reply_below(wire.encode_reply(answers, records), records)[1] == []
+
+
+def test_a_listing_round_trips_for_its_hash_only():
+    entries = [
+        (
+            wire.Entry(f"f{i:04}é", "file" if i % 7 else "dir", bytes([i % 256]) * 16, i / 3),
+            "" if i % 7 else f"id{i}",
+        )
+        for i in range(300)
+    ]
+    data = wire.encode_listing(b"\x09" * 16, list(reversed(entries)))
+    assert data is not None and wire.decode_listing(data, b"\x09" * 16) == entries  # in name order
+    assert wire.decode_listing(data, b"\x08" * 16) is None  # the folder changed since
+    assert wire.encode_listing(b"\x09" * 16, entries * 14) is None  # past MAX_LISTING: none kept
+    for bad in (data[:-1], data + b"\x00", data[:40]):
+        with pytest.raises(ValueError):
+            wire.decode_listing(bad, b"\x09" * 16)
 
 
 def test_prefixes_lengthen_with_the_folder():
@@ -100,6 +129,28 @@ def test_added_removed_and_new_folders_on_either_side():
     assert [(d.path, d.remote) for d in missing.result()] == [("/p", None)]
 
 
+def test_folders_only_the_cloud_has_come_whole_with_the_answer_within_the_limit():
+    ours = _tree(set(), 3)
+    theirs = {**ours, "/p/new/a/x": FileEntry.of(b"x", 3.0), "/p/new/y": FileEntry.of(b"y", 4.0)}
+    theirs |= {"/p/d0/renamed/z": FileEntry.of(b"z", 5.0), "/p/empty": DirEntry()}
+    exchange, _, sent = _run(build_tree(ours), build_tree(theirs), "/p", below=100)
+    assert len(sent) == 1 and exchange.below == {
+        "/p/new": [
+            NodeSummary("/p/new/a", "dir", build_tree(theirs).find("/p/new/a").hash, 3.0),
+            NodeSummary("/p/new/y", "file", file_hash(FileEntry.of(b"y", 4.0).content_hash), 4.0),
+            NodeSummary("/p/new/a/x", "file", file_hash(FileEntry.of(b"x", 3.0).content_hash), 3.0),
+        ],
+        "/p/d0/renamed": [
+            NodeSummary("/p/d0/renamed/z", "file", file_hash(FileEntry.of(b"z", 5.0).content_hash), 5.0)
+        ],
+        "/p/empty": [],
+    }
+    cut, _, _ = _run(build_tree(ours), build_tree(theirs), "/p", below=1)  # past the limit: listed later
+    assert set(cut.below) == {"/p/d0/renamed", "/p/empty"}  # /p/new's second level was past it
+    plain, _, _ = _run(build_tree(ours), build_tree(theirs), "/p")  # not asked for: none
+    assert plain.below == {} and _view(plain.result()) == _view(exchange.result())
+
+
 def test_a_prefix_collision_is_settled_by_asking_for_full_hashes(monkeypatch):
     """The edited file's new hash shares its prefix with the cloud's old one: the cloud sees nothing
     unmatched, the folder's hash does not check out, so it is asked for again without a sketch."""
@@ -108,16 +159,14 @@ def test_a_prefix_collision_is_settled_by_asking_for_full_hashes(monkeypatch):
     edited = sketch.named("/p/a", local_tree.find("/p/a").hash)  # what the sketch holds a prefix of
     cloud_a = sketch.named("/p/a", remote_tree.find("/p/a").hash)
     assert edited[:2] != cloud_a[:2]
-    real = sketch.SketchExchange._record
+    real = sketch.SketchExchange._sketched
 
-    def colliding(self, node, sketch):  # noqa: F811 - the method's own parameter name
-        record = real(self, node, sketch=sketch)
-        if not record.prefix:
-            return record
+    def colliding(self, path, digest, files):
+        record = real(self, path, digest, files)
         files = tuple(cloud_a[: record.prefix] if f == edited[: record.prefix] else f for f in record.files)
         return wire.Record(record.path, record.hash, record.prefix, files)  # as if they collided
 
-    monkeypatch.setattr(sketch.SketchExchange, "_record", colliding)
+    monkeypatch.setattr(sketch.SketchExchange, "_sketched", colliding)
     exchange, _, sent = _run(local_tree, remote_tree, "/p")
     diff = exchange.result()
     assert diff.paths() == {"/p/a"} and exchange.settled == ["/p"] and diff.rounds == 2 and len(sent) == 2
