@@ -180,8 +180,9 @@ def _seeded(args, files: int, work: Path, outputs: dict, env: dict) -> dict:
     seed["bucket"] = f"sync-bench-{uuid.uuid4().hex[:8]}"
     s3_direct = s3_client(env["AWS_ENDPOINT_URL"])
     s3_direct.create_bucket(Bucket=seed["bucket"])
+    # local files older than every object, as after `aws s3 sync` (100,000 puts take minutes)
+    seed["seeded_at"] = time.time() - 60
     seed_s3(s3_direct, seed["bucket"], tree, seed["rels"])
-    seed["seeded_at"] = time.time() - 60  # local files older than the objects, as after `aws s3 sync`
     for rel in seed["rels"]:
         os.utime(tree / rel, (seed["seeded_at"], seed["seeded_at"]))
     print("seeded the bucket", flush=True)
@@ -323,7 +324,7 @@ def client_work(tree: Path, client: HyCloud, runs: int = 5) -> dict:
     journal loaded, the scan, the Merkle tree and the exchange's request encoded; the median of
     `runs`, wall and CPU seconds (CPU: what the machine's other load does not inflate)."""
     from hycloud.sync import journal as journals
-    from hycloud.sync.diff import local_merkle_tree
+    from hycloud.sync.local_folders import ScannedFolders
     from hycloud.sync.scan import scan
     from hycloud.sync.state import SyncState, pair_id
 
@@ -341,7 +342,7 @@ def client_work(tree: Path, client: HyCloud, runs: int = 5) -> dict:
             REMOTE,
         )
         scanned = time.perf_counter()
-        body = sketch.SketchExchange(local_merkle_tree(REMOTE, local), REMOTE).request()
+        body = sketch.SketchExchange(ScannedFolders(REMOTE, local), REMOTE).request()
         rows.append(
             {
                 "wall_s": time.perf_counter() - wall,
@@ -391,6 +392,7 @@ def _hycloud(args, link, seed: dict, tree: Path, changed: list[str], one_round: 
         "cloud_s": round(find["stats"].get("server_ms", 0) / 1000, 4) if one_round else None,
         "cloud_reads": find["stats"].get("reads") if one_round else None,
         "cloud_read_rounds": find["stats"].get("read_rounds") if one_round else None,
+        "cloud_read_requests": find["stats"].get("read_requests") if one_round else None,
         "bytes_up": find["up"],
         "bytes_down": find["down"],
         "link_s": round(
@@ -531,7 +533,7 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
     lines += ["", "Where HyCloud's finding time goes (the median run):", ""]
     lines += [
         "| method | client scan (s) | files read | exchange (s) | of which cloud (s) | "
-        "cloud reads (rounds) | bytes up / down | link: RTTs + bytes (s) | exchange's rest: client "
+        "cloud: folders read (rounds) | bytes up / down | link: RTTs + bytes (s) | exchange's rest: client "
         "tree, compare, waits (s) | plan and state (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -541,6 +543,8 @@ def _size_markdown(size: dict, before: dict | None) -> list[str]:
             continue
         cloud = "-" if b["cloud_s"] is None else f"{b['cloud_s']:.3f}"
         reads = "-" if b["cloud_reads"] is None else f"{b['cloud_reads']} ({b['cloud_read_rounds']})"
+        if b.get("cloud_read_requests") is not None:
+            reads = f"{b['cloud_reads']} in {b['cloud_read_requests']} requests ({b['cloud_read_rounds']})"
         rest = b["exchange_s"] - (b["cloud_s"] or 0) - b["link_s"]
         other = r["find_seconds"] - b["scan_s"] - b["exchange_s"]
         lines.append(
