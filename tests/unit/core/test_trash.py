@@ -258,3 +258,21 @@ def test_a_count_past_its_deadline_begins_no_further_folder(bob, monkeypatch):
     clock[0], queries[:] = 0.0, []
     whole = bob.records.dirs.subtree("bob", folder, "/big", deadline=100.0)
     assert whole is not None and len(whole.files) == 6 and len(queries) == 14
+
+
+def test_a_listing_counts_pending_items_for_its_budget_only(bob, counted_later, monkeypatch):
+    """GET /v1/trash of a pending 100,000-file item went past API Gateway's 29 s counting it: a
+    listing (and the usage report) counts for a bounded time, and what it did not finish stays
+    pending (upkeep's purge and emptying count it whole)."""
+    from hycloud_core.fs import trash as trash_module
+
+    for d in range(3):
+        put(bob, f"/big/d{d}/f", b"x" * 10)
+    bob.trash_tree("/big")
+    monkeypatch.setattr(trash_module, "READ_SETTLE_S", 0.0)
+    [listed] = bob.trash.listing()
+    assert listed.pending and (listed.files, listed.size) == (0, 0)
+    assert bob.trash.totals()["items"] == 1 and Quota(bob.records, "bob").report()["bytes"]["used"] == 30
+    monkeypatch.setattr(trash_module, "READ_SETTLE_S", 60.0)
+    [listed] = bob.trash.listing()
+    assert (listed.pending, listed.files, listed.size) == (False, 3, 30)

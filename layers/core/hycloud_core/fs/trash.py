@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from .operations import FileSystem
 
 PURGING = ".purging-"
+# a listing or usage report counts pending items for this long in all, well inside API Gateway's
+# 29 s; what it did not finish stays pending, for upkeep's purge (no budget) or the next reader
+READ_SETTLE_S = 5.0
 
 
 class TrashArea:
@@ -114,8 +117,10 @@ class Trash:
         return item
 
     def listing(self) -> list[TrashItem]:
-        """What the trash holds, newest first (pending items counted first)."""
-        return list(reversed([self.settle(i) for i in self.records.all()]))
+        """What the trash holds, newest first: pending items counted first, for READ_SETTLE_S in
+        all; one not counted by then is listed pending (upkeep counts it whole)."""
+        deadline = time.monotonic() + READ_SETTLE_S
+        return list(reversed([self.settle(i, _left(deadline)) for i in self.records.all()]))
 
     def settle(self, item: TrashItem, budget_s: float | None = None) -> TrashItem:
         """A pending item counted: its size and files written to its record and taken off the
@@ -128,13 +133,16 @@ class Trash:
         return item if held is None else replace(item, size=held.bytes, files=held.files, pending=False)
 
     def totals(self) -> dict[str, int]:
-        """Bytes, files and items in the trash (pending items counted first): the usage report's line."""
+        """Bytes, files and items in the trash (pending items counted first, as by `listing`):
+        the usage report's line."""
         self.settle_pending()
         return self.records.totals()
 
     def settle_pending(self) -> int:
-        """Count every pending item; how many were counted here (the quota's last resort)."""
-        return sum(1 for i in self.records.all() if i.pending and not self.settle(i).pending)
+        """Count pending items for READ_SETTLE_S in all; how many were counted here (also the
+        quota's last resort before it refuses a write)."""
+        deadline = time.monotonic() + READ_SETTLE_S
+        return sum(1 for i in self.records.all() if i.pending and not self.settle(i, _left(deadline)).pending)
 
     def get(self, item_id: str) -> TrashItem:
         item = self.records.get(checked_item_id(item_id))
@@ -195,6 +203,10 @@ class Trash:
             self.fs.records.purge_trashed(self.fs.user, i)
             self.records.delete(i)
         return removed
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 # --- upkeep ---------------------------------------------------------------------------------------
