@@ -11,14 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hycloud_core.merkle.hashing import dir_hash, file_hash
-from hycloud_core.merkle.sketch import named
+from hycloud_core.merkle.sketch import full_path, named
 from hycloud_core.merkle.tree import Node
 
 from .scan import LocalFile, LocalTree
-
-
-def full_path(root: str, rel: str) -> str:
-    return root if not rel else ("/" + rel if root == "/" else f"{root}/{rel}")
 
 
 def leaf(path: str, digest: bytes, mtime: float) -> Node:
