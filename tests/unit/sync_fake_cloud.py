@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+from hycloud.sdk.client import BELOW
 from hycloud.sdk.subscribers import as_progress, report
 from hycloud_core import content
 from hycloud_core.errors import ConflictError, NotFoundError
@@ -36,7 +37,7 @@ class FakeCloud:
 
     def merkle_diff(self, body: bytes) -> bytes:
         self.calls.append("merkle diff")
-        return sketch.answer(body, sketch.NodeReader(self._tree()), subtrees=50_000)
+        return sketch.answer(body, sketch.NodeReader(self._tree()), subtrees=BELOW)
 
     def _parents(self, path: str) -> None:
         while (path := parent_of(path)) != "/":

@@ -25,7 +25,7 @@ from hycloud_core.merkle.hashing import dir_hash, file_hash, name_of
 from hycloud_core.merkle.tree import Node
 
 from .filters import PathFilter
-from .local_folders import ScannedFolders, full_path, leaf, merkle
+from .local_folders import ScannedFolders, full_path, leaf, merkle, rel_path
 from .scan import LocalFile, LocalTree
 
 Ask = Callable[[list[str]], Mapping[str, Sequence[Mapping[str, Any]]]]
@@ -48,16 +48,11 @@ class Differences:
     local_dirs: set[str] = field(default_factory=set)
     remote_dirs: set[str] = field(default_factory=set)
     clashes: set[str] = field(default_factory=set)  # a file on one side, a folder on the other
-    below: dict[str, list[NodeSummary]] = field(
-        default_factory=dict
-    )  # cloud-only folders' nodes, sent with the diff
+    # the nodes below each folder only the cloud has, sent with the diff
+    below: dict[str, list[NodeSummary]] = field(default_factory=dict)
     rounds: int = 0
     requests: int = 0
     exchange_seconds: float = 0.0  # building the local tree, the requests and comparing their answers
-
-
-def rel_path(root: str, path: str) -> str:
-    return path[len(root) :].lstrip("/") if root != "/" else path.lstrip("/")
 
 
 def merkle_of(content_hash: str) -> str:

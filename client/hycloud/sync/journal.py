@@ -4,7 +4,8 @@ reads, and lists only folders whose entries changed.
 One file per sync pair beside the state store (`<state>.scan/<pair>`), written whole (marshal,
 then an atomic rename) after a scan that saw anything new. It holds, per file, the stat fields
 it trusts (size, mtime_ns, ctime_ns, inode), its mode, content hash, Merkle hash and what the
-one-round exchange's sketch takes a prefix of (merkle/sketch.py's `named`); per folder, its own stat fields and the names of the files and folders it held.
+one-round exchange's sketch takes a prefix of (merkle/sketch.py's `named`); per folder, its own
+stat fields and the names of the files and folders it held.
 
 What a later scan trusts (Linux semantics, as git's index does):
 

@@ -25,6 +25,14 @@ def leaf(path: str, digest: bytes, mtime: float) -> Node:
     return node
 
 
+def rel_path(root: str, path: str) -> str:
+    return path[len(root) :].lstrip("/") if root != "/" else path.lstrip("/")
+
+
+def _below(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel else name
+
+
 def merkle(f: LocalFile) -> bytes:
     return f.merkle or file_hash(bytes.fromhex(f.content_hash))
 
@@ -61,7 +69,7 @@ class ScannedFolders:
         kids = [(n, h) for (n, _), h in zip(files, hashes, strict=True)]
         mtime = max((f.mtime for _, f in files), default=0.0)
         for name in self.dirs.get(rel, ()):
-            digest, when = self._folder(f"{rel}/{name}" if rel else name, out)
+            digest, when = self._folder(_below(rel, name), out)
             kids.append((name, digest))
             mtime = max(mtime, when)
         self.hashes[rel] = (dir_hash(kids), max(mtime, 0.0))
@@ -69,13 +77,12 @@ class ScannedFolders:
         return self.hashes[rel]
 
     def node(self, path: str) -> Node:
-        rel = path[len(self.root) :].lstrip("/") if self.root != "/" else path.lstrip("/")
+        rel = rel_path(self.root, path)
         digest, mtime = self.hashes[rel]
         kids = [
-            leaf(full_path(self.root, f"{rel}/{n}" if rel else n), merkle(f), f.mtime)
-            for n, f in self.files.get(rel, ())
+            leaf(full_path(self.root, _below(rel, n)), merkle(f), f.mtime) for n, f in self.files.get(rel, ())
         ]
         for name in self.dirs.get(rel, ()):
-            sub = f"{rel}/{name}" if rel else name
+            sub = _below(rel, name)
             kids.append(Node(full_path(self.root, sub), "dir", *self.hashes[sub]))
         return Node(path, "dir", digest, mtime, {n.path: n for n in sorted(kids, key=lambda n: n.path)})

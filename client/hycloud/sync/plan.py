@@ -83,7 +83,7 @@ def make_plan(
         _decide(plan, rel, sides, history, delete, device, taken)
     if delete:
         plan.rmdirs = sorted(dst_dirs, reverse=True)  # deepest first; a folder still holding files stays
-        _find_moves(plan, root, diff, local, base)
+        _find_moves(plan, diff, local, base)
     return plan
 
 
@@ -131,9 +131,7 @@ def _conflict(direction: Direction, rel: str, s: Sides, device: str, taken: set[
     return Conflict(rel, winner, name)
 
 
-def _find_moves(
-    plan: Plan, root: str, diff: Differences, local: LocalTree, base: dict[str, BaseEntry]
-) -> None:
+def _find_moves(plan: Plan, diff: Differences, local: LocalTree, base: dict[str, BaseEntry]) -> None:
     """A deleted file whose content reappears at a new path is moved there, not re-sent: one
     lookup per new file (a renamed folder of 10,000 files took 4.4 s when each move rebuilt the
     lists), each deleted content hashed once, files of the same content paired one to one."""

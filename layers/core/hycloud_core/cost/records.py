@@ -16,29 +16,19 @@ from boto3.dynamodb.conditions import Attr
 
 from ..fs.segments_format import Stub
 from ..fs.segments_records import RECORD_OFFSET, RECORD_SEGMENT, SegmentRecords
+from ..store.pages import batch_get
 from ..store.records import Records, _plain
 from . import metering as m
 from .model import compare
 from .prices import Prices
 from .usage import Usage, UsageBuilder
 
-BATCH_GET_LIMIT = 100
-
 
 def reference_counts(table: Any, hashes: Iterable[str]) -> dict[str, int]:
     """How many file records name each live content among `hashes` (counted by the collector)."""
-    wanted = sorted(set(hashes))
-    client = table.meta.client
-    counts: dict[str, int] = {}
-    for i in range(0, len(wanted), BATCH_GET_LIMIT):
-        keys = [{"pk": f"OBJ#{h}", "sk": "OBJ"} for h in wanted[i : i + BATCH_GET_LIMIT]]
-        request: dict[str, Any] | None = {table.name: {"Keys": keys, "ProjectionExpression": "pk, links"}}
-        while request:
-            page = client.batch_get_item(RequestItems=request)
-            for item in page["Responses"].get(table.name, []):
-                counts[item["pk"].removeprefix("OBJ#")] = int(item.get("links", 0))
-            request = page.get("UnprocessedKeys") or None
-    return counts
+    keys = [{"pk": f"OBJ#{h}", "sk": "OBJ"} for h in sorted(set(hashes))]
+    found = batch_get(table, keys, projection="pk, links")
+    return {item["pk"].removeprefix("OBJ#"): int(item.get("links", 0)) for item in found}
 
 
 @dataclass

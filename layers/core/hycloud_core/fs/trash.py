@@ -119,8 +119,7 @@ class Trash:
     def listing(self) -> list[TrashItem]:
         """What the trash holds, newest first: pending items counted first, for READ_SETTLE_S in
         all; one not counted by then is listed pending (upkeep counts it whole)."""
-        deadline = time.monotonic() + READ_SETTLE_S
-        return list(reversed([self.settle(i, _left(deadline)) for i in self.records.all()]))
+        return list(reversed([after for _, after in self._settle_all()]))
 
     def settle(self, item: TrashItem, budget_s: float | None = None) -> TrashItem:
         """A pending item counted: its size and files written to its record and taken off the
@@ -141,8 +140,12 @@ class Trash:
     def settle_pending(self) -> int:
         """Count pending items for READ_SETTLE_S in all; how many were counted here (also the
         quota's last resort before it refuses a write)."""
+        return sum(1 for before, after in self._settle_all() if before.pending and not after.pending)
+
+    def _settle_all(self) -> list[tuple[TrashItem, TrashItem]]:
+        """Each item as held and as after counting it (pending ones for READ_SETTLE_S in all)."""
         deadline = time.monotonic() + READ_SETTLE_S
-        return sum(1 for i in self.records.all() if i.pending and not self.settle(i, _left(deadline)).pending)
+        return [(i, self.settle(i, max(0.0, deadline - time.monotonic()))) for i in self.records.all()]
 
     def get(self, item_id: str) -> TrashItem:
         item = self.records.get(checked_item_id(item_id))
@@ -203,10 +206,6 @@ class Trash:
             self.fs.records.purge_trashed(self.fs.user, i)
             self.records.delete(i)
         return removed
-
-
-def _left(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
 
 
 # --- upkeep ---------------------------------------------------------------------------------------

@@ -60,24 +60,20 @@ class LocalFolders(Protocol):
 
 
 class NodeFolders:
-    """LocalFolders over a whole tree; `known`: files' `named` by path, kept from an earlier scan."""
+    """LocalFolders over a whole tree."""
 
-    def __init__(self, tree: Node, known: Mapping[str, bytes] | None = None) -> None:
-        self.tree, self.known = tree, known or {}
+    def __init__(self, tree: Node) -> None:
+        self.tree = tree
         self._index: dict[str, Node] = {}
 
     def folders(self, scope: str) -> list[tuple[str, bytes, list[bytes]]]:
         top = self.tree.find(scope)
         if top is None or top.kind != "dir":
             return []
-        found, known = _folders(top), self.known
+        found = _folders(top)
         self._index = {n.path: n for n in found}
         return [
-            (
-                n.path,
-                n.hash,
-                [known.get(p) or named(p, c.hash) for p, c in n.children.items() if c.kind == "file"],
-            )
+            (n.path, n.hash, [named(p, c.hash) for p, c in n.children.items() if c.kind == "file"])
             for n in found
         ]
 
@@ -90,15 +86,12 @@ class SketchExchange:
 
     `local` holds the scope's folder at `scope` (a tree, e.g. build_tree of remote paths, or its
     LocalFolders). Round 1 sends every folder with a sketch; later rounds (rare) settle prefix
-    collisions. `known` (with a tree): files' sketch entries (`named`) by path, which a client
-    keeps between scans, each of the hash the file's node holds.
+    collisions.
     """
 
-    def __init__(
-        self, local: Node | LocalFolders, scope: str = "/", known: Mapping[str, bytes] | None = None
-    ) -> None:
+    def __init__(self, local: Node | LocalFolders, scope: str = "/") -> None:
         self.scope = normalise_path(scope)
-        self._local = NodeFolders(local, known) if isinstance(local, Node) else local
+        self._local = NodeFolders(local) if isinstance(local, Node) else local
         folders = self._local.folders(self.scope)
         if not folders:
             raise ValueError(f"the local tree holds no folder {self.scope}")

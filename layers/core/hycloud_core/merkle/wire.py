@@ -147,15 +147,8 @@ class _Reader:
         return self.take(1)[0]
 
     def varint(self) -> int:
-        n = shift = 0
-        while True:
-            b = self.byte()
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                return n
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint too long")
+        n, self.at = _varint_at(self.data, self.at)
+        return n
 
     def text(self) -> str:
         return self.take(self.varint()).decode()
@@ -336,7 +329,8 @@ def decode_listing(data: bytes, folder_hash: bytes) -> list[tuple[Entry, str]] |
     return out
 
 
-def _varint_at(data: bytes, at: int) -> tuple[int, int]:
+def _varint_at(data: bytes | memoryview, at: int) -> tuple[int, int]:
+    """The varint at `at` and the offset after it."""
     n = shift = 0
     while True:
         if at >= len(data) or shift > 63:

@@ -229,11 +229,7 @@ class MerkleRecords:
 
     # --- what the route calls -----------------------------------------------------------------
     def answer(
-        self,
-        paths: Sequence[str],
-        budget_s: float = ANSWER_BUDGET_S,
-        max_bytes: int = ANSWER_BYTES,
-        ids: Mapping[str, str] | None = None,
+        self, paths: Sequence[str], budget_s: float = ANSWER_BUDGET_S, max_bytes: int = ANSWER_BYTES
     ) -> dict[str, list[dict[str, Any]]]:
         """One round of the exchange (merkle/exchange.py's message), or as much of it as fits in
         `budget_s` and in `max_bytes` of JSON: paths left out of the answer are asked for again
@@ -242,9 +238,9 @@ class MerkleRecords:
         Paths are answered a batch at a time: their folder ids resolved (each level read once
         per request), their children read side by side, stale folders recomputed level by level
         (`_freshen`). Hashes recomputed are stored before the budget runs out, so the next
-        request starts where this one stopped. `ids`: folder ids the caller read already, by path.
+        request starts where this one stopped.
         """
-        deadline, reads = time.monotonic() + budget_s, _Reads(self, ids)
+        deadline, reads = time.monotonic() + budget_s, _Reads(self)
         out: dict[str, list[dict[str, Any]]] = {}
         size = 2  # the braces
         for batch in batched(paths, ANSWER_BATCH):
@@ -442,14 +438,7 @@ class MerkleRecords:
         digest = dir_hash((str(k["name"]), bytes.fromhex(k["hash"])) for k in live)
         item["hash"] = digest.hex()
         item["mtime"] = max([float(k["mtime"]) for k in kids] + [float(item.get("mtime", 0))])
-        entries = [
-            (
-                wire.Entry(str(k["name"]), k["kind"], bytes.fromhex(k["hash"]), float(k["mtime"])),
-                str(k.get("id", "")),
-            )
-            for k in live
-        ]
-        item["listing"] = wire.encode_listing(digest, entries)
+        item["listing"] = listing_of(digest, live)
         return True
 
     def _store_hashes(self, items: list[dict[str, Any]]) -> None:
@@ -537,6 +526,18 @@ class MerkleRecords:
         """Delete nodes 25 to a request, the requests side by side."""
         requests = [{"DeleteRequest": {"Key": k}} for k in keys]
         list(_WRITES.map(lambda chunk: _write_batch(self.table, list(chunk)), batched(requests, 25)))
+
+
+def listing_of(digest: bytes, live: Sequence[dict[str, Any]]) -> bytes | None:
+    """The listing of a folder of hash `digest` whose live child items are `live`."""
+    entries = [
+        (
+            wire.Entry(str(k["name"]), k["kind"], bytes.fromhex(k["hash"]), float(k["mtime"])),
+            str(k.get("id", "")),
+        )
+        for k in live
+    ]
+    return wire.encode_listing(digest, entries)
 
 
 def _hash_update(item: dict[str, Any]) -> tuple[str, dict[str, Any]]:

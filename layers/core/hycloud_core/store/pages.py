@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
+from itertools import batched
 from typing import Any
+
+BATCH_GET = 100  # keys of one BatchGetItem
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +36,24 @@ def query_items(
         if "LastEvaluatedKey" not in page:
             return
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def batch_get(
+    table: Any, keys: Sequence[dict[str, Any]], consistent: bool = False, projection: str | None = None
+) -> list[dict[str, Any]]:
+    """The items of `keys` that exist, as stored, BATCH_GET keys a request; the keys DynamoDB
+    leaves unprocessed are asked for again."""
+    out: list[dict[str, Any]] = []
+    for chunk in batched(keys, BATCH_GET):
+        ask: dict[str, Any] = {"Keys": list(chunk), "ConsistentRead": consistent}
+        if projection:
+            ask["ProjectionExpression"] = projection
+        request: dict[str, Any] | None = {table.name: ask}
+        while request:
+            page = table.meta.client.batch_get_item(RequestItems=request)
+            out += page["Responses"].get(table.name, [])
+            request = page.get("UnprocessedKeys") or None
+    return out
 
 
 def query_all(

@@ -35,10 +35,10 @@ from .merkle_records import (
     _parallel,
     _Reads,
     child_sk,
+    listing_of,
     listing_sk,
 )
-
-BATCH_GET = 100  # keys of one BatchGetItem
+from .pages import BATCH_GET, batch_get
 
 
 @dataclass(frozen=True)
@@ -134,21 +134,17 @@ class SketchReads:
                     self._met(k["path"], k)
             folder = self.folders.get(path)
             live = [k for k in items if _live(k)]
-            entries = [
-                (
-                    wire.Entry(str(k["name"]), k["kind"], bytes.fromhex(k["hash"]), float(k["mtime"])),
-                    str(k.get("id", "")),
-                )
-                for k in live
-            ]
-            if folder is not None and dir_hash((e.name, e.hash) for e, _ in entries) == folder.hash:
-                backfill.append({"id": folder.id, "listing": wire.encode_listing(folder.hash, entries)})
+            if (
+                folder is not None
+                and dir_hash((str(k["name"]), bytes.fromhex(k["hash"])) for k in live) == folder.hash
+            ):
+                backfill.append({"id": folder.id, "listing": listing_of(folder.hash, live)})
         tree.put_listings([b for b in backfill if b["listing"] is not None])
         return {p: [tree._summary(k) for k in items if _live(k)] for p, items in kids.items()}
 
     def _fetch(self, paths: Sequence[str]) -> None:
-        """Folders met in a listing without their ids (a listing written before ids were kept, or
-        none): their items, by their parents' ids and their names."""
+        """Folders a listing named without an id (a node written without one): their items, by
+        their parents' ids and their names."""
         keys = {}
         for path in paths:
             parent = self.folders.get(parent_of(path))
@@ -160,16 +156,7 @@ class SketchReads:
             self._met(keys[item["sk"]], item)
 
     def _batch(self, sks: Sequence[str]) -> list[dict[str, Any]]:
-        client, name = self.tree.table.meta.client, self.tree.table.name
-        request: dict[str, Any] | None = {
-            name: {"Keys": [{"pk": self.tree.pk, "sk": sk} for sk in sks], "ConsistentRead": True}
-        }
-        out: list[dict[str, Any]] = []
-        while request:
-            page = client.batch_get_item(RequestItems=request)
-            out += page["Responses"].get(name, [])
-            request = page.get("UnprocessedKeys") or None
-        return out
+        return batch_get(self.tree.table, [{"pk": self.tree.pk, "sk": sk} for sk in sks], consistent=True)
 
 
 def _live(item: dict[str, Any]) -> bool:

@@ -24,7 +24,7 @@ def test_reference_counts_batches_and_skips_unknown(env, moto_filesystems, monke
     hashes = [upload_large(alice, s3, BUCKET, bytes([i]) * 300, f"/f{i}") for i in range(5)]
     alice.copy("/f0", "/f0-copy")
     moto_filesystems.collect(grace_s=3600)  # counts the file records naming each object
-    monkeypatch.setattr("hycloud_core.cost.records.BATCH_GET_LIMIT", 2)
+    monkeypatch.setattr("hycloud_core.store.pages.BATCH_GET", 2)
     counts = reference_counts(table, [*hashes, "0" * 64])
     assert counts == {hashes[0]: 2, **{h: 1 for h in hashes[1:]}}
 
