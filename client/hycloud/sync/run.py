@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,10 @@ def _ignore(_what: str, _rel: str) -> None:
     pass
 
 
-RACE_PASSES = 3  # passes a sync makes while other devices change the files it pushes
+# passes a sync makes while other devices change the files it pushes: four devices syncing one
+# file at once met a new version at each of 3; a pause of RACE_PAUSE x the pass number x 0.5-1.5
+# before each pass again keeps devices that race once from meeting again (at most 4.5 s in all)
+RACE_PASSES, RACE_PAUSE = 6, 0.2
 
 
 @dataclass
@@ -72,7 +76,9 @@ def sync(
     state = SyncState(pair_id(client.http.base, client.store.user, remote_root, local_root))
     try:
         resumed, passes = state.interrupted(), []
-        for _ in range(RACE_PASSES):
+        for n in range(RACE_PASSES):
+            if n:
+                time.sleep(RACE_PAUSE * n * random.uniform(0.5, 1.5))
             passes.append(
                 _one_pass(client, local_root, remote_root, direction, options, progress, on_done, state, keep)
             )

@@ -258,3 +258,26 @@ def test_a_renamed_folder_is_planned_as_moves_hashing_each_deleted_content_once(
     assert all(digest[a] == digest[b] for a, b in plan.moves)
     assert not plan.copies and not plan.deletes
     assert len(hashed) <= 2 * n  # linear: each deleted content once here, each file once elsewhere
+
+
+def test_a_file_other_devices_keep_writing_during_the_sync_still_goes_up(tmp_path, monkeypatch):
+    """Three other devices each write the file just before one of this sync's pushes (four devices
+    syncing one file at once): every pass meets a new version, and the sync passes again, after a
+    pause, until its push goes through; every version is kept."""
+    monkeypatch.setattr("hycloud.sync.run.RACE_PAUSE", 0.0)
+    cloud, local = FakeCloud(), tmp_path / "busy"
+    tree(local, {"a": b"0"})
+    sync(cloud, local, "/r", "push")
+    write(local / "a", b"mine", mtime=2000.0)
+    others = [b"dev1", b"dev2", b"dev3"]
+
+    def other_device(path: str) -> None:
+        if path == "/r/a" and others:
+            cloud.files["/r/a"] = (others.pop(0), 1500.0)  # older than ours: ours wins each time
+
+    cloud.before_write = other_device
+    report = sync(cloud, local, "/r", "push")
+    assert report["failed"] == [] and not others
+    assert cloud.files["/r/a"][0] == b"mine"
+    kept = {data for p, (data, _) in cloud.files.items() if p.startswith("/r/a.conflict-")}
+    assert kept == {b"dev1", b"dev2", b"dev3"}
