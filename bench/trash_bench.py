@@ -4,7 +4,9 @@
 For each size a tree of N small files (100 B, 10 per folder) is uploaded in bundles, then timed:
 HyCloud `rmdir(recursive=True)` (the API answer: one EFS rename, one folder entry and one Merkle
 tombstone; what it held counted for 0.1 s at most, a larger tree's left pending), HyCloud
-`trash_restore` (the rename back plus the records written again), and on a local temporary folder the same tree's `mv` into a trash folder and `rm -r`.
+`trash_restore` (the rename back plus the records written again), and on a local temporary folder the same tree's `mv` into a trash folder and `rm -r`; then HyCloud's `trash empty` of
+the tree: the API's answer (the item claimed; a tree of more than 200 files left to the emptying
+job) and the time until all of it is removed (the job followed to its end).
 
     .venv/bin/python bench/trash_bench.py [--sizes 1,100,1000]
 
@@ -28,7 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core"), str(ROOT / "client")]
 import result_files  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
-from hycloud.sdk import HyCloud  # noqa: E402
+from hycloud.sdk import HyCloud, tree_jobs  # noqa: E402
 from hycloud.sdk.bundles import put_files  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
 
@@ -60,8 +62,15 @@ def row(hc: HyCloud, work: Path, files: int) -> dict:
     assert answer["trash"]["pending"] or answer["trash"]["files"] == files, answer  # pending: counted later
     restore_ms = ms(lambda: hc.trash_restore(answer["trash"]["item"]))
     assert hc.stat(f"{remote}/d0/f0.txt")["size"] == 100
-    hc.rmdir(remote, recursive=True)
-    hc.trash_empty()
+    item = hc.rmdir(remote, recursive=True)["trash"]["item"]
+    hc.trash()  # counted by the listing, as a user's `trash ls` before emptying does
+    emptied: dict = {}
+    t0 = time.perf_counter()
+    empty_ms = ms(lambda: emptied.update(hc.http.json("POST", "/v1/trash/empty", json={"item": item})))
+    if "job" in emptied:  # more files than run inline: removed by the emptying job
+        tree_jobs.follow(hc.http, emptied["job"])
+    emptied_s = time.perf_counter() - t0
+    assert emptied["emptied"] == [item] and hc.trash()["items"] == [], emptied
     copy = work / f"copy{files}"
     shutil.copytree(local_tree, copy)
     (work / "trash").mkdir(exist_ok=True)
@@ -73,6 +82,8 @@ def row(hc: HyCloud, work: Path, files: int) -> dict:
         "hycloud_restore_ms": restore_ms,
         "local_mv_ms": local_mv_ms,
         "local_rm_r_ms": local_rm_ms,
+        "hycloud_empty_ms": empty_ms,
+        "hycloud_emptied_s": emptied_s,
     }
 
 
@@ -106,6 +117,8 @@ COLUMNS = [
     ("HyCloud trash restore ms", "hycloud_restore_ms", ".0f"),
     ("local mv ms", "local_mv_ms", ".2f"),
     ("local rm -r ms", "local_rm_r_ms", ".1f"),
+    ("HyCloud trash empty: answer ms", "hycloud_empty_ms", ".0f"),
+    ("all removed s", "hycloud_emptied_s", ".2f"),
 ]
 
 if __name__ == "__main__":

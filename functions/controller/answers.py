@@ -103,10 +103,6 @@ class TrashRestored(BaseModel):
     entry: Entry = Field(description="what is at the path now")
 
 
-class TrashEmptied(BaseModel):
-    emptied: list[str] = Field(description="the ids of the items removed for good")
-
-
 class Aborted(BaseModel):
     aborted: str
 
@@ -218,6 +214,7 @@ class Usage(BaseModel):
     trash: dict[str, int] = (
         absent()
     )  # what the trash holds (bytes, files, items), not in `usage` or the quota
+    snapshots: dict[str, int] = absent()  # what the snapshots hold (bytes, files, snapshots), apart too
     costs: dict[str, Any]
     region_storage_costs: dict[str, float] = absent()  # coded blocks' S3 storage per region, USD/month
     relay: dict[str, Any]  # the deployment's relay runs and their cost per GB
@@ -297,7 +294,7 @@ class TreeJobStatus(BaseModel):
     """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
 
     job: str
-    op: Literal["copy", "move", "remove"]
+    op: Literal["copy", "move", "remove", "empty"] = Field(description="empty: the trash's emptying")
     src: str
     dst: str | None
     state: Literal["running", "succeeded", "failed", "stopped"]
@@ -306,6 +303,11 @@ class TreeJobStatus(BaseModel):
     attempt: int
     error: TreeJobError = absent()
     queue: QueuePlace = absent()
+
+
+class TrashEmptied(BaseModel):
+    emptied: list[str] = Field(description="the ids of the items removed for good")
+    job: TreeJobStatus = absent()  # what items of many files hold is removed by a job
 
 
 TREE_JOB_ACCEPTED = {

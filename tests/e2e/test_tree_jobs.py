@@ -304,6 +304,41 @@ class TestSmallTreesAsJobs:
         assert not [p for p in file_records(owner.deployment, owner.ns_key) if not p.startswith("/seed/")]
         _efs_and_records_agree(owner)
 
+    def test_emptying_trash_items_past_the_inline_limit_is_a_job_the_cli_follows(self, owner):
+        """The trees the test above trashed (about 100 files each, 5 times the limit of 20) leave
+        the trash listing in the request; counting and removing what they hold is a job (20 files
+        a step here), which the CLI follows. At its end nothing of them is left: no folder in the
+        trash area, no record below it, no trash record, and the trash's totals are 0."""
+        sdk = owner.sdk()
+        items = sdk.trash()["items"]
+        files = sum(i["files"] for i in items if i["files"] > 20)  # single files go in the request
+        assert len([i for i in items if i["files"] > 20]) >= 5 and files > 5 * SEED_FILES, items
+        result = _cli(owner, "--progress", "--json", "trash", "empty")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert sorted(json.loads(result.stdout)["emptied"]) == sorted(i["item"] for i in items)
+        job = _status(owner.api(), job_id("empty", "/", None))
+        assert (job["state"], job["done"], job["total"]) == ("succeeded", files, files), job
+        assert sdk.trash()["items"] == []
+        assert owner.api().call("GET", "/v1/usage").json()["trash"] == {"bytes": 0, "files": 0, "items": 0}
+        area = owner.deployment.efs_root() / "trash" / owner.ns_key
+        assert not area.exists() or list(area.iterdir()) == []
+        assert _file_items(owner) == len(file_records(owner.deployment, owner.ns_key))  # none below it
+        _efs_and_records_agree(owner)
+
+
+def _file_items(user) -> int:
+    """Every file record of the user's, reachable from the root or not."""
+    ddb, n = user.deployment.client("dynamodb"), 0
+    for page in ddb.get_paginator("query").paginate(
+        TableName=user.deployment.outputs["TableName"],
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :f)",
+        ExpressionAttributeValues={":pk": {"S": f"NS#{user.ns_key}"}, ":f": {"S": "F#"}},
+        ConsistentRead=True,
+        Select="COUNT",
+    ):
+        n += page["Count"]
+    return n
+
 
 def test_tree_job_status_refuses_bad_input(owner):
     api = owner.api()

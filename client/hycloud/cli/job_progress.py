@@ -6,12 +6,13 @@ Rich loads only when there is something to draw or say: `rm`, `mv` and `cp` with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from ..sdk.tree_jobs import TreeJobDetached
 from ..transfer.progress import Progress as TransferProgress
 from . import exit_codes
+from .output import bars_on
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,3 +87,8 @@ def following(bar: FilesBar) -> Iterator[FilesBar]:
         raise SystemExit(exit_codes.INTERRUPTED) from None
     finally:
         bar.close()
+
+
+def following_files() -> AbstractContextManager[FilesBar]:
+    """A tree job's files bar, closed at the end; Ctrl-C says the job goes on (exit 130)."""
+    return following(FilesBar(enabled=bars_on()))

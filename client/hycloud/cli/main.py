@@ -34,7 +34,7 @@ from .encrypted import crypt, key
 from .encrypted import init as crypt_init
 from .history import RESTORE_EPILOG, VERSIONS_EPILOG, restore_command, versions_command
 from .mount import mount_command
-from .output import STATE, echo, emit, error_json, log_requests, note, stat_lines
+from .output import STATE, bars_on, echo, emit, error_json, log_requests, note, stat_lines
 from .serve import serve
 from .share import share_command
 from .snapshot import snapshot
@@ -207,21 +207,17 @@ def stat(
     emit(entry, "\n".join(stat_lines(entry, human)))
 
 
-def _bars_on() -> bool:
-    return not STATE["quiet"] and (STATE["progress"] or (not STATE["json"] and sys.stderr.isatty()))
+def _following_files() -> AbstractContextManager[FilesBar]:
+    """A tree job's files bar (job_progress.py, loaded only when a command needs it)."""
+    from .job_progress import following_files
+
+    return following_files()
 
 
 def _bar() -> RichProgress:
     from ..progress_bar import RichProgress
 
-    return RichProgress(enabled=_bars_on())
-
-
-def _following_files() -> AbstractContextManager[FilesBar]:
-    """A tree job's files bar, closed at the end; Ctrl-C says the job goes on (exit 130)."""
-    from .job_progress import FilesBar, following
-
-    return following(FilesBar(enabled=_bars_on()))
+    return RichProgress(enabled=bars_on())
 
 
 @app.command(

@@ -13,6 +13,13 @@ if TYPE_CHECKING:  # both load only when used: with -v, or for a table
     from rich.console import Console
 
 STATE: dict = {"json": False, "progress": False, "verbose": False, "quiet": False}
+
+
+def bars_on() -> bool:
+    """Progress bars on stderr: with --progress, or when it is a terminal (never with --quiet)."""
+    return not STATE["quiet"] and (STATE["progress"] or (not STATE["json"] and sys.stderr.isatty()))
+
+
 UNITS = "KMGTPE"
 
 

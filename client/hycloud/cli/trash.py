@@ -93,5 +93,8 @@ def empty(
     item: Annotated[str | None, typer.Argument(metavar="[ITEM]", help="One item; all when absent.")] = None,
 ) -> None:
     """Remove one item, or everything in the trash, for good."""
-    done = _client().trash_empty(item)
+    from .job_progress import following_files
+
+    with following_files() as bar:  # what items of many files hold goes by a job it follows
+        done = _client().trash_empty(item, progress=bar)
     emit(done, f"removed {len(done['emptied'])} item(s) for good")

@@ -203,6 +203,14 @@ def trash_line(trash: dict) -> str:
     )
 
 
+def snapshots_line(held: dict) -> str:
+    """`snapshots: 2, 5 files, 1.00 MiB (not in the usage above; hycloud snapshot ls)`."""
+    return (
+        f"snapshots: {held['snapshots']}, {held['files']} files, {human_bytes(held['bytes'])} "
+        "(not in the usage above; hycloud snapshot ls)"
+    )
+
+
 def show_usage(report: dict, json_output: bool, console: Console | None = None) -> None:
     console = console or Console()
     if json_output:
@@ -214,6 +222,8 @@ def show_usage(report: dict, json_output: bool, console: Console | None = None) 
         console.print(quota_line(report["quota"]), highlight=False)
     if report.get("trash"):  # a controller before the trash sends none
         console.print(trash_line(report["trash"]), highlight=False)
+    if report.get("snapshots", {}).get("snapshots"):  # none made, or a controller before them
+        console.print(snapshots_line(report["snapshots"]), highlight=False)
     console.print(storage_table(usage))
     console.print(class_table(usage))
     if report.get("threshold"):  # a controller before the choice by cost sends none

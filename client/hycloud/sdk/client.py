@@ -226,10 +226,14 @@ class HyCloud:
             body["to"] = paths.normalize(to)
         return self.http.json("POST", "/v1/trash/restore", json=body)
 
-    def trash_empty(self, item: str | None = None) -> dict:
-        """Remove one trash item (or all of them) for good; {"emptied": [item ids]}."""
+    def trash_empty(self, item: str | None = None, progress: Progress | None = None) -> dict:
+        """Remove one trash item (or all of them) for good; {"emptied": [item ids]}. What items
+        of many files hold is removed by a job, which this call follows to its end (`job`)."""
         body = {} if item is None else {"item": checked_item_id(item)}
-        return self.http.json("POST", "/v1/trash/empty", json=body)
+        done = self.http.json("POST", "/v1/trash/empty", json=body)
+        if done.get("job", {}).get("state") == "running":
+            done["job"] = tree_jobs.follow(self.http, done["job"], progress)
+        return done
 
     @property
     def snapshots(self) -> Snapshots:

@@ -44,6 +44,8 @@ class TreeJobDetached(KeyboardInterrupt):
 
 
 def describe(job: dict) -> str:
+    if job.get("op") == "empty":
+        return "emptying of the trash"
     what = VERBS.get(job.get("op", ""), "job")
     return f"{what} of {job['src']}" + (f" to {job['dst']}" if job.get("dst") else "")
 

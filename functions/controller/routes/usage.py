@@ -18,6 +18,7 @@ from hycloud_core.cost.records import reference_counts, user_usage_from_records,
 from hycloud_core.cost.relay_meter import read_stats, relay_cost
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.shares import Shares
+from hycloud_core.store.snapshot_records import SnapshotRecords
 
 router = APIGatewayRouter()
 
@@ -56,6 +57,7 @@ def usage(source: Annotated[Literal["walk", "records"], Query()] = "walk"):
             },
             "share_links": Shares(records().table).served(name),  # downloads by anyone holding a link
             "trash": trash,  # apart: not in `usage` nor the quota
+            "snapshots": SnapshotRecords(records().table, name).totals(),  # apart, as the trash
             "threshold": in_force(name).to_dict(),  # where small files end, and why
             "costs": {layout: cost.to_dict(table) for layout, cost in compare(measured, table).items()},
             "region_storage_costs": measured.region_costs(table["s3_storage_gb_month"], table.gb_bytes),

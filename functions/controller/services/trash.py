@@ -9,6 +9,7 @@ from __future__ import annotations
 from context import CONFIG
 
 from hycloud_core.fs import FileSystem
+from services import tree_ops
 
 
 def listing(fs: FileSystem) -> dict:
@@ -27,5 +28,8 @@ def restore(fs: FileSystem, item: str, to: str | None) -> dict:
 
 
 def empty(fs: FileSystem, item: str | None) -> dict:
-    """Remove one item, or all of them, for good."""
-    return {"emptied": fs.trash.empty(item)}
+    """Remove one item, or all of them, for good: gone from the trash at once; what an item of
+    more files than run inline holds is removed by a job (`job`, to follow)."""
+    emptied, left = fs.trash.empty(item, CONFIG.tree_inline_limit)
+    job = tree_ops.empty_trash(fs) if left else None
+    return {"emptied": emptied, **({"job": tree_ops.answer(job)} if job else {})}

@@ -25,6 +25,7 @@ from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.locks import WAIT_S, Lease
 from hycloud_core.store.tree_jobs import (
     APPLY,
+    EMPTY,
     RENAME,
     RUNNING,
     STOPPED,
@@ -54,6 +55,21 @@ def submit(fs: FileSystem, op: str, src: str, dst: str | None, expect: str | Non
         return None
     leases = [src] if dst is None else [src, dst]
     return _start(fs, jobs, TreeJob(who, job_id(op, src, dst), op, src, dst, leases), expect)
+
+
+def empty_trash(fs: FileSystem) -> TreeJob:
+    """The user's emptying job (fs/trash.py `drain`), started, or followed while it runs: it
+    takes items emptied meanwhile too. One that missed an item (it ended just as the item was
+    emptied) leaves it to upkeep's purge."""
+    jobs, id = TreeJobs(records().table), job_id(EMPTY, "/", None)
+    job = jobs.get(fs.user, id)
+    if job and (job.state == RUNNING or job.resumable):
+        return _follow_or_resume(jobs, job)
+    job = TreeJob(fs.user, id, EMPTY, "/", None, leases=[])
+    if not jobs.create(job):  # started by another request a moment ago
+        return _get(jobs, fs.user, id)
+    _execute(job)
+    return job
 
 
 def reconcile(who: str, id: str) -> None:

@@ -35,7 +35,7 @@ class TrashSdk:
         self.calls.append(("restore", item, to))
         return {"restored": LISTED, "entry": {"path": to or "/photos", "type": "dir"}}
 
-    def trash_empty(self, item: str | None = None) -> dict:
+    def trash_empty(self, item: str | None = None, progress=None) -> dict:
         self.calls.append(("empty", item))
         return {"emptied": [ITEM]}
 

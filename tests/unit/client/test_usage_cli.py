@@ -72,6 +72,17 @@ def test_tables_show_usage_and_three_costs(fake_client):
     assert P.date in text
 
 
+def test_the_trash_and_the_snapshots_have_their_own_lines(fake_client):
+    _, data = fake_client
+    data["trash"] = {"bytes": 2048, "files": 3, "items": 2}
+    data["snapshots"] = {"bytes": 3 * GiB, "files": 40, "snapshots": 2}
+    console = Console(record=True, width=160)
+    cli.usage_command(False, console)
+    text = console.export_text()
+    assert "trash: 2 items, 3 files, 2.00 KiB (not in the quota" in text
+    assert "snapshots: 2, 40 files, 3.00 GiB (not in the usage above" in text
+
+
 def test_json_output_is_the_report(fake_client):
     _, data = fake_client
     console = Console(record=True, width=200)

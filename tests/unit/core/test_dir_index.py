@@ -4,6 +4,7 @@ and listings by ids find exactly what a listing by paths would."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -115,9 +116,25 @@ def test_trash_takes_a_folder_in_one_rewrite_and_gives_it_back(records):
     assert records.from_trash(U, "0001-item", "/back")
     assert listed(records, "/back") == {p.replace("/p", "/back", 1): s for p, s in files.items()}
     records.to_trash(U, "/back", "0002-item")
-    assert records.purge_trashed(U, "0002-item") == 200
+    assert records.purge_trashed(U, "0002-item")
     assert [i for i in records.table.scan()["Items"] if i["sk"][:2] in ("F#", "D#")] == []
-    assert records.purge_trashed(U, "0002-item") == 0 and not records.from_trash(U, "0002-item", "/x")
+    assert records.purge_trashed(U, "0002-item") and not records.from_trash(U, "0002-item", "/x")
+
+
+def test_a_purge_past_its_deadline_stops_and_the_next_one_finishes_what_it_left(records, monkeypatch):
+    """A bounded purge (emptying a large item, a step at a time) deletes deepest first, so what
+    it leaves is still reached from the item's entry and the next call removes it all."""
+    tree(records, "/p", 60)
+    for k in range(3):
+        tree(records, f"/p/sub{k}/deeper", 30)
+    records.to_trash(U, "/p", "0003-item")
+    monkeypatch.setattr("hycloud_core.store.records.DELETE_ROUND", 25)
+    monkeypatch.setattr("hycloud_core.store.merkle_records.DROP_ROUND", 25)
+    rounds = 1
+    while not records.purge_trashed(U, "0003-item", deadline=time.monotonic() - 1):  # one round a call
+        rounds += 1
+    assert rounds >= (60 + 3 * 30) // 25
+    assert [i for i in records.table.scan()["Items"] if i["sk"][:2] in ("F#", "D#")] == []
 
 
 def test_move_page_moves_the_entry_once_then_answers_nothing_left(records):

@@ -111,9 +111,9 @@ def test_empty_one_item_or_all(bob):
     put(bob, "/a", b"a")
     put(bob, "/b", b"b")
     first, second = bob.delete("/a"), bob.delete("/b")
-    assert bob.trash.empty(first.item) == [first.item]
+    assert bob.trash.empty(first.item) == ([first.item], False)
     assert [i.item for i in bob.trash.listing()] == [second.item]
-    assert bob.trash.empty() == [second.item] and bob.trash.listing() == []
+    assert bob.trash.empty() == ([second.item], False) and bob.trash.listing() == []
 
 
 def test_the_collector_keeps_trashed_content_until_the_purge(moto_filesystems, bob):
@@ -229,6 +229,33 @@ def test_rm_r_drops_every_record_of_a_tree_larger_than_one_batch(bob):
         bob.ns.write(f"/many/f{i}", b"x", parents=True)
     item = bob.trash_tree("/many")
     assert item.files == 60 and bob.records.files_under("bob", "/many") == []
+
+
+def test_emptying_an_item_past_the_inline_limit_leaves_it_to_steps_that_remove_it_all(
+    moto_filesystems, bob, counted_later
+):
+    """Emptying answers once each item is claimed: a small one is removed in the call, a large
+    or uncounted one leaves the listing and the totals at once and is counted (off the quota)
+    and removed by bounded steps (the emptying job's), files first, then its records."""
+    for i in range(60):
+        put(bob, f"/many/d{i % 3}/f{i}", b"x")
+    put(bob, "/a", b"a")
+    quota = Quota(bob.records, "bob")
+    big, small = bob.trash_tree("/many"), bob.delete("/a")
+    assert big.pending and quota.report()["files"]["used"] == 60  # counted later (/a was, alone)
+    emptied, left = bob.trash.empty(inline_files=20)
+    assert sorted(emptied) == sorted([big.item, small.item]) and left
+    assert bob.trash.listing() == [] and bob.trash.totals() == {"bytes": 0, "files": 0, "items": 0}
+    assert [i.item for i in bob.trash.records.all()] == [big.item]  # the small one is gone already
+    steps, removed, held = 0, 0, []
+    while not (drained := bob.trash.drain(time.monotonic() + 10, 25)).finished:
+        steps, removed = steps + 1, removed + drained.files
+        held.append(drained.held)
+    assert steps >= 2 and removed + drained.files == 60 and held[0] == 60
+    assert bob.trash.records.all() == [] and quota.report()["files"]["used"] == 0
+    assert os.listdir(TrashArea(str(moto_filesystems.root / "ns"), "bob").root) == []
+    records = bob.records.table.scan()["Items"]
+    assert [i["sk"] for i in records if i["pk"] == "NS#bob" and i["sk"].startswith("F#")] == []
 
 
 def test_a_count_past_its_deadline_begins_no_further_folder(bob, monkeypatch):

@@ -29,6 +29,7 @@ def test_create_browse_read_refuse_writes_restore_and_remove(call):  # noqa: F81
     status, listed = call("GET", "/v1/snapshots")
     assert status == 200 and [s["name"] for s in listed["snapshots"]] == ["s1"]
     assert listed["totals"] == {"bytes": 9, "files": 2, "snapshots": 1}
+    assert call("GET", "/v1/usage", query={"source": "records"})[1]["snapshots"] == listed["totals"]
     status, page = call("GET", "/v1/snapshots/s1/dirs", query={"path": "/sub"})
     assert status == 200 and [e["name"] for e in page["entries"]] == ["b.txt"]
     assert call("GET", "/v1/snapshots/s1/stat", query={"path": "/a.txt"})[1]["size"] == 5

@@ -24,13 +24,17 @@ purges items older than the retention (the user's own, else the deployment's
 `InstanceConfig.trash_retention_s`, 30 days), and the content they named is then the collector's.
 
 Emptying and restoring race safely without a lock: each first claims what it takes by one
-rename (restore: the item's entry into the namespace; purge: the item's folder to a
-`.purging-` name), so the loser finds nothing and answers 404.
+rename (restore: the item's entry into the namespace; purge and emptying: the item's folder to
+a `.purging-` name), so the loser finds nothing and answers 404. Emptying then marks the record
+(`emptying`: no longer listed) and removes small items in the request; what a large or uncounted
+one holds is removed by bounded steps (`drain`) of the user's emptying job, not inside an API
+call (a 100,000-file item's count and deletes go well past API Gateway's 29 s).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import time
@@ -79,15 +83,40 @@ class TrashArea:
             return []
         return sorted(n for n in os.listdir(self.root) if not n.startswith("."))
 
-    def purge(self, item_id: str) -> bool:
-        """Remove the item's folder; False when it was gone (restored or purged meanwhile)."""
-        aside = os.path.join(self.root, PURGING + item_id)
+    def claim(self, item_id: str) -> bool:
+        """Take the item's folder for removal (a restore after it finds nothing); False when it
+        was gone (restored, or claimed meanwhile)."""
         try:
-            os.rename(self.folder(item_id), aside)  # the claim: a restore after it finds nothing
+            os.rename(self.folder(item_id), self.claimed(item_id))
         except FileNotFoundError:
             return False
-        shutil.rmtree(aside, ignore_errors=True)
         return True
+
+    def claimed(self, item_id: str) -> str:
+        return os.path.join(self.root, PURGING + checked_item_id(item_id))
+
+    def purge(self, item_id: str) -> bool:
+        """Remove the item's folder; False when it was gone (restored or purged meanwhile)."""
+        if not self.claim(item_id):
+            return False
+        shutil.rmtree(self.claimed(item_id), ignore_errors=True)
+        return True
+
+    def remove_claimed(self, item_id: str, deadline: float, limit: float) -> tuple[int, bool]:
+        """Remove a claimed folder's files, deepest first, until `deadline` (monotonic) or `limit`
+        files; (files removed, whether the folder is gone). What is removed stays so."""
+        top, removed = self.claimed(item_id), 0
+        for at, dirs, files in os.walk(top, topdown=False):
+            links = [d for d in dirs if os.path.islink(os.path.join(at, d))]  # walked as names only
+            for name in files + links:
+                if removed >= limit or time.monotonic() > deadline:
+                    return removed, False
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(at, name))
+                removed += 1
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(at)
+        return removed, not os.path.lexists(top)
 
     def leftovers(self) -> None:
         """Folders a purge that crashed had claimed but not removed."""
@@ -119,7 +148,7 @@ class Trash:
     def listing(self) -> list[TrashItem]:
         """What the trash holds, newest first: pending items counted first, for READ_SETTLE_S in
         all; one not counted by then is listed pending (upkeep counts it whole)."""
-        return list(reversed([after for _, after in self._settle_all()]))
+        return list(reversed([after for _, after in self._settle_all() if not after.emptying]))
 
     def settle(self, item: TrashItem, budget_s: float | None = None) -> TrashItem:
         """A pending item counted: its size and files written to its record and taken off the
@@ -190,22 +219,69 @@ class Trash:
         hashed = [fs.ns.stat_hashed(p) for p in records]
         fs.merkle.files_written([(e.path, e.content_hash or "", e.mtime) for e in hashed])
 
-    def empty(self, item_id: str | None = None) -> list[str]:
-        """Remove one item for good (404 when it is not there), or every item; the ids removed.
-        Their content is then the collector's (large) or gone with the folder (small)."""
+    def empty(self, item_id: str | None = None, inline_files: float = math.inf) -> tuple[list[str], bool]:
+        """Remove one item for good (404 when it is not there), or every item: each is claimed
+        (one rename: gone from the listing at once) and marked emptying, and counted items of at
+        most `inline_files` files are removed here. (The ids emptied, whether a job must remove
+        the rest: `drain`.) Their content is then the collector's (large) or gone (small)."""
         if item_id is not None:
             self.get(item_id)
             ids = [item_id]
         else:
-            ids = sorted({i.item for i in self.records.all()} | set(self.area.item_ids()))
-        for i in ids:  # counted while its records are there: the quota still holds a pending one
-            if (found := self.records.get(i)) is not None:
-                self.settle(found)
-        removed = [i for i in ids if self.area.purge(i)]
-        for i in ids:
-            self.fs.records.purge_trashed(self.fs.user, i)
-            self.records.delete(i)
-        return removed
+            ids = sorted({i.item for i in self.records.all() if not i.emptying} | set(self.area.item_ids()))
+        emptied = [i for i in ids if self.area.claim(i)]
+        for i in emptied:  # only what this call claimed: a restore may be taking the others back
+            self.records.mark_emptying(i)
+        left = False
+        for item in self._emptying():
+            if item.pending and inline_files == math.inf:
+                item = self.settle(item)
+            small = not item.pending and item.files <= inline_files
+            left |= not (small and self._remove(item, None, inline_files))
+        return emptied, left
+
+    def drain(self, deadline: float, limit: int) -> Drained:
+        """Remove what emptied items hold, until `deadline` (monotonic) or `limit` files: a step
+        of the emptying job (fs/tree_job.py), which runs until nothing is left. Each item is
+        counted first (the quota still holds a pending one), then its files go, then its records.
+        A count is whole, whatever the budget (one cut short would begin again at the next step,
+        for ever): the step function's timeout is 6 times its budget."""
+        out = Drained()
+        items = [self.settle(i) for i in self._emptying()]
+        out.held = None if any(i.pending for i in items) else sum(i.files for i in items)
+        for item in items:
+            if item.pending or time.monotonic() > deadline or out.files >= limit:
+                break
+            if not self._remove(item, deadline, limit - out.files, out):
+                break
+        out.finished = not self._emptying()
+        return out
+
+    def _emptying(self) -> list[TrashItem]:
+        return [i for i in self.records.all() if i.emptying]
+
+    def _remove(
+        self, item: TrashItem, deadline: float | None, limit: float, out: Drained | None = None
+    ) -> bool:
+        """An emptied item's files, records and record, as far as `deadline` allows; whether all."""
+        until = math.inf if deadline is None else deadline
+        removed, gone = self.area.remove_claimed(item.item, until, limit)
+        if out is not None:
+            out.files += removed
+        if not gone or not self.fs.records.purge_trashed(self.fs.user, item.item, deadline):
+            return False
+        self.records.delete(item.item)
+        return True
+
+
+@dataclass
+class Drained:
+    """What one `Trash.drain` did: the files the emptied items held when it began (None while
+    one is still to be counted), the files it removed, and whether no emptied item is left."""
+
+    held: int | None = 0
+    files: int = 0
+    finished: bool = False
 
 
 # --- upkeep ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ writes the same bytes again, a removal skips what is gone, moved records have le
 
 Phases: count (files, for progress) → apply (copy: pre-order walk; remove: post-order walk) or,
 for a move, rename (one EFS rename, the collector told first) → records (the folder's entry) → finish.
+An emptying of the trash has no phases: each step drains what emptied items hold (fs/trash.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..store.quotas import Change
 from ..store.tree_jobs import (
     APPLY,
     COUNT,
+    EMPTY,
     FAILED,
     FINISH,
     RECORDS,
@@ -93,6 +95,8 @@ class TreeJobStep:
 
     def _phase(self) -> None:
         job = self.job
+        if job.op == EMPTY:
+            return self._empty()
         handler = {
             COUNT: self._count,
             APPLY: self._copy if job.op == "copy" else self._remove,
@@ -101,6 +105,18 @@ class TreeJobStep:
             FINISH: self._finish,
         }[job.phase]
         handler()
+
+    def _empty(self) -> None:
+        """Count and remove what emptied trash items hold, as far as the budget goes; the total
+        is known once every item is counted."""
+        job = self.job
+        drained = self.fs.trash.drain(self.budget.deadline, self._left())
+        if job.files is None and drained.held is not None:
+            job.files = job.done + drained.held
+        job.done += drained.files
+        self.used += max(drained.files, 1)
+        if drained.finished:
+            job.files, job.state = job.done, SUCCEEDED
 
     def _next(self, phase: str) -> None:
         self.job.phase, self.job.cursor = phase, None

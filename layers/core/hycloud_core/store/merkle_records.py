@@ -82,6 +82,8 @@ TOMBSTONE_TTL_S = 30 * 86400  # a device that has not synced for 30 days compare
 _POOL = ThreadPoolExecutor(16)
 _WRITES = ThreadPoolExecutor(8)  # leaf work only: nothing it runs waits on a pool
 
+DROP_ROUND = 400  # nodes a bounded drop deletes between two looks at its deadline (16 requests)
+
 
 def child_sk(folder_id: str, name: str) -> str:
     return f"{folder_id}/{name}"
@@ -214,8 +216,11 @@ class MerkleRecords:
         if folder is not None:
             self.drop_below(folder)
 
-    def drop_below(self, folder_id: str) -> None:
-        """Every node below the folder with this id (one Query per folder, a level at a time)."""
+    def drop_below(self, folder_id: str, deadline: float | None = None) -> bool:
+        """Every node below the folder with this id (one Query per folder, a level at a time);
+        False when `deadline` (monotonic) passed first. Deepest first, DROP_ROUND at a time (one
+        round at least, so every call gets on), and what is left is still reached from the folder
+        for the next call to find."""
         keys: list[dict[str, Any]] = []
         level = [folder_id]
         while level:
@@ -225,7 +230,12 @@ class MerkleRecords:
             for kids in found:
                 keys += [{"pk": self.pk, "sk": k["sk"]} for k in kids]
                 level += [str(k["id"]) for k in kids if k["kind"] == "dir" and k.get("id")]
-        self._delete(keys)
+        keys.reverse()
+        for start in range(0, len(keys), DROP_ROUND):
+            if start and deadline is not None and time.monotonic() > deadline:
+                return False
+            self._delete(keys[start : start + DROP_ROUND])
+        return True
 
     # --- what the route calls -----------------------------------------------------------------
     def answer(

@@ -48,6 +48,7 @@ from .pages import plain
 from .pages import query_all as query_all
 
 _plain = plain  # the name the store's modules import it by
+DELETE_ROUND = 500  # records a bounded purge deletes between two looks at its deadline
 
 
 def _attrs(item: dict[str, Any]) -> dict[str, Any]:
@@ -250,17 +251,25 @@ class Records:
         r = self.dirs.resolver(user)
         return self.dirs.move(r, f"/{item_id}", paths.normalize(dst), src_root=TRASH) > 0
 
-    def purge_trashed(self, user: str, item_id: str) -> int:
-        """Delete a trashed folder's entry and every record and Merkle node below it (upkeep, emptying)."""
+    def purge_trashed(self, user: str, item_id: str, deadline: float | None = None) -> bool:
+        """Delete a trashed folder's entry and every record and Merkle node below it (upkeep,
+        emptying); False when `deadline` (monotonic) passed first: what was deleted stays so (a
+        round at least), and the rest is deepest first, so the next call still reaches it from
+        the folder's entry."""
         r = self.dirs.resolver(user, root=TRASH)
         dir_id = r.dir_id(f"/{item_id}")
         if dir_id is None:
-            return 0
-        MerkleRecords(self.table, user).drop_below(dir_id)
+            return True
+        if not MerkleRecords(self.table, user).drop_below(dir_id, deadline):
+            return False
         below = self.dirs.subtree(user, dir_id, "/") or Subtree()
-        self._delete_keys([{"pk": i["pk"], "sk": i["sk"]} for _, i in below.files] + below.entries)
+        keys = [{"pk": i["pk"], "sk": i["sk"]} for _, i in below.files] + below.entries[::-1]
+        for start in range(0, len(keys), DELETE_ROUND):
+            if start and deadline is not None and time.monotonic() > deadline:
+                return False
+            self._delete_keys(keys[start : start + DELETE_ROUND])
         self._delete_keys([self.dirs.entry_key(r, f"/{item_id}")])
-        return len(below.files)
+        return True
 
     # pending uploads
     def get_upload(self, user: str, content_hash: str) -> dict[str, Any] | None:

@@ -56,9 +56,13 @@ class TrashItem:
     at: float  # when it was trashed
     by: str  # the user id that removed it
     pending: bool = False  # a folder whose size and files are still to be counted (0 until then)
+    emptying: bool = False  # emptied: no longer listed; what it holds is being removed
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What the API shows of a listed item (an emptying one is never listed)."""
+        out = asdict(self)
+        del out["emptying"]
+        return out
 
     @classmethod
     def from_dict(cls, item: dict[str, Any]) -> TrashItem:
@@ -108,12 +112,25 @@ class TrashRecords:
             return False
         return True
 
+    def mark_emptying(self, item_id: str) -> bool:
+        """The item was emptied (fs/trash.py); False when it has no record."""
+        try:
+            self.table.update_item(
+                Key={"pk": self.pk, "sk": ITEM + item_id},
+                UpdateExpression="SET emptying = :yes",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":yes": True},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
     def delete(self, item_id: str) -> None:
         self.table.delete_item(Key={"pk": self.pk, "sk": ITEM + item_id})
 
     def totals(self) -> dict[str, int]:
-        """Bytes and files in the trash: the usage report's own line for it."""
-        items = self.all()
+        """Bytes and files in the trash (not of emptied items): the usage report's own line for it."""
+        items = [i for i in self.all() if not i.emptying]
         return {
             "bytes": sum(i.size for i in items),
             "files": sum(i.files for i in items),

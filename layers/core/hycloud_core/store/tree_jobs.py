@@ -22,6 +22,7 @@ from ..errors import BadRequestError
 
 RUNNING, SUCCEEDED, FAILED, STOPPED = "running", "succeeded", "failed", "stopped"
 COUNT, APPLY, RENAME, RECORDS, FINISH = "count", "apply", "rename", "records", "finish"
+EMPTY = "empty"  # the op of a user's trash-emptying job (fs/trash.py `drain`): src "/", no leases
 RESUMABLE_S = 86400  # a failed or stopped job resumes when resubmitted within a day
 ID_PATTERN = r"^tree-[0-9a-f]{32}$"
 _ID = re.compile(ID_PATTERN)
@@ -45,7 +46,7 @@ class Superseded(Exception):
 class TreeJob:
     user: str
     id: str
-    op: str  # copy | move | remove
+    op: str  # copy | move | remove | empty
     src: str
     dst: str | None
     leases: list[str]
