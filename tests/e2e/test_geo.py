@@ -587,12 +587,21 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     bob.sdk().get("/twin-b.bin", tmp_path / "back.bin")
     assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
     bob.sdk().rm("/twin-b.bin")
+    _sweep(deployment, instances)  # both files are in their owners' trash: restorable, blocks kept
+    assert _stored(deployment, instances, blocks) == {d for _, d, _ in blocks}
+    bob.sdk().trash_restore(_trashed(bob, "/twin-b.bin"))
+    bob.sdk().get("/twin-b.bin", tmp_path / "restored.bin")
+    assert (tmp_path / "restored.bin").read_bytes() == src.read_bytes()
+    bob.sdk().rm("/twin-b.bin")
+    for user, path in ((alice, "/twin-a.bin"), (bob, "/twin-b.bin")):
+        user.sdk().trash_empty(_trashed(user, path))
     result = _sweep(deployment, instances)
     assert _stored(deployment, instances, blocks) == set()
     assert sum(result["deleted"].values()) >= len(blocks)
-    # every block left in any bucket is named by some link file (a retained version's too): no orphans
-    linked = set()
-    for path in deployment.efs_root().joinpath("ns").rglob("*"):
+    # every block left in any bucket is named by some link file (a retained version's, a trashed or
+    # snapshotted file's too): no orphans
+    linked, efs = set(), deployment.efs_root()
+    for path in [p for area in ("ns", "trash", "snapshots") for p in efs.joinpath(area).rglob("*")]:
         if path.is_file() and path.stat().st_mode & 0o1000:
             doc = json.loads(path.read_bytes())
             layouts = [doc.get("erasure") or {}, *doc.get("history_erasure", {}).values()]
@@ -600,6 +609,11 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     for region, out in instances.items():
         listed = deployment.client("s3", region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked
+
+
+def _trashed(user, path: str) -> str:
+    """The newest trash item of `path`."""
+    return next(i["item"] for i in user.sdk().trash()["items"] if i["path"] == path)
 
 
 def _body_of(data: bytes, path: str) -> dict:

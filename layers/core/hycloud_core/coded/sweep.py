@@ -17,6 +17,7 @@ from typing import Any
 
 from ..fs.blocks import BlockStore
 from ..linkfile import link_files_under
+from ..store.collector import kept_areas
 
 
 @dataclass
@@ -27,14 +28,16 @@ class Sweep:
 
 
 def linked_blocks(namespaces_dir: str) -> set[str]:
-    """Every block hash a coded link file names, in every namespace, retained versions included."""
+    """Every block hash a coded link file names, in every namespace, trash and snapshot (their
+    only copy of the file: store/collector.py `kept_areas`), retained versions included."""
     return {b["hash"] for erasure in _layouts(namespaces_dir) for c in erasure["chunks"] for b in c["blocks"]}
 
 
 def _layouts(namespaces_dir: str) -> Iterator[dict[str, Any]]:
-    for link in link_files_under(namespaces_dir):
-        yield from [link.erasure] if link.erasure else []
-        yield from link.history_erasure.values()
+    for folder in kept_areas(namespaces_dir):
+        for link in link_files_under(folder):
+            yield from [link.erasure] if link.erasure else []
+            yield from link.history_erasure.values()
 
 
 def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None) -> Sweep:

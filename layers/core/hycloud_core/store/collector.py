@@ -41,6 +41,13 @@ def snapshot_root(namespaces_dir: str) -> str:
     return os.path.join(os.path.dirname(os.path.normpath(namespaces_dir)), "snapshots")
 
 
+def kept_areas(namespaces_dir: str) -> list[str]:
+    """Every folder whose link files keep content: the namespaces, the trash and the snapshots
+    (the large files' collector and the coded blocks' sweep mark the same)."""
+    folders = [namespaces_dir, trash_root(namespaces_dir), snapshot_root(namespaces_dir)]
+    return [f for f in folders if os.path.isdir(f)]
+
+
 EPOCH_KEY = {"pk": "GC#STATE", "sk": "TREE"}
 
 
@@ -157,10 +164,7 @@ class Collector:
         snapshots (until the snapshot is removed: fs/snapshots.py), retained history included.
         A link moved between namespace and trash during the walk bumped the tree epoch; a link
         copied into a snapshot touched its object first, as every copy does."""
-        namespaces = self.namespaces_dir
-        for folder in (namespaces, trash_root(namespaces), snapshot_root(namespaces)):
-            if not os.path.isdir(folder):
-                continue
+        for folder in kept_areas(self.namespaces_dir):
             for link in link_files_under(folder):
                 yield link.content_hash
                 yield from (h for h, _ in link.history)

@@ -21,3 +21,22 @@ def test_the_sweep_keeps_the_blocks_of_retained_coded_versions(tmp_path):
     host.write_bytes(link.to_bytes())
     host.chmod(0o1640)
     assert linked_blocks(str(tmp_path)) == {"b1", "b2"}
+
+
+def _link_at(host, layout) -> None:
+    host.parent.mkdir(parents=True)
+    host.write_bytes(LinkFile(content_hash="c", size=4, mtime=0, erasure=layout).to_bytes())
+    host.chmod(0o1640)
+
+
+def test_the_sweep_keeps_the_blocks_of_trashed_and_snapshotted_coded_files(tmp_path):
+    """A coded file in a user's trash or in a snapshot has no other copy of its blocks: restoring
+    it must find them (the collector keeps a large file's object there for the same reason)."""
+
+    def layout(*hashes: str) -> dict:
+        return {**LAYOUT, "chunks": [{"blocks": [{"hash": h} for h in hashes]}]}
+
+    _link_at(tmp_path / "ns" / "u" / "live.bin", layout("live"))
+    _link_at(tmp_path / "trash" / "u" / "1764400000000-0a1b2c3d" / "gone.bin", layout("trashed"))
+    _link_at(tmp_path / "snapshots" / "u" / "s1" / "kept.bin", layout("snapshotted"))
+    assert linked_blocks(str(tmp_path / "ns")) == {"live", "trashed", "snapshotted"}
