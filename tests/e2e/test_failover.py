@@ -320,12 +320,17 @@ def test_failover_keeps_every_acknowledged_write_and_switch_back_leaves_equal_ro
 
 
 def kept_on_standby(deployment: Deployment, user, primary: HyCloud, standby: HyCloud, acked: dict) -> None:
-    """A pass carries the trash and the version history as the primary holds them (same item and
-    version ids), and both restore byte-exact on the standby."""
+    """A pass carries the trash, the version history and the snapshots as the primary holds them
+    (same item, version and snapshot ids), and each restores byte-exact on the standby."""
     before = primary.get_bytes("/docs/a1.txt")
+    primary.snapshots.create("/docs", "before-edit")
     primary.put_bytes("/docs/a1.txt", b"a newer a1")
     primary.rmdir("/after", recursive=True)
     assert replicate(deployment, users=[user.id])["in_step"]
+    assert standby.snapshots.list() == primary.snapshots.list()
+    assert standby.snapshots.get_bytes("before-edit", "/a1.txt") == before
+    standby.snapshots.restore("before-edit", to="/docs-snap")
+    assert standby.get_bytes("/docs-snap/a1.txt") == before
     assert standby.trash()["items"] == primary.trash()["items"]
     assert standby.versions("/docs/a1.txt") == primary.versions("/docs/a1.txt")
     standby.restore("/docs/a1.txt", to="/docs/a1-restored.txt")

@@ -21,8 +21,8 @@ one by one (`path`).
 What is kept. The collector marks every link file under the snapshot area (store/collector.py),
 so a large file's object stays while any snapshot names it, whatever becomes of the original.
 A link is copied without its retained history: a snapshot keeps the version it copied, not the
-earlier ones the original still lists. Coded (erasure) files' blocks are kept by the block sweep,
-which walks the namespaces only: see docs/SNAPSHOTS.md.
+earlier ones the original still lists. A coded (erasure) file's blocks are kept the same way: the
+block sweep (coded/sweep.py) marks the link files of the snapshot and trash areas too.
 
 Read-only. Nothing writes into a snapshot but `create`; the API answers 403 to a write.
 `restore` copies a snapshot (or one path in it) back into the namespace, to where it was or
@@ -56,7 +56,7 @@ from ..store.snapshot_records import (
     checked_name,
     default_name,
 )
-from ..store.time_ids import new_id
+from ..store.time_ids import checked_id, new_id
 from .namespace import Entry, Namespace
 from .tree_walk import PRE, Step, count, under, walk
 
@@ -79,13 +79,27 @@ class SnapshotArea:
         self.root = os.path.join(snapshot_root(namespaces_dir), user)
 
     def folder(self, snap_id: str) -> str:
-        return os.path.join(self.root, snap_id)
+        return os.path.join(self.root, checked_id(snap_id, "snapshot id is malformed", "bad-snapshot"))
 
-    def tree(self, snap_id: str, make: bool = False) -> Namespace | None:
-        """The snapshot's tree as a namespace (read through it, never written but by `create`)."""
-        if not make and not os.path.isdir(self.folder(snap_id)):
-            return None
-        return Namespace(self.root, snap_id)
+    def ids(self) -> list[str]:
+        """Every snapshot folder's id, oldest first (not one being removed)."""
+        if not os.path.isdir(self.root):
+            return []
+        return sorted(n for n in os.listdir(self.root) if not n.startswith("."))
+
+    def tree(self, snap_id: str) -> Namespace | None:
+        """The snapshot's tree as a namespace (read through it, never written but by `create`);
+        None when it has no folder."""
+        return self.namespace(snap_id) if os.path.isdir(self.folder(snap_id)) else None
+
+    def namespace(self, snap_id: str) -> Namespace:
+        """The namespace rooted at the snapshot's folder, whether it exists or not."""
+        return Namespace(self.root, os.path.basename(self.folder(snap_id)))  # the id checked
+
+    def start(self, snap_id: str) -> None:
+        """An empty folder for the snapshot (the standby's copy of one begins so, afresh)."""
+        shutil.rmtree(self.folder(snap_id), ignore_errors=True)
+        os.makedirs(self.folder(snap_id))
 
     def remove(self, snap_id: str) -> bool:
         """Claim the folder by one rename (a restore reading it then fails whole), then remove it."""
@@ -148,8 +162,7 @@ class Snapshots:
         return snap
 
     def _copy_in(self, snap: Snapshot) -> Snapshot:
-        fs, tree = self.fs, self.area.tree(snap.id, make=True)
-        assert tree is not None
+        fs, tree = self.fs, self.area.namespace(snap.id)
         src = _Under(snap.path)
 
         def copy(rel: str) -> int:

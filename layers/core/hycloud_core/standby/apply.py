@@ -12,7 +12,8 @@ removal is for good (the primary's item and version come by the kept ops). Kept 
 `small`, `link` with `trash` (an item id) write into that item's folder of the trash area, with
 no records (a restore indexes what it puts back); `trash-item` starts an item's folder afresh,
 `trash-purge` removes it; `version` keeps a small version's bytes by hash, `version-drop` removes
-bytes no version names any more.
+bytes no version names any more; `dir`, `small`, `link` with `snapshot` (an id) write into that
+snapshot's folder of the snapshot area, `snapshot-item` starts it afresh, `snapshot-drop` removes it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .. import content, paths
 from ..errors import BadRequestError, HyCloudError, NotFoundError
 from ..fs.namespace import Namespace, file_mode
 from ..fs.operations import FileSystem
+from ..fs.snapshots import SnapshotArea
 from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..linkfile import LinkFile
@@ -70,7 +72,23 @@ def apply_trash_op(fs: FileSystem, op: dict[str, Any]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
         return
-    ns, path = Namespace(area.root, op["trash"]), op["path"]
+    _write_kept(Namespace(area.root, op["trash"]), op)
+
+
+def apply_snapshot_op(fs: FileSystem, op: dict[str, Any]) -> None:
+    """An op on one snapshot of the standby's snapshot area (its record is the job's to write)."""
+    kind, area = op["op"], SnapshotArea(_namespaces_dir(fs), fs.user)
+    if kind == "snapshot-drop":
+        area.remove(op["snapshot"])
+    elif kind == "snapshot-item":  # an earlier copy cut short is started over
+        area.start(op["snapshot"])
+    else:
+        _write_kept(area.namespace(op["snapshot"]), op)
+
+
+def _write_kept(ns: Namespace, op: dict[str, Any]) -> None:
+    """A folder or file of a kept tree (a trash item's, a snapshot's): EFS only, no records."""
+    kind, path = op["op"], op["path"]
     if kind == "dir":
         ns.mkdir(path, parents=True)
     elif kind == "small":
@@ -79,7 +97,7 @@ def apply_trash_op(fs: FileSystem, op: dict[str, Any]) -> None:
     elif kind == "link":
         ns.write_link(path, LinkFile.from_bytes(base64.b64decode(op["data"])), parents=True)
     else:
-        raise HyCloudError(f"unknown trash op {kind!r}", code="bad-op", status=400)
+        raise HyCloudError(f"unknown kept op {kind!r}", code="bad-op", status=400)
 
 
 def apply_version_op(fs: FileSystem, op: dict[str, Any]) -> None:
@@ -98,6 +116,8 @@ def apply_version_op(fs: FileSystem, op: dict[str, Any]) -> None:
 def apply_op(fs: FileSystem, op: dict[str, Any]) -> None:
     if "trash" in op:
         return apply_trash_op(fs, op)
+    if "snapshot" in op:
+        return apply_snapshot_op(fs, op)
     if op["op"] in ("version", "version-drop"):
         return apply_version_op(fs, op)
     kind, path = op["op"], op["path"]
@@ -122,6 +142,8 @@ def apply_ops(fs: FileSystem, ops: list[dict[str, Any]]) -> dict[str, Any]:
         try:
             apply_op(fs, op)
         except (HyCloudError, OSError) as err:
-            which: dict[str, Any] = {k: op[k] for k in ("trash", "hash") if k in op}  # a kept op's own
+            which: dict[str, Any] = {
+                k: op[k] for k in ("trash", "snapshot", "hash") if k in op
+            }  # a kept op's
             failed.append({"path": op.get("path"), "op": op.get("op"), **which, "error": str(err)})
     return {"applied": len(ops) - len(failed), "failed": failed}

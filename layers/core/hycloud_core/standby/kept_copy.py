@@ -1,4 +1,4 @@
-"""What a user's trash and version history keep, brought in step on the standby (issue 31).
+"""What a user's trash, version history and snapshots keep, brought in step on the standby.
 
 Neither lives in the namespace the Merkle exchange compares (namespace_copy.py): the trash is a
 tree of its own on EFS (`trash/<user>/<item id>/<name>`) with one `TRASH#<user>` record per item,
@@ -15,7 +15,11 @@ primary's table are compared with the standby's, and only what differs is sent:
 - a version record that is new or changed: its content first (a small version's bytes, unless a
   standby record names them already; a large version's object record and content), then the
   record, as the primary wrote it (same version id, time and author);
-- a version record the primary dropped: the record deleted, then bytes no record names any more.
+- a version record the primary dropped: the record deleted, then bytes no record names any more;
+- a snapshot (`snapshots/<user>/<id>/...`, one `SNAP#<user>` record by name) as the trash's items
+  are: a ready one the standby lacks is sent as snapshot ops (its tree, link files' content
+  first), its record written once it landed; one the primary removed (or whose name now
+  names another snapshot) is removed on the standby, tree then record. Snapshots never change.
 
 The trash's folder entries (`NS#` items below the trash's root) are not copied: folder ids are
 each table's own, and a restore indexes the tree it puts back from EFS (fs/trash.py).
@@ -23,8 +27,9 @@ each table's own, and a restore indexes the tree it puts back from EFS (fs/trash
 Incremental: comparing the partitions reads every item of both, so it runs only when something
 may have changed. Every change of the trash or the history comes with a change of the user's
 Merkle root (an overwrite, a delete, `rm -r`, a restore) or of the trash area's listing on EFS
-(an item emptied or purged), or is the trash's retention setting; their fingerprint (the root's
-generation, one record read, one directory listing) is kept per user in the standby's table
+(an item emptied or purged), or is the trash's retention setting, and every snapshot made or
+removed changes the snapshot area's listing; their fingerprint (the root's generation, one record
+read, two directory listings) is kept per user in the standby's table
 (`REPL#KEPT`, `<user>`) once a comparison landed whole. A request writes its version or trash
 record moments after its Merkle change, under its lease, so a fingerprint counts as settled only
 when a comparison began `SETTLE_S` after it was first seen; until then every pass compares again.
@@ -47,11 +52,14 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..fs.namespace import Namespace
+from ..fs.snapshots import SnapshotArea
 from ..fs.trash import TrashArea
 from ..fs.version_copies import VersionCopies
 from ..store.locks import LEASE_S
 from ..store.merkle_records import ROOT, MerkleRecords
 from ..store.pages import query_items
+from ..store.snapshot_records import PREFIX as SNAPSHOT_PREFIX
+from ..store.snapshot_records import READY
 from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
@@ -81,14 +89,23 @@ def _trash_ops(area: TrashArea, item_id: str) -> Iterator[Op]:
     yield from ({**op, "trash": item_id} for op in ops if op is not None)
 
 
-def fingerprint(user: str, area: TrashArea, source: Any) -> str:
-    """What changes whenever the user's trash or history may have: the Merkle root's generation
-    (its hash would come back after a file removed and restored), the trash area's items on EFS
-    and the trash's retention setting."""
+def _snapshot_ops(area: SnapshotArea, snap_id: str) -> Iterator[Op]:
+    """The snapshot's tree as the primary holds it, parents first; nothing when it is gone."""
+    tree = area.tree(snap_id)
+    if tree is None:
+        return
+    yield {"op": "snapshot-item", "snapshot": snap_id}
+    yield from ({**op, "snapshot": snap_id} for op in tree_ops(tree, "/") if op is not None)
+
+
+def fingerprint(user: str, area: TrashArea, source: Any, snapshots: SnapshotArea) -> str:
+    """What changes whenever the user's trash, history or snapshots may have: the Merkle root's
+    generation (its hash would come back after a file removed and restored), the trash area's
+    items on EFS, the trash's retention setting and the snapshot area's snapshots."""
     root = (MerkleRecords(source, user).get(ROOT) or {}).get("gen")  # new at every change below
     key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
     setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
-    seen = [root, None if setting is None else int(setting), area.item_ids()]
+    seen = [root, None if setting is None else int(setting), area.item_ids(), snapshots.ids()]
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
 
 
@@ -112,19 +129,20 @@ class KeptCopy:
         self.user, self.source, self.target = user, source, target
         self.apply, self.before_link = apply, before_link
         self.area = TrashArea(namespaces_dir, user)
+        self.snapshot_area = SnapshotArea(namespaces_dir, user)
         self.copies = VersionCopies(namespaces_dir, user)
         self.sent = self.failed = 0
 
     def _send(self, ops: Iterable[Op]) -> set[str]:
-        """Send `ops`; the trash items and version hashes of those that failed."""
+        """Send `ops`; the trash items, snapshots and version hashes of those that failed."""
         sent, failed = send(self.user, ops, self.apply, self.before_link)
         self.sent, self.failed = self.sent + sent, self.failed + len(failed)
-        return {str(f.get("trash") or f.get("hash")) for f in failed}
+        return {str(f.get("trash") or f.get("snapshot") or f.get("hash")) for f in failed}
 
     def run(self, force: bool = False) -> dict[str, int]:
         """Bring the trash and the history in step unless nothing changed since a settled
         comparison (`force`: compare anyway); ops sent and failed."""
-        now, seen = time.time(), fingerprint(self.user, self.area, self.source)
+        now, seen = time.time(), fingerprint(self.user, self.area, self.source, self.snapshot_area)
         key = {"pk": STATE_PK, "sk": self.user}
         state = self.target.get_item(Key=key, ConsistentRead=True).get("Item")
         same = state is not None and state["seen"] == seen
@@ -132,6 +150,7 @@ class KeptCopy:
             return {"ops": 0, "failed": 0}
         self.trash()
         self.history()
+        self.snapshots()
         if not self.failed:
             since = state["since"] if same and state is not None else Decimal(repr(round(now, 3)))
             self.target.put_item(
@@ -166,6 +185,30 @@ class KeptCopy:
         for sk in gone:
             if sk[len(ITEM) :] not in still:
                 self.target.delete_item(Key={"pk": pk, "sk": sk})
+
+    # --- the snapshots ------------------------------------------------------------------------------
+    def snapshots(self) -> None:
+        pk = f"{SNAPSHOT_PREFIX}{self.user}"
+        ours, theirs = partition(self.source, pk), partition(self.target, pk)
+        ready = {sk: i for sk, i in ours.items() if i.get("state") == READY}
+        stale = {sk: i for sk, i in theirs.items() if sk not in ready or ready[sk]["id"] != i["id"]}
+        dropped = self._send({"op": "snapshot-drop", "snapshot": str(i["id"])} for i in stale.values())
+        for sk, item in stale.items():
+            if str(item["id"]) not in dropped:
+                self.target.delete_item(Key={"pk": pk, "sk": sk})
+        wanted = {sk: i for sk, i in ready.items() if theirs.get(sk) != i}
+        offered: set[str] = set()
+
+        def trees() -> Iterator[Op]:
+            for item in wanted.values():
+                for op in _snapshot_ops(self.snapshot_area, str(item["id"])):  # none when gone meanwhile
+                    offered.add(str(item["id"]))
+                    yield op
+
+        landed = offered - self._send(trees())
+        for item in wanted.values():
+            if str(item["id"]) in landed:
+                self.target.put_item(Item=item)
 
     # --- the history -------------------------------------------------------------------------------
     def history(self) -> None:

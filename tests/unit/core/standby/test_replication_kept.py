@@ -5,6 +5,7 @@ bucket). What the primary purges goes from the standby too; a pass with nothing 
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 
@@ -68,6 +69,32 @@ def test_trash_and_history_survive_a_failover_byte_exact(pair):
     gone = next(i for i in standby_fs.trash.listing() if i.path == "/gone.txt")
     standby_fs.trash.restore(gone.item)
     assert standby_fs.ns.read("/gone.txt") == b"soon in the trash"
+
+
+def test_snapshots_survive_a_failover_and_one_removed_goes_from_the_standby(pair):
+    """A snapshot is a tree of its own beside the namespace (fs/snapshots.py), which the Merkle
+    exchange never sees: it comes by the kept ops, its record once its tree landed, and restores
+    on the standby byte-exact after the files it copied were changed and removed."""
+    from hycloud_core.fs.snapshots import Snapshots
+
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    tree = at_home(primary)
+    Snapshots(primary).create("/p", "before")
+    put(primary, "/p/a.txt", b"changed")
+    primary.trash_tree("/p/sub")
+    run_pass(table, ns_dir, standby)
+
+    mirrored = Snapshots(standby_fs)
+    assert mirrored.listing() == Snapshots(primary).listing()
+    assert run_pass(table, ns_dir, standby)["copied"] == 0  # nothing new: nothing sent
+    mirrored.restore("before", to="/back")  # as after a failover
+    assert {p: standby_bytes(standby_fs, p.replace("/p/", "/back/", 1)) for p in tree} == tree
+    Snapshots(primary).create("/p", "again")
+    Snapshots(primary).remove("before")
+    run_pass(table, ns_dir, standby)
+    assert [s.name for s in mirrored.listing()] == ["again"]
+    assert sorted(os.listdir(mirrored.area.root)) == [Snapshots(primary).get("again").id]
 
 
 def test_what_the_primary_purges_goes_from_the_standby_and_nothing_new_sends_nothing(pair):
@@ -138,13 +165,13 @@ def test_a_user_is_compared_until_the_change_settles_then_not_at_all(pair, monke
     monkeypatch.setattr(kept_copy.time, "time", lambda: clock)
     reads.clear()
     run_pass(table, ns_dir, standby)  # begun SETTLE_S after the change was seen: settles it
-    assert len(reads) == 4
+    assert len(reads) == 6
     reads.clear()
     assert run_pass(table, ns_dir, standby)["in_step"] and reads == []  # settled and unchanged
 
     primary.trash.empty()  # no namespace change: the trash area's listing tells
     run_pass(table, ns_dir, standby)
-    assert len(reads) == 4 and standby_fs.trash.listing() == []
+    assert len(reads) == 6 and standby_fs.trash.listing() == []
 
 
 def test_a_file_removed_and_restored_between_passes_still_brings_its_version(pair, monkeypatch):
