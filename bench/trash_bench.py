@@ -4,7 +4,7 @@
 For each size a tree of N small files (100 B, 10 per folder) is uploaded in bundles, then timed:
 HyCloud `rmdir(recursive=True)` (the API answer: one EFS rename, one folder entry and one Merkle
 tombstone; what it held counted for 0.1 s at most, a larger tree's left pending), HyCloud
-`trash_restore` (the rename back plus the records written again), and on a local temporary folder the same tree's `mv` into a trash folder and `rm -r`; then HyCloud's `trash empty` of
+`trash_restore` (the rename back and the folder's entry with all below it), and on a local temporary folder the same tree's `mv` into a trash folder and `rm -r`; then HyCloud's `trash empty` of
 the tree: the API's answer (the item claimed; a tree of more than 200 files left to the emptying
 job) and the time until all of it is removed (the job followed to its end).
 

@@ -203,12 +203,15 @@ class Trash:
                 raise NotFoundError(f"no item {item_id} in the trash", code="trash-item-not-found") from None
             self.records.delete(item_id)
             shutil.rmtree(self.area.folder(item_id), ignore_errors=True)
-            fs.records.from_trash(fs.user, item_id, dst)  # its records back at once, then checked
-            self._index(dst)
+            if fs.records.from_trash(fs.user, item_id, dst):  # the folder's entry, and all below it
+                fs.merkle.dir_made(dst)  # its node names its id again: the nodes below kept their hashes
+            else:  # a file, or a folder trashed without its entry (a crash, an older layout)
+                self._index(dst)
         return fs.ns.stat(dst), item
 
     def _index(self, path: str) -> None:
-        """File records and Merkle nodes of a tree just put back (O(files): a restore is rare)."""
+        """File records and Merkle nodes of what was put back with no folder entry to bring them
+        (O(files))."""
         fs, dirs, files = self.fs, list[str](), list[str]()
         for step in walk(fs.ns, path, PRE):
             (dirs if step.is_dir else files).append(under(path, step.rel))
