@@ -56,7 +56,7 @@ def _table():
 def sweep(spec: SweepSpec) -> dict:
     """Reclaim blocks no link names, in every bucket (hourly, and on demand)."""
     grace = CONFIG.gc_grace_s if spec.grace_s is None else spec.grace_s
-    result = sweep_blocks(BlockStore(reachable(_table()), _s3), CONFIG.namespaces_dir, grace)
+    result = sweep_blocks(BlockStore(reachable(_table()), _s3), CONFIG.namespaces_dir, grace, table=_table())
     logger.info("block sweep", extra={"listed": result.listed, "deleted": sum(result.deleted.values())})
     return {"state": "succeeded", **asdict(result)}
 

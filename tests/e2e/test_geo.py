@@ -16,10 +16,13 @@ from hycloud.transfer.coded import plan_queues, setup_seconds
 from hycloud_core import content, paths
 from hycloud_core.codec.erasure import encode_stream
 from hycloud_core.codec.layout import CodedLayout, block_key
+from hycloud_core.coded.sweep import version_blocks
 from hycloud_core.merkle.hashing import file_hash
 from hycloud_core.placement.ring import HashRing
+from hycloud_core.store.version_records import VersionRecords
 from infra.local import deploy as local
 from tests.e2e.conftest import _make_user
+from tests.e2e.invariants import records
 from tests.e2e.operator_jobs import run_operator_job
 
 MiB = 1024 * 1024
@@ -595,17 +598,23 @@ def test_dedup_and_reclamation_across_instances_leave_no_orphan_block(
     bob.sdk().rm("/twin-b.bin")
     for user, path in ((alice, "/twin-a.bin"), (bob, "/twin-b.bin")):
         user.sdk().trash_empty(_trashed(user, path))
+    _sweep(deployment, instances)  # the versions `rm` kept still name them: restorable, kept
+    assert _stored(deployment, instances, blocks) == {d for _, d, _ in blocks}
+    for user in (alice, bob):  # as upkeep drops them once the retention has passed
+        kept = VersionRecords(records(deployment).table, user.id)
+        kept.delete([v for v in kept.all() if v.path.startswith("/twin-")])
     result = _sweep(deployment, instances)
     assert _stored(deployment, instances, blocks) == set()
     assert sum(result["deleted"].values()) >= len(blocks)
     # every block left in any bucket is named by some link file (a retained version's, a trashed or
-    # snapshotted file's too): no orphans
+    # snapshotted file's too) or a kept version's record: no orphans
     linked, efs = set(), deployment.efs_root()
     for path in [p for area in ("ns", "trash", "snapshots") for p in efs.joinpath(area).rglob("*")]:
         if path.is_file() and path.stat().st_mode & 0o1000:
             doc = json.loads(path.read_bytes())
             layouts = [doc.get("erasure") or {}, *doc.get("history_erasure", {}).values()]
             linked |= {b["hash"] for layout in layouts for c in layout.get("chunks", []) for b in c["blocks"]}
+    linked |= version_blocks(records(deployment).table, time.time())  # and the kept versions' records
     for region, out in instances.items():
         listed = deployment.client("s3", region).list_objects_v2(Bucket=out["BucketName"], Prefix="blocks/")
         assert {o["Key"][len("blocks/") :] for o in listed.get("Contents", [])} <= linked

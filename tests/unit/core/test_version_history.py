@@ -209,3 +209,24 @@ def test_a_copy_still_linked_elsewhere_or_fresh_is_not_purged(alice, moto_filesy
     with pytest.raises(NotFoundError) as err:
         alice.history.restore("/p")
     assert err.value.code == "content-gone"
+
+
+def test_a_coded_version_restores_as_a_coded_link_with_its_layout(alice):
+    """Its record holds the layout (numbers and all, read back from DynamoDB): the restore links
+    it with that layout, touching no object (a coded file has none)."""
+    from hycloud_core.store.version_records import VersionRecord
+
+    layout = {
+        "n": 3,
+        "k": 2,
+        "chunk_size": 4,
+        "chunks": [{"length": 7, "blocks": [{"hash": "b1", "size": 4}]}],
+    }
+    now = time.time()
+    kept = VersionRecord(
+        "/c.bin", "v1", "large", "c" * 64, 7, now, "alice", now, "delete", now + 99, erasure=layout
+    )
+    VersionRecords(alice.records.table, alice.user).put(kept)
+    entry, record = alice.history.restore("/c.bin", "v1", to="/back.bin")
+    assert entry.path == "/back.bin" and record.version == "v1"
+    assert alice.ns.read_link("/back.bin").erasure == layout

@@ -15,9 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from boto3.dynamodb.conditions import Attr
+
 from ..fs.blocks import BlockStore
 from ..linkfile import link_files_under
 from ..store.collector import kept_areas
+from ..store.version_records import PREFIX as VERSION_PREFIX
 
 
 @dataclass
@@ -40,10 +43,33 @@ def _layouts(namespaces_dir: str) -> Iterator[dict[str, Any]]:
             yield from link.history_erasure.values()
 
 
-def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None) -> Sweep:
-    """Delete unlinked blocks older than `grace_s` from every bucket."""
-    cutoff = (time.time() if now is None else now) - grace_s
-    marks = linked_blocks(namespaces_dir)
+def version_blocks(table: Any, now: float) -> set[str]:
+    """Every block hash a kept version's record names (store/version_records.py `erasure`): once
+    its file is gone and its trash item emptied, the record alone keeps the version restorable.
+    One scan of the table, of the version records that have a layout."""
+    kwargs: dict[str, Any] = {
+        "FilterExpression": Attr("pk").begins_with(VERSION_PREFIX) & Attr("erasure").exists(),
+        "ProjectionExpression": "erasure, expires",
+    }
+    marks: set[str] = set()
+    while True:
+        page = table.scan(**kwargs)
+        for item in page["Items"]:
+            if float(item.get("expires", 0)) > now:
+                marks |= {b["hash"] for c in item["erasure"]["chunks"] for b in c["blocks"]}
+        if "LastEvaluatedKey" not in page:
+            return marks
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def sweep_blocks(
+    store: BlockStore, namespaces_dir: str, grace_s: float, now: float | None = None, table: Any = None
+) -> Sweep:
+    """Delete unlinked blocks older than `grace_s` from every bucket: no link file names them,
+    nor (with `table`) any kept version's record."""
+    now = time.time() if now is None else now
+    cutoff = now - grace_s
+    marks = linked_blocks(namespaces_dir) | (version_blocks(table, now) if table is not None else set())
     candidates: list[tuple[str, str]] = []
     result = Sweep()
     for region in store.regions:
@@ -51,7 +77,7 @@ def sweep_blocks(store: BlockStore, namespaces_dir: str, grace_s: float, now: fl
             result.listed += 1
             if block_hash not in marks and written < cutoff:
                 candidates.append((region, block_hash))
-    marks |= linked_blocks(namespaces_dir)
+    marks |= linked_blocks(namespaces_dir) | (version_blocks(table, now) if table is not None else set())
     result.marked = len(marks)
     for region in store.regions:
         gone = [h for r, h in candidates if r == region and h not in marks]

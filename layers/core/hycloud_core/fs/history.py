@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import content, paths
-from ..errors import ConflictError, NotFoundError
+from ..errors import NotFoundError
 from ..store.version_records import VersionRecord, VersionRecords, new_version_id
 from .namespace import Entry
 from .version_copies import VersionCopies
@@ -107,12 +107,10 @@ class History:
         removed since are made again."""
         record = self.find(path, version)
         dst = paths.normalize(to or path)
-        if record.erasure:
-            raise ConflictError(
-                "restoring an erasure-coded version is not supported yet", code="coded-version"
-            )
         if record.kind == "large":
-            entry = self.fs.relink(dst, record.content_hash, record.size, record.sha256, parents=True)
+            entry = self.fs.relink(
+                dst, record.content_hash, record.size, record.sha256, parents=True, erasure=record.erasure
+            )
             return entry, record
         data = self.copies.read(record.content_hash)
         return self.fs.put_small(dst, data, hashlib.sha256(data).hexdigest(), parents=True), record

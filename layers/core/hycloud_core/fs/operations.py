@@ -219,16 +219,23 @@ class FileSystem:
             return self._link(path, content_hash, size, mtime, sha256=sha256)
 
     def relink(
-        self, path: str, content_hash: str, size: int, sha256: str | None = None, parents: bool = False
+        self,
+        path: str,
+        content_hash: str,
+        size: int,
+        sha256: str | None = None,
+        parents: bool = False,
+        erasure: dict[str, Any] | None = None,
     ) -> Entry:
-        """Link content already stored (a kept version being restored) at `path`; 404 when the
-        collector has reclaimed it."""
+        """Link content already stored (a kept version being restored) at `path`: an object (404
+        when the collector has reclaimed it) or, with `erasure`, a coded file's blocks (kept by
+        the block sweep while a version record names them: coded/sweep.py)."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, size):
             self._require_parent(path, parents)
-            if not self.objects.touch(content_hash):
+            if erasure is None and not self.objects.touch(content_hash):
                 raise NotFoundError("this version's content is no longer stored", code="content-gone")
-            return self._link(path, content_hash, size, sha256=sha256)
+            return self._link(path, content_hash, size, sha256=sha256, erasure=erasure)
 
     def _require_parent(self, path: str, parents: bool) -> None:
         if parents:

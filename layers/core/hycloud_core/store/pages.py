@@ -11,14 +11,19 @@ BATCH_GET = 100  # keys of one BatchGetItem
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:
-    """DynamoDB returns Decimal; callers want int/float."""
-    out = {}
-    for k, v in item.items():
-        if isinstance(v, Decimal):
-            out[k] = int(v) if v == int(v) else float(v)
-        else:
-            out[k] = v
-    return out
+    """DynamoDB returns Decimal; callers want int/float, inside maps and lists too (a coded
+    version's layout, read back and written into a link file as JSON)."""
+    return {k: _number(v) for k, v in item.items()}
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == int(value) else float(value)
+    if isinstance(value, dict):
+        return {k: _number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_number(v) for v in value]
+    return value
 
 
 def query_items(

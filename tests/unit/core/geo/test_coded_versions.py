@@ -40,3 +40,20 @@ def test_the_sweep_keeps_the_blocks_of_trashed_and_snapshotted_coded_files(tmp_p
     _link_at(tmp_path / "trash" / "u" / "1764400000000-0a1b2c3d" / "gone.bin", layout("trashed"))
     _link_at(tmp_path / "snapshots" / "u" / "s1" / "kept.bin", layout("snapshotted"))
     assert linked_blocks(str(tmp_path / "ns")) == {"live", "trashed", "snapshotted"}
+
+
+def test_the_sweep_keeps_the_blocks_a_kept_version_record_names_until_it_expires(moto_filesystems):
+    """Once the file is gone and its trash emptied, the version record alone names the layout."""
+    from hycloud_core.coded.sweep import version_blocks
+    from hycloud_core.store.version_records import VersionRecord, VersionRecords
+
+    table = moto_filesystems.records.table
+    records = VersionRecords(table, "u")
+    for digest, expires, hashes in (("kept", 2000.0, ("b1", "b2")), ("expired", 500.0, ("b3",))):
+        layout = {**LAYOUT, "chunks": [{"blocks": [{"hash": h} for h in hashes]}]}
+        records.put(
+            VersionRecord(
+                "/f", f"v-{digest}", "large", digest, 4, 0.0, "u", 0.0, "delete", expires, erasure=layout
+            )
+        )
+    assert version_blocks(table, now=1000.0) == {"b1", "b2"}
