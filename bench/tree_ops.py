@@ -72,7 +72,7 @@ def hycloud_row(hc: HyCloud, work: Path, label: str, rels: list[str], repeat: in
         copy_ms = _ms(partial(hc.cp, where, f"{root}/c"))
         hc.rmdir(f"{root}/c", recursive=True)
     removals = []
-    for i in range(max(1, repeat // 2) if len(rels) <= 1000 else 1):  # a restore re-indexes: O(files)
+    for i in range(max(1, repeat // 2)):  # a restore brings the folder's entry back: O(depth)
         if i:
             item = hc.trash()["items"][0]["item"]
             hc.trash_restore(item)
