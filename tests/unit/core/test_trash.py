@@ -287,8 +287,8 @@ def test_emptying_an_item_past_the_inline_limit_leaves_it_to_steps_that_remove_i
 
 def test_a_count_past_its_deadline_begins_no_further_folder(bob, monkeypatch):
     """rm -r's inline count stops at its budget: the trashed folder's own level is always read,
-    and below it no folder is begun once the deadline has passed (each Query here takes 1 s of
-    a fake clock, one folder at a time)."""
+    and below it no read is begun once the deadline has passed, not even a folder's second
+    (each Query here takes 1 s of a fake clock, one folder at a time)."""
     from types import SimpleNamespace
 
     from hycloud_core.store import dir_index
@@ -308,7 +308,8 @@ def test_a_count_past_its_deadline_begins_no_further_folder(bob, monkeypatch):
     monkeypatch.setattr(dir_index, "_POOL", SimpleNamespace(map=lambda fn, *its: list(map(fn, *its))))
     folder = bob.records.dirs.resolver("bob").dir_id("/big")
     assert bob.records.dirs.subtree("bob", folder, "/big", deadline=2.5) is None
-    assert len(queries) == 4  # /big's entries and files, then one folder below before 2.5 s passed
+    # /big's entries and files, then one read below before 2.5 s passed: none begun after it
+    assert queries[:2] == [f"D#{folder}/", f"F#{folder}/"] and len(queries) == 3
     clock[0], queries[:] = 0.0, []
     whole = bob.records.dirs.subtree("bob", folder, "/big", deadline=100.0)
     assert whole is not None and len(whole.files) == 6 and len(queries) == 14
