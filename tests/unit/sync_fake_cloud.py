@@ -24,6 +24,7 @@ class FakeCloud:
         self.http = type("H", (), {"base": "http://fake"})()
         self.store = type("S", (), {"user": "u1"})()
         self.before_write = None  # another device's write, between the exchange and a push
+        self.before_move = None  # another device's write, between the exchange and a move
 
     def _tree(self):
         entries = {d: DirEntry() for d in self.dirs}
@@ -88,8 +89,11 @@ class FakeCloud:
         self._parents(path + "/x")
         return {"path": path}
 
-    def mv(self, src, dst, **_):
+    def mv(self, src, dst, expect=None, **_):
         self.calls.append(f"mv {src} {dst}")
+        if self.before_move:
+            self.before_move(src, dst)
+        self._check(dst, expect)
         self._parents(dst)
         self.files[dst] = self.files.pop(src)
 

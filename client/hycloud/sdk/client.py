@@ -258,16 +258,20 @@ class HyCloud:
             body["to"] = paths.normalize(to)
         return self.http.json("POST", "/v1/restore", json=body)
 
-    def mv(self, src: str, dst: str, progress: Progress | None = None) -> dict:
-        return self._tree_op("/v1/move", src, dst, progress)
+    def mv(self, src: str, dst: str, progress: Progress | None = None, expect: str | None = None) -> dict:
+        """Move or rename; a file at `dst` is replaced (and kept as a version) unless `expect`
+        names what `dst` must hold (`preconditions.ABSENT`: nothing)."""
+        return self._tree_op("/v1/move", src, dst, progress, expect)
 
-    def cp(self, src: str, dst: str, progress: Progress | None = None) -> dict:
-        return self._tree_op("/v1/copy", src, dst, progress)
+    def cp(self, src: str, dst: str, progress: Progress | None = None, expect: str | None = None) -> dict:
+        return self._tree_op("/v1/copy", src, dst, progress, expect)
 
-    def _tree_op(self, route: str, src: str, dst: str, progress: Progress | None) -> dict:
+    def _tree_op(
+        self, route: str, src: str, dst: str, progress: Progress | None, expect: str | None = None
+    ) -> dict:
         """Move or copy; a large tree is handled by a job this call follows to its end."""
         body = {"src": paths.normalize(src), "dst": paths.normalize(dst)}
-        response = self.http.request("POST", route, json=body)
+        response = self.http.request("POST", route, json=body, headers=preconditions.headers(expect))
         if response.status_code == 202:
             tree_jobs.follow(self.http, response.json(), progress)
             return self.stat(dst)

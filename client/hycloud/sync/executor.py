@@ -218,7 +218,7 @@ def _send_loser(ctx: Context, c: Conflict) -> None:
 def _send_local_winner(ctx: Context, c: Conflict) -> None:
     """Pull, the local version won: the cloud's version (already fetched beside it) moves aside in
     the cloud too, and the local one goes up to the path."""
-    ctx.client.mv(ctx.remote(c.rel), ctx.remote(c.loser_name))
+    ctx.client.mv(ctx.remote(c.rel), ctx.remote(c.loser_name), expect=preconditions.ABSENT)
     digest = content.hash_file(ctx.path(c.loser_name))[0]
     f = remember_file(ctx.state, ctx.path(c.loser_name), digest)
     ctx.state.record(c.loser_name, BaseEntry(merkle_of(digest), digest, f.mtime))
@@ -245,8 +245,11 @@ def _upload(ctx: Context, rel: str, f: LocalFile) -> None:
 
 
 def _move(ctx: Context, old: str, new: str, push: bool, record: bool = True) -> None:
+    """A rename, or a conflict's losing version set aside. In the cloud the destination must
+    still be free: a move onto a file another device wrote there since the exchange would replace
+    it (kept only as a version); refused, it is raced, and the next pass plans it again."""
     if push:
-        ctx.client.mv(ctx.remote(old), ctx.remote(new))
+        ctx.client.mv(ctx.remote(old), ctx.remote(new), expect=preconditions.ABSENT)
     else:
         ctx.path(new).parent.mkdir(parents=True, exist_ok=True)
         os.replace(ctx.path(old), ctx.path(new))

@@ -281,3 +281,27 @@ def test_a_file_other_devices_keep_writing_during_the_sync_still_goes_up(tmp_pat
     assert cloud.files["/r/a"][0] == b"mine"
     kept = {data for p, (data, _) in cloud.files.items() if p.startswith("/r/a.conflict-")}
     assert kept == {b"dev1", b"dev2", b"dev3"}
+
+
+def test_a_move_never_replaces_what_another_device_just_wrote_at_its_destination(tmp_path, monkeypatch):
+    """Setting the cloud's version aside (local won a conflict) moves it to a name the exchange
+    saw free; another device's conflict copy of the same second can take that name meanwhile. The
+    move names the destination as absent, so it is refused and the next pass picks another name:
+    every version stays in the tree (a move onto a file replaces it, keeping it only in history)."""
+    monkeypatch.setattr("hycloud.sync.run.RACE_PAUSE", 0.0)
+    cloud, local = FakeCloud(), tmp_path / "mv"
+    tree(local, {"a": b"base"})
+    sync(cloud, local, "/r", "push")
+    write(local / "a", b"mine", mtime=6000.0)
+    cloud.files["/r/a"] = (b"theirs", 5000.0)  # older: mine wins, theirs is set aside
+
+    def other_device(src: str, dst: str) -> None:
+        if ".conflict-" in dst and cloud.before_move:
+            cloud.before_move = None
+            cloud.files[dst] = (b"another device's copy", 5000.0)
+
+    cloud.before_move = other_device
+    report = sync(cloud, local, "/r", "push")
+    assert report["failed"] == []
+    kept = sorted(data for p, (data, _) in cloud.files.items() if p.startswith("/r/a"))
+    assert kept == sorted([b"mine", b"theirs", b"another device's copy"])
