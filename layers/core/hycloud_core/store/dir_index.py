@@ -202,8 +202,11 @@ class DirIndex:
         """A folder's entries and file records; None once `until` has passed, before either read
         (a read begun just before it ends after it: `rm -r`'s inline count overran by two)."""
         fid, at = folder
-        passed = lambda: until is not None and time.monotonic() > until  # noqa: E731
-        if passed():
+        if _passed(until):
             return None
         dirs = _query(self.table, pk, f"D#{fid}/")
-        return None if passed() else (fid, at, dirs, _query(self.table, pk, f"F#{fid}/"))
+        return None if _passed(until) else (fid, at, dirs, _query(self.table, pk, f"F#{fid}/"))
+
+
+def _passed(until: float | None) -> bool:
+    return until is not None and time.monotonic() > until
