@@ -20,6 +20,7 @@ from boto3.dynamodb.conditions import Attr
 from ..fs.blocks import BlockStore
 from ..linkfile import link_files_under
 from ..store.collector import kept_areas
+from ..store.pages import scan_items
 from ..store.version_records import PREFIX as VERSION_PREFIX
 
 
@@ -47,19 +48,13 @@ def version_blocks(table: Any, now: float) -> set[str]:
     """Every block hash a kept version's record names (store/version_records.py `erasure`): once
     its file is gone and its trash item emptied, the record alone keeps the version restorable.
     One scan of the table, of the version records that have a layout."""
-    kwargs: dict[str, Any] = {
-        "FilterExpression": Attr("pk").begins_with(VERSION_PREFIX) & Attr("erasure").exists(),
-        "ProjectionExpression": "erasure, expires",
-    }
-    marks: set[str] = set()
-    while True:
-        page = table.scan(**kwargs)
-        for item in page["Items"]:
-            if float(item.get("expires", 0)) > now:
-                marks |= {b["hash"] for c in item["erasure"]["chunks"] for b in c["blocks"]}
-        if "LastEvaluatedKey" not in page:
-            return marks
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    kept = scan_items(
+        table,
+        FilterExpression=Attr("pk").begins_with(VERSION_PREFIX) & Attr("erasure").exists(),
+        ProjectionExpression="erasure, expires",
+    )
+    layouts = [i["erasure"] for i in kept if float(i.get("expires", 0)) > now]
+    return {b["hash"] for erasure in layouts for c in erasure["chunks"] for b in c["blocks"]}
 
 
 def sweep_blocks(
@@ -69,7 +64,11 @@ def sweep_blocks(
     nor (with `table`) any kept version's record."""
     now = time.time() if now is None else now
     cutoff = now - grace_s
-    marks = linked_blocks(namespaces_dir) | (version_blocks(table, now) if table is not None else set())
+
+    def named() -> set[str]:
+        return linked_blocks(namespaces_dir) | (version_blocks(table, now) if table is not None else set())
+
+    marks = named()
     candidates: list[tuple[str, str]] = []
     result = Sweep()
     for region in store.regions:
@@ -77,7 +76,7 @@ def sweep_blocks(
             result.listed += 1
             if block_hash not in marks and written < cutoff:
                 candidates.append((region, block_hash))
-    marks |= linked_blocks(namespaces_dir) | (version_blocks(table, now) if table is not None else set())
+    marks |= named()
     result.marked = len(marks)
     for region in store.regions:
         gone = [h for r, h in candidates if r == region and h not in marks]

@@ -148,7 +148,8 @@ class Trash:
     def listing(self) -> list[TrashItem]:
         """What the trash holds, newest first: pending items counted first, for READ_SETTLE_S in
         all; one not counted by then is listed pending (upkeep counts it whole)."""
-        return list(reversed([after for _, after in self._settle_all() if not after.emptying]))
+        listed = [i for i in self.records.all() if not i.emptying]  # an emptied one is its job's to count
+        return list(reversed([after for _, after in self._settle_all(listed)]))
 
     def settle(self, item: TrashItem, budget_s: float | None = None) -> TrashItem:
         """A pending item counted: its size and files written to its record and taken off the
@@ -169,12 +170,13 @@ class Trash:
     def settle_pending(self) -> int:
         """Count pending items for READ_SETTLE_S in all; how many were counted here (also the
         quota's last resort before it refuses a write)."""
-        return sum(1 for before, after in self._settle_all() if before.pending and not after.pending)
+        counted = self._settle_all(self.records.all())
+        return sum(1 for before, after in counted if before.pending and not after.pending)
 
-    def _settle_all(self) -> list[tuple[TrashItem, TrashItem]]:
+    def _settle_all(self, items: list[TrashItem]) -> list[tuple[TrashItem, TrashItem]]:
         """Each item as held and as after counting it (pending ones for READ_SETTLE_S in all)."""
         deadline = time.monotonic() + READ_SETTLE_S
-        return [(i, self.settle(i, max(0.0, deadline - time.monotonic()))) for i in self.records.all()]
+        return [(i, self.settle(i, max(0.0, deadline - time.monotonic()))) for i in items]
 
     def get(self, item_id: str) -> TrashItem:
         item = self.records.get(checked_item_id(item_id))
@@ -240,7 +242,7 @@ class Trash:
             if item.pending and inline_files == math.inf:
                 item = self.settle(item)
             small = not item.pending and item.files <= inline_files
-            left |= not (small and self._remove(item, None, inline_files))
+            left |= not (small and self._remove(item, None, inline_files)[1])
         return emptied, left
 
     def drain(self, deadline: float, limit: int) -> Drained:
@@ -255,7 +257,9 @@ class Trash:
         for item in items:
             if item.pending or time.monotonic() > deadline or out.files >= limit:
                 break
-            if not self._remove(item, deadline, limit - out.files, out):
+            removed, done = self._remove(item, deadline, limit - out.files)
+            out.files += removed
+            if not done:
                 break
         out.finished = not self._emptying()
         return out
@@ -263,18 +267,15 @@ class Trash:
     def _emptying(self) -> list[TrashItem]:
         return [i for i in self.records.all() if i.emptying]
 
-    def _remove(
-        self, item: TrashItem, deadline: float | None, limit: float, out: Drained | None = None
-    ) -> bool:
-        """An emptied item's files, records and record, as far as `deadline` allows; whether all."""
+    def _remove(self, item: TrashItem, deadline: float | None, limit: float) -> tuple[int, bool]:
+        """An emptied item's files, records and record, as far as `deadline` and `limit` files
+        allow; (files removed, whether all of it went)."""
         until = math.inf if deadline is None else deadline
         removed, gone = self.area.remove_claimed(item.item, until, limit)
-        if out is not None:
-            out.files += removed
         if not gone or not self.fs.records.purge_trashed(self.fs.user, item.item, deadline):
-            return False
+            return removed, False
         self.records.delete(item.item)
-        return True
+        return removed, True
 
 
 @dataclass

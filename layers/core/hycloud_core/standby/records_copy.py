@@ -18,6 +18,8 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, ConditionBase
 from botocore.exceptions import ClientError
 
+from ..store.pages import scan_items
+
 COPIED = ("USER#", "KEY#", "USERID#", "OBJ#", "USAGE#")
 
 
@@ -37,13 +39,7 @@ def _scan(table: Any) -> Iterator[dict[str, Any]]:
     cond: ConditionBase = Attr("pk").begins_with(COPIED[0])
     for prefix in COPIED[1:]:
         cond = cond | Attr("pk").begins_with(prefix)
-    kwargs: dict[str, Any] = {"FilterExpression": cond, "ConsistentRead": True}
-    while True:
-        page = table.scan(**kwargs)
-        yield from page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return scan_items(table, FilterExpression=cond, ConsistentRead=True)
 
 
 def _key(item: dict[str, Any]) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from typing import Any
 from ..linkfile import link_files_under
 from .bloom import BloomFilter
 from .objects import LIVE, Objects
+from .pages import scan_items
 from .records import _plain
 from .version_records import PREFIX as VERSION_PREFIX
 
@@ -170,13 +171,7 @@ class Collector:
                 yield from (h for h, _ in link.history)
 
     def _scan(self) -> Iterator[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"ConsistentRead": True}
-        while True:
-            page = self.table.scan(**kwargs)
-            yield from (_plain(i) for i in page["Items"])
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return (_plain(i) for i in scan_items(self.table, ConsistentRead=True))
 
     # --- S3 objects without a record -----------------------------------------------------------
     def _delete_orphans(self, marks: BloomFilter, recorded: set[str], cutoff: float) -> list[str]:

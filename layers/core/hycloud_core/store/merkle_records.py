@@ -64,7 +64,7 @@ from ..merkle.exchange import VIRTUAL_ROOT, NodeSummary
 from ..merkle.hashing import dir_hash, file_hash
 from .dir_index import ROOT as ROOT_ID
 from .dir_index import TRASH, Resolver
-from .pages import plain, query_all
+from .pages import in_rounds, plain, query_all
 
 ROOT = "/"
 ROOT_SK = "/"
@@ -230,12 +230,7 @@ class MerkleRecords:
             for kids in found:
                 keys += [{"pk": self.pk, "sk": k["sk"]} for k in kids]
                 level += [str(k["id"]) for k in kids if k["kind"] == "dir" and k.get("id")]
-        keys.reverse()
-        for start in range(0, len(keys), DROP_ROUND):
-            if start and deadline is not None and time.monotonic() > deadline:
-                return False
-            self._delete(keys[start : start + DROP_ROUND])
-        return True
+        return in_rounds(keys[::-1], DROP_ROUND, deadline, self._delete)
 
     # --- what the route calls -----------------------------------------------------------------
     def answer(

@@ -1,8 +1,10 @@
-"""Reading the single table page after page (records.py holds its key design)."""
+"""Reading the single table page after page, and deleting from it in bounded rounds (records.py
+holds its key design)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from itertools import batched
 from typing import Any
@@ -41,6 +43,29 @@ def query_items(
         if "LastEvaluatedKey" not in page:
             return
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def scan_items(table: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item a scan with `kwargs` (a filter, a projection) finds, page after page, as stored."""
+    while True:
+        page = table.scan(**kwargs)
+        yield from page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def in_rounds(
+    keys: Sequence[dict[str, Any]], size: int, deadline: float | None, delete: Callable[[list[Any]], None]
+) -> bool:
+    """`delete` the keys `size` at a time, in order, until `deadline` (monotonic) has passed (one
+    round at least, so every call gets on); whether all went. A bounded purge orders its keys so
+    that what is left is still reached by the next call."""
+    for start in range(0, len(keys), size):
+        if start and deadline is not None and time.monotonic() > deadline:
+            return False
+        delete(list(keys[start : start + size]))
+    return True
 
 
 def batch_get(

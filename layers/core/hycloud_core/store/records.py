@@ -44,7 +44,7 @@ from .. import paths
 from .dir_index import ROOT, TRASH, DirIndex, Resolver, Subtree, file_sk
 from .merkle_records import MerkleRecords
 from .old_layout import old_file_key
-from .pages import plain
+from .pages import in_rounds, plain
 from .pages import query_all as query_all
 
 _plain = plain  # the name the store's modules import it by
@@ -264,10 +264,8 @@ class Records:
             return False
         below = self.dirs.subtree(user, dir_id, "/") or Subtree()
         keys = [{"pk": i["pk"], "sk": i["sk"]} for _, i in below.files] + below.entries[::-1]
-        for start in range(0, len(keys), DELETE_ROUND):
-            if start and deadline is not None and time.monotonic() > deadline:
-                return False
-            self._delete_keys(keys[start : start + DELETE_ROUND])
+        if not in_rounds(keys, DELETE_ROUND, deadline, self._delete_keys):
+            return False
         self._delete_keys([self.dirs.entry_key(r, f"/{item_id}")])
         return True
 
