@@ -61,6 +61,9 @@ class Version:
         )
 
 
+OPEN_S = 5.0  # how long a store being made tries again while the file is locked
+
+
 class VersionStore:
     """The store for one endpoint and API key; every method is one short transaction."""
 
@@ -71,15 +74,24 @@ class VersionStore:
         self.enabled = self._open()
 
     def _open(self) -> bool:
-        """Create the database; a place we cannot write to means a client without memory."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(self._connect()) as db, db:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(SCHEMA)
-            return True
-        except (OSError, sqlite3.Error):
-            return False
+        """Create the database; a place we cannot write to means a client without memory. A
+        `database is locked` comes at once, with no busy wait, while another store of the same
+        file sets its journal mode: tried again for OPEN_S, else this store would drop every
+        version it is told."""
+        deadline = time.monotonic() + OPEN_S
+        while True:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with closing(self._connect()) as db, db:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.executescript(SCHEMA)
+                return True
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    return False
+                time.sleep(0.02)
+            except (OSError, sqlite3.Error):
+                return False
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)

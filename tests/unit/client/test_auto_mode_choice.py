@@ -149,3 +149,39 @@ def test_a_job_faster_than_its_charges_leaves_a_small_positive_overhead(tmp_path
     store.add_rate("compute", 50 * MB)
     auto.learn_job(store, 10**9, 10**6, {}, 0.5, "down")
     assert 0 < auto.rates(store).overhead_s <= 0.2
+
+
+def test_a_store_opened_while_another_holds_the_lock_waits_for_it(tmp_path, monkeypatch):
+    """Stores made side by side on a new file: SQLite answers one `database is locked` at once
+    (no busy wait while the journal mode changes), and that store used to be off for good,
+    dropping every version it was told (the concurrent writers test lost 20 of 120 so)."""
+    import sqlite3
+
+    real, locked = VersionStore._connect, [True]
+
+    class LockedOnce:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            if locked[0]:
+                locked[0] = False
+                raise sqlite3.OperationalError("database is locked")
+            return self.db.execute(sql, *args)
+
+        def executescript(self, script):
+            return self.db.executescript(script)
+
+        def close(self):
+            self.db.close()
+
+        def __enter__(self):
+            self.db.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self.db.__exit__(*exc)
+
+    monkeypatch.setattr(VersionStore, "_connect", lambda self: LockedOnce(real(self)))
+    store = VersionStore("http://a", "key", tmp_path / "s.sqlite3")
+    assert store.enabled and not locked[0]
