@@ -5,15 +5,21 @@ by another upload or a delete of the same path) before anything is sent.
 
 An upload or delete names the version this device last agreed on at its path (`seen`): when
 another device wrote the path meanwhile, nothing is overwritten or deleted; an upload keeps both
-versions as sync does (the newer by mtime at the path, the other as a conflict copy beside it)."""
+versions as sync does (the newer by mtime at the path, the other as a conflict copy beside it).
+
+Every move names its destination as absent: a move onto a file replaces it (kept only as a
+version), and another device may have written there since this one looked (a conflict copy of
+the same second, a file at a rename's destination). Refused, the move tries the next free name
+(`_first_free`), a bounded number of times, and never replaces."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +38,7 @@ FIRST_WAIT, LONGEST_WAIT = 1.0, 30.0
 WINDOW = 2.0  # seconds of recent transfers the link's load is measured over
 MISMATCH = "version-mismatch"
 DEFAULT_CAPACITY = 50e6 / 8  # bytes/s until measured: the paper's 50 Mbit/s client link
+MAX_NAMES = 8  # names a move or conflict copy tries, each taken meanwhile, before it is failed
 
 
 class LinkMeter:
@@ -57,8 +64,10 @@ class LinkMeter:
         return link_congested(self.throughput(), self.capacity)
 
 
-def new_op(kind: OpKind, path: str, creates: bool = False, **data: object) -> LocalOp:
-    return LocalOp(uuid.uuid4().hex, kind, path, creates=creates, data=data)
+def new_op(
+    kind: OpKind, path: str, creates: bool = False, dest: str | None = None, **data: object
+) -> LocalOp:
+    return LocalOp(uuid.uuid4().hex, kind, path, dest=dest, creates=creates, data=data)
 
 
 class OperationQueue:
@@ -141,8 +150,7 @@ class OperationQueue:
         elif op.kind is OpKind.RMDIR:
             _quietly(lambda: client.rmdir(op.path), NotFoundError, ConflictError)
         elif op.kind is OpKind.MOVE:
-            assert op.dest is not None
-            client.mv(op.path, op.dest)
+            self._rename(op)
         else:
             raise ValueError(f"cannot queue a {op.kind.value}")
 
@@ -171,6 +179,22 @@ class OperationQueue:
             if err.code != MISMATCH:
                 raise
 
+    def _rename(self, op: LocalOp) -> None:
+        """To its destination if still free; another device wrote there since: beside it, under
+        a conflict name of this device, so both files are kept."""
+        assert op.dest is not None
+        src, dest = op.path, op.dest
+
+        def names() -> Iterator[str]:
+            yield dest
+            yield from _conflict_names(dest, this_device(), self._mtime(src))  # stat only if refused
+
+        _first_free(lambda name: self.client.mv(src, name, expect=ABSENT), names())
+
+    def _mtime(self, path: str) -> float:
+        """A cloud file's mtime, which names its conflict copy (now, when the cloud has none)."""
+        return float(self.client.stat(path).get("mtime") or time.time())
+
     def _keep_both(self, path: str, local: Path, keep: dict) -> None:
         """Another device wrote `path` since this one saw it: the newer by mtime stays there."""
         try:
@@ -179,10 +203,38 @@ class OperationQueue:
             self.client.put(local, path, expect=ABSENT, **keep)
             return
         if keep["mtime"] > theirs.get("mtime", 0):
-            self.client.mv(path, conflict_name(path, CLOUD, theirs.get("mtime", 0)))
+            aside = _conflict_names(path, CLOUD, theirs.get("mtime", 0))
+            _first_free(lambda name: self.client.mv(path, name, expect=ABSENT), aside)
             self.client.put(local, path, expect=ABSENT, **keep)
         else:
-            self.client.put(local, conflict_name(path, this_device(), keep["mtime"]), expect=ABSENT, **keep)
+            mine = _conflict_names(path, this_device(), keep["mtime"])
+            _first_free(lambda name: self.client.put(local, name, expect=ABSENT, **keep), mine)
+
+
+def _conflict_names(path: str, device: str, mtime: float) -> Iterator[str]:
+    """`conflict_name`'s candidates for one version: the plain name, then `-2`, `-3`, ..."""
+    taken: set[str] = set()
+    while True:
+        name = conflict_name(path, device, mtime, taken)
+        taken.add(name)
+        yield name
+
+
+def _first_free(place: Callable[[str], object], names: Iterable[str]) -> str:
+    """Write under the first of `names` the cloud still holds nothing at (`place` sends it with
+    expect=ABSENT). A name another device took since is refused, never replaced, and the next is
+    tried; after MAX_NAMES refusals the last refusal is raised (the operation is failed)."""
+    refused: ConflictError | None = None
+    for name in itertools.islice(names, MAX_NAMES):
+        try:
+            place(name)
+            return name
+        except ConflictError as err:
+            if err.code != MISMATCH:
+                raise
+            refused = err
+    assert refused is not None
+    raise refused
 
 
 def _quietly(step: Callable[[], object], *errors: type[Exception]) -> None:
