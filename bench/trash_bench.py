@@ -90,6 +90,10 @@ def row(hc: HyCloud, work: Path, files: int) -> dict:
 Column = tuple[str, str, str]  # header, the row's key, format
 
 
+def _cell(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
 def sized_main(name: str, row_of: Callable[[HyCloud, Path, int], dict], columns: list[Column]) -> None:
     """Run `row_of` for each of --sizes on a new bench user of the local deployment; print and
     write bench/results/<name>.json and .md (trash_bench.py and snapshot_bench.py)."""
@@ -107,7 +111,7 @@ def sized_main(name: str, row_of: Callable[[HyCloud, Path, int], dict], columns:
         "| files | " + " | ".join(h for h, _, _ in columns) + " |",
         "| ---: |" + " ---: |" * len(columns),
     ]
-    lines += [f"| {r['files']} | " + " | ".join(format(r[k], f) for _, k, f in columns) + " |" for r in rows]
+    lines += [f"| {r['files']} | " + " | ".join(_cell(r[k], f) for _, k, f in columns) + " |" for r in rows]
     result_files.write(name, {"rows": rows}, "\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -294,11 +294,13 @@ class TreeJobStatus(BaseModel):
     """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
 
     job: str
-    op: Literal["copy", "move", "remove", "empty"] = Field(description="empty: the trash's emptying")
+    op: Literal["copy", "move", "remove", "empty", "snapshot"] = Field(
+        description="empty: the trash's emptying; snapshot: making one (dst its name)"
+    )
     src: str
     dst: str | None
     state: Literal["running", "succeeded", "failed", "stopped"]
-    done: int = Field(description="files copied, moved or removed so far")
+    done: int = Field(description="files copied, moved or removed so far (a snapshot: by its job)")
     total: int | None = Field(description="files in the tree; null until counted")
     attempt: int
     error: TreeJobError = absent()

@@ -1,20 +1,27 @@
 """Snapshots on the deployed cloud: a snapshot of a small tree with one large file (S3) stays as
 it was while the folder is overwritten and emptied, refuses a write (403), and restores to the
 original place byte for byte (sha256 equal), what was there going to the trash. The web app
-makes one of the folder shown and restores it at another path with Restore to…."""
+makes one of the folder shown and restores it at another path with Restore to…. A snapshot of
+a tree larger than one request copies answers at once (202) with its job, and writes racing the
+job (overwrites, deletes, a folder moved away and another removed, new files) leave it as the tree
+was at its moment, file for file on EFS and through the API."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 
 from hycloud_core.constants import MiB
 from tests.e2e.webdriving import click, dialog_ok, logged_in, wait_for
+
+FOLDERS, FILES = 12, 25  # 300 files: past the entries one request copies (tree_inline_limit, 200)
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +64,57 @@ def test_a_snapshot_is_unchanged_by_later_writes_refuses_writes_and_restores_byt
 
     alice.cli("snapshot", "rm", name)
     assert name not in [s["name"] for s in snaps.list()["snapshots"]]
+
+
+def _local_tree(root: Path) -> dict[str, bytes]:
+    tree = {
+        f"/d{d:02d}/f{f:02d}.txt": os.urandom(64 + d * FILES + f)
+        for d in range(FOLDERS)
+        for f in range(FILES)
+    }
+    for rel, data in tree.items():
+        (root / rel[1:]).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel[1:]).write_bytes(data)
+    return tree
+
+
+def _snapshot_files(alice, snap_id: str) -> dict[str, str]:
+    """The snapshot's folder on EFS: each file's sha256, by its path within the snapshot."""
+    area = alice.deployment.efs_root() / "snapshots" / alice.ns_key / snap_id
+    return {"/" + str(p.relative_to(area)): sha(p.read_bytes()) for p in area.rglob("*") if p.is_file()}
+
+
+def test_a_large_tree_is_snapshotted_at_once_and_writes_racing_its_job_leave_it_as_it_was(alice, tmp_path):
+    sdk, top, name = alice.sdk(), f"/snapjob-{uuid.uuid4().hex[:8]}", f"j-{uuid.uuid4().hex[:8]}"
+    tree = _local_tree(tmp_path / "tree")
+    alice.cli("put", "-r", str(tmp_path / "tree"), top)
+
+    started = time.monotonic()
+    made = alice.api().call("POST", "/v1/snapshots", json={"path": top, "name": name})
+    answered = time.monotonic() - started
+    assert made.status_code == 202, made.text
+    snap, job = made.json()["snapshot"], made.json()["job"]
+    assert (snap["state"], job["op"], job["state"]) == ("making", "snapshot", "running")
+    sdk.put_bytes(f"{top}/d11/f24.txt", b"overwritten")  # writes while the job copies
+    sdk.rm(f"{top}/d10/f00.txt")
+    sdk.mv(f"{top}/d09", f"{top}/moved")
+    sdk.put_bytes(f"{top}/moved/f00.txt", b"changed after it moved")
+    sdk.rmdir(f"{top}/d08", recursive=True)
+    sdk.put_bytes(f"{top}/d07/new.txt", b"came since")
+    sdk.put_bytes(f"{top}/d00/f00.txt", b"overwritten too")
+
+    ended = sdk.snapshots.get(name)
+    for _ in range(300):  # the job's end, bounded
+        if ended["state"] == "ready":
+            break
+        time.sleep(0.2)
+        ended = sdk.snapshots.get(name)
+    assert (ended["state"], ended["files"]) == ("ready", FOLDERS * FILES)
+    assert _snapshot_files(alice, snap["id"]) == {rel: sha(data) for rel, data in tree.items()}
+    for rel in ("/d11/f24.txt", "/d10/f00.txt", "/d09/f00.txt", "/d08/f03.txt", "/d00/f00.txt"):
+        assert sha(sdk.snapshots.get_bytes(name, rel)) == sha(tree[rel])
+    assert sdk.get_bytes(f"{top}/moved/f00.txt") == b"changed after it moved"  # the writes all landed
+    print(f"snapshot of {FOLDERS * FILES} files answered in {answered * 1000:.0f} ms")
 
 
 def test_the_web_app_snapshots_the_folder_shown_and_restores_it_elsewhere(

@@ -64,8 +64,12 @@ def create(
         typer.Option("--name", "-n", metavar="NAME", help="Unique name; the time (UTC) when absent."),
     ] = None,
 ) -> None:
-    """Copy a folder read-only as it is now (large files are linked, not copied)."""
-    made = _snapshots().create(path, name)
+    """Keep a folder read-only as it is now (large files are linked, not copied). Its moment is
+    at once; a large tree is copied after by a job this follows (writes go on meanwhile)."""
+    from .job_progress import following_files
+
+    with following_files() as bar:
+        made = _snapshots().create(path, name, progress=bar)
     emit(made, f"snapshot {made['name']} of {made['path']}: {made['files']} files, {made['bytes']} bytes")
 
 

@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hycloud_core import paths
+from hycloud_core.errors import NotFoundError
 from hycloud_core.store.snapshot_records import checked_name
 
 from ..transfer import download_large
 from ..verify import verified_body
+from . import tree_jobs
 
 if TYPE_CHECKING:
+    from ..transfer import Progress
     from .client import HyCloud
 
 OCTET = "application/octet-stream"
@@ -39,13 +42,27 @@ class Snapshots:
         """Every snapshot, newest first (`snapshots`), and what they hold together (`totals`)."""
         return self.http.json("GET", "/v1/snapshots")
 
-    def create(self, path: str, name: str | None = None) -> dict:
-        """Copy the folder `path` read-only; the snapshot's record. ConflictError for a taken name,
-        PayloadTooLargeError (413 `snapshot-too-large`) for a tree too big for one request."""
+    def create(self, path: str, name: str | None = None, progress: Progress | None = None) -> dict:
+        """Snapshot the folder `path` read-only as it is now; the snapshot's record, ready. A tree
+        the request did not copy is copied by a job, which this call follows to its end
+        (`progress`: files copied); ConflictError for a taken name (or `busy` while one is being
+        made of it), TreeJobFailed when the job failed (`quota-exceeded`, say)."""
         body = {"path": paths.normalize(path)}
         if name is not None:
             body["name"] = checked_name(name)
-        return self.http.json("POST", "/v1/snapshots", json=body)["snapshot"]
+        made = self.http.json("POST", "/v1/snapshots", json=body)
+        if "job" not in made:
+            return made["snapshot"]
+        tree_jobs.follow(self.http, made["job"], progress)
+        return self.get(made["snapshot"]["name"])
+
+    def get(self, name: str) -> dict:
+        """One snapshot's record; NotFoundError when there is none of that name."""
+        checked_name(name)
+        for snap in self.list()["snapshots"]:
+            if snap["name"] == name:
+                return snap
+        raise NotFoundError(f"no snapshot named {name}", code="snapshot-not-found")
 
     def ls(self, name: str, path: str = "/") -> Iterator[dict]:
         """The entries of a folder in the snapshot, page after page."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from answers import BYTES, LINK_TYPE, DownloadLink, Entry, Listing, ok, replies
+from answers import BYTES, LINK_TYPE, DownloadLink, Entry, Listing, TreeJobStatus, absent, ok, replies
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem
@@ -64,6 +64,7 @@ class SnapshotList(BaseModel):
 
 class SnapshotMade(BaseModel):
     snapshot: Snapshot
+    job: TreeJobStatus = absent()  # a tree not copied within the request: the job that ends it
 
 
 class SnapshotRestored(BaseModel):
@@ -86,13 +87,16 @@ def list_snapshots():
     return ok(snapshots.listing(filesystem(router)))
 
 
-@router.post("/v1/snapshots", responses=replies(201, SnapshotMade, 404, 409, 413))
+@router.post("/v1/snapshots", responses=replies((201, 202), SnapshotMade, 404, 409))
 def create(body: Annotated[SnapshotCreate, Body()]):
-    """Copy the folder `path` read-only: O(files) in metadata (large files are linked, never
-    copied), under the folder's lease. 409 `already-exists` for a taken name, 413
-    `snapshot-too-large` above the files one request copies, 403 `quota-exceeded` when the
-    user's use and snapshots would pass the quota."""
-    return ok(snapshots.create(filesystem(router), body.path, body.name), 201)
+    """Snapshot the folder `path` read-only, at once: its moment is this request's. 201 ready
+    when the tree was copied within the request (large files are linked, never copied); else
+    202 "making", with the job copying the rest (copy-on-write: writes below go on meanwhile;
+    follow it at GET /v1/tree-jobs). 409 `already-exists` for a taken name, `busy` while a
+    snapshot of it or above it is being made; 403 `quota-exceeded` when the user is over it (or
+    the snapshot, copied, takes them over: the job fails so and the snapshot goes)."""
+    made = snapshots.create(filesystem(router), body.path, body.name)
+    return ok(made, 202 if "job" in made else 201)
 
 
 @router.get("/v1/snapshots/<name>/dirs", responses=replies(200, Listing, 404, 409))

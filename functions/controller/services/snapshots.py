@@ -9,9 +9,12 @@ import hashlib
 import json
 
 from aws_lambda_powertools.event_handler import Response
+from context import CONFIG
 
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.snapshots import Snapshots
+from hycloud_core.store.snapshot_records import READY
+from services import tree_ops
 
 LINK_TYPE = "application/vnd.hycloud.link+json"
 
@@ -23,7 +26,17 @@ def listing(fs: FileSystem) -> dict:
 
 
 def create(fs: FileSystem, path: str, name: str | None) -> dict:
-    return {"snapshot": Snapshots(fs).create(path, name).to_dict()}
+    """Made at once; a tree not copied within the request is copied by a job, answered with it."""
+    snaps = Snapshots(fs)
+    snap = snaps.create(path, name, inline=CONFIG.tree_inline_limit)
+    if snap.state == READY:
+        return {"snapshot": snap.to_dict()}
+    try:
+        job = tree_ops.make_snapshot(fs, snap)
+    except BaseException:
+        snaps.abandon(snap)
+        raise
+    return {"snapshot": snap.to_dict(), "job": tree_ops.answer(job)}
 
 
 def browse(fs: FileSystem, name: str, path: str, after: str | None, limit: int) -> dict:

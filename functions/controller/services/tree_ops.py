@@ -23,11 +23,13 @@ from hycloud_core.fs.tree_walk import count
 from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.jobs.queue import QueueStore
 from hycloud_core.store.locks import WAIT_S, Lease
+from hycloud_core.store.snapshot_records import Snapshot
 from hycloud_core.store.tree_jobs import (
     APPLY,
     EMPTY,
     RENAME,
     RUNNING,
+    SNAPSHOT,
     STOPPED,
     Superseded,
     TreeJob,
@@ -68,6 +70,18 @@ def empty_trash(fs: FileSystem) -> TreeJob:
     job = TreeJob(fs.user, id, EMPTY, "/", None, leases=[])
     if not jobs.create(job):  # started by another request a moment ago
         return _get(jobs, fs.user, id)
+    _execute(job)
+    return job
+
+
+def make_snapshot(fs: FileSystem, snap: Snapshot) -> TreeJob:
+    """The job that copies the rest of a snapshot being made (fs/snapshots.py) and makes it
+    ready; its lease on the folder is the snapshot's own, held apart (fs/snapshot_copy.py)."""
+    jobs = TreeJobs(records().table)
+    job = TreeJob(fs.user, job_id(SNAPSHOT, snap.path, snap.id), SNAPSHOT, snap.path, snap.name, leases=[])
+    job.phase = APPLY
+    if not jobs.create(job):
+        return _get(jobs, fs.user, job.id)
     _execute(job)
     return job
 

@@ -27,7 +27,7 @@ class SnapshotSdk:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def create(self, path: str, name: str | None = None) -> dict:
+    def create(self, path: str, name: str | None = None, progress: object = None) -> dict:
         self.calls.append(("create", path, name))
         return SNAP
 

@@ -13,12 +13,18 @@ import time
 
 import pytest
 
+import hycloud_core.fs.snapshot_copy as snapshot_copy
 import hycloud_core.fs.snapshots as snapshots
+import hycloud_core.store.locks as locks
 from hycloud_core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
 from hycloud_core.fs import FileSystem
 from hycloud_core.fs.merkle_scan import repair
 from hycloud_core.fs.snapshots import Snapshots
 from hycloud_core.fs.trash import purge_trash
+from hycloud_core.fs.tree_job import Budget, TreeJobStep
+from hycloud_core.store.locks import leased_paths, path_leases
+from hycloud_core.store.snapshot_marks import CopyMarks
+from hycloud_core.store.tree_jobs import APPLY, RUNNING, SNAPSHOT, SUCCEEDED, TreeJob, TreeJobs, job_id
 from hycloud_core.store.quotas import Quota
 from tests.unit.core.moto_content import put_large, stored
 from tests.unit.core.moto_content import put_small as put
@@ -32,11 +38,18 @@ def bob(moto_filesystems) -> FileSystem:
     return moto_filesystems.fs("bob")
 
 
+class _Reader:
+    """A snapshot's tree where `digests` looks for a FileSystem's namespace."""
+
+    def __init__(self, fs: FileSystem, tree_: object) -> None:
+        self.ns = tree_
+
+
 def digests(fs: FileSystem, root: str) -> dict[str, str]:
     """Each file below `root` (relative) by the sha256 of its bytes, or its content hash if large."""
     out = {}
     for e in fs.ns.walk_files(root):
-        rel = e.path[len(root) :]
+        rel = e.path if root == "/" else e.path[len(root) :]
         out[rel] = e.content_hash if e.storage == "large" else hashlib.sha256(fs.ns.read(e.path)).hexdigest()
     return out
 
@@ -145,12 +158,106 @@ def test_names_are_checked_unique_and_unknown_ones_404(bob):
         snaps.remove("s")
 
 
-def test_a_tree_above_the_limit_is_refused_and_leaves_nothing(bob, monkeypatch):
-    tree(bob)
-    monkeypatch.setattr(snapshots, "MAX_ENTRIES", 3)
-    with pytest.raises(PayloadTooLargeError) as err:
-        Snapshots(bob).create("/p", "big")
-    assert err.value.code == "snapshot-too-large" and Snapshots(bob).listing() == []
+def _wide(fs: FileSystem) -> dict[str, str]:
+    """/p with folders at three depths, small and large files; its digests."""
+    for d in range(3):
+        put(fs, f"/p/d{d}/top.txt", f"top {d}".encode())
+        for e in range(2):
+            put(fs, f"/p/d{d}/e{e}/f.txt", f"{d}-{e}".encode())
+    put_large(fs, "/p/d1/big.bin", b"B" * 6000)
+    fs.mkdir("/p/d2/e1/empty")
+    return digests(fs, "/p")
+
+
+def _make(fs: FileSystem, name: str, folders_a_step: int = 1) -> int:
+    """Run a snapshot's job to its end, `folders_a_step` folders a step; the steps it took."""
+    jobs = TreeJobs(fs.records.table)
+    snap = Snapshots(fs).get(name)
+    job = TreeJob(fs.user, job_id(SNAPSHOT, snap.path, snap.id), SNAPSHOT, snap.path, name, leases=[])
+    job.phase = APPLY
+    assert jobs.create(job)
+    steps = 0
+    while job.state == RUNNING:
+        job = jobs.get(fs.user, job.id)
+        TreeJobStep(fs, jobs, job, Budget.of(60, folders_a_step)).run()
+        steps += 1
+    assert job.state == SUCCEEDED, job.error
+    return steps
+
+
+def test_create_answers_at_once_and_writes_while_the_job_copies_leave_the_snapshot_as_it_was(bob):
+    before = _wide(bob)
+    snap = Snapshots(bob).create("/p", "s", inline_s=0)  # nothing copied but the first folder
+    assert snap.state == "making"
+    put(bob, "/p/d0/top.txt", b"overwritten")  # a file in a folder not copied yet
+    bob.delete("/p/d1/e0/f.txt")  # deep: every folder above it is copied first
+    bob.mkdir("/p/d1/e0/new")
+    put(bob, "/p/d1/e0/new/n.txt", b"came since")
+    bob.move("/p/d2", "/p/moved")  # a folder leaving: its whole tree first
+    put(bob, "/p/moved/e0/f.txt", b"changed after it moved")
+    bob.trash_tree("/p/d1/e1")  # rm -r: the same
+    put(bob, "/p/d2/top.txt", b"a new d2 where the old one was")
+    put_large(bob, "/p/d1/big.bin", b"N" * 7000)
+    assert _make(bob, "s") > 3
+    snaps = Snapshots(bob)
+    made = snaps.get("s")
+    assert made.state == "ready" and (made.files, made.bytes) == (
+        10,
+        sum(len(f"top {d}") for d in range(3)) + 6 * 3 + 6000,
+    )
+    tree_ = snaps.tree("s")[1]
+    assert digests(_Reader(bob, tree_), "/") == before  # type: ignore[arg-type]
+    assert tree_.stat("/d2/e1/empty").type == "dir" and not tree_.exists("/d1/e0/new")
+    assert not list(CopyMarks(bob.records.table, "bob", made.id).all())  # its marks are gone
+    assert not [p for p in leased_paths(bob.records.table, "bob")]  # and its lease
+
+
+def test_moving_or_removing_the_folder_of_a_snapshot_being_made_waits_for_it(bob, monkeypatch):
+    monkeypatch.setattr(locks, "WAIT_S", 0.2)
+    _wide(bob)
+    Snapshots(bob).create("/p", "s", inline_s=0)
+    for change in (lambda: bob.move("/p", "/q"), lambda: bob.trash_tree("/p")):
+        with pytest.raises(ConflictError) as err:
+            with path_leases(bob.records.table, "bob", ["/p"], wait_s=0.2, on_snapshot=bob.before_snapshot):
+                change()
+        assert err.value.code == "busy"
+    with pytest.raises(ConflictError) as err:  # nor a second snapshot of it, while it is made
+        Snapshots(bob).create("/p", "again")
+    assert err.value.code == "busy" and [s.name for s in Snapshots(bob).listing()] == ["s"]
+    _make(bob, "s", 100)
+    bob.move("/p", "/q")
+    assert Snapshots(bob).tree("s")[1].read("/d0/top.txt") == b"top 0"
+
+
+def test_a_snapshot_whose_lease_lapsed_is_removed_and_its_job_says_why(bob):
+    _wide(bob)
+    snap = Snapshots(bob).create("/p", "s", inline_s=0)
+    bob.records.table.update_item(
+        Key={"pk": "LOCK#bob", "sk": "/p"},
+        UpdateExpression="SET expires = :e",
+        ExpressionAttributeValues={":e": 1},
+    )
+    with pytest.raises(ConflictError) as err:
+        Snapshots(bob).making("s")
+    assert err.value.code == "snapshot-interrupted"
+    assert Snapshots(bob).listing() == [] and not os.path.exists(Snapshots(bob).area.folder(snap.id))
+
+
+def test_a_write_into_a_folder_too_large_to_copy_in_time_is_busy_and_the_job_copies_it(bob, monkeypatch):
+    _wide(bob)
+    for i in range(30):
+        put(bob, f"/p/d0/many{i:02d}.txt", b"x")
+    Snapshots(bob).create("/p", "s", inline_s=0)
+    monkeypatch.setattr(snapshot_copy, "COPY_S", 0.0)
+    monkeypatch.setattr(snapshot_copy, "PAGE", 5)
+    with pytest.raises(ConflictError) as err:
+        put(bob, "/p/d0/top.txt", b"changed")
+    assert err.value.code == "busy" and bob.ns.read("/p/d0/top.txt") == b"top 0"
+    monkeypatch.setattr(snapshot_copy, "COPY_S", 8.0)
+    _make(bob, "s", 100)
+    put(bob, "/p/d0/top.txt", b"changed")
+    assert Snapshots(bob).tree("s")[1].read("/d0/top.txt") == b"top 0"
+    assert len(Snapshots(bob).tree("s")[1].names("/d0")) == 33
 
 
 def test_snapshots_count_against_the_quota_at_create_and_a_refused_one_leaves_nothing(bob):

@@ -21,7 +21,7 @@ from ..fs.blocks import BlockStore
 from ..fs.namespace import Namespace
 from ..linkfile import link_paths_under
 from ..placement.ring import HashRing, migrate
-from ..store.locks import path_leases
+from ..store.locks import passing, path_leases
 from .repair import rebuild_block
 
 _POOL = ThreadPoolExecutor(16)  # block copies wait on other regions, not the CPU
@@ -91,7 +91,7 @@ def migrate_link(
     namespaces_dir: str, table: Any, user: str, path: str, regions: list[str], store: BlockStore
 ) -> Migration | None:
     """Move one file's blocks to the new ring and rewrite its layout, under the path's lease."""
-    with path_leases(table, user, [path]):
+    with path_leases(table, user, [path], on_snapshot=passing):
         ns = Namespace(namespaces_dir, user)
         link = ns.current_link(path)
         if link is None or not link.erasure or sorted(link.erasure["instances"]) == sorted(regions):

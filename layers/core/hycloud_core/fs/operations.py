@@ -123,7 +123,18 @@ class FileSystem:
         return Trash(self)
 
     def _leases(self, *changed: str) -> AbstractContextManager[Lease]:
-        return path_leases(self.records.table, self.user, list(changed))
+        return path_leases(self.records.table, self.user, list(changed), on_snapshot=self.before_snapshot)
+
+    def lease(self) -> Lease:
+        """A lease for many paths (a bundle's), copying into snapshots being made as `_leases` does."""
+        return Lease(self.records.table, self.user, on_snapshot=self.before_snapshot)
+
+    def before_snapshot(self, markers: dict[str, str], path: str) -> None:
+        """Copy into the snapshots being made above `path` what a write there changes
+        (fs/snapshot_copy.py): the lease is then taken past them."""
+        from .snapshot_copy import before_change
+
+        before_change(self, markers, path)
 
     # --- versions ------------------------------------------------------------------------------
     def versions(self, path: str) -> set[str]:

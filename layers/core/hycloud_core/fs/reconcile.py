@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.locks import leased_paths, path_leases
+from ..store.locks import leased_paths, passing, path_leases
 from ..store.merkle_records import LAYOUT_VERSION, MerkleRecords
 from ..store.records import Records
 from .merkle_scan import rebuild, repair
@@ -90,7 +90,7 @@ def reconcile_user(
             continue
         if path in recorded and path in on_efs and _matches(recorded[path], expected_record(ns, path)):
             continue
-        with path_leases(records.table, user, [path]):
+        with path_leases(records.table, user, [path], on_snapshot=passing):
             expected, record = expected_record(ns, path), records.get_file(user, path)
             if _matches(record, expected):
                 continue
@@ -101,7 +101,7 @@ def reconcile_user(
                 records.put_file(user, path, **expected)
                 out.records_written.append(path)
     if not busy:  # Merkle hashes: the next round repairs a tree some operation is changing
-        lease = lambda path: path_leases(records.table, user, [path])  # noqa: E731
+        lease = lambda path: path_leases(records.table, user, [path], on_snapshot=passing)  # noqa: E731
         redone = set(out.records_written) | set(out.records_removed)
         known = {
             p: (int(r["size"]), r["sha256"])

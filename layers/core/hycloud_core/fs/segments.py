@@ -34,7 +34,7 @@ from typing import Any
 from .. import constants as c
 from ..linkfile import LINK_MODE, is_link_mode
 from ..store.collector import trash_root, tree_epoch
-from ..store.locks import WAIT_S, Lease
+from ..store.locks import WAIT_S, Lease, passing
 from .namespace import TMP_PREFIX, Namespace
 from .segments_format import Stub, build_segment, new_segment_id, segment_key, stub_from_bytes
 from .segments_records import PACKING, RETIRED, SEALED, SegmentRecord, SegmentRecords, mark_packed
@@ -175,7 +175,7 @@ class UserSegments:
 
     def _swap(self, batch: list[Item], stubs: dict[str, Stub], out: Pass) -> list[str]:
         """Replace each file by its stub, under its lease, if it still holds what was packed."""
-        lease = Lease(self.table, self.user)
+        lease = Lease(self.table, self.user, on_snapshot=passing)  # the same bytes, as a stub
         busy = lease.acquire_all([i.path for i in batch], WAIT_S)
         swapped = []
         try:

@@ -26,7 +26,7 @@ from functools import partial
 from .. import content, paths
 from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
 from ..observability import logger
-from ..store.locks import WAIT_S, Lease
+from ..store.locks import WAIT_S
 from ..store.quotas import Change, QuotaExceeded
 from ..store.version_records import VersionRecord
 from .namespace import Entry, file_mode
@@ -58,7 +58,7 @@ class _Old:
 def put_small_batch(fs: FileSystem, writes: list[SmallWrite], parents: bool = False) -> list[Result]:
     """Write each file (paths distinct); per file, its entry or the error a single PUT would give."""
     results: list[Result | None] = [None] * len(writes)
-    lease = Lease(fs.records.table, fs.user)
+    lease = fs.lease()
     try:
         busy = lease.acquire_all([w.path for w in writes], WAIT_S)
         todo = [i for i, w in enumerate(writes) if w.path not in busy]

@@ -6,17 +6,19 @@ path a client gives can reach it (every path is confined to the user's namespace
 snapshot's folder holds the copied folder's contents: `/a.txt` in snapshot `s` is `<path>/a.txt`
 as it was. One `SNAP#<user>` record per snapshot (store/snapshot_records.py) names it.
 
-Cost of `create`: O(files) in metadata, not instant. Under the folder's lease (so no write below
-it interleaves: the copy is one moment of the tree), the tree is walked and each file copied
-into the area, a page of files side by side: a small file's bytes (at most the small-file
-threshold; a packed one's read back from its segment, so the snapshot depends on no segment),
-a large file's link file only (no data moves: its object is touched first, as `FileSystem.copy`
-does, see store/collector.py). No file record nor Merkle node is written: the snapshot is read
-from EFS, its source of truth. A tree above `MAX_ENTRIES` is refused (413 `snapshot-too-large`)
-rather than outlast the API's 29 s: snapshot its subfolders instead. A restore writes file
-records and Merkle nodes as well, about five times the work an entry: one above
-`RESTORE_MAX_ENTRIES` is refused (413 `restore-too-large`): restore the snapshot's subfolders
-one by one (`path`).
+Cost of `create`: instant. It takes a lease on the folder (the snapshot's moment: writes below
+have ended) and answers; the tree is copied after, folder by folder, by copy-on-write
+(fs/snapshot_copy.py): a folder is copied before anything changes it, by the first to come, a
+write below or the snapshot's job. A small tree is copied within the request (INLINE_S) and
+answered ready; a larger one is answered "making" with the job (services/tree_ops.py) that ends
+it. A file copied is a small file's bytes (at most the small-file threshold; a packed one's read
+back from its segment, so the snapshot depends on no segment), a large file's link file only
+(no data moves: its object is touched first, as `FileSystem.copy` does, see store/collector.py).
+No file record nor Merkle node is written: the snapshot is read from EFS, its source of truth.
+While one is being made, moving or removing the folder or what holds it waits for it; a second
+snapshot of the folder (or above it) is refused busy. A restore writes file records and Merkle
+nodes as well, about five times the work an entry: one above `RESTORE_MAX_ENTRIES` is refused
+(413 `restore-too-large`): restore the snapshot's subfolders one by one (`path`).
 
 What is kept. The collector marks every link file under the snapshot area (store/collector.py),
 so a large file's object stays while any snapshot names it, whatever becomes of the original.
@@ -28,8 +30,9 @@ Read-only. Nothing writes into a snapshot but `create`; the API answers 403 to a
 `restore` copies a snapshot (or one path in it) back into the namespace, to where it was or
 `to`, and never overwrites: with `replace` what is there now goes to the trash first.
 
-Quota. A snapshot's files and bytes are reported apart (as the trash's are), and `create`
-refuses one that would take the user's use plus all snapshots over the quota.
+Quota. A snapshot's files and bytes are reported apart (as the trash's are). `create` refuses a
+snapshot when the user's use plus all snapshots is at the quota already, and one that, once
+copied, takes them over it is removed and its job fails `quota-exceeded`.
 """
 
 from __future__ import annotations
@@ -41,15 +44,18 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import batched, groupby
 from typing import TYPE_CHECKING, Any
 
 from .. import content, paths
 from ..errors import ConflictError, NotFoundError, PayloadTooLargeError
 from ..store.collector import snapshot_root
+from ..store.locks import WAIT_S, Lease, snapshot_owner
 from ..store.quotas import Change, Quota, QuotaExceeded
+from ..store.snapshot_marks import CopyMarks
 from ..store.snapshot_records import (
+    MAKING,
     READY,
     Snapshot,
     SnapshotRecords,
@@ -58,16 +64,19 @@ from ..store.snapshot_records import (
 )
 from ..store.time_ids import checked_id, new_id
 from .namespace import Entry, Namespace
+from .snapshot_copy import SnapshotCopy
 from .tree_walk import PRE, Step, count, under, walk
 
 if TYPE_CHECKING:
     from .operations import FileSystem
 
-# Files and folders one request copies within API Gateway's 29 s, with room for a loaded machine
-# (bench/results/snapshots.md: about 1.6 ms an entry to create, 8 ms to restore, at load 10 on 2 cores)
-MAX_ENTRIES = 5_000  # a `create`; it also holds the folder's lease that long
+# Entries one restore writes within API Gateway's 29 s, with room for a loaded machine
+# (bench/results/snapshots.md: about 8 ms an entry to restore, at load 10 on 2 cores)
 RESTORE_MAX_ENTRIES = 2_500  # a `restore`, which writes file records and Merkle nodes too
-COUNT_S = 5.0  # at most this long counting before the copy starts
+COUNT_S = 5.0  # at most this long counting before a restore starts
+INLINE_S = 0.25  # `create` copies this long itself, and at most INLINE_ENTRIES; the rest is its job's
+INLINE_ENTRIES = 200  # as many as a tree copy or removal runs inline (InstanceConfig.tree_inline_limit)
+LEASE_S = 900  # the lease of a snapshot being made on its folder, renewed by each job step
 PAGE = 100  # entries of the walk copied together
 REMOVING = ".removing-"
 
@@ -140,55 +149,104 @@ class Snapshots:
         self.area = SnapshotArea(os.path.dirname(fs.ns.root), fs.user)
 
     # --- making one ------------------------------------------------------------------------------
-    def create(self, path: str, name: str | None = None) -> Snapshot:
-        """Copy the folder `path` into a new snapshot; 409 when `name` is taken, 413 above
-        MAX_ENTRIES, 403 `quota-exceeded` when it would take the user over the quota."""
+    def create(
+        self, path: str, name: str | None = None, inline_s: float = INLINE_S, inline: int = INLINE_ENTRIES
+    ) -> Snapshot:
+        """A snapshot of the folder `path` as it is now: ready when its copy took under
+        `inline_s` and `inline` entries, else "making", for its job to go on with (it walks again from the start,
+        past what is copied). 409 when `name` is taken (busy while one is made above), 403
+        `quota-exceeded` when the user is over it."""
+        snap = self.begin(path, name)
+        try:
+            cursor, _ = self.copy(snap).walk_from(None, time.monotonic() + inline_s, inline)
+            if cursor is None:
+                snap = self.finish(snap)
+                self.drop_marks(snap, None)
+        except BaseException:
+            self.abandon(snap)
+            raise
+        return snap
+
+    def begin(self, path: str, name: str | None = None) -> Snapshot:
+        """Its record ("making"), its empty folder and its lease on `path`: its moment."""
         fs, now = self.fs, time.time()
         path = paths.normalize(path)
         name = checked_name(name) if name is not None else default_name(now)
         fs.ns.require_dir(path)
+        self._check_quota(Change())
         snap = Snapshot(name, new_id(now), path, now, fs.user)
-        with fs._leases(path):
-            _check_size(fs.ns, path, MAX_ENTRIES, "snapshot its subfolders instead", "snapshot-too-large")
-            self.records.claim(snap)
-            try:
-                snap = self._copy_in(snap)
-                self._check_quota(snap)
-            except BaseException:
-                self.area.remove(snap.id)
-                self.records.delete(name)
-                raise
-            self.records.put(snap)
+        self.records.claim(snap)
+        try:
+            self.area.start(snap.id)
+            self.lease(snap).acquire(path, WAIT_S)
+        except BaseException:
+            self.abandon(snap)
+            raise
+        snap = replace(snap, at=time.time())
+        self.records.put(snap)
         return snap
 
-    def _copy_in(self, snap: Snapshot) -> Snapshot:
-        fs, tree = self.fs, self.area.namespace(snap.id)
-        src = _Under(snap.path)
+    def lease(self, snap: Snapshot) -> Lease:
+        """The lease a snapshot being made holds on its folder (store/locks.py `snapshot_owner`)."""
+        lease = Lease(self.fs.records.table, self.fs.user, snapshot_owner(snap.id), lease_s=LEASE_S)
+        lease.held = [snap.path]
+        return lease
 
-        def copy(rel: str) -> int:
-            entry = fs.ns.stat(src.path(rel))
-            if entry.storage == "large":
-                fs._require_content(entry)  # touched before the new link appears (store/collector.py)
-                link = fs.ns.read_link(entry.path)
-                link.history, link.history_erasure = [], {}
-                tree.write_link(rel, link)
-            else:  # a packed file's bytes come from its segment: the snapshot depends on none
-                tree.write(rel, fs.ns.read(entry.path), mode=entry.mode or 0o640, mtime=entry.mtime)
-            return entry.size
+    def copy(self, snap: Snapshot) -> SnapshotCopy:
+        return SnapshotCopy(self.fs, snap.id, snap.path)
 
-        held = _copy_tree(walk(fs.ns, snap.path, PRE), tree.mkdir, copy)
-        return Snapshot(snap.name, snap.id, snap.path, snap.at, snap.by, held.files, held.bytes, READY)
+    def making(self, name: str) -> Snapshot:
+        """A snapshot still being made, its lease kept on; 409 `snapshot-interrupted` (and the
+        snapshot removed) when the lease lapsed: a write may have passed uncopied."""
+        snap = self.get(name)
+        if snap.state != MAKING:
+            raise ConflictError(f"snapshot {name} is {snap.state}", code="snapshot-not-making")
+        try:
+            self.lease(snap).renew()
+        except ConflictError:
+            self.abandon(snap)
+            raise ConflictError(
+                f"snapshot {name} was interrupted too long and is removed; make it again",
+                code="snapshot-interrupted",
+            ) from None
+        return snap
 
-    def _check_quota(self, snap: Snapshot) -> None:
-        """The user's use plus every snapshot (this one too) within the quota."""
+    def finish(self, snap: Snapshot) -> Snapshot:
+        """Ready: what its folders' copies hold summed, the quota checked, its lease let go."""
+        held = Change()
+        for mark in CopyMarks(self.fs.records.table, self.fs.user, snap.id).all():
+            held += Change(int(mark.get("bytes", 0)), int(mark.get("files", 0)))
+        try:
+            self._check_quota(held)
+        except QuotaExceeded:
+            self.abandon(snap)
+            raise
+        ready = replace(snap, files=held.files, bytes=held.bytes, state=READY)
+        self.records.put(ready)
+        self.lease(snap).release()
+        return ready
+
+    def drop_marks(self, snap: Snapshot, deadline: float | None) -> bool:
+        """The copy's marks of a ready snapshot, deleted until `deadline`; whether all went."""
+        return CopyMarks(self.fs.records.table, self.fs.user, snap.id).drop(deadline)
+
+    def abandon(self, snap: Snapshot) -> None:
+        """A snapshot not made after all: its folder, marks, lease and record go."""
+        self.area.remove(snap.id)
+        self.drop_marks(snap, None)
+        self.lease(snap).release()
+        self.records.delete(snap.name)
+
+    def _check_quota(self, more: Change) -> None:
+        """The user's use plus every snapshot (and `more`) within the quota."""
         quota = Quota(self.fs.records, self.fs.user, self.fs.quota.defaults)
         report, held = quota.report(), self.records.totals()
-        for what, more in (("bytes", snap.bytes), ("files", snap.files)):
+        for what, adds in (("bytes", more.bytes), ("files", more.files)):
             limit, used = report[what]["limit"], report[what]["used"] + held[what]
-            if limit is not None and used + more > limit:
+            if limit is not None and used + adds > limit:
                 raise QuotaExceeded(
                     f"quota exceeded: {used} of {limit} {what} in use with the snapshots, and this "
-                    f"snapshot adds {more}"
+                    f"snapshot adds {adds}"
                 )
 
     # --- reading ---------------------------------------------------------------------------------
@@ -305,10 +363,10 @@ class Snapshots:
 
     # --- removing --------------------------------------------------------------------------------
     def remove(self, name: str) -> Snapshot:
-        """Remove a snapshot for good; the content only it named is then the collector's."""
+        """Remove a snapshot for good (one being made too: its job then ends); the content only
+        it named is then the collector's."""
         snap = self.get(name)
-        self.area.remove(snap.id)
-        self.records.delete(snap.name)
+        self.abandon(snap)
         return snap
 
 

@@ -34,7 +34,7 @@ from botocore.exceptions import ClientError
 from .. import content
 from ..errors import ConflictError, NotFoundError
 from ..linkfile import LinkFile, is_link_mode
-from ..store.locks import path_leases
+from ..store.locks import passing, path_leases
 from ..store.multipart import ObjectWriter
 from ..store.objects import Objects
 from ..store.records import Records
@@ -154,7 +154,7 @@ class UserMoves:
     def move(self, path: str, threshold: int) -> int:
         """Move the file if it still crosses, under its lease; the bytes moved (0: nothing done).
         Raises ConflictError when the path is busy or its content is being reclaimed."""
-        with path_leases(self.records.table, self.user, [path], wait_s=LEASE_WAIT_S):
+        with path_leases(self.records.table, self.user, [path], wait_s=LEASE_WAIT_S, on_snapshot=passing):
             try:
                 side = self.wrong_side(path, threshold)
             except NotFoundError:

@@ -9,6 +9,8 @@ writes the same bytes again, a removal skips what is gone, moved records have le
 Phases: count (files, for progress) → apply (copy: pre-order walk; remove: post-order walk) or,
 for a move, rename (one EFS rename, the collector told first) → records (the folder's entry) → finish.
 An emptying of the trash has no phases: each step drains what emptied items hold (fs/trash.py).
+Making a snapshot: apply (copy the folders not yet copied, fs/snapshot_copy.py) → finish (ready)
+→ records (its copy's marks deleted).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..store.tree_jobs import (
     FINISH,
     RECORDS,
     RENAME,
+    SNAPSHOT,
     SUCCEEDED,
     TreeJob,
     TreeJobs,
@@ -97,6 +100,8 @@ class TreeJobStep:
         job = self.job
         if job.op == EMPTY:
             return self._empty()
+        if job.op == SNAPSHOT:
+            return self._snapshot()
         handler = {
             COUNT: self._count,
             APPLY: self._copy if job.op == "copy" else self._remove,
@@ -117,6 +122,26 @@ class TreeJobStep:
         self.used += max(drained.files, 1)
         if drained.finished:
             job.files, job.state = job.done, SUCCEEDED
+
+    def _snapshot(self) -> None:
+        """Copy what is left of a snapshot's tree, then make it ready, then drop its marks."""
+        from .snapshots import Snapshots
+
+        job, snaps = self.job, Snapshots(self.fs)
+        if job.phase == RECORDS:
+            if snaps.drop_marks(snaps.get(self._dst), self.budget.deadline):
+                job.state = SUCCEEDED
+            self.used += 1
+            return
+        snap = snaps.making(self._dst)  # its lease kept on (gone: the job fails, saying why)
+        if job.phase == FINISH:
+            job.files = snaps.finish(snap).files
+            return self._next(RECORDS)
+        job.cursor, copied = snaps.copy(snap).walk_from(job.cursor, self.budget.deadline, self._left())
+        job.done += copied
+        self.used += max(copied, 1)
+        if job.cursor is None:
+            self._next(FINISH)
 
     def _next(self, phase: str) -> None:
         self.job.phase, self.job.cursor = phase, None

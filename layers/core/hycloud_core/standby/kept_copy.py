@@ -59,7 +59,7 @@ from ..store.locks import LEASE_S
 from ..store.merkle_records import ROOT, MerkleRecords
 from ..store.pages import query_items
 from ..store.snapshot_records import PREFIX as SNAPSHOT_PREFIX
-from ..store.snapshot_records import READY
+from ..store.snapshot_records import READY, SnapshotRecords
 from ..store.trash_records import ITEM, SETTINGS
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
@@ -101,11 +101,13 @@ def _snapshot_ops(area: SnapshotArea, snap_id: str) -> Iterator[Op]:
 def fingerprint(user: str, area: TrashArea, source: Any, snapshots: SnapshotArea) -> str:
     """What changes whenever the user's trash, history or snapshots may have: the Merkle root's
     generation (its hash would come back after a file removed and restored), the trash area's
-    items on EFS, the trash's retention setting and the snapshot area's snapshots."""
+    items on EFS, the trash's retention setting, the snapshot area's snapshots and which of them
+    are ready (one made by a job is there, "making", before it is)."""
     root = (MerkleRecords(source, user).get(ROOT) or {}).get("gen")  # new at every change below
     key = {"pk": f"{TRASH_PREFIX}{user}", "sk": SETTINGS}
     setting = source.get_item(Key=key, ConsistentRead=True).get("Item", {}).get("retention_s")
-    seen = [root, None if setting is None else int(setting), area.item_ids(), snapshots.ids()]
+    ready = sorted(s.id for s in SnapshotRecords(source, user).all() if s.state == READY)
+    seen = [root, None if setting is None else int(setting), area.item_ids(), snapshots.ids(), ready]
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
 
 

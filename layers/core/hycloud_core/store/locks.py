@@ -9,24 +9,46 @@ interleave either. Paths are taken in component order (a folder before what it c
 two operations never wait on each other; a lease expires on its own, so a crashed function
 cannot block a subtree for longer than LEASE_S. This is the stop-and-wait ordering of related
 operations (seed 000 §III-C) across concurrent controller invocations.
+
+A snapshot being made (fs/snapshot_copy.py) holds a lease on its folder too, owned by
+`snapshot_owner(id)`, but writes below it go on: a taker whose transaction fails on such an
+ancestor is told (`on_snapshot`), which first copies what the write would change into the
+snapshot, and then takes its lease past that one ancestor, named with its owner (so a snapshot
+begun since is not passed unseen). A taker without `on_snapshot` waits, as for any lease.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
 from ..errors import ConflictError
+from .pages import batch_get
 
 LEASE_S = 60
 WAIT_S = 10.0
 MAX_TRANSACTION = 100  # items of one TransactWriteItems
 _FREE = "attribute_not_exists(pk) OR expires < :now OR #o = :me"
+SNAPSHOT_OWNER = "snapshot-"
+
+# called with the snapshots being made above a path ({their folder: their lease's owner}) and the
+# path, before its lease is taken past them: it copies into them what the write may change
+OnSnapshot = Callable[[dict[str, str], str], None]
+
+
+def snapshot_owner(snap_id: str) -> str:
+    """The owner of the lease a snapshot being made holds on its folder."""
+    return SNAPSHOT_OWNER + snap_id
+
+
+def passing(_markers: dict[str, str], _path: str) -> None:
+    """`on_snapshot` for takers that change no file's bytes nor any folder's entries (records,
+    a file's representation): they pass a snapshot being made without copying."""
 
 
 def _components(path: str) -> tuple[str, ...]:
@@ -46,8 +68,16 @@ class Lease:
     each step holds, renews and releases the same leases (`held` lists the paths it holds).
     """
 
-    def __init__(self, table: Any, user: str, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        table: Any,
+        user: str,
+        owner: str | None = None,
+        on_snapshot: OnSnapshot | None = None,
+        lease_s: int = LEASE_S,
+    ) -> None:
         self.table, self.user, self.owner = table, user, owner or uuid.uuid4().hex
+        self.on_snapshot, self.lease_s = on_snapshot, lease_s
         self.held: list[str] = []
 
     def _item_key(self, path: str) -> dict[str, Any]:
@@ -55,7 +85,14 @@ class Lease:
 
     def acquire(self, path: str, wait_s: float) -> None:
         deadline, delay = time.monotonic() + wait_s, 0.02
-        while not self._try(path):
+        passed: dict[str, str] = {}
+        while not self._try_all([path], passed):
+            markers = self._snapshots_above(path) if self.on_snapshot else {}
+            if markers and markers != passed:
+                assert self.on_snapshot is not None
+                self.on_snapshot(markers, path)  # copied into them first: then past them
+                passed = markers
+                continue
             if time.monotonic() > deadline:
                 raise ConflictError(f"{path} is busy with another operation; retry", code="busy")
             time.sleep(delay)
@@ -63,11 +100,25 @@ class Lease:
         self.held.append(path)
         self._wait_below(path, deadline)
 
+    def _snapshots_above(self, path: str) -> dict[str, str]:
+        """The snapshots being made at `path`'s ancestors: {folder: owner}, one batched read."""
+        above = _ancestors(path)
+        if not above:
+            return {}
+        now = int(time.time())
+        found = batch_get(self.table, [self._item_key(a) for a in above], consistent=True)
+        return {
+            i["sk"]: i["owner"]
+            for i in found
+            if str(i["owner"]).startswith(SNAPSHOT_OWNER) and int(i["expires"]) >= now
+        }
+
     def _try(self, path: str) -> bool:
         return self._try_all([path])
 
-    def _try_all(self, paths: list[str]) -> bool:
-        """Put every path's lease item if all are free and no ancestor is leased: one transaction."""
+    def _try_all(self, paths: list[str], passed: Mapping[str, str] | None = None) -> bool:
+        """Put every path's lease item if all are free and no ancestor is leased (but by the
+        snapshots `passed`, {folder: owner}, each by that owner only): one transaction."""
         now = int(time.time())
         common = {
             "TableName": self.table.name,
@@ -75,11 +126,12 @@ class Lease:
             "ExpressionAttributeNames": {"#o": "owner"},
             "ExpressionAttributeValues": {":now": now, ":me": self.owner},
         }
-        actions = [
-            {"Put": {**common, "Item": {**self._item_key(p), "owner": self.owner, "expires": now + LEASE_S}}}
-            for p in paths
+        item = {"owner": self.owner, "expires": now + self.lease_s}
+        actions = [{"Put": {**common, "Item": {**self._item_key(p), **item}}} for p in paths]
+        actions += [
+            {"ConditionCheck": {**common, **_past(common, passed, a), "Key": self._item_key(a)}}
+            for a in _checked(paths)
         ]
-        actions += [{"ConditionCheck": {**common, "Key": self._item_key(a)}} for a in _checked(paths)]
         client = self.table.meta.client  # a resource's client: plain Python values, serialized for us
         try:
             client.transact_write_items(TransactItems=actions)
@@ -142,7 +194,7 @@ class Lease:
         return any(i["owner"] != self.owner and int(i["expires"]) >= now for i in page["Items"])
 
     def renew(self) -> None:
-        """Extend every held lease by LEASE_S; ConflictError if one was lost meanwhile, or had
+        """Extend every held lease by its lease_s; ConflictError if one was lost meanwhile, or had
         expired: another operation may then have changed something below it."""
         failed = self.table.meta.client.exceptions.ConditionalCheckFailedException
         for path in self.held:
@@ -153,7 +205,7 @@ class Lease:
                     UpdateExpression="SET expires = :e",
                     ConditionExpression="#o = :me AND expires >= :now",
                     ExpressionAttributeNames={"#o": "owner"},
-                    ExpressionAttributeValues={":e": now + LEASE_S, ":me": self.owner, ":now": now},
+                    ExpressionAttributeValues={":e": now + self.lease_s, ":me": self.owner, ":now": now},
                 )
             except failed:
                 raise ConflictError(f"lost the lease on {path}", code="busy") from None
@@ -200,6 +252,14 @@ class Lease:
         self.held.clear()
 
 
+def _past(common: dict[str, Any], passed: Mapping[str, str] | None, ancestor: str) -> dict[str, Any]:
+    """The condition on an ancestor a taker passes (a snapshot being made, by its owner only)."""
+    if not passed or ancestor not in passed:
+        return {}
+    values = {**common["ExpressionAttributeValues"], ":snap": passed[ancestor]}
+    return {"ConditionExpression": f"{_FREE} OR #o = :snap", "ExpressionAttributeValues": values}
+
+
 def _checked(paths: list[str]) -> list[str]:
     """The ancestors a transaction taking `paths` checks: each once, none it also takes."""
     taking = set(paths)
@@ -239,8 +299,10 @@ def leased_paths(table: Any, user: str, with_owner: bool = False) -> list[Any]:
 
 
 @contextmanager
-def path_leases(table: Any, user: str, paths: list[str], wait_s: float = WAIT_S) -> Iterator[Lease]:
-    lease = Lease(table, user)
+def path_leases(
+    table: Any, user: str, paths: list[str], wait_s: float = WAIT_S, on_snapshot: OnSnapshot | None = None
+) -> Iterator[Lease]:
+    lease = Lease(table, user, on_snapshot=on_snapshot)
     try:
         for path in sorted(set(paths), key=_components):
             lease.acquire(path, wait_s)

@@ -25,7 +25,7 @@ from boto3.dynamodb.conditions import Key
 
 from .. import paths
 from ..errors import ConflictError
-from .locks import path_leases
+from .locks import passing, path_leases
 from .old_layout import OLD_PREFIX, old_file_key
 from .records import Records
 
@@ -60,7 +60,7 @@ def convert_page(records: Records, user: str, limit: int) -> tuple[int, bool]:
     converted = 0
     for folder, group in groupby(found, key=paths.parent):
         files = list(group)
-        with path_leases(table, user, files if folder == "/" else [folder]):
+        with path_leases(table, user, files if folder == "/" else [folder], on_snapshot=passing):
             r = records.dirs.resolver(user)
             converted += sum(_convert(records, user, path, r) for path in files)
     return converted, False

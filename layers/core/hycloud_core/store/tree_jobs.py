@@ -23,6 +23,7 @@ from ..errors import BadRequestError
 RUNNING, SUCCEEDED, FAILED, STOPPED = "running", "succeeded", "failed", "stopped"
 COUNT, APPLY, RENAME, RECORDS, FINISH = "count", "apply", "rename", "records", "finish"
 EMPTY = "empty"  # the op of a user's trash-emptying job (fs/trash.py `drain`): src "/", no leases
+SNAPSHOT = "snapshot"  # making a snapshot (fs/snapshots.py): src its folder, dst its name; its lease apart
 RESUMABLE_S = 86400  # a failed or stopped job resumes when resubmitted within a day
 ID_PATTERN = r"^tree-[0-9a-f]{32}$"
 _ID = re.compile(ID_PATTERN)
@@ -46,7 +47,7 @@ class Superseded(Exception):
 class TreeJob:
     user: str
     id: str
-    op: str  # copy | move | remove | empty
+    op: str  # copy | move | remove | empty | snapshot
     src: str
     dst: str | None
     leases: list[str]
