@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 # (bench/results/snapshots.md: about 8 ms an entry to restore, at load 10 on 2 cores)
 RESTORE_MAX_ENTRIES = 2_500  # a `restore`, which writes file records and Merkle nodes too
 COUNT_S = 5.0  # at most this long counting before a restore starts
-INLINE_S = 0.25  # `create` copies this long itself, and at most INLINE_ENTRIES; the rest is its job's
+INLINE_S = 0.1  # `create` copies this long itself, and at most INLINE_ENTRIES; the rest is its job's
 INLINE_ENTRIES = 200  # as many as a tree copy or removal runs inline (InstanceConfig.tree_inline_limit)
 LEASE_S = 900  # the lease of a snapshot being made on its folder, renewed by each job step
 PAGE = 100  # entries of the walk copied together
