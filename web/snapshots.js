@@ -1,6 +1,6 @@
 // The Snapshots view: read-only copies of a folder (GET /v1/snapshots), newest first, with the
 // folder each copies, when it was made, its files and size. "Snapshot this folder" copies the
-// folder shown (POST /v1/snapshots); a snapshot is restored to where it was (what is there now
+// folder shown (POST /v1/snapshots; a large tree's job is followed to its end); a snapshot is restored to where it was (what is there now
 // goes to the trash first: `replace`) or at another path (POST /v1/snapshots/{name}/restore),
 // and removed for good after a confirmation (DELETE /v1/snapshots/{name}).
 "use strict";
@@ -59,7 +59,16 @@ async function makeSnapshot() {
   const name = (await ask(`Snapshot ${state.cwd} as (a name, or empty for the time):`, ""))?.trim();
   if (name === undefined) return;
   const answer = await Api.json("POST", "/v1/snapshots", { json: { path: state.cwd, ...(name ? { name } : {}) } });
-  const snap = answer.snapshot;
+  let snap = answer.snapshot;
+  if (answer.job) {  // a large tree: its moment is taken, a job copies the rest (writes go on)
+    note(`snapshot ${snap.name} of ${snap.path}: being made…`);
+    let status = answer.job;
+    while (status.state === "running") {
+      status = await Api.json("GET", "/v1/tree-jobs", { params: { id: status.job, wait: 20 } });
+    }
+    if (status.state !== "succeeded") throw new Error(`snapshot ${snap.name}: ${status.state} ${JSON.stringify(status.error ?? "")}`);
+    snap = (await Api.json("GET", "/v1/snapshots")).snapshots.find((s) => s.name === snap.name) ?? snap;
+  }
   note(`snapshot ${snap.name} of ${snap.path}: ${snap.files} file(s)`);
   if (!$("#snapshots").hidden) await loadSnapshots();
 }

@@ -56,6 +56,7 @@ from hycloud_core.cost.threshold_choice import Guard
 from hycloud_core.fs import Namespace, segments, threshold_moves
 from hycloud_core.fs.reconcile import Reconciled, reconcile_all, reconcile_user
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.fs.snapshots import abandon_stale
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.user_purge import purge_deleted_users
 from hycloud_core.fs.version_upkeep import purge_expired_versions
@@ -206,6 +207,7 @@ def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> 
     recounted = _recount_usage(records)
     objects = Objects(records.table, s3, CONFIG.bucket)
     trash = purge_trash(records.table, CONFIG.namespaces_dir, CONFIG.trash_retention_s, retention_s=trash_s)
+    stale_snapshots = abandon_stale(records.table, CONFIG.namespaces_dir)
     versions = purge_expired_versions(  # before the mark: what only dropped versions named goes now
         objects, CONFIG.namespaces_dir, grace_s, retention_s=retention_s
     )
@@ -221,6 +223,7 @@ def _walk(grace_s: int, retention_s: int | None, trash_s: int | None = None) -> 
         "users_purged": purged,
         "versions_purged": versions.to_dict(),
         "trash_purged": trash.to_dict(),
+        "snapshots_abandoned": stale_snapshots,
     }
 
 

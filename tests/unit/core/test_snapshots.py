@@ -23,14 +23,20 @@ from hycloud_core.fs.snapshots import Snapshots
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.tree_job import Budget, TreeJobStep
 from hycloud_core.store.locks import leased_paths, path_leases
+from hycloud_core.store.quotas import Quota
 from hycloud_core.store.snapshot_marks import CopyMarks
 from hycloud_core.store.tree_jobs import APPLY, RUNNING, SNAPSHOT, SUCCEEDED, TreeJob, TreeJobs, job_id
-from hycloud_core.store.quotas import Quota
 from tests.unit.core.moto_content import put_large, stored
 from tests.unit.core.moto_content import put_small as put
 from tests.unit.core.moto_content import sample_tree as tree
 
 DAY = 86400
+
+
+@pytest.fixture(autouse=True)
+def _copied_within_the_request(monkeypatch):
+    """These trees are copied within `create` (ready at once), however loaded the machine."""
+    monkeypatch.setattr(snapshots, "INLINE_S", 30.0)
 
 
 @pytest.fixture
@@ -241,6 +247,17 @@ def test_a_snapshot_whose_lease_lapsed_is_removed_and_its_job_says_why(bob):
         Snapshots(bob).making("s")
     assert err.value.code == "snapshot-interrupted"
     assert Snapshots(bob).listing() == [] and not os.path.exists(Snapshots(bob).area.folder(snap.id))
+
+
+def test_upkeep_removes_a_snapshot_left_making_once_its_lease_lapsed(bob):
+    _wide(bob)
+    left = Snapshots(bob).create("/p", "left", inline_s=0)
+    namespaces = os.path.dirname(bob.ns.root)
+    assert snapshots.abandon_stale(bob.records.table, namespaces, now=time.time() + 60) == []  # held
+    later = time.time() + snapshots.LEASE_S + 60
+    assert snapshots.abandon_stale(bob.records.table, namespaces, now=later) == ["bob/left"]
+    assert Snapshots(bob).listing() == [] and not os.path.exists(Snapshots(bob).area.folder(left.id))
+    assert not list(CopyMarks(bob.records.table, "bob", left.id).all())
 
 
 def test_a_write_into_a_folder_too_large_to_copy_in_time_is_busy_and_the_job_copies_it(bob, monkeypatch):

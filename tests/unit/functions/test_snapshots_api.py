@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
+import hycloud_core.fs.snapshots
 from tests.unit.functions.test_versions_api import call, put, read  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(autouse=True)
+def _copied_within_the_request(monkeypatch):
+    """These trees are copied within `create` (ready at once), however loaded the machine."""
+    monkeypatch.setattr(hycloud_core.fs.snapshots, "INLINE_S", 30.0)
 
 
 def test_create_browse_read_refuse_writes_restore_and_remove(call):  # noqa: F811

@@ -150,7 +150,7 @@ class Snapshots:
 
     # --- making one ------------------------------------------------------------------------------
     def create(
-        self, path: str, name: str | None = None, inline_s: float = INLINE_S, inline: int = INLINE_ENTRIES
+        self, path: str, name: str | None = None, inline_s: float | None = None, inline: int = INLINE_ENTRIES
     ) -> Snapshot:
         """A snapshot of the folder `path` as it is now: ready when its copy took under
         `inline_s` and `inline` entries, else "making", for its job to go on with (it walks again from the start,
@@ -158,7 +158,8 @@ class Snapshots:
         `quota-exceeded` when the user is over it."""
         snap = self.begin(path, name)
         try:
-            cursor, _ = self.copy(snap).walk_from(None, time.monotonic() + inline_s, inline)
+            budget = INLINE_S if inline_s is None else inline_s
+            cursor, _ = self.copy(snap).walk_from(None, time.monotonic() + budget, inline)
             if cursor is None:
                 snap = self.finish(snap)
                 self.drop_marks(snap, None)
@@ -188,9 +189,7 @@ class Snapshots:
 
     def lease(self, snap: Snapshot) -> Lease:
         """The lease a snapshot being made holds on its folder (store/locks.py `snapshot_owner`)."""
-        lease = Lease(self.fs.records.table, self.fs.user, snapshot_owner(snap.id), lease_s=LEASE_S)
-        lease.held = [snap.path]
-        return lease
+        return _lease(self.fs.records.table, snap)
 
     def copy(self, snap: Snapshot) -> SnapshotCopy:
         return SnapshotCopy(self.fs, snap.id, snap.path)
@@ -232,10 +231,7 @@ class Snapshots:
 
     def abandon(self, snap: Snapshot) -> None:
         """A snapshot not made after all: its folder, marks, lease and record go."""
-        self.area.remove(snap.id)
-        self.drop_marks(snap, None)
-        self.lease(snap).release()
-        self.records.delete(snap.name)
+        _abandon(self.fs.records.table, self.area, snap)
 
     def _check_quota(self, more: Change) -> None:
         """The user's use plus every snapshot (and `more`) within the quota."""
@@ -368,6 +364,38 @@ class Snapshots:
         snap = self.get(name)
         self.abandon(snap)
         return snap
+
+
+def _lease(table: Any, snap: Snapshot) -> Lease:
+    lease = Lease(table, snap.by, snapshot_owner(snap.id), lease_s=LEASE_S)
+    lease.held = [snap.path]
+    return lease
+
+
+def _abandon(table: Any, area: SnapshotArea, snap: Snapshot) -> None:
+    area.remove(snap.id)
+    CopyMarks(table, snap.by, snap.id).drop(None)
+    _lease(table, snap).release()
+    SnapshotRecords(table, snap.by).delete(snap.name)
+
+
+def abandon_stale(table: Any, namespaces_dir: str, now: float | None = None) -> list[str]:
+    """Snapshots left "making" whose lease lapsed (their job stopped and nobody resumed it):
+    removed, as their job would on its next step; upkeep's walk runs this. Their names."""
+    now = time.time() if now is None else now
+    root, gone = snapshot_root(namespaces_dir), []
+    for user in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        for snap in SnapshotRecords(table, user).all():
+            if snap.state == MAKING and snap.at < now - LEASE_S and not _lease_kept(table, snap, now):
+                _abandon(table, SnapshotArea(namespaces_dir, user), snap)
+                gone.append(f"{user}/{snap.name}")
+    return gone
+
+
+def _lease_kept(table: Any, snap: Snapshot, now: float) -> bool:
+    """Whether the snapshot's lease on its folder is still its own and unexpired."""
+    item = table.get_item(Key={"pk": f"LOCK#{snap.by}", "sk": snap.path}, ConsistentRead=True).get("Item")
+    return bool(item) and item["owner"] == snapshot_owner(snap.id) and int(item["expires"]) >= now
 
 
 @dataclass(frozen=True)

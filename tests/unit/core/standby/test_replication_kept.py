@@ -9,12 +9,21 @@ import os
 import time
 from dataclasses import replace
 
+import pytest
+
+import hycloud_core.fs.snapshots
 from hycloud_core import content
 from hycloud_core.fs import FileSystem
 from hycloud_core.standby.replicate import run_pass
 from tests.conftest import MOTO_BUCKET
 from tests.unit.core.moto_content import put_large
 from tests.unit.core.standby.conftest import RETAIN_S, STANDBY_BUCKET, put
+
+
+@pytest.fixture(autouse=True)
+def _copied_within_the_request(monkeypatch):
+    """These trees are copied within `create` (ready at once), however loaded the machine."""
+    monkeypatch.setattr(hycloud_core.fs.snapshots, "INLINE_S", 30.0)
 
 
 def at_home(primary: FileSystem) -> dict[str, bytes]:
