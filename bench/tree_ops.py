@@ -5,7 +5,9 @@ Trees: one file, 1,000, 10,000 and 100,000 files (100 per folder, folders 10 to 
 chain of 20 folders with a file at the bottom. Each tree is uploaded once (bundles), then moved
 back and forth, copied (`cp -r`, the copy removed untimed) and removed into the trash (restored
 between removals, untimed); the local peer renames, copies (`shutil.copytree`) and removes
-(`shutil.rmtree`) a tree of the same shape in a temp dir; the S3 peer copies every object of a
+(`shutil.rmtree`) a tree of the same shape in a temp dir. After each upload the bench waits for
+the machine's load to settle (at most QUIET_WAIT_S); `mv` and `rm -r` are the medians of
+`repeat` runs; the S3 peer copies every object of a
 prefix (16 threads: `cp -r`), deletes each original (with the copy, the strongest plain-S3
 "rename") and deletes a prefix in 1,000-key batches (`rm -r`).
 
@@ -29,6 +31,7 @@ from typing import Any
 from hycloud.sdk import HyCloud, bundles
 
 PER_FOLDER = 100
+QUIET_LOAD, QUIET_WAIT_S = 1.5, 180.0
 
 
 def shape(files: int, chain: int = 0) -> list[str]:
@@ -44,6 +47,14 @@ def _ms(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return (time.perf_counter() - t0) * 1000
+
+
+def quiet(load: float = QUIET_LOAD, wait_s: float = QUIET_WAIT_S) -> None:
+    """Wait (at most `wait_s`) for the machine to settle after an upload: a 100,000-file upload
+    leaves the 1-minute load at 10 and more, which the next figures would carry."""
+    deadline = time.monotonic() + wait_s
+    while os.getloadavg()[0] > load and time.monotonic() < deadline:
+        time.sleep(5)
 
 
 def _median(values: list[float]) -> float:
@@ -62,6 +73,7 @@ def hycloud_row(hc: HyCloud, work: Path, label: str, rels: list[str], repeat: in
     results = bundles.put_files(hc, [(local / rel, f"{root}/a/{rel}") for rel in rels], parallel=8)
     bundles.raise_first_error(results)
     upload_s = time.perf_counter() - t0
+    quiet()
     moves = []
     for i in range(repeat):
         src, dst = (f"{root}/a", f"{root}/b") if i % 2 == 0 else (f"{root}/b", f"{root}/a")
@@ -72,7 +84,7 @@ def hycloud_row(hc: HyCloud, work: Path, label: str, rels: list[str], repeat: in
         copy_ms = _ms(partial(hc.cp, where, f"{root}/c"))
         hc.rmdir(f"{root}/c", recursive=True)
     removals = []
-    for i in range(max(1, repeat // 2)):  # a restore brings the folder's entry back: O(depth)
+    for i in range(repeat):  # a restore brings the folder's entry back: O(depth)
         if i:
             item = hc.trash()["items"][0]["item"]
             hc.trash_restore(item)
