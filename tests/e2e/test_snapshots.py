@@ -95,6 +95,7 @@ def test_a_large_tree_is_snapshotted_at_once_and_writes_racing_its_job_leave_it_
     assert made.status_code == 202, made.text
     snap, job = made.json()["snapshot"], made.json()["job"]
     assert (snap["state"], job["op"], job["state"]) == ("making", "snapshot", "running")
+    assert sha(sdk.snapshots.get_bytes(name, "/d11/f24.txt")) == sha(tree["/d11/f24.txt"])  # readable at once
     sdk.put_bytes(f"{top}/d11/f24.txt", b"overwritten")  # writes while the job copies
     sdk.rm(f"{top}/d10/f00.txt")
     sdk.mv(f"{top}/d09", f"{top}/moved")

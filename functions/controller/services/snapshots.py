@@ -11,7 +11,7 @@ import json
 from aws_lambda_powertools.event_handler import Response
 from context import CONFIG
 
-from hycloud_core.fs import FileSystem
+from hycloud_core.fs import FileSystem, Namespace
 from hycloud_core.fs.snapshots import Snapshots
 from hycloud_core.store.snapshot_records import READY
 from services import tree_ops
@@ -49,13 +49,18 @@ def stat(fs: FileSystem, name: str, path: str) -> dict:
 
 
 def read(fs: FileSystem, name: str, path: str) -> Response:
-    """A small file's bytes (with their sha256), or where to fetch a large file's content."""
-    snap, tree = Snapshots(fs).tree(name)
-    entry = tree.stat(path)
-    if entry.storage == "large":
-        reader = type(fs)(fs.user, tree, fs.records, fs.objects, fs.s3, fs.bucket)
-        return Response(status_code=200, content_type=LINK_TYPE, body=json.dumps(reader.download_link(path)))
-    data = tree.read(path)
+    """A small file's bytes (with their sha256), or where to fetch a large file's content; from a
+    snapshot being made too (its folders not yet copied are read live: fs/snapshots.py `read`)."""
+
+    def fetch(ns: Namespace, at: str) -> tuple[dict | None, bytes]:
+        if ns.stat(at).storage == "large":
+            reader = type(fs)(fs.user, ns, fs.records, fs.objects, fs.s3, fs.bucket)
+            return reader.download_link(at), b""
+        return None, ns.read(at)
+
+    snap, (link, data) = Snapshots(fs).read(name, path, fetch)
+    if link is not None:
+        return Response(status_code=200, content_type=LINK_TYPE, body=json.dumps(link))
     return Response(
         status_code=200,
         content_type="application/octet-stream",

@@ -218,6 +218,42 @@ def test_create_answers_at_once_and_writes_while_the_job_copies_leave_the_snapsh
     assert not [p for p in leased_paths(bob.records.table, "bob")]  # and its lease
 
 
+def test_a_snapshot_being_made_is_browsed_and_read_as_it_was_at_once(bob):
+    before = _wide(bob)
+    Snapshots(bob).create("/p", "s", inline_s=0)
+    snaps = Snapshots(bob)
+    assert [e.name for e in snaps.browse("s", "/")[0]] == ["d0", "d1", "d2"]  # read live: not copied yet
+    assert [e.path for e in snaps.browse("s", "/d1")[0]] == ["/d1/big.bin", "/d1/e0", "/d1/e1", "/d1/top.txt"]
+    put(bob, "/p/d1/top.txt", b"changed")  # copies "/" and /d1 first
+    bob.move("/p/d2", "/p/moved")
+    bob.mkdir("/p/new")
+    assert snaps.get("s").state == "making"
+    for rel in ("/d1/top.txt", "/d1/e0/f.txt", "/d2/e0/f.txt", "/d0/top.txt"):
+        _snap, data = snaps.read("s", rel, lambda ns, at: ns.read(at))
+        assert hashlib.sha256(data).hexdigest() == before[rel], rel
+    assert snaps.stat("s", "/d1/big.bin").content_hash == bob.ns.stat("/p/d1/big.bin").content_hash
+    assert snaps.stat("s", "/d2/e1/empty").type == "dir"
+    assert [e.name for e in snaps.browse("s", "/")[0]] == ["d0", "d1", "d2"]
+    for gone in ("/moved", "/new"):
+        with pytest.raises(NotFoundError):
+            snaps.browse("s", gone)
+
+
+def test_a_read_of_a_folder_copied_and_changed_while_it_was_read_is_read_again_from_the_copy(bob):
+    _wide(bob)
+    Snapshots(bob).create("/p", "s", inline_s=0)
+    raced = []
+
+    def read_while_a_write_lands(ns, at):
+        if ns is bob.ns and not raced:  # the live folder: a write copies it, then changes it
+            raced.append(at)
+            put(bob, "/p/d0/top.txt", b"written during the read")
+        return ns.read(at)
+
+    _snap, data = Snapshots(bob).read("s", "/d0/top.txt", read_while_a_write_lands)
+    assert raced == ["/p/d0/top.txt"] and data == b"top 0"
+
+
 def test_moving_or_removing_the_folder_of_a_snapshot_being_made_waits_for_it(bob, monkeypatch):
     monkeypatch.setattr(locks, "WAIT_S", 0.2)
     _wide(bob)

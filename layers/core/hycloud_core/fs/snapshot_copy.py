@@ -162,6 +162,25 @@ class SnapshotCopy:
     def _live(self, rel: str) -> str:
         return self.folder if rel == "/" else self.folder.rstrip("/") + rel
 
+    # --- reading while it is made ------------------------------------------------------------
+    def locate(self, rel: str) -> str | None:
+        """Where the snapshot's `rel` is read now: the folder (within the snapshot) not copied
+        yet that holds it, read live at its path since it has not changed since the moment; ""
+        when it is read from the snapshot's own folder. NotFoundError when the snapshot has none."""
+        chain = list(_chain(paths.normalize(rel)))
+        done = self.marks.done(chain)
+        for folder in chain:
+            if folder in done:
+                continue
+            if folder != "/" and self.tree.stat(folder).type != "dir":  # NotFoundError: not its
+                return ""  # a file of a copied folder
+            return folder
+        return ""
+
+    def unchanged(self, folder: str) -> bool:
+        """Whether a folder located live is still not copied: what was read there was the moment's."""
+        return folder not in self.marks.done([folder])
+
     # --- the job's walk ----------------------------------------------------------------------
     def walk_from(
         self, cursor: str | None, deadline: float, limit: int | None = None

@@ -76,6 +76,7 @@ RESTORE_MAX_ENTRIES = 2_500  # a `restore`, which writes file records and Merkle
 COUNT_S = 5.0  # at most this long counting before a restore starts
 INLINE_S = 0.1  # `create` copies this long itself, and at most INLINE_ENTRIES; the rest is its job's
 INLINE_ENTRIES = 200  # as many as a tree copy or removal runs inline (InstanceConfig.tree_inline_limit)
+READ_TRIES = 5  # reads of a snapshot being made, each redone when its folder was copied meanwhile
 LEASE_S = 900  # the lease of a snapshot being made on its folder, renewed by each job step
 PAGE = 100  # entries of the walk copied together
 REMOVING = ".removing-"
@@ -264,13 +265,38 @@ class Snapshots:
             raise ConflictError(f"snapshot {name} is not complete", code="snapshot-not-ready")
         return snap, tree
 
+    def read[T](self, name: str, path: str, how: Callable[[Namespace, str], T]) -> tuple[Snapshot, T]:
+        """`how` over the namespace and path where the snapshot's `path` is now: its own folder
+        once ready; while it is made, the live folder not yet copied that holds it, read at its
+        path (it has not changed since the moment: a folder is copied before anything changes
+        it) and trusted once it is still not copied after the read; else its copy."""
+        for _ in range(READ_TRIES):
+            snap = self.get(name)
+            tree = self.area.tree(snap.id)
+            if tree is None:
+                raise ConflictError(f"snapshot {name} is being removed", code="snapshot-not-ready")
+            if snap.state == READY:
+                return snap, how(tree, path)
+            copy = self.copy(snap)
+            folder = copy.locate(path)
+            if not folder:
+                return snap, how(tree, path)
+            with contextlib.suppress(NotFoundError):  # changed meanwhile: it was copied first
+                found = how(self.fs.ns, _Under(snap.path).path(path))
+                if copy.unchanged(folder) and self.get(name).state == MAKING:
+                    return snap, found
+        raise ConflictError(f"snapshot {name} is being made; retry", code="busy")
+
     def stat(self, name: str, path: str) -> Entry:
-        return self.tree(name)[1].stat(path)
+        _snap, entry = self.read(name, path, lambda ns, at: ns.stat(at))
+        return replace(entry, path=paths.normalize(path))
 
     def browse(
         self, name: str, path: str = "/", after: str | None = None, limit: int | None = None
     ) -> tuple[list[Entry], str | None]:
-        return self.tree(name)[1].listdir(path, after, limit)
+        _snap, (entries, cursor) = self.read(name, path, lambda ns, at: ns.listdir(at, after, limit))
+        inside = _Under(paths.normalize(path))
+        return [replace(e, path=inside.path("/" + e.name)) for e in entries], cursor
 
     # --- restoring -------------------------------------------------------------------------------
     def restore(
