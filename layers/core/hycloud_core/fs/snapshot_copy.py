@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import batched
+from itertools import batched, groupby
 from typing import TYPE_CHECKING
 
 from .. import paths
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from .operations import FileSystem
 
 COPY_S = 8.0  # a write copies at most this long into a snapshot before it is refused busy
-PAGE = 100  # files of a folder copied side by side, then the claim renewed
+PAGE = 100  # files of a folder copied side by side, then the claim renewed; folders of a job's page
+FOLDERS = 4  # folders of one depth the job copies side by side
 THREADS = 8  # EFS is latency-bound: a folder's files are copied side by side
 WAIT = 0.05
 
@@ -183,24 +184,38 @@ class SnapshotCopy:
 
     # --- the job's walk ----------------------------------------------------------------------
     def walk_from(
-        self, cursor: str | None, deadline: float, limit: int | None = None
+        self, cursor: str | None, deadline: float, limit: int | None = None, page: int = PAGE
     ) -> tuple[str | None, int]:
-        """Copy the folders not yet copied, in the walk's order from `cursor`, until `deadline`
-        or past `limit` entries (folders walked, files copied); (the cursor to go on from, None
-        when the walk is over; files copied)."""
+        """Copy the folders not yet copied, in the walk's order from `cursor`, `page` folders at
+        a time, until `deadline` or past `limit` entries (folders walked, files copied); (the
+        cursor to go on from, None when the walk is over; files copied)."""
         copied, walked, steps = 0, 0, walk(self.fs.ns, self.folder, PRE, cursor)
-        for page in batched(_folders(steps), PAGE):
-            rels = ["/" + s.rel if s.rel else "/" for s in page]
-            done = self.marks.done(rels + [paths.parent(r) for r in rels if r != "/"])
-            for step, rel in zip(page, rels, strict=True):
-                # a folder is the snapshot's when its copied parent listed it
-                if rel not in done and (rel == "/" or paths.parent(rel) in done) and self._listed(rel):
-                    copied += self.copy_folder(rel, deadline + COPY_S, whole=True).files
-                    done.add(rel)
-                walked += 1
+        size = max(1, min(page, limit or page))
+        with ThreadPoolExecutor(FOLDERS) as pool:
+            for page in batched(_folders(steps), size):
+                copied += self._copy_page(["/" + s.rel if s.rel else "/" for s in page], pool, deadline)
+                walked += len(page)
                 if time.monotonic() > deadline or (limit is not None and walked + copied >= limit):
-                    return step.rel, copied
+                    return page[-1].rel, copied
         return None, copied
+
+    def _copy_page(self, rels: list[str], pool: ThreadPoolExecutor, deadline: float) -> int:
+        """A page of the walk's folders, a depth at a time (a parent before its folders), the
+        folders of one depth side by side; a folder is the snapshot's when its copied parent
+        listed it. The files copied."""
+        done, copied = self.marks.done(rels + [paths.parent(r) for r in rels if r != "/"]), 0
+        for _level, group in groupby(sorted(rels, key=_depth), key=_depth):
+            due = [r for r in group if r not in done and (r == "/" or paths.parent(r) in done)]
+            due = [r for r, listed in zip(due, pool.map(self._listed, due), strict=True) if listed]
+            copied += sum(
+                h.files for h in pool.map(lambda r: self.copy_folder(r, deadline + COPY_S, True), due)
+            )
+            done.update(due)
+        return copied
+
+
+def _depth(rel: str) -> int:
+    return 0 if rel == "/" else rel.count("/")
 
 
 def _folders(steps: Iterator[Step]) -> Iterator[Step]:
