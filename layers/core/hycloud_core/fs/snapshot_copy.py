@@ -184,13 +184,13 @@ class SnapshotCopy:
 
     # --- the job's walk ----------------------------------------------------------------------
     def walk_from(
-        self, cursor: str | None, deadline: float, limit: int | None = None, page: int = PAGE
+        self, cursor: str | None, deadline: float, limit: int | None = None, folders: int = PAGE
     ) -> tuple[str | None, int]:
-        """Copy the folders not yet copied, in the walk's order from `cursor`, `page` folders at
+        """Copy the folders not yet copied, in the walk's order from `cursor`, `folders` at
         a time, until `deadline` or past `limit` entries (folders walked, files copied); (the
         cursor to go on from, None when the walk is over; files copied)."""
         copied, walked, steps = 0, 0, walk(self.fs.ns, self.folder, PRE, cursor)
-        size = max(1, min(page, limit or page))
+        size = max(1, min(folders, limit or folders))
         with ThreadPoolExecutor(FOLDERS) as pool:
             for page in batched(_folders(steps), size):
                 copied += self._copy_page(["/" + s.rel if s.rel else "/" for s in page], pool, deadline)

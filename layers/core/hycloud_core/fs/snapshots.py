@@ -160,7 +160,7 @@ class Snapshots:
         snap = self.begin(path, name)
         try:
             budget = INLINE_S if inline_s is None else inline_s
-            cursor, _ = self.copy(snap).walk_from(None, time.monotonic() + budget, inline, page=1)
+            cursor, _ = self.copy(snap).walk_from(None, time.monotonic() + budget, inline, folders=1)
             if cursor is None:
                 snap = self.finish(snap)
                 self.drop_marks(snap, None)
