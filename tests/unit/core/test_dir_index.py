@@ -124,16 +124,16 @@ def test_trash_takes_a_folder_in_one_rewrite_and_gives_it_back(records):
 def test_a_purge_past_its_deadline_stops_and_the_next_one_finishes_what_it_left(records, monkeypatch):
     """A bounded purge (emptying a large item, a step at a time) deletes deepest first, so what
     it leaves is still reached from the item's entry and the next call removes it all."""
-    tree(records, "/p", 60)
+    tree(records, "/p", 20)
     for k in range(3):
-        tree(records, f"/p/sub{k}/deeper", 30)
+        tree(records, f"/p/sub{k}/deeper", 10)
     records.to_trash(U, "/p", "0003-item")
-    monkeypatch.setattr("hycloud_core.store.records.DELETE_ROUND", 25)
-    monkeypatch.setattr("hycloud_core.store.merkle_records.DROP_ROUND", 25)
+    monkeypatch.setattr("hycloud_core.store.records.DELETE_ROUND", 10)
+    monkeypatch.setattr("hycloud_core.store.merkle_records.DROP_ROUND", 10)
     rounds = 1
     while not records.purge_trashed(U, "0003-item", deadline=time.monotonic() - 1):  # one round a call
         rounds += 1
-    assert rounds >= (60 + 3 * 30) // 25
+    assert rounds >= (20 + 3 * 10) // 10
     assert [i for i in records.table.scan()["Items"] if i["sk"][:2] in ("F#", "D#")] == []
 
 

@@ -77,7 +77,7 @@ def test_restore_brings_the_tree_back_byte_for_byte_with_records_and_merkle_node
 def test_restoring_a_tree_costs_the_same_whatever_it_holds(bob):
     """The folder's entry comes back with its id, and with it every record and Merkle node kept
     below it: a 10,000-file tree's restore went past API Gateway's 29 s writing them all again.
-    Here 300 files cost the requests 3 do, and the Merkle tree agrees with EFS afterwards."""
+    Here 60 files cost the requests 3 do, and the Merkle tree agrees with EFS afterwards."""
     from hycloud_core.fs.merkle_scan import namespace_tree
     from tests.unit.core.merkle.test_merkle_records import assert_agrees
 
@@ -94,11 +94,11 @@ def test_restoring_a_tree_costs_the_same_whatever_it_holds(bob):
         events.unregister("before-call.dynamodb.*", hook)
         return len(seen)
 
-    few, many = requests(3), requests(300)
+    few, many = requests(3), requests(60)
     assert many <= few + 2, (few, many)
     assert bob.merkle.root_item().get("hash") in (None, namespace_tree(bob.ns).hash.hex())
     assert_agrees(bob)
-    assert len(bob.records.files_under("bob", "/t300")) == 300
+    assert len(bob.records.files_under("bob", "/t60")) == 60
 
 
 def test_restore_to_a_taken_path_is_409_and_to_elsewhere_works(bob):
