@@ -294,8 +294,9 @@ class TreeJobStatus(BaseModel):
     """A tree job; resubmitting its operation follows it while it runs and resumes it after."""
 
     job: str
-    op: Literal["copy", "move", "remove", "empty", "snapshot"] = Field(
-        description="empty: the trash's emptying; snapshot: making one (dst its name)"
+    op: Literal["copy", "move", "remove", "empty", "snapshot", "restore"] = Field(
+        description="empty: the trash's emptying; snapshot: making one (dst its name); restore: a "
+        "snapshot's (src within it)"
     )
     src: str
     dst: str | None

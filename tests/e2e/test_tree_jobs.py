@@ -310,6 +310,24 @@ class TestSmallTreesAsJobs:
         assert not [p for p in file_records(owner.deployment, owner.ns_key) if not p.startswith("/seed/")]
         _efs_and_records_agree(owner)
 
+    def test_a_snapshot_and_its_restore_past_the_inline_limit_are_jobs(self, owner, seed):
+        """The seed tree (past 20 entries) is snapshotted at once (202) and copied by a job; its
+        restore elsewhere is a job too (op restore, 20 entries a step), which leaves the seed's
+        files, records and Merkle nodes at the new place."""
+        api = owner.api()
+        made = api.call("POST", "/v1/snapshots", json={"path": "/seed", "name": "seed-snap"})
+        assert made.status_code == 202 and made.json()["job"]["op"] == "snapshot", made.text
+        ready = _wait_for(api, made.json()["job"]["job"], lambda s: s["state"] != "running")
+        assert ready["state"] == "succeeded", ready
+        r = api.call("POST", "/v1/snapshots/seed-snap/restore", json={"to": "/seed-back"})
+        assert r.status_code == 202 and r.json()["op"] == "restore", r.text
+        end = _wait_for(api, r.json()["job"], lambda s: s["state"] != "running")
+        assert (end["state"], end["done"]) == ("succeeded", SEED_FILES + 1), end
+        assert _same_files(_tree(owner, "/seed-back"), _expected_seed_tree(seed)) == []
+        _efs_and_records_agree(owner)
+        owner.sdk().snapshots.rm("seed-snap")
+        owner.sdk().rmdir("/seed-back", recursive=True)  # a trash item the emptying below takes
+
     def test_emptying_trash_items_past_the_inline_limit_is_a_job_the_cli_follows(self, owner):
         """The trees the test above trashed (about 100 files each, 5 times the limit of 20) leave
         the trash listing in the request; counting and removing what they hold is a job (20 files

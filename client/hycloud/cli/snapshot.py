@@ -129,7 +129,10 @@ def restore(
     ] = False,
 ) -> None:
     """Copy a snapshot (or PATH in it) back; refused when the destination is taken, unless --replace."""
-    done = _snapshots().restore(name, path, to=to, replace=replace)
+    from .job_progress import following_files
+
+    with following_files() as bar:  # a tree of many entries is restored by a job, followed
+        done = _snapshots().restore(name, path, to=to, replace=replace, progress=bar)
     emit(done, f"restored {name}:{path} -> {done['entry']['path']}")
 
 

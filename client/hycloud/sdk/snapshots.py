@@ -94,13 +94,25 @@ class Snapshots:
             download_large(response.json(), target, None, renew, self.client.transfer)
             return target.read_bytes()
 
-    def restore(self, name: str, path: str = "/", to: str | None = None, replace: bool = False) -> dict:
-        """Copy `path` of the snapshot (all of it by default) back where it was, or to `to`.
-        Returns {"restored": snapshot, "entry": what is at the destination now}."""
+    def restore(
+        self,
+        name: str,
+        path: str = "/",
+        to: str | None = None,
+        replace: bool = False,
+        progress: Progress | None = None,
+    ) -> dict:
+        """Copy `path` of the snapshot (all of it by default) back where it was, or to `to`; a
+        tree of many entries is restored by a job, which this follows to its end (`progress`:
+        files copied). Returns {"restored": snapshot, "entry": what is at the destination now}."""
         body: dict = {"path": paths.normalize(path), "replace": replace}
         if to is not None:
             body["to"] = paths.normalize(to)
-        return self.http.json("POST", self._route(name, "/restore"), json=body)
+        done = self.http.json("POST", self._route(name, "/restore"), json=body)
+        if "job" not in done:
+            return done
+        job = tree_jobs.follow(self.http, done, progress)
+        return {"restored": self.get(name), "entry": self.client.stat(job["dst"]), "job": job}
 
     def rm(self, name: str) -> dict:
         """Remove a snapshot for good; {"removed": snapshot}."""

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from answers import BYTES, LINK_TYPE, DownloadLink, Entry, Listing, TreeJobStatus, absent, ok, replies
+from answers import (
+    BYTES,
+    LINK_TYPE,
+    TREE_JOB_ACCEPTED,
+    DownloadLink,
+    Entry,
+    Listing,
+    TreeJobStatus,
+    absent,
+    ok,
+    replies,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from context import filesystem
@@ -133,12 +144,17 @@ def delete_file(name: Name, path: Annotated[UserPath, Query()]):
     raise ForbiddenError(f"snapshot {name} is read-only; remove it whole", code="snapshot-read-only")
 
 
-@router.post("/v1/snapshots/<name>/restore", responses=replies(201, SnapshotRestored, 404, 409, 413))
+@router.post(
+    "/v1/snapshots/<name>/restore",
+    responses={**replies(201, SnapshotRestored, 404, 409), **TREE_JOB_ACCEPTED},
+)
 def restore(name: Name, body: Annotated[SnapshotRestore, Body()]):
     """Copy `path` of the snapshot back to where it was, or to `to`. Nothing is overwritten:
     409 `already-exists` when that place is taken, unless `replace` moves it to the trash first.
-    413 `restore-too-large` above the entries one request restores: restore subfolders by `path`."""
-    return ok(snapshots.restore(filesystem(router), name, body.path, body.to, body.replace), 201)
+    A tree of more entries than one request copies is restored by a tree job (202, op `restore`;
+    follow it at GET /v1/tree-jobs). 409 `snapshot-not-ready` while the snapshot is being made."""
+    done = snapshots.restore(filesystem(router), name, body.path, body.to, body.replace)
+    return ok(done, 202 if "job" in done else 201)
 
 
 @router.delete("/v1/snapshots/<name>", responses=replies(200, SnapshotRemoved, 404))

@@ -70,7 +70,12 @@ def read(fs: FileSystem, name: str, path: str) -> Response:
 
 
 def restore(fs: FileSystem, name: str, path: str, to: str | None, replace: bool) -> dict:
-    entry, snap = Snapshots(fs).restore(name, path, to, replace)
+    """Within the request up to the tree job's inline limit; a larger tree by a job (its answer)."""
+    snaps = Snapshots(fs)
+    plan = snaps.plan_restore(name, path, to, replace, CONFIG.tree_inline_limit)
+    if plan.large:
+        return tree_ops.answer(tree_ops.restore_snapshot(fs, plan, to))
+    entry, snap = snaps.restore(name, path, to, replace=False)
     return {"restored": snap.to_dict(), "entry": entry.to_dict()}
 
 

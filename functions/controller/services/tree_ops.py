@@ -19,6 +19,7 @@ from context import CONFIG, records, sfn
 from hycloud_core import paths
 from hycloud_core.errors import NotFoundError
 from hycloud_core.fs import FileSystem, Namespace
+from hycloud_core.fs.snapshots import Restoring, Snapshots
 from hycloud_core.fs.tree_walk import count
 from hycloud_core.jobs.executions import execution_arn
 from hycloud_core.jobs.queue import QueueStore
@@ -28,6 +29,7 @@ from hycloud_core.store.tree_jobs import (
     APPLY,
     EMPTY,
     RENAME,
+    RESTORE,
     RUNNING,
     SNAPSHOT,
     STOPPED,
@@ -82,6 +84,29 @@ def make_snapshot(fs: FileSystem, snap: Snapshot) -> TreeJob:
     job.phase = APPLY
     if not jobs.create(job):
         return _get(jobs, fs.user, job.id)
+    _execute(job)
+    return job
+
+
+def restore_snapshot(fs: FileSystem, plan: Restoring, to: str | None) -> TreeJob:
+    """The job that restores a snapshot's tree of many entries (fs/snapshots.py `restore_page`),
+    started, or followed while it runs; the destination is leased by it and checked free first."""
+    jobs = TreeJobs(records().table)
+    job = TreeJob(fs.user, job_id(RESTORE, plan.src, plan.dst), RESTORE, plan.src, plan.dst, [plan.dst])
+    job.snapshot, job.phase = plan.snap.name, APPLY
+    found = jobs.get(fs.user, job.id)
+    if found and (found.state == RUNNING or found.resumable):
+        return _follow_or_resume(jobs, found)
+    if not jobs.create(job):
+        return _get(jobs, fs.user, job.id)
+    lease = Lease(records().table, job.user, owner=job.owner)
+    try:
+        _acquire(lease, job)
+        Snapshots(fs).check_free(plan.dst, to)
+    except BaseException:
+        lease.release()
+        jobs.forget(job)
+        raise
     _execute(job)
     return job
 

@@ -43,7 +43,14 @@ class SnapshotSdk:
         self.calls.append(("get", name, path))
         return b"alpha"
 
-    def restore(self, name: str, path: str = "/", to: str | None = None, replace: bool = False) -> dict:
+    def restore(
+        self,
+        name: str,
+        path: str = "/",
+        to: str | None = None,
+        replace: bool = False,
+        progress: object = None,
+    ) -> dict:
         self.calls.append(("restore", name, path, to, replace))
         return {"restored": SNAP, "entry": {"path": to or "/photos", "type": "dir"}}
 

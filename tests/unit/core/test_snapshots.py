@@ -25,7 +25,16 @@ from hycloud_core.fs.tree_job import Budget, TreeJobStep
 from hycloud_core.store.locks import leased_paths, path_leases
 from hycloud_core.store.quotas import Quota
 from hycloud_core.store.snapshot_marks import CopyMarks
-from hycloud_core.store.tree_jobs import APPLY, RUNNING, SNAPSHOT, SUCCEEDED, TreeJob, TreeJobs, job_id
+from hycloud_core.store.tree_jobs import (
+    APPLY,
+    RESTORE,
+    RUNNING,
+    SNAPSHOT,
+    SUCCEEDED,
+    TreeJob,
+    TreeJobs,
+    job_id,
+)
 from tests.unit.core.moto_content import put_large, stored
 from tests.unit.core.moto_content import put_small as put
 from tests.unit.core.moto_content import sample_tree as tree
@@ -343,6 +352,27 @@ def test_a_restore_above_its_limit_is_refused_and_its_subfolders_restore_one_by_
     assert err.value.code == "restore-too-large" and not bob.ns.exists("/back")
     Snapshots(bob).restore("s", "/sub", to="/back/sub")
     assert sorted(digests(bob, "/back/sub")) == ["/b.txt", "/big.bin"]
+
+
+def test_a_large_restore_is_a_job_whose_steps_copy_the_tree_back_with_its_records(bob):
+    before = _wide(bob)
+    Snapshots(bob).create("/p", "s")
+    plan = Snapshots(bob).plan_restore("s", "/", "/back", False, inline=5)
+    assert plan.large and (plan.src, plan.dst) == ("/", "/back")
+    Snapshots(bob).check_free(plan.dst, "/back")
+    jobs = TreeJobs(bob.records.table)
+    job = TreeJob("bob", job_id(RESTORE, "/", "/back"), RESTORE, "/", "/back", leases=[], snapshot="s")
+    job.phase = APPLY
+    assert jobs.create(job)
+    steps = 0
+    while job.state == RUNNING:
+        job = jobs.get("bob", job.id)
+        TreeJobStep(bob, jobs, job, Budget.of(60, 4)).run()
+        steps += 1
+    assert (job.state, job.done, job.files) == (SUCCEEDED, len(before), len(before)) and steps >= 3
+    assert digests(bob, "/back") == before
+    assert len(bob.records.files_under("bob", "/back")) == len(before)
+    assert repair(bob.ns, bob.merkle, lambda _path: contextlib.nullcontext()) == []  # nodes agree with EFS
 
 
 def test_a_deleted_users_snapshots_and_their_records_go_with_the_user(bob):

@@ -17,8 +17,9 @@ back from its segment, so the snapshot depends on no segment), a large file's li
 No file record nor Merkle node is written: the snapshot is read from EFS, its source of truth.
 While one is being made, moving or removing the folder or what holds it waits for it; a second
 snapshot of the folder (or above it) is refused busy. A restore writes file records and Merkle
-nodes as well, about five times the work an entry: one above `RESTORE_MAX_ENTRIES` is refused
-(413 `restore-too-large`): restore the snapshot's subfolders one by one (`path`).
+nodes as well, about five times the work an entry: a tree past what one request restores is a
+tree job's (`plan_restore`, `restore_page`, services/tree_ops.py); `restore` alone refuses more
+than `RESTORE_MAX_ENTRIES` (413 `restore-too-large`).
 
 What is kept. The collector marks every link file under the snapshot area (store/collector.py),
 so a large file's object stays while any snapshot names it, whatever becomes of the original.
@@ -42,10 +43,10 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from itertools import batched, groupby
+from itertools import batched, groupby, islice
 from typing import TYPE_CHECKING, Any
 
 from .. import content, paths
@@ -302,16 +303,37 @@ class Snapshots:
     def restore(
         self, name: str, path: str = "/", to: str | None = None, replace: bool = False
     ) -> tuple[Entry, Snapshot]:
-        """Copy `path` of the snapshot (all of it by default) back to where it was, or to `to`.
+        """Copy `path` of the snapshot (all of it by default) back to where it was, or to `to`,
+        within this request (at most RESTORE_MAX_ENTRIES: more is a job's, `plan_restore`).
         Nothing is overwritten: 409 when the place is taken, unless `replace`, which first moves
         what is there to the trash (one rename, restorable from there)."""
+        plan = self.plan_restore(name, path, to, replace, RESTORE_MAX_ENTRIES)
+        if plan.large:
+            raise PayloadTooLargeError(
+                f"{plan.src} holds more than {RESTORE_MAX_ENTRIES} files and folders, more than one "
+                "request restores; restore its subfolders one by one",
+                code="restore-too-large",
+            )
+        snap, tree, fs = plan.snap, self.tree(name)[1], self.fs
+        entry = tree.stat(plan.src)
+        held = Change(snap.bytes, snap.files) if plan.src == "/" else _held(tree, plan.src)
+        with fs._leases(plan.dst), fs.quota.change(held):
+            self.check_free(plan.dst, to)
+            try:
+                self._copy_out(tree, entry, plan.dst)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    dst = fs.ns.host(plan.dst)
+                    shutil.rmtree(dst) if entry.type == "dir" else os.unlink(dst)
+                raise
+        return fs.ns.stat(plan.dst), snap
+
+    def plan_restore(self, name: str, path: str, to: str | None, replace: bool, inline: int) -> Restoring:
+        """Where a restore goes and whether it holds more than `inline` entries (then it is a
+        job's: `restore_page`); with `replace`, what is there now goes to the trash first."""
         snap, tree = self.tree(name)
         src = paths.normalize(path)
-        entry = tree.stat(src)
-        if entry.type == "dir":
-            _check_size(
-                tree, src, RESTORE_MAX_ENTRIES, "restore its subfolders one by one", "restore-too-large"
-            )
+        large = tree.stat(src).type == "dir" and _over(tree, src, inline)
         dst = paths.normalize(to) if to else _Under(snap.path).path(src)
         if dst == "/":
             raise ConflictError(
@@ -320,27 +342,45 @@ class Snapshots:
         fs = self.fs
         if replace and fs.ns.exists(dst):
             fs.trash_tree(dst) if fs.ns.stat(dst).type == "dir" else fs.delete(dst)
-        held = Change(snap.bytes, snap.files) if src == "/" else _held(tree, src)
-        with fs._leases(dst), fs.quota.change(held):
-            if fs.ns.exists(dst):
-                hint = "" if to else "; restore it elsewhere with `to`, or with `replace`"
-                raise ConflictError(f"{dst} already exists{hint}", code="already-exists")
-            fs.ns.mkdir(paths.parent(dst), parents=True)
-            try:
-                self._copy_out(tree, entry, dst)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    shutil.rmtree(fs.ns.host(dst)) if entry.type == "dir" else os.unlink(fs.ns.host(dst))
-                raise
-        return fs.ns.stat(dst), snap
+        return Restoring(snap, src, dst, large)
+
+    def check_free(self, dst: str, to: str | None) -> None:
+        """409 when the destination is taken (under its lease); its parent folders made."""
+        if self.fs.ns.exists(dst):
+            hint = "" if to else "; restore it elsewhere with `to`, or with `replace`"
+            raise ConflictError(f"{dst} already exists{hint}", code="already-exists")
+        self.fs.ns.mkdir(paths.parent(dst), parents=True)
+
+    def restore_page(
+        self, name: str, src: str, dst: str, cursor: str | None, entries: int
+    ) -> tuple[str | None, int]:
+        """A restore job's step: the next `entries` of the snapshot's `src`, in the walk's order
+        from `cursor`, copied to `dst` with their records and Merkle nodes (a page done again
+        writes the same); (the cursor, None when done; the files copied)."""
+        _snap, tree = self.tree(name)
+        steps = list(islice(walk(tree, src, PRE, cursor), max(1, min(entries, PAGE))))
+        if not steps:
+            return None, 0
+        files = [under(dst, s.rel) for s in steps if not s.is_dir]
+        before = sum((Change(e.size, 1) for f in files if (e := self.fs.ns.file_entry(f))), Change())
+        after = sum((Change(tree.stat(under(src, s.rel)).size, 1) for s in steps if not s.is_dir), Change())
+        with self.fs.quota.change(after - before):  # refused over the quota: the job stops, saying so
+            self._copy_steps(tree, src, dst, steps)
+        return steps[-1].rel, len(files)
 
     def _copy_out(self, tree: Namespace, entry: Entry, dst: str) -> None:
         """The snapshot's `entry` (file or folder) written at `dst` in the namespace, then its
         file records and Merkle nodes, from what the copy wrote (no second pass over EFS)."""
+        if entry.type == "file":
+            self._copy_steps(tree, entry.path, dst, [Step("", False)])
+        else:
+            self._copy_steps(tree, entry.path, dst, walk(tree, entry.path, PRE))
+
+    def _copy_steps(self, tree: Namespace, src_path: str, dst: str, steps: Iterable[Step]) -> None:
         fs = self.fs
         # the snapshot's tree seen as a FileSystem's namespace, for `_require_content`'s touch
         reader = type(fs)(fs.user, tree, fs.records, fs.objects, fs.s3, fs.bucket, quota=Quota(None, fs.user))
-        src, target = _Under(entry.path), _Under(dst)
+        src, target = _Under(src_path), _Under(dst)
         written: list[_Written] = []  # appended from the pool's threads (list.append is atomic)
         folders: list[str] = []
 
@@ -363,10 +403,7 @@ class Snapshots:
             folders.append(target.path(rel))
             fs.ns.mkdir(target.path(rel))
 
-        if entry.type == "file":
-            copy("/")
-        else:
-            _copy_tree(walk(tree, entry.path, PRE), make_dir, copy)
+        _copy_tree(iter(steps), make_dir, copy)
         self._index(written, folders)
 
     def _index(self, written: list[_Written], folders: list[str]) -> None:
@@ -425,6 +462,16 @@ def _lease_kept(table: Any, snap: Snapshot, now: float) -> bool:
 
 
 @dataclass(frozen=True)
+class Restoring:
+    """A restore decided: from `src` of the snapshot to `dst`; `large`: more than one request copies."""
+
+    snap: Snapshot
+    src: str
+    dst: str
+    large: bool
+
+
+@dataclass(frozen=True)
 class _Written:
     """A file a restore wrote: its record and its Merkle node's digest and mtime."""
 
@@ -457,15 +504,11 @@ def _held(tree: Namespace, path: str) -> Change:
     return Change(sum(e.size for e in entries), len(entries))
 
 
-def _check_size(ns: Namespace, path: str, limit: int, instead: str, code: str) -> None:
-    """413 `code` when the tree at `path` holds more than `limit` entries (or takes longer to count
-    than one request can spend on it)."""
+def _over(ns: Namespace, path: str, limit: int) -> bool:
+    """Whether the tree at `path` holds more than `limit` entries (or takes longer to count than
+    one request can spend on it)."""
     _files, entries, cursor = count(ns, path, None, time.monotonic() + COUNT_S, limit + 1)
-    if cursor is not None or entries > limit:
-        raise PayloadTooLargeError(
-            f"{path} holds more than {limit} files and folders, more than one request can copy; {instead}",
-            code=code,
-        )
+    return cursor is not None or entries > limit
 
 
 def remove_all(namespaces_dir: str, user: str) -> None:

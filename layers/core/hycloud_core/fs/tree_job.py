@@ -31,6 +31,7 @@ from ..store.tree_jobs import (
     FINISH,
     RECORDS,
     RENAME,
+    RESTORE,
     SNAPSHOT,
     SUCCEEDED,
     TreeJob,
@@ -102,6 +103,8 @@ class TreeJobStep:
             return self._empty()
         if job.op == SNAPSHOT:
             return self._snapshot()
+        if job.op == RESTORE:
+            return self._restore()
         handler = {
             COUNT: self._count,
             APPLY: self._copy if job.op == "copy" else self._remove,
@@ -140,6 +143,22 @@ class TreeJobStep:
         job.cursor, copied = snaps.copy(snap).walk_from(job.cursor, self.budget.deadline, self._left())
         job.done += copied
         self.used += max(copied, 1)
+        if job.cursor is None:
+            self._next(FINISH)
+
+    def _restore(self) -> None:
+        """Copy the next page of a snapshot's tree back to the job's destination (fs/snapshots.py)."""
+        from .snapshots import Snapshots
+
+        job = self.job
+        if job.phase == FINISH:
+            job.files, job.state = job.done, SUCCEEDED
+            return
+        job.cursor, files = Snapshots(self.fs).restore_page(
+            job.snapshot or "", job.src, self._dst, job.cursor, self._left()
+        )
+        job.done += files
+        self.used += max(files, 1)
         if job.cursor is None:
             self._next(FINISH)
 

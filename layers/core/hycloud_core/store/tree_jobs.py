@@ -23,6 +23,9 @@ from ..errors import BadRequestError
 RUNNING, SUCCEEDED, FAILED, STOPPED = "running", "succeeded", "failed", "stopped"
 COUNT, APPLY, RENAME, RECORDS, FINISH = "count", "apply", "rename", "records", "finish"
 EMPTY = "empty"  # the op of a user's trash-emptying job (fs/trash.py `drain`): src "/", no leases
+RESTORE = (
+    "restore"  # a snapshot's restore (fs/snapshots.py): src within the snapshot `snapshot`, dst its place
+)
 SNAPSHOT = "snapshot"  # making a snapshot (fs/snapshots.py): src its folder, dst its name; its lease apart
 RESUMABLE_S = 86400  # a failed or stopped job resumes when resubmitted within a day
 ID_PATTERN = r"^tree-[0-9a-f]{32}$"
@@ -47,7 +50,7 @@ class Superseded(Exception):
 class TreeJob:
     user: str
     id: str
-    op: str  # copy | move | remove | empty | snapshot
+    op: str  # copy | move | remove | empty | snapshot | restore
     src: str
     dst: str | None
     leases: list[str]
@@ -64,6 +67,7 @@ class TreeJob:
     created: int = field(default_factory=lambda: int(time.time()))
     updated: int = field(default_factory=lambda: int(time.time()))
     error: dict[str, Any] | None = None
+    snapshot: str | None = None  # a restore's snapshot (its name)
 
     def __post_init__(self) -> None:
         self.execution = self.execution or self.execution_name()
