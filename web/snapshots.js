@@ -62,20 +62,26 @@ async function makeSnapshot() {
   let snap = answer.snapshot;
   if (answer.job) {  // a large tree: its moment is taken, a job copies the rest (writes go on)
     note(`snapshot ${snap.name} of ${snap.path}: being made…`);
-    let status = answer.job;
-    while (status.state === "running") {
-      status = await Api.json("GET", "/v1/tree-jobs", { params: { id: status.job, wait: 20 } });
-    }
-    if (status.state !== "succeeded") throw new Error(`snapshot ${snap.name}: ${status.state} ${JSON.stringify(status.error ?? "")}`);
+    await followed(answer.job);
     snap = (await Api.json("GET", "/v1/snapshots")).snapshots.find((s) => s.name === snap.name) ?? snap;
   }
   note(`snapshot ${snap.name} of ${snap.path}: ${snap.files} file(s)`);
   if (!$("#snapshots").hidden) await loadSnapshots();
 }
 
+// A tree job's answer (a large snapshot made or restored) followed to its end; others as they are.
+async function followed(answer) {
+  let status = answer;
+  while (status.job && status.state === "running") {
+    status = await Api.json("GET", "/v1/tree-jobs", { params: { id: status.job, wait: 20 } });
+  }
+  if (status.job && status.state !== "succeeded") throw new Error(`${status.op} ${status.dst}: ${status.state} ${JSON.stringify(status.error ?? "")}`);
+  return status;
+}
+
 async function restoreSnapshot(snap) {
   if ((await ask(`Restore ${snap.path} as it was in ${snap.name}? What is there now goes to the trash.`)) === null) return;
-  await Api.json("POST", `/v1/snapshots/${encodeURIComponent(snap.name)}/restore`, { json: { replace: true } });
+  await followed(await Api.json("POST", `/v1/snapshots/${encodeURIComponent(snap.name)}/restore`, { json: { replace: true } }));
   note(`restored ${snap.path} from ${snap.name}`);
 }
 
@@ -83,7 +89,7 @@ async function restoreSnapshotTo(snap) {
   const to = (await ask(`Restore ${snap.name} at the path:`, `${snap.path === "/" ? "" : snap.path}.${snap.name}`))?.trim();
   if (!to) return;
   const dest = "/" + to.split("/").filter(Boolean).join("/");
-  await Api.json("POST", `/v1/snapshots/${encodeURIComponent(snap.name)}/restore`, { json: { to: dest } });
+  await followed(await Api.json("POST", `/v1/snapshots/${encodeURIComponent(snap.name)}/restore`, { json: { to: dest } }));
   note(`restored ${snap.name} at ${dest}`);
 }
 
