@@ -75,7 +75,7 @@ def restore(fs: FileSystem, name: str, path: str, to: str | None, replace: bool)
     plan = snaps.plan_restore(name, path, to, replace, CONFIG.tree_inline_limit)
     if plan.large:
         return tree_ops.answer(tree_ops.restore_snapshot(fs, plan, to))
-    entry, snap = snaps.restore(name, path, to, replace=False)
+    entry, snap = snaps.restore_planned(plan, to)
     return {"restored": snap.to_dict(), "entry": entry.to_dict()}
 
 

@@ -161,10 +161,10 @@ class SnapshotCopy:
         return Change(entry.size, 1)
 
     def _live(self, rel: str) -> str:
-        return self.folder if rel == "/" else self.folder.rstrip("/") + rel
+        return Under(self.folder).path(rel)
 
     # --- reading while it is made ------------------------------------------------------------
-    def locate(self, rel: str) -> str | None:
+    def locate(self, rel: str) -> str:
         """Where the snapshot's `rel` is read now: the folder (within the snapshot) not copied
         yet that holds it, read live at its path since it has not changed since the moment; ""
         when it is read from the snapshot's own folder. NotFoundError when the snapshot has none."""
@@ -212,6 +212,17 @@ class SnapshotCopy:
             )
             done.update(due)
         return copied
+
+
+class Under:
+    """Paths of a folder's tree seen from the folder: "/" is the folder itself."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def path(self, rel: str) -> str:
+        rel = paths.normalize(rel)
+        return self.folder if rel == "/" else (self.folder.rstrip("/") + rel)
 
 
 def _depth(rel: str) -> int:

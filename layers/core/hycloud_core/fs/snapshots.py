@@ -65,7 +65,7 @@ from ..store.snapshot_records import (
 )
 from ..store.time_ids import checked_id, new_id
 from .namespace import Entry, Namespace
-from .snapshot_copy import SnapshotCopy
+from .snapshot_copy import SnapshotCopy, Under
 from .tree_walk import PRE, Step, count, under, walk
 
 if TYPE_CHECKING:
@@ -283,7 +283,7 @@ class Snapshots:
             if not folder:
                 return snap, how(tree, path)
             with contextlib.suppress(NotFoundError):  # changed meanwhile: it was copied first
-                found = how(self.fs.ns, _Under(snap.path).path(path))
+                found = how(self.fs.ns, Under(snap.path).path(path))
                 if copy.unchanged(folder) and self.get(name).state == MAKING:
                     return snap, found
         raise ConflictError(f"snapshot {name} is being made; retry", code="busy")
@@ -296,7 +296,7 @@ class Snapshots:
         self, name: str, path: str = "/", after: str | None = None, limit: int | None = None
     ) -> tuple[list[Entry], str | None]:
         _snap, (entries, cursor) = self.read(name, path, lambda ns, at: ns.listdir(at, after, limit))
-        inside = _Under(paths.normalize(path))
+        inside = Under(paths.normalize(path))
         return [replace(e, path=inside.path("/" + e.name)) for e in entries], cursor
 
     # --- restoring -------------------------------------------------------------------------------
@@ -314,7 +314,11 @@ class Snapshots:
                 "request restores; restore its subfolders one by one",
                 code="restore-too-large",
             )
-        snap, tree, fs = plan.snap, self.tree(name)[1], self.fs
+        return self.restore_planned(plan, to)
+
+    def restore_planned(self, plan: Restoring, to: str | None) -> tuple[Entry, Snapshot]:
+        """A restore `plan_restore` decided, within this request (`to`: as the caller gave it)."""
+        snap, tree, fs = plan.snap, self.tree(plan.snap.name)[1], self.fs
         entry = tree.stat(plan.src)
         held = Change(snap.bytes, snap.files) if plan.src == "/" else _held(tree, plan.src)
         with fs._leases(plan.dst), fs.quota.change(held):
@@ -334,7 +338,7 @@ class Snapshots:
         snap, tree = self.tree(name)
         src = paths.normalize(path)
         large = tree.stat(src).type == "dir" and _over(tree, src, inline)
-        dst = paths.normalize(to) if to else _Under(snap.path).path(src)
+        dst = paths.normalize(to) if to else Under(snap.path).path(src)
         if dst == "/":
             raise ConflictError(
                 "/ is the root directory; restore it elsewhere with `to`", code="already-exists"
@@ -380,7 +384,7 @@ class Snapshots:
         fs = self.fs
         # the snapshot's tree seen as a FileSystem's namespace, for `_require_content`'s touch
         reader = type(fs)(fs.user, tree, fs.records, fs.objects, fs.s3, fs.bucket, quota=Quota(None, fs.user))
-        src, target = _Under(src_path), _Under(dst)
+        src, target = Under(src_path), Under(dst)
         written: list[_Written] = []  # appended from the pool's threads (list.append is atomic)
         folders: list[str] = []
 
@@ -485,17 +489,6 @@ def _ancestors(path: str) -> Iterator[str]:
     while path != "/":
         path = paths.parent(path)
         yield path
-
-
-class _Under:
-    """Paths of a folder's tree seen from the folder: "/" is the folder itself."""
-
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
-
-    def path(self, rel: str) -> str:
-        rel = paths.normalize(rel)
-        return self.folder if rel == "/" else (self.folder.rstrip("/") + rel)
 
 
 def _held(tree: Namespace, path: str) -> Change:

@@ -113,9 +113,6 @@ class Lease:
             if str(i["owner"]).startswith(SNAPSHOT_OWNER) and int(i["expires"]) >= now
         }
 
-    def _try(self, path: str) -> bool:
-        return self._try_all([path])
-
     def _try_all(self, paths: list[str], passed: Mapping[str, str] | None = None) -> bool:
         """Put every path's lease item if all are free and no ancestor is leased (but by the
         snapshots `passed`, {folder: owner}, each by that owner only): one transaction."""

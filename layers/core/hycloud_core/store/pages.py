@@ -37,18 +37,18 @@ def query_items(
     if fields:
         kwargs["ProjectionExpression"] = ", ".join(f"#f{i}" for i in range(len(fields)))
         kwargs["ExpressionAttributeNames"] = {f"#f{i}": f for i, f in enumerate(fields)}
-    while True:
-        page = table.query(**kwargs)
-        yield from page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return _paged(table.query, kwargs)
 
 
 def scan_items(table: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
     """Every item a scan with `kwargs` (a filter, a projection) finds, page after page, as stored."""
+    return _paged(table.scan, kwargs)
+
+
+def _paged(read: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The items of a query or scan, its pages read one after another as they are consumed."""
     while True:
-        page = table.scan(**kwargs)
+        page = read(**kwargs)
         yield from page["Items"]
         if "LastEvaluatedKey" not in page:
             return

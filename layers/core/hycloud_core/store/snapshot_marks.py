@@ -87,10 +87,9 @@ class CopyMarks:
         except self._failed:
             pass
 
-    def all(self, after: str | None = None) -> Iterator[dict[str, Any]]:
-        """Every mark, in path order, after `after`."""
-        cond = Key("pk").eq(self.pk) if after is None else Key("pk").eq(self.pk) & Key("sk").gt(after)
-        return query_items(self.table, cond, True)
+    def all(self) -> Iterator[dict[str, Any]]:
+        """Every mark, in path order."""
+        return query_items(self.table, Key("pk").eq(self.pk), True)
 
     def drop(self, deadline: float | None) -> bool:
         """Delete every mark, until `deadline`; whether all went."""
