@@ -3,6 +3,7 @@ read what they say, and refuse a malformed event before touching anything (under
 
 from __future__ import annotations
 
+import json
 import os
 
 import boto3
@@ -11,7 +12,7 @@ import pytest
 from hycloud_core import content
 from hycloud_core.errors import BadRequestError
 from hycloud_core.fs.relay_cache import RelayCache
-from hycloud_core.jobs import base_cache_name, staging_file
+from hycloud_core.jobs import base_cache_name, load_outcome, staging_file
 from hycloud_core.jobs.specs import DeltaDownloadSpec, RelaySpec, SpecError
 from tests.conftest import load_function
 
@@ -59,6 +60,9 @@ def test_the_delta_function_computes_what_its_spec_says(efs, lambda_context):
     with open(cache.path(base_cache_name(base)), "rb") as b, open(produced, "rb") as d, open(out, "wb") as o:
         versioned.apply(b, d, o)
     assert out.read_bytes() == new_data
+    # how it ended is kept beside it, as Step Functions would report it: the controller reads that
+    # instead of describing the execution
+    assert load_outcome(str(efs / "staging"), JOB) == {"status": "SUCCEEDED", "output": json.dumps(answer)}
 
 
 @pytest.mark.parametrize(
