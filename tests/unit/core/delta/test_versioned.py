@@ -72,3 +72,19 @@ def test_truncated_delta_is_refused(cut):
     versioned.encode(io.BytesIO(base), len(base), io.BytesIO(new), len(new), out, 8192, 2048)
     with pytest.raises((DeltaFormatError, DeltaMismatch)):
         versioned.apply(io.BytesIO(base), io.BytesIO(out.getvalue()[:cut]), io.BytesIO())
+
+
+def test_a_window_declaring_another_size_is_refused_before_it_is_decoded():
+    """A hostile delta whose frame claims a huge size must not make the client allocate it."""
+    import hashlib
+
+    import zstandard
+
+    new = b"n" * 1000
+    frame = zstandard.ZstdCompressor(write_content_size=True).compress(b"x" * (1 << 20))
+    header = versioned._HEADER.pack(
+        versioned.MAGIC, versioned.VERSION, len(new), 0, 4096, 1024, hashlib.sha256(new).digest()
+    )
+    delta = header + versioned._LEN.pack(len(frame)) + frame
+    with pytest.raises(DeltaFormatError, match="wrong length"):
+        versioned.apply(io.BytesIO(b""), io.BytesIO(delta), io.BytesIO())
