@@ -38,6 +38,7 @@ from ..verify import check_stored
 from . import auto, background
 from .config import DEFAULT, TransferConfig
 from .jobs import JobPoll, JobTimeout, follow_job
+from .place import put_in_place
 from .progress import Progress
 from .renew import UrlBook, with_renewal
 from .staging import stage
@@ -352,7 +353,7 @@ def delta_download(
         progress.advance(info["size"])
         if adapt and traffic["kind"] == "rsync":
             _adapt_later(http, info, base, tmp_new)
-        tmp_new.replace(target)
+        put_in_place(tmp_new, target)
     except _ListTooLarge:
         return None
     finally:
