@@ -3,8 +3,12 @@
 Each accepted connection is forwarded to the target. Both directions run a
 reader (takes a segment off the source socket, waits for the direction's
 shared token bucket) and a writer (delivers segments off the delay line when
-they are due). The reader paces itself at the link rate, so a fast sender is
+they are due). The reader paces itself at the link rate, so a fast client is
 held back by TCP flow control on its own socket, as behind a real bottleneck.
+The target's answers are taken off its socket as they come (`Eager`) and only
+then paced: LocalStack's gateway drops a connection whose socket send times out,
+which cut the last kilobytes off large downloads at 10 Mbit/s (S3 waits on a
+slow reader far longer).
 
 With `handshake` on, a new connection also pays the TCP three-way handshake:
 the client's first bytes leave one RTT after it connected, as on a real link
@@ -112,7 +116,8 @@ class LinkProxy:
             async with asyncio.TaskGroup() as group:
                 group.create_task(_send(client_r, up_line, up, self._up_bucket, opened + rtt))
                 group.create_task(_deliver(up_line, server_w, lambda n: self.stats.add_up(conn, n)))
-                group.create_task(_send(server_r, down_line, down, self._down_bucket, opened + 1.5 * rtt))
+                answers = Eager(server_r, down.segment, group)
+                group.create_task(_send(answers, down_line, down, self._down_bucket, opened + 1.5 * rtt))
                 group.create_task(_deliver(down_line, client_w, lambda n: self.stats.add_down(conn, n)))
         except* (OSError, RuntimeError):
             pass  # a reset on either side ends the connection; the finally cuts both ends
@@ -121,8 +126,28 @@ class LinkProxy:
             server_w.transport.abort()
 
 
+class Eager:
+    """A reader that empties `src` as fast as it sends, holding what it read until asked: the
+    sender never waits on the emulated link (memory grows to one answer's size, a bench's)."""
+
+    def __init__(self, src: asyncio.StreamReader, segment: int, group: asyncio.TaskGroup) -> None:
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        group.create_task(self._fill(src, segment))
+
+    async def _fill(self, src: asyncio.StreamReader, segment: int) -> None:
+        while True:
+            data = await src.read(segment)
+            self.queue.put_nowait(data)
+            if not data:
+                return
+
+    async def read(self, n: int) -> bytes:
+        """The next segment read (at most the `segment` it was made with, which is `n`)."""
+        return await self.queue.get()
+
+
 async def _send(
-    src: asyncio.StreamReader, line: DelayLine, lane: Lane, bucket: TokenBucket, not_before: float
+    src: asyncio.StreamReader | Eager, line: DelayLine, lane: Lane, bucket: TokenBucket, not_before: float
 ) -> None:
     """Move segments from `src` onto the wire: wait for the bucket, then the delay line carries them."""
     loop = asyncio.get_running_loop()

@@ -193,3 +193,32 @@ def test_spawned_link_stops_by_itself_after_max_seconds(bulk_server) -> None:
     assert _refused(link.address)
     assert link.connections()[0].bytes_up == 2  # the final figures arrived before the child exited
     link.close()
+
+
+def test_the_target_is_never_held_up_by_the_link(make_link) -> None:
+    """A target that sends 16 MB at once (more than the sockets between hold) finishes sending
+    long before the 128 Mbit/s link has delivered it (LocalStack drops a connection whose send
+    stalls), and every byte arrives."""
+    size, sent_in = 16_000_000, []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+            started = time.monotonic()
+            conn.sendall(os.urandom(size))
+            sent_in.append(time.monotonic() - started)
+
+    threading.Thread(target=serve, daemon=True).start()
+    link = make_link(listener.getsockname()[:2], down_mbps=128, up_mbps=128, rtt_ms=20)
+    with socket.create_connection(link.address, timeout=10) as client:
+        got, started = 0, time.monotonic()
+        while chunk := client.recv(1 << 16):
+            got += len(chunk)
+            if got >= size:
+                break
+        took = time.monotonic() - started
+    listener.close()
+    assert got == size and took > 0.8
+    assert sent_in and sent_in[0] < took / 4
