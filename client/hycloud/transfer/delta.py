@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import queue
 import shutil
@@ -51,6 +52,7 @@ MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through 
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
 ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
+ANSWER_HEADER = "x-hycloud-answer"  # a delta answered as bytes: the rest of the answer, as JSON
 NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2's level choice
 # scales with the size on both terms: the size moves only the cloud's cap)
 
@@ -93,16 +95,32 @@ def delta_from_known(
     `level`: the zstd level asked for, else chosen by eq. 2 for this link (`size`: about the file's)."""
     level = level or auto.chosen_level(http.base, "down", size)
     try:
-        answer = http.json(
-            "POST",
-            "/v1/delta/download",
-            params={"wait": START_WAIT_S, "level": level},
-            json={"path": path, "base_hash": base_hash},
-        )
+        answer = by_version(http, path, base_hash, {"wait": START_WAIT_S, "level": level})
     except (ConflictError, NotFoundError):
         return None  # the usual way (stat, then whatever fits) says what is there
     file = {"path": path, **answer["file"]}
     return file, None if answer["state"] == "same" else _followed(http, answer)
+
+
+def by_version(http: Transport, path: str, base_hash: str, params: dict) -> dict:
+    """Ask for the version-aware delta from `base_hash`. Bytes are accepted: a ready delta of up
+    to 4 MiB then comes as the answer's body (the answer itself in ANSWER_HEADER), one request
+    with no base64, and is kept in the result as `delta_body`."""
+    response = http.request(
+        "POST",
+        "/v1/delta/download",
+        params=params,
+        json={"path": path, "base_hash": base_hash},
+        headers={"Accept": f"{OCTET}, application/json;q=0.9"},
+    )
+    if not response.headers.get("Content-Type", "").startswith(OCTET):
+        return response.json()
+    try:
+        answer = json.loads(response.headers[ANSWER_HEADER])
+        answer["result"]["delta_body"] = response.content
+    except (KeyError, TypeError, ValueError):
+        raise HyCloudError("a delta answer without its state", code="corrupt-download") from None
+    return answer
 
 
 def _job_error(status: dict) -> HyCloudError:
@@ -122,8 +140,8 @@ def _fetch_delta(
 ) -> None:
     """The job's delta: inline in its result when small, by presigned URL from S3 when the cloud
     put it there, else through the API."""
-    if result.get("delta"):
-        data = base64.b64decode(result["delta"])
+    if result.get("delta") or result.get("delta_body"):
+        data = result.get("delta_body") or base64.b64decode(result["delta"])
         if len(data) != result["delta_size"]:
             raise HyCloudError("the inline delta is truncated", code="corrupt-download")
         out.write(data)
@@ -177,11 +195,9 @@ class _ListTooLarge(Exception):
 def _version_aware_job(http: Transport, path: str, base_hash: str, size: int) -> tuple[str, dict] | None:
     """Run a version-aware delta when the cloud still has our version, at the zstd level eq. 2
     chooses for this link; None when the cloud lacks our version."""
-    params = {"level": auto.chosen_level(http.base, "down", size)}
+    params = {"level": auto.chosen_level(http.base, "down", size), "wait": START_WAIT_S}
     try:
-        return run_job(
-            http, "POST", "/v1/delta/download", params, json={"path": path, "base_hash": base_hash}
-        )
+        return _followed(http, by_version(http, path, base_hash, params))
     except ConflictError as err:
         if err.code != "base-unknown":
             raise
@@ -240,7 +256,9 @@ def _patch_version_aware(
         delta_file.seek(0)
         hashing = _Hashing(out)
         try:
-            apply_delta(old, spooled, cast(BinaryIO, hashing))  # written front to back only
+            # written front to back only; its content hash, taken as it passes, is checked by the
+            # caller, so the delta's own sha256 is not taken again
+            apply_delta(old, spooled, cast(BinaryIO, hashing), check=False)
         finally:
             hashing.close()
     steps = {

@@ -13,10 +13,11 @@ they compute and the version they read (hycloud_core.jobs); a job's id is usable
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Annotated
 
 from annotated_types import Ge, Le
-from answers import BINARY_BODY, BYTES, Entry, Job, ok, replies
+from answers import BINARY_BODY, BYTES, OCTET, Entry, Job, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -46,6 +47,9 @@ from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import BadRequestError, PayloadTooLargeError
 
 router = APIGatewayRouter()
+ANSWER_HEADER = "x-hycloud-answer"
+_BY_VERSION = replies((200, 202), Job, 404, 409)
+_BY_VERSION[200]["content"] = {**_BY_VERSION[200]["content"], **BYTES}
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
 # the zstd level a client asks for a version-aware delta; run as level.cap allows (CPU budget)
 Level = Annotated[int, Ge(zlevel.MIN_LEVEL), Le(zlevel.MAX_LEVEL)]
@@ -87,13 +91,26 @@ def _body(limit: int = MAX_BODY) -> bytes:
     return data
 
 
-@router.post("/v1/delta/download", responses=replies((200, 202), Job, 404, 409))
+@router.post("/v1/delta/download", responses=_BY_VERSION)
 def download_by_version(
     body: Annotated[DeltaByVersion, Body()],
     wait: Annotated[Wait, Query()] = 0,
     level: Annotated[Level | None, Query()] = None,
 ):
-    return ok(*delta_runs.by_version(router, paths.normalize(body.path), body.base_hash, level, wait))
+    """With `Accept: application/octet-stream`, a ready delta of up to 4 MiB is the answer's body
+    and the rest of the answer (as JSON) its `x-hycloud-answer` header: one request and the delta's
+    own bytes on the link, where a JSON answer carries only a delta of up to 256 KiB (base64)."""
+    as_bytes = OCTET in (router.current_event.get_header_value("accept", default_value="") or "")
+    answer, status = delta_runs.by_version(
+        router, paths.normalize(body.path), body.base_hash, level, wait, inline=not as_bytes
+    )
+    if as_bytes and (data := delta_runs.delta_body(answer)) is not None:
+        header = json.dumps(answer, separators=(",", ":"))  # ASCII: no path in it
+        return Response(status_code=200, content_type=OCTET, body=data, headers={ANSWER_HEADER: header})
+    if as_bytes and answer.get("state") == "ready" and "delta_url" not in answer["result"]:
+        # not in staging any more (evicted): inline when small, as a JSON answer has it
+        answer["result"].update(delta_runs.state_of(router, answer["job"])["result"])
+    return ok(answer, status)
 
 
 @router.put(

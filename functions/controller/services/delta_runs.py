@@ -35,6 +35,9 @@ DIRECT_COMPRESS_S = START_WAIT_S  # a direct job's estimated compression at its 
 # larger: the idempotency store keeps the answer in one DynamoDB item (400 KB, base64 of 256 KiB
 # is 341 KB)
 INLINE_DELTA = 256 * 1024
+# a delta up to this size can be an answer's whole body instead (no idempotency record, no base64):
+# 4 MiB is 5.6 MB once API Gateway has it in base64, under Lambda's 6 MB answer
+BODY_DELTA = 4 * 1024 * 1024
 
 Answer = tuple[dict[str, Any], int]  # the body and status a route answers with
 
@@ -62,10 +65,13 @@ class DeltaStart:
     at: Instance | None = None
 
 
-def start(caller: APIGatewayRouter, job: DeltaStart, wait: float, extra: dict | None = None) -> Answer:
+def start(
+    caller: APIGatewayRouter, job: DeltaStart, wait: float, extra: dict | None = None, inline: bool = True
+) -> Answer:
     """Start (or find) the job; its result (200) when it ends within `wait` seconds (at most
     START_WAIT_S), which saves the client a round trip on short jobs, else 202. A caller willing
-    to wait has a short job with nothing to fetch run in its request (direct)."""
+    to wait has a short job with nothing to fetch run in its request (direct). `inline`: a small
+    delta comes base64 in the result (state_of)."""
     spec, direct = job.spec, None
     if job.at is None:  # the home cache and the home function: nothing to look at for a data instance
         spec = delta_jobs.cached(spec)
@@ -81,7 +87,7 @@ def start(caller: APIGatewayRouter, job: DeltaStart, wait: float, extra: dict | 
     )
     name = run(caller, job.key, spec, options)
     state = long_poll(
-        lambda: state_of(caller, name), min(wait, START_WAIT_S), lambda r: r["state"] == "running"
+        lambda: state_of(caller, name, inline), min(wait, START_WAIT_S), lambda r: r["state"] == "running"
     )
     return {"job": name, **state, **(extra or {})}, 202 if state["state"] == "running" else 200
 
@@ -143,6 +149,17 @@ def state_of(caller: APIGatewayRouter, job: str, inline: bool = True) -> dict:
     return state
 
 
+def delta_body(answer: dict) -> bytes | None:
+    """A ready job's whole delta when it is in home staging (any delta the API can carry: a larger
+    one went to S3 and the answer names its URL), for an answer whose body is the delta itself."""
+    result = answer.get("result") or {}
+    size = result.get("delta_size", 0)
+    if answer.get("state") != "ready" or "delta_url" in result or not 0 < size <= BODY_DELTA:
+        return None
+    data = delta_staging.read_delta(answer["job"], size)
+    return data if data is not None and len(data) == result["delta_size"] else None
+
+
 def follow(caller: APIGatewayRouter, job_id: str, wait: float) -> dict:
     """The caller's job and its state, waited on for up to `wait` seconds while it runs."""
     job = owned(caller, job_id)
@@ -164,8 +181,11 @@ def _readable_base(caller: APIGatewayRouter, path: str, base: str) -> bool:
     return objects().is_stored(base) or bool(coded_version(namespace(caller).current_link(path), base))
 
 
-def by_version(caller: APIGatewayRouter, path: str, base: str, level: int | None, wait: float) -> Answer:
-    """The version-aware delta from `base`, a version of `path` the caller can read, to its current."""
+def by_version(
+    caller: APIGatewayRouter, path: str, base: str, level: int | None, wait: float, inline: bool = True
+) -> Answer:
+    """The version-aware delta from `base`, a version of `path` the caller can read, to its current
+    (`inline`: as state_of's)."""
     link = _large(caller, path)
     file = {"file": {"content_hash": link.content_hash, "size": link.size}}  # no stat needed first
     if base == link.content_hash:
@@ -186,11 +206,13 @@ def by_version(caller: APIGatewayRouter, path: str, base: str, level: int | None
             zl,
         )
         spec = replace(spec, publish_delta=True, base_source=_remote_base(at, link, base))
-        return start(caller, DeltaStart(key, spec, link.size, at=at), wait, extra=file)
+        return start(caller, DeltaStart(key, spec, link.size, at=at), wait, file, inline)
     key, spec = delta_jobs.version_job(
         user(caller), path, link.content_hash, base, delta_jobs.coded_source(link), zl
     )
-    return start(caller, DeltaStart(key, delta_jobs.with_coded_base(link, spec), link.size), wait, extra=file)
+    return start(
+        caller, DeltaStart(key, delta_jobs.with_coded_base(link, spec), link.size), wait, file, inline
+    )
 
 
 def _remote_base(at: Instance, link, base: str) -> Source:

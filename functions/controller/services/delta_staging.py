@@ -50,14 +50,20 @@ def download_url(key: str) -> str:
     )
 
 
-def inline_delta(job: str, limit: int) -> str | None:
-    """The job's delta, base64, when its staging file is still there (None when evicted: the
-    client gets it through /v1/delta/data, which says so)."""
+def read_delta(job: str, limit: int) -> bytes | None:
+    """Up to `limit` + 1 bytes of the job's delta (so a caller sees one too long), when its staging
+    file is still there (None when evicted: the client gets it through /v1/delta/data, which says so)."""
     try:
         with open(jobs.staging_file(CONFIG.staging_dir, job, "delta"), "rb") as f:
-            return base64.b64encode(f.read(limit + 1)).decode()
+            return f.read(limit + 1)
     except FileNotFoundError:
         return None
+
+
+def inline_delta(job: str, limit: int) -> str | None:
+    """The job's delta, base64 (read_delta)."""
+    data = read_delta(job, limit)
+    return None if data is None else base64.b64encode(data).decode()
 
 
 def delta_piece(job: str, offset: int, length: int) -> bytes:

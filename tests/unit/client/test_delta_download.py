@@ -79,3 +79,98 @@ def test_a_second_mismatch_is_a_one_line_error_with_an_exit_code(tmp_path):
     assert err.value.code == "delta-mismatch" and "\n" not in err.value.message
     assert exit_codes.for_error(err.value.code, err.value.status) == exit_codes.CORRUPT
     assert sorted(os.listdir(tmp_path)) == ["old"]
+
+
+class BytesAnswer:
+    """The version-aware route answering a ready delta as the body, its state in a header."""
+
+    def __init__(self, delta: bytes, header: str | None) -> None:
+        self.delta, self.header = delta, header
+        self.asked: list[dict] = []
+
+    def request(self, method: str, route: str, **kw) -> SimpleNamespace:
+        assert (method, route) == ("POST", "/v1/delta/download")
+        self.asked.append(kw["headers"])
+        headers = {"Content-Type": "application/octet-stream"}
+        if self.header is not None:
+            headers["x-hycloud-answer"] = self.header
+        return SimpleNamespace(headers=headers, content=self.delta)
+
+
+def test_a_delta_answered_as_bytes_is_applied_without_another_request(tmp_path):
+    import json
+
+    from hycloud.transfer.delta import delta_from_known
+    from hycloud_core.delta import versioned
+
+    old, new, _, info = versions(tmp_path)
+    out = io.BytesIO()
+    versioned.encode(io.BytesIO(old), len(old), io.BytesIO(new), len(new), out)
+    answer = {
+        "job": "dl-x-1",
+        "state": "ready",
+        "file": {"content_hash": info["content_hash"], "size": len(new)},
+    }
+    answer["result"] = {"kind": "version", "delta_size": len(out.getvalue())}
+    api = BytesAnswer(out.getvalue(), json.dumps(answer))
+    file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
+    assert "application/octet-stream" in api.asked[0]["Accept"]
+    traffic = delta_download(
+        api, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash=content.hash_bytes(old), ran=ran
+    )
+    assert (tmp_path / "new").read_bytes() == new and traffic["received_bytes"] == len(out.getvalue())
+
+
+@pytest.mark.parametrize("header", [None, "not json", '{"job": "x"}'])
+def test_bytes_without_a_readable_state_are_a_clear_error(header):
+    from hycloud.transfer.delta import delta_from_known
+
+    with pytest.raises(HyCloudError) as err:
+        delta_from_known(BytesAnswer(b"delta", header), "/f", "h" * 64, level=3)
+    assert err.value.code == "corrupt-download"
+
+
+def test_a_truncated_delta_body_is_refused(tmp_path):
+    import json
+
+    from hycloud.transfer.delta import delta_from_known
+
+    old, new, _, info = versions(tmp_path)
+    answer = {
+        "job": "dl-x-1",
+        "state": "ready",
+        "file": {"content_hash": info["content_hash"], "size": len(new)},
+    }
+    answer["result"] = {"kind": "version", "delta_size": 1000}
+    api = BytesAnswer(b"x" * 999, json.dumps(answer))
+    file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
+    with pytest.raises(HyCloudError) as err:
+        delta_download(api, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran)
+    assert err.value.code == "corrupt-download" and not (tmp_path / "new").exists()
+
+
+def test_a_version_delta_against_another_base_is_caught_by_the_content_hash(tmp_path):
+    """The client skips the delta's own sha256: its content hash check must still refuse it."""
+    import json
+
+    from hycloud.transfer.delta import delta_from_known
+    from hycloud_core.delta import versioned
+
+    old, new, other, info = versions(tmp_path)
+    out = io.BytesIO()
+    versioned.encode(io.BytesIO(other), len(other), io.BytesIO(new), len(new), out)
+    answer = {
+        "job": "dl-x-1",
+        "state": "ready",
+        "file": {"content_hash": info["content_hash"], "size": len(new)},
+    }
+    answer["result"] = {"kind": "version", "delta_size": len(out.getvalue())}
+    file, ran = delta_from_known(BytesAnswer(out.getvalue(), json.dumps(answer)), "/f", "b" * 64, level=3)
+    (tmp_path / "new").write_bytes(b"kept")
+    with pytest.raises(HyCloudError) as err:
+        delta_download(
+            None, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran
+        )
+    assert (
+        err.value.code in ("corrupt-download", "delta-format") and (tmp_path / "new").read_bytes() == b"kept"
+    )

@@ -3,6 +3,8 @@ and γ (level.py), carried on download requests and used by uploads."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from hycloud.transfer import auto
@@ -53,9 +55,10 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, dict]] = []
 
-    def json(self, method: str, route: str, **kw) -> dict:
+    def request(self, method: str, route: str, **kw) -> SimpleNamespace:
         self.calls.append((method, route, kw))
-        return {"state": "same", "file": {"content_hash": "h", "size": 1}}
+        answer = {"state": "same", "file": {"content_hash": "h", "size": 1}}
+        return SimpleNamespace(headers={"Content-Type": "application/json"}, json=lambda: answer)
 
 
 def test_download_request_carries_the_chosen_level(store):
