@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -45,6 +46,7 @@ from .renew import UrlBook, with_renewal
 from .staging import stage
 
 PIECE = 4 * 1024 * 1024
+HASH_THREADS = 2  # a rebuilt file's parts hashed at once (the client machine's cores, at least two)
 JOB_WAIT_S = 900
 START_WAIT_S = 3  # the request that starts a job holds up to this long for its result
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
@@ -205,12 +207,13 @@ def _version_aware_job(http: Transport, path: str, base_hash: str, size: int) ->
 
 
 class _Hashing:
-    """A sequential writer that takes the content hash of what passes (no second read of the file),
-    hashing and writing in a thread of its own so the disk works while the next window is rebuilt;
-    at most two windows wait, so memory stays bounded."""
+    """A sequential writer that takes the content hash of what passes (no second read of the file):
+    its parts are hashed on two threads and the bytes written in a third, so both cores work
+    while the next window is rebuilt; at most two windows wait, so memory stays bounded."""
 
     def __init__(self, out: BinaryIO) -> None:
-        self.out, self.hasher = out, content.PartHasher()
+        self.pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="hycloud-delta-hash")
+        self.out, self.hasher = out, content.PoolPartHasher(self.pool)
         self.error: OSError | None = None
         self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
         self.thread = threading.Thread(target=self._drain, name="hycloud-delta-write", daemon=True)
@@ -220,7 +223,6 @@ class _Hashing:
         while (data := self.pending.get()) is not None:
             try:
                 if self.error is None:
-                    self.hasher.update(data)
                     self.out.write(data)
             except OSError as err:  # reported by close(); keep draining so write() never blocks
                 self.error = err
@@ -228,13 +230,17 @@ class _Hashing:
     def write(self, data: bytes) -> int:
         if self.error is not None:
             raise self.error
-        self.pending.put(bytes(data))
+        data = bytes(data)
+        self.hasher.update(data)
+        self.pending.put(data)
         return len(data)
 
     def close(self) -> None:
-        """Wait until everything is written; raise what writing raised."""
+        """Wait until everything is written and hashed; raise what writing raised."""
         self.pending.put(None)
         self.thread.join()
+        self.hasher.hexdigest()  # every part hashed before the pool goes
+        self.pool.shutdown()
         if self.error is not None:
             raise self.error
 

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Iterable
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -85,6 +86,44 @@ class PartHasher:
 
     def hexdigest(self) -> str:
         return hash_from_parts(self.digests())
+
+
+class PoolPartHasher:
+    """PartHasher's hash, its whole parts hashed on `pool`'s threads (hashlib lets go of the GIL
+    for them, so two cores hash two parts at once): a rebuilt file's hash costs half the time on
+    the client's two cores. Pieces that end inside a part are hashed in the caller's thread."""
+
+    def __init__(self, pool: Executor) -> None:
+        self.pool = pool
+        self._digests: list[Future[bytes] | bytes] = []
+        self._part = hashlib.sha256()
+        self._filled = 0
+
+    def update(self, piece: bytes) -> None:
+        view = memoryview(piece)
+        if self._filled:  # the open part first, so parts stay in order
+            take = min(PART_SIZE - self._filled, len(view))
+            self._part.update(view[:take])
+            self._filled, view = self._filled + take, view[take:]
+            if self._filled == PART_SIZE:
+                self._digests.append(self._part.digest())
+                self._part, self._filled = hashlib.sha256(), 0
+        while len(view) >= PART_SIZE:
+            self._digests.append(self.pool.submit(_digest, view[:PART_SIZE]))
+            view = view[PART_SIZE:]
+        if view:
+            self._part.update(view)
+            self._filled = len(view)
+
+    def hexdigest(self) -> str:
+        """The content hash of everything given, once every part is hashed."""
+        done = [d if isinstance(d, bytes) else d.result() for d in self._digests]
+        tail = [self._part.digest()] if self._filled or not done else []
+        return hash_from_parts(done + tail)
+
+
+def _digest(data: memoryview) -> bytes:
+    return hashlib.sha256(data).digest()
 
 
 def hash_file(path: str | Path) -> tuple[str, list[bytes]]:

@@ -7,7 +7,8 @@ any offset and length.
 
 Memory is bounded by cutting the new file into windows of WINDOW bytes; window i is compressed
 against the part of the old file at the same relative position, widened by MARGIN on each side,
-so peak memory is about WINDOW + 2·MARGIN + zstd's tables, whatever the file size.
+so peak memory is about WINDOW + 2·MARGIN + zstd's tables per window decoded at once (AHEAD),
+whatever the file size.
 
 Format v1: b"HCVD", version (u8), new size (u64), base size (u64), window (u32), margin (u32),
 sha256 of the new file (32 bytes), then per window: compressed length (u32) + zstd frame.
@@ -16,8 +17,13 @@ sha256 of the new file (32 bytes), then per window: compressed length (u32) + zs
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
-from typing import BinaryIO
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO
 
 import pyzstd
 import zstandard
@@ -28,6 +34,7 @@ MAGIC, VERSION = b"HCVD", 1
 WINDOW = 32 * 1024 * 1024
 MARGIN = 8 * 1024 * 1024
 LEVEL = 3
+AHEAD = 2  # windows decoded at once when a delta is applied: two cores' worth
 _HEADER = struct.Struct(">4sBQQII32s")
 _LEN = struct.Struct(">I")
 
@@ -112,26 +119,69 @@ def _decode(frame: bytes, raw: bytes, expected: int) -> bytes:
 
 def apply(base: BinaryIO, delta: BinaryIO, out: BinaryIO, check: bool = True) -> int:
     """Rebuild the new file from `base` and `delta`; verify its sha256 (unless the caller checks
-    the bytes itself, `check` False: a pass over them fewer); return its size."""
+    the bytes itself, `check` False: a pass over them fewer); return its size. Windows are decoded
+    AHEAD at a time on threads of their own (zstd and file reads let go of the GIL), written in
+    order: a 62 MB file's two windows decode at once on two cores."""
     header = delta.read(_HEADER.size)
     if len(header) != _HEADER.size:
         raise DeltaFormatError("truncated version-aware delta header")
     magic, version, new_size, base_size, window, margin, digest = _HEADER.unpack(header)
     if magic != MAGIC or version != VERSION or window <= 0:
         raise DeltaFormatError("not a version-aware delta (or an unknown version)")
-    sha, size = hashlib.sha256(), 0
-    for i in range(-(-new_size // window) if new_size else 0):
-        raw_len = delta.read(_LEN.size)
-        if len(raw_len) != _LEN.size:
-            raise DeltaFormatError("truncated version-aware delta")
-        frame = delta.read(_LEN.unpack(raw_len)[0])
+    read = _positional(base)
+
+    def decode(i: int, frame: bytes) -> bytes:
         start, end = _dict_range(i, new_size, base_size, window, margin)
-        raw = _read_at(base, start, end - start)
-        chunk = _decode(frame, raw, min(window, new_size - i * window))
-        out.write(chunk)  # first: a writer that hashes in a thread of its own works beside the sha256
-        if check:
-            sha.update(chunk)
-        size += len(chunk)
+        return _decode(frame, read(start, end - start), min(window, new_size - i * window))
+
+    sha, size, waiting = hashlib.sha256(), 0, deque[Future[bytes]]()
+    with ThreadPoolExecutor(AHEAD, thread_name_prefix="hycloud-delta-decode") as pool:
+        for i in range(-(-new_size // window) if new_size else 0):
+            waiting.append(pool.submit(decode, i, _frame(delta)))
+            if len(waiting) == AHEAD:
+                size += _emit(waiting.popleft().result(), out, sha if check else None)
+        while waiting:
+            size += _emit(waiting.popleft().result(), out, sha if check else None)
     if check and sha.digest() != digest:
         raise DeltaMismatch("version-aware delta produced bytes whose sha256 differs (wrong base?)")
     return size
+
+
+def _positional(f: BinaryIO) -> Callable[[int, int], bytes]:
+    """Reads at an offset that threads can make at once: pread on a real file, else one at a
+    time (the file's position is shared)."""
+    try:
+        fd = f.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd >= 0:
+        return lambda offset, n: _pread(fd, n, offset)
+    lock = threading.Lock()
+
+    def read(offset: int, n: int) -> bytes:
+        with lock:
+            return _read_at(f, offset, n)
+
+    return read
+
+
+def _pread(fd: int, n: int, offset: int) -> bytes:
+    parts = []
+    while n > 0 and (piece := os.pread(fd, n, offset)):
+        parts.append(piece)
+        n, offset = n - len(piece), offset + len(piece)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _frame(delta: BinaryIO) -> bytes:
+    raw_len = delta.read(_LEN.size)
+    if len(raw_len) != _LEN.size:
+        raise DeltaFormatError("truncated version-aware delta")
+    return delta.read(_LEN.unpack(raw_len)[0])
+
+
+def _emit(chunk: bytes, out: BinaryIO, sha: Any) -> int:
+    out.write(chunk)  # first: a writer that hashes in a thread of its own works beside the sha256
+    if sha is not None:
+        sha.update(chunk)
+    return len(chunk)
