@@ -213,7 +213,7 @@ class _Hashing:
 
     def __init__(self, out: BinaryIO) -> None:
         self.pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="hycloud-delta-hash")
-        self.out, self.hasher = out, content.PoolPartHasher(self.pool)
+        self.out, self.hasher = out, content.PartHasher(self.pool)
         self.error: OSError | None = None
         self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
         self.thread = threading.Thread(target=self._drain, name="hycloud-delta-write", daemon=True)

@@ -62,16 +62,23 @@ def part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
 
 
 class PartHasher:
-    """Content hash of a stream that arrives in pieces of any size (S3 bodies, relay copies)."""
+    """Content hash of a stream that arrives in pieces of any size (S3 bodies, relay copies). With
+    a `pool`, whole parts that arrive at once are hashed on its threads (hashlib lets go of the GIL
+    for them): a rebuilt file's hash takes half the time on two cores."""
 
-    def __init__(self) -> None:
-        self._digests: list[bytes] = []
+    def __init__(self, pool: Executor | None = None) -> None:
+        self.pool = pool
+        self._digests: list[bytes | Future[bytes]] = []
         self._part = hashlib.sha256()
         self._filled = 0
 
     def update(self, piece: bytes) -> None:
         view = memoryview(piece)
         while view:
+            if self.pool is not None and not self._filled and len(view) >= PART_SIZE:
+                self._digests.append(self.pool.submit(_digest, view[:PART_SIZE]))
+                view = view[PART_SIZE:]
+                continue
             take = min(PART_SIZE - self._filled, len(view))
             self._part.update(view[:take])
             self._filled, view = self._filled + take, view[take:]
@@ -80,46 +87,13 @@ class PartHasher:
                 self._part, self._filled = hashlib.sha256(), 0
 
     def digests(self) -> list[bytes]:
-        """The part digests so far, the last (partial) part included."""
-        tail = [self._part.digest()] if self._filled or not self._digests else []
-        return self._digests + tail
+        """The part digests so far, the last (partial) part included (waiting for the pool's)."""
+        done = [d if isinstance(d, bytes) else d.result() for d in self._digests]
+        tail = [self._part.digest()] if self._filled or not done else []
+        return done + tail
 
     def hexdigest(self) -> str:
         return hash_from_parts(self.digests())
-
-
-class PoolPartHasher:
-    """PartHasher's hash, its whole parts hashed on `pool`'s threads (hashlib lets go of the GIL
-    for them, so two cores hash two parts at once): a rebuilt file's hash costs half the time on
-    the client's two cores. Pieces that end inside a part are hashed in the caller's thread."""
-
-    def __init__(self, pool: Executor) -> None:
-        self.pool = pool
-        self._digests: list[Future[bytes] | bytes] = []
-        self._part = hashlib.sha256()
-        self._filled = 0
-
-    def update(self, piece: bytes) -> None:
-        view = memoryview(piece)
-        if self._filled:  # the open part first, so parts stay in order
-            take = min(PART_SIZE - self._filled, len(view))
-            self._part.update(view[:take])
-            self._filled, view = self._filled + take, view[take:]
-            if self._filled == PART_SIZE:
-                self._digests.append(self._part.digest())
-                self._part, self._filled = hashlib.sha256(), 0
-        while len(view) >= PART_SIZE:
-            self._digests.append(self.pool.submit(_digest, view[:PART_SIZE]))
-            view = view[PART_SIZE:]
-        if view:
-            self._part.update(view)
-            self._filled = len(view)
-
-    def hexdigest(self) -> str:
-        """The content hash of everything given, once every part is hashed."""
-        done = [d if isinstance(d, bytes) else d.result() for d in self._digests]
-        tail = [self._part.digest()] if self._filled or not done else []
-        return hash_from_parts(done + tail)
 
 
 def _digest(data: memoryview) -> bytes:

@@ -4,6 +4,7 @@ retried once with full-length strong sums, and a second failure is a `HyCloudErr
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 from types import SimpleNamespace
@@ -11,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from hycloud.cli import exit_codes
-from hycloud.transfer.delta import delta_download
+from hycloud.transfer.delta import delta_download, delta_from_known
 from hycloud_core import content
-from hycloud_core.delta import FULL_STRONG_LEN, Signature, delta
+from hycloud_core.delta import FULL_STRONG_LEN, Signature, delta, versioned
 from hycloud_core.delta.sync import signature
 from hycloud_core.errors import HyCloudError
 
@@ -97,80 +98,58 @@ class BytesAnswer:
         return SimpleNamespace(headers=headers, content=self.delta)
 
 
-def test_a_delta_answered_as_bytes_is_applied_without_another_request(tmp_path):
-    import json
-
-    from hycloud.transfer.delta import delta_from_known
-    from hycloud_core.delta import versioned
-
-    old, new, _, info = versions(tmp_path)
+def _version_delta(base: bytes, new: bytes) -> bytes:
     out = io.BytesIO()
-    versioned.encode(io.BytesIO(old), len(old), io.BytesIO(new), len(new), out)
+    versioned.encode(io.BytesIO(base), len(base), io.BytesIO(new), len(new), out)
+    return out.getvalue()
+
+
+def _ready(info: dict, body: bytes, delta_size: int | None = None) -> BytesAnswer:
+    """The route answering a ready job's delta `body` (claimed `delta_size` long) as bytes."""
     answer = {
         "job": "dl-x-1",
         "state": "ready",
-        "file": {"content_hash": info["content_hash"], "size": len(new)},
+        "file": {"content_hash": info["content_hash"], "size": info["size"]},
+        "result": {"kind": "version", "delta_size": len(body) if delta_size is None else delta_size},
     }
-    answer["result"] = {"kind": "version", "delta_size": len(out.getvalue())}
-    api = BytesAnswer(out.getvalue(), json.dumps(answer))
+    return BytesAnswer(body, json.dumps(answer))
+
+
+def test_a_delta_answered_as_bytes_is_applied_without_another_request(tmp_path):
+    old, new, _, info = versions(tmp_path)
+    api = _ready(info, _version_delta(old, new))
     file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
     assert "application/octet-stream" in api.asked[0]["Accept"]
     traffic = delta_download(
         api, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash=content.hash_bytes(old), ran=ran
     )
-    assert (tmp_path / "new").read_bytes() == new and traffic["received_bytes"] == len(out.getvalue())
+    assert (tmp_path / "new").read_bytes() == new and traffic["received_bytes"] == len(api.delta)
 
 
 @pytest.mark.parametrize("header", [None, "not json", '{"job": "x"}'])
 def test_bytes_without_a_readable_state_are_a_clear_error(header):
-    from hycloud.transfer.delta import delta_from_known
-
     with pytest.raises(HyCloudError) as err:
         delta_from_known(BytesAnswer(b"delta", header), "/f", "h" * 64, level=3)
     assert err.value.code == "corrupt-download"
 
 
 def test_a_truncated_delta_body_is_refused(tmp_path):
-    import json
-
-    from hycloud.transfer.delta import delta_from_known
-
-    old, new, _, info = versions(tmp_path)
-    answer = {
-        "job": "dl-x-1",
-        "state": "ready",
-        "file": {"content_hash": info["content_hash"], "size": len(new)},
-    }
-    answer["result"] = {"kind": "version", "delta_size": 1000}
-    api = BytesAnswer(b"x" * 999, json.dumps(answer))
-    file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
+    old, _, _, info = versions(tmp_path)
+    file, ran = delta_from_known(_ready(info, b"x" * 999, 1000), "/f", content.hash_bytes(old), level=3)
     with pytest.raises(HyCloudError) as err:
-        delta_download(api, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran)
+        delta_download(
+            None, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran
+        )
     assert err.value.code == "corrupt-download" and not (tmp_path / "new").exists()
 
 
 def test_a_version_delta_against_another_base_is_caught_by_the_content_hash(tmp_path):
     """The client skips the delta's own sha256: its content hash check must still refuse it."""
-    import json
-
-    from hycloud.transfer.delta import delta_from_known
-    from hycloud_core.delta import versioned
-
-    old, new, other, info = versions(tmp_path)
-    out = io.BytesIO()
-    versioned.encode(io.BytesIO(other), len(other), io.BytesIO(new), len(new), out)
-    answer = {
-        "job": "dl-x-1",
-        "state": "ready",
-        "file": {"content_hash": info["content_hash"], "size": len(new)},
-    }
-    answer["result"] = {"kind": "version", "delta_size": len(out.getvalue())}
-    file, ran = delta_from_known(BytesAnswer(out.getvalue(), json.dumps(answer)), "/f", "b" * 64, level=3)
+    _, new, other, info = versions(tmp_path)
+    file, ran = delta_from_known(_ready(info, _version_delta(other, new)), "/f", "b" * 64, level=3)
     (tmp_path / "new").write_bytes(b"kept")
     with pytest.raises(HyCloudError) as err:
         delta_download(
             None, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran
         )
-    assert (
-        err.value.code in ("corrupt-download", "delta-format") and (tmp_path / "new").read_bytes() == b"kept"
-    )
+    assert err.value.code == "corrupt-download" and (tmp_path / "new").read_bytes() == b"kept"
