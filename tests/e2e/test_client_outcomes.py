@@ -196,9 +196,17 @@ def _flipped(data: bytes) -> bytes:
 
 
 def flip_middle_byte(x: Exchange) -> None:
-    """Corrupt the delta in transit: through /v1/delta/data, or inline in the job's result."""
+    """Corrupt the delta in transit: through /v1/delta/data, as the body of the version-aware
+    answer, or inline in the job's result."""
+    octet = any(
+        k.lower() == "content-type" and v.startswith("application/octet-stream")
+        for k, v in x.response_headers.items()
+    )
     if x.route.endswith("/v1/delta/data") and x.response_body:
         x.response_body = _flipped(x.response_body)
+    elif x.route.endswith("/v1/delta/download") and octet and x.response_body:
+        x.response_body = _flipped(x.response_body)
+        x.corrupted = True
     elif "/v1/delta/" in x.route and x.status < 300 and b'"delta"' in x.response_body:
         answer = json.loads(x.response_body)
         delta = answer.get("result", {}).get("delta")

@@ -224,3 +224,36 @@ def test_a_delta_over_the_json_inline_limit_comes_in_the_answer_itself_as_bytes(
         "POST", "/v1/delta/download", json={"path": "/binary.bin", "base_hash": content.hash_bytes(v1)}
     )
     assert r.status_code == 200 and r.json()["state"] == "ready" and "delta" not in r.json()["result"]
+
+
+@pytest.mark.parametrize("changed_mib, as_body", [(3.9, True), (4.2, False)], ids=["under-4MiB", "over-4MiB"])
+def test_the_largest_delta_in_an_answer_fits_the_gateway_and_a_larger_one_comes_from_s3(
+    deployment, tmp_path, changed_mib, as_body
+):
+    """At the edge: a 3.9 MiB delta is the answer's body (5.2 MB once base64 inside the gateway,
+    under Lambda's 6 MB); a 4.2 MiB one goes to S3 and the answer names its URL."""
+    user, rnd = _make_user(deployment, "fastedge"), random.Random(17)
+    v1 = rnd.randbytes(6 * MiB)
+    changed = int(changed_mib * MiB)
+    v2 = v1[:MiB] + rnd.randbytes(changed) + v1[MiB + changed :]
+    state, local, sdk = tmp_path / "state.sqlite3", tmp_path / "f.bin", user.sdk()
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk.put(tmp_path / "v1", "/edge.bin", via="direct")
+    with FaultProxy() as proxy:
+        _cli(user, proxy, state, "--json", "get", "/edge.bin", str(local))
+    sdk.put(tmp_path / "v2", "/edge.bin", via="direct")
+    with FaultProxy() as proxy:
+        got = json.loads(
+            _cli(user, proxy, state, "--json", "get", "--via", "delta", "/edge.bin", str(local)).stdout
+        )
+    assert got["mode"] == "delta" and local.read_bytes() == v2
+    routes = [(x.method, x.route.split("/v1/")[-1]) for x in proxy.forwarded]
+    body = proxy.forwarded[0].response_body
+    if as_body:
+        assert routes == [("POST", "delta/download")], routes
+        assert len(body) == got["received_bytes"] > changed
+    else:  # the answer names the delta in S3; the client fetches it there
+        assert routes[0] == ("POST", "delta/download") and len(routes) == 2, routes
+        assert routes[1][0] == "GET" and routes[1][1].endswith(".delta"), routes
+        assert len(body) < 10_000 and got["received_bytes"] > 4 * MiB
