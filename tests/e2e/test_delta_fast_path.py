@@ -193,6 +193,22 @@ def test_a_get_against_a_version_the_client_knows_asks_for_the_delta_first(deplo
     assert third["mode"] == "same" and len(proxy.forwarded) == 1 and local.read_bytes() == v2
 
 
+def _delta_get(user, tmp_path, path: str, v1: bytes, v2: bytes) -> tuple[dict, list]:
+    """`v1` put and got through the CLI (so its client knows it), then `v2` put and got with
+    `--via delta`: the CLI's --json report and the requests it sent for that second get."""
+    state, local, sdk = tmp_path / "state.sqlite3", tmp_path / "f.bin", user.sdk()
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk.put(tmp_path / "v1", path, via="direct")
+    with FaultProxy() as proxy:
+        _cli(user, proxy, state, "--json", "get", path, str(local))
+    sdk.put(tmp_path / "v2", path, via="direct")
+    with FaultProxy() as proxy:
+        got = json.loads(_cli(user, proxy, state, "--json", "get", "--via", "delta", path, str(local)).stdout)
+    assert got["mode"] == "delta" and local.read_bytes() == v2
+    return got, proxy.forwarded
+
+
 def test_a_delta_over_the_json_inline_limit_comes_in_the_answer_itself_as_bytes(deployment, tmp_path):
     """A client that accepts bytes gets a ready delta of up to 4 MiB as the answer's body (the
     job's state in a header): one request, no base64, where a delta over 256 KiB took a second
@@ -203,22 +219,11 @@ def test_a_delta_over_the_json_inline_limit_comes_in_the_answer_itself_as_bytes(
     for at in range(0, len(v2), 64 * 1024):  # 64 scattered edits of 8 KiB: a delta of about 512 KiB
         v2[at : at + 8192] = rnd.randbytes(8192)
     v2 = bytes(v2)
-    state, local, sdk = tmp_path / "state.sqlite3", tmp_path / "f.bin", user.sdk()
-    (tmp_path / "v1").write_bytes(v1)
-    (tmp_path / "v2").write_bytes(v2)
-    sdk.put(tmp_path / "v1", "/binary.bin", via="direct")
-    with FaultProxy() as proxy:
-        _cli(user, proxy, state, "--json", "get", "/binary.bin", str(local))
-    sdk.put(tmp_path / "v2", "/binary.bin", via="direct")
-    with FaultProxy() as proxy:
-        got = json.loads(
-            _cli(user, proxy, state, "--json", "get", "--via", "delta", "/binary.bin", str(local)).stdout
-        )
-    assert got["mode"] == "delta" and got["received_bytes"] > 256 * 1024 and local.read_bytes() == v2
-    routes = [(x.method, x.route.split("/v1/")[-1]) for x in proxy.forwarded]
+    got, forwarded = _delta_get(user, tmp_path, "/binary.bin", v1, v2)
+    assert got["received_bytes"] > 256 * 1024
+    routes = [(x.method, x.route.split("/v1/")[-1]) for x in forwarded]
     assert routes == [("POST", "delta/download")], routes
-    answer = proxy.forwarded[0]
-    assert len(answer.response_body) == got["received_bytes"]  # the delta itself, not base64 of it
+    assert len(forwarded[0].response_body) == got["received_bytes"]  # the delta itself, not base64 of it
     # a client that asks for JSON still gets JSON (and the data route for what is not inline)
     r = user.api().call(
         "POST", "/v1/delta/download", json={"path": "/binary.bin", "base_hash": content.hash_bytes(v1)}
@@ -236,20 +241,9 @@ def test_the_largest_delta_in_an_answer_fits_the_gateway_and_a_larger_one_comes_
     v1 = rnd.randbytes(6 * MiB)
     changed = int(changed_mib * MiB)
     v2 = v1[:MiB] + rnd.randbytes(changed) + v1[MiB + changed :]
-    state, local, sdk = tmp_path / "state.sqlite3", tmp_path / "f.bin", user.sdk()
-    (tmp_path / "v1").write_bytes(v1)
-    (tmp_path / "v2").write_bytes(v2)
-    sdk.put(tmp_path / "v1", "/edge.bin", via="direct")
-    with FaultProxy() as proxy:
-        _cli(user, proxy, state, "--json", "get", "/edge.bin", str(local))
-    sdk.put(tmp_path / "v2", "/edge.bin", via="direct")
-    with FaultProxy() as proxy:
-        got = json.loads(
-            _cli(user, proxy, state, "--json", "get", "--via", "delta", "/edge.bin", str(local)).stdout
-        )
-    assert got["mode"] == "delta" and local.read_bytes() == v2
-    routes = [(x.method, x.route.split("/v1/")[-1]) for x in proxy.forwarded]
-    body = proxy.forwarded[0].response_body
+    got, forwarded = _delta_get(user, tmp_path, "/edge.bin", v1, v2)
+    routes = [(x.method, x.route.split("/v1/")[-1]) for x in forwarded]
+    body = forwarded[0].response_body
     if as_body:
         assert routes == [("POST", "delta/download")], routes
         assert len(body) == got["received_bytes"] > changed

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from hycloud_core import content
+from hycloud_core import content, jobs
 from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delta_upload, versioned
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta.adaptive import measure_candidates
@@ -54,7 +54,6 @@ MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through 
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
 ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
-ANSWER_HEADER = "x-hycloud-answer"  # a delta answered as bytes: the rest of the answer, as JSON
 NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2's level choice
 # scales with the size on both terms: the size moves only the cloud's cap)
 
@@ -106,7 +105,7 @@ def delta_from_known(
 
 def by_version(http: Transport, path: str, base_hash: str, params: dict) -> dict:
     """Ask for the version-aware delta from `base_hash`. Bytes are accepted: a ready delta of up
-    to 4 MiB then comes as the answer's body (the answer itself in ANSWER_HEADER), one request
+    to 4 MiB then comes as the answer's body (the answer itself in jobs.ANSWER_HEADER), one request
     with no base64, and is kept in the result as `delta_body`."""
     response = http.request(
         "POST",
@@ -118,7 +117,7 @@ def by_version(http: Transport, path: str, base_hash: str, params: dict) -> dict
     if not response.headers.get("Content-Type", "").startswith(OCTET):
         return response.json()
     try:
-        answer = json.loads(response.headers[ANSWER_HEADER])
+        answer = json.loads(response.headers[jobs.ANSWER_HEADER])
         answer["result"]["delta_body"] = response.content
     except (KeyError, TypeError, ValueError):
         raise HyCloudError("a delta answer without its state", code="corrupt-download") from None

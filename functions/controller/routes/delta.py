@@ -47,7 +47,6 @@ from hycloud_core.delta import level as zlevel
 from hycloud_core.errors import BadRequestError, PayloadTooLargeError
 
 router = APIGatewayRouter()
-ANSWER_HEADER = "x-hycloud-answer"
 _BY_VERSION = replies((200, 202), Job, 404, 409)
 _BY_VERSION[200]["content"] = {**_BY_VERSION[200]["content"], **BYTES}
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
@@ -106,10 +105,7 @@ def download_by_version(
     )
     if as_bytes and (data := delta_runs.delta_body(answer)) is not None:
         header = json.dumps(answer, separators=(",", ":"))  # ASCII: no path in it
-        return Response(status_code=200, content_type=OCTET, body=data, headers={ANSWER_HEADER: header})
-    if as_bytes and answer.get("state") == "ready" and "delta_url" not in answer["result"]:
-        # not in staging any more (evicted): inline when small, as a JSON answer has it
-        answer["result"].update(delta_runs.state_of(router, answer["job"])["result"])
+        return Response(status_code=200, content_type=OCTET, body=data, headers={jobs.ANSWER_HEADER: header})
     return ok(answer, status)
 
 

@@ -157,7 +157,7 @@ def delta_body(answer: dict) -> bytes | None:
     if answer.get("state") != "ready" or "delta_url" in result or not 0 < size <= BODY_DELTA:
         return None
     data = delta_staging.read_delta(answer["job"], size)
-    return data if data is not None and len(data) == result["delta_size"] else None
+    return data if data is not None and len(data) == size else None
 
 
 def follow(caller: APIGatewayRouter, job_id: str, wait: float) -> dict:

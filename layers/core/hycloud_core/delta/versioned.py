@@ -134,15 +134,15 @@ def apply(base: BinaryIO, delta: BinaryIO, out: BinaryIO, check: bool = True) ->
         start, end = _dict_range(i, new_size, base_size, window, margin)
         return _decode(frame, read(start, end - start), min(window, new_size - i * window))
 
-    sha, size, waiting = hashlib.sha256(), 0, deque[Future[bytes]]()
+    sha, size, waiting = hashlib.sha256() if check else None, 0, deque[Future[bytes]]()
     with ThreadPoolExecutor(AHEAD, thread_name_prefix="hycloud-delta-decode") as pool:
         for i in range(-(-new_size // window) if new_size else 0):
             waiting.append(pool.submit(decode, i, _frame(delta)))
             if len(waiting) == AHEAD:
-                size += _emit(waiting.popleft().result(), out, sha if check else None)
+                size += _emit(waiting.popleft().result(), out, sha)
         while waiting:
-            size += _emit(waiting.popleft().result(), out, sha if check else None)
-    if check and sha.digest() != digest:
+            size += _emit(waiting.popleft().result(), out, sha)
+    if sha is not None and sha.digest() != digest:
         raise DeltaMismatch("version-aware delta produced bytes whose sha256 differs (wrong base?)")
     return size
 

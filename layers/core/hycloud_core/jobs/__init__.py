@@ -16,6 +16,7 @@ a delta function's cold start should not pay for).
 from __future__ import annotations
 
 from .names import (
+    ANSWER_HEADER,
     BUNDLE_JOB_PATTERN,
     FAILURES,
     JOB_ID_PATTERN,
@@ -41,6 +42,7 @@ from .names import (
 )
 
 __all__ = [
+    "ANSWER_HEADER",
     "BUNDLE_JOB_PATTERN",
     "FAILURES",
     "JOB_ID_PATTERN",

@@ -80,6 +80,11 @@ def staging_file(staging_dir: str, job: str, suffix: str) -> str:
     return os.path.join(staging_dir, f"{name}.{suffix}")
 
 
+# A ready delta answered as the response's body carries the rest of the answer (the job's state,
+# JSON) in this header: the controller writes it, the client reads it.
+ANSWER_HEADER = "x-hycloud-answer"
+
+
 def save_outcome(staging_dir: str, job: str, outcome: dict[str, Any]) -> None:
     """How a job that runs outside a workflow's output ended (atomic: concurrent runs may race)."""
     os.makedirs(staging_dir, exist_ok=True)
