@@ -11,6 +11,7 @@ clients each see whole rows, and a crashed client leaves nothing half written.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import statistics
@@ -28,11 +29,26 @@ MAX_SIGNATURES = 256  # checksum lists kept, least recently written dropped firs
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
     endpoint TEXT, user TEXT, remote TEXT, content_hash TEXT, local TEXT,
-    mtime_ns INTEGER, size INTEGER, signature BLOB, at REAL,
+    mtime_ns INTEGER, size INTEGER, signature BLOB, at REAL, chunk_state TEXT,
     PRIMARY KEY (endpoint, user, remote));
 CREATE TABLE IF NOT EXISTS rates (kind TEXT, rate REAL, at REAL);
 CREATE INDEX IF NOT EXISTS rates_kind ON rates (kind, at);
 """
+
+
+def _add_chunk_state(db: sqlite3.Connection) -> None:
+    """A store made before chunk states were kept gains their column."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(versions)")}
+    if "chunk_state" not in columns:
+        db.execute("ALTER TABLE versions ADD COLUMN chunk_state TEXT")
+
+
+def _json(text: str | None) -> dict | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def state_path() -> Path:
@@ -48,6 +64,7 @@ class Version:
     mtime_ns: int
     size: int
     signature: bytes | None
+    chunk_state: dict | None = None  # the file's chunk-size probabilities as last seen (seed 000)
 
     def matches(self, local: Path) -> bool:
         """Whether `local` is still the file as it was when this version was transferred."""
@@ -85,6 +102,7 @@ class VersionStore:
                 with closing(self._connect()) as db, db:
                     db.execute("PRAGMA journal_mode=WAL")
                     db.executescript(SCHEMA)
+                    _add_chunk_state(db)
                 return True
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or time.monotonic() > deadline:
@@ -108,17 +126,29 @@ class VersionStore:
     # --- versions ------------------------------------------------------------------------------
     def get(self, remote: str) -> Version | None:
         rows = self._run(
-            "SELECT content_hash, local, mtime_ns, size, signature FROM versions "
+            "SELECT content_hash, local, mtime_ns, size, signature, chunk_state FROM versions "
             "WHERE endpoint=? AND user=? AND remote=?",
             (self.endpoint, self.user, remote),
         )
-        return Version(*rows[0]) if rows else None
+        if not rows:
+            return None
+        content_hash, local, mtime_ns, size, signature, chunk_state = rows[0]
+        return Version(content_hash, local, mtime_ns, size, signature, _json(chunk_state))
 
-    def remember(self, remote: str, content_hash: str, local: Path, signature: bytes | None) -> None:
+    def remember(
+        self,
+        remote: str,
+        content_hash: str,
+        local: Path,
+        signature: bytes | None,
+        chunk_state: dict | None = None,
+    ) -> None:
         """Record that `local` now holds `content_hash`, the version at `remote`."""
         st = local.stat()
         self._run(
-            "INSERT OR REPLACE INTO versions VALUES (?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO versions "
+            "(endpoint, user, remote, content_hash, local, mtime_ns, size, signature, at, chunk_state) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 self.endpoint,
                 self.user,
@@ -129,7 +159,15 @@ class VersionStore:
                 st.st_size,
                 signature,
                 time.time(),
+                json.dumps(chunk_state) if chunk_state else None,
             ),
+        )
+
+    def set_chunk_state(self, remote: str, content_hash: str, state: dict) -> None:
+        """Keep the file's newly learned chunk-size state, if that is still the version recorded."""
+        self._run(
+            "UPDATE versions SET chunk_state=? WHERE endpoint=? AND user=? AND remote=? AND content_hash=?",
+            (json.dumps(state), self.endpoint, self.user, remote, content_hash),
         )
 
     def set_signature(self, remote: str, content_hash: str, signature: bytes) -> None:

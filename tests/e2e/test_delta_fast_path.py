@@ -251,3 +251,39 @@ def test_the_largest_delta_in_an_answer_fits_the_gateway_and_a_larger_one_comes_
         assert routes[0] == ("POST", "delta/download") and len(routes) == 2, routes
         assert routes[1][0] == "GET" and routes[1][1].endswith(".delta"), routes
         assert len(body) < 10_000 and got["received_bytes"] > 4 * MiB
+
+
+def test_an_rsync_style_get_of_a_known_version_is_one_request_answered_with_the_delta(
+    deployment, tmp_path, monkeypatch
+):
+    """The checksum list goes at once, at the block the file's chunk-size state (kept from the
+    last transfer) chooses; the answer names the version and is the delta itself: no stat first,
+    no second request for a delta over the JSON inline limit."""
+    user, rnd = _make_user(deployment, "fastsig"), random.Random(19)
+    v1 = rnd.randbytes(4 * MiB)
+    v2 = bytearray(v1)
+    for at in range(0, len(v2), 64 * 1024):  # scattered edits: an rsync delta over 256 KiB
+        v2[at : at + 8192] = rnd.randbytes(8192)
+    v2 = bytes(v2)
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    local = tmp_path / "f.bin"
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "writer.sqlite3"))
+    user.sdk().put(tmp_path / "v1", "/sig.bin", via="direct")
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "reader.sqlite3"))
+    reader = user.sdk()
+    reader.get("/sig.bin", local)
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "writer.sqlite3"))
+    user.sdk().put(tmp_path / "v2", "/sig.bin", via="direct")
+    with FaultProxy() as proxy:
+        for name, value in proxy.env().items():
+            monkeypatch.setenv(name, value)
+        reader.get("/sig.bin", local, via="delta", delta_mode="rsync")
+    assert local.read_bytes() == v2
+    got = reader.last_transfer
+    assert got["mode"] == "delta" and got["kind"] == "rsync" and got["received_bytes"] > 256 * 1024
+    download = [x for x in proxy.forwarded if not x.route.endswith("/files/chunking")]  # (learned after)
+    routes = [(x.method, x.route.split("/v1/")[-1]) for x in download]
+    assert routes == [("PUT", "delta/download")], routes
+    assert len(download[0].response_body) == got["received_bytes"]  # the delta, not base64 of it
+    assert reader.store.get("/sig.bin").content_hash == content.hash_bytes(v2)

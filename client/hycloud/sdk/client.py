@@ -589,8 +589,9 @@ class HyCloud:
             held=held,
             rates=auto.rates(self.store) if held and via == "auto" else None,
         )
-        if plan_transfer(ahead).first == "delta" and known is not None:
-            if self._get_from_known(remote, local, progress, known) is not None:
+        first = plan_transfer(ahead)
+        if first.first == "delta" and known is not None:
+            if self._get_from_known(remote, local, progress, known, first.version_aware) is not None:
                 return local
         response = self._fetch(remote)
         if not response.headers.get("Content-Type", "").startswith(LINK_TYPE):
@@ -669,11 +670,15 @@ class HyCloud:
         self.last_transfer = {"mode": mode, "kind": "full", **queued}
         return local
 
-    def _get_from_known(self, remote: str, local: Path, progress: Progress, known: Version) -> dict | None:
+    def _get_from_known(
+        self, remote: str, local: Path, progress: Progress, known: Version, version_aware: bool = True
+    ) -> dict | None:
         """A delta against the local file, whose version (`known`) this client knows: asked for at
         once, one request fewer than a stat first; None leaves it to the usual way."""
         from ..transfer.delta import delta_download, delta_from_known
 
+        if not version_aware:
+            return self._get_by_signature(remote, local, progress, known)
         started = time.perf_counter()
         answer = delta_from_known(self.http, remote, known.content_hash)
         if answer is None:
@@ -698,13 +703,41 @@ class HyCloud:
             self._delta_done(remote, info, local, result, started)
         return result
 
+    def _get_by_signature(self, remote: str, local: Path, progress: Progress, known: Version) -> dict | None:
+        """An rsync-style delta against the local file, its checksum list sent at once at the block
+        the file's chunk-size state (kept from the last transfer) chooses: the answer names the
+        version it leads to, so no stat first. None leaves it to the usual way (not a large file)."""
+        from ..transfer.delta import delta_download
+
+        started = time.perf_counter()
+        guess = {"path": remote, "size": local.stat().st_size, "chunk_state": known.chunk_state}
+        try:
+            result = delta_download(
+                self.http,
+                guess,
+                local,
+                local,
+                progress,
+                mode="rsync",
+                base_hash=known.content_hash,
+                config=self.transfer,
+                learned=lambda version, state: self.store.set_chunk_state(remote, version, state),
+            )
+        except (ConflictError, NotFoundError):
+            return None
+        if result is None:
+            return None
+        info = {**guess, **result.pop("file")}
+        self._delta_done(remote, info, local, result, started)
+        return result
+
     def _delta_done(self, remote: str, info: dict, local: Path, result: dict, started: float) -> None:
         """Learn from the delta job that ran, remember the version `local` now holds."""
         if result["kind"] != "same":
             auto.learn_job(
                 self.store, info["size"], result["received_bytes"], result, result["job_seconds"], "down"
             )
-        auto.remember(self.store, remote, info["content_hash"], local)
+        auto.remember(self.store, remote, info["content_hash"], local, info.get("chunk_state"))
         self.last_transfer = {"mode": "delta", **result, "seconds": time.perf_counter() - started}
 
     def _get_coded(self, remote: str, local: Path, progress: Progress) -> Path:

@@ -122,12 +122,15 @@ def signature_block(size: int) -> int:
     return min(max(1 << max(int(math.isqrt(max(size, 1))).bit_length() - 1, 0), 1024), 65536)
 
 
-def remember(store: VersionStore, remote: str, content_hash: str, local: Path) -> None:
-    """Record that `local` holds `content_hash`; its checksum list is added from the background
-    (a later `put` of the edited file sends a delta against it)."""
+def remember(
+    store: VersionStore, remote: str, content_hash: str, local: Path, chunk_state: dict | None = None
+) -> None:
+    """Record that `local` holds `content_hash` (and the file's chunk-size state, when the cloud
+    named it: a later rsync-style download chooses its block without asking); its checksum list is
+    added from the background (a later `put` of the edited file sends a delta against it)."""
     if not store.enabled:
         return
-    store.remember(remote, content_hash, local, None)
+    store.remember(remote, content_hash, local, None, chunk_state)
     st = local.stat()
 
     def run() -> None:

@@ -104,15 +104,20 @@ def delta_from_known(
 
 
 def by_version(http: Transport, path: str, base_hash: str, params: dict) -> dict:
-    """Ask for the version-aware delta from `base_hash`. Bytes are accepted: a ready delta of up
-    to 4 MiB then comes as the answer's body (the answer itself in jobs.ANSWER_HEADER), one request
-    with no base64, and is kept in the result as `delta_body`."""
+    """Ask for the version-aware delta from `base_hash` (the answer as `bytes_answer`'s)."""
+    return bytes_answer(http, "POST", params, json={"path": path, "base_hash": base_hash})
+
+
+def bytes_answer(http: Transport, method: str, params: dict, **body: Any) -> dict:
+    """Ask `/v1/delta/download` for a delta, accepting bytes: a ready delta of up to 4 MiB then
+    comes as the answer's body (the answer itself in jobs.ANSWER_HEADER), one request with no
+    base64, and is kept in the result as `delta_body`."""
     response = http.request(
-        "POST",
+        method,
         "/v1/delta/download",
         params=params,
-        json={"path": path, "base_hash": base_hash},
-        headers={"Accept": f"{OCTET}, application/json;q=0.9"},
+        headers={"Accept": f"{OCTET}, application/json;q=0.9", **body.pop("headers", {})},
+        **body,
     )
     if not response.headers.get("Content-Type", "").startswith(OCTET):
         return response.json()
@@ -307,9 +312,11 @@ def _patch_rsync(
             params["staged"], sig_body = stage(http, io.BytesIO(sig), config), b""
         else:
             sig_body = sig
-        job, result = run_job(
-            http, "PUT", "/v1/delta/download", params=params, data=sig_body, headers={"Content-Type": OCTET}
+        answer = bytes_answer(
+            http, "PUT", {**params, "wait": START_WAIT_S}, data=sig_body, headers={"Content-Type": OCTET}
         )
+        traffic["file"] = answer.get("file") or {}  # the version the delta leads to
+        job, result = _followed(http, answer)
         traffic["job_seconds"] += time.perf_counter() - started
         traffic["s3_efs_rate"] = result.get("s3_efs_rate")
         traffic["instance"] = result.get("instance")  # where the job ran (a coded file's: the optimal one)
@@ -336,6 +343,7 @@ def delta_download(
     base_hash: str | None = None,
     ran: tuple[str, dict] | None = None,
     config: TransferConfig = DEFAULT,
+    learned: Callable[[str, dict], None] | None = None,
 ) -> dict | None:
     """Bring `target` to the remote version described by `info` from the local `base` version.
 
@@ -343,9 +351,13 @@ def delta_download(
     (checksum list) and received (delta), and the delta kind; None when the cloud lacks the base
     and no checksum list of the file fits MAX_SIGNATURE (the caller downloads the whole file).
     Lists and deltas over one API request go through S3 by presigned URL.
+
+    `info` without a content hash (no stat first; its size that of the local copy): an rsync-style
+    delta to whatever version the cloud holds, which its answer names (`file` in the figures).
+    `learned` is told the version's chunk-size state once measured anew.
     """
     progress = progress or Progress()
-    path, new_hash = info["path"], info["content_hash"]
+    path, new_hash = info["path"], info.get("content_hash")
     if base_hash is None:  # unknown unless the client remembers transferring this very file
         progress.start(f"hash {base.name}", os.path.getsize(base))
         base_hash = content.hash_file(base)[0]
@@ -371,11 +383,13 @@ def delta_download(
             else:
                 assert block is not None  # chosen above when no job ran
                 traffic = _patch_rsync(http, path, block, old, out, config)
-        if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != new_hash:
+        answered = traffic.get("file") or {}
+        expected = new_hash or answered.get("content_hash")
+        if (traffic.pop("content_hash", None) or content.hash_file(tmp_new)[0]) != expected:
             raise HyCloudError(f"delta download of {path} is corrupt", code="corrupt-download")
         progress.advance(info["size"])
         if adapt and traffic["kind"] == "rsync":
-            _adapt_later(http, info, base, tmp_new)
+            _adapt_later(http, {**info, **answered, "path": path}, base, tmp_new, learned)
         put_in_place(tmp_new, target)
     except _ListTooLarge:
         return None
@@ -384,8 +398,11 @@ def delta_download(
     return traffic
 
 
-def _adapt_later(http: Transport, info: dict, old: Path, new: Path) -> None:
-    """Measure γ for every candidate chunk size in the background and store the new choice.
+def _adapt_later(
+    http: Transport, info: dict, old: Path, new: Path, learned: Callable[[str, dict], None] | None = None
+) -> None:
+    """Measure γ for every candidate chunk size in the background and store the new choice (in
+    the cloud, and through `learned` in the client's memory).
 
     Both files are opened now, before the patched file replaces the old one, so the open handles
     keep both versions readable whatever happens to the paths; the measurement streams them.
@@ -402,6 +419,8 @@ def _adapt_later(http: Transport, info: dict, old: Path, new: Path) -> None:
         samples = measure_candidates(old_sample, new_sample)
         chunking = _chunking(info)
         chunking.learn(samples, old_size, new_size)
+        if learned is not None:
+            learned(info["content_hash"], chunking.to_dict())
         try:
             http.json(
                 "POST",

@@ -92,12 +92,13 @@ def _upload(f: Upload) -> TransferPlan:
 
 def _before_asking(f: Download) -> TransferPlan:
     """A delta against the version this client knows the target holds, asked for at once (one
-    request fewer than asking what the file is first), when a delta may be the way."""
-    if f.via not in ("auto", "delta") or f.base or f.rsync or not f.held:
+    request fewer than asking what the file is first), when a delta may be the way: the
+    version-aware one, or (`rsync`) the checksum list sent straight away."""
+    if f.via not in ("auto", "delta") or f.base or not f.held:
         return TransferPlan(())
     if f.via == "auto" and eq2_choice(f.size, _rates(f), True) != "delta":
         return TransferPlan(())
-    return TransferPlan(("delta",))
+    return TransferPlan(("delta",), version_aware=not f.rsync)
 
 
 def _download(f: Download) -> TransferPlan:

@@ -49,6 +49,8 @@ from hycloud_core.errors import BadRequestError, PayloadTooLargeError
 router = APIGatewayRouter()
 _BY_VERSION = replies((200, 202), Job, 404, 409)
 _BY_VERSION[200]["content"] = {**_BY_VERSION[200]["content"], **BYTES}
+_BY_SIGNATURE = replies((200, 202), Job, 404, 409, 413)
+_BY_SIGNATURE[200]["content"] = {**_BY_SIGNATURE[200]["content"], **BYTES}
 MAX_BODY = 4 * 1024 * 1024  # base64 of the body must fit Lambda's 6 MB request limit
 # the zstd level a client asks for a version-aware delta; run as level.cap allows (CPU budget)
 Level = Annotated[int, Ge(zlevel.MIN_LEVEL), Le(zlevel.MAX_LEVEL)]
@@ -99,27 +101,37 @@ def download_by_version(
     """With `Accept: application/octet-stream`, a ready delta of up to 4 MiB is the answer's body
     and the rest of the answer (as JSON) its `x-hycloud-answer` header: one request and the delta's
     own bytes on the link, where a JSON answer carries only a delta of up to 256 KiB (base64)."""
-    as_bytes = OCTET in (router.current_event.get_header_value("accept", default_value="") or "")
+    as_bytes = _accepts_bytes()
     answer, status = delta_runs.by_version(
         router, paths.normalize(body.path), body.base_hash, level, wait, inline=not as_bytes
     )
+    return _answered(answer, status, as_bytes)
+
+
+def _accepts_bytes() -> bool:
+    return OCTET in (router.current_event.get_header_value("accept", default_value="") or "")
+
+
+def _answered(answer: dict, status: int, as_bytes: bool) -> Response:
+    """A ready job's delta as the body when the client takes bytes (the answer in a header), else JSON."""
     if as_bytes and (data := delta_runs.delta_body(answer)) is not None:
-        header = json.dumps(answer, separators=(",", ":"))  # ASCII: no path in it
+        header = json.dumps(answer, separators=(",", ":"))  # ASCII (json escapes the rest)
         return Response(status_code=200, content_type=OCTET, body=data, headers={jobs.ANSWER_HEADER: header})
     return ok(answer, status)
 
 
-@router.put(
-    "/v1/delta/download", responses=replies((200, 202), Job, 404, 409, 413), openapi_extensions=BINARY_BODY
-)
+@router.put("/v1/delta/download", responses=_BY_SIGNATURE, openapi_extensions=BINARY_BODY)
 def download_by_signature(
     path: Annotated[UserPath, Query()],
     staged: Annotated[ContentHash | None, Query()] = None,
     wait: Annotated[Wait, Query()] = 0,
 ):
-    """The checksum list comes as the body or, when larger than one request, `staged` in S3."""
-    path = paths.normalize(path)
-    return ok(*delta_runs.by_signature(router, path, _brought(staged), wait))
+    """The checksum list comes as the body or, when larger than one request, `staged` in S3. The
+    answer names the path's current version (`file`: no stat needed first) and, to a client that
+    accepts bytes, is the delta itself as POST's is."""
+    path, as_bytes = paths.normalize(path), _accepts_bytes()
+    answer, status = delta_runs.by_signature(router, path, _brought(staged), wait, inline=not as_bytes)
+    return _answered(answer, status, as_bytes)
 
 
 @router.put(

@@ -226,9 +226,19 @@ def _remote_base(at: Instance, link, base: str) -> Source:
     )
 
 
-def by_signature(caller: APIGatewayRouter, path: str, signature: Brought, wait: float) -> Answer:
-    """The rsync-style delta of `path`'s current version against the client's checksum list."""
+def by_signature(
+    caller: APIGatewayRouter, path: str, signature: Brought, wait: float, inline: bool = True
+) -> Answer:
+    """The rsync-style delta of `path`'s current version against the client's checksum list; the
+    answer names that version (`file`, with its chunk-size state), so no stat is needed first."""
     link = _large(caller, path)
+    file = {
+        "file": {
+            "content_hash": link.content_hash,
+            "size": link.size,
+            "chunk_state": link.chunk_probabilities,
+        }
+    }
     who, staged_key = user(caller), signature.staged_key
     key = jobs.job_key("dl", who, path, link.content_hash, "signature", signature.digest)
     spec = DeltaDownloadSpec(
@@ -245,12 +255,12 @@ def by_signature(caller: APIGatewayRouter, path: str, signature: Brought, wait: 
             spec, source=source, publish_delta=True, staged_key=remote_key, staged_sha256=signature.digest
         )
         send = Staging(None if staged_key else signature.data, at=at, key=remote_key)
-        return start(caller, DeltaStart(key, spec, link.size, send, at=at), wait)
+        return start(caller, DeltaStart(key, spec, link.size, send, at=at), wait, file, inline)
     spec = replace(
         spec, source=delta_jobs.coded_source(link)
     )  # a coded file: the job rebuilds it from its blocks
     staging = None if staged_key else Staging(signature.data, "sig")
-    return start(caller, DeltaStart(key, spec, link.size, staging), wait)
+    return start(caller, DeltaStart(key, spec, link.size, staging), wait, file, inline)
 
 
 def upload(caller: APIGatewayRouter, path: str, base: str, new: str, delta: Brought, wait: float) -> Answer:

@@ -55,6 +55,33 @@ def test_version_record_matches_only_the_unchanged_file(tmp_path):
     assert VersionStore("http://a", "other-key", tmp_path / "s.sqlite3").get("/x") is None
 
 
+def test_a_version_keeps_the_files_chunk_state_for_its_own_version_only(tmp_path):
+    store, f = VersionStore("http://a", "key", tmp_path / "s.sqlite3"), tmp_path / "f"
+    f.write_bytes(b"one")
+    store.remember("/x", "h1", f, None, {"1024": 0.5, "2048": 0.5})
+    assert store.get("/x").chunk_state == {"1024": 0.5, "2048": 0.5}
+    store.set_chunk_state("/x", "h1", {"4096": 1.0})
+    store.set_chunk_state("/x", "other", {"8192": 1.0})  # a version no longer held: ignored
+    assert store.get("/x").chunk_state == {"4096": 1.0}
+
+
+def test_a_store_made_before_chunk_states_gains_their_column_and_keeps_its_versions(tmp_path):
+    import sqlite3
+
+    path, f = tmp_path / "s.sqlite3", tmp_path / "f"
+    f.write_bytes(b"one")
+    with sqlite3.connect(path) as db:  # the layout stores had before
+        db.execute(
+            "CREATE TABLE versions (endpoint TEXT, user TEXT, remote TEXT, content_hash TEXT, local TEXT,"
+            " mtime_ns INTEGER, size INTEGER, signature BLOB, at REAL, PRIMARY KEY (endpoint, user, remote))"
+        )
+    old = VersionStore("http://a", "key", path)
+    old.remember("/x", "h1", f, b"sig")
+    assert old.get("/x").signature == b"sig" and old.get("/x").chunk_state is None
+    old.remember("/x", "h2", f, None, {"2048": 1.0})
+    assert VersionStore("http://a", "key", path).get("/x").chunk_state == {"2048": 1.0}
+
+
 def test_concurrent_writers_lose_nothing(tmp_path):
     path = tmp_path / "s.sqlite3"
 

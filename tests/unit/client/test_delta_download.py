@@ -28,24 +28,28 @@ class DeltaApi:
         self.signatures: list[Signature] = []
         self.deltas: dict[str, bytes] = {}
 
+    def _started(self, data: bytes) -> dict:
+        sig = Signature.decode(data)
+        self.signatures.append(sig)
+        against = data
+        if len(self.signatures) <= self.wrong:
+            against = signature(io.BytesIO(self.other_old), sig.block_size, sig.strong_len)
+        out = io.BytesIO()
+        delta(against, io.BytesIO(self.new), out)
+        job = f"job-{len(self.signatures)}"
+        self.deltas[job] = out.getvalue()
+        return {"job": job, "state": "running", "file": {"content_hash": content.hash_bytes(self.new)}}
+
     def json(self, method: str, route: str, **kw) -> dict:
-        if (method, route) == ("PUT", "/v1/delta/download"):
-            sig = Signature.decode(kw["data"])
-            self.signatures.append(sig)
-            against = kw["data"]
-            if len(self.signatures) <= self.wrong:
-                against = signature(io.BytesIO(self.other_old), sig.block_size, sig.strong_len)
-            out = io.BytesIO()
-            delta(against, io.BytesIO(self.new), out)
-            job = f"job-{len(self.signatures)}"
-            self.deltas[job] = out.getvalue()
-            return {"job": job, "state": "running"}
         if (method, route) == ("GET", "/v1/delta/jobs"):
             job = kw["params"]["id"]
             return {"state": "ready", "result": {"kind": "rsync", "delta_size": len(self.deltas[job])}}
         raise AssertionError((method, route))
 
     def request(self, method: str, route: str, params: dict, **kw) -> SimpleNamespace:
+        if (method, route) == ("PUT", "/v1/delta/download"):
+            answer = self._started(kw["data"])
+            return SimpleNamespace(headers={"Content-Type": "application/json"}, json=lambda: answer)
         assert (method, route) == ("GET", "/v1/delta/data")
         start = params["offset"]
         return SimpleNamespace(content=self.deltas[params["id"]][start : start + params["length"]])
@@ -153,3 +157,43 @@ def test_a_version_delta_against_another_base_is_caught_by_the_content_hash(tmp_
             None, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash="b" * 64, ran=ran
         )
     assert err.value.code == "corrupt-download" and (tmp_path / "new").read_bytes() == b"kept"
+
+
+class SignatureBytesAnswer(DeltaApi):
+    """The rsync-style route answering its delta as the body, the answer (naming the version the
+    delta leads to) in a header: the whole download is one request."""
+
+    def __init__(self, new: bytes, named: str | None = None) -> None:
+        super().__init__(new, b"", wrong=0)
+        self.named, self.routes = named, []
+
+    def request(self, method: str, route: str, params: dict, **kw) -> SimpleNamespace:
+        self.routes.append((method, route))
+        assert (method, route) == ("PUT", "/v1/delta/download") and "octet" in kw["headers"]["Accept"]
+        answer = self._started(kw["data"])
+        if self.named:
+            answer["file"]["content_hash"] = self.named
+        body = self.deltas[answer["job"]]
+        answer.update(state="ready", result={"kind": "rsync", "delta_size": len(body)})
+        headers = {"Content-Type": "application/octet-stream", "x-hycloud-answer": json.dumps(answer)}
+        return SimpleNamespace(headers=headers, content=body)
+
+
+def test_an_rsync_delta_without_a_stat_first_takes_the_version_its_answer_names(tmp_path):
+    old, new, _, info = versions(tmp_path)
+    api = SignatureBytesAnswer(new)
+    guess = {"path": "/f", "size": len(old), "chunk_state": None}  # no content hash: nothing asked yet
+    traffic = delta_download(api, guess, tmp_path / "old", tmp_path / "old", adapt=False, mode="rsync")
+    assert (tmp_path / "old").read_bytes() == new and api.routes == [("PUT", "/v1/delta/download")]
+    assert traffic["file"]["content_hash"] == info["content_hash"]
+    assert traffic["received_bytes"] == len(api.deltas["job-1"])
+
+
+def test_an_rsync_answer_naming_another_version_than_its_delta_makes_is_refused(tmp_path):
+    old, new, _, _ = versions(tmp_path)
+    guess = {"path": "/f", "size": len(old), "chunk_state": None}
+    with pytest.raises(HyCloudError) as err:
+        delta_download(
+            SignatureBytesAnswer(new, named="c" * 64), guess, tmp_path / "old", tmp_path / "old", mode="rsync"
+        )
+    assert err.value.code == "corrupt-download" and (tmp_path / "old").read_bytes() == old

@@ -78,13 +78,18 @@ def test_only_via_delta_forces_the_delta_against_a_kept_checksum_list():
         (Download(BIG, via="delta", held=True), ("delta",)),  # asked for: no rates needed
         (Download(BIG, rates=SLOW), ()),  # the local copy's version is not known
         (Download(BIG, held=True, base=True, rates=SLOW), ()),  # a named base: ask what the file is
-        (Download(BIG, held=True, rsync=True, rates=SLOW), ()),  # rsync only: needs the file's size
+        (Download(BIG, held=True, rsync=True, rates=SLOW), ("delta",)),  # the checksum list sent at once
         (Download(BIG, via="direct", held=True, rates=SLOW), ()),
         (Download(BIG, via="relay", held=True, rates=SLOW), ()),
     ],
 )
 def test_download_before_asking_table(facts, modes):
     assert plan_transfer(facts).modes == modes
+
+
+def test_an_rsync_only_download_asked_at_once_is_not_version_aware():
+    assert not plan_transfer(Download(BIG, held=True, rsync=True, rates=SLOW)).version_aware
+    assert plan_transfer(Download(BIG, held=True, rates=SLOW)).version_aware
 
 
 def test_an_automatic_choice_without_rates_is_a_mistake_not_a_guess():
