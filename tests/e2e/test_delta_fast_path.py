@@ -287,3 +287,29 @@ def test_an_rsync_style_get_of_a_known_version_is_one_request_answered_with_the_
     assert routes == [("PUT", "delta/download")], routes
     assert len(download[0].response_body) == got["received_bytes"]  # the delta, not base64 of it
     assert reader.store.get("/sig.bin").content_hash == content.hash_bytes(v2)
+
+
+def test_a_known_version_the_cloud_no_longer_holds_is_followed_by_the_checksum_list_at_once(
+    deployment, tmp_path, monkeypatch
+):
+    """The version-aware request's 409 (base-unknown) is followed straight by the checksum list:
+    two requests, where it was a stat and the version-aware request again before it."""
+    user, rnd = _make_user(deployment, "fastgone"), random.Random(23)
+    held = rnd.randbytes(3 * MiB)  # a version this client holds that the cloud does not (purged)
+    new = _edit(held, rnd)
+    (tmp_path / "new").write_bytes(new)
+    local = tmp_path / "f.bin"
+    local.write_bytes(held)
+    monkeypatch.setenv("HYCLOUD_STATE", str(tmp_path / "state.sqlite3"))
+    sdk = user.sdk()
+    sdk.put(tmp_path / "new", "/gone.bin", via="direct")
+    sdk.store.remember("/gone.bin", content.hash_bytes(held), local, None)
+    with FaultProxy() as proxy:
+        for name, value in proxy.env().items():
+            monkeypatch.setenv(name, value)
+        sdk.get("/gone.bin", local, via="delta")
+    assert local.read_bytes() == new and sdk.last_transfer["kind"] == "rsync"
+    download = [x for x in proxy.forwarded if not x.route.endswith("/files/chunking")]  # (learned after)
+    routes = [(x.method, x.route.split("/v1/")[-1], x.status) for x in download]
+    assert routes == [("POST", "delta/download", 409), ("PUT", "delta/download", 200)], routes
+    assert sdk.store.get("/gone.bin").content_hash == content.hash_bytes(new)

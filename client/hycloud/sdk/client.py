@@ -680,7 +680,10 @@ class HyCloud:
         if not version_aware:
             return self._get_by_signature(remote, local, progress, known)
         started = time.perf_counter()
-        answer = delta_from_known(self.http, remote, known.content_hash)
+        try:
+            answer = delta_from_known(self.http, remote, known.content_hash)
+        except ConflictError:  # the cloud no longer holds that version: the checksum list at once
+            return self._get_by_signature(remote, local, progress, known)
         if answer is None:
             return None
         info, ran = answer

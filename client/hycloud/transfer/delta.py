@@ -92,13 +92,18 @@ def delta_from_known(
 ) -> tuple[dict, tuple[str, dict] | None] | None:
     """The version-aware delta from the version the client holds, asked for straight away (no stat
     first: the answer names the path's current version). (file, (job, result)); (file, None) when
-    the client's version is current; None when the cloud cannot (not a large file, base unknown).
+    the client's version is current; None when the cloud cannot (not a large file), and a
+    ConflictError `base-unknown` when the cloud no longer holds the client's version.
     `level`: the zstd level asked for, else chosen by eq. 2 for this link (`size`: about the file's)."""
     level = level or auto.chosen_level(http.base, "down", size)
     try:
         answer = by_version(http, path, base_hash, {"wait": START_WAIT_S, "level": level})
-    except (ConflictError, NotFoundError):
+    except NotFoundError:
         return None  # the usual way (stat, then whatever fits) says what is there
+    except ConflictError as err:
+        if err.code == "base-unknown":
+            raise
+        return None
     file = {"path": path, **answer["file"]}
     return file, None if answer["state"] == "same" else _followed(http, answer)
 

@@ -197,3 +197,20 @@ def test_an_rsync_answer_naming_another_version_than_its_delta_makes_is_refused(
             SignatureBytesAnswer(new, named="c" * 64), guess, tmp_path / "old", tmp_path / "old", mode="rsync"
         )
     assert err.value.code == "corrupt-download" and (tmp_path / "old").read_bytes() == old
+
+
+class Refusing:
+    def __init__(self, error: HyCloudError) -> None:
+        self.error = error
+
+    def request(self, method: str, route: str, **kw) -> SimpleNamespace:
+        raise self.error
+
+
+def test_a_version_the_cloud_no_longer_holds_is_told_apart_from_a_file_it_cannot_delta():
+    from hycloud_core.errors import ConflictError, NotFoundError
+
+    with pytest.raises(ConflictError):  # the caller sends its checksum list at once
+        delta_from_known(Refusing(ConflictError("gone", code="base-unknown")), "/f", "h" * 64, level=3)
+    for other in (ConflictError("small", code="not-a-large-file"), NotFoundError("no such file")):
+        assert delta_from_known(Refusing(other), "/f", "h" * 64, level=3) is None  # the usual way
