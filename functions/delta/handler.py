@@ -28,6 +28,7 @@ from hycloud_core.delta import level as zlevel
 from hycloud_core.delta import versioned
 from hycloud_core.errors import ConflictError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.hashing_writer import HashingWriter
 from hycloud_core.jobs.names import (
     HashMismatch,
     VersionMismatch,
@@ -44,7 +45,6 @@ from hycloud_core.store.multipart import ObjectWriter
 # files) is imported by the job that needs it, so a version-aware delta from the cache never pays for it.
 CONFIG = InstanceConfig()
 MAX_API_BODY = 4 * 1024 * 1024
-PIECE = 1024 * 1024
 
 
 @cache
@@ -232,41 +232,36 @@ def encode(spec: DeltaDownloadSpec) -> dict:
     }
 
 
-class _Tee:
-    """The patched file written front to back into EFS, S3 (`store`, when the object is not
-    stored yet), its content hash and its plain sha256, in one pass."""
-
-    def __init__(self, out: BinaryIO | None, store: ObjectWriter | None) -> None:
-        self.outs = [o.write for o in (out, store) if o is not None]
-        self.hasher = content.PartHasher()
-        self.whole = hashlib.sha256()
-
-    def write(self, data: bytes) -> int:
-        self.hasher.update(data)
-        self.whole.update(data)
-        for write in self.outs:
-            write(data)
-        return len(data)
-
-
-def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None) -> tuple[int, _Tee]:
-    """The patched file's size, and the tee that saw its bytes (content hash, sha256). The version-aware patcher writes through the tee,
-    so storing overlaps patching; the rsync-style one writes by file descriptor (faster), so the
-    file is read once more after it, for the hash and the store together."""
+def _patch(
+    base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None
+) -> tuple[int, str, str]:
+    """The patched file's size, content hash and plain sha256, taken as its bytes pass (hashing_writer):
+    the content hash from the S3 parts' own checksums when it is being stored (the same sha256 of
+    the same 8 MiB parts), else from parts hashed on threads. The version-aware patcher writes
+    through the writer, so storing overlaps patching; the rsync-style one writes by file
+    descriptor (faster), so the file is read once more after it, for the hashes and the store."""
     from hycloud_core.delta.apply import apply_delta, is_versioned
 
+    stores = [store.write] if store else []
     head = delta.read(4)
     delta.seek(0)
     if is_versioned(head):
-        tee = _Tee(out, store)
-        return versioned.apply(base, delta, tee), tee
-    size = apply_delta(base, delta, out)
-    out.flush()
-    tee = _Tee(None, store)
-    with open(out.name, "rb") as again:
-        while piece := again.read(PIECE):
-            tee.write(piece)
-    return size, tee
+        writer = HashingWriter([out.write, *stores], parts=store is None, sha256=True)
+        try:  # the content hash is checked by the caller: the delta's own sha256 is not taken too
+            size = versioned.apply(base, delta, writer, check=False)
+        finally:
+            writer.close()
+    else:
+        size = apply_delta(base, delta, out)
+        out.flush()
+        writer = HashingWriter(stores, parts=store is None, sha256=True)
+        try:
+            with open(out.name, "rb") as again:
+                while piece := again.read(content.PART_SIZE):
+                    writer.write(piece)
+        finally:
+            writer.close()
+    return size, store.content_hash() if store else writer.content_hash, writer.sha256
 
 
 def apply(spec: DeltaUploadSpec) -> dict:
@@ -290,8 +285,7 @@ def apply(spec: DeltaUploadSpec) -> dict:
             open(staging_file(CONFIG.staging_dir, job, "delta"), "rb") as delta,
             open(new_path, "wb") as out,
         ):
-            size, tee = _patch(base, delta, out, store)
-            got = tee.hasher.hexdigest()
+            size, got, sha256 = _patch(base, delta, out, store)
             delta_size = os.fstat(delta.fileno()).st_size
         count_bytes("DeltaSavedBytes", size - delta_size)
         clock.mark("patch")
@@ -302,9 +296,7 @@ def apply(spec: DeltaUploadSpec) -> dict:
         clock.mark("store")
         fs = FileSystem.deployed(CONFIG, spec.user, s3(), records)
         try:
-            entry = fs.commit_stored(
-                spec.path, got, size, expect=spec.base_hash, sha256=tee.whole.hexdigest()
-            )
+            entry = fs.commit_stored(spec.path, got, size, expect=spec.base_hash, sha256=sha256)
         except ConflictError as err:
             if err.code != "version-mismatch":
                 raise

@@ -15,13 +15,10 @@ import base64
 import io
 import json
 import os
-import queue
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -34,6 +31,7 @@ from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.delta.sync import signature as rsync_signature
 from hycloud_core.errors import ConflictError, HyCloudError, NotFoundError
+from hycloud_core.hashing_writer import HashingWriter
 
 from ..http import Transport, new_session
 from ..verify import check_stored
@@ -46,7 +44,6 @@ from .renew import UrlBook, with_renewal
 from .staging import stage
 
 PIECE = 4 * 1024 * 1024
-HASH_THREADS = 2  # a rebuilt file's parts hashed at once (the client machine's cores, at least two)
 JOB_WAIT_S = 900
 START_WAIT_S = 3  # the request that starts a job holds up to this long for its result
 LONG_POLL_S = 10  # the controller holds a status request until the job ends, up to this long
@@ -215,45 +212,6 @@ def _version_aware_job(http: Transport, path: str, base_hash: str, size: int) ->
         return None
 
 
-class _Hashing:
-    """A sequential writer that takes the content hash of what passes (no second read of the file):
-    its parts are hashed on two threads and the bytes written in a third, so both cores work
-    while the next window is rebuilt; at most two windows wait, so memory stays bounded."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="hycloud-delta-hash")
-        self.out, self.hasher = out, content.PartHasher(self.pool)
-        self.error: OSError | None = None
-        self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
-        self.thread = threading.Thread(target=self._drain, name="hycloud-delta-write", daemon=True)
-        self.thread.start()
-
-    def _drain(self) -> None:
-        while (data := self.pending.get()) is not None:
-            try:
-                if self.error is None:
-                    self.out.write(data)
-            except OSError as err:  # reported by close(); keep draining so write() never blocks
-                self.error = err
-
-    def write(self, data: bytes) -> int:
-        if self.error is not None:
-            raise self.error
-        data = bytes(data)
-        self.hasher.update(data)
-        self.pending.put(data)
-        return len(data)
-
-    def close(self) -> None:
-        """Wait until everything is written and hashed; raise what writing raised."""
-        self.pending.put(None)
-        self.thread.join()
-        self.hasher.hexdigest()  # every part hashed before the pool goes
-        self.pool.shutdown()
-        if self.error is not None:
-            raise self.error
-
-
 def _patch_version_aware(
     http: Transport,
     ran: tuple[str, dict],
@@ -269,7 +227,7 @@ def _patch_version_aware(
         _fetch_delta(http, job, result, spooled, config)
         fetched = time.perf_counter()
         delta_file.seek(0)
-        hashing = _Hashing(out)
+        hashing = HashingWriter([out.write])
         try:
             # written front to back only; its content hash, taken as it passes, is checked by the
             # caller, so the delta's own sha256 is not taken again
@@ -284,7 +242,7 @@ def _patch_version_aware(
     }
     return {
         "steps": steps,
-        "content_hash": hashing.hasher.hexdigest(),
+        "content_hash": hashing.content_hash,
         "kind": result["kind"],
         "sent_bytes": 0,
         "received_bytes": result["delta_size"],

@@ -48,3 +48,23 @@ def test_an_aborted_object_leaves_no_object_and_no_parts(s3):
     writer.abort()
     assert _keys(s3) == []
     assert s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
+
+
+@pytest.mark.parametrize("size", [0, 3 * MiB, 8 * MiB, 17 * MiB + 3])
+def test_the_content_hash_comes_from_the_parts_checksums_before_anything_is_readable(s3, size):
+    from hycloud_core import content
+
+    data = os.urandom(size)
+    writer = ObjectWriter(s3, BUCKET, "k", in_flight=2)
+    _write(writer, data, piece=3 * MiB + 1)
+    assert writer.content_hash() == content.hash_bytes(data)
+    assert _keys(s3) == []  # the hash is known before the object is there to be read
+    writer.complete()
+    assert s3.get_object(Bucket=BUCKET, Key="k")["Body"].read() == data
+
+
+def test_parts_of_another_size_give_no_content_hash(s3):
+    writer = ObjectWriter(s3, BUCKET, "k", part=5 * MiB)
+    writer.write(b"x")
+    with pytest.raises(AssertionError):
+        writer.content_hash()

@@ -10,11 +10,12 @@ hash (`content.py`), so a reader can ask S3 what a key holds (`cached_copies.hol
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from ..content import b64
+from ..content import PART_SIZE, b64, hash_from_parts
 
 PART = 8 * 1024 * 1024
 IN_FLIGHT = 4  # parts uploading at once; memory is about (IN_FLIGHT + 1) parts
@@ -27,6 +28,7 @@ class ObjectWriter:
         self.buffer = bytearray()
         self.parts: list[Future[dict[str, Any]]] = []
         self.pool: ThreadPoolExecutor | None = None
+        self._tail: tuple[int, bytes] | None = None
 
     def write(self, data: bytes) -> int:
         self.buffer += data
@@ -59,11 +61,27 @@ class ObjectWriter:
         )
         return {"PartNumber": number, "ETag": part["ETag"], "ChecksumSHA256": checksum}
 
+    def content_hash(self) -> str:
+        """The content hash of what was written so far, from the parts' own checksums (each the
+        sha256 of an 8 MiB part, which is what the hash is made of): no pass over the bytes of its
+        own. Waits for the parts in flight and raises what their upload raised."""
+        assert self.part == PART_SIZE, "parts of another size make another hash"
+        digests = [base64.b64decode(f.result()["ChecksumSHA256"]) for f in self.parts]
+        if self.buffer or not digests:
+            digests.append(self._tail_digest())
+        return hash_from_parts(digests)
+
+    def _tail_digest(self) -> bytes:
+        """The sha256 of the bytes not yet sent (at most a part), kept while they stay the same."""
+        if self._tail is None or self._tail[0] != len(self.buffer):
+            self._tail = (len(self.buffer), hashlib.sha256(self.buffer).digest())
+        return self._tail[1]
+
     def complete(self) -> None:
         """Make the object readable: everything written, and nothing else."""
         if self.upload is None:
             body = bytes(self.buffer)
-            checksum = b64(hashlib.sha256(body).digest())
+            checksum = b64(self._tail_digest())
             self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, ChecksumSHA256=checksum)
             return
         if self.buffer:
