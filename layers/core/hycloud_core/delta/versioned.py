@@ -34,7 +34,7 @@ MAGIC, VERSION = b"HCVD", 1
 WINDOW = 32 * 1024 * 1024
 MARGIN = 8 * 1024 * 1024
 LEVEL = 3
-AHEAD = 2  # windows decoded at once when a delta is applied: two cores' worth
+AHEAD = 2  # windows compressed or decoded at once: two cores' worth
 _HEADER = struct.Struct(">4sBQQII32s")
 _LEN = struct.Struct(">I")
 
@@ -76,20 +76,34 @@ def encode(
     level: int = LEVEL,
 ) -> int:
     """Write the delta of `new` against `base` at zstd `level` (level.py chooses it); return its
-    size in bytes. The level is the encoder's alone: `apply` reads any."""
+    size in bytes. The level is the encoder's alone: `apply` reads any. Windows are compressed
+    AHEAD at a time on threads of their own (zstd lets go of the GIL), written in order, while
+    the next is read and hashed: a 62 MB file's two windows compress at once on two cores."""
     sha, written = hashlib.sha256(), 0
     count = -(-new_size // window) if new_size else 0
-    out.write(b"\0" * _HEADER.size)  # header last: the sha256 is known only at the end
-    for i in range(count):
-        chunk = new.read(min(window, new_size - i * window))
-        sha.update(chunk)
+    read = _positional(base)
+
+    def compress(i: int, chunk: bytes) -> bytes:
         start, end = _dict_range(i, new_size, base_size, window, margin)
-        raw = _read_at(base, start, end - start)
-        frame = pyzstd.compress(
-            chunk, level_or_option=_options(len(raw), len(chunk), level), zstd_dict=_prefix(raw)
-        )
+        raw = read(start, end - start)
+        options = _options(len(raw), len(chunk), level)
+        return pyzstd.compress(chunk, level_or_option=options, zstd_dict=_prefix(raw))
+
+    def emit(frame: bytes) -> int:
         out.write(_LEN.pack(len(frame)) + frame)
-        written += _LEN.size + len(frame)
+        return _LEN.size + len(frame)
+
+    out.write(b"\0" * _HEADER.size)  # header last: the sha256 is known only at the end
+    waiting = deque[Future[bytes]]()
+    with ThreadPoolExecutor(AHEAD, thread_name_prefix="hycloud-delta-encode") as pool:
+        for i in range(count):
+            chunk = new.read(min(window, new_size - i * window))
+            waiting.append(pool.submit(compress, i, chunk))
+            sha.update(chunk)
+            if len(waiting) == AHEAD:
+                written += emit(waiting.popleft().result())
+        while waiting:
+            written += emit(waiting.popleft().result())
     out.seek(0)
     out.write(_HEADER.pack(MAGIC, VERSION, new_size, base_size, window, margin, sha.digest()))
     out.seek(0, 2)
