@@ -27,6 +27,7 @@ from hycloud_core.delta import CANDIDATE_SIZES, PredictiveChunkSize, should_delt
 from hycloud_core.delta import delta as rsync_delta
 from hycloud_core.delta.adaptive import measure_candidates
 from hycloud_core.delta.apply import apply_delta
+from hycloud_core.delta.errors import DeltaFormatError
 from hycloud_core.delta.signature import fitting_block_size
 from hycloud_core.delta.sync import SPOOL_BYTES, fetch_and_patch
 from hycloud_core.delta.sync import signature as rsync_signature
@@ -51,6 +52,7 @@ MAX_DELTA_BODY = 4 * 1024 * 1024  # larger checksum lists and deltas go through 
 MAX_SIGNATURE = 256 * 1024 * 1024  # the checksum list is held in memory: keep it bounded
 ADAPT_SAMPLE = 32 * 1024 * 1024  # γ of each chunk size measured on the files' first 32 MiB
 OCTET = "application/octet-stream"
+ARRIVING_PIECE = 64 * 1024  # an answer's body read this much at a time as it arrives
 NOMINAL_SIZE = 64 * 2**20  # a download's size before the cloud names it (eq. 2's level choice
 # scales with the size on both terms: the size moves only the cloud's cap)
 
@@ -106,29 +108,68 @@ def delta_from_known(
 
 
 def by_version(http: Transport, path: str, base_hash: str, params: dict) -> dict:
-    """Ask for the version-aware delta from `base_hash` (the answer as `bytes_answer`'s)."""
-    return bytes_answer(http, "POST", params, json={"path": path, "base_hash": base_hash})
+    """Ask for the version-aware delta from `base_hash` (the answer as `bytes_answer`'s, its
+    body left to arrive while the patch decodes it)."""
+    return bytes_answer(http, "POST", params, stream=True, json={"path": path, "base_hash": base_hash})
 
 
-def bytes_answer(http: Transport, method: str, params: dict, **body: Any) -> dict:
+def bytes_answer(http: Transport, method: str, params: dict, stream: bool = False, **body: Any) -> dict:
     """Ask `/v1/delta/download` for a delta, accepting bytes: a ready delta of up to 4 MiB then
     comes as the answer's body (the answer itself in jobs.ANSWER_HEADER), one request with no
-    base64, and is kept in the result as `delta_body`."""
+    base64, and is kept in the result as `delta_body`; with `stream`, the response is kept as
+    `delta_stream`, its body not read yet."""
     response = http.request(
         method,
         "/v1/delta/download",
         params=params,
         headers={"Accept": f"{OCTET}, application/json;q=0.9", **body.pop("headers", {})},
+        stream=stream,
         **body,
     )
     if not response.headers.get("Content-Type", "").startswith(OCTET):
         return response.json()
     try:
         answer = json.loads(response.headers[jobs.ANSWER_HEADER])
-        answer["result"]["delta_body"] = response.content
+        answer["result"]["delta_stream" if stream else "delta_body"] = (
+            response if stream else response.content
+        )
     except (KeyError, TypeError, ValueError):
+        _close(response)
         raise HyCloudError("a delta answer without its state", code="corrupt-download") from None
     return answer
+
+
+def _close(response: Any) -> None:
+    if hasattr(response, "close"):
+        response.close()
+
+
+class _Arriving:
+    """An answer's body read as it arrives, for a patch that decodes each window once its frame
+    is in (the rest still on the link), held to the size the answer names."""
+
+    def __init__(self, response: Any, size: int) -> None:
+        self.pieces = response.iter_content(ARRIVING_PIECE) if hasattr(response, "iter_content") else None
+        self.buffer = bytearray() if self.pieces is not None else bytearray(response.content)
+        self.size, self.got = size, len(self.buffer)
+
+    def read(self, n: int = -1) -> bytes:
+        while self.pieces is not None and (n < 0 or len(self.buffer) < n):
+            piece = next(self.pieces, None)
+            if piece is None:
+                self.pieces = None
+                break
+            self.buffer += piece
+            self.got += len(piece)
+        n = len(self.buffer) if n < 0 else n
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def finish(self) -> None:
+        """Refuse a body longer or shorter than the answer said, once the patch has read its part."""
+        if self.read() or self.got != self.size:
+            raise HyCloudError("the delta in the answer has the wrong length", code="corrupt-download")
 
 
 def _job_error(status: dict) -> HyCloudError:
@@ -222,6 +263,9 @@ def _patch_version_aware(
 ) -> dict:
     job, result = ran
     job_seconds = time.perf_counter() - started
+    arriving = result.pop("delta_stream", None)
+    if arriving is not None:
+        return _patch_arriving(arriving, result, old, out, job_seconds)
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as delta_file:
         spooled = cast(BinaryIO, delta_file)  # a binary file, in memory then on disk
         _fetch_delta(http, job, result, spooled, config)
@@ -238,11 +282,35 @@ def _patch_version_aware(
         "job": job_seconds,
         "fetch": fetched - started - job_seconds,
         "apply": time.perf_counter() - fetched,
-        **({"cloud_encode": result["encode_seconds"]} if "encode_seconds" in result else {}),
     }
+    return _version_traffic(result, steps, hashing.content_hash, job_seconds)
+
+
+def _patch_arriving(response: Any, result: dict, old: BinaryIO, out: BinaryIO, job_seconds: float) -> dict:
+    """Patch from the answer's body as it arrives: each window decodes once its frame is in, while
+    the next frames are still on the link (the content hash, taken as the bytes pass, is checked
+    by the caller, so the delta's own sha256 is not taken)."""
+    begun = time.perf_counter()
+    hashing = HashingWriter([out.write])
+    try:
+        body = _Arriving(response, result["delta_size"])
+        versioned.apply(old, cast(BinaryIO, body), cast(BinaryIO, hashing), check=False)
+        body.finish()
+    except DeltaFormatError as err:
+        raise HyCloudError(f"the delta in the answer is corrupt: {err}", code="corrupt-download") from None
+    finally:
+        hashing.close()
+        _close(response)
+    steps = {"job": job_seconds, "fetch": 0.0, "apply": time.perf_counter() - begun}
+    return _version_traffic(result, steps, hashing.content_hash, job_seconds)
+
+
+def _version_traffic(result: dict, steps: dict, content_hash: str, job_seconds: float) -> dict:
+    if "encode_seconds" in result:
+        steps["cloud_encode"] = result["encode_seconds"]
     return {
         "steps": steps,
-        "content_hash": hashing.content_hash,
+        "content_hash": content_hash,
         "kind": result["kind"],
         "sent_bytes": 0,
         "received_bytes": result["delta_size"],

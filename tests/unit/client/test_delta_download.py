@@ -214,3 +214,80 @@ def test_a_version_the_cloud_no_longer_holds_is_told_apart_from_a_file_it_cannot
         delta_from_known(Refusing(ConflictError("gone", code="base-unknown")), "/f", "h" * 64, level=3)
     for other in (ConflictError("small", code="not-a-large-file"), NotFoundError("no such file")):
         assert delta_from_known(Refusing(other), "/f", "h" * 64, level=3) is None  # the usual way
+
+
+class Arriving:
+    """A ready delta answered as the body, arriving in `pieces`; notes how much of the new file
+    was already written each time a piece was handed over."""
+
+    def __init__(self, delta: bytes, info: dict, pieces: int, out_path, size: int | None = None) -> None:
+        step = -(-len(delta) // pieces)
+        self.pieces = [delta[i : i + step] for i in range(0, len(delta), step)]
+        self.out_path, self.written_when_handed = out_path, []
+        answer = {
+            "job": "dl-x-1",
+            "state": "ready",
+            "file": {"content_hash": info["content_hash"], "size": info["size"]},
+            "result": {"kind": "version", "delta_size": len(delta) if size is None else size},
+        }
+        self.headers = {"Content-Type": "application/octet-stream", "x-hycloud-answer": json.dumps(answer)}
+        self.closed = False
+
+    def request(self, method: str, route: str, **kw) -> Arriving:
+        assert kw["stream"] is True
+        return self
+
+    def iter_content(self, _size: int):
+        for piece in self.pieces:
+            self.written_when_handed.append(os.path.getsize(self.out_path) if self.out_path.exists() else 0)
+            yield piece
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _windowed_delta(old: bytes, new: bytes, window: int) -> bytes:
+    out = io.BytesIO()
+    versioned.encode(io.BytesIO(old), len(old), io.BytesIO(new), len(new), out, window=window, margin=window)
+    return out.getvalue()
+
+
+def test_a_delta_answered_as_bytes_is_decoded_as_it_arrives(tmp_path):
+    rnd = random.Random(7)
+    old = rnd.randbytes(2 * 1024 * 1024)
+    new = bytearray(old)
+    for at in range(0, len(new), 128 * 1024):
+        new[at : at + 4000] = rnd.randbytes(4000)
+    new = bytes(new)
+    (tmp_path / "old").write_bytes(old)
+    info = {"path": "/f", "content_hash": content.hash_bytes(new), "size": len(new)}
+    api = Arriving(_windowed_delta(old, new, 256 * 1024), info, 8, tmp_path / "new.hycloud-part")
+    file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
+    traffic = delta_download(
+        api, {**info, **file}, tmp_path / "old", tmp_path / "new", base_hash=content.hash_bytes(old), ran=ran
+    )
+    assert (tmp_path / "new").read_bytes() == new and api.closed
+    assert traffic["received_bytes"] == sum(map(len, api.pieces))
+    assert api.written_when_handed[-1] > 0  # windows were written before the last piece came
+
+
+@pytest.mark.parametrize("cut", ["shorter", "longer"])
+def test_an_arriving_delta_of_another_length_than_named_replaces_nothing(tmp_path, cut):
+    old, new, _, info = versions(tmp_path)
+    delta = _version_delta(old, new)
+    named = len(delta) + 10 if cut == "shorter" else len(delta) - 1
+    body = delta[:-10] if cut == "shorter" else delta
+    api = Arriving(body, info, 3, tmp_path / "x", size=named)
+    (tmp_path / "new").write_bytes(b"kept")
+    file, ran = delta_from_known(api, "/f", content.hash_bytes(old), level=3)
+    with pytest.raises(HyCloudError) as err:
+        delta_download(
+            api,
+            {**info, **file},
+            tmp_path / "old",
+            tmp_path / "new",
+            base_hash=content.hash_bytes(old),
+            ran=ran,
+        )
+    assert err.value.code == "corrupt-download" and (tmp_path / "new").read_bytes() == b"kept"
+    assert api.closed
