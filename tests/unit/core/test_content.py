@@ -1,7 +1,15 @@
 """Content hash: the streaming hasher agrees with the one-shot hash at every part boundary."""
 
+import hashlib
+import os
+import signal
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hycloud_core import content
 
 
 @given(st.binary(max_size=3000), st.lists(st.integers(1, 700), max_size=20))
@@ -25,3 +33,36 @@ def test_part_hasher_matches_hash_of_whole_bytes(data, cuts):
                 assert hasher.hexdigest() == content.hash_bytes(data)
     finally:
         content.PART_SIZE = old
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, content.PART_SIZE - 1, content.PART_SIZE, content.PART_SIZE + 1, 5 * content.PART_SIZE + 7]
+)
+def test_a_files_parts_hashed_on_the_pool_are_the_parts_hashed_in_a_row(tmp_path, size):
+    data = os.urandom(size)
+    (tmp_path / "f").write_bytes(data)
+    with open(tmp_path / "f", "rb") as f:
+        in_a_row = content.part_digests(f)
+    assert content.hash_file(tmp_path / "f") == (content.hash_bytes(data), in_a_row)
+    assert content.hash_file_and_sha256(tmp_path / "f") == (
+        content.hash_bytes(data),
+        in_a_row,
+        hashlib.sha256(data).hexdigest(),
+    )
+
+
+def test_a_forked_child_hashes_with_a_pool_of_its_own(tmp_path):
+    data = os.urandom(3 * content.PART_SIZE)
+    (tmp_path / "f").write_bytes(data)
+    content.hash_file(tmp_path / "f")  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports by its exit status only
+        os._exit(0 if content.hash_file(tmp_path / "f")[0] == content.hash_bytes(data) else 1)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):  # hung on the parent's pool, whose threads it does not have
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's hash never ended")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
