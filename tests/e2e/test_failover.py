@@ -360,6 +360,7 @@ def test_a_later_cli_run_replays_what_an_earlier_run_put_when_the_primary_is_gon
     journal on disk, replays it on the standby, and its own put into the same folder and a get of
     the earlier file work there."""
     user = make_user(deployment, "journal")
+    wait_key_on_standby(deployment, user)  # the standby answers for this user (404, not 403)
     standby_url = deployment.outputs["StandbyLocalApiUrl"]
     standby = HyCloud(standby_url, user.key)
     state = str(tmp_path / "state" / "state.sqlite3")

@@ -139,12 +139,13 @@ def _efs_and_records_agree(user) -> None:
 
 @pytest.fixture(scope="class")
 def small_jobs(deployment):
-    """Trees over 20 entries run as jobs, 20 entries a step: small trees exercise every path (a
-    101-file tree takes 6 steps, so a job stopped or failed after its first has steps left)."""
+    """Trees over 20 entries run as jobs, 5 entries a step: small trees exercise every path (a
+    101-file tree takes 21 steps, so a job stopped or failed after its first has steps left; with
+    6 steps of 20, a quiet machine ran the last five before a stop landed)."""
     lam, out = deployment.client("lambda"), deployment.outputs
     changes = {
         out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
-        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "20"},
+        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "5"},
     }
     before = {
         fn: lam.get_function_configuration(FunctionName=fn)["Environment"]["Variables"] for fn in changes
