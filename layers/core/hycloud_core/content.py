@@ -49,20 +49,6 @@ def hash_from_parts(digests: Iterable[bytes]) -> str:
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
-def part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
-    """The 8 MiB part digests; `whole` (a hashlib object) is fed every byte on the way."""
-    digests: list[bytes] = []
-    while True:
-        block = src.read(PART_SIZE)
-        if whole is not None:
-            whole.update(block)
-        if not block and digests:
-            return digests
-        digests.append(hashlib.sha256(block).digest())
-        if len(block) < PART_SIZE:
-            return digests
-
-
 class PartHasher:
     """Content hash of a stream that arrives in pieces of any size (S3 bodies, relay copies). With
     a `pool`, whole parts that arrive at once are hashed on its threads (hashlib lets go of the GIL
@@ -106,7 +92,7 @@ def hash_file(path: str | Path) -> tuple[str, list[bytes]]:
     """The content hash of a file and its part digests; a file of several parts has them hashed
     on two threads while the next is read (hashlib lets go of the GIL): half the time on two cores."""
     with open(path, "rb") as f:
-        digests = pooled_part_digests(f)
+        digests = part_digests(f)
     return hash_from_parts(digests), digests
 
 
@@ -114,7 +100,7 @@ def hash_file_and_sha256(path: str | Path) -> tuple[str, list[bytes], str]:
     """The content hash, its part digests and the plain sha256 (what `sha256sum` prints), read once."""
     whole = hashlib.sha256()
     with open(path, "rb") as f:
-        digests = pooled_part_digests(f, whole)
+        digests = part_digests(f, whole)
     return hash_from_parts(digests), digests, whole.hexdigest()
 
 
@@ -123,16 +109,18 @@ IN_FLIGHT = 4  # parts read ahead of their hashes, at most: memory stays about 3
 
 
 @cache
-def _hash_pool() -> ThreadPoolExecutor:
+def hash_pool() -> ThreadPoolExecutor:
+    """The threads that hash whole parts, shared by every hash the process takes."""
     return ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="hycloud-parts")
 
 
 # a forked child (a mount going to the background) has none of the pool's threads: it makes its own
-os.register_at_fork(after_in_child=_hash_pool.cache_clear)
+os.register_at_fork(after_in_child=hash_pool.cache_clear)
 
 
-def pooled_part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
-    """part_digests with the parts hashed on the shared pool as they are read (the same digests)."""
+def part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
+    """The 8 MiB part digests, hashed on the shared pool as they are read (at most IN_FLIGHT
+    ahead); `whole` (a hashlib object) is fed every byte on the way."""
     pending: list[Future[bytes]] = []
     while True:
         block = src.read(PART_SIZE)
@@ -140,7 +128,7 @@ def pooled_part_digests(src: BinaryIO, whole: Any = None) -> list[bytes]:
             whole.update(block)
         if not block and pending:
             break
-        pending.append(_hash_pool().submit(_digest, memoryview(block)))
+        pending.append(hash_pool().submit(_digest, memoryview(block)))
         if len(block) < PART_SIZE:
             break
         waiting = [f for f in pending[-IN_FLIGHT:] if not f.done()]

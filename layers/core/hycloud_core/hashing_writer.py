@@ -3,7 +3,7 @@
 A delta's patch (client download, cloud upload) makes the new version once, as a stream: its
 content hash must be checked before the version is used, and the cloud keeps its plain sha256
 too. Taken on the thread that decodes, each hash is another full pass on one core; here whole
-8 MiB parts are hashed on a pool (hashlib lets go of the GIL for them) and the bytes are written,
+8 MiB parts are hashed on the shared pool (content.hash_pool; hashlib lets go of the GIL for them) and the bytes are written,
 and the plain sha256 taken, on a thread of their own, so both cores work while the next window
 decodes. At most DEPTH pieces wait, so memory stays bounded.
 """
@@ -14,12 +14,10 @@ import hashlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
-from .content import PartHasher
+from .content import PartHasher, hash_pool
 
 DEPTH = 2  # pieces (a decoded window each) written behind the one being made
-THREADS = 2  # part hashes at once: the cores of a client machine or a 2-vCPU function
 
 
 class HashingWriter:
@@ -31,8 +29,7 @@ class HashingWriter:
         self, writes: Sequence[Callable[[bytes], object]], parts: bool = True, sha256: bool = False
     ) -> None:
         self.writes = list(writes)
-        self.pool = ThreadPoolExecutor(THREADS, thread_name_prefix="hycloud-hash") if parts else None
-        self.hasher = PartHasher(self.pool) if parts else None
+        self.hasher = PartHasher(hash_pool()) if parts else None
         self.whole = hashlib.sha256() if sha256 else None
         self.error: BaseException | None = None
         self.pending: queue.Queue[bytes | None] = queue.Queue(maxsize=DEPTH)
@@ -65,9 +62,7 @@ class HashingWriter:
         self.pending.put(None)
         self.thread.join()
         if self.hasher is not None:
-            self.hasher.digests()  # every part hashed before the pool goes
-        if self.pool is not None:
-            self.pool.shutdown()
+            self.hasher.digests()  # every part hashed
         if self.error is not None:
             raise self.error
 

@@ -41,8 +41,10 @@ def test_part_hasher_matches_hash_of_whole_bytes(data, cuts):
 def test_a_files_parts_hashed_on_the_pool_are_the_parts_hashed_in_a_row(tmp_path, size):
     data = os.urandom(size)
     (tmp_path / "f").write_bytes(data)
-    with open(tmp_path / "f", "rb") as f:
-        in_a_row = content.part_digests(f)
+    in_a_row = [
+        hashlib.sha256(data[i : i + content.PART_SIZE]).digest()
+        for i in range(0, max(size, 1), content.PART_SIZE)
+    ]
     assert content.hash_file(tmp_path / "f") == (content.hash_bytes(data), in_a_row)
     assert content.hash_file_and_sha256(tmp_path / "f") == (
         content.hash_bytes(data),
