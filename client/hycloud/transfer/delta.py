@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -134,14 +134,9 @@ def bytes_answer(http: Transport, method: str, params: dict, stream: bool = Fals
             response if stream else response.content
         )
     except (KeyError, TypeError, ValueError):
-        _close(response)
+        response.close()
         raise HyCloudError("a delta answer without its state", code="corrupt-download") from None
     return answer
-
-
-def _close(response: Any) -> None:
-    if hasattr(response, "close"):
-        response.close()
 
 
 class _Arriving:
@@ -149,9 +144,8 @@ class _Arriving:
     is in (the rest still on the link), held to the size the answer names."""
 
     def __init__(self, response: Any, size: int) -> None:
-        self.pieces = response.iter_content(ARRIVING_PIECE) if hasattr(response, "iter_content") else None
-        self.buffer = bytearray() if self.pieces is not None else bytearray(response.content)
-        self.size, self.got = size, len(self.buffer)
+        self.pieces: Iterator[bytes] | None = response.iter_content(ARRIVING_PIECE)
+        self.buffer, self.size, self.got = bytearray(), size, 0
 
     def read(self, n: int = -1) -> bytes:
         while self.pieces is not None and (n < 0 or len(self.buffer) < n):
@@ -300,7 +294,7 @@ def _patch_arriving(response: Any, result: dict, old: BinaryIO, out: BinaryIO, j
         raise HyCloudError(f"the delta in the answer is corrupt: {err}", code="corrupt-download") from None
     finally:
         hashing.close()
-        _close(response)
+        response.close()
     steps = {"job": job_seconds, "fetch": 0.0, "apply": time.perf_counter() - begun}
     return _version_traffic(result, steps, hashing.content_hash, job_seconds)
 

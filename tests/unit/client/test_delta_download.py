@@ -99,7 +99,9 @@ class BytesAnswer:
         headers = {"Content-Type": "application/octet-stream"}
         if self.header is not None:
             headers["x-hycloud-answer"] = self.header
-        return SimpleNamespace(headers=headers, content=self.delta)
+        return SimpleNamespace(
+            headers=headers, iter_content=lambda _size: iter([self.delta]), close=lambda: None
+        )
 
 
 def _version_delta(base: bytes, new: bytes) -> bytes:
