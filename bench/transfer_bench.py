@@ -110,6 +110,7 @@ def run_pair(setup: HyCloud, link, url: str, key: str, old: Path, new: Path, wor
                     wan.put(f, up_path, base=old, delta_kind="version", force_delta=True)
                 )
             row[mode] = measure(link, put)
+            JOBS["jobs"].await_settled(result["content_hash"])  # its S3 copy, made after the answer
             row[mode]["steps"] = result.get("steps", {})
             row[mode]["eq2_says_delta"] = auto.upload_pays(
                 row["size"], result.get("sent_bytes", row["size"]), auto.rates(wan.store)

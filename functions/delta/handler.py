@@ -3,10 +3,11 @@
 `encode` (delta download): the new version is in the relay cache; with a base version there too
 the delta is version-aware (zstd patch-from), otherwise rsync-style against the client's
 checksum list in staging. `apply` (delta upload): the client's delta patched onto the base,
-verified against the declared content hash, stored at its content address (sent to S3 as it is
-patched, the object completed only once the hash is right) and linked at the
-path in one leased step only if the path still holds the base, so a failed job changes nothing a
-user can see; the new version then stays in the relay cache for the next job. Failures are raised as exception classes that hycloud_core.jobs.FAILURES names.
+verified against the declared content hash, kept in the relay cache on EFS and linked at the path
+in one leased step only if the path still holds the base, so a failed job changes nothing a user
+can see. The upload is acknowledged then; `settle`, started right after, puts the new version in
+S3 (docs/DELTA.md, "Settling"). Failures are raised as exception classes that
+hycloud_core.jobs.FAILURES names.
 The event is parsed into its spec (hycloud_core.jobs.specs) on entry: a malformed one fails there.
 """
 
@@ -32,11 +33,18 @@ from hycloud_core.hashing_writer import HashingWriter
 from hycloud_core.jobs.names import (
     HashMismatch,
     VersionMismatch,
+    base_cache_name,
     delta_object_key,
     save_outcome,
     staging_file,
 )
-from hycloud_core.jobs.specs import DeltaDownloadSpec, DeltaSpec, DeltaUploadSpec, delta_spec
+from hycloud_core.jobs.specs import (
+    DeltaDownloadSpec,
+    DeltaSpec,
+    DeltaUploadSpec,
+    SettleSpec,
+    delta_spec,
+)
 from hycloud_core.observability import count_bytes, job_duration, observed
 from hycloud_core.store.multipart import ObjectWriter
 
@@ -173,9 +181,10 @@ def _rebuild_coded(spec: DeltaDownloadSpec, cache: RelayCache) -> None:
 def _new_version(spec: DeltaDownloadSpec, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
     """The new version from the relay cache if there, else streamed from S3 into it (a coded one
     is rebuilt into it first)."""
-    if spec.source.coded and not cache.is_ready(spec.cache_name, spec.content_hash):
+    ready = cache.link_as(spec.cache_name, base_cache_name(spec.content_hash), spec.content_hash)
+    if spec.source.coded and not ready:
         _rebuild_coded(spec, cache)
-    if cache.is_ready(spec.cache_name, spec.content_hash):
+    if ready or cache.is_ready(spec.cache_name, spec.content_hash):
         path = cache.path(spec.cache_name)
         return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
     tee = TeeToCache(cache, spec.cache_name, spec.content_hash, spec.new_url)
@@ -232,21 +241,16 @@ def encode(spec: DeltaDownloadSpec) -> dict:
     }
 
 
-def _patch(
-    base: BinaryIO, delta: BinaryIO, out: BinaryIO, store: ObjectWriter | None
-) -> tuple[int, str, str]:
-    """The patched file's size, content hash and plain sha256, taken as its bytes pass (hashing_writer):
-    the content hash from the S3 parts' own checksums when it is being stored (the same sha256 of
-    the same 8 MiB parts), else from parts hashed on threads. The version-aware patcher writes
-    through the writer, so storing overlaps patching; the rsync-style one writes by file
-    descriptor (faster), so the file is read once more after it, for the hashes and the store."""
+def _patch(base: BinaryIO, delta: BinaryIO, out: BinaryIO) -> tuple[int, str, str]:
+    """The patched file's size, content hash and plain sha256, taken as its bytes pass
+    (hashing_writer). The version-aware patcher writes through the writer; the rsync-style one
+    writes by file descriptor (faster), so the file is read once more after it, for the hashes."""
     from hycloud_core.delta.apply import apply_delta, is_versioned
 
-    stores = [store.write] if store else []
     head = delta.read(4)
     delta.seek(0)
     if is_versioned(head):
-        writer = HashingWriter([out.write, *stores], parts=store is None, sha256=True)
+        writer = HashingWriter([out.write], parts=True, sha256=True)
         try:  # the content hash is checked by the caller: the delta's own sha256 is not taken too
             size = versioned.apply(base, delta, writer, check=False)
         finally:
@@ -254,70 +258,119 @@ def _patch(
     else:
         size = apply_delta(base, delta, out)
         out.flush()
-        writer = HashingWriter(stores, parts=store is None, sha256=True)
+        writer = HashingWriter([], parts=True, sha256=True)
         try:
             with open(out.name, "rb") as again:
                 while piece := again.read(content.PART_SIZE):
                     writer.write(piece)
         finally:
             writer.close()
-    return size, store.content_hash() if store else writer.content_hash, writer.sha256
+    return size, writer.content_hash, writer.sha256
 
 
 def apply(spec: DeltaUploadSpec) -> dict:
+    """Patch, verify and link the new version, acknowledged once its bytes are on EFS (durable
+    there: EFS keeps them across zones once the file is closed). Content not stored yet is kept
+    in the relay cache as its only copy until the settle job (`settle`, started by whoever ran
+    this job) has put it in S3; meanwhile its record and link say `settling`."""
     from hycloud_core.fs import FileSystem
     from hycloud_core.store.objects import Objects
     from hycloud_core.store.records import Records
 
     cache, job = RelayCache(CONFIG.cache_dir), spec.job_name
-    new_path = f"{staging_file(CONFIG.staging_dir, job, 'new')}.{uuid.uuid4().hex}"
     os.makedirs(CONFIG.staging_dir, exist_ok=True)
     clock = _Clock()
     unstage(spec, "delta")
     clock.mark("unstage")
-    declared = spec.content_hash
     records = Records(CONFIG.table)
-    stored = Objects(records.table, s3(), CONFIG.bucket).is_stored(declared)
-    store = None if stored else ObjectWriter(s3(), CONFIG.bucket, content.object_key(declared))
+    known = Objects(records.table, s3(), CONFIG.bucket).get(spec.content_hash)
+    fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
+    os.close(fd)  # opened by name: the rsync-style patch reads its output again by name
     try:
         with (
             open(cache.path(spec.base_cache_name or ""), "rb") as base,
             open(staging_file(CONFIG.staging_dir, job, "delta"), "rb") as delta,
-            open(new_path, "wb") as out,
+            open(tmp, "wb") as out,
         ):
-            size, got, sha256 = _patch(base, delta, out, store)
-            delta_size = os.fstat(delta.fileno()).st_size
-        count_bytes("DeltaSavedBytes", size - delta_size)
+            size, got, sha256 = _patch(base, delta, out)
+            count_bytes("DeltaSavedBytes", size - os.fstat(delta.fileno()).st_size)
         clock.mark("patch")
-        if got != declared:
+        if got != spec.content_hash:
             raise HashMismatch("the patched file does not have the declared content hash")
-        if store:
-            store.complete()  # only now, the hash right, is the object there to be read
-        clock.mark("store")
+        settling = known is None or "settling" in known
+        kept, pinned = _keep(cache, tmp, got, pinned=known is None)
         fs = FileSystem.deployed(CONFIG, spec.user, s3(), records)
         try:
-            entry = fs.commit_stored(spec.path, got, size, expect=spec.base_hash, sha256=sha256)
+            entry = fs.commit_stored(
+                spec.path, got, size, expect=spec.base_hash, sha256=sha256, settling=settling
+            )
         except ConflictError as err:
+            if pinned:
+                cache.settled(kept, got)  # nothing links it: no longer kept
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
-        # kept in the relay cache as the path's current version: the next delta job, either way,
-        # reads it from EFS instead of S3
         clock.mark("commit")
-        cache.publish(paths.cache_name(spec.user, spec.path), new_path, got)
+        cache.link_as(paths.cache_name(spec.user, spec.path), kept, got)  # the next job's version
+        settle = SettleSpec(cache_name=kept, content_hash=got, user=spec.user, path=spec.path)
         return {
             "job": job,
             "entry": entry.to_dict(),
             "s3_efs_rate": s3_efs_rate(spec),
             "steps": clock.steps,  # where the job's time went, for overhead breakdowns
+            **({"settle": settle.to_event()} if known is None else {}),
         }
-    except BaseException:
-        if store:
-            store.abort()
-        raise
     finally:
-        if os.path.exists(new_path):
-            os.unlink(new_path)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _keep(cache: RelayCache, tmp: str, content_hash: str, pinned: bool) -> tuple[str, bool]:
+    """The patched file in the relay cache under its content's name (where a delta job looks for
+    a base), `pinned` (its only copy) until settled: (name, whether this job pinned it). A copy
+    there already is kept as it is."""
+    name = base_cache_name(content_hash)
+    if cache.is_ready(name, content_hash):
+        return name, False
+    cache.publish(name, tmp, content_hash, settling=pinned)
+    return name, pinned
+
+
+class SettleFailed(Exception):
+    """A settling version's bytes are not in the relay cache, or not the version (Lambda's async
+    retries run it again; a reader keeps waiting meanwhile)."""
+
+
+def settle(spec: SettleSpec) -> dict:
+    """Put a delta upload's version, kept in the relay cache since its acknowledgement, in S3 at
+    its content address, checked against its content hash by S3's own part checksums; then its
+    record names the object and the cached copy may be evicted."""
+    from hycloud_core.store.objects import Objects
+    from hycloud_core.store.records import Records
+
+    cache, started = RelayCache(CONFIG.cache_dir), time.perf_counter()
+    objects = Objects(Records(CONFIG.table).table, s3(), CONFIG.bucket)
+    record = objects.get(spec.content_hash)
+    if record is None or "settling" not in record:  # settled by an earlier run, or reclaimed since
+        cache.settled(spec.cache_name, spec.content_hash)
+        return {"settled": False}
+    if not cache.is_ready(spec.cache_name, spec.content_hash):
+        raise SettleFailed(f"the version of {spec.path} is not in the relay cache")
+    store = ObjectWriter(s3(), CONFIG.bucket, content.object_key(spec.content_hash))
+    try:
+        with open(cache.path(spec.cache_name), "rb") as f:
+            while piece := f.read(content.PART_SIZE):
+                store.write(piece)
+        if store.content_hash() != spec.content_hash:
+            raise SettleFailed(f"the cached version of {spec.path} is not the one acknowledged")
+        store.complete()
+    except BaseException:
+        store.abort()
+        raise
+    objects.settled(spec.content_hash)
+    cache.settled(spec.cache_name, spec.content_hash)
+    size = os.path.getsize(cache.path(spec.cache_name))
+    return {"settled": True, "size": size, "seconds": time.perf_counter() - started}
 
 
 class _Clock:
@@ -354,6 +407,9 @@ def handler(event: dict, context: object) -> dict:
     if event.get("action") == "warm":
         return warm(event)
     spec = delta_spec(event)  # a malformed event fails here, naming what is wrong
+    if isinstance(spec, SettleSpec):  # not a job the controller follows: nothing saved for it
+        with job_duration("delta-settle"):
+            return settle(spec)
     with job_duration(f"delta-{spec.ACTION}"):
         result = encode(spec) if isinstance(spec, DeltaDownloadSpec) else apply(spec)
     # kept beside the job's files, as a direct run's is: the controller reads how the job ended from

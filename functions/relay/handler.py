@@ -35,6 +35,7 @@ from hycloud_core.config import InstanceConfig
 from hycloud_core.cost.relay_meter import record_run
 from hycloud_core.errors import BadRequestError
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.jobs.names import base_cache_name
 from hycloud_core.jobs.queue import Pacer
 from hycloud_core.jobs.specs import RelaySpec, TableAt
 from hycloud_core.observability import count_bytes, job_duration, logger, observed
@@ -186,7 +187,9 @@ def handler(event: dict, context) -> dict:
 
 def _fetch(spec: RelaySpec) -> dict:
     cache, name = RelayCache(CONFIG.cache_dir), spec.cache_name
-    if spec.content_hash and cache.is_ready(name, spec.content_hash):
+    # a version the cache holds under its content's name (a delta upload's, its only copy until it
+    # settles in S3; a delta job's base) is linked under this name, not copied again
+    if spec.content_hash and cache.link_as(name, base_cache_name(spec.content_hash), spec.content_hash):
         os.utime(cache.path(name))
         return {
             "cache_name": name,

@@ -266,3 +266,41 @@ def test_the_deployed_layer_carries_the_compiled_delta_loops(deployment):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", str(layer / "hycloud_core" / "delta" / "compiled.py")]
+
+
+def _settled(deployment, content_hash: str, within_s: float = 60) -> dict:
+    deadline = time.monotonic() + within_s
+    while "settling" in (record := deployment.object_record(content_hash)):
+        assert time.monotonic() < deadline, f"{content_hash} did not settle in {within_s} s"
+        time.sleep(0.2)
+    return record
+
+
+def test_a_delta_upload_is_acknowledged_once_on_efs_and_settles_in_s3_after(
+    deployment, alice, small_versions, tmp_path
+):
+    """The upload's answer comes before its version is in S3 (no store step in the job); reads
+    at once get its bytes (they wait for the settle), then S3 holds it, checked, under its key,
+    and its relay-cache copy is no longer kept as the only one."""
+    v1 = small_versions[0] + os.urandom(16)
+    v2 = edit(v1, 31)
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk = alice.sdk()
+    sdk.put(tmp_path / "v1", "/settle.bin", via="direct")
+    result = sdk.put(tmp_path / "v2", "/settle.bin", base=tmp_path / "v1", force_delta=True)
+    h2 = content.hash_bytes(v2)
+    assert result["content_hash"] == h2 and result["kind"] == "version"
+    assert "cloud_patch" in result["steps"] and "cloud_store" not in result["steps"], result["steps"]
+
+    alice.cli("cp", "/settle.bin", "/settle-copy.bin")
+    for path in ("/settle.bin", "/settle-copy.bin"):
+        sdk.get(path, tmp_path / "back", via="direct")
+        assert (tmp_path / "back").read_bytes() == v2, path
+
+    record = _settled(deployment, h2)
+    assert record["state"] == "live" and record["s3_key"] == content.object_key(h2)
+    s3, bucket = deployment.client("s3"), deployment.outputs["BucketName"]
+    assert s3.get_object(Bucket=bucket, Key=content.object_key(h2))["Body"].read() == v2
+    meta = json.loads((deployment.efs_root() / "cache" / f"base#{h2}.hcmeta").read_text())
+    assert meta["content_hash"] == h2 and "settling" not in meta

@@ -21,7 +21,7 @@ from answers import ShareInfo, ShareList, ok, replies
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from context import CONFIG, namespace, records, s3, user
+from context import CONFIG, namespace, objects, records, s3, user
 from models import NewShare, ShareToken
 from services.coded_files import whole_object
 
@@ -91,8 +91,13 @@ def _disposition(share: Share) -> str:
 
 
 def _large_key(link: LinkFile) -> str:
-    """A plain file's object; a coded file made whole once (from k blocks per chunk)."""
-    return whole_object(link) if link.erasure else content.object_key(link.content_hash)
+    """A plain file's object (once in S3: a delta upload's version settles there after its
+    acknowledgement); a coded file made whole once (from k blocks per chunk)."""
+    if link.erasure:
+        return whole_object(link)
+    if link.settling:
+        objects().await_settled(link.content_hash)
+    return content.object_key(link.content_hash)
 
 
 def _presigned(share: Share, key: str) -> str:

@@ -4,8 +4,6 @@ background delta a commit starts from the version it superseded."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from dataclasses import replace
 
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -33,20 +31,9 @@ def cached(spec: DeltaSpec) -> DeltaSpec:
     cache, new_name = RelayCache(CONFIG.cache_dir), spec.cache_name
     base, base_name = spec.base_hash, spec.base_cache_name
     if base and base_name:
-        if not cache.is_ready(base_name, base) and cache.is_ready(new_name, base):
-            _link(cache, new_name, base_name, base)
-        if cache.is_ready(base_name, base):
+        if cache.link_as(base_name, new_name, base):
             return replace(spec, base_cached=True)
     return spec
-
-
-def _link(cache: RelayCache, src: str, dst: str, content_hash: str) -> None:
-    tmp = os.path.join(cache.dir, f".hc-link-{uuid.uuid4().hex}")
-    try:
-        os.link(cache.path(src), tmp)
-    except OSError:
-        return  # replaced or evicted meanwhile: the workflow fetches it
-    cache.publish(dst, tmp, content_hash)
 
 
 def coded_source(link) -> Source:

@@ -80,6 +80,15 @@ def invoke_now(function: str, spec: JobSpec) -> None:
     if "FunctionError" in answer:
         outcome = {"status": "FAILED", "error": (json.loads(output or "{}") or {}).get("errorType")}
     jobs.save_outcome(CONFIG.staging_dir, spec.job_name, outcome)
+    if outcome["status"] == "SUCCEEDED":
+        settle_later(function, json.loads(output or "{}"))
+
+
+def settle_later(function: str, result: dict) -> None:
+    """Start the settle job a delta upload's result asks for (its version to S3), not waited for:
+    the upload is acknowledged with its version on EFS. Lambda retries a failed run twice."""
+    if isinstance(result, dict) and isinstance(result.get("settle"), dict):
+        _lambda().invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(result["settle"]))
 
 
 def describe(machine: str, name: str) -> dict | None:

@@ -38,6 +38,9 @@ class LinkFile:
     # the plain sha256 of the content (what `sha256sum` prints), as the uploader computed it in the
     # pass that made the part digests; None for content stored before it was kept
     sha256: str | None = None
+    # written by a delta upload before its version reached S3 (store/objects.py, settling): readers
+    # of the object wait for it; a later version's link does not carry it
+    settling: bool = False
 
     def superseded_by(
         self,

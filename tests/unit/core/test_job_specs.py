@@ -14,6 +14,7 @@ from hycloud_core.jobs.specs import (
     DeltaDownloadSpec,
     DeltaUploadSpec,
     RelaySpec,
+    SettleSpec,
     Source,
     SpecError,
     TableAt,
@@ -108,6 +109,7 @@ def test_a_coded_remote_delta_carries_its_source_flat_and_its_base_source_nested
             base_source=CODED,
         ),
         RelaySpec(cache_name="n", content_hash=H1, size=10, source=CODED, publish_key="relay/x"),
+        SettleSpec(cache_name="base#n", content_hash=H1, user="u", path="/f"),
         RelaySpec(
             cache_name="n",
             content_hash=H1,
@@ -242,3 +244,10 @@ def test_tree_and_bundle_jobs_are_what_their_workflows_read():
     assert (
         BundleJobSpec.from_event({**_wire(replace(spec, parents=False)), "worker": "w001"}).parents is False
     )
+
+
+def test_the_delta_function_tells_a_settle_from_its_jobs_by_action():
+    settle = SettleSpec(cache_name="base#n", content_hash=H1, user="u", path="/f")
+    assert settle.to_event()["action"] == "settle" and delta_spec(settle.to_event()) == settle
+    with pytest.raises(SpecError, match="'path'"):
+        delta_spec({"action": "settle", "cache_name": "base#n", "content_hash": H1, "user": "u"})

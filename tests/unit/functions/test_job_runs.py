@@ -5,6 +5,7 @@ callback. Step Functions is a dict of execution statuses; the dispatch pass is l
 
 from __future__ import annotations
 
+import io
 import json
 import os
 
@@ -123,3 +124,34 @@ def test_a_data_instances_staging_goes_to_its_bucket(service, monkeypatch):
         Caller(), key2, DOWNLOAD, runs.RunOptions(MACHINE, at=remote, staging=runs.Staging(at=west, key="k"))
     )
     assert sent[-1] == ("copy", "eu-west-1", "k")  # staged by the client at home: copied there
+
+
+class _Lambda:
+    def __init__(self, answer: dict) -> None:
+        self.answer, self.calls = answer, []
+
+    def invoke(self, **call):
+        self.calls.append(call)
+        if call.get("InvocationType") == "Event":
+            return {"StatusCode": 202}
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(self.answer).encode())}
+
+
+def test_a_direct_upload_that_asks_to_settle_starts_the_settle_job_without_waiting(service, monkeypatch):
+    runs, _, _, staging = service
+    settle = {"action": "settle", "cache_name": "base#x", "content_hash": H1, "user": "u-1", "path": "/f"}
+    fake = _Lambda({"job": "j", "entry": {}, "settle": settle})
+    monkeypatch.setattr(runs, "_lambda", lambda: fake)
+    job = jobs.job_key("ul", "u-1", "/f.bin", H1, H2, b"d") + "-1"
+    runs.invoke_now("delta-fn", UPLOAD.named(job))
+    assert [c.get("InvocationType") for c in fake.calls] == [None, "Event"]
+    assert json.loads(fake.calls[1]["Payload"]) == settle and fake.calls[1]["FunctionName"] == "delta-fn"
+    assert jobs.load_outcome(str(staging), job)["status"] == "SUCCEEDED"
+
+
+def test_a_result_without_a_settle_starts_nothing_more(service, monkeypatch):
+    runs, _, _, _ = service
+    fake = _Lambda({"job": "j", "entry": {}})
+    monkeypatch.setattr(runs, "_lambda", lambda: fake)
+    runs.invoke_now("delta-fn", UPLOAD.named(jobs.job_key("ul", "u-1", "/f.bin", H1, H2, b"d") + "-1"))
+    assert len(fake.calls) == 1

@@ -219,15 +219,16 @@ class FileSystem:
         mtime: float | None = None,
         expect: str | None = None,
         sha256: str | None = None,
+        settling: bool = False,
     ) -> Entry:
-        """Link content the cloud itself put at its content address (a delta upload's result), with
-        the plain sha256 it computed while writing it."""
+        """Link content the cloud itself made (a delta upload's result), with the plain sha256 it
+        computed while writing it; `settling`: its bytes are on EFS, on their way to S3."""
         path = paths.normalize(path)
         with self._leases(path), self.quota.writing(self.ns, path, size):
             self._require_parent(path, False)
             self.check_expected(path, expect)
-            self.objects.create(content_hash, size)
-            return self._link(path, content_hash, size, mtime, sha256=sha256)
+            self.objects.create(content_hash, size, settling=settling)
+            return self._link(path, content_hash, size, mtime, sha256=sha256, settling=settling)
 
     def relink(
         self,
@@ -282,6 +283,7 @@ class FileSystem:
         mode: int | None = None,
         erasure: dict[str, Any] | None = None,
         sha256: str | None = None,
+        settling: bool = False,
     ) -> Entry:
         """Point `path` at content just touched for it; the version it replaces is kept."""
         now, history = time.time(), self.history
@@ -293,7 +295,7 @@ class FileSystem:
             link = LinkFile(
                 content_hash=content_hash, size=size, mtime=mtime or now, mode=mode, sha256=sha256
             )
-        link.erasure = erasure
+        link.erasure, link.settling = erasure, settling
         entry = self.ns.write_link(path, link)
         self.records.put_file(self.user, path, kind="large", size=size, content_hash=content_hash)
         self.merkle.file_written(path, content_hash, entry.mtime)
@@ -315,6 +317,8 @@ class FileSystem:
     def download_link(self, path: str) -> dict[str, Any]:
         """Where and how to fetch a large file directly from S3."""
         link = self.ns.read_link(paths.normalize(path))
+        if link.settling:
+            self.objects.await_settled(link.content_hash)
         url = self.s3.generate_presigned_url(
             "get_object",
             ExpiresIn=DOWNLOAD_URL_TTL_S,

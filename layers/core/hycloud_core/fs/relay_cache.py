@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +60,49 @@ class RelayCache:
     def is_ready(self, name: str, content_hash: str) -> bool:
         return os.path.exists(self.path(name)) and self.content_hash(name) == content_hash
 
-    def publish(self, name: str, tmp_file: str, content_hash: str) -> None:
-        """Move a fully written temporary file into place, then record what it holds."""
+    def publish(self, name: str, tmp_file: str, content_hash: str, settling: bool = False) -> None:
+        """Move a fully written temporary file into place, then record what it holds; `settling`:
+        its only copy (a delta upload's version on its way to S3), never evicted until `settled`."""
         meta = self.path(name) + META_SUFFIX
         if os.path.exists(meta):
             os.unlink(meta)  # no reader may match the old hash against the new bytes
         os.replace(tmp_file, self.path(name))
-        atomic_write(meta, json.dumps({"content_hash": content_hash, "cached": time.time()}))
+        self._describe(name, content_hash, settling)
+
+    def _describe(self, name: str, content_hash: str, settling: bool) -> None:
+        doc = {
+            "content_hash": content_hash,
+            "cached": time.time(),
+            **({"settling": True} if settling else {}),
+        }
+        atomic_write(self.path(name) + META_SUFFIX, json.dumps(doc))
+
+    def link_as(self, name: str, existing: str, content_hash: str) -> bool:
+        """Whether `name` holds `content_hash`, made so from `existing` when that does (a hard
+        link: no copy, and either name may be evicted without the other)."""
+        if self.is_ready(name, content_hash):
+            return True
+        if not self.is_ready(existing, content_hash):
+            return False
+        tmp = os.path.join(self.dir, f".hc-tmp-{uuid.uuid4().hex}")
+        try:
+            os.link(self.path(existing), tmp)
+        except OSError:
+            return False  # replaced or evicted meanwhile: the caller fetches it
+        self.publish(name, tmp, content_hash)
+        return True
+
+    def is_settling(self, name: str) -> bool:
+        try:
+            with open(self.path(name) + META_SUFFIX) as f:
+                return bool(json.load(f).get("settling"))
+        except (FileNotFoundError, ValueError):
+            return False
+
+    def settled(self, name: str, content_hash: str) -> None:
+        """The file's content is in S3 now: it may be evicted like any other."""
+        if self.is_settling(name) and self.content_hash(name) == content_hash:
+            self._describe(name, content_hash, settling=False)
 
     def read(self, name: str, content_hash: str, offset: int, length: int) -> bytes:
         check_range(offset, length)
@@ -132,7 +169,7 @@ class RelayCache:
         for e in entries:
             if total <= budget:
                 break
-            if now - e.last_used < IN_USE_S:
+            if now - e.last_used < IN_USE_S or self.is_settling(e.name):
                 continue
             for suffix in (META_SUFFIX, ""):
                 try:

@@ -186,6 +186,8 @@ class UserMoves:
 
     def _to_efs(self, path: str) -> int:
         link = self.ns.read_link(path)
+        if link.settling:
+            self.objects.await_settled(link.content_hash)
         got = self.objects.s3.get_object(
             Bucket=self.objects.bucket, Key=content.object_key(link.content_hash)
         )

@@ -234,8 +234,23 @@ class RelaySpec(JobSpec):
             raise SpecError("RelaySpec: the event needs 'key' or 'content_hash'")
 
 
+class _Acted(Spec):
+    """A spec the delta function tells from the others by its `action`."""
+
+    ACTION: ClassVar[str]
+
+    def to_event(self) -> dict[str, Any]:
+        return {"action": self.ACTION, **super().to_event()}
+
+    @classmethod
+    def from_event(cls, event: object) -> Self:
+        if isinstance(event, dict) and event.get("action") != cls.ACTION:
+            raise SpecError(f"{cls.__name__}: 'action' must be {cls.ACTION!r}")
+        return super().from_event(event)
+
+
 @dataclass(frozen=True, kw_only=True)
-class DeltaSpec(JobSpec):
+class DeltaSpec(_Acted, JobSpec):
     """What both delta jobs share: the new version (`content_hash`, cached as `cache_name`), the
     base (`base_hash`, cached as `base_cache_name`; `base_cached` when it is there already, else
     fetched as `base_source` says) and what the client staged in S3."""
@@ -258,15 +273,6 @@ class DeltaSpec(JobSpec):
         _plain_name(kind, "base_cache_name", self.base_cache_name)
         _paired(kind, self, "base_hash", "base_cache_name")
         _paired(kind, self, "staged_key", "staged_sha256")
-
-    def to_event(self) -> dict[str, Any]:
-        return {"action": self.ACTION, **super().to_event()}
-
-    @classmethod
-    def from_event(cls, event: object) -> Self:
-        if isinstance(event, dict) and event.get("action") != cls.ACTION:
-            raise SpecError(f"{cls.__name__}: 'action' must be {cls.ACTION!r}")
-        return super().from_event(event)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,6 +304,22 @@ class DeltaUploadSpec(DeltaSpec):
         super().check()
         if self.base_hash is None:
             raise SpecError("DeltaUploadSpec: the event lacks 'base_hash'")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettleSpec(_Acted):
+    """A delta upload's version, acknowledged once verified and on EFS, put in S3: the relay
+    cache's `cache_name` holds it (kept there until settled); `user`'s `path` was linked to it."""
+
+    ACTION: ClassVar[str] = "settle"
+
+    cache_name: str
+    content_hash: str
+    user: str
+    path: str
+
+    def check(self) -> None:
+        _plain_name("SettleSpec", "cache_name", self.cache_name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,9 +437,11 @@ def coded_block_spec(event: object) -> RepairStep | MigrateStep | SweepSpec:
     raise SpecError(f"unknown coded-block action {action!r}")
 
 
-def delta_spec(event: object) -> DeltaDownloadSpec | DeltaUploadSpec:
+def delta_spec(event: object) -> DeltaDownloadSpec | DeltaUploadSpec | SettleSpec:
     """The delta job an event carries, by its `action`."""
     action = event.get("action") if isinstance(event, dict) else None
+    if action == SettleSpec.ACTION:
+        return SettleSpec.from_event(event)
     if action == DeltaUploadSpec.ACTION:
         return DeltaUploadSpec.from_event(event)
     if action == DeltaDownloadSpec.ACTION:

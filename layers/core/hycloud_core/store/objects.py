@@ -8,6 +8,9 @@ reclamation but never remove content a link points to.
 
 Record `OBJ#<hash>`: state (`live` | `deleting`), size, s3_key, created, touched, gen, and
 `keep_until` for a version superseded by an overwrite, kept for version-aware deltas.
+A version a delta upload made is acknowledged once patched, verified and written to EFS: its
+record then has `settling` (when) and no `s3_key` until the settle job has put it in S3
+(docs/DELTA.md, "Settling"); whoever hands out its S3 key first waits for that (`await_settled`).
 Records written before this model (`refs`, state `retained` with `expires`) are read as live;
 the first touch makes them so.
 """
@@ -18,9 +21,11 @@ import time
 from typing import Any
 
 from ..content import object_key
-from ..errors import ConflictError
+from ..errors import ConflictError, HyCloudError
 from .records import _plain
 
+SETTLE_WAIT_S = 20.0  # the longest a reader waits for a version to reach S3 (under API Gateway's 29 s)
+SETTLE_POLL_S = 0.1
 RELEASE_SLACK_S = 60  # a version's keep_until is set a moment after its record's expiry is computed
 LIVE = ("live", "retained")  # "retained": a record from before the collector, read as live
 
@@ -29,6 +34,12 @@ class ContentGone(ConflictError):
     """The content is being reclaimed (or was never stored): upload it again."""
 
     code = "upload-required"
+
+
+class Settling(HyCloudError):
+    """The version is durable on EFS but not in S3 yet, longer than a reader waits: try again."""
+
+    status, code = 503, "settling"
 
 
 class Objects:
@@ -73,16 +84,19 @@ class Objects:
         if not self.touch(content_hash):
             raise ContentGone("content was removed concurrently; upload it again")
 
-    def create(self, content_hash: str, size: int) -> None:
-        """Record freshly stored content (or touch it if a twin was recorded first)."""
+    def create(self, content_hash: str, size: int, settling: bool = False) -> None:
+        """Record freshly stored content (or touch it if a twin was recorded first); `settling`:
+        its bytes are on EFS only, until `settled` (no `s3_key` meanwhile, so the standby copies
+        the record without the object and the object once it is there)."""
         now = int(time.time())
+        where = {"settling": now} if settling else {"s3_key": object_key(content_hash)}
         try:
             self.table.put_item(
                 Item={
                     **self._key(content_hash),
                     "state": "live",
                     "size": size,
-                    "s3_key": object_key(content_hash),
+                    **where,
                     "created": now,
                     "touched": now,
                     "gen": 1,
@@ -91,6 +105,27 @@ class Objects:
             )
         except self._failed:
             self.require(content_hash)
+
+    def settled(self, content_hash: str) -> None:
+        """The settle job put the content in S3: readers may have its key now."""
+        try:
+            self.table.update_item(
+                Key=self._key(content_hash),
+                UpdateExpression="SET s3_key = :key REMOVE settling",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":key": object_key(content_hash)},
+            )
+        except self._failed:
+            pass  # reclaimed meanwhile: nothing links it
+
+    def await_settled(self, content_hash: str, wait_s: float | None = None) -> None:
+        """Return once the content is in S3 (at once for content that never settled); Settling
+        (503) after `wait_s` (SETTLE_WAIT_S)."""
+        deadline = time.monotonic() + (SETTLE_WAIT_S if wait_s is None else wait_s)
+        while (item := self.get(content_hash)) and "settling" in item:
+            if time.monotonic() >= deadline:
+                raise Settling("this version is still on its way to S3; try again in a moment")
+            time.sleep(SETTLE_POLL_S)
 
     def retain(self, content_hash: str, seconds: int) -> None:
         """Keep a superseded version at least `seconds` more, whatever the links say."""

@@ -1,0 +1,97 @@
+"""A delta upload's version is acknowledged once verified and on EFS, and settles in S3 after
+(docs/DELTA.md, "Settling"): its record has no S3 key meanwhile, readers of its object wait for
+it, and its relay-cache copy, the only one, is never evicted until it has settled."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from hycloud_core import content
+from hycloud_core.fs.relay_cache import IN_USE_S, RelayCache
+from hycloud_core.store import objects as objects_mod
+from hycloud_core.store.objects import Settling
+from tests.conftest import MOTO_BUCKET
+
+DATA = b"settling " * 1000
+H = content.hash_bytes(DATA)
+
+
+def test_a_settling_record_names_no_object_until_it_has_settled(moto_filesystems):
+    objects = moto_filesystems.objects
+    objects.create(H, len(DATA), settling=True)
+    record = objects.get(H)
+    assert "settling" in record and "s3_key" not in record and objects.is_stored(H)
+    objects.settled(H)
+    record = objects.get(H)
+    assert "settling" not in record and record["s3_key"] == content.object_key(H)
+
+
+def test_a_reader_of_a_settling_version_gets_its_url_once_it_has_settled(moto_filesystems):
+    fs = moto_filesystems.fs("u-1")
+    fs.commit_stored("/big.bin", H, len(DATA), sha256="0" * 64, settling=True)
+    assert fs.ns.read_link("/big.bin").settling
+
+    def settle_soon() -> None:
+        time.sleep(0.3)
+        moto_filesystems.s3.put_object(Bucket=MOTO_BUCKET, Key=content.object_key(H), Body=DATA)
+        moto_filesystems.objects.settled(H)
+
+    settler = threading.Thread(target=settle_soon)
+    started = time.monotonic()
+    settler.start()
+    answer = fs.download_link("/big.bin")
+    settler.join()
+    assert time.monotonic() - started >= 0.3  # it waited for the object to be there
+    assert answer["content_hash"] == H and content.object_key(H) in answer["url"]
+
+
+def test_a_version_that_does_not_settle_in_time_is_a_503_to_try_again(moto_filesystems, monkeypatch):
+    fs = moto_filesystems.fs("u-1")
+    fs.commit_stored("/big.bin", H, len(DATA), settling=True)
+    monkeypatch.setattr(objects_mod, "SETTLE_WAIT_S", 0.2)
+    with pytest.raises(Settling) as err:
+        fs.download_link("/big.bin")
+    assert err.value.status == 503 and err.value.code == "settling"
+
+
+def test_a_later_version_at_the_path_is_not_marked_settling(moto_filesystems):
+    fs = moto_filesystems.fs("u-1")
+    fs.commit_stored("/big.bin", H, len(DATA), settling=True)
+    other = content.hash_bytes(b"other")
+    fs.commit_stored("/big.bin", other, 5)
+    assert not fs.ns.read_link("/big.bin").settling
+
+
+def _cached(cache: RelayCache, name: str, data: bytes, settling: bool = False, age: float = 0) -> None:
+    tmp = os.path.join(cache.dir, ".hc-tmp-test")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    cache.publish(name, tmp, content.hash_bytes(data), settling=settling)
+    past = time.time() - age
+    os.utime(cache.path(name), (past, past))
+
+
+def test_a_settling_copy_is_never_evicted_and_is_evicted_once_settled(tmp_path):
+    cache = RelayCache(str(tmp_path))
+    _cached(cache, "base#settling", DATA, settling=True, age=IN_USE_S + 60)
+    _cached(cache, "idle", b"idle", age=IN_USE_S + 60)
+    assert cache.evict(0) == ["idle"]
+    assert cache.is_ready("base#settling", H) and cache.is_settling("base#settling")
+    cache.settled("base#settling", H)
+    past = time.time() - IN_USE_S - 60
+    os.utime(cache.path("base#settling"), (past, past))
+    assert cache.evict(0) == ["base#settling"]
+
+
+def test_a_copy_linked_under_a_second_name_survives_the_first_names_eviction(tmp_path):
+    cache = RelayCache(str(tmp_path))
+    _cached(cache, "base#x", DATA)
+    assert cache.link_as("u#f", "base#x", H) and cache.is_ready("u#f", H)
+    assert not cache.is_settling("u#f")  # the pinned copy is the content's own name only
+    os.unlink(cache.path("base#x"))
+    assert open(cache.path("u#f"), "rb").read() == DATA
+    assert not cache.link_as("u#g", "base#x", H)  # nothing to link from
