@@ -46,7 +46,6 @@ from hycloud_core.jobs.specs import (
     delta_spec,
 )
 from hycloud_core.observability import count_bytes, job_duration, observed
-from hycloud_core.store.multipart import ObjectWriter
 
 # A cold start is this module's imports: what only some jobs need (boto3 and an S3 client when a
 # version is not in the relay cache, the filesystem for uploads, erasure decoding for coded
@@ -336,41 +335,14 @@ def _keep(cache: RelayCache, tmp: str, content_hash: str, pinned: bool) -> tuple
     return name, pinned
 
 
-class SettleFailed(Exception):
-    """A settling version's bytes are not in the relay cache, or not the version (Lambda's async
-    retries run it again; a reader keeps waiting meanwhile)."""
-
-
 def settle(spec: SettleSpec) -> dict:
-    """Put a delta upload's version, kept in the relay cache since its acknowledgement, in S3 at
-    its content address, checked against its content hash by S3's own part checksums; then its
-    record names the object and the cached copy may be evicted."""
+    """The version a delta upload kept on EFS, put in S3 (hycloud_core.fs.settle)."""
+    from hycloud_core.fs.settle import settle as settle_version
     from hycloud_core.store.objects import Objects
     from hycloud_core.store.records import Records
 
-    cache, started = RelayCache(CONFIG.cache_dir), time.perf_counter()
     objects = Objects(Records(CONFIG.table).table, s3(), CONFIG.bucket)
-    record = objects.get(spec.content_hash)
-    if record is None or "settling" not in record:  # settled by an earlier run, or reclaimed since
-        cache.settled(spec.cache_name, spec.content_hash)
-        return {"settled": False}
-    if not cache.is_ready(spec.cache_name, spec.content_hash):
-        raise SettleFailed(f"the version of {spec.path} is not in the relay cache")
-    store = ObjectWriter(s3(), CONFIG.bucket, content.object_key(spec.content_hash))
-    try:
-        with open(cache.path(spec.cache_name), "rb") as f:
-            while piece := f.read(content.PART_SIZE):
-                store.write(piece)
-        if store.content_hash() != spec.content_hash:
-            raise SettleFailed(f"the cached version of {spec.path} is not the one acknowledged")
-        store.complete()
-    except BaseException:
-        store.abort()
-        raise
-    objects.settled(spec.content_hash)
-    cache.settled(spec.cache_name, spec.content_hash)
-    size = os.path.getsize(cache.path(spec.cache_name))
-    return {"settled": True, "size": size, "seconds": time.perf_counter() - started}
+    return settle_version(RelayCache(CONFIG.cache_dir), objects, spec.cache_name, spec.content_hash)
 
 
 class _Clock:

@@ -8,6 +8,8 @@ the reconciler makes file records agree with EFS and removes
 stale temporary files (hycloud_core.fs.reconcile); usage counters behind quotas are recounted
 from the records; what deleted users left goes (hycloud_core.fs.user_purge).
 
+Every run first settles in S3 any delta upload's version still kept only on EFS long after its
+acknowledgement (hycloud_core.fs.settle; {"settle_late_s": s} overrides how long).
 An event may pass {"budget": bytes} to override the cache budget, {"grace_s": s} to override
 the grace period (only an administrator who knows no operation is in flight may lower it),
 {"version_retention_s": s} to drop kept versions older than s now (a shorter retention),
@@ -56,6 +58,7 @@ from hycloud_core.cost.threshold_choice import Guard
 from hycloud_core.fs import Namespace, segments, threshold_moves
 from hycloud_core.fs.reconcile import Reconciled, reconcile_all, reconcile_user
 from hycloud_core.fs.relay_cache import RelayCache
+from hycloud_core.fs.settle import LATE_S, settle_late
 from hycloud_core.fs.snapshots import abandon_stale
 from hycloud_core.fs.trash import purge_trash
 from hycloud_core.fs.user_purge import purge_deleted_users
@@ -241,14 +244,25 @@ def _reconcile(grace_s: int, spec: dict) -> dict:
     }
 
 
+def _settle_late(cache: RelayCache, late_s: float) -> list[str]:
+    """Delta uploads' versions still only on EFS `late_s` after they were kept, put in S3 (none at
+    a data instance, whose upkeep has no table: uploads are patched at home)."""
+    if not cache.settling():
+        return []
+    objects = Objects(Records(CONFIG.table).table, boto3.client("s3"), CONFIG.bucket)
+    return settle_late(cache, objects, time.time(), late_s)
+
+
 @observed
 def handler(event: dict, context: object) -> dict:
     event = event if isinstance(event, dict) else {}
     budget = int(event.get("budget", CONFIG.relay_cache_bytes))
     grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
     cache = RelayCache(CONFIG.cache_dir)
+    settled = _settle_late(cache, float(event.get("settle_late_s", LATE_S)))
     evicted = cache.evict(budget)
     result = {
+        "settled": settled,
         "evicted": evicted,
         "remaining_bytes": sum(e.size for e in cache.entries()),
         "budget": budget,

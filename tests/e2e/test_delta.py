@@ -304,3 +304,38 @@ def test_a_delta_upload_is_acknowledged_once_on_efs_and_settles_in_s3_after(
     assert s3.get_object(Bucket=bucket, Key=content.object_key(h2))["Body"].read() == v2
     meta = json.loads((deployment.efs_root() / "cache" / f"base#{h2}.hcmeta").read_text())
     assert meta["content_hash"] == h2 and "settling" not in meta
+
+
+def test_upkeep_settles_a_version_whose_settle_job_never_ran(deployment, alice, small_versions, tmp_path):
+    """The settle job lost: the version is on EFS only (its cached copy kept, its record
+    settling, no object), as a delta upload leaves it before its settle. The upkeep puts it in S3."""
+    v1 = small_versions[0] + os.urandom(16)
+    v2 = edit(v1, 41)
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk = alice.sdk()
+    sdk.put(tmp_path / "v1", "/lost.bin", via="direct")
+    sdk.put(tmp_path / "v2", "/lost.bin", base=tmp_path / "v1", force_delta=True)
+    h2 = content.hash_bytes(v2)
+    _settled(deployment, h2)
+    s3, bucket, table = (
+        deployment.client("s3"),
+        deployment.outputs["BucketName"],
+        deployment.client("dynamodb"),
+    )
+    s3.delete_object(Bucket=bucket, Key=content.object_key(h2))
+    table.update_item(
+        TableName=deployment.outputs["TableName"],
+        Key={"pk": {"S": f"OBJ#{h2}"}, "sk": {"S": "OBJ"}},
+        UpdateExpression="SET settling = :t REMOVE s3_key",
+        ExpressionAttributeValues={":t": {"N": "1"}},
+    )
+    meta_path = deployment.efs_root() / "cache" / f"base#{h2}.hcmeta"
+    meta_path.write_text(json.dumps({"content_hash": h2, "cached": 1, "settling": True}))
+
+    assert deployment.upkeep(walk=False, settle_late_s=0)["settled"] == [f"base#{h2}"]
+    assert s3.get_object(Bucket=bucket, Key=content.object_key(h2))["Body"].read() == v2
+    record = deployment.object_record(h2)
+    assert record["s3_key"] == content.object_key(h2) and "settling" not in record
+    sdk.get("/lost.bin", tmp_path / "back", via="direct")
+    assert (tmp_path / "back").read_bytes() == v2

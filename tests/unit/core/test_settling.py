@@ -12,6 +12,7 @@ import pytest
 
 from hycloud_core import content
 from hycloud_core.fs.relay_cache import IN_USE_S, RelayCache
+from hycloud_core.fs.settle import SettleFailed, settle, settle_late
 from hycloud_core.store import objects as objects_mod
 from hycloud_core.store.objects import Settling
 from tests.conftest import MOTO_BUCKET
@@ -95,3 +96,26 @@ def test_a_copy_linked_under_a_second_name_survives_the_first_names_eviction(tmp
     os.unlink(cache.path("base#x"))
     assert open(cache.path("u#f"), "rb").read() == DATA
     assert not cache.link_as("u#g", "base#x", H)  # nothing to link from
+
+
+def test_upkeep_settles_a_version_whose_settle_job_was_lost_and_only_that_late(moto_filesystems, tmp_path):
+    objects, cache = moto_filesystems.objects, RelayCache(str(tmp_path / "cache"))
+    objects.create(H, len(DATA), settling=True)
+    _cached(cache, f"base#{H}", DATA, settling=True)
+    assert settle_late(cache, objects, time.time(), late_s=300) == []  # its job may still run
+    assert settle_late(cache, objects, time.time() + 301, late_s=300) == [f"base#{H}"]
+    body = moto_filesystems.s3.get_object(Bucket=MOTO_BUCKET, Key=content.object_key(H))["Body"].read()
+    assert body == DATA and "settling" not in objects.get(H) and not cache.is_settling(f"base#{H}")
+    assert settle(cache, objects, f"base#{H}", H) == {"settled": False}  # a second run does nothing
+
+
+def test_a_cached_copy_that_is_not_the_version_is_never_stored_as_it(moto_filesystems, tmp_path):
+    objects, cache = moto_filesystems.objects, RelayCache(str(tmp_path / "cache"))
+    objects.create(H, len(DATA), settling=True)
+    _cached(cache, f"base#{H}", DATA, settling=True)
+    with open(cache.path(f"base#{H}"), "r+b") as f:
+        f.write(b"X")  # the bytes changed under the name
+    with pytest.raises(SettleFailed):
+        settle(cache, objects, f"base#{H}", H)
+    listed = moto_filesystems.s3.list_objects_v2(Bucket=MOTO_BUCKET, Prefix=content.object_key(H))
+    assert listed.get("KeyCount", 0) == 0 and "settling" in objects.get(H)

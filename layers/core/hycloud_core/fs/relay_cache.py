@@ -99,6 +99,19 @@ class RelayCache:
         except (FileNotFoundError, ValueError):
             return False
 
+    def settling(self) -> list[tuple[str, str, float]]:
+        """(name, content hash, when kept) of every file kept until it settles."""
+        out = []
+        for e in self.entries():
+            try:
+                with open(self.path(e.name) + META_SUFFIX) as f:
+                    doc = json.load(f)
+            except (FileNotFoundError, ValueError):
+                continue
+            if doc.get("settling"):
+                out.append((e.name, doc["content_hash"], float(doc.get("cached", 0))))
+        return out
+
     def settled(self, name: str, content_hash: str) -> None:
         """The file's content is in S3 now: it may be evicted like any other."""
         if self.is_settling(name) and self.content_hash(name) == content_hash:
