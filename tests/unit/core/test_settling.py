@@ -119,3 +119,13 @@ def test_a_cached_copy_that_is_not_the_version_is_never_stored_as_it(moto_filesy
         settle(cache, objects, f"base#{H}", H)
     listed = moto_filesystems.s3.list_objects_v2(Bucket=MOTO_BUCKET, Prefix=content.object_key(H))
     assert listed.get("KeyCount", 0) == 0 and "settling" in objects.get(H)
+
+
+def test_a_settling_version_restored_at_a_path_is_marked_settling_there(moto_filesystems):
+    fs = moto_filesystems.fs("u-1")
+    fs.commit_stored("/big.bin", H, len(DATA), settling=True)
+    entry = fs.relink("/restored.bin", H, len(DATA))
+    assert entry.content_hash == H and fs.ns.read_link("/restored.bin").settling
+    moto_filesystems.objects.settled(H)
+    fs.relink("/again.bin", H, len(DATA))
+    assert not fs.ns.read_link("/again.bin").settling

@@ -247,7 +247,8 @@ class FileSystem:
             self._require_parent(path, parents)
             if erasure is None and not self.objects.touch(content_hash):
                 raise NotFoundError("this version's content is no longer stored", code="content-gone")
-            return self._link(path, content_hash, size, sha256=sha256, erasure=erasure)
+            settling = erasure is None and "settling" in (self.objects.get(content_hash) or {})
+            return self._link(path, content_hash, size, sha256=sha256, erasure=erasure, settling=settling)
 
     def _require_parent(self, path: str, parents: bool) -> None:
         if parents:
