@@ -276,19 +276,25 @@ def _settled(deployment, content_hash: str, within_s: float = 60) -> dict:
     return record
 
 
+def _delta_put(sdk, base: bytes, seed: int, tmp_path, path: str) -> tuple[bytes, dict]:
+    """A version of content of its own put whole at `path`, then an edit of it put as a
+    version-aware delta: (the edit, the delta upload's result)."""
+    v1 = base + os.urandom(16)
+    v2 = edit(v1, seed)
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk.put(tmp_path / "v1", path, via="direct")
+    return v2, sdk.put(tmp_path / "v2", path, base=tmp_path / "v1", force_delta=True)
+
+
 def test_a_delta_upload_is_acknowledged_once_on_efs_and_settles_in_s3_after(
     deployment, alice, small_versions, tmp_path
 ):
     """The upload's answer comes before its version is in S3 (no store step in the job); reads
     at once get its bytes (they wait for the settle), then S3 holds it, checked, under its key,
     and its relay-cache copy is no longer kept as the only one."""
-    v1 = small_versions[0] + os.urandom(16)
-    v2 = edit(v1, 31)
-    (tmp_path / "v1").write_bytes(v1)
-    (tmp_path / "v2").write_bytes(v2)
     sdk = alice.sdk()
-    sdk.put(tmp_path / "v1", "/settle.bin", via="direct")
-    result = sdk.put(tmp_path / "v2", "/settle.bin", base=tmp_path / "v1", force_delta=True)
+    v2, result = _delta_put(sdk, small_versions[0], 31, tmp_path, "/settle.bin")
     h2 = content.hash_bytes(v2)
     assert result["content_hash"] == h2 and result["kind"] == "version"
     assert "cloud_patch" in result["steps"] and "cloud_store" not in result["steps"], result["steps"]
@@ -309,13 +315,8 @@ def test_a_delta_upload_is_acknowledged_once_on_efs_and_settles_in_s3_after(
 def test_upkeep_settles_a_version_whose_settle_job_never_ran(deployment, alice, small_versions, tmp_path):
     """The settle job lost: the version is on EFS only (its cached copy kept, its record
     settling, no object), as a delta upload leaves it before its settle. The upkeep puts it in S3."""
-    v1 = small_versions[0] + os.urandom(16)
-    v2 = edit(v1, 41)
-    (tmp_path / "v1").write_bytes(v1)
-    (tmp_path / "v2").write_bytes(v2)
     sdk = alice.sdk()
-    sdk.put(tmp_path / "v1", "/lost.bin", via="direct")
-    sdk.put(tmp_path / "v2", "/lost.bin", base=tmp_path / "v1", force_delta=True)
+    v2 = _delta_put(sdk, small_versions[0], 41, tmp_path, "/lost.bin")[0]
     h2 = content.hash_bytes(v2)
     _settled(deployment, h2)
     s3, bucket, table = (
