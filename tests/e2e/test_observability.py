@@ -158,10 +158,17 @@ def test_delta_job_publishes_the_bytes_it_did_not_send(deployment, alice, tmp_pa
     )
     assert (tmp_path / "local").read_bytes() == v2
 
+    saved = len(v2) - out["received_bytes"]  # v2's size is this test's own: so is this figure
+
     def mine(lines):
-        return [line for line in emf(lines, "DeltaSavedBytes") if line.get("job") == "delta-encode"]
+        # other delta jobs log here too: other tests' beside this one, and under load the one the
+        # commit of v2 started, at the default level, where the client asked for its own
+        return [
+            line
+            for line in emf(lines, "DeltaSavedBytes")
+            if line.get("job") == "delta-encode" and value(line, "DeltaSavedBytes") == saved
+        ]
 
     found = mine(log_lines(deployment, function_named(deployment, "-Delta"), since, mine))
-    assert len(found) == 1
-    assert value(found[0], "DeltaSavedBytes") == len(v2) - out["received_bytes"], out
-    assert value(found[0], "DeltaSavedBytes") > 0.99 * len(v2)
+    assert found, f"no delta-encode line published {saved} saved bytes"
+    assert saved > 0.99 * len(v2) and 0 < value(found[0], "JobDuration") < 900_000
