@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import BinaryIO
 
@@ -52,6 +53,7 @@ from hycloud_core.observability import count_bytes, job_duration, observed
 # files) is imported by the job that needs it, so a version-aware delta from the cache never pays for it.
 CONFIG = InstanceConfig()
 MAX_API_BODY = 4 * 1024 * 1024
+_LOOKUPS = ThreadPoolExecutor(1, thread_name_prefix="hycloud-lookup")  # kept across invocations
 
 
 @cache
@@ -282,7 +284,8 @@ def apply(spec: DeltaUploadSpec) -> dict:
     unstage(spec, "delta")
     clock.mark("unstage")
     records = Records(CONFIG.table)
-    known = Objects(records.table, s3(), CONFIG.bucket).get(spec.content_hash)
+    # whether the content is stored already is asked while the patch runs (a network wait)
+    lookup = _LOOKUPS.submit(Objects(records.table, s3(), CONFIG.bucket).get, spec.content_hash)
     fd, tmp = tempfile.mkstemp(prefix=".hc-tmp-", dir=cache.dir)
     os.close(fd)  # opened by name: the rsync-style patch reads its output again by name
     try:
@@ -294,6 +297,8 @@ def apply(spec: DeltaUploadSpec) -> dict:
             size, got, sha256 = _patch(base, delta, out)
             count_bytes("DeltaSavedBytes", size - os.fstat(delta.fileno()).st_size)
         clock.mark("patch")
+        known = lookup.result()
+        clock.mark("lookup")
         if got != spec.content_hash:
             raise HashMismatch("the patched file does not have the declared content hash")
         settling = known is None or "settling" in known
