@@ -77,12 +77,16 @@ for module in (
 
 def _error(err: HyCloudError) -> Response:
     tag_route(app)  # validation failures answer before any middleware runs
-    return Response(status_code=err.status, content_type="application/json", body=err.to_body())
+    retry = getattr(err, "retry_after", None)  # a 503 that says when to ask again
+    headers = {"Retry-After": str(retry)} if retry is not None else None
+    return Response(
+        status_code=err.status, content_type="application/json", body=err.to_body(), headers=headers
+    )
 
 
 @app.exception_handler(HyCloudError)
 def _hycloud_error(err: HyCloudError) -> Response:
-    if err.status >= 500:
+    if err.status >= 500 and getattr(err, "retry_after", None) is None:  # not an expected "later"
         logger.exception("request failed")
     return _error(err)
 

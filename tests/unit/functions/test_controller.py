@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+from dataclasses import replace
 
 import boto3
 import pytest
@@ -173,3 +174,34 @@ def test_malformed_json_and_unknown_route(cloud):
     assert status == 400 and body["error"]["code"] == "bad-body"
     status, body, _ = call("alice", "GET", "/v1/nothing-here")
     assert status == 404 and body["error"]["code"] == "no-such-route"
+
+
+def test_a_download_of_a_version_still_settling_is_a_503_saying_when_to_ask_again(cloud, monkeypatch):
+    from hycloud_core import content
+    from hycloud_core.fs import FileSystem, Namespace
+    from hycloud_core.store import objects as objects_mod
+    from hycloud_core.store.objects import Objects
+
+    call, efs, table = cloud
+    who = Users(table).profile("alice")["id"]
+    s3 = boto3.client("s3")
+    records = Records(TABLE)
+    fs = FileSystem(
+        who,
+        Namespace(str(efs / "ns"), who),
+        records,
+        Objects(records.table, s3, "hycloud-content"),
+        s3,
+        "hycloud-content",
+    )
+    data = b"x" * 4096
+    fs.commit_stored("/big.bin", content.hash_bytes(data), len(data), settling=True)
+    monkeypatch.setattr(objects_mod, "SETTLE_WAIT_S", 0.2)
+    status, body, headers = call("alice", "GET", "/v1/files", query={"path": "/big.bin"})
+    assert status == 503 and body["error"]["code"] == "settling" and headers["retry-after"] == "2"
+    fs.objects.settled(content.hash_bytes(data))
+    import context  # the controller's: its bucket, which this fixture leaves unset
+
+    monkeypatch.setattr(context, "CONFIG", replace(context.CONFIG, bucket="hycloud-content"))
+    status, body, _ = call("alice", "GET", "/v1/files", query={"path": "/big.bin"})
+    assert status == 200 and content.object_key(content.hash_bytes(data)) in body["url"]

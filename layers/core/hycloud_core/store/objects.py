@@ -40,6 +40,7 @@ class Settling(HyCloudError):
     """The version is durable on EFS but not in S3 yet, longer than a reader waits: try again."""
 
     status, code = 503, "settling"
+    retry_after = 2  # seconds: a settle of a few hundred MB
 
 
 class Objects:
