@@ -302,15 +302,13 @@ def apply(spec: DeltaUploadSpec) -> dict:
         if got != spec.content_hash:
             raise HashMismatch("the patched file does not have the declared content hash")
         settling = known is None or "settling" in known
-        kept, pinned = _keep(cache, tmp, got, pinned=known is None)
+        kept = _keep(cache, tmp, got, pinned=settling)
         fs = FileSystem.deployed(CONFIG, spec.user, s3(), records)
         try:
             entry = fs.commit_stored(
                 spec.path, got, size, expect=spec.base_hash, sha256=sha256, settling=settling
             )
-        except ConflictError as err:
-            if pinned:
-                cache.settled(kept, got)  # nothing links it: no longer kept
+        except ConflictError as err:  # a copy kept for nothing: the upkeep releases it (settle_late)
             if err.code != "version-mismatch":
                 raise
             raise VersionMismatch("the path no longer holds the base version") from None
@@ -329,15 +327,16 @@ def apply(spec: DeltaUploadSpec) -> dict:
             os.unlink(tmp)
 
 
-def _keep(cache: RelayCache, tmp: str, content_hash: str, pinned: bool) -> tuple[str, bool]:
+def _keep(cache: RelayCache, tmp: str, content_hash: str, pinned: bool) -> str:
     """The patched file in the relay cache under its content's name (where a delta job looks for
-    a base), `pinned` (its only copy) until settled: (name, whether this job pinned it). A copy
-    there already is kept as it is."""
+    a base), `pinned` (a version not in S3 yet) until it settles. A copy there already is kept, and
+    pinned too when this one would be (its own upload may have failed and left it unpinned)."""
     name = base_cache_name(content_hash)
-    if cache.is_ready(name, content_hash):
-        return name, False
-    cache.publish(name, tmp, content_hash, settling=pinned)
-    return name, pinned
+    if not cache.is_ready(name, content_hash):
+        cache.publish(name, tmp, content_hash, settling=pinned)
+    elif pinned:
+        cache.pin(name, content_hash)
+    return name
 
 
 def settle(spec: SettleSpec) -> dict:

@@ -129,3 +129,14 @@ def test_a_settling_version_restored_at_a_path_is_marked_settling_there(moto_fil
     moto_filesystems.objects.settled(H)
     fs.relink("/again.bin", H, len(DATA))
     assert not fs.ns.read_link("/again.bin").settling
+
+
+def test_a_copy_kept_for_an_upload_whose_commit_failed_is_released_by_the_upkeep(moto_filesystems, tmp_path):
+    """No record names the content (its commit failed): the upkeep finds nothing to settle and
+    releases the copy; a copy pinned again for a new upload is kept."""
+    objects, cache = moto_filesystems.objects, RelayCache(str(tmp_path / "cache"))
+    _cached(cache, f"base#{H}", DATA)
+    cache.pin(f"base#{H}", H)
+    assert cache.is_settling(f"base#{H}")
+    assert settle_late(cache, objects, time.time() + 301, late_s=300) == []
+    assert not cache.is_settling(f"base#{H}") and cache.is_ready(f"base#{H}", H)

@@ -99,6 +99,11 @@ class RelayCache:
         except (FileNotFoundError, ValueError):
             return False
 
+    def pin(self, name: str, content_hash: str) -> None:
+        """Keep the file (holding `content_hash`) until it settles."""
+        if self.content_hash(name) == content_hash and not self.is_settling(name):
+            self._describe(name, content_hash, settling=True)
+
     def settling(self) -> list[tuple[str, str, float]]:
         """(name, content hash, when kept) of every file kept until it settles."""
         out = []
