@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from hycloud_core import content
+from hycloud_core import content, paths
 from hycloud_core.delta import PredictiveChunkSize
 from hycloud_core.delta.adaptive import measure_bytes
 
@@ -340,3 +340,40 @@ def test_upkeep_settles_a_version_whose_settle_job_never_ran(deployment, alice, 
     assert record["s3_key"] == content.object_key(h2) and "settling" not in record
     sdk.get("/lost.bin", tmp_path / "back", via="direct")
     assert (tmp_path / "back").read_bytes() == v2
+
+
+def test_a_delta_upload_run_by_the_workflow_settles_from_its_settle_state(
+    deployment, alice, small_versions, tmp_path
+):
+    """Its base not in the relay cache, the upload runs as the delta workflow (the base fetched
+    first), whose Settle state starts the settle job."""
+    sdk, path = alice.sdk(), "/workflow-settle.bin"
+    v1 = small_versions[0] + os.urandom(16)
+    v2 = edit(v1, 51)
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    sdk.put(tmp_path / "v1", path, via="direct")
+    cache = deployment.efs_root() / "cache"
+    for name in (f"base#{content.hash_bytes(v1)}", paths.cache_name(alice.id, path)):
+        for suffix in ("", ".hcmeta"):
+            (cache / f"{name}{suffix}").unlink(missing_ok=True)
+    started = time.time()
+    sdk.put(tmp_path / "v2", path, base=tmp_path / "v1", force_delta=True)
+
+    sfn = deployment.client("stepfunctions")
+    runs = sfn.list_executions(stateMachineArn=deployment.outputs["DeltaStateMachineArn"])["executions"]
+    mine = [
+        r
+        for r in runs
+        if r["name"].startswith("ul-")
+        and r["startDate"].timestamp() >= started - 1
+        and json.loads(sfn.describe_execution(executionArn=r["executionArn"])["input"])["path"] == path
+    ]
+    assert len(mine) == 1, mine
+    events = sfn.get_execution_history(executionArn=mine[0]["executionArn"])["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+    assert "FetchBaseVersion" in entered and "Settle" in entered, entered
+    h2 = content.hash_bytes(v2)
+    assert _settled(deployment, h2)["s3_key"] == content.object_key(h2)
+    s3, bucket = deployment.client("s3"), deployment.outputs["BucketName"]
+    assert s3.get_object(Bucket=bucket, Key=content.object_key(h2))["Body"].read() == v2
