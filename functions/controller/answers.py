@@ -13,6 +13,8 @@ from typing import Any, Literal
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel, Field
 
+from hycloud_core.errors import HyCloudError
+
 JSON = "application/json"
 OCTET = "application/octet-stream"
 LINK_TYPE = "application/vnd.hycloud.link+json"
@@ -323,3 +325,15 @@ TREE_JOB_ACCEPTED = {
 
 def ok(body: dict | list, status: int = 200) -> Response:
     return Response(status_code=status, content_type="application/json", body=body)
+
+
+def error_answer(err: HyCloudError) -> Response:
+    """The project's JSON error at its status, with `Retry-After` (whole seconds) when the error
+    says when to ask again (a 429 over a limit, a 503 of a version still settling)."""
+    retry = getattr(err, "retry_after", None)
+    return Response(
+        status_code=err.status,
+        content_type="application/json",
+        body=err.to_body(),
+        headers={"Retry-After": str(retry)} if retry is not None else None,
+    )

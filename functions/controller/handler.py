@@ -6,6 +6,7 @@ a route runs; every failure, expected or not, leaves as the project's JSON error
 
 from __future__ import annotations
 
+from answers import error_answer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -77,11 +78,7 @@ for module in (
 
 def _error(err: HyCloudError) -> Response:
     tag_route(app)  # validation failures answer before any middleware runs
-    retry = getattr(err, "retry_after", None)  # a 503 that says when to ask again
-    headers = {"Retry-After": str(retry)} if retry is not None else None
-    return Response(
-        status_code=err.status, content_type="application/json", body=err.to_body(), headers=headers
-    )
+    return error_answer(err)
 
 
 @app.exception_handler(HyCloudError)

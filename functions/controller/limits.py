@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
+from answers import error_answer
 from aws_lambda_powertools.event_handler import Response
 
 from hycloud_core.control.limits import CURRENT_JOB_CAP, RateLimiter, TooManyRequestsError, UserLimits
@@ -25,27 +26,17 @@ def _limiter(table: Any) -> RateLimiter:
     return RateLimiter(table)
 
 
-def refusal(err: TooManyRequestsError) -> Response:
-    """429 with the project's JSON error and `Retry-After` (whole seconds)."""
-    return Response(
-        status_code=err.status,
-        content_type="application/json",
-        body=err.to_body(),
-        headers={"Retry-After": str(err.retry_after)},
-    )
-
-
 def guarded(table: Any, user_id: str, profile: Mapping[str, Any], serve: Callable[[], Response]) -> Response:
     """Serve one request of `user_id` within its limits (its profile may set its own)."""
     limits = DEPLOYMENT.for_profile(profile)
     try:
         _limiter(table).admit(user_id, limits)
     except TooManyRequestsError as err:
-        return refusal(err)
+        return error_answer(err)
     token = CURRENT_JOB_CAP.set((user_id, limits.max_jobs))
     try:
         return serve()
     except TooManyRequestsError as err:
-        return refusal(err)
+        return error_answer(err)
     finally:
         CURRENT_JOB_CAP.reset(token)
