@@ -11,6 +11,7 @@ import time
 import boto3
 
 from hycloud_core.jobs.queue import QueueStore
+from hycloud_core.store.objects import Objects
 
 
 class CloudJobs:
@@ -30,11 +31,5 @@ class CloudJobs:
             time.sleep(0.1)
 
     def await_settled(self, content_hash: str, timeout: float = 120) -> None:
-        """Return once the content's record no longer says `settling` (or after `timeout` seconds)."""
-        deadline = time.monotonic() + timeout
-        key = {"pk": f"OBJ#{content_hash}", "sk": "OBJ"}
-        while time.monotonic() < deadline:
-            item = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
-            if "settling" not in item:
-                return
-            time.sleep(0.1)
+        """Return once the content's record no longer says `settling` (Settling after `timeout`)."""
+        Objects(self.table, None, "").await_settled(content_hash, wait_s=timeout)

@@ -6,7 +6,7 @@ checksum list in staging. `apply` (delta upload): the client's delta patched ont
 verified against the declared content hash, kept in the relay cache on EFS and linked at the path
 in one leased step only if the path still holds the base, so a failed job changes nothing a user
 can see. The upload is acknowledged then; `settle`, started right after, puts the new version in
-S3 (docs/DELTA.md, "Settling"). Failures are raised as exception classes that
+S3 (hycloud_core/fs/settle.py). Failures are raised as exception classes that
 hycloud_core.jobs.FAILURES names.
 The event is parsed into its spec (hycloud_core.jobs.specs) on entry: a malformed one fails there.
 """
@@ -182,14 +182,13 @@ def _rebuild_coded(spec: DeltaDownloadSpec, cache: RelayCache) -> None:
 def _new_version(spec: DeltaDownloadSpec, cache: RelayCache) -> tuple[BinaryIO | TeeToCache, int]:
     """The new version from the relay cache if there, else streamed from S3 into it (a coded one
     is rebuilt into it first)."""
-    ready = cache.link_as(spec.cache_name, base_cache_name(spec.content_hash), spec.content_hash)
-    if spec.source.coded and not ready:
-        _rebuild_coded(spec, cache)
-    if ready or cache.is_ready(spec.cache_name, spec.content_hash):
-        path = cache.path(spec.cache_name)
-        return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
-    tee = TeeToCache(cache, spec.cache_name, spec.content_hash, spec.new_url)
-    return tee, tee.size
+    if not cache.link_as(spec.cache_name, base_cache_name(spec.content_hash), spec.content_hash):
+        if not spec.source.coded:
+            tee = TeeToCache(cache, spec.cache_name, spec.content_hash, spec.new_url)
+            return tee, tee.size
+        _rebuild_coded(spec, cache)  # published there, or raises
+    path = cache.path(spec.cache_name)
+    return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - closed by encode()
 
 
 def _level(spec: DeltaDownloadSpec, size: int) -> int:

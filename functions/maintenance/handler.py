@@ -244,13 +244,9 @@ def _reconcile(grace_s: int, spec: dict) -> dict:
     }
 
 
-def _settle_late(cache: RelayCache, late_s: float) -> list[str]:
-    """Delta uploads' versions still only on EFS `late_s` after they were kept, put in S3 (none at
-    a data instance, whose upkeep has no table: uploads are patched at home)."""
-    if not cache.settling():
-        return []
-    objects = Objects(Records(CONFIG.table).table, boto3.client("s3"), CONFIG.bucket)
-    return settle_late(cache, objects, time.time(), late_s)
+def _objects() -> Objects:
+    """The content records, made only when needed (a data instance's upkeep has no table)."""
+    return Objects(Records(CONFIG.table).table, boto3.client("s3"), CONFIG.bucket)
 
 
 @observed
@@ -259,7 +255,8 @@ def handler(event: dict, context: object) -> dict:
     budget = int(event.get("budget", CONFIG.relay_cache_bytes))
     grace_s = max(0, int(event.get("grace_s", CONFIG.gc_grace_s)))
     cache = RelayCache(CONFIG.cache_dir)
-    settled = _settle_late(cache, float(event.get("settle_late_s", LATE_S)))
+    # delta uploads' versions still only on EFS long after they were kept, put in S3
+    settled = settle_late(cache, _objects, time.time(), float(event.get("settle_late_s", LATE_S)))
     evicted = cache.evict(budget)
     result = {
         "settled": settled,

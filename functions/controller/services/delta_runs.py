@@ -112,11 +112,9 @@ def _new_version_url(spec: DeltaDownloadSpec) -> DeltaDownloadSpec:
     """A short-lived GET URL of the version a direct encode job reads when it is not in the relay
     cache: the function fetches it with plain HTTP instead of loading boto3 at its cold start.
     Never for queued jobs (the URL would age in the queue) nor coded files (no single object)."""
-    cache = RelayCache(CONFIG.cache_dir)
-    if spec.source.erasure_ref or any(  # by its content's name: a delta upload's, maybe settling still
-        cache.is_ready(name, spec.content_hash)
-        for name in (spec.cache_name, jobs.base_cache_name(spec.content_hash))
-    ):
+    cache, new = RelayCache(CONFIG.cache_dir), spec.content_hash
+    # in the cache, maybe by its content's name only (a delta upload's version, settling still)
+    if spec.source.erasure_ref or cache.link_as(spec.cache_name, jobs.base_cache_name(new), new):
         return spec
     url = s3().generate_presigned_url(
         "get_object",

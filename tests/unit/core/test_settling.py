@@ -1,5 +1,5 @@
 """A delta upload's version is acknowledged once verified and on EFS, and settles in S3 after
-(docs/DELTA.md, "Settling"): its record has no S3 key meanwhile, readers of its object wait for
+(hycloud_core/fs/settle.py; the README's "Job paths"): its record has no S3 key meanwhile, readers of its object wait for
 it, and its relay-cache copy, the only one, is never evicted until it has settled."""
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def test_upkeep_settles_a_version_whose_settle_job_was_lost_and_only_that_late(m
     objects, cache = moto_filesystems.objects, RelayCache(str(tmp_path / "cache"))
     objects.create(H, len(DATA), settling=True)
     _cached(cache, f"base#{H}", DATA, settling=True)
-    assert settle_late(cache, objects, time.time(), late_s=300) == []  # its job may still run
-    assert settle_late(cache, objects, time.time() + 301, late_s=300) == [f"base#{H}"]
+    assert settle_late(cache, lambda: objects, time.time(), late_s=300) == []  # its job may still run
+    assert settle_late(cache, lambda: objects, time.time() + 301, late_s=300) == [f"base#{H}"]
     body = moto_filesystems.s3.get_object(Bucket=MOTO_BUCKET, Key=content.object_key(H))["Body"].read()
     assert body == DATA and "settling" not in objects.get(H) and not cache.is_settling(f"base#{H}")
     assert settle(cache, objects, f"base#{H}", H) == {"settled": False}  # a second run does nothing
@@ -138,5 +138,5 @@ def test_a_copy_kept_for_an_upload_whose_commit_failed_is_released_by_the_upkeep
     _cached(cache, f"base#{H}", DATA)
     cache.pin(f"base#{H}", H)
     assert cache.is_settling(f"base#{H}")
-    assert settle_late(cache, objects, time.time() + 301, late_s=300) == []
+    assert settle_late(cache, lambda: objects, time.time() + 301, late_s=300) == []
     assert not cache.is_settling(f"base#{H}") and cache.is_ready(f"base#{H}", H)

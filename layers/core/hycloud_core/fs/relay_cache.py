@@ -49,13 +49,18 @@ class RelayCache:
             raise BadRequestError("bad cache name", code="bad-cache-name")
         return os.path.join(self.dir, name)
 
-    def content_hash(self, name: str) -> str | None:
+    def _meta(self, name: str) -> dict[str, Any]:
+        """What the sidecar records (content hash, when cached, settling); empty when none."""
         try:
             with open(self.path(name) + META_SUFFIX) as f:
-                content_hash: str = json.load(f)["content_hash"]
-                return content_hash
-        except (FileNotFoundError, ValueError, KeyError):
-            return None
+                doc = json.load(f)
+        except (FileNotFoundError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    def content_hash(self, name: str) -> str | None:
+        found = self._meta(name).get("content_hash")
+        return found if isinstance(found, str) else None
 
     def is_ready(self, name: str, content_hash: str) -> bool:
         return os.path.exists(self.path(name)) and self.content_hash(name) == content_hash
@@ -93,34 +98,30 @@ class RelayCache:
         return True
 
     def is_settling(self, name: str) -> bool:
-        try:
-            with open(self.path(name) + META_SUFFIX) as f:
-                return bool(json.load(f).get("settling"))
-        except (FileNotFoundError, ValueError):
-            return False
+        return bool(self._meta(name).get("settling"))
+
+    def _mark(self, name: str, content_hash: str, settling: bool) -> None:
+        """Set whether the file (holding `content_hash`) is kept until it settles."""
+        meta = self._meta(name)
+        if meta.get("content_hash") == content_hash and bool(meta.get("settling")) != settling:
+            self._describe(name, content_hash, settling)
 
     def pin(self, name: str, content_hash: str) -> None:
         """Keep the file (holding `content_hash`) until it settles."""
-        if self.content_hash(name) == content_hash and not self.is_settling(name):
-            self._describe(name, content_hash, settling=True)
+        self._mark(name, content_hash, settling=True)
+
+    def settled(self, name: str, content_hash: str) -> None:
+        """The file's content is in S3 now: it may be evicted like any other."""
+        self._mark(name, content_hash, settling=False)
 
     def settling(self) -> list[tuple[str, str, float]]:
         """(name, content hash, when kept) of every file kept until it settles."""
         out = []
         for e in self.entries():
-            try:
-                with open(self.path(e.name) + META_SUFFIX) as f:
-                    doc = json.load(f)
-            except (FileNotFoundError, ValueError):
-                continue
-            if doc.get("settling"):
-                out.append((e.name, doc["content_hash"], float(doc.get("cached", 0))))
+            meta = self._meta(e.name)
+            if meta.get("settling") and isinstance(meta.get("content_hash"), str):
+                out.append((e.name, meta["content_hash"], float(meta.get("cached", 0))))
         return out
-
-    def settled(self, name: str, content_hash: str) -> None:
-        """The file's content is in S3 now: it may be evicted like any other."""
-        if self.is_settling(name) and self.content_hash(name) == content_hash:
-            self._describe(name, content_hash, settling=False)
 
     def read(self, name: str, content_hash: str, offset: int, length: int) -> bytes:
         check_range(offset, length)

@@ -9,8 +9,8 @@ any version still settling well after (`settle_late`): a settle job that never r
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import content
@@ -35,11 +35,12 @@ def settle(cache: RelayCache, objects: Objects, cache_name: str, content_hash: s
         return {"settled": False}
     if not cache.is_ready(cache_name, content_hash):
         raise SettleFailed(f"version {content_hash} is not in the relay cache as {cache_name}")
-    store = ObjectWriter(objects.s3, objects.bucket, content.object_key(content_hash))
+    store, size = ObjectWriter(objects.s3, objects.bucket, content.object_key(content_hash)), 0
     try:
         with open(cache.path(cache_name), "rb") as f:
             while piece := f.read(content.PART_SIZE):
                 store.write(piece)
+                size += len(piece)
         if store.content_hash() != content_hash:
             raise SettleFailed(f"the cached copy of {content_hash} is not that version")
         store.complete()
@@ -47,15 +48,17 @@ def settle(cache: RelayCache, objects: Objects, cache_name: str, content_hash: s
         store.abort()
         raise
     objects.settled(content_hash)
-    cache.settled(cache_name, content_hash)
-    size = os.path.getsize(cache.path(cache_name))
+    cache.settled(cache_name, content_hash)  # evictable from here: its size was counted above
     return {"settled": True, "size": size, "seconds": time.perf_counter() - started}
 
 
-def settle_late(cache: RelayCache, objects: Objects, now: float, late_s: float = LATE_S) -> list[str]:
-    """Settle every cached version still settling `late_s` after it was kept; the names settled."""
-    done = []
-    for name, content_hash, kept in cache.settling():
-        if now - kept >= late_s and settle(cache, objects, name, content_hash)["settled"]:
-            done.append(name)
-    return done
+def settle_late(
+    cache: RelayCache, objects: Callable[[], Objects], now: float, late_s: float = LATE_S
+) -> list[str]:
+    """Settle every cached version still settling `late_s` after it was kept; the names settled.
+    `objects` is made only when one is late (an upkeep at a data instance has no table)."""
+    late = [(name, h) for name, h, kept in cache.settling() if now - kept >= late_s]
+    if not late:
+        return []
+    records = objects()
+    return [name for name, h in late if settle(cache, records, name, h)["settled"]]

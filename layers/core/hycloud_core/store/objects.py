@@ -10,7 +10,7 @@ Record `OBJ#<hash>`: state (`live` | `deleting`), size, s3_key, created, touched
 `keep_until` for a version superseded by an overwrite, kept for version-aware deltas.
 A version a delta upload made is acknowledged once patched, verified and written to EFS: its
 record then has `settling` (when) and no `s3_key` until the settle job has put it in S3
-(docs/DELTA.md, "Settling"); whoever hands out its S3 key first waits for that (`await_settled`).
+(hycloud_core/fs/settle.py); whoever hands out its S3 key first waits for that (`await_settled`).
 Records written before this model (`refs`, state `retained` with `expires`) are read as live;
 the first touch makes them so.
 """
