@@ -7,6 +7,7 @@ import io
 import json
 import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -128,9 +129,9 @@ def test_path_changed_while_the_job_ran_gives_version_mismatch(deployment, alice
     v1, v2, v3 = versions(43)
     (tmp_path / "v1").write_bytes(v1)
     alice.cli("put", str(tmp_path / "v1"), "/race.bin")
-    started = [
-        start_upload(alice, "/race.bin", v1, version_delta(v1, v), content.hash_bytes(v)) for v in (v2, v3)
-    ]
+    deltas = [(version_delta(v1, v), content.hash_bytes(v)) for v in (v2, v3)]
+    with ThreadPoolExecutor(2) as both:  # at once: a job ends within a request's time now
+        started = list(both.map(lambda d: start_upload(alice, "/race.bin", v1, *d), deltas))
     assert [status for status, _ in started] == [202, 202], started
     finals = {v: wait(alice, body["job"]) for v, (_, body) in zip((v2, v3), started, strict=True)}
     won = [v for v, s in finals.items() if s["state"] == "ready"]
