@@ -370,6 +370,10 @@ def test_a_delta_upload_run_by_the_workflow_settles_from_its_settle_state(
         and json.loads(sfn.describe_execution(executionArn=r["executionArn"])["input"])["path"] == path
     ]
     assert len(mine) == 1, mine
+    deadline = time.monotonic() + 30  # the job is ready at its commit; the Settle state follows
+    while sfn.describe_execution(executionArn=mine[0]["executionArn"])["status"] == "RUNNING":
+        assert time.monotonic() < deadline, mine
+        time.sleep(0.5)
     events = sfn.get_execution_history(executionArn=mine[0]["executionArn"])["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
     assert "FetchBaseVersion" in entered and "Settle" in entered, entered
