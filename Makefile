@@ -2,11 +2,16 @@
 SHELL := /bin/bash
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 PY := .venv/bin/python
+GO ?= $(firstword $(shell command -v go) /usr/local/go/bin/go)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
 .PHONY: setup demo test fast unit e2e up down lint synth debian-packages deploy destroy
 
-setup: debian-packages .venv/.installed
+setup: debian-packages .venv/.installed client/native/hycloud-fused
+
+# `hycloud mount --native`'s daemon (Go, go-fuse), beside the client that starts it
+client/native/hycloud-fused: client/native/go.mod client/native/go.sum $(wildcard client/native/*.go)
+	cd client/native && $(GO) build -trimpath -o hycloud-fused .
 
 debian-packages:  # system packages the tests need (litmus, fuse3), when missing
 	@infra/local/debian_packages.sh

@@ -56,13 +56,13 @@ def _default_hangup() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def start_mount(user, base: Path, endpoint: str | None = None) -> Mount:
+def start_mount(user, base: Path, endpoint: str | None = None, *flags: str) -> Mount:
     mnt, log = base / "mnt", base / "stderr.log"
     mnt.mkdir()
     env = user.cli_env(**({"HYCLOUD_ENDPOINT": endpoint} if endpoint else {}))
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            [HYCLOUD, "mount", str(mnt)],
+            [HYCLOUD, "mount", *flags, str(mnt)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=err,

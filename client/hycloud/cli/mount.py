@@ -94,6 +94,15 @@ def mount_command(
             "seen sooner; higher: fewer requests for big trees."
         ),
     ] = 2.0,
+    native: Annotated[
+        bool,
+        typer.Option(
+            "--native",
+            help="Serve from a local copy through the compiled daemon (hycloud-fused): local-disk "
+            "speed for a working copy (git, builds). Each folder is listed once per mount; "
+            "encrypted folders are refused. See 'Native mount' below.",
+        ),
+    ] = False,
 ) -> None:
     """Mount your HyCloud files on DIR until `fusermount3 -u DIR`, SIGTERM or Ctrl-C.
 
@@ -122,6 +131,14 @@ def mount_command(
     mtimes are.
 
     \b
+    Native mount (--native): a compiled daemon answers from a local copy under --cache-dir
+    (no bound: it holds what you opened or wrote); files are fetched at their first open,
+    folders listed at their first lookup. Writes are sent in order, in bundles, about 0.3 s
+    after close; fsync() and the unmount wait for them. Other clients' changes are seen in
+    folders not listed yet by this mount; a folder once listed is not listed again until
+    the next mount.
+
+    \b
     Examples:
       hycloud mount ~/hycloud &              # then: fusermount3 -u ~/hycloud
       hycloud mount --cache-dir ~/.cache/hycloud --cache-size 8G ~/hycloud &
@@ -131,8 +148,13 @@ def mount_command(
         raise typer.BadParameter(f"{directory} is not a folder", param_hint="DIR")
     folder = check_cache_dir(cache_dir, directory)
 
-    from ..mount import mount
     from ..sdk.client import HyCloud
+
+    if native:
+        from ..mount.native import mount_native
+
+        return mount_native(HyCloud.from_config(), str(directory), cache_dir=folder)
+    from ..mount import mount
 
     mount(
         HyCloud.from_config(),

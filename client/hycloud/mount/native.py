@@ -1,0 +1,199 @@
+"""`hycloud mount --native`: a compiled daemon (`client/native`, Go) answers the kernel from a
+local copy of the mounted tree, and this process keeps that copy and the cloud in step.
+
+Why: each FUSE request answered in Python costs 40-150 µs on a small machine (`bench/results/
+mount_profile.md`), and a `git clone` makes thousands of them; the daemon answers one with a
+system call on the local copy. The daemon asks this process only the first time it needs the
+cloud: to list a folder before its first lookup (its files become stubs: sparse files of the
+cloud's size and mtime, marked `user.hycloud.stub`) and to fetch a stub before its first open.
+It tells every change it made (file written and closed, made, moved, removed); `changes.py`
+sends them in order, in bundles.
+
+Consistency: within the mount, POSIX (it is a local folder). A file is durable in the cloud when
+`fsync` returns or the unmount ends. Other clients' changes are seen in folders this mount has
+not listed yet; a folder listed once is not listed again until the next mount. Encrypted folders
+are refused (EACCES): they open through the standard mount.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO
+
+from hycloud_core.crypto import header as hdr
+from hycloud_core.errors import ForbiddenError, HyCloudError, NotFoundError
+
+from ..sdk import HyCloud, bundles
+from .changes import Changes, Upload
+
+STUB, LISTED = "user.hycloud.stub", "user.hycloud.listed"
+DAEMON = "hycloud-fused"
+KERNEL_TTL_S = 30.0  # only this mount changes the local copy: the kernel may keep its answers
+
+
+def daemon_path() -> Path:
+    """The daemon built by `make setup` (client/native), `$HYCLOUD_FUSED`, or one on PATH."""
+    named = os.environ.get("HYCLOUD_FUSED")
+    if named:
+        return Path(named)
+    built = Path(__file__).resolve().parents[2] / "native" / DAEMON
+    if built.is_file():
+        return built
+    found = shutil.which(DAEMON)
+    if found is None:
+        raise HyCloudError(
+            f"{DAEMON} not found: build it with `make setup` (needs Go) or set HYCLOUD_FUSED",
+            code="mount-failed",
+            status=400,
+        )
+    return Path(found)
+
+
+class Questions:
+    """The daemon's questions: list a folder, fetch a file, make changes durable."""
+
+    def __init__(self, client: HyCloud, local: Path, incoming: Path, changes: Changes) -> None:
+        self.client, self.local, self.incoming, self.changes = client, local, incoming, changes
+
+    def list(self, rel: str) -> None:
+        if self.changes.moves_waiting():  # a folder moved or removed in the cloud first
+            self.changes.sync()
+        folder = "/" + rel
+        entries = list(self.client.iter_dir(folder))
+        if any(e["name"] == hdr.NAME for e in entries):
+            raise ForbiddenError(f"{folder} is an encrypted folder: use the standard mount")
+        here = self.local / rel
+        for entry in entries:
+            path = here / entry["name"]
+            if entry["type"] == "dir":
+                path.mkdir(exist_ok=True)
+            else:
+                _stub(path, int(entry["size"]), float(entry["mtime"]))
+        self.changes.listed(f"{folder.rstrip('/')}/{e['name']}" for e in entries)
+        os.setxattr(here, LISTED, b"1")
+
+    def fetch(self, rel: str) -> None:
+        local = self.local / rel
+        target = self.incoming / uuid.uuid4().hex
+        try:
+            self.client.get("/" + rel, target)
+            st = local.stat()
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.replace(target, local)  # whole, or not at all: the stub stays until then
+        finally:
+            target.unlink(missing_ok=True)
+
+    def sync(self, rel: str) -> None:
+        failed = self.changes.sync()
+        if "/" + rel in failed:
+            raise HyCloudError(failed["/" + rel], code="not-sent")
+
+
+def _stub(path: Path, size: int, mtime: float) -> None:
+    """A cloud file's stand-in until its first open; a local file of that name is left alone."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    try:
+        os.ftruncate(fd, size)
+        os.setxattr(fd, STUB, b"1")
+    finally:
+        os.close(fd)
+    os.utime(path, (mtime, mtime))
+
+
+def _errno(err: BaseException) -> int:
+    if isinstance(err, NotFoundError | FileNotFoundError):
+        return errno.ENOENT
+    if isinstance(err, ForbiddenError | PermissionError):
+        return errno.EACCES
+    return errno.EIO
+
+
+class Daemon:
+    """The daemon process and its pipe: questions answered on a pool, changes in order."""
+
+    def __init__(self, proc: subprocess.Popen, questions: Questions, changes: Changes) -> None:
+        self.proc, self.questions, self.changes = proc, questions, changes
+        self.mounted = threading.Event()
+        self._out_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="hycloud-native-ask")
+
+    def serve(self) -> None:
+        """Until the daemon ends (unmounted): each line read is a question or a change."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            op, path = msg["op"], "/" + msg.get("path", "")
+            if op == "mounted":
+                self.mounted.set()
+            elif msg.get("id"):
+                self._pool.submit(self._answer, msg)
+            else:
+                self.changes.tell(op, path, "/" + msg.get("to", ""))
+        self._pool.shutdown(wait=True)
+
+    def _answer(self, msg: dict) -> None:
+        op, rel, code = msg["op"], msg.get("path", ""), 0  # the root's path is empty: left out
+        try:
+            getattr(self.questions, op)(rel)
+        except Exception as err:
+            code = _errno(err)
+            print(f"hycloud mount: {op} /{rel}: {err}", file=sys.stderr)
+        finally:
+            self._write({"id": msg["id"], "errno": code or 0})
+
+    def _write(self, msg: dict) -> None:
+        stdin: IO[str] | None = self.proc.stdin
+        with self._out_lock:
+            try:
+                assert stdin is not None
+                stdin.write(json.dumps(msg) + "\n")
+                stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the daemon has ended
+
+
+def mount_native(
+    client: HyCloud,
+    mountpoint: str,
+    cache_dir: str | None = None,
+    upload: Upload | None = None,
+    signals: bool = True,
+) -> None:
+    """Mount until unmounted (`fusermount3 -u DIR`), SIGTERM or Ctrl-C; then send everything.
+    `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
+    False)."""
+    root = Path(tempfile.mkdtemp(prefix="hycloud-native-", dir=cache_dir))
+    local, incoming = root / "tree", root / "incoming"
+    local.mkdir()
+    incoming.mkdir()
+    changes = Changes(client, local, upload or (lambda pairs: bundles.put_files(client, pairs)))
+    args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{KERNEL_TTL_S:g}s", mountpoint]
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    daemon = Daemon(proc, Questions(client, local, incoming, changes), changes)
+    stop = lambda signum, frame: proc.send_signal(signal.SIGTERM)  # noqa: E731  the daemon unmounts
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if signals else ():
+        signal.signal(signum, stop)
+    daemon.serve()
+    code = proc.wait()
+    failed = changes.stop()
+    if not daemon.mounted.is_set():
+        raise HyCloudError(
+            f"cannot mount on {mountpoint} (daemon exit {code})", code="mount-failed", status=400
+        )
+    if failed:
+        raise HyCloudError(f"{len(failed)} files not sent, kept in {local}", code="not-sent")
+    shutil.rmtree(root, ignore_errors=True)

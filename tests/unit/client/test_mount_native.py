@@ -1,0 +1,175 @@
+"""`hycloud mount --native` over the in-memory cloud: the compiled daemon (client/native) serves a
+real FUSE mount from its local copy, and this process lists, fetches and sends (mount/native.py,
+mount/changes.py). What only the deployment shows is in tests/e2e/test_mount_native.py."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hycloud.mount.native import mount_native
+from hycloud_core.crypto import header as hdr
+from hycloud_core.errors import HyCloudError
+from tests.unit.client.test_mount_writeback import FakeCloud
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
+    reason="no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine",
+)
+
+
+@dataclass
+class Native:
+    dir: Path
+    cloud: FakeCloud
+    thread: threading.Thread
+    outcome: dict = field(default_factory=dict)
+
+    def unmount(self) -> HyCloudError | None:
+        """Unmounted, and everything sent; the error the mount ended with, if any."""
+        subprocess.run(["fusermount3", "-u", str(self.dir)], check=True, timeout=30)
+        self.thread.join(timeout=60)
+        assert not self.thread.is_alive(), "the mount did not end after fusermount3 -u"
+        return self.outcome.get("error")
+
+
+@pytest.fixture
+def native(tmp_path: Path) -> Iterator[Native]:
+    cloud = FakeCloud()
+    cloud.dirs.update({"/d", "/d/empty"})
+    cloud.files |= {"/d/stored": b"stored bytes", "/d/other": b"other bytes"}
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            mount_native(cloud, str(mnt), str(tmp_path), upload=cloud.upload, signals=False)  # type: ignore[arg-type]
+        except HyCloudError as err:
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not os.path.ismount(mnt):
+        assert thread.is_alive() and time.monotonic() < deadline, f"not mounted: {outcome}"
+        time.sleep(0.05)
+    mount = Native(mnt, cloud, thread, outcome)
+    yield mount
+    if os.path.ismount(mnt):
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=30)
+        thread.join(timeout=60)
+
+
+def test_a_cloud_file_is_a_stub_of_its_size_until_its_first_read(native: Native) -> None:
+    stored = native.dir / "d" / "stored"
+    st = stored.stat()
+    assert st.st_size == 12 and st.st_blocks == 1  # du counts the cloud's bytes, not a sparse file
+    assert "get" not in native.cloud.calls
+    assert stored.read_bytes() == b"stored bytes"
+    assert stored.read_bytes() == b"stored bytes"
+    assert native.cloud.calls.count("get") == 1
+    assert sorted(os.listdir(native.dir / "d")) == ["empty", "other", "stored"]
+    assert native.cloud.calls.count("ls") == 2  # the root and /d, each once
+    assert native.unmount() is None
+    assert native.cloud.batches == []  # read only: nothing sent
+
+
+def test_files_written_reach_the_cloud_in_bundles_and_a_renamed_new_file_costs_no_move(
+    native: Native,
+) -> None:
+    tree = {f"/w/sub{i % 3}/f{i}.txt": os.urandom(100 + i * 37) for i in range(30)}
+    for path, data in tree.items():
+        local = native.dir / path.lstrip("/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(data)
+    tmp = native.dir / "w" / "tmp_obj_1"
+    tmp.write_bytes(b"renamed once written")
+    tmp.rename(native.dir / "w" / "final")
+    (native.dir / "w" / "gone").write_bytes(b"removed before it was sent")
+    (native.dir / "w" / "gone").unlink()
+    (native.dir / "w" / "made-empty").mkdir()
+    assert native.unmount() is None
+    cloud = native.cloud
+    assert {p: cloud.files[p] for p in tree} == tree
+    assert cloud.files["/w/final"] == b"renamed once written"
+    assert "/w/tmp_obj_1" not in cloud.files and "/w/gone" not in cloud.files
+    assert "/w/made-empty" in cloud.dirs
+    assert "mv" not in cloud.calls and "rm" not in cloud.calls
+    assert len(cloud.batches) <= 3, cloud.batches
+
+
+def test_moves_and_removals_of_cloud_files_are_sent_in_order(native: Native) -> None:
+    d = native.dir / "d"
+    (d / "stored").rename(d / "renamed")  # never read: moved in the cloud, not downloaded
+    (d / "other").unlink()
+    (d / "empty").rmdir()
+    (d / "renamed").write_bytes(b"then rewritten")  # after the move: the new name gets it
+    assert native.unmount() is None
+    cloud = native.cloud
+    assert "/d/stored" not in cloud.files and "/d/other" not in cloud.files
+    assert cloud.files["/d/renamed"] == b"then rewritten"
+    assert "/d/empty" not in cloud.dirs
+    assert [c for c in cloud.calls if c in ("mv", "rm", "rmdir")] == ["mv", "rm", "rmdir"]
+
+
+def test_fsync_returns_once_the_file_is_in_the_cloud(native: Native) -> None:
+    path = native.dir / "durable.bin"
+    with open(path, "wb") as f:
+        f.write(b"x" * 5000)
+        f.flush()
+        os.fsync(f.fileno())
+        assert native.cloud.files["/durable.bin"] == b"x" * 5000
+    assert native.unmount() is None
+
+
+def test_a_git_commit_in_the_mount_lands_whole_in_the_cloud(native: Native, tmp_path: Path) -> None:
+    repo = native.dir / "repo"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a"}
+    env["GIT_COMMITTER_EMAIL"] = "a@b"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    for i in range(12):
+        (repo / f"m{i}.py").write_text(f"print({i})\n" * (i + 1))
+    for cmd in (["add", "."], ["commit", "-qm", "first"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env)
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    )
+    assert native.unmount() is None
+    copy = tmp_path / "from-cloud"
+    for path, data in native.cloud.files.items():
+        if path.startswith("/repo/"):
+            (copy / path[len("/repo/") :]).parent.mkdir(parents=True, exist_ok=True)
+            (copy / path[len("/repo/") :]).write_bytes(data)
+    check = subprocess.run(["git", "-C", str(copy), "fsck", "--strict"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    again = subprocess.run(["git", "-C", str(copy), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert again.stdout == head.stdout
+    digest = hashlib.sha256(native.cloud.files["/repo/m11.py"]).hexdigest()
+    assert digest == hashlib.sha256(b"print(11)\n" * 12).hexdigest()
+
+
+def test_an_encrypted_folder_is_refused_not_shown_sealed(native: Native) -> None:
+    native.cloud.dirs.add("/sec")
+    native.cloud.files[f"/sec/{hdr.NAME}"] = b"header"
+    with pytest.raises(PermissionError):
+        os.listdir(native.dir / "sec")
+    assert native.unmount() is None
+
+
+def test_files_the_cloud_refused_are_kept_and_the_unmount_says_so(native: Native) -> None:
+    native.cloud.fail = "quota-exceeded"
+    (native.dir / "big.bin").write_bytes(b"refused")
+    error = native.unmount()
+    assert error is not None and error.code == "not-sent", error
+    kept = Path(str(error.message).rsplit(" kept in ", 1)[1])
+    assert (kept / "big.bin").read_bytes() == b"refused"
