@@ -153,7 +153,7 @@ class Daemon:
             code = _errno(err)
             print(f"hycloud mount: {op} /{rel}: {err}", file=sys.stderr)
         finally:
-            self._write({"id": msg["id"], "errno": code or 0})
+            self._write({"id": msg["id"], "errno": code})
 
     def _write(self, msg: dict) -> None:
         stdin: IO[str] | None = self.proc.stdin
@@ -190,7 +190,8 @@ def mount_native(
     daemon.serve()
     code = proc.wait()
     failed = changes.stop()
-    if not daemon.mounted.is_set():
+    if not daemon.mounted.is_set():  # the daemon said why on stderr
+        shutil.rmtree(root, ignore_errors=True)
         raise HyCloudError(
             f"cannot mount on {mountpoint} (daemon exit {code})", code="mount-failed", status=400
         )

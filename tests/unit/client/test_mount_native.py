@@ -173,3 +173,11 @@ def test_files_the_cloud_refused_are_kept_and_the_unmount_says_so(native: Native
     assert error is not None and error.code == "not-sent", error
     kept = Path(str(error.message).rsplit(" kept in ", 1)[1])
     assert (kept / "big.bin").read_bytes() == b"refused"
+
+
+def test_a_mount_that_cannot_start_says_so_and_leaves_no_local_copy(tmp_path: Path) -> None:
+    cloud = FakeCloud()
+    with pytest.raises(HyCloudError) as err:
+        mount_native(cloud, str(tmp_path / "missing"), str(tmp_path), upload=cloud.upload, signals=False)  # type: ignore[arg-type]
+    assert err.value.code == "mount-failed"
+    assert not list(tmp_path.glob("hycloud-native-*"))
