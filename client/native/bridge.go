@@ -10,16 +10,16 @@ import (
 	"syscall"
 )
 
-// message is one line of the bridge, either way: a request (id > 0, answered with the same id),
-// an event (id 0, not answered) or an answer (errno 0 for success).
+// message is one line of the bridge, either way: a question (an op and an id > 0, answered with
+// the same id and no op), an event (id 0, not answered) or an answer (errno 0 for success). The
+// daemon asks `list`, `fetch` and `sync`; the client asks `evict`.
 type message struct {
-	ID    uint64   `json:"id"`
-	Op    string   `json:"op,omitempty"`
-	Path  string   `json:"path,omitempty"`
-	To    string   `json:"to,omitempty"`
-	New   bool     `json:"new,omitempty"`
-	Errno int      `json:"errno,omitempty"`
-	Stubs []string `json:"stubs,omitempty"`
+	ID    uint64 `json:"id"`
+	Op    string `json:"op,omitempty"`
+	Path  string `json:"path,omitempty"`
+	To    string `json:"to,omitempty"`
+	New   bool   `json:"new,omitempty"`
+	Errno int    `json:"errno,omitempty"`
 }
 
 // bridge carries the daemon's questions and changes to the client process over a pipe pair:
@@ -50,7 +50,9 @@ func (b *bridge) answers(r io.Reader) {
 			log.Printf("bridge: bad answer: %v", err)
 			continue
 		}
-		if ch, ok := b.waiting.LoadAndDelete(m.ID); ok {
+		if m.Op != "" { // the client's own question
+			go b.answer(m)
+		} else if ch, ok := b.waiting.LoadAndDelete(m.ID); ok {
 			ch.(chan message) <- m
 		}
 	}
@@ -84,4 +86,12 @@ func (b *bridge) ask(m message) (message, syscall.Errno) {
 	b.send(m)
 	answer := <-ch
 	return answer, syscall.Errno(answer.Errno)
+}
+
+func (b *bridge) answer(m message) {
+	errno := syscall.ENOSYS
+	if m.Op == "evict" {
+		errno = evict(m.Path)
+	}
+	b.send(message{ID: m.ID, Errno: int(errno)})
 }

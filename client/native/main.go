@@ -53,6 +53,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("cannot mount on %s: %v", flag.Arg(0), err)
 	}
+	rootInode, localRoot = root.RootNode.EmbeddedInode(), *backing
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	go func() {

@@ -115,6 +115,8 @@ func (n *node) unstub() {
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureListed(); errno != 0 {
 		return nil, errno
 	}
@@ -152,6 +154,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureFetched(); errno != 0 {
 		return nil, errno
 	}
@@ -168,6 +172,8 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 }
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureFetched(); errno != 0 {
 		return 0, errno
 	}
@@ -182,6 +188,8 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureListed(); errno != 0 {
 		return nil, nil, 0, errno
 	}
@@ -203,6 +211,8 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	size, sized := in.GetSize()
 	if sized && size == 0 {
 		n.unstub()
@@ -253,6 +263,8 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureListed(); errno != 0 {
 		return errno
 	}
@@ -264,6 +276,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return syscall.EINVAL // the cloud has no atomic exchange
 	}

@@ -132,9 +132,10 @@ def mount_command(
 
     \b
     Native mount (--native): a compiled daemon answers from a local copy under --cache-dir
-    (no bound: it holds what you opened or wrote); files are fetched at their first open,
-    folders listed at their first lookup. Writes are sent in order, in bundles, about 0.3 s
-    after close; fsync() and the unmount wait for them. Other clients' changes are seen in
+    (bounded by --cache-size: past it, files sent or fetched longest ago become stubs again,
+    fetched at their next read); files are fetched at their first read,
+    folders listed at their first lookup. Writes are sent in order, in bundles, about 0.4 s
+    after a file's last write; fsync() and the unmount wait for them. Other clients' changes are seen in
     folders not listed yet by this mount; a folder once listed is not listed again until
     the next mount.
 
@@ -153,7 +154,7 @@ def mount_command(
     if native:
         from ..mount.native import mount_native
 
-        return mount_native(HyCloud.from_config(), str(directory), cache_dir=folder)
+        return mount_native(HyCloud.from_config(), str(directory), cache_dir=folder, cache_size=cache_size)
     from ..mount import mount
 
     mount(

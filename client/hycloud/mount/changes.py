@@ -40,6 +40,7 @@ class Changes:
         self.new_dirs: set[str] = set()  # folders made here, not in the cloud yet
         self.pending: dict[str, None] = {}  # files to send, in the order written
         self.failed: dict[str, str] = {}  # path -> why it could not be sent
+        self.on_sent: Callable[[str], None] = lambda path: None
         self._queue: queue.Queue = queue.Queue()
         self._structural = 0  # moves and removals told, not applied yet
         self._lock = threading.Lock()
@@ -55,6 +56,11 @@ class Changes:
             with self._lock:
                 self._structural += 1
         self._queue.put((op, path, to))
+
+    def clean(self, path: str) -> bool:
+        """The cloud holds `path` as it is here (sent or listed, no change waiting)."""
+        with self._lock:
+            return path in self.in_cloud and path not in self.pending and path not in self.failed
 
     def moves_waiting(self) -> bool:
         with self._lock:
@@ -173,6 +179,7 @@ class Changes:
                 self.failed.pop(path, None)
                 self.in_cloud.update([path, *_parents(path)])
                 self.new_dirs.difference_update(_parents(path))
+                self.on_sent(path)
             else:
                 self.failed[path] = str(result.get("error"))
                 print(f"hycloud mount: not sent: {path}: {result.get('error')}", file=sys.stderr)

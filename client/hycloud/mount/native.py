@@ -18,6 +18,7 @@ are refused (EACCES): they open through the standard mount.
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -27,14 +28,17 @@ import sys
 import tempfile
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
 from hycloud_core.crypto import header as hdr
 from hycloud_core.errors import ForbiddenError, HyCloudError, NotFoundError
 
+from ..caches.writeback import LIMIT
 from ..sdk import HyCloud, bundles
+from .bound import Bound
 from .changes import Changes, Upload
 
 STUB, LISTED = "user.hycloud.stub", "user.hycloud.listed"
@@ -65,6 +69,7 @@ class Questions:
 
     def __init__(self, client: HyCloud, local: Path, incoming: Path, changes: Changes) -> None:
         self.client, self.local, self.incoming, self.changes = client, local, incoming, changes
+        self.fetched: Callable[[str], None] = lambda path: None
 
     def list(self, rel: str) -> None:
         if self.changes.moves_waiting():  # a folder moved or removed in the cloud first
@@ -93,6 +98,7 @@ class Questions:
             os.replace(target, local)  # whole, or not at all: the stub stays until then
         finally:
             target.unlink(missing_ok=True)
+        self.fetched("/" + rel)
 
     def sync(self, rel: str) -> None:
         failed = self.changes.sync()
@@ -130,20 +136,36 @@ class Daemon:
         self.mounted = threading.Event()
         self._out_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="hycloud-native-ask")
+        self._asked: dict[int, Future[int]] = {}
+        self._ids = itertools.count(1)
+
+    def ask(self, op: str, rel: str) -> int:
+        """A question to the daemon (`evict`); its errno, EIO once it has ended."""
+        future: Future[int] = Future()
+        key = next(self._ids)
+        self._asked[key] = future
+        if not self._write({"id": key, "op": op, "path": rel}):
+            self._asked.pop(key, None)
+            return errno.EIO
+        return future.result()
 
     def serve(self) -> None:
         """Until the daemon ends (unmounted): each line read is a question or a change."""
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             msg = json.loads(line)
-            op, path = msg["op"], "/" + msg.get("path", "")
-            if op == "mounted":
+            op, path = msg.get("op"), "/" + msg.get("path", "")
+            if op is None:  # the answer to a question of ours
+                self._asked.pop(msg["id"]).set_result(msg.get("errno", 0))
+            elif op == "mounted":
                 self.mounted.set()
             elif msg.get("id"):
                 self._pool.submit(self._answer, msg)
             else:
                 self.changes.tell(op, path, "/" + msg.get("to", ""))
         self._pool.shutdown(wait=True)
+        for future in self._asked.values():
+            future.set_result(errno.EIO)
 
     def _answer(self, msg: dict) -> None:
         op, rel, code = msg["op"], msg.get("path", ""), 0  # the root's path is empty: left out
@@ -155,15 +177,16 @@ class Daemon:
         finally:
             self._write({"id": msg["id"], "errno": code})
 
-    def _write(self, msg: dict) -> None:
+    def _write(self, msg: dict) -> bool:
         stdin: IO[str] | None = self.proc.stdin
         with self._out_lock:
             try:
                 assert stdin is not None
                 stdin.write(json.dumps(msg) + "\n")
                 stdin.flush()
+                return True
             except (BrokenPipeError, ValueError):
-                pass  # the daemon has ended
+                return False  # the daemon has ended
 
 
 def mount_native(
@@ -172,9 +195,10 @@ def mount_native(
     cache_dir: str | None = None,
     upload: Upload | None = None,
     signals: bool = True,
+    cache_size: int = LIMIT,
 ) -> None:
     """Mount until unmounted (`fusermount3 -u DIR`), SIGTERM or Ctrl-C; then send everything.
-    `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
+    The local copy is kept within `cache_size` (`bound.py`). `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
     False)."""
     root = Path(tempfile.mkdtemp(prefix="hycloud-native-", dir=cache_dir))
     local, incoming = root / "tree", root / "incoming"
@@ -183,7 +207,10 @@ def mount_native(
     changes = Changes(client, local, upload or (lambda pairs: bundles.put_files(client, pairs)))
     args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{KERNEL_TTL_S:g}s", mountpoint]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-    daemon = Daemon(proc, Questions(client, local, incoming, changes), changes)
+    questions = Questions(client, local, incoming, changes)
+    daemon = Daemon(proc, questions, changes)
+    bound = Bound(local, cache_size, lambda rel: daemon.ask("evict", rel), changes.clean)
+    questions.fetched = changes.on_sent = bound.touched
     stop = lambda signum, frame: proc.send_signal(signal.SIGTERM)  # noqa: E731  the daemon unmounts
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if signals else ():
         signal.signal(signum, stop)

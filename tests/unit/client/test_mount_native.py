@@ -21,6 +21,7 @@ from hycloud_core.crypto import header as hdr
 from hycloud_core.errors import HyCloudError
 from tests.unit.client.test_mount_writeback import FakeCloud
 
+MiB = 1024 * 1024
 pytestmark = pytest.mark.skipif(
     not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
     reason="no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine",
@@ -42,18 +43,14 @@ class Native:
         return self.outcome.get("error")
 
 
-@pytest.fixture
-def native(tmp_path: Path) -> Iterator[Native]:
-    cloud = FakeCloud()
-    cloud.dirs.update({"/d", "/d/empty"})
-    cloud.files |= {"/d/stored": b"stored bytes", "/d/other": b"other bytes"}
+def _mounted(tmp_path: Path, cloud: FakeCloud, **options: object) -> Native:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     outcome: dict = {}
 
     def run() -> None:
         try:
-            mount_native(cloud, str(mnt), str(tmp_path), upload=cloud.upload, signals=False)  # type: ignore[arg-type]
+            mount_native(cloud, str(mnt), str(tmp_path), upload=cloud.upload, signals=False, **options)  # type: ignore[arg-type]
         except HyCloudError as err:
             outcome["error"] = err
 
@@ -63,11 +60,19 @@ def native(tmp_path: Path) -> Iterator[Native]:
     while not os.path.ismount(mnt):
         assert thread.is_alive() and time.monotonic() < deadline, f"not mounted: {outcome}"
         time.sleep(0.05)
-    mount = Native(mnt, cloud, thread, outcome)
+    return Native(mnt, cloud, thread, outcome)
+
+
+@pytest.fixture
+def native(tmp_path: Path) -> Iterator[Native]:
+    cloud = FakeCloud()
+    cloud.dirs.update({"/d", "/d/empty"})
+    cloud.files |= {"/d/stored": b"stored bytes", "/d/other": b"other bytes"}
+    mount = _mounted(tmp_path, cloud)
     yield mount
-    if os.path.ismount(mnt):
-        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False, timeout=30)
-        thread.join(timeout=60)
+    if os.path.ismount(mount.dir):
+        subprocess.run(["fusermount3", "-u", "-z", str(mount.dir)], check=False, timeout=30)
+        mount.thread.join(timeout=60)
 
 
 def test_a_cloud_file_is_a_stub_of_its_size_until_its_first_read(native: Native) -> None:
@@ -181,3 +186,30 @@ def test_a_mount_that_cannot_start_says_so_and_leaves_no_local_copy(tmp_path: Pa
         mount_native(cloud, str(tmp_path / "missing"), str(tmp_path), upload=cloud.upload, signals=False)  # type: ignore[arg-type]
     assert err.value.code == "mount-failed"
     assert not list(tmp_path.glob("hycloud-native-*"))
+
+
+def test_past_the_cache_size_the_file_used_longest_ago_becomes_a_stub_again(tmp_path: Path) -> None:
+    cloud = FakeCloud()
+    cloud.dirs.add("/big")
+    blobs = {f"/big/f{i}": os.urandom(MiB) for i in range(3)}
+    cloud.files |= blobs
+    mount = _mounted(tmp_path, cloud, cache_size=MiB * 5 // 2)  # evicts down to 2 MiB
+    try:
+        for path in blobs:  # the third fetch goes past the bound
+            assert (mount.dir / path.lstrip("/")).read_bytes() == blobs[path]
+        (local,) = tmp_path.glob("hycloud-native-*/tree")
+        deadline = time.monotonic() + 10
+        while (local / "big" / "f0").stat().st_blocks:
+            assert time.monotonic() < deadline, "f0 was not evicted"
+            time.sleep(0.05)
+        assert (local / "big" / "f1").stat().st_blocks and (local / "big" / "f2").stat().st_blocks
+        assert (mount.dir / "big" / "f0").stat().st_size == MiB  # still the cloud's size here
+        gets = cloud.calls.count("get")
+        fd = os.open(mount.dir / "big" / "f0", os.O_RDONLY)  # no request: opens are not asked
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the kernel's pages of it gone too
+        os.close(fd)
+        assert (mount.dir / "big" / "f0").read_bytes() == blobs["/big/f0"]
+        assert cloud.calls.count("get") == gets + 1  # fetched again
+    finally:
+        assert mount.unmount() is None
+    assert cloud.batches == []  # nothing written: eviction sent nothing
