@@ -18,7 +18,7 @@ type message struct {
 	Op    string `json:"op,omitempty"`
 	Path  string `json:"path,omitempty"`
 	To    string `json:"to,omitempty"`
-	New   bool   `json:"new,omitempty"`
+	Ctime int64  `json:"ctime,omitempty"` // evict: the change time the file had when sent or fetched
 	Errno int    `json:"errno,omitempty"`
 }
 
@@ -91,7 +91,7 @@ func (b *bridge) ask(m message) (message, syscall.Errno) {
 func (b *bridge) answer(m message) {
 	errno := syscall.ENOSYS
 	if m.Op == "evict" {
-		errno = evict(m.Path)
+		errno = evict(m.Path, m.Ctime)
 	}
 	b.send(message{ID: m.ID, Errno: int(errno)})
 }

@@ -21,20 +21,12 @@ var (
 )
 
 // evict turns a file the cloud holds as it is here back into a stub (its blocks freed, its size
-// and mtime kept): the client bounds the local copy so. A file written since it was last told
-// is busy (EBUSY): its bytes are not in the cloud yet.
-func evict(rel string) syscall.Errno {
+// and mtime kept): the client bounds the local copy so. A file changed since the client sent or
+// fetched it (its change time is not `ctime`, in ns) is busy (EBUSY): those bytes may not be in
+// the cloud yet. No write can land between that check and the stub: writes hold evictMu shared.
+func evict(rel string, ctime int64) syscall.Errno {
 	evictMu.Lock()
 	defer evictMu.Unlock()
-	n := nodeAt(rel)
-	if n != nil {
-		written.Lock()
-		_, busy := written.nodes[n]
-		written.Unlock()
-		if busy {
-			return syscall.EBUSY
-		}
-	}
 	local := filepath.Join(localRoot, rel)
 	var st syscall.Stat_t
 	if err := syscall.Lstat(local, &st); err != nil {
@@ -42,6 +34,9 @@ func evict(rel string) syscall.Errno {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return syscall.EISDIR
+	}
+	if st.Ctim.Nano() != ctime {
+		return syscall.EBUSY
 	}
 	if err := unix.Lsetxattr(local, stubMark, []byte("1"), 0); err != nil {
 		return fs.ToErrno(err)
@@ -54,7 +49,7 @@ func evict(rel string) syscall.Errno {
 	}
 	times := []unix.Timespec{unix.Timespec(st.Atim), unix.Timespec(st.Mtim)}
 	_ = unix.UtimesNanoAt(unix.AT_FDCWD, local, times, unix.AT_SYMLINK_NOFOLLOW) // truncate set them
-	if n != nil {
+	if n := nodeAt(rel); n != nil {
 		n.stub.Store(true)
 	}
 	return 0

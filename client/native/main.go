@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,8 +64,20 @@ func main() {
 		}
 		_ = server.Unmount()
 	}()
+	// SIGUSR1: unmounted here, but alive in a mount namespace copied meanwhile (a container, a
+	// sandbox), so the kernel never ends the connection: tell the last changes and end.
+	gone := make(chan os.Signal, 1)
+	signal.Notify(gone, syscall.SIGUSR1)
+	finish := sync.OnceFunc(func() {
+		tellChanged(nil) // the last writes, before the client sends everything
+		os.Exit(0)
+	})
+	go func() {
+		<-gone
+		finish()
+	}()
 	go tellingChanges()
 	cloud.tell(message{Op: "mounted"})
 	server.Wait()
-	tellChanged(nil) // the last writes, before the client sends everything
+	finish()
 }

@@ -1,7 +1,8 @@
 """The native mount's local copy, kept within `--cache-size`: once the files fetched or sent take
 more than `limit`, the least recently fetched or sent of those the cloud holds as they are here
 become stubs again (the daemon frees their blocks and keeps their size and mtime; the next read
-fetches them). A file written since it was sent is never evicted (the daemon answers EBUSY)."""
+fetches them). A file changed since it was sent or fetched is never evicted: the daemon compares
+its change time with the one it had then, and answers EBUSY."""
 
 from __future__ import annotations
 
@@ -20,50 +21,59 @@ CHECK_S = 1.0  # a fetch or a send checks the bound at most this often
 
 class Bound:
     def __init__(
-        self, local: Path, limit: int, evict: Callable[[str], int], clean: Callable[[str], bool]
+        self, local: Path, limit: int, evict: Callable[[str, int], int], clean: Callable[[str], bool]
     ) -> None:
         self.local, self.limit, self.evict, self.clean = local, limit, evict, clean
         self.evicted = 0
-        self._used: dict[str, tuple[float, int]] = {}  # path -> (last fetched or sent, its size then)
+        # path -> (last fetched or sent, its size and change time then)
+        self._used: dict[str, tuple[float, int, int]] = {}
         self._estimate = 0
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        threads.start("hycloud-native-bound", self._run)
+        self._stopping = threading.Event()
+        self._thread = threads.start("hycloud-native-bound", self._run)
 
-    def touched(self, path: str) -> None:
-        """`path` was fetched or sent: it is now the most recently used."""
+    def touched(self, path: str, ctime: int) -> None:
+        """`path` was fetched or sent as it was at `ctime`: now the most recently used."""
         try:
             size = (self.local / path.lstrip("/")).stat().st_size
         except OSError:
             return
         with self._lock:
-            _, before = self._used.pop(path, (0.0, 0))
-            self._used[path] = (time.monotonic(), size)
+            before = self._used.pop(path, (0.0, 0, 0))[1]
+            self._used[path] = (time.monotonic(), size, ctime)
             self._estimate += size - before
             over = self._estimate > self.limit
         if over:
             self._wake.set()
 
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout=60)
+
     def _run(self) -> None:
         while True:
             self._wake.wait()
             self._wake.clear()
+            if self._stopping.is_set():
+                return
             self.enforce()
-            time.sleep(CHECK_S)
+            self._stopping.wait(CHECK_S)
 
     def enforce(self) -> None:
         """Evict, least recently used first, until the local copy is under the low-water mark."""
         used = _bytes(self.local)
         with self._lock:
             self._estimate = used
-            order = sorted(self._used, key=lambda p: self._used[p][0])
-        for path in order:
+            order = sorted(self._used.items(), key=lambda item: item[1][0])
+        for path, (_, _, ctime) in order:
             if used <= self.limit * LOW_WATER:
                 break
             if not self.clean(path):
                 continue
             size = _blocks(self.local / path.lstrip("/"))
-            code = self.evict(path.lstrip("/"))
+            code = self.evict(path.lstrip("/"), ctime)
             if code == errno.EBUSY:
                 continue
             with self._lock:

@@ -40,7 +40,8 @@ class Changes:
         self.new_dirs: set[str] = set()  # folders made here, not in the cloud yet
         self.pending: dict[str, None] = {}  # files to send, in the order written
         self.failed: dict[str, str] = {}  # path -> why it could not be sent
-        self.on_sent: Callable[[str], None] = lambda path: None
+        # a file is in the cloud as it was at this change time (ns): stat before it was read
+        self.on_sent: Callable[[str, int], None] = lambda path, ctime: None
         self._queue: queue.Queue = queue.Queue()
         self._structural = 0  # moves and removals told, not applied yet
         self._lock = threading.Lock()
@@ -170,6 +171,7 @@ class Changes:
                 self._upload(batch)
 
     def _upload(self, batch: list[str]) -> None:
+        ctimes = {p: _ctime(self.local / p.lstrip("/")) for p in batch}  # before the upload reads them
         try:
             results = self.upload([(self.local / p.lstrip("/"), p) for p in batch])
         except HyCloudError as err:
@@ -179,7 +181,7 @@ class Changes:
                 self.failed.pop(path, None)
                 self.in_cloud.update([path, *_parents(path)])
                 self.new_dirs.difference_update(_parents(path))
-                self.on_sent(path)
+                self.on_sent(path, ctimes[path])
             else:
                 self.failed[path] = str(result.get("error"))
                 print(f"hycloud mount: not sent: {path}: {result.get('error')}", file=sys.stderr)
@@ -191,6 +193,13 @@ class Changes:
                 self.client.mkdir(path, parents=True)
                 self.in_cloud.update([path, *_parents(path)])
                 self.new_dirs.difference_update([path, *_parents(path)])
+
+
+def _ctime(path: Path) -> int:
+    try:
+        return path.stat().st_ctime_ns
+    except OSError:
+        return 0
 
 
 def _under(path: str, folder: str) -> bool:

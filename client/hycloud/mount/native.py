@@ -40,6 +40,7 @@ from ..caches.writeback import LIMIT
 from ..sdk import HyCloud, bundles
 from .bound import Bound
 from .changes import Changes, Upload
+from .watch import watch
 
 STUB, LISTED = "user.hycloud.stub", "user.hycloud.listed"
 DAEMON = "hycloud-fused"
@@ -69,7 +70,7 @@ class Questions:
 
     def __init__(self, client: HyCloud, local: Path, incoming: Path, changes: Changes) -> None:
         self.client, self.local, self.incoming, self.changes = client, local, incoming, changes
-        self.fetched: Callable[[str], None] = lambda path: None
+        self.fetched: Callable[[str, int], None] = lambda path, ctime: None
 
     def list(self, rel: str) -> None:
         if self.changes.moves_waiting():  # a folder moved or removed in the cloud first
@@ -98,7 +99,7 @@ class Questions:
             os.replace(target, local)  # whole, or not at all: the stub stays until then
         finally:
             target.unlink(missing_ok=True)
-        self.fetched("/" + rel)
+        self.fetched("/" + rel, local.stat().st_ctime_ns)  # no write yet: the daemon waits on this
 
     def sync(self, rel: str) -> None:
         failed = self.changes.sync()
@@ -137,17 +138,28 @@ class Daemon:
         self._out_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="hycloud-native-ask")
         self._asked: dict[int, Future[int]] = {}
+        self._asked_lock = threading.Lock()
+        self._ended = False
         self._ids = itertools.count(1)
 
-    def ask(self, op: str, rel: str) -> int:
-        """A question to the daemon (`evict`); its errno, EIO once it has ended."""
+    def ask(self, op: str, rel: str, **fields: object) -> int:
+        """A question to the daemon (`evict`); its errno, EIO once it has ended (asked before
+        its end: answered at it; after: at once)."""
         future: Future[int] = Future()
         key = next(self._ids)
-        self._asked[key] = future
-        if not self._write({"id": key, "op": op, "path": rel}):
-            self._asked.pop(key, None)
-            return errno.EIO
+        with self._asked_lock:
+            if self._ended:
+                return errno.EIO
+            self._asked[key] = future
+        if not self._write({"id": key, "op": op, "path": rel, **fields}):
+            self._answered(key, errno.EIO)
         return future.result()
+
+    def _answered(self, key: int, code: int) -> None:
+        with self._asked_lock:
+            future = self._asked.pop(key, None)
+        if future is not None:
+            future.set_result(code)
 
     def serve(self) -> None:
         """Until the daemon ends (unmounted): each line read is a question or a change."""
@@ -156,7 +168,7 @@ class Daemon:
             msg = json.loads(line)
             op, path = msg.get("op"), "/" + msg.get("path", "")
             if op is None:  # the answer to a question of ours
-                self._asked.pop(msg["id"]).set_result(msg.get("errno", 0))
+                self._answered(msg["id"], msg.get("errno", 0))
             elif op == "mounted":
                 self.mounted.set()
             elif msg.get("id"):
@@ -164,8 +176,11 @@ class Daemon:
             else:
                 self.changes.tell(op, path, "/" + msg.get("to", ""))
         self._pool.shutdown(wait=True)
-        for future in self._asked.values():
-            future.set_result(errno.EIO)
+        with self._asked_lock:
+            self._ended = True
+            unanswered = list(self._asked)
+        for key in unanswered:
+            self._answered(key, errno.EIO)
 
     def _answer(self, msg: dict) -> None:
         op, rel, code = msg["op"], msg.get("path", ""), 0  # the root's path is empty: left out
@@ -209,13 +224,15 @@ def mount_native(
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     questions = Questions(client, local, incoming, changes)
     daemon = Daemon(proc, questions, changes)
-    bound = Bound(local, cache_size, lambda rel: daemon.ask("evict", rel), changes.clean)
+    bound = Bound(local, cache_size, lambda rel, ctime: daemon.ask("evict", rel, ctime=ctime), changes.clean)
     questions.fetched = changes.on_sent = bound.touched
     stop = lambda signum, frame: proc.send_signal(signal.SIGTERM)  # noqa: E731  the daemon unmounts
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if signals else ():
         signal.signal(signum, stop)
+    watch(mountpoint, lambda: proc.send_signal(signal.SIGUSR1), daemon.mounted)  # see watch.py
     daemon.serve()
     code = proc.wait()
+    bound.stop()
     failed = changes.stop()
     if not daemon.mounted.is_set():  # the daemon said why on stderr
         shutil.rmtree(root, ignore_errors=True)

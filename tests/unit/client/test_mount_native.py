@@ -213,3 +213,27 @@ def test_past_the_cache_size_the_file_used_longest_ago_becomes_a_stub_again(tmp_
     finally:
         assert mount.unmount() is None
     assert cloud.batches == []  # nothing written: eviction sent nothing
+
+
+def test_a_file_changed_since_it_was_sent_is_not_evicted(tmp_path: Path) -> None:
+    cloud = FakeCloud()
+    cloud.dirs.add("/big")
+    cloud.files["/big/other"] = os.urandom(MiB)
+    mount = _mounted(tmp_path, cloud, cache_size=MiB * 5 // 4)  # evicts down to 1 MiB
+    try:
+        mine = mount.dir / "big" / "mine"
+        first = os.urandom(MiB)
+        mine.write_bytes(first)
+        deadline = time.monotonic() + 10
+        while cloud.files.get("/big/mine") != first:  # sent: now it may be evicted
+            assert time.monotonic() < deadline, "not sent"
+            time.sleep(0.02)
+        with open(mine, "r+b") as f:  # changed in place; then a fetch goes past the bound at once
+            f.seek(10)
+            f.write(b"changed after it was sent")
+        assert (mount.dir / "big" / "other").read_bytes() == cloud.files["/big/other"]
+        expected = first[:10] + b"changed after it was sent" + first[35:]
+        assert mine.read_bytes() == expected
+    finally:
+        assert mount.unmount() is None
+    assert cloud.files["/big/mine"] == expected
