@@ -5,14 +5,22 @@ MOUNTPOINT CACHE_DIR METADATA_TTL`. Its FUSE operations are counted (`hycloud.mo
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import mfusepy as fuse
+import pytest
 
 from hycloud.caches.writeback import WriteBack
 from hycloud.mount import fuse_ops, profile
 from tests.unit.client.test_mount_writeback import FakeCloud
+
+NEEDS_FUSE = pytest.mark.skipif(
+    not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
+    reason="no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine",
+)
 
 
 def main(mountpoint: str, cache_dir: str, ttl: float) -> None:

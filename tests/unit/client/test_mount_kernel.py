@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from hycloud.mount import fuse_ops
+from tests.unit.client.mount_fake import NEEDS_FUSE
 
 ROOT = Path(__file__).resolve().parents[3]
 TTL_S = 30.0  # long enough that no kernel entry expires during a test
 
-pytestmark = pytest.mark.skipif(
-    not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
-    reason="no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine",
-)
+pytestmark = NEEDS_FUSE
 
 
 @dataclass

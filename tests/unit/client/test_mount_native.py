@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -19,13 +18,11 @@ import pytest
 from hycloud.mount.native import mount_native
 from hycloud_core.crypto import header as hdr
 from hycloud_core.errors import HyCloudError
+from tests.unit.client.mount_fake import NEEDS_FUSE
 from tests.unit.client.test_mount_writeback import FakeCloud
 
 MiB = 1024 * 1024
-pytestmark = pytest.mark.skipif(
-    not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
-    reason="no /dev/fuse or fusermount3 here: FUSE mounts are impossible on this machine",
-)
+pytestmark = NEEDS_FUSE
 
 
 @dataclass
