@@ -12,13 +12,16 @@ import (
 
 // message is one line of the bridge, either way: a question (an op and an id > 0, answered with
 // the same id and no op), an event (id 0, not answered) or an answer (errno 0 for success). The
-// daemon asks `list`, `fetch` and `sync`; the client asks `evict`.
+// daemon asks `list`, `fetch` and `sync` and tells `stale`; the client asks `evict`, `restub`,
+// `drop`, `stub` and `dir`.
 type message struct {
 	ID    uint64 `json:"id"`
 	Op    string `json:"op,omitempty"`
 	Path  string `json:"path,omitempty"`
 	To    string `json:"to,omitempty"`
 	Ctime int64  `json:"ctime,omitempty"` // evict: the change time the file had when sent or fetched
+	Size  int64  `json:"size,omitempty"`  // restub: the cloud's size and mtime (ns)
+	Mtime int64  `json:"mtime,omitempty"`
 	Errno int    `json:"errno,omitempty"`
 }
 
@@ -90,8 +93,17 @@ func (b *bridge) ask(m message) (message, syscall.Errno) {
 
 func (b *bridge) answer(m message) {
 	errno := syscall.ENOSYS
-	if m.Op == "evict" {
+	switch m.Op {
+	case "evict":
 		errno = evict(m.Path, m.Ctime)
+	case "restub":
+		errno = restub(m)
+	case "drop":
+		errno = drop(m)
+	case "stub":
+		errno = added(m, false)
+	case "dir":
+		errno = added(m, true)
 	}
 	b.send(message{ID: m.ID, Errno: int(errno)})
 }

@@ -40,7 +40,7 @@ func main() {
 	if err := syscall.Stat(*backing, &st); err != nil {
 		log.Fatal(err)
 	}
-	attrTTL = *ttl
+	attrTTL, relistAfter = *ttl, *ttl
 	closed := make(chan struct{})
 	cloud = newBridge(os.Stdout, os.Stdin, closed)
 	root := &fs.LoopbackRoot{Path: *backing, Dev: uint64(st.Dev), NewNode: newNode}

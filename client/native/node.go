@@ -29,9 +29,10 @@ var attrTTL time.Duration // how long the kernel keeps attributes (-ttl)
 // before its first open, and tells it every change once made.
 type node struct {
 	fs.LoopbackNode
-	listed atomic.Bool
-	listMu sync.Mutex
-	stub   atomic.Bool
+	listed   atomic.Bool
+	listedAt atomic.Int64 // unix ns of its last listing (0: listed before this mount, or made here)
+	listMu   sync.Mutex
+	stub     atomic.Bool
 }
 
 func newNode(root *fs.LoopbackRoot, parent *fs.Inode, name string, st *syscall.Stat_t) fs.InodeEmbedder {
@@ -75,6 +76,7 @@ func (n *node) blocks(attr *fuse.Attr) {
 
 func (n *node) ensureListed() syscall.Errno {
 	if n.listed.Load() {
+		n.maybeStale()
 		return 0
 	}
 	n.listMu.Lock()
@@ -85,6 +87,7 @@ func (n *node) ensureListed() syscall.Errno {
 	if _, errno := cloud.ask(message{Op: "list", Path: n.rel()}); errno != 0 {
 		return errno
 	}
+	n.listedAt.Store(time.Now().UnixNano())
 	n.listed.Store(true)
 	return 0
 }
@@ -234,6 +237,8 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 func (n *node) IsRegular() bool { return n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureListed(); errno != 0 {
 		return nil, errno
 	}
@@ -241,12 +246,15 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if c := child(inode); c != nil { // not under n until this returns: named from n
 		_ = unix.Lsetxattr(filepath.Join(n.local(), name), listedMark, []byte("1"), 0) // nothing to list
 		c.listed.Store(true)
+		c.listedAt.Store(time.Now().UnixNano())
 		cloud.tell(message{Op: "mkdir", Path: filepath.Join(n.rel(), name)})
 	}
 	return inode, errno
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	evictMu.RLock()
+	defer evictMu.RUnlock()
 	if errno := n.ensureListed(); errno != 0 {
 		return errno
 	}
@@ -257,6 +265,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	errno := n.LoopbackNode.Rmdir(ctx, name)
 	if errno == 0 {
+		removed(filepath.Join(n.rel(), name))
 		cloud.tell(message{Op: "rmdir", Path: filepath.Join(n.rel(), name)})
 	}
 	return errno
@@ -270,6 +279,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	if errno == 0 {
+		removed(filepath.Join(n.rel(), name))
 		cloud.tell(message{Op: "rm", Path: filepath.Join(n.rel(), name)})
 	}
 	return errno
@@ -292,6 +302,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	if errno == 0 {
+		removed(filepath.Join(n.rel(), name))
 		cloud.tell(message{Op: "mv", Path: filepath.Join(n.rel(), name), To: filepath.Join(to.rel(), newName)})
 	}
 	return errno

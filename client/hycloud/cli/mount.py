@@ -99,7 +99,7 @@ def mount_command(
         typer.Option(
             "--native",
             help="Serve from a local copy through the compiled daemon (hycloud-fused): local-disk "
-            "speed for a working copy (git, builds). Each folder is listed once per mount; "
+            "speed for a working copy (git, builds); folders listed again after 30 s of use; "
             "encrypted folders are refused. See 'Native mount' below.",
         ),
     ] = False,
@@ -135,9 +135,9 @@ def mount_command(
     (bounded by --cache-size: past it, files sent or fetched longest ago become stubs again,
     fetched at their next read); files are fetched at their first read,
     folders listed at their first lookup. Writes are sent in order, in bundles, about 0.4 s
-    after a file's last write; fsync() and the unmount wait for them. Other clients' changes are seen in
-    folders not listed yet by this mount; a folder once listed is not listed again until
-    the next mount.
+    after a file's last write; fsync() and the unmount wait for them. A folder used more
+    than 30 s after its last listing is listed again in the background and other clients'
+    changes merged in, except into files changed here and not sent yet (last writer wins).
 
     \b
     Examples:

@@ -33,12 +33,9 @@ class Bound:
         self._stopping = threading.Event()
         self._thread = threads.start("hycloud-native-bound", self._run)
 
-    def touched(self, path: str, ctime: int) -> None:
-        """`path` was fetched or sent as it was at `ctime`: now the most recently used."""
-        try:
-            size = (self.local / path.lstrip("/")).stat().st_size
-        except OSError:
-            return
+    def touched(self, path: str, st: os.stat_result) -> None:
+        """`path` was fetched or sent as it was at `st`: now the most recently used."""
+        size, ctime = st.st_size, st.st_ctime_ns
         with self._lock:
             before = self._used.pop(path, (0.0, 0, 0))[1]
             self._used[path] = (time.monotonic(), size, ctime)
@@ -46,6 +43,11 @@ class Bound:
             over = self._estimate > self.limit
         if over:
             self._wake.set()
+
+    def ctime(self, path: str) -> int:
+        """The change time `path` had when last fetched or sent (0: not known)."""
+        with self._lock:
+            return self._used.get(path, (0.0, 0, 0))[2]
 
     def stop(self) -> None:
         self._stopping.set()

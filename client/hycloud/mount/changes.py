@@ -40,8 +40,8 @@ class Changes:
         self.new_dirs: set[str] = set()  # folders made here, not in the cloud yet
         self.pending: dict[str, None] = {}  # files to send, in the order written
         self.failed: dict[str, str] = {}  # path -> why it could not be sent
-        # a file is in the cloud as it was at this change time (ns): stat before it was read
-        self.on_sent: Callable[[str, int], None] = lambda path, ctime: None
+        # a file is in the cloud as it was at this stat (taken before the upload read it)
+        self.on_sent: Callable[[str, os.stat_result], None] = lambda path, st: None
         self._queue: queue.Queue = queue.Queue()
         self._structural = 0  # moves and removals told, not applied yet
         self._lock = threading.Lock()
@@ -62,6 +62,11 @@ class Changes:
         """The cloud holds `path` as it is here (sent or listed, no change waiting)."""
         with self._lock:
             return path in self.in_cloud and path not in self.pending and path not in self.failed
+
+    def gone(self, path: str) -> None:
+        """The cloud no longer holds `path` (another client removed it)."""
+        with self._lock:
+            self.in_cloud.discard(path)
 
     def moves_waiting(self) -> bool:
         with self._lock:
@@ -171,7 +176,7 @@ class Changes:
                 self._upload(batch)
 
     def _upload(self, batch: list[str]) -> None:
-        ctimes = {p: _ctime(self.local / p.lstrip("/")) for p in batch}  # before the upload reads them
+        stats = {p: _stat(self.local / p.lstrip("/")) for p in batch}  # before the upload reads them
         try:
             results = self.upload([(self.local / p.lstrip("/"), p) for p in batch])
         except HyCloudError as err:
@@ -181,7 +186,8 @@ class Changes:
                 self.failed.pop(path, None)
                 self.in_cloud.update([path, *_parents(path)])
                 self.new_dirs.difference_update(_parents(path))
-                self.on_sent(path, ctimes[path])
+                if (st := stats[path]) is not None:
+                    self.on_sent(path, st)
             else:
                 self.failed[path] = str(result.get("error"))
                 print(f"hycloud mount: not sent: {path}: {result.get('error')}", file=sys.stderr)
@@ -195,11 +201,11 @@ class Changes:
                 self.new_dirs.difference_update([path, *_parents(path)])
 
 
-def _ctime(path: Path) -> int:
+def _stat(path: Path) -> os.stat_result | None:
     try:
-        return path.stat().st_ctime_ns
+        return path.stat()
     except OSError:
-        return 0
+        return None
 
 
 def _under(path: str, folder: str) -> bool:

@@ -10,8 +10,9 @@ It tells every change it made (file written and closed, made, moved, removed); `
 sends them in order, in bundles.
 
 Consistency: within the mount, POSIX (it is a local folder). A file is durable in the cloud when
-`fsync` returns or the unmount ends. Other clients' changes are seen in folders this mount has
-not listed yet; a folder listed once is not listed again until the next mount. Encrypted folders
+`fsync` returns or the unmount ends. Other clients' changes: a folder used more than the kernel's
+timeout (30 s) after its last listing is listed again in the background (`relist.py`), and what
+changed in the cloud is merged into the local copy, except into files changed here and not sent. Encrypted folders
 are refused (EACCES): they open through the standard mount.
 """
 
@@ -40,11 +41,12 @@ from ..caches.writeback import LIMIT
 from ..sdk import HyCloud, bundles
 from .bound import Bound
 from .changes import Changes, Upload
+from .relist import Relister
 from .watch import watch
 
 STUB, LISTED = "user.hycloud.stub", "user.hycloud.listed"
 DAEMON = "hycloud-fused"
-KERNEL_TTL_S = 30.0  # only this mount changes the local copy: the kernel may keep its answers
+KERNEL_TTL_S = 30.0  # how long the kernel keeps answers, and a folder's listing is trusted
 
 
 def daemon_path() -> Path:
@@ -70,7 +72,8 @@ class Questions:
 
     def __init__(self, client: HyCloud, local: Path, incoming: Path, changes: Changes) -> None:
         self.client, self.local, self.incoming, self.changes = client, local, incoming, changes
-        self.fetched: Callable[[str, int], None] = lambda path, ctime: None
+        self.fetched: Callable[[str, os.stat_result], None] = lambda path, st: None
+        self.relister = Relister(client, local, changes)
 
     def list(self, rel: str) -> None:
         if self.changes.moves_waiting():  # a folder moved or removed in the cloud first
@@ -87,6 +90,7 @@ class Questions:
             else:
                 _stub(path, int(entry["size"]), float(entry["mtime"]))
         self.changes.listed(f"{folder.rstrip('/')}/{e['name']}" for e in entries)
+        self.relister.listed(folder, entries)
         os.setxattr(here, LISTED, b"1")
 
     def fetch(self, rel: str) -> None:
@@ -99,7 +103,7 @@ class Questions:
             os.replace(target, local)  # whole, or not at all: the stub stays until then
         finally:
             target.unlink(missing_ok=True)
-        self.fetched("/" + rel, local.stat().st_ctime_ns)  # no write yet: the daemon waits on this
+        self.fetched("/" + rel, local.stat())  # no write yet: the daemon waits on this answer
 
     def sync(self, rel: str) -> None:
         failed = self.changes.sync()
@@ -173,6 +177,8 @@ class Daemon:
                 self.mounted.set()
             elif msg.get("id"):
                 self._pool.submit(self._answer, msg)
+            elif op == "stale":  # a folder used long after its listing: merged, not waited on
+                self._pool.submit(self.questions.relister.relist, msg.get("path", ""))
             else:
                 self.changes.tell(op, path, "/" + msg.get("to", ""))
         self._pool.shutdown(wait=True)
@@ -211,21 +217,29 @@ def mount_native(
     upload: Upload | None = None,
     signals: bool = True,
     cache_size: int = LIMIT,
+    ttl: float = KERNEL_TTL_S,
 ) -> None:
     """Mount until unmounted (`fusermount3 -u DIR`), SIGTERM or Ctrl-C; then send everything.
-    The local copy is kept within `cache_size` (`bound.py`). `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
+    The local copy is kept within `cache_size` (`bound.py`); a folder is listed again when used
+    `ttl` seconds after its last listing (`relist.py`). `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
     False)."""
     root = Path(tempfile.mkdtemp(prefix="hycloud-native-", dir=cache_dir))
     local, incoming = root / "tree", root / "incoming"
     local.mkdir()
     incoming.mkdir()
     changes = Changes(client, local, upload or (lambda pairs: bundles.put_files(client, pairs)))
-    args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{KERNEL_TTL_S:g}s", mountpoint]
+    args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{ttl:g}s", mountpoint]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     questions = Questions(client, local, incoming, changes)
     daemon = Daemon(proc, questions, changes)
     bound = Bound(local, cache_size, lambda rel, ctime: daemon.ask("evict", rel, ctime=ctime), changes.clean)
-    questions.fetched = changes.on_sent = bound.touched
+    questions.relister.ask, questions.relister.ctime = daemon.ask, bound.ctime
+
+    def fetched_or_sent(path: str, st: os.stat_result) -> None:
+        bound.touched(path, st)
+        questions.relister.sent(path, st)
+
+    questions.fetched = changes.on_sent = fetched_or_sent
     stop = lambda signum, frame: proc.send_signal(signal.SIGTERM)  # noqa: E731  the daemon unmounts
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if signals else ():
         signal.signal(signum, stop)

@@ -234,3 +234,37 @@ def test_a_file_changed_since_it_was_sent_is_not_evicted(tmp_path: Path) -> None
     finally:
         assert mount.unmount() is None
     assert cloud.files["/big/mine"] == expected
+
+
+def test_another_clients_changes_are_merged_when_a_folder_is_used_past_its_timeout(tmp_path: Path) -> None:
+    cloud = FakeCloud()
+    cloud.dirs.add("/s")
+    cloud.files |= {"/s/a": b"version one", "/s/b": b"b in the cloud", "/s/gone": b"removed elsewhere"}
+    mount = _mounted(tmp_path, cloud, ttl=0.5)
+    try:
+        s = mount.dir / "s"
+        assert (s / "a").read_bytes() == b"version one"
+        cloud.gate.clear()  # this mount's uploads wait: b's change below is not sent yet
+        (s / "b").write_bytes(b"b changed here")
+        cloud.files["/s/a"], cloud.mtimes["/s/a"] = b"version two, longer", 2.0  # another client
+        cloud.files["/s/b"], cloud.mtimes["/s/b"] = b"b changed elsewhere", 2.0
+        cloud.files["/s/new"] = b"new elsewhere"
+        cloud.dirs.add("/s/sub")
+        del cloud.files["/s/gone"]
+        deadline = time.monotonic() + 10
+        while sorted(os.listdir(s)) != ["a", "b", "new", "sub"]:
+            assert time.monotonic() < deadline, os.listdir(s)
+            time.sleep(0.2)  # each listing past the timeout asks for a merge; it answers at once
+        while (s / "a").stat().st_size != len(b"version two, longer"):
+            assert time.monotonic() < deadline, (s / "a").stat()
+            time.sleep(0.2)
+        assert (s / "a").read_bytes() == b"version two, longer"
+        assert (s / "new").read_bytes() == b"new elsewhere"
+        assert (s / "sub").is_dir()
+        assert (s / "b").read_bytes() == b"b changed here"  # not sent yet: never merged over
+        cloud.gate.set()
+    finally:
+        cloud.gate.set()
+        assert mount.unmount() is None
+    assert cloud.files["/s/b"] == b"b changed here"  # the last writer wins
+    assert "/s/gone" not in cloud.files and cloud.files["/s/a"] == b"version two, longer"
