@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -94,3 +95,28 @@ def test_sigterm_unmounts_the_native_mount_and_sends_what_it_holds(alice, tmp_pa
     got = tmp_path / "late"
     alice.sdk().get(f"{top}/late.txt", got)
     assert got.read_bytes() == b"written just before SIGTERM"
+
+
+def test_another_clients_changes_reach_the_native_mount_past_its_timeout(alice, tmp_path):
+    top, sdk = f"/native-merge-{uuid.uuid4().hex[:8]}", alice.sdk()
+    (tmp_path / "v1").write_bytes(b"first version")
+    (tmp_path / "v2").write_bytes(b"second version, from another client")
+    sdk.put(tmp_path / "v1", f"{top}/shared.txt", parents=True)
+    mount = start_mount(alice, tmp_path, None, "--native", "--metadata-timeout", "1")
+    try:
+        here = mount.dir / top.lstrip("/")
+        assert (here / "shared.txt").read_bytes() == b"first version"
+        sdk.put(tmp_path / "v2", f"{top}/shared.txt")  # another client, through the API
+        sdk.put(tmp_path / "v1", f"{top}/added.txt")
+        deadline = time.monotonic() + 30
+        while sorted(os.listdir(here)) != ["added.txt", "shared.txt"] or (
+            here / "shared.txt"
+        ).stat().st_size != len(b"second version, from another client"):
+            assert time.monotonic() < deadline, os.listdir(here)
+            time.sleep(0.5)  # each use past the timeout lists the folder again, in the background
+        assert (here / "shared.txt").read_bytes() == b"second version, from another client"
+        assert (here / "added.txt").read_bytes() == b"first version"
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mount.dir)], check=True, timeout=30)
+        assert mount.proc.wait(timeout=120) == 0, mount.stderr.read_text()
+        mount.stop()

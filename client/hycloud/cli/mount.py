@@ -30,8 +30,8 @@ def parse_size(text: str) -> int:
     return size
 
 
-def check_timeout(seconds: float) -> float:
-    if not 0 <= seconds <= MAX_METADATA_TIMEOUT_S:
+def check_timeout(seconds: float | None) -> float | None:
+    if seconds is not None and not 0 <= seconds <= MAX_METADATA_TIMEOUT_S:
         raise typer.BadParameter(f"{seconds:g} s is outside 0 to {MAX_METADATA_TIMEOUT_S:g} s")
     return seconds
 
@@ -87,13 +87,14 @@ def mount_command(
         ),
     ] = DEFAULT_CACHE,  # type: ignore[assignment]  # parsed by parse_size
     metadata_timeout: Annotated[
-        float,
+        float | None,
         metadata_timeout_option(
-            "How long entries and folder listings are fresh (0 to 3600); older ones answer up "
-            "to 15 times this while refreshed in the background. Lower: other clients' changes "
-            "seen sooner; higher: fewer requests for big trees."
+            "How long entries and folder listings are fresh (0 to 3600; default 2, with --native "
+            "30); older ones answer up to 15 times this while refreshed in the background "
+            "(--native: a folder used past it is listed again in the background). Lower: other "
+            "clients' changes seen sooner; higher: fewer requests for big trees."
         ),
-    ] = 2.0,
+    ] = None,
     native: Annotated[
         bool,
         typer.Option(
@@ -136,7 +137,7 @@ def mount_command(
     fetched at their next read); files are fetched at their first read,
     folders listed at their first lookup. Writes are sent in order, in bundles, about 0.4 s
     after a file's last write; fsync() and the unmount wait for them. A folder used more
-    than 30 s after its last listing is listed again in the background and other clients'
+    than 30 s (--metadata-timeout) after its last listing is listed again in the background and other clients'
     changes merged in, except into files changed here and not sent yet (last writer wins).
 
     \b
@@ -152,9 +153,10 @@ def mount_command(
     from ..sdk.client import HyCloud
 
     if native:
-        from ..mount.native import mount_native
+        from ..mount.native import KERNEL_TTL_S, mount_native
 
-        return mount_native(HyCloud.from_config(), str(directory), cache_dir=folder, cache_size=cache_size)
+        ttl = KERNEL_TTL_S if metadata_timeout is None else metadata_timeout
+        return mount_native(HyCloud.from_config(), str(directory), folder, cache_size=cache_size, ttl=ttl)
     from ..mount import mount
 
     mount(
@@ -163,5 +165,5 @@ def mount_command(
         read_ahead=read_ahead_mib * 1024 * 1024,
         cache_dir=folder,
         cache_size=cache_size,
-        metadata_ttl=metadata_timeout,
+        metadata_ttl=2.0 if metadata_timeout is None else metadata_timeout,
     )
