@@ -265,8 +265,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	errno := n.LoopbackNode.Rmdir(ctx, name)
 	if errno == 0 {
-		removed(filepath.Join(n.rel(), name))
-		cloud.tell(message{Op: "rmdir", Path: filepath.Join(n.rel(), name)})
+		n.removedHere("rmdir", name, "")
 	}
 	return errno
 }
@@ -279,8 +278,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	if errno == 0 {
-		removed(filepath.Join(n.rel(), name))
-		cloud.tell(message{Op: "rm", Path: filepath.Join(n.rel(), name)})
+		n.removedHere("rm", name, "")
 	}
 	return errno
 }
@@ -302,8 +300,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	if errno == 0 {
-		removed(filepath.Join(n.rel(), name))
-		cloud.tell(message{Op: "mv", Path: filepath.Join(n.rel(), name), To: filepath.Join(to.rel(), newName)})
+		n.removedHere("mv", name, filepath.Join(to.rel(), newName))
 	}
 	return errno
 }
@@ -328,6 +325,14 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 }
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.ENOSYS }
+
+// removedHere: `name` left this folder (op rm, rmdir, or mv to `to`): remembered, so that a
+// listing read before the client applied it does not bring it back, and told to the client.
+func (n *node) removedHere(op, name, to string) {
+	path := filepath.Join(n.rel(), name)
+	removed(path)
+	cloud.tell(message{Op: op, Path: path, To: to})
+}
 
 // The cloud keeps no links, devices or hard links: refused (git falls back to rename).
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

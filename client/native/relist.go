@@ -32,47 +32,30 @@ func (n *node) maybeStale() {
 
 // restub: the cloud holds another version: a stub of its size and mtime.
 func restub(m message) syscall.Errno {
-	local := filepath.Join(localRoot, m.Path)
-	errno := func() syscall.Errno {
+	n, errno := func() (*node, syscall.Errno) {
 		evictMu.Lock()
 		defer evictMu.Unlock()
-		if errno := unchanged(local, m.Ctime); errno != 0 {
-			return errno
-		}
-		if err := unix.Lsetxattr(local, stubMark, []byte("1"), 0); err != nil {
-			return fs.ToErrno(err)
-		}
-		if err := syscall.Truncate(local, 0); err != nil {
-			return fs.ToErrno(err)
-		}
-		if err := syscall.Truncate(local, m.Size); err != nil {
-			return fs.ToErrno(err)
+		if _, errno := unchanged(m.Path, m.Ctime); errno != 0 {
+			return nil, errno
 		}
 		mtime := unix.NsecToTimespec(m.Mtime)
-		_ = unix.UtimesNanoAt(unix.AT_FDCWD, local, []unix.Timespec{mtime, mtime}, unix.AT_SYMLINK_NOFOLLOW)
-		if n := nodeAt(m.Path); n != nil {
-			n.stub.Store(true)
-		}
-		return 0
+		return stubAgain(m.Path, m.Size, mtime, mtime)
 	}()
-	if errno == 0 {
-		if n := nodeAt(m.Path); n != nil {
-			n.NotifyContent(0, 0) // its pages and attributes
-		}
+	if errno == 0 && n != nil {
+		n.NotifyContent(0, 0) // its pages and attributes
 	}
 	return errno
 }
 
 // drop: the cloud no longer holds the file.
 func drop(m message) syscall.Errno {
-	local := filepath.Join(localRoot, m.Path)
 	errno := func() syscall.Errno {
 		evictMu.Lock()
 		defer evictMu.Unlock()
-		if errno := unchanged(local, m.Ctime); errno != 0 {
+		if _, errno := unchanged(m.Path, m.Ctime); errno != 0 {
 			return errno
 		}
-		return fs.ToErrno(syscall.Unlink(local))
+		return fs.ToErrno(syscall.Unlink(filepath.Join(localRoot, m.Path)))
 	}()
 	if errno == 0 {
 		forgetName(m.Path)
@@ -84,17 +67,23 @@ func drop(m message) syscall.Errno {
 // client applied that change may still show them, and must not bring them back.
 var removedHere = struct {
 	sync.Mutex
-	at map[string]time.Time
+	at     map[string]time.Time
+	pruned time.Time
 }{at: map[string]time.Time{}}
 
+// removed notes `rel`; names past their time are pruned once per relistAfter, not at every
+// removal (an `rm -r` of thousands of files would walk the map once per file).
 func removed(rel string) {
 	removedHere.Lock()
 	defer removedHere.Unlock()
 	now := time.Now()
-	for name, at := range removedHere.at {
-		if now.Sub(at) > 2*relistAfter {
-			delete(removedHere.at, name)
+	if now.Sub(removedHere.pruned) > relistAfter {
+		for name, at := range removedHere.at {
+			if now.Sub(at) > 2*relistAfter {
+				delete(removedHere.at, name)
+			}
 		}
+		removedHere.pruned = now
 	}
 	removedHere.at[rel] = now
 }
@@ -151,20 +140,4 @@ func forgetName(rel string) {
 	name := filepath.Base(rel)
 	parent.RmChild(name)
 	parent.NotifyEntry(name)
-}
-
-// unchanged: a stub (no local change is possible without fetching it first) or a file still at
-// the change time it had when sent or fetched.
-func unchanged(local string, ctime int64) syscall.Errno {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(local, &st); err != nil {
-		return fs.ToErrno(err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return syscall.EISDIR
-	}
-	if !marked(local, stubMark) && st.Ctim.Nano() != ctime {
-		return syscall.EBUSY
-	}
-	return 0
 }
