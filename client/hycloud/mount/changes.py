@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -170,13 +171,14 @@ class Changes:
             paths = list(self.pending)[:BATCH]
             for path in paths:
                 del self.pending[path]
-            # written, then gone before its turn (removed, or moved when it was in the cloud): skipped
-            batch = [p for p in paths if (self.local / p.lstrip("/")).is_file()]
-            if batch:
-                self._upload(batch)
+            # stat before the upload reads them (on_sent); written, then gone before its turn
+            # (removed, or moved when it was in the cloud): skipped
+            stats = {p: st for p in paths if (st := _file_stat(self.local / p.lstrip("/"))) is not None}
+            if stats:
+                self._upload(stats)
 
-    def _upload(self, batch: list[str]) -> None:
-        stats = {p: _stat(self.local / p.lstrip("/")) for p in batch}  # before the upload reads them
+    def _upload(self, stats: dict[str, os.stat_result]) -> None:
+        batch = list(stats)
         try:
             results = self.upload([(self.local / p.lstrip("/"), p) for p in batch])
         except HyCloudError as err:
@@ -186,8 +188,7 @@ class Changes:
                 self.failed.pop(path, None)
                 self.in_cloud.update([path, *_parents(path)])
                 self.new_dirs.difference_update(_parents(path))
-                if (st := stats[path]) is not None:
-                    self.on_sent(path, st)
+                self.on_sent(path, stats[path])
             else:
                 self.failed[path] = str(result.get("error"))
                 print(f"hycloud mount: not sent: {path}: {result.get('error')}", file=sys.stderr)
@@ -201,11 +202,13 @@ class Changes:
                 self.new_dirs.difference_update([path, *_parents(path)])
 
 
-def _stat(path: Path) -> os.stat_result | None:
+def _file_stat(path: Path) -> os.stat_result | None:
+    """`path`'s stat if it is a file (as Path.is_file, with the stat kept)."""
     try:
-        return path.stat()
+        st = path.stat()
     except OSError:
         return None
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def _under(path: str, folder: str) -> bool:

@@ -112,7 +112,9 @@ class Questions:
 
 
 def _stub(path: Path, size: int, mtime: float) -> None:
-    """A cloud file's stand-in until its first open; a local file of that name is left alone."""
+    """A cloud file's stand-in until its first read; a local file of that name is left alone.
+    Made here for a folder's first listing (the daemon waits on it); a later listing's new names
+    are made by the daemon (`added` in client/native/relist.go), which keeps the same form."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
