@@ -13,6 +13,7 @@ import pytest
 from hycloud_core import content, paths
 from hycloud_core.delta import PredictiveChunkSize
 from hycloud_core.delta.adaptive import measure_bytes
+from tests.e2e.executions import finished
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -370,10 +371,7 @@ def test_a_delta_upload_run_by_the_workflow_settles_from_its_settle_state(
         and json.loads(sfn.describe_execution(executionArn=r["executionArn"])["input"])["path"] == path
     ]
     assert len(mine) == 1, mine
-    deadline = time.monotonic() + 30  # the job is ready at its commit; the Settle state follows
-    while sfn.describe_execution(executionArn=mine[0]["executionArn"])["status"] == "RUNNING":
-        assert time.monotonic() < deadline, mine
-        time.sleep(0.5)
+    finished(sfn, mine[0]["executionArn"], timeout_s=30)  # ready at its commit; Settle follows
     events = sfn.get_execution_history(executionArn=mine[0]["executionArn"])["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
     assert "FetchBaseVersion" in entered and "Settle" in entered, entered

@@ -21,6 +21,7 @@ from hycloud_core import content, jobs, paths
 from hycloud_core.delta import patch_bytes, signature_bytes, versioned
 from hycloud_core.delta.apply import apply_delta
 from tests.e2e.conftest import HYCLOUD, _make_user
+from tests.e2e.executions import finished
 from tests.e2e.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.e2e
@@ -62,11 +63,7 @@ def history(deployment, tmp_path_factory):
 
 
 def _wait_succeeded(sfn, arn: str) -> dict:
-    deadline = time.monotonic() + 60
-    while (desc := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    return desc
+    return finished(sfn, arn, timeout_s=60, poll_s=0.2)
 
 
 def test_a_commit_computes_the_delta_from_the_version_it_superseded(deployment, history):

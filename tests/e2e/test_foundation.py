@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 
 import pytest
 import requests
 
 from hycloud_core import content
+from tests.e2e.executions import finished
 from tests.e2e.invariants import record_key
 
 pytestmark = pytest.mark.e2e
@@ -74,10 +74,7 @@ def test_relay_state_machine_copies_s3_object_into_efs_cache(deployment):
         stateMachineArn=deployment.outputs["RelayStateMachineArn"],
         input=json.dumps({"key": key, "cache_name": name, "content_hash": content.hash_bytes(data)}),
     )
-    deadline = time.monotonic() + 120
-    while (desc := sfn.describe_execution(executionArn=run["executionArn"]))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, "relay execution did not finish in 120 s"
-        time.sleep(0.5)
+    desc = finished(sfn, run["executionArn"], timeout_s=120)
     assert desc["status"] == "SUCCEEDED", desc
     assert json.loads(desc["output"])["hit"] is False
     assert (deployment.efs_root() / "cache" / name).read_bytes() == data

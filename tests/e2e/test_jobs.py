@@ -7,13 +7,14 @@ import io
 import json
 import os
 import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from hycloud_core import content
 from hycloud_core.delta import versioned
+from hycloud_core.jobs.executions import execution_arn
+from tests.e2e.executions import finished
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -84,15 +85,10 @@ def executions(deployment, machine: str) -> dict[str, str]:
     return {e["name"]: e["status"] for page in pages for e in page["executions"]}
 
 
-def ended(deployment, machine: str, *names: str, timeout_s: float = 30) -> tuple[str, ...]:
+def ended(deployment, machine: str, *names: str) -> tuple[str, ...]:
     """The executions' final states: a job is ready at its commit, before its Settle state ends."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        runs = executions(deployment, machine)
-        states = tuple(runs.get(name, "MISSING") for name in names)
-        if "RUNNING" not in states or time.monotonic() > deadline:
-            return states
-        time.sleep(0.5)
+    sfn, arn = deployment.client("stepfunctions"), deployment.outputs[machine]
+    return tuple(finished(sfn, execution_arn(arn, name), timeout_s=30)["status"] for name in names)
 
 
 def assert_short_error(status: dict, code: str) -> None:

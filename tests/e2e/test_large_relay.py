@@ -19,6 +19,7 @@ import pytest
 from hycloud_core import content, paths
 from hycloud_core.relay import byte_ranges
 from tests.e2e.conftest import _make_user
+from tests.e2e.executions import finished
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.exclusive]
 MiB = 1024 * 1024
@@ -141,10 +142,7 @@ def test_a_failed_range_is_retried_alone(deployment, versions):
             }
         ),
     )["executionArn"]
-    deadline = time.monotonic() + 120
-    while (desc := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
+    desc = finished(sfn, execution, timeout_s=120)
     assert desc["status"] == "SUCCEEDED", desc
 
     events = _history(deployment, execution)
