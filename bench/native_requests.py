@@ -4,7 +4,11 @@ Mounts the native daemon over the in-memory cloud of the unit tests (no network:
 the kernel's and the daemon's alone), with `HYCLOUD_FUSED_DEBUG=1`, and counts the FUSE requests
 of each git step of bench/mount_bench.py's tree by opcode. Then times `os.stat` of absent names
 (one LOOKUP each) through the mount against local disk, and again with this process and the
-daemon on one CPU.
+daemon on one CPU. As root with a C compiler, it also times the same lookups through
+bench/fuse_zero.c, a FUSE server that does no work, wherever the scheduler puts it, on this
+process's CPU and on another: the round trip any FUSE server pays here. With the git steps timed
+on local disk, that gives each step's floor through FUSE: its time on disk plus, per request, what
+a lookup through that server costs over one on disk.
 
     .venv/bin/python bench/native_requests.py [--stats 5000]
 
@@ -17,6 +21,8 @@ import argparse
 import collections
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,6 +106,23 @@ def count_steps(base: Path) -> list[tuple[str, collections.Counter]]:
     return rows
 
 
+def disk_seconds(base: Path, runs: int = 3) -> dict[str, float]:
+    """Each git step of STEPS on local disk, median of `runs`: the base of each step's floor."""
+    tar_path, _, _ = mb.make_tarball(base)
+    origin = mb.make_origin(base, tar_path)
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for r in range(runs):
+        work = base / f"disk{r}"
+        work.mkdir()
+        for name, cmd in STEPS:
+            if name == "git init":
+                mb.run(["tar", "xf", str(tar_path)], work)
+            t0 = time.perf_counter()
+            mb.run(cmd(origin), work)
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def lookup_us(folder: Path, count: int, tag: str) -> float:
     t0 = time.perf_counter()
     for i in range(count):
@@ -130,6 +153,56 @@ def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+ZERO_PLACES = (("any CPU", None, None), ("this process's CPU", 0, 0), ("another CPU", 1, 0))
+
+
+def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
+    """Lookups through bench/fuse_zero.c, best of 3 per placement (server CPU, this process's CPU);
+    none without root (it mounts with mount(2)) or a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if os.geteuid() != 0 or cc is None:
+        return []
+    exe = base / "fuse_zero"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(ROOT / "bench" / "fuse_zero.c")], check=True)
+    rows, old = [], os.sched_getaffinity(0)
+    for label, server_cpu, own_cpu in ZERO_PLACES:
+        if server_cpu is not None and server_cpu >= (os.cpu_count() or 1):
+            continue
+        mnt = base / f"zero{len(rows)}"
+        mnt.mkdir()
+        args = [str(exe), str(mnt)] + ([str(server_cpu)] if server_cpu is not None else [])
+        server = subprocess.Popen(args)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.ismount(mnt):
+                assert time.monotonic() < deadline and server.poll() is None, "fuse_zero did not mount"
+                time.sleep(0.02)
+            if own_cpu is not None:
+                os.sched_setaffinity(0, {own_cpu})
+            rows.append((label, min(lookup_us(mnt, count, f"z{r}") for r in range(3))))
+        finally:
+            os.sched_setaffinity(0, old)
+            subprocess.run(["umount", str(mnt)], check=False)
+            server.wait(timeout=10)
+    return rows
+
+
+def floor_lines(
+    steps: list[tuple[str, collections.Counter]], disk: dict[str, float], zero: list, disk_us: float
+) -> list[str]:
+    """Each step's floor through FUSE: its time on disk plus, per request, the zero server's round
+    trip over the system call on disk (`disk_us`, which the step on disk already pays)."""
+    head = " | ".join(f"{label} (x disk)" for label, _ in zero)
+    lines = [f"| step | requests | local disk ms | {head} |"]
+    lines.append("| --- | ---: | ---: | " + " | ".join("---:" for _ in zero) + " |")
+    for name, counts in steps:
+        n, d = sum(counts.values()), disk[name]
+        floors = [d + n * (us - disk_us) / 1e6 for _, us in zero]
+        cells = " | ".join(f"{f * 1e3:.1f} ms ({f / d:.1f}x)" for f in floors)
+        lines.append(f"| {name} | {n} | {d * 1e3:.1f} | {cells} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stats", type=int, default=5000, help="absent names stat'ed per timing")
@@ -138,6 +211,9 @@ def main() -> None:
         (Path(tmp) / "steps").mkdir()
         steps = count_steps(Path(tmp) / "steps")
         lookups = time_lookups(Path(tmp), args.stats)
+        (Path(tmp) / "disk").mkdir()
+        disk = disk_seconds(Path(tmp) / "disk")
+        zero = time_zero_server(Path(tmp), args.stats)
     lines = ["# Requests of `hycloud mount --native` (client/native)", ""]
     lines += ["| step | requests | the most frequent |", "| --- | ---: | --- |"]
     for name, counts in steps:
@@ -145,7 +221,24 @@ def main() -> None:
         lines.append(f"| {name} | {sum(counts.values())} | {top} |")
     lines += ["", f"`os.stat` of {args.stats} absent names (one LOOKUP each), best of 3:", ""]
     lines += ["| where | through the mount, us | local disk, us |", "| --- | ---: | ---: |"]
-    lines += [f"| {label} | {through:.1f} | {disk:.1f} |" for label, through, disk in lookups]
+    lines += [f"| {label} | {through:.1f} | {on_disk:.1f} |" for label, through, on_disk in lookups]
+    if zero:
+        lines += [
+            "",
+            "The same lookups through bench/fuse_zero.c (a FUSE server that does no work), best of 3:",
+            "",
+        ]
+        lines += ["| the server on | us |", "| --- | ---: |"] + [
+            f"| {label} | {us:.1f} |" for label, us in zero
+        ]
+        lines += ["", "Each git step's floor through FUSE: its time on local disk (median of 3) plus its"]
+        lines += ["requests at the zero server's round trip less a lookup on disk; last, the same at the"]
+        lines += ["native mount's round trip, which its measured steps follow:", ""]
+        costs = [(f"fuse_zero on {label}", us) for label, us in zero]
+        costs.append(("the native mount, any CPU", lookups[0][1]))
+        lines += floor_lines(steps, disk, costs, lookups[0][2])
+    else:
+        lines += ["", "No zero-server figures: they need root (mount(2)) and a C compiler."]
     one, five, fifteen = os.getloadavg()
     lines += ["", f"Load average at the end: {one:.2f}, {five:.2f}, {fifteen:.2f}.", ""]
     text = "\n".join(lines)
