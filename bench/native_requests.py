@@ -6,7 +6,9 @@ of each git step of bench/mount_bench.py's tree by opcode. Then times `os.stat` 
 (one LOOKUP each) through the mount against local disk, and again with this process and the
 daemon on one CPU. As root with a C compiler, it also times the same lookups through
 bench/fuse_zero.c, a FUSE server that does no work, wherever the scheduler puts it, on this
-process's CPU and on another: the round trip any FUSE server pays here. With the git steps timed
+process's CPU and on another: the round trip any FUSE server pays here; and through
+bench/fuse_zero_uring.c, the same server over FUSE's io_uring transport (the fuse module's
+enable_uring switched on for that run, then back). With the git steps timed
 on local disk, that gives each step's floor through FUSE: its time on disk plus, per request, what
 a lookup through that server costs over one on disk.
 
@@ -153,38 +155,55 @@ def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
     return rows
 
 
-ZERO_PLACES = (("any CPU", None, None), ("this process's CPU", 0, 0), ("another CPU", 1, 0))
+# (label, server source, its arguments after the mount point, this process's CPU or None)
+ZERO_RUNS = (
+    ("/dev/fuse, any CPU", "fuse_zero.c", [], None),
+    ("/dev/fuse, this process's CPU", "fuse_zero.c", ["0"], 0),
+    ("/dev/fuse, another CPU", "fuse_zero.c", ["1"], 0),
+    ("io_uring, any CPU", "fuse_zero_uring.c", [], None),
+)
+URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 
 
 def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
-    """Lookups through bench/fuse_zero.c, best of 3 per placement (server CPU, this process's CPU);
-    none without root (it mounts with mount(2)) or a C compiler."""
+    """Lookups through the zero servers, best of 3 per run; none without root (they mount with
+    mount(2)) or a C compiler. The io_uring run turns the fuse module's switch on for its time."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if os.geteuid() != 0 or cc is None:
         return []
-    exe = base / "fuse_zero"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(ROOT / "bench" / "fuse_zero.c")], check=True)
-    rows, old = [], os.sched_getaffinity(0)
-    for label, server_cpu, own_cpu in ZERO_PLACES:
-        if server_cpu is not None and server_cpu >= (os.cpu_count() or 1):
+    rows = []
+    for label, source, args, own_cpu in ZERO_RUNS:
+        if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in source and not URING_SWITCH.exists()):
             continue
-        mnt = base / f"zero{len(rows)}"
-        mnt.mkdir()
-        args = [str(exe), str(mnt)] + ([str(server_cpu)] if server_cpu is not None else [])
-        server = subprocess.Popen(args)
+        exe = base / source.removesuffix(".c")
+        if not exe.exists():
+            subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / source)], check=True)
+        switch = URING_SWITCH.read_text().strip() if "uring" in source else None
+        if switch is not None:
+            URING_SWITCH.write_text("Y")
         try:
-            deadline = time.monotonic() + 10
-            while not os.path.ismount(mnt):
-                assert time.monotonic() < deadline and server.poll() is None, "fuse_zero did not mount"
-                time.sleep(0.02)
-            if own_cpu is not None:
-                os.sched_setaffinity(0, {own_cpu})
-            rows.append((label, min(lookup_us(mnt, count, f"z{r}") for r in range(3))))
+            rows.append((label, time_zero(base / f"zero{len(rows)}", [str(exe), *args], own_cpu, count)))
         finally:
-            os.sched_setaffinity(0, old)
-            subprocess.run(["umount", str(mnt)], check=False)
-            server.wait(timeout=10)
+            if switch is not None:
+                URING_SWITCH.write_text(switch)
     return rows
+
+
+def time_zero(mnt: Path, cmd: list[str], own_cpu: int | None, count: int) -> float:
+    mnt.mkdir()
+    server, old = subprocess.Popen([cmd[0], str(mnt), *cmd[1:]]), os.sched_getaffinity(0)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.ismount(mnt):
+            assert time.monotonic() < deadline and server.poll() is None, f"{cmd[0]} did not mount"
+            time.sleep(0.02)
+        if own_cpu is not None:
+            os.sched_setaffinity(0, {own_cpu})
+        return min(lookup_us(mnt, count, f"z{r}") for r in range(3))
+    finally:
+        os.sched_setaffinity(0, old)
+        subprocess.run(["umount", str(mnt)], check=False)
+        server.wait(timeout=10)
 
 
 def floor_lines(
@@ -234,7 +253,7 @@ def main() -> None:
         lines += ["", "Each git step's floor through FUSE: its time on local disk (median of 3) plus its"]
         lines += ["requests at the zero server's round trip less a lookup on disk; last, the same at the"]
         lines += ["native mount's round trip, which its measured steps follow:", ""]
-        costs = [(f"fuse_zero on {label}", us) for label, us in zero]
+        costs = [(f"zero server, {label}", us) for label, us in zero]
         costs.append(("the native mount, any CPU", lookups[0][1]))
         lines += floor_lines(steps, disk, costs, lookups[0][2])
     else:
