@@ -10,8 +10,12 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 setup: debian-packages .venv/.installed client/native/hycloud-fused
 
 # `hycloud mount --native`'s daemon (Go, go-fuse), beside the client that starts it
-client/native/hycloud-fused: client/native/go.mod client/native/go.sum $(wildcard client/native/*.go)
-	cd client/native && $(GO) build -trimpath -o hycloud-fused .
+# go-fuse has no FUSE over io_uring: _go-fuse/ adds it to go-fuse's package in vendor/
+client/native/hycloud-fused: client/native/go.mod client/native/go.sum $(wildcard client/native/*.go) \
+		client/native/_go-fuse/fuse/uring_linux.go
+	cd client/native && rm -rf vendor && $(GO) mod vendor \
+		&& cp _go-fuse/fuse/uring_linux.go vendor/github.com/hanwen/go-fuse/v2/fuse/ \
+		&& $(GO) build -mod=vendor -trimpath -o hycloud-fused .
 
 debian-packages:  # system packages the tests need (litmus, fuse3), when missing
 	@infra/local/debian_packages.sh

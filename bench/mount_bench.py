@@ -163,9 +163,10 @@ def start_mount(
     profile: Path | None = None,
     code: Path | None = None,
     native: bool = False,
+    flags: tuple[str, ...] = (),
 ) -> subprocess.Popen:
-    """`hycloud mount` (`--native` with `native`), of this tree's client or (`code`) of another
-    checkout's."""
+    """`hycloud mount` (`--native` with `native`, then `flags`), of this tree's client or (`code`)
+    of another checkout's."""
     env = {**os.environ, "HYCLOUD_ENDPOINT": api_url, "HYCLOUD_API_KEY": key}
     if profile is not None:
         env["HYCLOUD_MOUNT_PROFILE"] = str(profile)
@@ -173,7 +174,7 @@ def start_mount(
         env["PYTHONPATH"] = os.pathsep.join([str(code / "client"), str(code / "layers" / "core")])
     env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
     with open(log, "wb") as err:
-        cmd = [HYCLOUD, "mount", *(["--native"] if native else []), str(mnt)]
+        cmd = [HYCLOUD, "mount", *(["--native"] if native else []), *flags, str(mnt)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 30
     while not os.path.ismount(mnt):
@@ -202,6 +203,8 @@ def unmount(mnt: Path, proc: subprocess.Popen, name: str) -> None:
 
 BASELINE = "hycloud mount (baseline)"
 NATIVE = "hycloud mount --native"
+NATIVE_URING = "hycloud mount --native (io_uring)"
+URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 GIT_STEPS = ("git clone", "git init", "git add .", "git commit", "git status")
 AIM = 3.0  # the issue's aim for the git steps: within this many times local disk
 
@@ -231,7 +234,7 @@ def aim_lines(results: dict[str, dict[str, float]]) -> str:
     if "local disk" not in results:
         return ""
     out = []
-    for name in ("hycloud mount", NATIVE):
+    for name in ("hycloud mount", NATIVE, NATIVE_URING):
         if name not in results:
             continue
         out.append(f"{name}:\n")
@@ -294,11 +297,13 @@ def hycloud_column(
     profile: Path | None = None,
     code: Path | None = None,
     native: bool = False,
+    uring: bool = False,
 ) -> dict[str, float]:
     mnt = base / f"mnt-{uuid.uuid4().hex[:6]}"
     mnt.mkdir()
-    name = NATIVE if native else "hycloud mount"
-    proc = start_mount(mnt, api_url, key, base / f"mount-{mnt.name}.log", profile, code, native)
+    name = (NATIVE_URING if uring else NATIVE) if native else "hycloud mount"
+    flags = ("--io-uring",) if uring else ("--no-io-uring",) if native else ()
+    proc = start_mount(mnt, api_url, key, base / f"mount-{mnt.name}.log", profile, code, native, flags)
     print(name, flush=True)
     mark(profile, "mount")
     try:
@@ -396,6 +401,12 @@ def main() -> None:
         "--no-native", action="store_true", help="leave the hycloud mount --native column out"
     )
     parser.add_argument(
+        "--no-io-uring",
+        action="store_true",
+        help="leave out the --native column over FUSE's io_uring transport (as root, the bench turns "
+        "the fuse module's enable_uring on for the run and back after; Linux 6.14+)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="DIR",
         help="also a column of the mount of another checkout (its client/ and layers/core/, e.g. from "
@@ -423,10 +434,17 @@ def main() -> None:
             make_origin(base, tar_path),
         )
         print(f"tree: {files} files, {size} bytes; {args.small_files} small files", flush=True)
-        for run_no in range(args.runs):
-            run_base = base / f"run{run_no}"
-            run_base.mkdir()
-            one_run(run_base, inputs, args, outputs["LocalApiUrl"], key, s3_endpoint, profile, columns, loads)
+        switch = uring_on(args)
+        try:
+            for run_no in range(args.runs):
+                run_base = base / f"run{run_no}"
+                run_base.mkdir()
+                one_run(
+                    run_base, inputs, args, outputs["LocalApiUrl"], key, s3_endpoint, profile, columns, loads
+                )
+        finally:
+            if switch is not None:
+                URING_SWITCH.write_text(switch)
         note = " ".join(dict.fromkeys(NOTES))
     results = {name: median_of(runs) for name, runs in columns.items()}
     text = f"# Mount bench {args.label}\n\nTree: {files} files, {size} bytes ({', '.join(PACKAGES)}); "
@@ -446,6 +464,25 @@ def main() -> None:
     if profile is not None and profile.exists():
         lines = [json.loads(line) for line in profile.read_text().splitlines()]
         (out / f"{name}_profile.md").write_text(f"# Mount profile {args.label}\n\n" + profile_table(lines))
+
+
+def uring_on(args: argparse.Namespace) -> str | None:
+    """The fuse module's enable_uring turned on for the io_uring column; what it was (None: no
+    such column, and args.no_io_uring set)."""
+    if args.no_hycloud or args.no_native or args.no_io_uring:
+        return None
+    if os.geteuid() != 0 or not URING_SWITCH.exists():
+        NOTES.append(
+            "No --native (io_uring) column: it needs root and Linux 6.14+ (the fuse module's enable_uring)."
+        )
+        args.no_io_uring = True
+        return None
+    was = URING_SWITCH.read_text().strip()
+    URING_SWITCH.write_text("Y")
+    NOTES.append(
+        "The --native (io_uring) column ran with the fuse module's enable_uring on (set for the run)."
+    )
+    return was
 
 
 def one_run(
@@ -477,6 +514,10 @@ def one_run(
         if not args.no_native:
             loads.append(load("hycloud --native column"))
             columns.setdefault(NATIVE, []).append(hycloud_column(base, inputs, api_url, key, native=True))
+            if not args.no_io_uring:
+                loads.append(load("hycloud --native io_uring column"))
+                column = hycloud_column(base, inputs, api_url, key, native=True, uring=True)
+                columns.setdefault(NATIVE_URING, []).append(column)
     if args.no_rclone:
         NOTES.append("Run with --no-rclone: no rclone mount column.")
         return

@@ -23,6 +23,8 @@ type message struct {
 	Size  int64  `json:"size,omitempty"`  // restub: the cloud's size and mtime (ns)
 	Mtime int64  `json:"mtime,omitempty"`
 	Errno int    `json:"errno,omitempty"`
+	// mounted: how requests come from the kernel, "io_uring" or "/dev/fuse"
+	Transport string `json:"transport,omitempty"`
 }
 
 // bridge carries the daemon's questions and changes to the client process over a pipe pair:
@@ -85,6 +87,9 @@ func (b *bridge) tell(m message) {
 func (b *bridge) ask(m message) (message, syscall.Errno) {
 	m.ID = b.next.Add(1)
 	ch := make(chan message, 1)
+	if server := fuseServer.Load(); server != nil {
+		server.Blocking() // an io_uring queue's thread hands its queue on while it waits
+	}
 	b.waiting.Store(m.ID, ch)
 	b.send(m)
 	answer := <-ch

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,12 +27,31 @@ func fuseOptions() fuse.MountOptions {
 		// pages are kept until told otherwise, not dropped when a stat shows a new mtime: every
 		// change to the local copy comes through the kernel (a stub is fetched before any read)
 		ExplicitDataCacheControl: true,
+		// FUSE over io_uring where the kernel offers it (Linux 6.14+ with the fuse module's
+		// enable_uring on): each request answered on its caller's CPU (_go-fuse/fuse/uring_linux.go)
+		ExtraCapabilities: fuse.CAP_OVER_IO_URING,
 	}
+}
+
+var fuseServer atomic.Pointer[fuse.Server] // for Blocking, set before the first request
+
+// mount is fs.Mount with the io_uring queues served before anything uses the mount: once the
+// kernel agrees to io_uring, it holds every request until each queue has its entries.
+func mount(dir string, root fs.InodeEmbedder, options *fs.Options) (*fuse.Server, error) {
+	server, err := fuse.NewServer(fs.NewNodeFS(root, options), dir, &options.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	fuseServer.Store(server)
+	server.ServeIOUring()
+	go server.Serve()
+	return server, server.WaitMount()
 }
 
 func main() {
 	backing := flag.String("backing", "", "the local copy")
 	ttl := flag.Duration("ttl", 30*time.Second, "how long the kernel keeps names and attributes")
+	uring := flag.Bool("io-uring", true, "take requests over io_uring where the kernel offers it")
 	flag.Parse()
 	if *backing == "" || flag.NArg() != 1 {
 		log.Fatal("usage: hycloud-fused -backing DIR MOUNTPOINT")
@@ -45,11 +65,15 @@ func main() {
 	cloud = newBridge(os.Stdout, os.Stdin, closed)
 	root := &fs.LoopbackRoot{Path: *backing, Dev: uint64(st.Dev), NewNode: newNode}
 	root.RootNode = newNode(root, nil, "", &st)
-	server, err := fs.Mount(flag.Arg(0), root.RootNode, &fs.Options{
+	options := fuseOptions()
+	if !*uring {
+		options.ExtraCapabilities &^= fuse.CAP_OVER_IO_URING
+	}
+	server, err := mount(flag.Arg(0), root.RootNode, &fs.Options{
 		AttrTimeout:     ttl,
 		EntryTimeout:    ttl,
 		NegativeTimeout: ttl,
-		MountOptions:    fuseOptions(),
+		MountOptions:    options,
 	})
 	if err != nil {
 		log.Fatalf("cannot mount on %s: %v", flag.Arg(0), err)
@@ -77,7 +101,11 @@ func main() {
 		finish()
 	}()
 	go tellingChanges()
-	cloud.tell(message{Op: "mounted"})
+	transport := "/dev/fuse"
+	if server.IOUring() {
+		transport = "io_uring"
+	}
+	cloud.tell(message{Op: "mounted", Transport: transport})
 	server.Wait()
 	finish()
 }

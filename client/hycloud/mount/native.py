@@ -141,6 +141,8 @@ class Daemon:
     def __init__(self, proc: subprocess.Popen, questions: Questions, changes: Changes) -> None:
         self.proc, self.questions, self.changes = proc, questions, changes
         self.mounted = threading.Event()
+        self.transport = ""  # how the kernel's requests come: "io_uring" or "/dev/fuse"
+        self.on_mounted: Callable[[str], None] | None = None  # told the transport, once up
         self._out_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="hycloud-native-ask")
         self._asked: dict[int, Future[int]] = {}
@@ -176,7 +178,10 @@ class Daemon:
             if op is None:  # the answer to a question of ours
                 self._answered(msg["id"], msg.get("errno", 0))
             elif op == "mounted":
+                self.transport = msg.get("transport", "")
                 self.mounted.set()
+                if self.on_mounted is not None:
+                    self.on_mounted(self.transport)
             elif msg.get("id"):
                 self._pool.submit(self._answer, msg)
             elif op == "stale":  # a folder used long after its listing: merged, not waited on
@@ -220,17 +225,28 @@ def mount_native(
     signals: bool = True,
     cache_size: int = LIMIT,
     ttl: float = KERNEL_TTL_S,
+    on_mounted: Callable[[str], None] | None = None,
+    io_uring: bool = True,
 ) -> None:
     """Mount until unmounted (`fusermount3 -u DIR`), SIGTERM or Ctrl-C; then send everything.
     The local copy is kept within `cache_size` (`bound.py`); a folder is listed again when used
     `ttl` seconds after its last listing (`relist.py`). `signals`: SIGTERM, SIGINT and SIGHUP unmount (a caller's thread other than the main one:
-    False)."""
+    False). `on_mounted` hears how the kernel's requests come ("io_uring" where the kernel allows
+    it, else "/dev/fuse") once the mount is up; `io_uring` False keeps to /dev/fuse."""
     root = Path(tempfile.mkdtemp(prefix="hycloud-native-", dir=cache_dir))
     local, incoming = root / "tree", root / "incoming"
     local.mkdir()
     incoming.mkdir()
     changes = Changes(client, local, upload or (lambda pairs: bundles.put_files(client, pairs)))
-    args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{ttl:g}s", mountpoint]
+    args = [
+        str(daemon_path()),
+        "-backing",
+        str(local),
+        "-ttl",
+        f"{ttl:g}s",
+        f"-io-uring={str(io_uring).lower()}",
+    ]
+    args.append(mountpoint)
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     questions = Questions(client, local, incoming, changes)
     daemon = Daemon(proc, questions, changes)
@@ -246,6 +262,7 @@ def mount_native(
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if signals else ():
         signal.signal(signum, stop)
     watch(mountpoint, lambda: proc.send_signal(signal.SIGUSR1), daemon.mounted)  # see watch.py
+    daemon.on_mounted = on_mounted
     daemon.serve()
     code = proc.wait()
     bound.stop()

@@ -60,12 +60,31 @@ def _mounted(tmp_path: Path, cloud: FakeCloud, **options: object) -> Native:
     return Native(mnt, cloud, thread, outcome)
 
 
+URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
+
+
+@pytest.fixture(params=["/dev/fuse", "io_uring"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """How the kernel's requests reach the daemon: io_uring needs Linux 6.14+ with the fuse
+    module's enable_uring on (tests/conftest.py turns it on for the session, as root)."""
+    if request.param == "io_uring" and not (
+        URING_SWITCH.exists() and URING_SWITCH.read_text().strip() == "Y"
+    ):
+        pytest.skip("no FUSE over io_uring here: Linux 6.14+ with the fuse module's enable_uring on")
+    return request.param
+
+
 @pytest.fixture
-def native(tmp_path: Path) -> Iterator[Native]:
+def native(tmp_path: Path, transport: str) -> Iterator[Native]:
     cloud = FakeCloud()
     cloud.dirs.update({"/d", "/d/empty"})
     cloud.files |= {"/d/stored": b"stored bytes", "/d/other": b"other bytes"}
-    mount = _mounted(tmp_path, cloud)
+    heard: list[str] = []
+    mount = _mounted(tmp_path, cloud, io_uring=transport == "io_uring", on_mounted=heard.append)
+    deadline = time.monotonic() + 5
+    while not heard and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert heard == [transport], f"asked for {transport}, served over {heard}"
     yield mount
     if os.path.ismount(mount.dir):
         subprocess.run(["fusermount3", "-u", "-z", str(mount.dir)], check=False, timeout=30)
