@@ -7,8 +7,8 @@ of each git step of bench/mount_bench.py's tree by opcode. Then times `os.stat` 
 daemon on one CPU. As root with a C compiler, it also times the same lookups through
 bench/fuse_zero.c, a FUSE server that does no work, wherever the scheduler puts it, on this
 process's CPU and on another: the round trip any FUSE server pays here; and through
-bench/fuse_zero_uring.c, the same server over FUSE's io_uring transport (the fuse module's
-enable_uring switched on for that run, then back). With the git steps timed
+the same server over FUSE's io_uring transport (the fuse module's enable_uring switched on for
+that run, then back). With the git steps timed
 on local disk, that gives each step's floor through FUSE: its time on disk plus, per request, what
 a lookup through that server costs over one on disk.
 
@@ -39,6 +39,7 @@ from bench import mount_bench as mb  # noqa: E402
 from hycloud.mount import native  # noqa: E402
 from tests.unit.client.test_mount_writeback import FakeCloud  # noqa: E402
 
+URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 STEPS = (
     ("git clone", lambda origin: ["git", "clone", "-q", str(origin), "clone"]),
     ("git init", lambda origin: ["git", "init", "-q"]),
@@ -136,11 +137,17 @@ def lookup_us(folder: Path, count: int, tag: str) -> float:
 
 
 def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
+    """The mount's lookups against local disk: /dev/fuse anywhere, /dev/fuse with this process and
+    the daemon on one CPU, and (where the kernel has it) io_uring with the fuse module's switch on."""
     rows = []
-    for label, pin in (("any CPU", None), ("this process and the daemon on CPU 0", {0})):
-        old = os.sched_getaffinity(0)
+    places = [("any CPU", None, False), ("this process and the daemon on CPU 0", {0}, False)]
+    places += [("over io_uring, any CPU", None, True)] if os.geteuid() == 0 and URING_SWITCH.exists() else []
+    for label, pin, uring in places:
+        old, switch = os.sched_getaffinity(0), URING_SWITCH.read_text().strip() if uring else None
         if pin:
             os.sched_setaffinity(0, pin)
+        if uring:
+            URING_SWITCH.write_text("Y")
         try:
             mount = Mounted(base / label.replace(" ", "-"), pin)
             os.listdir(mount.dir)  # the root listed: later lookups are the daemon's alone
@@ -151,6 +158,8 @@ def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
             disk = min(lookup_us(base, count, f"{label}{r}") for r in range(3))
         finally:
             os.sched_setaffinity(0, old)
+            if switch is not None:
+                URING_SWITCH.write_text(switch)
         rows.append((label, through, disk))
     return rows
 
@@ -160,9 +169,8 @@ ZERO_RUNS = (
     ("/dev/fuse, any CPU", "fuse_zero.c", [], None),
     ("/dev/fuse, this process's CPU", "fuse_zero.c", ["0"], 0),
     ("/dev/fuse, another CPU", "fuse_zero.c", ["1"], 0),
-    ("io_uring, any CPU", "fuse_zero_uring.c", [], None),
+    ("io_uring, any CPU", "fuse_zero.c", ["uring"], None),
 )
-URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 
 
 def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
@@ -173,12 +181,12 @@ def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
         return []
     rows = []
     for label, source, args, own_cpu in ZERO_RUNS:
-        if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in source and not URING_SWITCH.exists()):
+        if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in args and not URING_SWITCH.exists()):
             continue
         exe = base / source.removesuffix(".c")
         if not exe.exists():
             subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / source)], check=True)
-        switch = URING_SWITCH.read_text().strip() if "uring" in source else None
+        switch = URING_SWITCH.read_text().strip() if "uring" in args else None
         if switch is not None:
             URING_SWITCH.write_text("Y")
         try:
@@ -254,7 +262,7 @@ def main() -> None:
         lines += ["requests at the zero server's round trip less a lookup on disk; last, the same at the"]
         lines += ["native mount's round trip, which its measured steps follow:", ""]
         costs = [(f"zero server, {label}", us) for label, us in zero]
-        costs.append(("the native mount, any CPU", lookups[0][1]))
+        costs += [(f"the native mount, {label}", us) for label, us, _ in lookups if "any CPU" in label]
         lines += floor_lines(steps, disk, costs, lookups[0][2])
     else:
         lines += ["", "No zero-server figures: they need root (mount(2)) and a C compiler."]

@@ -66,7 +66,7 @@ func main() {
 	root := &fs.LoopbackRoot{Path: *backing, Dev: uint64(st.Dev), NewNode: newNode}
 	root.RootNode = newNode(root, nil, "", &st)
 	options := fuseOptions()
-	if !*uring {
+	if !*uring || !fuse.IOUringUsable() {
 		options.ExtraCapabilities &^= fuse.CAP_OVER_IO_URING
 	}
 	server, err := mount(flag.Arg(0), root.RootNode, &fs.Options{

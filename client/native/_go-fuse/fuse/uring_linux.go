@@ -107,6 +107,19 @@ func (ms *Server) ServeIOUring() bool {
 	return true
 }
 
+// IOUringUsable: whether this process may set up an io_uring of the kind the queues need (a
+// sysctl, seccomp or a container can forbid it). Ask for CAP_OVER_IO_URING only then: once INIT
+// agrees on it, a mount whose queues cannot start answers nothing.
+func IOUringUsable() bool {
+	p := uringParams{flags: uringSetupSQE128}
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return false
+	}
+	unix.Close(int(fd))
+	return true
+}
+
 // IOUring: whether requests come over io_uring.
 func (ms *Server) IOUring() bool {
 	_, on := uringOn.Load(ms)
