@@ -67,9 +67,10 @@ URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 def transport(request: pytest.FixtureRequest) -> str:
     """How the kernel's requests reach the daemon: io_uring needs Linux 6.14+ with the fuse
     module's enable_uring on (tests/conftest.py turns it on for the session, as root)."""
-    if request.param == "io_uring" and not (
-        URING_SWITCH.exists() and URING_SWITCH.read_text().strip() == "Y"
-    ):
+    switched_on = URING_SWITCH.exists() and URING_SWITCH.read_text().strip() == "Y"
+    forbidden = Path("/proc/sys/kernel/io_uring_disabled")  # 1 or 2: not for this process
+    allowed = not forbidden.exists() or forbidden.read_text().strip() == "0"
+    if request.param == "io_uring" and not (switched_on and allowed):
         pytest.skip("no FUSE over io_uring here: Linux 6.14+ with the fuse module's enable_uring on")
     return request.param
 
