@@ -127,31 +127,18 @@ def pytest_xdist_make_scheduler(config, log):
     return CloudTestsScheduling(config, log)
 
 
-URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
-
-
-def _uring_switch(config, on: bool) -> None:
-    """The native mount's tests also run over FUSE's io_uring transport, which the fuse module
-    offers only with its enable_uring on: as root, the session (the controller, before its
-    workers start) turns it on and back to what it was at the end."""
-    if hasattr(config, "workerinput") or os.geteuid() != 0 or not URING_SWITCH.exists():
-        return
-    try:
-        if on:
-            config.uring_was = URING_SWITCH.read_text().strip()
-            URING_SWITCH.write_text("Y")
-        elif hasattr(config, "uring_was"):
-            URING_SWITCH.write_text(config.uring_was)
-    except OSError:  # read-only /sys (a container): those tests skip
-        pass
-
-
 def pytest_unconfigure(config) -> None:
-    _uring_switch(config, on=False)
+    held = getattr(config, "uring_switch", None)
+    if held is not None:
+        held.__exit__(None, None, None)
 
 
 def pytest_configure(config) -> None:
-    _uring_switch(config, on=True)
+    if not hasattr(config, "workerinput"):  # the controller, before its workers start
+        from infra.local import uring_switch
+
+        config.uring_switch = uring_switch.switched_on()
+        config.uring_switch.__enter__()
     # Started as a background job (`make test &`), the shell hands pytest SIGINT ignored; every CLI
     # a test spawns would inherit that and shrug off the Ctrl-C tests' SIGINT.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

@@ -34,6 +34,7 @@ from xml.etree import ElementTree
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from infra.local import deploy as local  # noqa: E402
+from infra.local import uring_switch  # noqa: E402
 
 NO_TESTS = 5  # pytest's exit code when a phase selects nothing
 
@@ -244,7 +245,8 @@ def main(argv: list[str]) -> int:
     run_started = time.time()
     reports = _reports()
     clock = Clock()
-    code = (fast if quick else full)(extra, args, clock, reports)
+    with uring_switch.switched_on():  # held once for every pytest process of the run
+        code = (fast if quick else full)(extra, args, clock, reports)
     print(module_times(list(reports.values())))
     print(clock)
     print(guard_summary(run_started))
