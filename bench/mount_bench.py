@@ -26,6 +26,7 @@ timed with one blocking wait for the process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -48,6 +49,7 @@ import rclone_tool  # noqa: E402
 
 from hycloud.admin import create_user  # noqa: E402
 from infra.local import deploy as local  # noqa: E402
+from infra.local import uring_switch  # noqa: E402
 
 HYCLOUD = str(Path(sys.executable).parent / "hycloud")
 PACKAGES = ("urllib3", "requests")
@@ -204,7 +206,6 @@ def unmount(mnt: Path, proc: subprocess.Popen, name: str) -> None:
 BASELINE = "hycloud mount (baseline)"
 NATIVE = "hycloud mount --native"
 NATIVE_URING = "hycloud mount --native (io_uring)"
-URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 GIT_STEPS = ("git clone", "git init", "git add .", "git commit", "git status")
 AIM = 3.0  # the issue's aim for the git steps: within this many times local disk
 
@@ -434,17 +435,13 @@ def main() -> None:
             make_origin(base, tar_path),
         )
         print(f"tree: {files} files, {size} bytes; {args.small_files} small files", flush=True)
-        switch = uring_on(args)
-        try:
+        with uring_switch.switched_on() if uring_column(args) else contextlib.nullcontext():
             for run_no in range(args.runs):
                 run_base = base / f"run{run_no}"
                 run_base.mkdir()
                 one_run(
                     run_base, inputs, args, outputs["LocalApiUrl"], key, s3_endpoint, profile, columns, loads
                 )
-        finally:
-            if switch is not None:
-                URING_SWITCH.write_text(switch)
         note = " ".join(dict.fromkeys(NOTES))
     results = {name: median_of(runs) for name, runs in columns.items()}
     text = f"# Mount bench {args.label}\n\nTree: {files} files, {size} bytes ({', '.join(PACKAGES)}); "
@@ -466,23 +463,21 @@ def main() -> None:
         (out / f"{name}_profile.md").write_text(f"# Mount profile {args.label}\n\n" + profile_table(lines))
 
 
-def uring_on(args: argparse.Namespace) -> str | None:
-    """The fuse module's enable_uring turned on for the io_uring column; what it was (None: no
-    such column, and args.no_io_uring set)."""
+def uring_column(args: argparse.Namespace) -> bool:
+    """Whether the --native (io_uring) column runs: main holds the fuse module's enable_uring on
+    for the run then (and puts it back); args.no_io_uring set when it cannot."""
     if args.no_hycloud or args.no_native or args.no_io_uring:
-        return None
-    if os.geteuid() != 0 or not URING_SWITCH.exists():
+        return False
+    if not uring_switch.available():
         NOTES.append(
             "No --native (io_uring) column: it needs root and Linux 6.14+ (the fuse module's enable_uring)."
         )
         args.no_io_uring = True
-        return None
-    was = URING_SWITCH.read_text().strip()
-    URING_SWITCH.write_text("Y")
+        return False
     NOTES.append(
         "The --native (io_uring) column ran with the fuse module's enable_uring on (set for the run)."
     )
-    return was
+    return True
 
 
 def one_run(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import re
 import shutil
@@ -37,9 +38,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "client"), str(ROOT / "layers" / "core")]
 
 from bench import mount_bench as mb  # noqa: E402
 from hycloud.mount import native  # noqa: E402
+from infra.local import uring_switch  # noqa: E402
 from tests.unit.client.test_mount_writeback import FakeCloud  # noqa: E402
 
-URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 STEPS = (
     ("git clone", lambda origin: ["git", "clone", "-q", str(origin), "clone"]),
     ("git init", lambda origin: ["git", "init", "-q"]),
@@ -141,25 +142,22 @@ def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
     the daemon on one CPU, and (where the kernel has it) io_uring with the fuse module's switch on."""
     rows = []
     places = [("any CPU", None, False), ("this process and the daemon on CPU 0", {0}, False)]
-    places += [("over io_uring, any CPU", None, True)] if os.geteuid() == 0 and URING_SWITCH.exists() else []
+    places += [("over io_uring, any CPU", None, True)] if uring_switch.available() else []
     for label, pin, uring in places:
-        old, switch = os.sched_getaffinity(0), URING_SWITCH.read_text().strip() if uring else None
+        old = os.sched_getaffinity(0)
         if pin:
             os.sched_setaffinity(0, pin)
-        if uring:
-            URING_SWITCH.write_text("Y")
         try:
-            mount = Mounted(base / label.replace(" ", "-"), pin)
-            os.listdir(mount.dir)  # the root listed: later lookups are the daemon's alone
-            try:
-                through = min(lookup_us(mount.dir, count, f"{label}{r}") for r in range(3))
-            finally:
-                mount.unmount()
+            with uring_switch.switched_on() if uring else contextlib.nullcontext():
+                mount = Mounted(base / label.replace(" ", "-"), pin)
+                os.listdir(mount.dir)  # the root listed: later lookups are the daemon's alone
+                try:
+                    through = min(lookup_us(mount.dir, count, f"{label}{r}") for r in range(3))
+                finally:
+                    mount.unmount()
             disk = min(lookup_us(base, count, f"{label}{r}") for r in range(3))
         finally:
             os.sched_setaffinity(0, old)
-            if switch is not None:
-                URING_SWITCH.write_text(switch)
         rows.append((label, through, disk))
     return rows
 
@@ -181,19 +179,13 @@ def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
         return []
     rows = []
     for label, source, args, own_cpu in ZERO_RUNS:
-        if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in args and not URING_SWITCH.exists()):
+        if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in args and not uring_switch.available()):
             continue
         exe = base / source.removesuffix(".c")
         if not exe.exists():
             subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / source)], check=True)
-        switch = URING_SWITCH.read_text().strip() if "uring" in args else None
-        if switch is not None:
-            URING_SWITCH.write_text("Y")
-        try:
+        with uring_switch.switched_on() if "uring" in args else contextlib.nullcontext():
             rows.append((label, time_zero(base / f"zero{len(rows)}", [str(exe), *args], own_cpu, count)))
-        finally:
-            if switch is not None:
-                URING_SWITCH.write_text(switch)
     return rows
 
 

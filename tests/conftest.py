@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib
 import json
 import os
@@ -128,17 +129,16 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_unconfigure(config) -> None:
-    held = getattr(config, "uring_switch", None)
-    if held is not None:
-        held.__exit__(None, None, None)
+    if hasattr(config, "uring_switch"):
+        config.uring_switch.close()
 
 
 def pytest_configure(config) -> None:
     if not hasattr(config, "workerinput"):  # the controller, before its workers start
         from infra.local import uring_switch
 
-        config.uring_switch = uring_switch.switched_on()
-        config.uring_switch.__enter__()
+        config.uring_switch = contextlib.ExitStack()
+        config.uring_switch.enter_context(uring_switch.switched_on())
     # Started as a background job (`make test &`), the shell hands pytest SIGINT ignored; every CLI
     # a test spawns would inherit that and shrug off the Ctrl-C tests' SIGINT.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

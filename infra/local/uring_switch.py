@@ -13,12 +13,21 @@ SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
 HELD = "HYCLOUD_URING_SWITCH_HELD"  # set for the run's processes while the switch is held on
 
 
+def available() -> bool:
+    """Root, on a kernel with the switch (Linux 6.14+)."""
+    return os.geteuid() == 0 and SWITCH.exists()
+
+
+def is_on() -> bool:
+    return SWITCH.exists() and SWITCH.read_text().strip() == "Y"
+
+
 @contextlib.contextmanager
 def switched_on() -> Iterator[None]:
     """Y for the block, then what it was. Held once per run: the runner of `make test` holds it
     around its pytest processes, which then leave it alone (they run side by side, and each
     putting back what it saw would leave it on, or turn it off under another's tests)."""
-    if os.environ.get(HELD) or os.geteuid() != 0 or not SWITCH.exists():
+    if os.environ.get(HELD) or not available():
         yield
         return
     try:

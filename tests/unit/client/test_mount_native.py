@@ -18,6 +18,7 @@ import pytest
 from hycloud.mount.native import mount_native
 from hycloud_core.crypto import header as hdr
 from hycloud_core.errors import HyCloudError
+from infra.local import uring_switch
 from tests.unit.client.mount_fake import NEEDS_FUSE
 from tests.unit.client.test_mount_writeback import FakeCloud
 
@@ -60,17 +61,13 @@ def _mounted(tmp_path: Path, cloud: FakeCloud, **options: object) -> Native:
     return Native(mnt, cloud, thread, outcome)
 
 
-URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")
-
-
 @pytest.fixture(params=["/dev/fuse", "io_uring"])
 def transport(request: pytest.FixtureRequest) -> str:
     """How the kernel's requests reach the daemon: io_uring needs Linux 6.14+ with the fuse
-    module's enable_uring on (tests/conftest.py turns it on for the session, as root)."""
-    switched_on = URING_SWITCH.exists() and URING_SWITCH.read_text().strip() == "Y"
+    module's enable_uring on (a test run holds it on as root: infra/local/uring_switch.py)."""
     forbidden = Path("/proc/sys/kernel/io_uring_disabled")  # 1 or 2: not for this process
     allowed = not forbidden.exists() or forbidden.read_text().strip() == "0"
-    if request.param == "io_uring" and not (switched_on and allowed):
+    if request.param == "io_uring" and not (uring_switch.is_on() and allowed):
         pytest.skip("no FUSE over io_uring here: Linux 6.14+ with the fuse module's enable_uring on")
     return request.param
 
