@@ -9,6 +9,8 @@ back out to local disk, `du -sb`, and last the time the data takes to be durable
 unmount, which sends everything, on the hycloud mounts (the standard one and `--native`, the
 compiled daemon of client/native); for rclone, until the bucket holds every
 file of the folder (rclone sends closed files after its --vfs-write-back of 5 s), then unmount.
+Each column's first step waits (30 s at most) for the machine to be quiet: not for the mount's own
+start-up, nor for the local cloud, on the same CPUs, still taking in the column before's files.
 rclone runs with `--vfs-cache-mode writes`, which git needs (its default, off, cannot write
 git's files), and its other defaults; it is built on first use (bench/rclone_tool.py).
 
@@ -124,6 +126,37 @@ class Inputs:
     origin: Path
 
 
+QUIET_BUSY = 0.15  # the machine counts as quiet below this share of its CPUs busy
+QUIET_WAIT_S = 30.0
+
+
+def cpu_busy(window: float = 0.25) -> float:
+    """The share of the machine's CPU time spent busy over `window` seconds (/proc/stat)."""
+
+    def totals() -> tuple[int, int]:
+        with open("/proc/stat") as stat:
+            ticks = [int(t) for t in stat.readline().split()[1:]]
+        return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
+
+    (all0, idle0), _ = totals(), time.sleep(window)
+    all1, idle1 = totals()
+    return 1 - (idle1 - idle0) / max(1, all1 - all0)
+
+
+def wait_quiet() -> float:
+    """Wait, at most QUIET_WAIT_S, until the machine is quiet; the seconds waited. So that each
+    column's steps start alike, not while the mount still starts up or the local cloud still
+    takes in the column before's files (it runs on the same two CPUs; the steps of one column
+    still run back to back, as a person's commands would, with their uploads behind them)."""
+    t0 = time.monotonic()
+    while cpu_busy() > QUIET_BUSY and time.monotonic() - t0 < QUIET_WAIT_S:
+        pass
+    waited = time.monotonic() - t0
+    if waited >= QUIET_WAIT_S:
+        NOTES.append(f"A column started with the machine still busy after {QUIET_WAIT_S:g} s of waiting.")
+    return waited
+
+
 def scenario(
     target: Path,
     inputs: Inputs,
@@ -147,6 +180,7 @@ def scenario(
         ("durable (sync / unmount)", lambda: durable(work)),
     ]
     times: dict[str, float] = {}
+    print(f"  quiet after {wait_quiet():.1f} s", flush=True)
     for name, step in steps:
         t0 = time.perf_counter()
         step()
@@ -174,7 +208,7 @@ def start_mount(
         env["HYCLOUD_MOUNT_PROFILE"] = str(profile)
     if code is not None:  # its packages ahead of this tree's on the path
         env["PYTHONPATH"] = os.pathsep.join([str(code / "client"), str(code / "layers" / "core")])
-    env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
+    env["HYCLOUD_CONFIG"] = str(log.parent / "config.json")  # none; its state file kept there
     with open(log, "wb") as err:
         cmd = [HYCLOUD, "mount", *(["--native"] if native else []), *flags, str(mnt)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)

@@ -121,10 +121,10 @@ def main() -> None:
     user = f"davbench-{uuid.uuid4().hex[:8]}"
     key = create_user(outputs["TableName"], user)
     env = {**os.environ, "HYCLOUD_ENDPOINT": outputs["LocalApiUrl"], "HYCLOUD_API_KEY": key}
-    env["HYCLOUD_CONFIG"] = "/nonexistent/config.json"
     rclone_tool.rclone()  # built before the clock starts
     seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="webdav-bench-") as tmp:
+        env["HYCLOUD_CONFIG"] = str(Path(tmp) / "config.json")  # none; its state file kept there
         src = Path(tmp) / "src"
         size = make_tree(src, args.files)
         print(f"{args.files} files, {size} bytes", flush=True)
