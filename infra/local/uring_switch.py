@@ -22,6 +22,13 @@ def is_on() -> bool:
     return SWITCH.exists() and SWITCH.read_text().strip() == "Y"
 
 
+def in_use() -> bool:
+    """Whether a native mount here gets FUSE over io_uring: the switch on, and io_uring not
+    forbidden to this process (kernel.io_uring_disabled 1 or 2)."""
+    forbidden = Path("/proc/sys/kernel/io_uring_disabled")
+    return is_on() and (not forbidden.exists() or forbidden.read_text().strip() == "0")
+
+
 @contextlib.contextmanager
 def switched_on() -> Iterator[None]:
     """Y for the block, then what it was. Held once per run: the runner of `make test` holds it

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.local import uring_switch
 from tests.e2e.mounting import CANNOT_MOUNT, start_mount
 
 MiB = 1024 * 1024
@@ -50,6 +51,12 @@ def test_a_working_copy_in_the_native_mount_is_in_the_cloud_after_the_unmount(al
 
     mount = start_mount(alice, tmp_path, None, "--native")
     try:
+        transport = "io_uring" if uring_switch.in_use() else "/dev/fuse"
+        said = f"mounted on {mount.dir}: the kernel's requests come over {transport}"
+        deadline = time.monotonic() + 10
+        while said not in mount.stderr.read_text():  # the user is told how requests come
+            assert time.monotonic() < deadline, mount.stderr.read_text()
+            time.sleep(0.1)
         here = mount.dir / top.lstrip("/")
         assert (here / "stored" / "large.bin").stat().st_size == len(large)
         assert _sha((here / "stored" / "large.bin").read_bytes()) == _sha(large)  # fetched at first read

@@ -164,11 +164,19 @@ def mount_command(
     from ..sdk.client import HyCloud
 
     if native:
-        from ..mount.native import KERNEL_TTL_S, mount_native
+        from ..mount.native import KERNEL_TTL_S, mount_native, mounted_note
+        from .output import note
 
         ttl = KERNEL_TTL_S if metadata_timeout is None else metadata_timeout
-        client = HyCloud.from_config()
-        return mount_native(client, str(directory), folder, cache_size=cache_size, ttl=ttl, io_uring=io_uring)
+        return mount_native(
+            HyCloud.from_config(),
+            str(directory),
+            folder,
+            cache_size=cache_size,
+            ttl=ttl,
+            io_uring=io_uring,
+            on_mounted=lambda transport: note(mounted_note(str(directory), transport, io_uring)),
+        )
     from ..mount import mount
 
     mount(

@@ -49,6 +49,25 @@ DAEMON = "hycloud-fused"
 KERNEL_TTL_S = 30.0  # how long the kernel keeps answers, and a folder's listing is trusted
 
 
+URING_SWITCH = Path("/sys/module/fuse/parameters/enable_uring")  # Linux 6.14+, root sets it
+
+
+def mounted_note(directory: str, transport: str, io_uring: bool = True) -> str:
+    """The line a user sees once the mount is up: how the kernel's requests come and, where the
+    kernel has FUSE over io_uring but it is off, how to turn it on (root only, so not done here)."""
+    line = f"mounted on {directory}: the kernel's requests come over {transport}"
+    try:
+        off = URING_SWITCH.read_text().strip() == "N"
+    except OSError:  # an older kernel, or no fuse module loaded
+        off = False
+    if io_uring and transport != "io_uring" and off:
+        line += (
+            f"; FUSE over io_uring, about twice as fast per request, is off in this kernel: "
+            f"as root, `echo Y > {URING_SWITCH}`, then mount again"
+        )
+    return line
+
+
 def daemon_path() -> Path:
     """The daemon built by `make setup` (client/native), `$HYCLOUD_FUSED`, or one on PATH."""
     named = os.environ.get("HYCLOUD_FUSED")

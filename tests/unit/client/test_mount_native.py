@@ -65,9 +65,7 @@ def _mounted(tmp_path: Path, cloud: FakeCloud, **options: object) -> Native:
 def transport(request: pytest.FixtureRequest) -> str:
     """How the kernel's requests reach the daemon: io_uring needs Linux 6.14+ with the fuse
     module's enable_uring on (a test run holds it on as root: infra/local/uring_switch.py)."""
-    forbidden = Path("/proc/sys/kernel/io_uring_disabled")  # 1 or 2: not for this process
-    allowed = not forbidden.exists() or forbidden.read_text().strip() == "0"
-    if request.param == "io_uring" and not (uring_switch.is_on() and allowed):
+    if request.param == "io_uring" and not uring_switch.in_use():
         pytest.skip("no FUSE over io_uring here: Linux 6.14+ with the fuse module's enable_uring on")
     return request.param
 
