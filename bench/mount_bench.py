@@ -138,7 +138,8 @@ def cpu_busy(window: float = 0.25) -> float:
             ticks = [int(t) for t in stat.readline().split()[1:]]
         return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
 
-    (all0, idle0), _ = totals(), time.sleep(window)
+    all0, idle0 = totals()
+    time.sleep(window)
     all1, idle1 = totals()
     return 1 - (idle1 - idle0) / max(1, all1 - all0)
 

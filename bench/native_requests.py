@@ -162,12 +162,12 @@ def time_lookups(base: Path, count: int) -> list[tuple[str, float, float]]:
     return rows
 
 
-# (label, server source, its arguments after the mount point, this process's CPU or None)
+# (label, fuse_zero's arguments after the mount point, this process's CPU or None)
 ZERO_RUNS = (
-    ("/dev/fuse, any CPU", "fuse_zero.c", [], None),
-    ("/dev/fuse, this process's CPU", "fuse_zero.c", ["0"], 0),
-    ("/dev/fuse, another CPU", "fuse_zero.c", ["1"], 0),
-    ("io_uring, any CPU", "fuse_zero.c", ["uring"], None),
+    ("/dev/fuse, any CPU", [], None),
+    ("/dev/fuse, this process's CPU", ["0"], 0),
+    ("/dev/fuse, another CPU", ["1"], 0),
+    ("io_uring, any CPU", ["uring"], None),
 )
 
 
@@ -177,13 +177,11 @@ def time_zero_server(base: Path, count: int) -> list[tuple[str, float]]:
     cc = shutil.which("cc") or shutil.which("gcc")
     if os.geteuid() != 0 or cc is None:
         return []
-    rows = []
-    for label, source, args, own_cpu in ZERO_RUNS:
+    exe, rows = base / "fuse_zero", []
+    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / "fuse_zero.c")], check=True)
+    for label, args, own_cpu in ZERO_RUNS:
         if ("1" in args and (os.cpu_count() or 1) < 2) or ("uring" in args and not uring_switch.available()):
             continue
-        exe = base / source.removesuffix(".c")
-        if not exe.exists():
-            subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(ROOT / "bench" / source)], check=True)
         with uring_switch.switched_on() if "uring" in args else contextlib.nullcontext():
             rows.append((label, time_zero(base / f"zero{len(rows)}", [str(exe), *args], own_cpu, count)))
     return rows

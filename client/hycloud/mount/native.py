@@ -160,7 +160,6 @@ class Daemon:
     def __init__(self, proc: subprocess.Popen, questions: Questions, changes: Changes) -> None:
         self.proc, self.questions, self.changes = proc, questions, changes
         self.mounted = threading.Event()
-        self.transport = ""  # how the kernel's requests come: "io_uring" or "/dev/fuse"
         self.on_mounted: Callable[[str], None] | None = None  # told the transport, once up
         self._out_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="hycloud-native-ask")
@@ -197,10 +196,9 @@ class Daemon:
             if op is None:  # the answer to a question of ours
                 self._answered(msg["id"], msg.get("errno", 0))
             elif op == "mounted":
-                self.transport = msg.get("transport", "")
                 self.mounted.set()
                 if self.on_mounted is not None:
-                    self.on_mounted(self.transport)
+                    self.on_mounted(msg.get("transport", ""))
             elif msg.get("id"):
                 self._pool.submit(self._answer, msg)
             elif op == "stale":  # a folder used long after its listing: merged, not waited on
@@ -257,15 +255,8 @@ def mount_native(
     local.mkdir()
     incoming.mkdir()
     changes = Changes(client, local, upload or (lambda pairs: bundles.put_files(client, pairs)))
-    args = [
-        str(daemon_path()),
-        "-backing",
-        str(local),
-        "-ttl",
-        f"{ttl:g}s",
-        f"-io-uring={str(io_uring).lower()}",
-    ]
-    args.append(mountpoint)
+    args = [str(daemon_path()), "-backing", str(local), "-ttl", f"{ttl:g}s"]
+    args += [f"-io-uring={str(io_uring).lower()}", mountpoint]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     questions = Questions(client, local, incoming, changes)
     daemon = Daemon(proc, questions, changes)
