@@ -134,7 +134,30 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if errno := n.ensureListed(); errno != 0 {
 		return nil, 0, errno
 	}
-	return n.LoopbackNode.OpendirHandle(ctx, flags)
+	h, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+	if d, ok := h.(loopbackDir); ok {
+		return &folderHandle{d, n}, fuseFlags, errno
+	}
+	return h, fuseFlags, errno
+}
+
+// loopbackDir is what go-fuse's loopback folder handle offers.
+type loopbackDir interface {
+	fs.DirStream
+	fs.FileReleasedirer
+	fs.FileSeekdirer
+	fs.FileReaddirenter
+}
+
+// folderHandle is an open folder whose fsync makes the folder durable in the cloud, as a file's
+// fsync does (go-fuse's own syncs only the local copy's folder).
+type folderHandle struct {
+	loopbackDir
+	n *node
+}
+
+func (h *folderHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return h.n.Fsync(ctx, nil, flags)
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

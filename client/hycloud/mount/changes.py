@@ -5,7 +5,8 @@ Files written are gathered for `delay` seconds and sent many to a request (`bund
 a file made and then renamed or removed before it was sent costs no request at all (git's
 `tmp_obj_*` files, `index.lock`). A move, removal or folder removal of something the cloud holds
 is sent once the files gathered before it are. `sync` returns once every change told before it
-is in the cloud, with the paths that could not be sent.
+is in the cloud, with the paths that could not be sent; `sync(path)` (fsync) once the moves and
+removals told before it are and `path` itself is, the rest left to gather.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ BACKGROUND_NICE = 10  # the sending thread yields the CPU to the work it follows
 
 @dataclass
 class _Barrier:
+    only: str | None = None  # a file or folder (fsync), or None: everything
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -73,9 +75,10 @@ class Changes:
         with self._lock:
             return self._structural > 0
 
-    def sync(self) -> dict[str, str]:
-        """Block until every change told so far is applied; the paths that failed, with why."""
-        barrier = _Barrier()
+    def sync(self, only: str | None = None) -> dict[str, str]:
+        """Block until every change told so far is applied (`only`: every move and removal, and
+        the file or folder `only`); the paths that failed, with why."""
+        barrier = _Barrier(only)
         self._queue.put(barrier)
         barrier.done.wait()
         return dict(self.failed)
@@ -102,8 +105,8 @@ class Changes:
             if item is None:
                 return
             if isinstance(item, _Barrier):
-                self._send()
-                self._make_dirs()
+                self._send([item.only] if item.only is not None else None)
+                self._make_dirs(item.only)
                 item.done.set()
                 continue
             try:
@@ -166,9 +169,10 @@ class Changes:
         self.new_dirs = {m for p in self.new_dirs if (m := moved(p)) is not None}
         self.failed = {m: why for p, why in self.failed.items() if (m := moved(p)) is not None}
 
-    def _send(self) -> None:
-        while self.pending:
-            paths = list(self.pending)[:BATCH]
+    def _send(self, only: list[str] | None = None) -> None:
+        """Every file waiting, or those of `only` that wait."""
+        while waiting := list(self.pending) if only is None else [p for p in only if p in self.pending]:
+            paths = waiting[:BATCH]
             for path in paths:
                 del self.pending[path]
             # stat before the upload reads them (on_sent); written, then gone before its turn
@@ -193,9 +197,11 @@ class Changes:
                 self.failed[path] = str(result.get("error"))
                 print(f"hycloud mount: not sent: {path}: {result.get('error')}", file=sys.stderr)
 
-    def _make_dirs(self) -> None:
-        """Folders made here with nothing sent in them yet: made in the cloud, parents first."""
-        for path in sorted(self.new_dirs, key=lambda p: p.count("/")):
+    def _make_dirs(self, only: str | None = None) -> None:
+        """Folders made here with nothing sent in them yet (or `only`, if it is one): made in the
+        cloud, parents first."""
+        dirs = self.new_dirs if only is None else self.new_dirs & {only}
+        for path in sorted(dirs, key=lambda p: p.count("/")):
             if path in self.new_dirs:
                 self.client.mkdir(path, parents=True)
                 self.in_cloud.update([path, *_parents(path)])

@@ -125,7 +125,7 @@ class Questions:
         self.fetched("/" + rel, local.stat())  # no write yet: the daemon waits on this answer
 
     def sync(self, rel: str) -> None:
-        failed = self.changes.sync()
+        failed = self.changes.sync("/" + rel)
         if "/" + rel in failed:
             raise HyCloudError(failed["/" + rel], code="not-sent")
 
