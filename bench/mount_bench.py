@@ -144,6 +144,19 @@ def cpu_busy(window: float = 0.25) -> float:
     return 1 - (idle1 - idle0) / max(1, all1 - all0)
 
 
+def spread_folder(folder: Path) -> None:
+    """Make `folder` with ext4's top-of-hierarchy flag (`chattr +T`), so that each of its
+    children, one per column, starts in a block group of its own. On ext4 without a journal (as
+    here) a new inode skips every inode of its group freed in the last 60 s (360 s while the
+    inode table is unwritten): a git clone on local disk took 44-67 ms right after 6,000 files
+    were removed near it, 22-28 ms in a group of its own. Each mount removes its local copy at
+    unmount, next to where the next column's copy went."""
+    folder.mkdir()
+    done = subprocess.run(["chattr", "+T", str(folder)], capture_output=True, check=False)
+    if done.returncode != 0:
+        NOTES.append(f"Columns not spread over block groups (chattr +T: {done.stderr.decode().strip()}).")
+
+
 def wait_quiet() -> float:
     """Wait, at most QUIET_WAIT_S, until the machine is quiet; the seconds waited. So that each
     column's steps start alike, not while the mount still starts up or the local cloud still
@@ -338,7 +351,10 @@ def hycloud_column(
     mnt = base / f"mnt-{uuid.uuid4().hex[:6]}"
     mnt.mkdir()
     name = (NATIVE_URING if uring else NATIVE) if native else "hycloud mount"
-    flags = ("--io-uring",) if uring else ("--no-io-uring",) if native else ()
+    flags: tuple[str, ...] = ("--io-uring",) if uring else ("--no-io-uring",) if native else ()
+    cache = base / f"cache-{mnt.name}"  # a child of the run's folder: a block group of its own
+    cache.mkdir()
+    flags += ("--cache-dir", str(cache))
     proc = start_mount(mnt, api_url, key, base / f"mount-{mnt.name}.log", profile, code, native, flags)
     print(name, flush=True)
     mark(profile, "mount")
@@ -473,7 +489,7 @@ def main() -> None:
         with uring_switch.switched_on() if uring_column(args) else contextlib.nullcontext():
             for run_no in range(args.runs):
                 run_base = base / f"run{run_no}"
-                run_base.mkdir()
+                spread_folder(run_base)
                 one_run(
                     run_base, inputs, args, outputs["LocalApiUrl"], key, s3_endpoint, profile, columns, loads
                 )
