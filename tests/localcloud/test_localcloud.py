@@ -254,6 +254,19 @@ def test_lambda_timeout_then_recovers(aws, name):
     assert (out, error) == ("done", None)
 
 
+def test_a_timed_out_invocation_logs_where_its_threads_were(aws, name):
+    """AWS says only "Task timed out"; here the log also shows where the function waited."""
+    code = "import time\ndef handler(event, context):\n    time.sleep(5)\n    return 'done'\n"
+    create_function(aws, name, code, Timeout=1)
+    resp = aws("lambda").invoke(FunctionName=name, Payload=b"{}", LogType="Tail")
+    import base64
+
+    logs = base64.b64decode(resp["LogResult"]).decode()
+    assert resp["FunctionError"] == "Unhandled"
+    assert "Task timed out after 1.00 seconds" in logs
+    assert 'app.py", line 3 in handler' in logs, logs
+
+
 def test_concurrent_invokes_use_separate_environments(aws, efs_function):
     fn_name, _ = efs_function
     invoke(aws, fn_name, {})  # warm one environment

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import decimal
+import faulthandler
 import http.server
 import importlib
 import io
@@ -29,6 +30,7 @@ ENDPOINT = os.environ["LOCALSTACK_RUNTIME_ENDPOINT"]
 RUNTIME_ID = os.environ["LOCALSTACK_RUNTIME_ID"]
 # AWS's limit on a synchronous invocation's response (what LocalStack's own runtime enforces too)
 MAX_RESPONSE_BYTES = int(os.environ.get("LOCALSTACK_MAX_PAYLOAD_SIZE") or 6291556)
+STACKS_BEFORE_S = 0.5  # how long before its timeout an invocation's stacks are dumped
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 IDLE: collections.deque = collections.deque(maxlen=0)  # output between invocations: to the stream only
 
@@ -233,6 +235,9 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
     id_filter.request_id = invoke_id
     logs: list[str] = [f"START RequestId: {invoke_id} Version: {context.function_version}\n"]
     out_stream.sink = err_stream.sink = logs
+    # an invocation about to time out leaves its threads' stacks in the runtime's output, which
+    # the executor puts into its log: where it waited (AWS shows only "Task timed out")
+    faulthandler.dump_traceback_later(max(0.1, timeout - STACKS_BEFORE_S), file=sys.__stderr__)
     try:
         payload = request.get("payload") or "{}"
         try:
@@ -249,6 +254,7 @@ def invoke(handler, request: dict, id_filter: RequestIdFilter, out_stream, err_s
             sys.stdout.write(f"[ERROR] {json.loads(limited)['errorMessage']}\n")
             body, path = limited, "error"
     finally:
+        faulthandler.cancel_dump_traceback_later()
         out_stream.sink = err_stream.sink = IDLE
     duration = (time.time() - started) * 1000
     max_rss = peak_memory_mb()

@@ -12,7 +12,9 @@ Each process runs in a private mount namespace (when the host allows it) where
 EFS access points are bind-mounted at their ``LocalMountPath`` and ``/tmp`` is a
 folder of its own. Timeouts are enforced here, outside the function process:
 the process is killed, the invocation fails with ``Task timed out`` and the
-next invocation starts a fresh process, as on AWS.
+next invocation starts a fresh process, as on AWS. Unlike AWS, the timed-out
+invocation's log also holds its threads' stacks half a second before (dumped by
+``bootstrap.py``): where it waited.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         self.env_dir = efs.state_dir() / "lambda-envs" / id
         self.env_vars: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
+        self.output_at = 0  # output.log's size when the current invocation began
         self.lock = threading.RLock()
         self.stopped = False
         self.needs_restart = False
@@ -137,6 +140,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             self._restart()
         timeout = float(self.function_version.config.timeout)
         self.current_invoke = payload["invoke-id"]
+        self.output_at = self._output_size()
         timer = threading.Timer(timeout, self._time_out, args=(payload["invoke-id"], timeout))
         timer.daemon = True
         timer.start()
@@ -296,7 +300,25 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             self.needs_restart = True
             self._kill()
         message = f"RequestId: {invoke_id} Error: Task timed out after {timeout:.2f} seconds"
-        self._fail_invocation(invoke_id, {"errorType": "Sandbox.Timedout", "errorMessage": message})
+        self._fail_invocation(
+            invoke_id, {"errorType": "Sandbox.Timedout", "errorMessage": message}, self._output_since()
+        )
+
+    def _output_size(self) -> int:
+        try:
+            return (self.env_dir / "output.log").stat().st_size
+        except OSError:
+            return 0
+
+    def _output_since(self, limit: int = 64 * 1024) -> str:
+        """What the runtime wrote since the invocation began (bootstrap.py dumps a timed-out
+        invocation's stacks there): at most its last `limit` bytes."""
+        try:
+            with open(self.env_dir / "output.log", "rb") as log:
+                log.seek(max(self.output_at, self._output_size() - limit))
+                return log.read(limit).decode(errors="replace")
+        except OSError:
+            return ""
 
     def _watch(self, proc: subprocess.Popen) -> None:
         """Report a runtime that exits on its own (crash, ``sys.exit``) instead of hanging."""
@@ -313,11 +335,11 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             startup.set_exception(StatusErrorException("Runtime exited", payload=json.dumps(error).encode()))
         self._fail_invocation(self.current_invoke, error)
 
-    def _fail_invocation(self, invoke_id: str, error: dict[str, str]) -> None:
+    def _fail_invocation(self, invoke_id: str, error: dict[str, str], output: str = "") -> None:
         future = self.endpoint.invocation_future
         if future is None or future.done():
             return
-        logs = f"{self.endpoint.logs or ''}{error['errorMessage']}\n"
+        logs = f"{self.endpoint.logs or ''}{output}{error['errorMessage']}\n"
         result = InvocationResult(invoke_id, json.dumps(error).encode(), is_error=True, logs=logs)
         try:
             future.set_result(result)
