@@ -145,7 +145,8 @@ def mount_command(
     (bounded by --cache-size: past it, files sent or fetched longest ago become stubs again,
     fetched at their next read); files are fetched at their first read,
     folders listed at their first lookup. Writes are sent in order, in bundles, about 0.4 s
-    after a file's last write; fsync() and the unmount wait for them. A folder used more
+    after a file's last write; fsync() sends its file (after the moves and removals before
+    it) and waits for it, the unmount waits for everything. A folder used more
     than 30 s (--metadata-timeout) after its last listing is listed again in the background and other clients'
     changes merged in, except into files changed here and not sent yet (last writer wins).
     Where the kernel offers FUSE over io_uring (Linux 6.14+, enable_uring on), requests are
