@@ -231,3 +231,23 @@ def test_a_large_version_whose_content_is_gone_at_home_is_not_sent_and_stops_not
     table.delete_item(Key={"pk": f"OBJ#{gone}", "sk": "OBJ"})
     assert run_pass(table, ns_dir, standby)["complete"]
     assert standby_fs.history.records.all() == [v for v in primary.history.records.all() if v.kind == "small"]
+
+
+def test_an_item_still_being_counted_reaches_the_standby_with_the_primarys_count(pair, monkeypatch):
+    """rm -r counts what it trashed for SETTLE_INLINE_S (40 ms) and leaves a tree it did not
+    finish pending. The standby took the pending record and counted it from its own file records,
+    of which a trashed tree has none there: its listing showed 0 bytes, 0 files (the failover
+    end-to-end test on a loaded machine). The pass counts a pending item before copying it."""
+    from hycloud_core.fs import operations
+
+    primary, standby_fs, standby, ns_dir = pair
+    table = primary.records.table
+    at_home(primary)
+    run_pass(table, ns_dir, standby)
+    monkeypatch.setattr(operations, "SETTLE_INLINE_S", 0.0)
+    item = primary.trash_tree("/p")
+    assert item.pending  # as rm -r left it on a loaded machine
+    assert run_pass(table, ns_dir, standby)["in_step"]
+    assert standby_fs.trash.listing() == primary.trash.listing()
+    copied = standby_fs.trash.listing()[0]
+    assert (copied.files, copied.size, copied.pending) == (3, 5 + 4 + 5000, False)
