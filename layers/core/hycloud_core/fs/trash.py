@@ -38,6 +38,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -318,6 +319,18 @@ def settle_item(
     return held
 
 
+def count_pending(
+    files: Records, trash: TrashRecords, items: Iterable[TrashItem], budget_s: float | None = None
+) -> bool:
+    """Count each pending item of `items` (for `budget_s` in all); whether there was one."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    pending = [i for i in items if i.pending]
+    for item in pending:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        settle_item(files, trash, Quota(files, trash.user), item, left)
+    return bool(pending)
+
+
 def purge_user(
     table: Any, namespaces_dir: str, user: str, default_s: int, now: float, retention_s: int | None = None
 ) -> Purged:
@@ -326,9 +339,7 @@ def purge_user(
     keep_s = retention_s if retention_s is not None else records.retention(default_s)
     area.leftovers()
     out = Purged()
-    for item in records.all():  # counted before anything goes: the quota still holds pending ones
-        if item.pending:
-            settle_item(files, records, Quota(files, user), item)
+    count_pending(files, records, records.all())  # before anything goes: the quota still holds them
     for item_id in area.item_ids():
         if trashed_at(item_id) + keep_s <= now and area.purge(item_id):
             out.items.append(item_id)

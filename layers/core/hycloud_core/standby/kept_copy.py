@@ -53,16 +53,15 @@ from boto3.dynamodb.conditions import Key
 
 from ..fs.namespace import Namespace
 from ..fs.snapshots import SnapshotArea
-from ..fs.trash import TrashArea, settle_item
+from ..fs.trash import TrashArea, count_pending
 from ..fs.version_copies import VersionCopies
 from ..store.locks import LEASE_S
 from ..store.merkle_records import ROOT, MerkleRecords
 from ..store.pages import query_items
-from ..store.quotas import Quota
 from ..store.records import Records
 from ..store.snapshot_records import PREFIX as SNAPSHOT_PREFIX
 from ..store.snapshot_records import READY, SnapshotRecords
-from ..store.trash_records import ITEM, SETTINGS, TrashRecords
+from ..store.trash_records import ITEM, SETTINGS, TrashItem, TrashRecords
 from ..store.trash_records import PREFIX as TRASH_PREFIX
 from ..store.version_records import PREFIX as VERSION_PREFIX
 from .namespace_copy import Op, file_op, send, tree_ops
@@ -166,8 +165,10 @@ class KeptCopy:
     # --- the trash ---------------------------------------------------------------------------------
     def trash(self) -> None:
         pk = f"{TRASH_PREFIX}{self.user}"
-        self._count_pending()
-        ours, theirs = partition(self.source, pk), partition(self.target, pk)
+        ours = partition(self.source, pk)
+        if self._count_pending(ours):
+            ours = partition(self.source, pk)  # as counted
+        theirs = partition(self.target, pk)
         missing = [sk[len(ITEM) :] for sk in ours if sk.startswith(ITEM) and sk not in theirs]
         offered: set[str] = set()
 
@@ -195,17 +196,13 @@ class KeptCopy:
             if sk[len(ITEM) :] not in still:
                 self.target.delete_item(Key={"pk": pk, "sk": sk})
 
-    def _count_pending(self) -> None:
+    def _count_pending(self, ours: dict[str, Item]) -> bool:
         """Count the primary's items still pending (rm -r leaves a tree it did not count in time),
-        as its next listing or upkeep would, for COUNT_S at most: a pending record on the standby
-        would be counted there from file records, which a trashed tree has none of (size 0)."""
-        trash, files = TrashRecords(self.source, self.user), Records.over(self.source)
-        deadline = time.monotonic() + COUNT_S
-        for item in trash.all():
-            if item.pending:
-                settle_item(
-                    files, trash, Quota(files, self.user), item, max(0.0, deadline - time.monotonic())
-                )
+        as its next listing or upkeep would, for COUNT_S at most; whether there was one. A pending
+        record on the standby would be counted there from file records, which a trashed tree has
+        none of (size 0)."""
+        items = (TrashItem.from_dict(i) for sk, i in ours.items() if sk.startswith(ITEM))
+        return count_pending(Records.over(self.source), TrashRecords(self.source, self.user), items, COUNT_S)
 
     # --- the snapshots ------------------------------------------------------------------------------
     def snapshots(self) -> None:
