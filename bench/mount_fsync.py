@@ -1,7 +1,8 @@
 """`git clone` over a transport into `hycloud mount --native`: git's index-pack fsyncs the pack and
 its index, and the mount's fsync returns once the file is in the cloud. Clones into a fresh mount
 of this tree's client, and (--baseline DIR) of another checkout's, in turn, each on a quiet
-machine; local disk beside them. Both run this tree's daemon (client/native). Figures in bench/results/mount_profile.md ("fsync").
+machine; local disk beside them. Both run this tree's daemon (client/native). Figures in
+bench/results/mount_profile.md ("fsync").
 
     .venv/bin/python bench/mount_fsync.py --baseline /tmp/base
         # /tmp/base: git archive REV client layers/core | tar x -C /tmp/base
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import tempfile
 import time
 import uuid
@@ -66,7 +66,6 @@ def main() -> None:
                 disk = clone_s(origin, base)
                 shown = ", ".join(f"{t:.2f}" for t in times)
                 print(f"{label}: git clone file:// {shown} s; local disk {disk:.3f} s", flush=True)
-    subprocess.run(["sync"], check=False)
 
 
 if __name__ == "__main__":
