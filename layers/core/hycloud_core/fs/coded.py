@@ -44,6 +44,14 @@ CHECK_BUDGET_S = 8.0  # what one request spends asking which blocks are stored
 URL_CHECK_BUDGET_S = 16.0
 
 
+class ChecksOutOfTime(HyCloudError):
+    """A page of blocks not all checked within the budget (a loaded instance): an expected "later"
+    the client waits out (`Retry-After`) and asks again, not a failure."""
+
+    status, code = 503, "busy"
+    retry_after = 1
+
+
 def _chained(chain: str, blocks: Sequence[Block]) -> str:
     """A running hash of verified blocks, one step per block: the same whatever the page sizes."""
     for b in blocks:
@@ -130,7 +138,7 @@ class CodedFiles:
         not checked within the budget is asked again (503): a URL is only for a key seen empty."""
         states = self._states(blocks, URL_CHECK_BUDGET_S)
         if None in states:
-            raise HyCloudError("the blocks' check ran out of time; ask again", code="busy", status=503)
+            raise ChecksOutOfTime("the blocks' check ran out of time; ask again")
         return [
             self.blocks.presigned(b.instance, b.hash, "put_object", URL_TTL_S) if s == ABSENT else None
             for b, s in zip(blocks, states, strict=True)

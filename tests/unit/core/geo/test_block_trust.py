@@ -98,3 +98,6 @@ def test_a_page_not_checked_in_time_is_asked_again(monkeypatch):
     with pytest.raises(HyCloudError) as refused:
         _files(Empty())._put_urls([Block(HASH, len(DATA), "us-west-2")])
     assert refused.value.status == 503
+    # an expected "later": the answer's Retry-After makes a client wait and ask again, and the
+    # controller does not log it as a failure
+    assert refused.value.retry_after >= 1
