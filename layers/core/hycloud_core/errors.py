@@ -63,6 +63,15 @@ class PayloadTooLargeError(HyCloudError):
     status, code = 413, "payload-too-large"
 
 
+class TryLaterError(HyCloudError):
+    """An expected "later" (503 with `Retry-After`, whole seconds): the cloud could not finish in
+    time or lost a race it will win on the next try; the client waits and asks again, and the
+    controller does not log it as a failure."""
+
+    status, code = 503, "busy"
+    retry_after: int = 1
+
+
 _BY_STATUS: dict[int, type[HyCloudError]] = {
     cls.status: cls
     for cls in (

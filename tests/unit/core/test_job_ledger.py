@@ -9,6 +9,7 @@ import time
 import pytest
 
 from hycloud_core import jobs
+from hycloud_core.errors import TryLaterError
 from hycloud_core.jobs.ledger import JobLedger, JobRecord, submit
 
 KEY = jobs.job_key("ul", "alice", "/f", "a" * 64)
@@ -145,3 +146,12 @@ def test_an_attempt_keeps_the_machine_it_was_launched_on(table):
     second = run(table, machine, on=None)
     assert second == f"{KEY}-2" and machine.machines[second] is None
     assert JobLedger(table, "alice").get(KEY).machine is None
+
+
+def test_a_job_changing_under_every_try_is_a_busy_answered_with_retry_after(table, monkeypatch):
+    """Requests racing the same job past submit's tries get the expected "later" (503 with
+    Retry-After) the client waits out, not an unexplained server error."""
+    monkeypatch.setattr(JobLedger, "advance", lambda self, key, record, machine=None: None)  # always lost
+    with pytest.raises(TryLaterError) as raised:
+        submit(JobLedger(table, "alice"), KEY, FakeMachine().status)
+    assert raised.value.status == 503 and raised.value.code == "busy" and raised.value.retry_after >= 1

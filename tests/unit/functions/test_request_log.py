@@ -68,3 +68,20 @@ def test_unmatched_routes_share_one_name_and_validation_failures_keep_theirs(cal
     assert (_request_line(lines)["route"], _request_line(lines)["status"]) == ("unmatched", 404)
     _, lines = call("GET", "/v1/stat", {})  # the path parameter is missing
     assert (_request_line(lines)["route"], _request_line(lines)["status"]) == ("GET /v1/stat", 400)
+
+
+def test_a_try_later_is_answered_with_retry_after_and_not_logged_as_a_failure(call, monkeypatch):
+    """A 503 the cloud expects (a job changing under racing requests, a version settling) tells
+    the client when to ask again; only a 5xx without that is a failure worth a stack trace."""
+    from hycloud_core.errors import TryLaterError
+    from hycloud_core.fs.namespace import Namespace
+
+    def busy(self, path):
+        raise TryLaterError("the job is changing under concurrent requests; retry")
+
+    monkeypatch.setattr(Namespace, "stat_hashed", busy)
+    response, lines = call("GET", "/v1/stat", {}, query={"path": "/f"})
+    assert response["statusCode"] == 503 and json.loads(response["body"])["error"]["code"] == "busy"
+    assert response["multiValueHeaders"]["Retry-After"] == ["1"]
+    assert not [x for x in lines if x.get("message") == "request failed"]
+    assert _request_line(lines)["status"] == 503

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import content, paths
 from ..codec.layout import COMMIT_CHECKS, URL_PAGE, Block, CodedLayout, block_homes, merkle_hash, placed
-from ..errors import BadRequestError, ConflictError, HyCloudError, NotFoundError
+from ..errors import BadRequestError, ConflictError, NotFoundError, TryLaterError
 from ..instances import Instance
 from ..presigned import MAX_URL_TTL_S
 from ..reach import BATCH
@@ -44,12 +44,8 @@ CHECK_BUDGET_S = 8.0  # what one request spends asking which blocks are stored
 URL_CHECK_BUDGET_S = 16.0
 
 
-class ChecksOutOfTime(HyCloudError):
-    """A page of blocks not all checked within the budget (a loaded instance): an expected "later"
-    the client waits out (`Retry-After`) and asks again, not a failure."""
-
-    status, code = 503, "busy"
-    retry_after = 1
+class ChecksOutOfTime(TryLaterError):
+    """A page of blocks not all checked within the budget (a loaded instance)."""
 
 
 def _chained(chain: str, blocks: Sequence[Block]) -> str:

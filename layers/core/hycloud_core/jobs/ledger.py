@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import HyCloudError
+from ..errors import TryLaterError
 from .names import execution_name
 
 RESULT_FRESH_S = 6 * 3600  # well inside upkeep's 24 h for staging files
@@ -122,4 +122,4 @@ def submit(
         record = ledger.advance(key, record, machine=machine)
         if record is not None:
             return Attempt(record, start=True)
-    raise HyCloudError("the job is changing under concurrent requests; retry", code="busy", status=503)
+    raise TryLaterError("the job is changing under concurrent requests; retry")

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ..content import object_key
-from ..errors import ConflictError, HyCloudError
+from ..errors import ConflictError, TryLaterError
 from .records import _plain
 
 SETTLE_WAIT_S = 20.0  # the longest a reader waits for a version to reach S3 (under API Gateway's 29 s)
@@ -36,10 +36,10 @@ class ContentGone(ConflictError):
     code = "upload-required"
 
 
-class Settling(HyCloudError):
-    """The version is durable on EFS but not in S3 yet, longer than a reader waits: try again."""
+class Settling(TryLaterError):
+    """The version is durable on EFS but not in S3 yet, longer than a reader waits."""
 
-    status, code = 503, "settling"
+    code = "settling"
     retry_after = 2  # seconds: a settle of a few hundred MB
 
 
