@@ -6,6 +6,7 @@ the client said `error [busy]` and exited 6 while the copy went on; `rm -r` left
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -142,17 +143,29 @@ def small_jobs(deployment):
     """Trees over 20 entries run as jobs, 5 entries a step: small trees exercise every path (a
     101-file tree takes 21 steps, so a job stopped or failed after its first has steps left; with
     6 steps of 20, a quiet machine ran the last five before a stop landed)."""
-    lam, out = deployment.client("lambda"), deployment.outputs
-    changes = {
-        out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
-        out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "5"},
-    }
+    out = deployment.outputs
+    with _settings(
+        deployment,
+        {
+            out["ControllerFunctionName"]: {"HYCLOUD_TREE_INLINE_LIMIT": "20"},
+            out["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "5"},
+        },
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _settings(deployment, changes: dict[str, dict[str, str]]) -> Iterator[None]:
+    """Functions' environments with `changes` while the block runs, as they were after it."""
+    lam = deployment.client("lambda")
     before = {
         fn: lam.get_function_configuration(FunctionName=fn)["Environment"]["Variables"] for fn in changes
     }
     _configure(lam, {fn: {**before[fn], **extra} for fn, extra in changes.items()})
-    yield
-    _configure(lam, before)
+    try:
+        yield
+    finally:
+        _configure(lam, before)
 
 
 def _configure(lam, variables: dict[str, dict]) -> None:
@@ -331,14 +344,17 @@ class TestSmallTreesAsJobs:
 
     def test_emptying_trash_items_past_the_inline_limit_is_a_job_the_cli_follows(self, owner):
         """The trees the test above trashed (about 100 files each, 5 times the limit of 20) leave
-        the trash listing in the request; counting and removing what they hold is a job (20 files
-        a step here), which the CLI follows. At its end nothing of them is left: no folder in the
-        trash area, no record below it, no trash record, and the trash's totals are 0."""
+        the trash listing in the request; counting and removing what they hold is a job (100
+        entries a step here: about ten steps for their 700 files; the resumes above show small
+        steps), which the CLI follows. At its end nothing of them is left: no folder in the trash
+        area, no record below it, no trash record, and the trash's totals are 0."""
         sdk = owner.sdk()
         items = sdk.trash()["items"]
         files = sum(i["files"] for i in items if i["files"] > 20)  # single files go in the request
         assert len([i for i in items if i["files"] > 20]) >= 5 and files > 5 * SEED_FILES, items
-        result = _cli(owner, "--progress", "--json", "trash", "empty")
+        steps = {owner.deployment.outputs["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "100"}}
+        with _settings(owner.deployment, steps):
+            result = _cli(owner, "--progress", "--json", "trash", "empty")
         assert result.returncode == 0, result.stdout + result.stderr
         assert sorted(json.loads(result.stdout)["emptied"]) == sorted(i["item"] for i in items)
         job = _status(owner.api(), job_id("empty", "/", None))
