@@ -229,8 +229,9 @@ class TestSmallTreesAsJobs:
         _efs_and_records_agree(owner)
 
     def test_an_interrupted_client_says_the_job_goes_on_and_it_does(self, owner):
-        """A tree of 400 files (20 steps): on a quiet machine the seed's 6 steps could all end
-        between the first step seen and the signal, and the CLI then rightly exits 0."""
+        """A tree of 400 files (20 steps of 20 here; the class's steps of 5 made it 80): on a quiet
+        machine the seed's 6 steps could all end between the first step seen and the signal, and
+        the CLI then rightly exits 0."""
         files = {f"f{j:03d}": _seed_bytes(j) for j in range(400)}
         r = owner.api().call(
             "POST",
@@ -241,15 +242,17 @@ class TestSmallTreesAsJobs:
         )
         assert r.status_code == 200, r.text
         api, id = owner.api(), job_id("copy", "/long", "/s5")
-        cli = _start_cli(owner, "cp", "-r", "/long", "/s5")
-        _wait_for(api, id, lambda s: s["done"] > 0)
-        cli.send_signal(signal.SIGINT)
-        out, err = cli.communicate(timeout=60)
-        assert cli.returncode == 130, out + err
-        assert "the copy of /long to /s5 goes on in the cloud" in err, err
-        assert "run the same command to follow it" in err
-        _no_trace(err)
-        end = _wait_for(api, id, lambda s: s["state"] != "running")
+        steps = {owner.deployment.outputs["TreeStepFunctionName"]: {"HYCLOUD_TREE_STEP_ENTRIES": "20"}}
+        with _settings(owner.deployment, steps):
+            cli = _start_cli(owner, "cp", "-r", "/long", "/s5")
+            _wait_for(api, id, lambda s: s["done"] > 0)
+            cli.send_signal(signal.SIGINT)
+            out, err = cli.communicate(timeout=60)
+            assert cli.returncode == 130, out + err
+            assert "the copy of /long to /s5 goes on in the cloud" in err, err
+            assert "run the same command to follow it" in err
+            _no_trace(err)
+            end = _wait_for(api, id, lambda s: s["state"] != "running")
         want = {n: {"kind": "small", "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
         assert end["state"] == "succeeded" and _same_files(_tree(owner, "/s5"), want) == []
 
