@@ -14,19 +14,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
 import mount_bench as mb
-
-
-def clone_ms(origin: Path, parent: Path) -> float:
-    work = parent / f"c-{uuid.uuid4().hex[:8]}"
-    work.mkdir()
-    t0 = time.perf_counter()
-    mb.run(["git", "clone", "-q", str(origin), "clone"], work)
-    return (time.perf_counter() - t0) * 1000
 
 
 def clones(origin: Path, places: dict[str, Path], count: int) -> dict[str, list[float]]:
@@ -35,7 +25,7 @@ def clones(origin: Path, places: dict[str, Path], count: int) -> dict[str, list[
     for _ in range(count):
         for name, parent in places.items():
             mb.wait_quiet()
-            times[name].append(clone_ms(origin, parent))
+            times[name].append(mb.timed_clone(str(origin), parent) * 1000)
     return times
 
 

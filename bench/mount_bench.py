@@ -118,6 +118,16 @@ def run(cmd: list[str], cwd: Path) -> None:
         raise subprocess.CalledProcessError(code, cmd)
 
 
+def timed_clone(source: str, parent: Path) -> float:
+    """Seconds `git clone` of `source` takes into a new folder under `parent` (earlier clones
+    stay: a user's working copies pile up too)."""
+    work = parent / f"c-{uuid.uuid4().hex[:8]}"
+    work.mkdir()
+    t0 = time.perf_counter()
+    run(["git", "clone", "-q", source, "clone"], work)
+    return time.perf_counter() - t0
+
+
 @dataclass
 class Inputs:
     tar_path: Path

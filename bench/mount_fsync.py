@@ -13,19 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import mount_bench as mb
-
-
-def clone_s(origin: Path, parent: Path) -> float:
-    work = parent / f"c-{uuid.uuid4().hex[:8]}"  # the user's earlier clones stay in the cloud
-    work.mkdir()
-    t0 = time.perf_counter()
-    mb.run(["git", "clone", "-q", f"file://{origin}", "clone"], work)
-    return time.perf_counter() - t0
 
 
 def mount_clones(
@@ -39,7 +30,7 @@ def mount_clones(
         times = []
         for _ in range(clones):
             mb.wait_quiet()
-            times.append(clone_s(origin, mnt))
+            times.append(mb.timed_clone(f"file://{origin}", mnt))
         return times
     finally:
         mb.unmount(mnt, proc, "hycloud mount --native")
@@ -63,7 +54,7 @@ def main() -> None:
         for _ in range(args.pairs):
             for label, code in sides:
                 times = mount_clones(base, origin, outputs["LocalApiUrl"], key, code, args.clones)
-                disk = clone_s(origin, base)
+                disk = mb.timed_clone(f"file://{origin}", base)
                 shown = ", ".join(f"{t:.2f}" for t in times)
                 print(f"{label}: git clone file:// {shown} s; local disk {disk:.3f} s", flush=True)
 
