@@ -15,7 +15,12 @@ import mfusepy as fuse
 import pytest
 
 from hycloud.caches.meta import UNKNOWN, MetaCache
-from tests.unit.client.test_mount_writeback import FakeCloud, _fs, _write
+from tests.unit.client.test_mount_writeback import (
+    FakeCloud,
+    _flushers_end_with_their_test,  # noqa: F401 (autouse here too)
+    _fs,
+    _write,
+)
 
 
 class Clock:

@@ -127,10 +127,27 @@ def cloud() -> FakeCloud:
     return FakeCloud()
 
 
+_MADE: list[WriteBack] = []  # the caches made by this test, whose flushers end with it
+
+
+@pytest.fixture(autouse=True)
+def _flushers_end_with_their_test() -> Iterator[None]:
+    """A flusher left running retries its uploads against a fake cloud whose files are gone, after
+    its test and into others: each one ends with its test, sending nothing more."""
+    yield
+    while _MADE:
+        cache = _MADE.pop()
+        with cache._cond:
+            cache._stopping = True
+            cache._cond.notify_all()
+        cache._thread.join(timeout=5)  # one still in an upload a test held is left to finish it
+
+
 def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0.05) -> HyCloudFuse:
     fs = HyCloudFuse(cloud, cache=None, cache_dir=str(tmp_path))  # type: ignore[arg-type]
     fs.cache.stop()
     fs.cache = WriteBack(cloud.upload, tmp_path / "cache", limit=limit, delay=delay)
+    _MADE.append(fs.cache)
     fs.cache.on_flushed, fs.cache.still_valid = fs._flushed, fs._still_valid
     fs.cache.make_dir = lambda path: cloud.mkdir(path, parents=True)
     fs.cache.dirs_made = lambda paths: fs.meta.learn_dirs(paths)
