@@ -318,15 +318,19 @@ class WriteBack:
             self.make_dirs("/")
         except HyCloudError:
             pass
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        self._thread.join(timeout=60)
+        self.halt()
         with self._cond:
             lost = [p for p, e in self.files.items() if e.dirty]
         if not lost:
             shutil.rmtree(self.folder, ignore_errors=True)
         return lost
+
+    def halt(self, timeout: float = 60.0) -> None:
+        """End the flusher, sending nothing more: what is unsent stays in the cache folder."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout=timeout)
 
     # --- the bound ------------------------------------------------------------------------------------
     def cached_bytes(self) -> int:

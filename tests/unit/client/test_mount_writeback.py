@@ -136,11 +136,7 @@ def _flushers_end_with_their_test() -> Iterator[None]:
     its test and into others: each one ends with its test, sending nothing more."""
     yield
     while _MADE:
-        cache = _MADE.pop()
-        with cache._cond:
-            cache._stopping = True
-            cache._cond.notify_all()
-        cache._thread.join(timeout=5)  # one still in an upload a test held is left to finish it
+        _MADE.pop().halt(timeout=5)  # one still in an upload a test held is left to finish it
 
 
 def _fs(cloud: FakeCloud, tmp_path: Path, limit: int = 1 << 30, delay: float = 0.05) -> HyCloudFuse:
