@@ -310,22 +310,18 @@ def plan_exact(problem: PlanProblem) -> Plan:
     if not result.success:
         raise RuntimeError(f"MILP failed: {result.message}")
     served = {pair: round(result.x[col]) for col, pair in enumerate(pairs)}
-    return evaluate(problem, _spread(problem, keys, groups, served))
+    return evaluate(problem, _spread(len(problem.holders), groups, served))
 
 
 def _spread(
-    problem: PlanProblem,
-    keys: list[tuple[int, frozenset[int]]],
-    groups: dict[tuple[int, frozenset[int]], list[int]],
-    served: dict[tuple[int, int], int],
+    chunk_count: int, groups: dict[tuple[int, frozenset[int]], list[int]], served: dict[tuple[int, int], int]
 ) -> list[list[int]]:
     """Per-chunk holders from per-group counts: each group's instances, each repeated as often
     as it serves (never more than the group's chunk count), dealt to its chunks in turn, so a
     chunk's k instances are distinct."""
-    assignment: list[list[int]] = [[] for _ in problem.holders]
-    for g, key in enumerate(keys):
-        chunks = groups[key]
-        dealt = [r for r in sorted(key[1]) for _ in range(served[(g, r)])]
+    assignment: list[list[int]] = [[] for _ in range(chunk_count)]
+    for g, ((_, holders), chunks) in enumerate(groups.items()):
+        dealt = [r for r in sorted(holders) for _ in range(served[(g, r)])]
         for position, r in enumerate(dealt):
             assignment[chunks[position % len(chunks)]].append(r)
     return assignment
